@@ -1,0 +1,35 @@
+"""Image classifiers from the onnx wheel, tested at every optimization level."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ONNX_LIGHT_MODELS
+
+
+@pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_resnet50.onnx")
+class TestResNet50:
+    def test_classifies_one_image(self, ort_session, ort_inputs):
+        (scores,) = ort_session.run(None, ort_inputs)
+        assert scores.shape == (1, 1000)
+        assert np.isfinite(scores).all()
+
+    def test_runs_entirely_on_the_requested_provider(self, ort_session_info, ort_variant):
+        placement = ort_session_info.placement
+        assert placement is not None
+        assert placement.nodes_not_on(ort_variant.provider) == ()
+
+
+@pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_squeezenet.onnx")
+def test_squeezenet_outputs_probabilities(ort_session, ort_inputs):
+    (probabilities,) = ort_session.run(None, ort_inputs)
+    assert probabilities.shape == (1, 1000, 1, 1)
+    np.testing.assert_allclose(probabilities.sum(), 1.0, rtol=1e-4)
+
+
+@pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_inception_v1.onnx")
+def test_inception_v1_is_deterministic(ort_session, ort_inputs):
+    first = ort_session.run(None, ort_inputs)
+    second = ort_session.run(None, ort_inputs)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)

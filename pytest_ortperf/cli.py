@@ -1,0 +1,77 @@
+"""The ``ortperf`` console script."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pytest_ortperf import __version__
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.providers import KNOWN_PROVIDERS, parse_providers
+from pytest_ortperf.runtime import installed_distributions
+
+
+def _version_text() -> str:
+    dists = installed_distributions()
+    runtime = ", ".join(f"{name} {version}" for name, version in dists) or "onnxruntime not installed"
+    return f"pytest-ortperf {__version__} ({runtime})"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ortperf",
+        description="ONNX Runtime latency and accuracy regression gate for pytest "
+        "(pytest-ortperf). Tests run through pytest; this command inspects and maintains.",
+    )
+    parser.add_argument("--version", action="version", version=_version_text())
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    providers = commands.add_parser(
+        "providers",
+        help="probe which execution providers can really run here, and why not",
+        description="Create a one-node session with each provider (ORT fallback off) in a child "
+        "process and report whether it really runs, with the reason when it does not.",
+    )
+    providers.add_argument(
+        "names", nargs="?", default=None,
+        help="comma-separated providers to probe (default: every provider this onnxruntime lists)",
+    )
+    return parser
+
+
+def _providers(names: str | None) -> int:
+    from pytest_ortperf.probe import ProviderProber
+    from pytest_ortperf.runtime import runtime_info
+
+    info = runtime_info()
+    print(f"onnxruntime: {info.describe()}")
+    if names is None:
+        listed = set(info.available_providers)
+        specs = tuple(spec for spec in KNOWN_PROVIDERS if spec.name in listed)
+    else:
+        specs = parse_providers(names, source="ortperf providers")
+    prober = ProviderProber(info.available_providers, info.describe())
+    usable = 0
+    for spec in specs:
+        result = prober.probe(spec)
+        usable += result.available
+        status = "usable" if result.available else f"unavailable: {result.reason}"
+        print(f"{spec.short:>10}  {spec.name}: {status}")
+    return 0 if usable else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "providers":
+            return _providers(args.names)
+    except OrtperfError as exc:
+        print(f"ortperf: error: {exc}", file=sys.stderr)
+        return 2
+    parser.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""Turning pytest's options, ini keys and markers into frozen ortperf values.
+
+Only the pytest layer calls this; everything below sees the frozen
+:class:`OrtperfConfig`, never pytest's ``Config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.inputs import InputOptions
+from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seed
+from pytest_ortperf.providers import parse_providers
+from pytest_ortperf.settings import SessionSettings, parse_assignments
+from pytest_ortperf.variants import Variant, parse_opt_levels, variant_matrix
+
+MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
+
+
+@dataclass(frozen=True)
+class OrtperfConfig:
+    """The whole run's ortperf configuration, resolved once in ``pytest_configure``."""
+
+    variants: tuple[Variant, ...]
+    settings: SessionSettings
+    inputs: InputOptions
+    rootdir: Path
+
+
+def _value(config: Any, ini: str) -> tuple[Any, str]:
+    """The command-line value if given, else the ini value; with a label for errors."""
+    option = next(o for o in OPTIONS if o.ini == ini)
+    cli = config.getoption(option.dest)
+    if cli is not None:
+        return cli, option.flag
+    return config.getini(ini), f"ini {ini}"
+
+
+def build_config(config: Any) -> OrtperfConfig:
+    providers, where = _value(config, "ortperf_providers")
+    specs = parse_providers(providers, source=where)
+    levels_value, where = _value(config, "ortperf_opt_levels")
+    levels = parse_opt_levels(levels_value, source=where)
+
+    settings = SessionSettings().with_overrides(
+        parse_assignments(config.getini("ortperf_session_options"), source="ini ortperf_session_options"),
+        source="ini ortperf_session_options",
+    )
+    cli_settings = config.getoption("ortperf_session_options")
+    if cli_settings:
+        settings = settings.with_overrides(
+            parse_assignments(cli_settings, source="--ortperf-session-option"),
+            source="--ortperf-session-option",
+        )
+
+    dims_value, dims_where = _value(config, "ortperf_dims")
+    range_value, range_where = _value(config, "ortperf_int_range")
+    seed_value, seed_where = _value(config, "ortperf_seed")
+    inputs = InputOptions(
+        seed=parse_seed(seed_value, source=seed_where),
+        dims=parse_dims(dims_value, source=dims_where),
+        int_range=parse_int_range(range_value, source=range_where),
+    )
+    return OrtperfConfig(variant_matrix(specs, levels), settings, inputs, Path(config.rootpath))
+
+
+def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> Any:
+    """The model argument of ``@pytest.mark.ort_model(...)``, checked for shape."""
+    unknown = sorted(set(kwargs) - set(MODEL_MARKER_KWARGS))
+    if unknown:
+        raise UsageError(
+            f"{origin}: unknown argument(s) {', '.join(unknown)}; "
+            f"ort_model takes a model and optionally {', '.join(MODEL_MARKER_KWARGS[1:])}."
+        )
+    given = list(args) + ([kwargs["path"]] if "path" in kwargs else [])
+    if len(given) != 1:
+        raise UsageError(
+            f"{origin}: ort_model takes exactly one model (a path or an onnx.ModelProto), "
+            f"got {len(given)}."
+        )
+    return given[0]
+
+
+def input_options(base: InputOptions, kwargs: Mapping[str, Any], *, origin: str) -> InputOptions:
+    """Apply ``dims=``, ``int_range=`` and ``seed=`` from an ``ort_model`` marker.
+
+    ``int_range`` is one range for every integer input, or a mapping of input
+    name to range.
+    """
+    options = base
+    if "dims" in kwargs:
+        options = replace(options, dims={**base.dims, **parse_dims(kwargs["dims"], source=origin)})
+    if "seed" in kwargs:
+        options = replace(options, seed=parse_seed(kwargs["seed"], source=origin))
+    if "int_range" in kwargs:
+        value = kwargs["int_range"]
+        if isinstance(value, Mapping):
+            ranges = {str(k): parse_int_range(v, source=f"{origin} int_range[{k!r}]") for k, v in value.items()}
+            options = replace(options, int_ranges={**base.int_ranges, **ranges})
+        else:
+            options = replace(options, int_range=parse_int_range(value, source=origin))
+    return options
+
+
+def settings_for(
+    base: SessionSettings, markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], *, origin: str
+) -> SessionSettings:
+    """Apply ``ort_settings`` markers, farthest first, so the closest one wins."""
+    settings = base
+    for args, kwargs in markers:
+        if args:
+            raise UsageError(f"{origin}: ort_settings takes keyword arguments only, e.g. intra_op_threads=2.")
+        settings = settings.with_overrides(kwargs, source=origin)
+    return settings

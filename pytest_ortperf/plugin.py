@@ -1,0 +1,205 @@
+"""The pytest layer: options, markers, parametrization and fixtures. Each body hands off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ortperf import hookspec
+from pytest_ortperf.config import (
+    OrtperfConfig,
+    build_config,
+    input_options,
+    model_marker_spec,
+    settings_for,
+)
+from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.inputs import Feeds
+from pytest_ortperf.models import ModelSource
+from pytest_ortperf.options import register
+from pytest_ortperf.run import OrtperfRun
+from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
+from pytest_ortperf.sessions import BuiltSession
+from pytest_ortperf.variants import Variant
+
+RUN_KEY = pytest.StashKey[OrtperfRun]()
+
+_MARKERS = (
+    "ort_model(model, *, dims=None, int_range=None, seed=None): the ONNX model a test, class "
+    "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
+    "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
+    "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
+)
+_NO_MODEL = (
+    "{test} uses an ortperf fixture but declares no model. Add "
+    "@pytest.mark.ort_model('path/to/model.onnx') to the test, its class, or the module "
+    "(pytestmark = pytest.mark.ort_model(...)), or define an 'ort_model' fixture that returns "
+    "a path or an onnx.ModelProto."
+)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    register(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+    try:
+        ortperf_config = build_config(config)
+    except OrtperfError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[RUN_KEY] = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run = config.stash.get(RUN_KEY, None)
+    if run is not None:
+        run.close()
+        del config.stash[RUN_KEY]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    ortperf = config.stash[RUN_KEY].config
+    return _header_lines(ortperf)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "ort_variant" not in metafunc.fixturenames or _user_parametrized(metafunc, "ort_variant"):
+        return
+    variants = metafunc.config.stash[RUN_KEY].config.variants
+    metafunc.parametrize("ort_variant", variants, ids=[v.id for v in variants], indirect=True)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    run = terminalreporter.config.stash.get(RUN_KEY, None)
+    lines = run.summary_lines() if run is not None else []
+    if lines:
+        terminalreporter.write_sep("-", "ortperf")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+# Fixtures ------------------------------------------------------------------
+
+
+@pytest.fixture
+def ort_variant(request: pytest.FixtureRequest) -> Variant:
+    """The (execution provider, optimization level) this test instance runs; skips if the EP cannot run."""
+    with _user_errors():
+        return _run(request).require_available(_variant_param(request))
+
+
+@pytest.fixture
+def ort_model(request: pytest.FixtureRequest) -> ModelSource:
+    """The model from the nearest ``ort_model`` marker. Override this fixture to supply your own."""
+    marker = request.node.get_closest_marker("ort_model")
+    if marker is None:
+        pytest.fail(_NO_MODEL.format(test=request.node.nodeid), pytrace=False)
+    origin = f"ort_model marker of {request.node.nodeid}"
+    with _user_errors():
+        spec = model_marker_spec(marker.args, marker.kwargs, origin=origin)
+        return _run(request).model(spec, test_dir=_test_dir(request), origin=origin)
+
+
+@pytest.fixture
+def ort_session_info(
+    request: pytest.FixtureRequest, ort_model: Any, ort_variant: Variant
+) -> BuiltSession:
+    """The session for ort_model x ort_variant with how it was built: providers, node placement, settings."""
+    run = _run(request)
+    origin = f"ort_settings marker of {request.node.nodeid}"
+    markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
+    with _user_errors():
+        model = run.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture")
+        settings = settings_for(run.config.settings, markers, origin=origin)
+        return run.session(model, ort_variant, settings)
+
+
+@pytest.fixture
+def ort_session(ort_session_info: BuiltSession) -> Any:
+    """An ``onnxruntime.InferenceSession`` for ort_model x ort_variant, built once per run and reused."""
+    return ort_session_info.session
+
+
+@pytest.fixture
+def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -> Feeds:
+    """Deterministic feeds: the model's test_data_set_0, an .npz beside it, or seeded synthetic data."""
+    run = _run(request)
+    marker = request.node.get_closest_marker("ort_model")
+    kwargs = marker.kwargs if marker is not None else {}
+    with _user_errors():
+        options = input_options(run.config.inputs, kwargs, origin=f"ort_model marker of {request.node.nodeid}")
+        return run.feeds(ort_session_info, options)
+
+
+# Helpers -------------------------------------------------------------------
+
+
+def _run(request: pytest.FixtureRequest) -> OrtperfRun:
+    return request.config.stash[RUN_KEY]
+
+
+def _test_dir(request: pytest.FixtureRequest) -> Path:
+    return Path(request.node.path).parent
+
+
+def _variant_param(request: pytest.FixtureRequest) -> Variant:
+    param = getattr(request, "param", None)
+    if not isinstance(param, Variant):
+        pytest.fail(
+            f"{request.node.nodeid}: ort_variant is parametrized by pytest-ortperf; request it as a "
+            "test argument (or through ort_session/ort_inputs), not via getfixturevalue.",
+            pytrace=False,
+        )
+    return param
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Report our errors as a clean failure (or skip, for providers that cannot run)."""
+    __tracebackhide__ = True
+    try:
+        yield
+    except ProviderUnavailable as exc:
+        pytest.skip(str(exc))
+    except OrtperfError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0] if marker.args else marker.kwargs.get("argnames", "")
+        listed = names.split(",") if isinstance(names, str) else list(names)
+        if name in (n.strip() for n in listed):
+            return True
+    return False
+
+
+def _hook_caller(config: pytest.Config) -> Any:
+    def on_build(built: BuiltSession) -> None:
+        config.hook.pytest_ortperf_session_built(built=built)
+
+    return on_build
+
+
+def _header_lines(ortperf: OrtperfConfig) -> list[str]:
+    dists = installed_distributions()
+    if dists:
+        runtime = ", ".join(f"{name} {version}" for name, version in dists)
+        conflict = RuntimeInfo("", "", dists, ()).conflict
+    else:
+        runtime, conflict = "onnxruntime NOT INSTALLED (pip install 'pytest-ortperf[gpu]' or '[cpu]')", None
+    lines = [
+        f"ortperf: {runtime}; variants: {', '.join(v.id for v in ortperf.variants)}",
+        f"ortperf settings: {ortperf.settings.describe()}",
+    ]
+    return lines + ([f"ortperf WARNING: {conflict}"] if conflict else [])
