@@ -68,7 +68,9 @@ import onnxruntime as ort
 DEFAULT_MODELS = ("light_squeezenet.onnx", "light_resnet50.onnx")
 PRIMARY = ("A", "B", "C", "D", "E")
 SECONDARY = ("A-arena0", "A-mempat0", "A-both0")
-SETTLE_S = 0.02  # pause between blocks so spinning workers go back to sleep
+SETTLE_S = 0.05  # > the ~35 ms ORT workers keep spinning after a run (measured)
+IDLE_S = 0.05  # idle window after a run in which leftover spinning CPU is measured
+IDLE_REPS = 5
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class Campaign:
     model: str
     runs_per_block: int
     rounds: list[dict[str, Block]] = field(default_factory=list)
+    idle_cpu_ms: dict[str, float] = field(default_factory=dict)
 
 
 def make_options(cfg: Config) -> ort.SessionOptions:
@@ -163,6 +166,17 @@ def time_block(run: Callable[[], Any], n: int) -> Block:
     return Block(times, cpu / n)
 
 
+def idle_cpu_ms(run: Callable[[], Any]) -> float:
+    """CPU ms the process burns in the IDLE_S right after a run (spinning workers)."""
+    deltas = []
+    for _ in range(IDLE_REPS):
+        run()
+        cpu0 = time.process_time()
+        time.sleep(IDLE_S)
+        deltas.append(time.process_time() - cpu0)
+    return 1e3 * statistics.median(deltas)
+
+
 def build_runners(
     model: Path, names: Sequence[str], seed: int, warmup: int
 ) -> dict[str, Callable[[], Any]]:
@@ -198,6 +212,7 @@ def run_campaign(
             time.sleep(SETTLE_S)
             blocks[name] = time_block(runners[name], n)
         camp.rounds.append(blocks)
+    camp.idle_cpu_ms = {name: idle_cpu_ms(runners[name]) for name in names}
     return camp
 
 
@@ -217,6 +232,7 @@ def summarize(camp: Campaign, name: str) -> dict[str, float]:
     return {
         "median": statistics.median(meds),
         "min": min(meds),
+        "max": max(meds),
         "iqr": q3 - q1,
         "iqr_pct": 100 * (q3 - q1) / statistics.median(meds),
         "cv_pct": 100 * statistics.stdev(meds) / statistics.fmean(meds),
@@ -224,13 +240,14 @@ def summarize(camp: Campaign, name: str) -> dict[str, float]:
         "cpu_ms": 1e3 * statistics.median(b.cpu_s_per_run for b in blocks),
         "ratio": statistics.median(ratios),
         "ratio_iqr": rq3 - rq1,
+        "idle_cpu_ms": camp.idle_cpu_ms[name],
     }
 
 
 HEADER = (
-    "| config | median ms | min ms | IQR ms (% of med) | CV blk med % | within-blk CV % "
-    "| CPU ms/run | CPU/wall | ratio vs A (IQR) |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| config | median ms | min..max ms | IQR ms (% of med) | CV blk med % | within-blk CV % "
+    f"| CPU ms/run | CPU/wall | idle CPU ms/{int(IDLE_S * 1e3)} ms | ratio vs A (IQR) |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -254,9 +271,10 @@ def report_campaign(camp: Campaign, names: Sequence[str], idx: int) -> list[str]
     for name in names:
         s = summarize(camp, name)
         lines.append(
-            f"| {name} | {s['median']:.3f} | {s['min']:.3f} | {s['iqr']:.3f} ({s['iqr_pct']:.1f}%) "
-            f"| {s['cv_pct']:.1f} | {s['wcv_pct']:.1f} | {s['cpu_ms']:.3f} "
-            f"| {s['cpu_ms'] / s['median']:.2f} | {s['ratio']:.3f} ({s['ratio_iqr']:.3f}) |"
+            f"| {name} | {s['median']:.3f} | {s['min']:.3f}..{s['max']:.3f} "
+            f"| {s['iqr']:.3f} ({s['iqr_pct']:.1f}%) | {s['cv_pct']:.1f} | {s['wcv_pct']:.1f} "
+            f"| {s['cpu_ms']:.3f} | {s['cpu_ms'] / s['median']:.2f} | {s['idle_cpu_ms']:.1f} "
+            f"| {s['ratio']:.3f} ({s['ratio_iqr']:.3f}) |"
         )
     lines.append("")
     return lines
@@ -319,7 +337,10 @@ def preamble(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
         "Columns: statistics over blocks (one block per config per round). "
         "`ratio vs A` is the per-round paired ratio of block medians. "
         "`CPU ms/run` is process CPU time (all threads) per run; CPU/wall > 1 means "
-        "more than one core busy.",
+        "more than one core busy. "
+        f"`idle CPU` is process CPU burnt in the {int(IDLE_S * 1e3)} ms right after a run "
+        "(leftover spinning), median of "
+        f"{IDLE_REPS}.",
         "",
     ]
     return lines

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -27,6 +26,7 @@ from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.variants import Variant
 
 RUN_KEY = pytest.StashKey[OrtperfRun]()
+T = TypeVar("T")
 
 _MARKERS = (
     "ort_model(model, *, dims=None, int_range=None, seed=None): the ONNX model a test, class "
@@ -94,8 +94,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture
 def ort_variant(request: pytest.FixtureRequest) -> Variant:
     """The (execution provider, optimization level) this test instance runs; skips if the EP cannot run."""
-    with _user_errors():
-        return _run(request).require_available(_variant_param(request))
+    variant = _variant_param(request)
+    return _guarded(lambda: _run(request).require_available(variant))
 
 
 @pytest.fixture
@@ -105,23 +105,21 @@ def ort_model(request: pytest.FixtureRequest) -> ModelSource:
     if marker is None:
         pytest.fail(_NO_MODEL.format(test=request.node.nodeid), pytrace=False)
     origin = f"ort_model marker of {request.node.nodeid}"
-    with _user_errors():
-        spec = model_marker_spec(marker.args, marker.kwargs, origin=origin)
-        return _run(request).model(spec, test_dir=_test_dir(request), origin=origin)
+    spec = _guarded(lambda: model_marker_spec(marker.args, marker.kwargs, origin=origin))
+    return _guarded(lambda: _run(request).model(spec, test_dir=_test_dir(request), origin=origin))
 
 
 @pytest.fixture
 def ort_session_info(
-    request: pytest.FixtureRequest, ort_model: Any, ort_variant: Variant
+    request: pytest.FixtureRequest, ort_variant: Variant, ort_model: Any
 ) -> BuiltSession:
     """The session for ort_model x ort_variant with how it was built: providers, node placement, settings."""
     run = _run(request)
     origin = f"ort_settings marker of {request.node.nodeid}"
     markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
-    with _user_errors():
-        model = run.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture")
-        settings = settings_for(run.config.settings, markers, origin=origin)
-        return run.session(model, ort_variant, settings)
+    model = _guarded(lambda: run.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture"))
+    settings = _guarded(lambda: settings_for(run.config.settings, markers, origin=origin))
+    return _guarded(lambda: run.session(model, ort_variant, settings))
 
 
 @pytest.fixture
@@ -136,9 +134,9 @@ def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -
     run = _run(request)
     marker = request.node.get_closest_marker("ort_model")
     kwargs = marker.kwargs if marker is not None else {}
-    with _user_errors():
-        options = input_options(run.config.inputs, kwargs, origin=f"ort_model marker of {request.node.nodeid}")
-        return run.feeds(ort_session_info, options)
+    origin = f"ort_model marker of {request.node.nodeid}"
+    options = _guarded(lambda: input_options(run.config.inputs, kwargs, origin=origin))
+    return _guarded(lambda: run.feeds(ort_session_info, options))
 
 
 # Helpers -------------------------------------------------------------------
@@ -163,16 +161,17 @@ def _variant_param(request: pytest.FixtureRequest) -> Variant:
     return param
 
 
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Report our errors as a clean failure (or skip, for providers that cannot run)."""
+def _guarded(action: Callable[[], T]) -> T:
+    """Run ``action``; report our errors as a clean failure, or a skip for an unusable provider."""
     __tracebackhide__ = True
     try:
-        yield
-    except ProviderUnavailable as exc:
-        pytest.skip(str(exc))
+        return action()
     except OrtperfError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = exc
+    # Raised outside the except block, so the report shows our message without a chained traceback.
+    if isinstance(problem, ProviderUnavailable):
+        pytest.skip(str(problem))
+    pytest.fail(str(problem), pytrace=False)
 
 
 def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:

@@ -1,0 +1,67 @@
+"""The console script, and a clear message when onnxruntime is missing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pytest_ortperf import __version__
+
+
+def _ortperf(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("ortperf", path=str(__import__("pathlib").Path(sys.executable).parent))
+    command = [exe] if exe else [sys.executable, "-m", "pytest_ortperf.cli"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_version_names_plugin_and_runtime() -> None:
+    done = _ortperf("--version")
+    assert done.returncode == 0
+    assert done.stdout.startswith(f"pytest-ortperf {__version__} (onnxruntime")
+
+
+def test_help_lists_commands() -> None:
+    done = _ortperf("--help")
+    assert done.returncode == 0
+    assert "usage: ortperf" in done.stdout
+    assert "providers" in done.stdout
+
+
+def test_providers_command_probes_for_real() -> None:
+    done = _ortperf("providers", "cpu,openvino")
+    assert done.returncode == 0, done.stderr
+    assert "CPUExecutionProvider: usable" in done.stdout
+    assert "OpenVINOExecutionProvider: unavailable: not built into the installed" in done.stdout
+
+
+def test_providers_command_rejects_unknown_names() -> None:
+    done = _ortperf("providers", "cpu,warp")
+    assert done.returncode == 2
+    assert "ortperf providers: unknown execution provider 'warp'" in done.stderr
+
+
+def test_missing_onnxruntime_gives_install_advice(pytester: pytest.Pytester) -> None:
+    (pytester.path / "model.onnx").write_bytes(b"")
+    pytester.makeconftest(
+        """
+        import sys
+        sys.modules["onnxruntime"] = None  # what an environment without the wheel looks like
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("model.onnx")
+        def test_needs_ort(ort_session): pass
+
+        def test_plain(): pass
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*pytest-ortperf needs ONNX Runtime*pip install 'pytest-ortperf[[]gpu[]]'*pip install 'pytest-ortperf[[]cpu[]]'*"]
+    )

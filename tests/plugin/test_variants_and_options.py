@@ -1,0 +1,116 @@
+"""Parametrization over providers x levels, and the options that choose them."""
+
+from __future__ import annotations
+
+import pytest
+
+TEST_USING_SESSION = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx")
+
+def test_session(ort_session):
+    assert ort_session.get_providers()[0] == "CPUExecutionProvider"
+
+def test_plain():
+    pass
+"""
+
+
+def test_default_matrix_is_cpu_at_all(pytester: pytest.Pytester, write_model) -> None:
+    write_model()
+    pytester.makepyfile(TEST_USING_SESSION)
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_session[[]cpu-all[]]", "*::test_plain"])
+    result.stdout.no_fnmatch_line("*test_plain[[]*")
+
+
+def test_every_level_is_one_test(pytester: pytest.Pytester, write_model) -> None:
+    write_model()
+    pytester.makepyfile(TEST_USING_SESSION)
+    result = pytester.runpytest("-v", "--ort-opt-levels=disabled,basic,extended,all")
+    result.assert_outcomes(passed=5)
+    for level in ("disabled", "basic", "extended", "all"):
+        result.stdout.fnmatch_lines([f"*test_session[[]cpu-{level}[]] PASSED*"])
+
+
+def test_ini_keys_choose_the_matrix(pytester: pytest.Pytester, write_model) -> None:
+    write_model()
+    pytester.makeini("[pytest]\nortperf_providers = CPUExecutionProvider\nortperf_opt_levels = basic, all\n")
+    pytester.makepyfile(TEST_USING_SESSION)
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_session[[]cpu-basic[]]", "*test_session[[]cpu-all[]]"])
+
+
+def test_command_line_beats_ini(pytester: pytest.Pytester, write_model) -> None:
+    write_model()
+    pytester.makeini("[pytest]\nortperf_opt_levels = basic\n")
+    pytester.makepyfile(TEST_USING_SESSION)
+    result = pytester.runpytest("--collect-only", "-q", "--ort-opt-levels=extended")
+    result.stdout.fnmatch_lines(["*test_session[[]cpu-extended[]]"])
+    result.stdout.no_fnmatch_line("*cpu-basic*")
+
+
+def test_variant_fixture_exposes_provider_and_level(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        def test_variant(ort_variant):
+            assert ort_variant.provider == "CPUExecutionProvider"
+            assert ort_variant.opt_level.value == "disabled"
+            assert ort_variant.id == "cpu-disabled"
+        """
+    )
+    pytester.runpytest("--ort-opt-levels=disabled").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        ("--ort-providers=cpu,tpu", "*--ort-providers: unknown execution provider 'tpu'. Valid names: cpu, cuda, tensorrt/trt*"),
+        ("--ort-opt-levels=all,turbo", "*--ort-opt-levels: unknown graph optimization level 'turbo'. Valid levels: disabled, basic, extended, layout, all*"),
+        ("--ortperf-session-option=intra_op_threads=many", "*--ortperf-session-option: intra_op_threads='many' is not a whole number*"),
+        ("--ortperf-session-option=threads=2", "*unknown session setting 'threads'*"),
+        ("--ortperf-int-range=10:1", "*--ortperf-int-range: integer range 10:1 is empty*"),
+        ("--ortperf-dims=batch=zero", "*--ortperf-dims: expected NAME=N*"),
+    ],
+)
+def test_bad_option_is_a_usage_error(pytester: pytest.Pytester, option: str, expected: str) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_bad_ini_value_names_the_ini_key(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nortperf_providers = cpu, quantum\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini ortperf_providers: unknown execution provider 'quantum'*"])
+
+
+def test_user_parametrization_of_the_variant_is_respected(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from pytest_ortperf.providers import resolve_provider
+        from pytest_ortperf.variants import OptLevel, Variant
+
+        ONLY = Variant(resolve_provider("cpu", source="test"), OptLevel.BASIC)
+
+        @pytest.mark.parametrize("ort_variant", [ONLY], ids=["mine"], indirect=True)
+        def test_one(ort_variant):
+            assert ort_variant == ONLY
+        """
+    )
+    result = pytester.runpytest("-v", "--ort-opt-levels=disabled,all")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_one[[]mine[]] PASSED*"])
+
+
+def test_header_shows_runtime_variants_and_settings(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("--ort-opt-levels=basic,all", "--ortperf-session-option=mem_pattern=0")
+    result.stdout.fnmatch_lines([
+        "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
+        "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
+    ])
