@@ -99,7 +99,9 @@ def input_options(base: InputOptions, kwargs: Mapping[str, Any], *, origin: str)
     if "int_range" in kwargs:
         value = kwargs["int_range"]
         if isinstance(value, Mapping):
-            ranges = {str(k): parse_int_range(v, source=f"{origin} int_range[{k!r}]") for k, v in value.items()}
+            ranges = {
+                str(k): parse_int_range(v, source=f"{origin} int_range[{k!r}]") for k, v in value.items()
+            }
             options = replace(options, int_ranges={**base.int_ranges, **ranges})
         else:
             options = replace(options, int_range=parse_int_range(value, source=origin))

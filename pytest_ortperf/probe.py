@@ -129,7 +129,7 @@ Runner = Callable[[Sequence[str], bytes], "subprocess.CompletedProcess[bytes]"]
 
 
 def _run_child(args: Sequence[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(  # noqa: S603 - our own interpreter and script
+    return subprocess.run(
         list(args), input=stdin, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False
     )
 

@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from conftest import SQUEEZENET, mlp_model
+from tests.models import SQUEEZENET, mlp_model
 
 
 def test_marker_levels_closest_wins(pytester: pytest.Pytester, write_model) -> None:
@@ -49,13 +49,15 @@ def test_path_relative_to_test_file_then_rootdir(pytester: pytest.Pytester, writ
     pytester.runpytest().assert_outcomes(passed=2)
 
 
-def test_model_proto_marker_and_user_fixture(pytester: pytest.Pytester) -> None:
+def test_model_proto_marker_and_user_fixture(pytester: pytest.Pytester, write_model) -> None:
+    write_model("six.onnx", width=6)
+    write_model("ten.onnx", layers=3, width=10)
     pytester.makepyfile(
         """
+        import onnx
         import pytest
-        from conftest_models import mlp_model
 
-        @pytest.mark.ort_model(mlp_model(width=6))
+        @pytest.mark.ort_model(onnx.load("six.onnx"))
         def test_proto(ort_session, ort_model):
             assert ort_model.label == "<ModelProto mlp2>"
             assert ort_session.get_inputs()[0].shape[1] == 6
@@ -63,26 +65,13 @@ def test_model_proto_marker_and_user_fixture(pytester: pytest.Pytester) -> None:
         class TestOwnFixture:
             @pytest.fixture
             def ort_model(self):
-                return mlp_model(layers=3, width=10)
+                return onnx.load("ten.onnx")
 
             def test_override(self, ort_session):
                 assert ort_session.get_inputs()[0].shape[1] == 10
         """
     )
-    _copy_model_helper(pytester)
     pytester.runpytest().assert_outcomes(passed=2)
-
-
-def _copy_model_helper(pytester: pytest.Pytester) -> None:
-    import inspect
-
-    import conftest
-
-    source = inspect.getsource(conftest.mlp_model)
-    pytester.makepyfile(
-        conftest_models="import numpy as np\nfrom onnx import TensorProto, helper, numpy_helper\nimport onnx\n\n"
-        + source
-    )
 
 
 def test_missing_model_fails_only_its_tests(pytester: pytest.Pytester, write_model) -> None:
