@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import gc
 import os
 import platform
@@ -177,28 +178,22 @@ def idle_cpu_ms(run: Callable[[], Any]) -> float:
     return 1e3 * statistics.median(deltas)
 
 
-def build_runners(
-    model: Path, names: Sequence[str], seed: int, warmup: int
-) -> dict[str, Callable[[], Any]]:
+def build_runners(model: Path, names: Sequence[str], seed: int, warmup: int) -> dict[str, Callable[[], Any]]:
     """Build every session first, then warm each one up."""
     sessions = {
-        n: ort.InferenceSession(
-            str(model), make_options(CONFIGS[n]), providers=["CPUExecutionProvider"]
-        )
+        n: ort.InferenceSession(str(model), make_options(CONFIGS[n]), providers=["CPUExecutionProvider"])
         for n in names
     }
     feeds = make_feeds(next(iter(sessions.values())), seed)
     runners: dict[str, Callable[[], Any]] = {}
     for name, sess in sessions.items():
-        runners[name] = lambda s=sess: s.run(None, feeds)
+        runners[name] = functools.partial(sess.run, None, feeds)
         for _ in range(warmup):
             runners[name]()
     return runners
 
 
-def run_campaign(
-    model: Path, names: Sequence[str], args: argparse.Namespace, rng: random.Random
-) -> Campaign:
+def run_campaign(model: Path, names: Sequence[str], args: argparse.Namespace, rng: random.Random) -> Campaign:
     """R rounds; each round measures every config once, in shuffled order."""
     runners = build_runners(model, names, args.seed, args.warmup)
     probe = time_block(runners["A"], 5)

@@ -6,12 +6,15 @@ pytest; the console script reuses the same parsers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.providers import valid_provider_names
+
+_WHOLE = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]
     dims: dict[str, int] = {}
     for name, size in items:
         text = str(size).strip()
-        if not str(name).strip() or not text.isdigit() or int(text) < 1:
+        if not str(name).strip() or not _WHOLE.fullmatch(text) or int(text) < 1:
             raise UsageError(f"{source}: expected NAME=N with N >= 1 for each dim, got {name}={size!r}.")
         dims[str(name).strip()] = int(text)
     return dims
@@ -128,6 +131,6 @@ def parse_int_range(value: Any, *, source: str) -> tuple[int, int]:
 
 def parse_seed(value: Any, *, source: str) -> int:
     text = str(value).strip()
-    if isinstance(value, bool) or not text.lstrip("-").isdigit():
+    if isinstance(value, bool) or not _WHOLE.fullmatch(text.removeprefix("-")):
         raise UsageError(f"{source}: seed must be a whole number, got {value!r}.")
     return int(text)

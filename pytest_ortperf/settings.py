@@ -109,12 +109,17 @@ def _coerce(key: str, value: Any, *, source: str) -> Any:
             return text in _TRUE
         raise UsageError(f"{source}: {key}={value!r} is not a boolean (use 1/0, true/false, on/off).")
     if kind == "int":
-        if isinstance(value, bool) or not (isinstance(value, int) or text.isdigit()):
+        if isinstance(value, bool) or not (isinstance(value, int) or _is_whole(text)):
             raise UsageError(f"{source}: {key}={value!r} is not a whole number >= 0 (0 lets ORT choose).")
         return int(value)
     if key == "execution_mode" and text not in _EXECUTION_MODES:
         raise UsageError(f"{source}: execution_mode={value!r}; use one of {', '.join(_EXECUTION_MODES)}.")
     return text if key == "execution_mode" else str(value).strip()
+
+
+def _is_whole(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also accepts characters such as '²' that int() refuses."""
+    return text.isascii() and text.isdigit()
 
 
 def _config_items(value: Any, *, source: str) -> dict[str, str]:
