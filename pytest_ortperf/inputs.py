@@ -149,7 +149,8 @@ def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
 
 def _from_npz(path: Path, specs: Sequence[InputSpec]) -> Feeds:
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        # Open the file ourselves: np.load leaks its handle when the archive is corrupt.
+        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
     except Exception as exc:  # zipfile, pickle refusal and format errors all land here
         raise InputsError(f"'{path}' cannot be read as a numpy .npz without pickle: {exc}") from exc

@@ -55,6 +55,8 @@ class ModelResolver:
         if isinstance(spec, ModelSource):
             return spec
         if isinstance(spec, (str, os.PathLike)):
+            if not os.fspath(spec).strip():
+                raise UsageError(f"{origin}: the model path is empty.")
             return self._from_path(Path(os.fspath(spec)), test_dir=test_dir, origin=origin)
         if isinstance(spec, (bytes, bytearray)):
             data = bytes(spec)

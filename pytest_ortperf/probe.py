@@ -89,7 +89,7 @@ def explain_log(stderr: str) -> str:
     for raw in _ANSI.sub("", stderr).splitlines():
         match = _LOG_LINE.search(raw)
         text = (match.group(2) if match else raw).strip()
-        if not text or (match is None and "EP Error" not in text):
+        if not text or (match is None and "EP Error" not in text) or text.strip("* ") == "EP Error":
             continue
         load = _LOAD_ERROR.search(text)
         if load:

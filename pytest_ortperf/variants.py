@@ -48,6 +48,7 @@ _ALIASES = {member.ort_name.lower(): member for member in OptLevel} | {
     "0": OptLevel.DISABLED,
     "1": OptLevel.BASIC,
     "2": OptLevel.EXTENDED,
+    "3": OptLevel.LAYOUT,
     "99": OptLevel.ALL,
 }
 

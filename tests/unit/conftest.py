@@ -9,6 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.models import SQUEEZENET
+
 Dim = int | str | None
 InputDecl = tuple[str, int, Sequence[Dim]]
 ModelFactory = Callable[[Sequence[InputDecl]], onnx.ModelProto]
@@ -40,9 +42,8 @@ def float_model() -> onnx.ModelProto:
 @pytest.fixture(scope="session")
 def squeezenet_path() -> Path:
     """The real (small) SqueezeNet CNN shipped with onnx's backend test data."""
-    path = Path(onnx.__file__).parent / "backend/test/data/light/light_squeezenet.onnx"
-    assert path.is_file(), f"onnx no longer ships {path}"
-    return path
+    assert SQUEEZENET.is_file(), f"onnx no longer ships {SQUEEZENET}"
+    return SQUEEZENET
 
 
 @pytest.fixture(scope="session")

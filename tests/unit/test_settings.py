@@ -206,9 +206,7 @@ def test_parse_assignments_fails_on_the_offending_line() -> None:
 
 def test_as_dict_is_json_serialisable_and_round_trips_values() -> None:
     settings = SessionSettings().with_overrides(
-        parse_assignments(
-            ["intra_op_threads=3", "config.session.x=1", "cuda:device_id=0"], source=SRC
-        ),
+        parse_assignments(["intra_op_threads=3", "config.session.x=1", "cuda:device_id=0"], source=SRC),
         source=SRC,
     )
     data = json.loads(json.dumps(settings.as_dict()))
@@ -236,20 +234,22 @@ def test_settings_are_hashable_and_equal_when_equal() -> None:
 
 def test_describe_shows_threads_and_only_changed_fields() -> None:
     assert SessionSettings().describe() == "intra_op_threads=1, inter_op_threads=1"
-    text = SessionSettings().with_overrides(
-        {"intra_op_threads": 4, "cpu_mem_arena": "off", "config_entries": {"k": "v"}}, source=SRC
-    ).describe()
+    text = (
+        SessionSettings()
+        .with_overrides(
+            {"intra_op_threads": 4, "cpu_mem_arena": "off", "config_entries": {"k": "v"}}, source=SRC
+        )
+        .describe()
+    )
     assert text.startswith("intra_op_threads=4, inter_op_threads=1")
     assert "cpu_mem_arena=False" in text
     assert "config_entries=(('k', 'v'),)" in text
     assert "mem_pattern" not in text
 
 
-@pytest.mark.xfail(
-    reason="bug: settings.py _coerce checks text.isdigit(), which accepts Unicode digits such as "
-    "'²' that int() rejects, so a ValueError escapes instead of a UsageError",
-    strict=True,
-)
-def test_superscript_digit_thread_count_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="intra_op_threads"):
-        SessionSettings().with_overrides({"intra_op_threads": "²"}, source=SRC)
+@pytest.mark.parametrize("value", ["²", "1²", "٣"])
+def test_non_ascii_digit_thread_count_is_a_usage_error(value: str) -> None:
+    # regression: str.isdigit() accepts '²', which int() then refused with a bare ValueError
+    with pytest.raises(UsageError, match=r"^ini ortperf_session_options: intra_op_threads=") as info:
+        SessionSettings().with_overrides({"intra_op_threads": value}, source=SRC)
+    assert "is not a whole number" in str(info.value)

@@ -37,11 +37,6 @@ def test_parse_opt_level_names_and_aliases(text: str, level: OptLevel) -> None:
     assert parse_opt_level(text, source="--ort-opt-levels") is level
 
 
-@pytest.mark.xfail(
-    reason="bug: numeric aliases cover ORT's 0/1/2/99 but not 3 (ORT_ENABLE_LAYOUT); "
-    "variants.py _ALIASES lacks '3': OptLevel.LAYOUT",
-    strict=True,
-)
 def test_numeric_alias_of_layout_level() -> None:
     assert parse_opt_level("3", source="--ort-opt-levels") is OptLevel.LAYOUT
 

@@ -1,0 +1,243 @@
+"""Turning options, ini keys and markers into frozen ortperf values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ortperf.config import (
+    MODEL_MARKER_KWARGS,
+    OrtperfConfig,
+    build_config,
+    input_options,
+    model_marker_spec,
+    settings_for,
+)
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.inputs import InputOptions
+from pytest_ortperf.options import OPTIONS
+from pytest_ortperf.settings import SessionSettings
+
+ORIGIN = "ort_model marker of tests/test_m.py::test_a"
+
+
+# --- model_marker_spec ---------------------------------------------------------------------------
+
+
+def test_one_positional_model() -> None:
+    assert model_marker_spec(("models/a.onnx",), {"seed": 3}, origin=ORIGIN) == "models/a.onnx"
+
+
+def test_path_keyword() -> None:
+    model = object()
+    assert model_marker_spec((), {"path": model, "dims": "batch=1"}, origin=ORIGIN) is model
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "count"),
+    [
+        ((), {}, 0),
+        ((), {"dims": "b=1"}, 0),
+        (("a.onnx", "b.onnx"), {}, 2),
+        (("a.onnx",), {"path": "b.onnx"}, 2),
+    ],
+)
+def test_zero_or_two_models_is_an_error(args: tuple[Any, ...], kwargs: dict[str, Any], count: int) -> None:
+    with pytest.raises(UsageError) as info:
+        model_marker_spec(args, kwargs, origin=ORIGIN)
+    message = str(info.value)
+    assert message.startswith(f"{ORIGIN}: ort_model takes exactly one model")
+    assert message.endswith(f"got {count}.")
+
+
+def test_unknown_kwargs_are_named() -> None:
+    with pytest.raises(UsageError) as info:
+        model_marker_spec(("a.onnx",), {"provider": "cuda", "batch": 2, "seed": 1}, origin=ORIGIN)
+    message = str(info.value)
+    assert message.startswith(f"{ORIGIN}: unknown argument(s) batch, provider;")
+    assert "dims, int_range, seed" in message
+    assert set(MODEL_MARKER_KWARGS) == {"path", "dims", "int_range", "seed"}
+
+
+# --- input_options -------------------------------------------------------------------------------
+
+
+BASE = InputOptions(seed=1, dims={"batch": 2, "seq": 8}, int_range=(0, 50), int_ranges={"mask": (0, 2)})
+
+
+def test_no_kwargs_keeps_the_base() -> None:
+    assert input_options(BASE, {"path": "x"}, origin=ORIGIN) == BASE
+
+
+def test_dims_merge_over_the_base() -> None:
+    options = input_options(BASE, {"dims": "seq=128,heads=4"}, origin=ORIGIN)
+    assert dict(options.dims) == {"batch": 2, "seq": 128, "heads": 4}
+    assert dict(BASE.dims) == {"batch": 2, "seq": 8}  # base untouched
+    assert input_options(BASE, {"dims": {"batch": 1}}, origin=ORIGIN).dims == {"batch": 1, "seq": 8}
+
+
+def test_seed() -> None:
+    options = input_options(BASE, {"seed": "9"}, origin=ORIGIN)
+    assert options.seed == 9
+    assert (options.dims, options.int_range) == (BASE.dims, BASE.int_range)
+
+
+def test_global_int_range() -> None:
+    options = input_options(BASE, {"int_range": (5, 30522)}, origin=ORIGIN)
+    assert options.int_range == (5, 30522)
+    assert options.int_ranges == {"mask": (0, 2)}
+    assert input_options(BASE, {"int_range": "1:3"}, origin=ORIGIN).int_range == (1, 3)
+
+
+def test_per_input_int_ranges_merge() -> None:
+    options = input_options(BASE, {"int_range": {"input_ids": "0:30522", "type_ids": [0, 1]}}, origin=ORIGIN)
+    assert options.int_ranges == {"mask": (0, 2), "input_ids": (0, 30522), "type_ids": (0, 1)}
+    assert options.int_range == (0, 50)
+    overridden = input_options(options, {"int_range": {"mask": (1, 2)}}, origin=ORIGIN)
+    assert overridden.int_ranges["mask"] == (1, 2)
+    assert overridden.int_ranges["input_ids"] == (0, 30522)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"dims": "batch=0"}, f"{ORIGIN}: expected NAME=N"),
+        ({"seed": "x"}, f"{ORIGIN}: seed must be a whole number"),
+        ({"int_range": "9:1"}, f"{ORIGIN}: integer range 9:1 is empty"),
+        ({"int_range": {"input_ids": "a:b"}}, f"{ORIGIN} int_range['input_ids']: expected an integer range"),
+    ],
+)
+def test_bad_marker_values_name_the_marker(kwargs: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        input_options(BASE, kwargs, origin=ORIGIN)
+    assert str(info.value).startswith(fragment)
+
+
+# --- settings_for ------------------------------------------------------------------------------
+
+SETTINGS_ORIGIN = "ort_settings marker of tests/test_m.py::TestX::test_a"
+
+
+def test_no_markers_keeps_base() -> None:
+    base = SessionSettings(intra_op_threads=3)
+    assert settings_for(base, [], origin=SETTINGS_ORIGIN) is base
+
+
+def test_closest_marker_wins_and_entries_merge() -> None:
+    markers: list[tuple[tuple[Any, ...], dict[str, Any]]] = [  # farthest (module) first, closest last
+        ((), {"intra_op_threads": 2, "config_entries": {"a": "module", "b": "module"}}),
+        ((), {"intra_op_threads": 4, "cpu_mem_arena": "off"}),
+        ((), {"intra_op_threads": "8", "config_entries": {"b": "function"}}),
+    ]
+    settings = settings_for(SessionSettings(), markers, origin=SETTINGS_ORIGIN)
+    assert settings.intra_op_threads == 8
+    assert settings.cpu_mem_arena is False
+    assert dict(settings.config_entries) == {"a": "module", "b": "function"}
+    reversed_settings = settings_for(SessionSettings(), markers[::-1], origin=SETTINGS_ORIGIN)
+    assert reversed_settings.intra_op_threads == 2
+
+
+def test_positional_args_are_an_error_naming_origin() -> None:
+    with pytest.raises(UsageError, match=r"^ort_settings marker of .*test_a: ort_settings takes keyword"):
+        settings_for(
+            SessionSettings(),
+            [((), {"inter_op_threads": 2}), (("intra_op_threads",), {})],
+            origin=SETTINGS_ORIGIN,
+        )
+
+
+def test_bad_setting_in_marker_names_origin_and_key() -> None:
+    with pytest.raises(UsageError) as info:
+        settings_for(SessionSettings(), [((), {"intra_op_spinning": "sometimes"})], origin=SETTINGS_ORIGIN)
+    message = str(info.value)
+    assert message.startswith(SETTINGS_ORIGIN)
+    assert "intra_op_spinning" in message
+
+
+# --- build_config with a duck-typed pytest Config ---------------------------------------------
+
+
+class FakeConfig:
+    """Just enough of pytest's Config: CLI values (None when not given) and ini values."""
+
+    def __init__(
+        self, rootpath: Path, cli: dict[str, Any] | None = None, ini: dict[str, Any] | None = None
+    ) -> None:
+        self.rootpath = rootpath
+        self._cli = cli or {}
+        self._ini = {o.ini: o.default for o in OPTIONS} | (ini or {})
+
+    def getoption(self, dest: str) -> Any:
+        return self._cli.get(dest)
+
+    def getini(self, name: str) -> Any:
+        return self._ini[name]
+
+
+def test_build_config_defaults(tmp_path: Path) -> None:
+    built = build_config(FakeConfig(tmp_path))
+    assert isinstance(built, OrtperfConfig)
+    assert [v.id for v in built.variants] == ["cpu-all"]
+    assert built.settings == SessionSettings()
+    assert built.inputs == InputOptions()
+    assert built.rootdir == tmp_path
+
+
+def test_build_config_cli_overrides_ini_and_settings_layer(tmp_path: Path) -> None:
+    config = FakeConfig(
+        tmp_path,
+        cli={
+            "ortperf_providers": "cuda,cpu",
+            "ortperf_seed": "5",
+            "ortperf_session_options": ["intra_op_threads=4", "config.b=cli"],
+        },
+        ini={
+            "ortperf_providers": "trt",
+            "ortperf_opt_levels": "disabled,all",
+            "ortperf_dims": "batch=2",
+            "ortperf_int_range": "0,10",
+            "ortperf_session_options": [
+                "intra_op_threads=2",
+                "inter_op_threads=3",
+                "config.a=ini",
+                "config.b=ini",
+            ],
+        },
+    )
+    built = build_config(config)
+    assert [v.id for v in built.variants] == ["cuda-disabled", "cuda-all", "cpu-disabled", "cpu-all"]
+    assert built.settings.intra_op_threads == 4
+    assert built.settings.inter_op_threads == 3
+    assert dict(built.settings.config_entries) == {"a": "ini", "b": "cli"}
+    assert built.inputs == InputOptions(seed=5, dims={"batch": 2}, int_range=(0, 10))
+
+
+@pytest.mark.parametrize(
+    ("cli", "ini", "prefix"),
+    [
+        ({"ortperf_providers": "gpu"}, {}, "--ort-providers: unknown execution provider 'gpu'"),
+        ({}, {"ortperf_providers": "gpu"}, "ini ortperf_providers: unknown execution provider 'gpu'"),
+        ({}, {"ortperf_opt_levels": "fast"}, "ini ortperf_opt_levels: unknown graph optimization level"),
+        ({"ortperf_seed": "x"}, {}, "--ortperf-seed: seed must be a whole number"),
+        ({}, {"ortperf_int_range": "5"}, "ini ortperf_int_range: expected an integer range"),
+        ({}, {"ortperf_dims": "batch"}, "ini ortperf_dims: expected NAME=N"),
+        (
+            {},
+            {"ortperf_session_options": ["threads=2"]},
+            "ini ortperf_session_options: unknown session setting",
+        ),
+        (
+            {"ortperf_session_options": ["intra_op_threads"]},
+            {},
+            "--ortperf-session-option: expected KEY=VALUE",
+        ),
+    ],
+)
+def test_build_config_errors_name_flag_or_ini_key(
+    tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any], prefix: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        build_config(FakeConfig(tmp_path, cli=cli, ini=ini))
+    assert str(info.value).startswith(prefix)
