@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
         "process and report whether it really runs, with the reason when it does not.",
     )
     providers.add_argument(
-        "names", nargs="?", default=None,
+        "names",
+        nargs="?",
+        default=None,
         help="comma-separated providers to probe (default: every provider this onnxruntime lists)",
     )
     return parser

@@ -79,8 +79,7 @@ def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin:
     given = list(args) + ([kwargs["path"]] if "path" in kwargs else [])
     if len(given) != 1:
         raise UsageError(
-            f"{origin}: ort_model takes exactly one model (a path or an onnx.ModelProto), "
-            f"got {len(given)}."
+            f"{origin}: ort_model takes exactly one model (a path or an onnx.ModelProto), got {len(given)}."
         )
     return given[0]
 

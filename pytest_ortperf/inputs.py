@@ -116,18 +116,14 @@ def _synthetic_array(spec: InputSpec, options: InputOptions) -> Array:
     low, high = options.int_ranges.get(spec.name, options.int_range)
     info = np.iinfo(dtype)
     if not (info.min <= low < high <= info.max + 1):
-        raise InputsError(
-            f"integer range [{low}, {high}) for input {spec.name!r} does not fit {spec.type}."
-        )
+        raise InputsError(f"integer range [{low}, {high}) for input {spec.name!r} does not fit {spec.type}.")
     return rng.integers(low, high, size=shape, dtype=dtype)
 
 
 def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
     from onnx import TensorProto, numpy_helper
 
-    files = sorted(
-        (int(m.group(1)), p) for p in directory.iterdir() if (m := _INPUT_FILE.match(p.name))
-    )
+    files = sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := _INPUT_FILE.match(p.name)))
     if len(files) != len(specs):
         raise InputsError(
             f"'{directory}' holds {len(files)} input_*.pb file(s) but the model has "

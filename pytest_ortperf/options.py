@@ -90,8 +90,14 @@ def register(parser: Any) -> None:
     group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
     for option in OPTIONS:
         action = "append" if option.ini_type == "linelist" else "store"
-        group.addoption(option.flag, action=action, dest=option.dest, metavar=option.metavar,
-                        default=None, help=option.help)
+        group.addoption(
+            option.flag,
+            action=action,
+            dest=option.dest,
+            metavar=option.metavar,
+            default=None,
+            help=option.help,
+        )
         parser.addini(option.ini, option.help, type=option.ini_type, default=option.default)
 
 

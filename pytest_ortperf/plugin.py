@@ -110,9 +110,7 @@ def ort_model(request: pytest.FixtureRequest) -> ModelSource:
 
 
 @pytest.fixture
-def ort_session_info(
-    request: pytest.FixtureRequest, ort_variant: Variant, ort_model: Any
-) -> BuiltSession:
+def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_model: Any) -> BuiltSession:
     """The session for ort_model x ort_variant with how it was built: providers, node placement, settings."""
     run = _run(request)
     origin = f"ort_settings marker of {request.node.nodeid}"

@@ -102,9 +102,7 @@ def explain_log(stderr: str) -> str:
     return "; ".join(reasons)
 
 
-def interpret_child(
-    provider: str, *, returncode: int, stdout: str, stderr: str
-) -> ProbeResult:
+def interpret_child(provider: str, *, returncode: int, stdout: str, stderr: str) -> ProbeResult:
     """Turn the child's output into a :class:`ProbeResult` (pure; unit-tested)."""
     log_reason = explain_log(stderr)
     line = next((ln for ln in stdout.splitlines() if ln.startswith("ORTPERF_PROBE ")), None)
@@ -113,7 +111,7 @@ def interpret_child(
         last_lines = stderr.strip().splitlines()
         detail = log_reason or (_tidy(last_lines[-1]) if last_lines else "no output")
         return ProbeResult(provider, False, f"probe process died ({how}): {detail}")
-    result = json.loads(line[len("ORTPERF_PROBE "):])
+    result = json.loads(line[len("ORTPERF_PROBE ") :])
     if result.get("error"):
         stage = "failed at run time" if result.get("stage") == "run" else "session creation failed"
         reason = f"{stage}: {_tidy(result['error'])}"
@@ -129,17 +127,13 @@ Runner = Callable[[Sequence[str], bytes], "subprocess.CompletedProcess[bytes]"]
 
 
 def _run_child(args: Sequence[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        list(args), input=stdin, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False
-    )
+    return subprocess.run(list(args), input=stdin, capture_output=True, timeout=PROBE_TIMEOUT_S, check=False)
 
 
 class ProviderProber:
     """Probes providers once per process and remembers the answers."""
 
-    def __init__(
-        self, available_providers: Sequence[str], runtime: str, runner: Runner = _run_child
-    ) -> None:
+    def __init__(self, available_providers: Sequence[str], runtime: str, runner: Runner = _run_child) -> None:
         self._available = tuple(available_providers)
         self._runtime = runtime
         self._runner = runner

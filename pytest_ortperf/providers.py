@@ -74,9 +74,7 @@ for _spec in KNOWN_PROVIDERS:
 
 def valid_provider_names() -> str:
     """The accepted names, for error messages and ``--help``."""
-    return ", ".join(
-        "/".join((spec.short, *spec.aliases)) for spec in KNOWN_PROVIDERS
-    )
+    return ", ".join("/".join((spec.short, *spec.aliases)) for spec in KNOWN_PROVIDERS)
 
 
 def resolve_provider(name: str, *, source: str) -> ProviderSpec:

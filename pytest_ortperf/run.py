@@ -22,9 +22,7 @@ from pytest_ortperf.variants import Variant
 
 
 class OrtperfRun:
-    def __init__(
-        self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None
-    ) -> None:
+    def __init__(self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None) -> None:
         self.config = config
         self._on_build = on_build
         self._models = ModelResolver(config.rootdir)
@@ -66,9 +64,7 @@ class OrtperfRun:
         if self._pool is None:
             return []
         pool = self._pool
-        lines = [
-            f"sessions: {pool.builds} built in {pool.build_seconds:.2f} s, reused {pool.reuses} time(s)"
-        ]
+        lines = [f"sessions: {pool.builds} built in {pool.build_seconds:.2f} s, reused {pool.reuses} time(s)"]
         if self._prober is not None:
             lines += [
                 f"{result.provider} unavailable: {result.reason}"

@@ -88,7 +88,8 @@ class SessionSettings:
 
 
 _SCALAR_FIELDS = {
-    f.name: f.type for f in dataclasses.fields(SessionSettings)
+    f.name: f.type
+    for f in dataclasses.fields(SessionSettings)
     if f.name not in ("config_entries", "provider_options")
 }
 
@@ -159,7 +160,7 @@ def parse_assignments(lines: Iterable[str], *, source: str) -> dict[str, Any]:
         if not sep or not key:
             raise UsageError(f"{source}: expected KEY=VALUE, got {raw!r}.")
         if key.startswith("config."):
-            overrides.setdefault("config_entries", {})[key[len("config."):]] = value
+            overrides.setdefault("config_entries", {})[key[len("config.") :]] = value
         elif ":" in key:
             provider, _, option = key.partition(":")
             name = resolve_provider(provider, source=source).name

@@ -65,9 +65,7 @@ def parse_opt_level(name: str, *, source: str) -> OptLevel:
         pass
     if key in _ALIASES:
         return _ALIASES[key]
-    raise UsageError(
-        f"{source}: unknown graph optimization level {name!r}. Valid levels: {_valid_levels()}."
-    )
+    raise UsageError(f"{source}: unknown graph optimization level {name!r}. Valid levels: {_valid_levels()}.")
 
 
 def parse_opt_levels(values: str | Iterable[str], *, source: str) -> tuple[OptLevel, ...]:
@@ -105,9 +103,7 @@ class Variant:
         return self.id
 
 
-def variant_matrix(
-    providers: Iterable[ProviderSpec], levels: Iterable[OptLevel]
-) -> tuple[Variant, ...]:
+def variant_matrix(providers: Iterable[ProviderSpec], levels: Iterable[OptLevel]) -> tuple[Variant, ...]:
     """Every provider at every level, provider-major (keeps one provider's runs together)."""
     level_list = tuple(levels)
     return tuple(Variant(spec, level) for spec in providers for level in level_list)

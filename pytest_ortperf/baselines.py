@@ -1,0 +1,221 @@
+"""Baselines on disk: one reviewable JSON file per test file, written atomically.
+
+Layout: ``<baseline dir>/<test file path relative to rootdir>.json``::
+
+    {"schema": 1, "kind": "pytest-ortperf baselines",
+     "entries": {"<test name>[<variant>]": {"<machine>": {...entry...}}}}
+
+Keys are sorted, floats rounded to 6 significant digits and the file ends with
+a newline, so re-recording the same numbers gives the same bytes and a pull
+request diff shows only what moved. A damaged file is reported with its path
+and never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.stats import LatencyStats
+
+SCHEMA = 1
+KIND = "pytest-ortperf baselines"
+
+
+class BaselineError(OrtperfError):
+    """A baseline file that cannot be used: it names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One test x variant x machine: its latency and what it was measured with."""
+
+    variant: str
+    recorded: str
+    latency: LatencyStats
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "recorded": self.recorded,
+            "latency": self.latency.as_dict(),
+            "environment": dict(self.environment),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> BaselineEntry:
+        if not isinstance(data, Mapping):
+            raise TypeError(f"an entry must be an object, got {type(data).__name__}")
+        environment = data.get("environment", {})
+        if not isinstance(environment, Mapping):
+            raise TypeError("environment must be an object")
+        for key in ("variant", "recorded"):
+            if not isinstance(data.get(key), str):
+                raise TypeError(f"{key} must be a string")
+        return cls(
+            variant=data["variant"],
+            recorded=data["recorded"],
+            latency=LatencyStats.from_dict(data["latency"]),
+            environment=environment,
+        )
+
+
+Entries = dict[str, dict[str, BaselineEntry]]
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, Mapping):
+        return {str(k): _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def render(entries: Entries) -> str:
+    """The file's exact text for ``entries``: deterministic, sorted, rounded."""
+    body = {
+        test: {machine: entry.as_dict() for machine, entry in machines.items()}
+        for test, machines in entries.items()
+        if machines
+    }
+    document = {"schema": SCHEMA, "kind": KIND, "entries": _rounded(body)}
+    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def parse(text: str, *, path: Path) -> Entries:
+    """Parse a baseline file; every problem becomes a :class:`BaselineError` naming ``path``."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"baseline file '{path}' is not valid JSON ({exc}).") from None
+    if not isinstance(document, dict) or document.get("kind") != KIND:
+        raise BaselineError(f"baseline file '{path}' is not a pytest-ortperf baseline file.")
+    schema = document.get("schema")
+    if schema != SCHEMA:
+        newer = isinstance(schema, int) and schema > SCHEMA
+        hint = " (written by a newer pytest-ortperf: upgrade it)" if newer else ""
+        raise BaselineError(
+            f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA}{hint}."
+        )
+    raw = document.get("entries")
+    if not isinstance(raw, dict):
+        raise BaselineError(f"baseline file '{path}': 'entries' must be an object.")
+    entries: Entries = {}
+    for test, machines in raw.items():
+        if not isinstance(machines, dict):
+            raise BaselineError(f"baseline file '{path}': entry {test!r} must map machines to entries.")
+        entries[test] = {}
+        for machine, data in machines.items():
+            try:
+                entries[test][machine] = BaselineEntry.from_dict(data)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise BaselineError(
+                    f"baseline file '{path}': entry {test!r} for machine {machine!r} is damaged ({exc})."
+                ) from None
+    return entries
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write via a temporary file, fsync and rename: readers see the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+@dataclass
+class UpdateSummary:
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    pruned: int = 0
+    files: list[Path] = field(default_factory=list)
+
+
+class BaselineStore:
+    """Reads baseline files lazily (once each) and stages changes until :meth:`write`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._loaded: dict[Path, Entries] = {}
+        self._errors: dict[Path, BaselineError] = {}
+        self._staged: dict[Path, dict[tuple[str, str], BaselineEntry | None]] = {}
+
+    def path_for(self, test_file: str) -> Path:
+        return self.root / f"{test_file}.json"
+
+    def entries(self, test_file: str) -> Entries:
+        """All entries of one test file's baseline file ({} when there is none yet)."""
+        path = self.path_for(test_file)
+        if path in self._errors:
+            raise self._errors[path]
+        if path not in self._loaded:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                text = None
+            except (OSError, UnicodeDecodeError) as exc:
+                self._errors[path] = BaselineError(f"baseline file '{path}' cannot be read ({exc}).")
+                raise self._errors[path] from None
+            try:
+                self._loaded[path] = {} if text is None else parse(text, path=path)
+            except BaselineError as exc:
+                self._errors[path] = exc
+                raise
+        return self._loaded[path]
+
+    def lookup(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
+        return self.entries(test_file).get(test, {}).get(machine)
+
+    def machines_for(self, test_file: str, test: str) -> list[str]:
+        return sorted(self.entries(test_file).get(test, {}))
+
+    def stage(self, test_file: str, test: str, machine: str, entry: BaselineEntry | None) -> None:
+        """Record (or, with ``None``, remove) an entry at the next :meth:`write`."""
+        self.entries(test_file)  # refuse to stage into a damaged file
+        self._staged.setdefault(self.path_for(test_file), {})[(test, machine)] = entry
+
+    def staged(self) -> Iterator[tuple[Path, str, str, BaselineEntry | None]]:
+        for path, changes in self._staged.items():
+            for (test, machine), entry in changes.items():
+                yield path, test, machine, entry
+
+    def write(self) -> list[Path]:
+        """Apply staged changes file by file; only files whose text changes are rewritten."""
+        written = []
+        for path, changes in sorted(self._staged.items()):
+            entries = {test: dict(machines) for test, machines in self._loaded.get(path, {}).items()}
+            for (test, machine), entry in changes.items():
+                if entry is None:
+                    entries.get(test, {}).pop(machine, None)
+                else:
+                    entries.setdefault(test, {})[machine] = entry
+            text = render(entries)
+            old = path.read_text(encoding="utf-8") if path.exists() else None
+            if text != old:
+                write_atomically(path, text)
+                written.append(path)
+            self._loaded[path] = parse(text, path=path)
+        self._staged.clear()
+        return written

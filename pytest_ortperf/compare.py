@@ -1,0 +1,120 @@
+"""Is the current latency really different from the baseline? The comparison policy.
+
+The change is estimated as a ratio of latencies with a distribution-free
+confidence interval: the Hodges-Lehmann estimate of the shift between the log
+round medians of baseline and current, with the Mann-Whitney interval around
+it. Both runs' noise widens the interval, so a slowdown is called only when it
+is larger than the threshold *and* the whole interval lies above 1.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from pytest_ortperf.errors import UsageError
+
+DEFAULT_CONFIDENCE = 0.99
+
+
+class Verdict(str, enum.Enum):
+    OK = "ok"
+    REGRESSION = "regression"
+    NOT_SIGNIFICANT = "not significant"
+    IMPROVED = "improved"
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """current / baseline: point estimate and confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+
+    def describe(self) -> str:
+        pct = round(self.confidence * 100)
+        return f"{_signed_pct(self.ratio)} ({pct}% CI {_signed_pct(self.low)} .. {_signed_pct(self.high)})"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    estimate: RatioEstimate
+    threshold: float
+    verdict: Verdict
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict is Verdict.REGRESSION
+
+
+def _signed_pct(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def parse_threshold(value: object, *, source: str) -> float:
+    """``"10%"``, ``"0.1"`` or ``0.1`` to the fraction 0.1. Must be > 0."""
+    text = str(value).strip()
+    try:
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise UsageError(f"{source}: expected a threshold such as '10%' or 0.1, got {value!r}.") from None
+    if isinstance(value, bool) or not math.isfinite(fraction) or fraction <= 0:
+        raise UsageError(f"{source}: a threshold must be a positive finite amount, got {value!r}.")
+    return fraction
+
+
+def ratio_interval(
+    baseline: Sequence[float], current: Sequence[float], confidence: float = DEFAULT_CONFIDENCE
+) -> RatioEstimate:
+    """Hodges-Lehmann ratio current/baseline with a Mann-Whitney confidence interval.
+
+    Works on logs, so the estimate is a ratio and the interval is symmetric in
+    "x times slower" and "x times faster". Needs positive values.
+    """
+    base = np.log(np.asarray(baseline, dtype=np.float64))
+    curr = np.log(np.asarray(current, dtype=np.float64))
+    if base.size == 0 or curr.size == 0 or not (np.isfinite(base).all() and np.isfinite(curr).all()):
+        raise ValueError("ratio_interval needs positive finite latencies on both sides")
+    diffs = np.sort(np.subtract.outer(curr, base).ravel())
+    m, n = base.size, curr.size
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12))
+    k = min(max(k, 0), diffs.size - 1)
+    return RatioEstimate(
+        ratio=float(math.exp(np.median(diffs))),
+        low=float(math.exp(diffs[k])),
+        high=float(math.exp(diffs[diffs.size - 1 - k])),
+        confidence=confidence,
+    )
+
+
+def judge(
+    baseline: Sequence[float],
+    current: Sequence[float],
+    *,
+    threshold: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Comparison:
+    """Verdict on two sets of round medians.
+
+    - regression: estimate above ``1 + threshold`` and the interval entirely above 1;
+    - improved: estimate below ``1 / (1 + threshold)`` and the interval entirely below 1;
+    - not significant: beyond the threshold but the interval reaches 1 (noise could explain it);
+    - ok: within the threshold.
+    """
+    estimate = ratio_interval(baseline, current, confidence)
+    slower, faster = 1.0 + threshold, 1.0 / (1.0 + threshold)
+    if estimate.ratio > slower:
+        verdict = Verdict.REGRESSION if estimate.low > 1.0 else Verdict.NOT_SIGNIFICANT
+    elif estimate.ratio < faster:
+        verdict = Verdict.IMPROVED if estimate.high < 1.0 else Verdict.NOT_SIGNIFICANT
+    else:
+        verdict = Verdict.OK
+    return Comparison(estimate=estimate, threshold=threshold, verdict=verdict)

@@ -1,0 +1,95 @@
+"""Timing a callable the way a careful engineer would: warm up, calibrate, time every run.
+
+Warmup runs until both a count and a time are reached (first runs are slow:
+allocation, kernel selection). The run cost seen in warmup sizes the rounds so
+the whole measurement fits a time budget. Every run is timed on its own with
+``perf_counter_ns`` and the garbage collector off, so a collection never lands
+inside a timed run.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_ortperf.stats import LatencyStats, summarize
+
+Clock = Callable[[], int]
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How long and how finely to measure one latency check."""
+
+    budget_s: float = 2.0
+    rounds: int = 15
+    min_rounds: int = 5
+    warmup_runs: int = 5
+    warmup_s: float = 0.2
+    max_runs: int = 1_000_000
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "budget_s": self.budget_s,
+            "rounds": self.rounds,
+            "warmup_runs": self.warmup_runs,
+            "warmup_s": self.warmup_s,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    rounds: int
+    runs_per_round: int
+
+
+def plan_rounds(run_cost_ns: float, settings: MeasureSettings) -> Plan:
+    """Rounds x runs that fill the budget: fewer rounds (down to ``min_rounds``) for slow models."""
+    budget_ns = settings.budget_s * 1e9
+    per_run = max(run_cost_ns, 1.0)
+    total_runs = max(settings.min_rounds, min(settings.max_runs, int(budget_ns / per_run)))
+    rounds = max(settings.min_rounds, min(settings.rounds, total_runs))
+    return Plan(rounds=rounds, runs_per_round=max(1, total_runs // rounds))
+
+
+def warm_up(run: Callable[[], object], settings: MeasureSettings, clock: Clock) -> float:
+    """Run until ``warmup_runs`` and ``warmup_s`` are both reached; return the typical run cost (ns)."""
+    durations: list[int] = []
+    started = clock()
+    deadline = started + int(settings.warmup_s * 1e9)
+    while len(durations) < settings.warmup_runs or clock() < deadline:
+        t0 = clock()
+        run()
+        durations.append(clock() - t0)
+        if len(durations) >= settings.max_runs:
+            break
+    recent = sorted(durations[len(durations) // 2 :])  # the later half: past first-run effects
+    return float(recent[len(recent) // 2])
+
+
+def measure(
+    run: Callable[[], object],
+    settings: MeasureSettings | None = None,
+    *,
+    clock: Clock = time.perf_counter_ns,
+) -> LatencyStats:
+    """Warm up, plan rounds from the observed cost, and time every run."""
+    settings = settings or MeasureSettings()
+    cost = warm_up(run, settings, clock)
+    plan = plan_rounds(cost, settings)
+    samples: list[int] = []
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(plan.rounds):
+            for _ in range(plan.runs_per_round):
+                t0 = clock()
+                run()
+                samples.append(clock() - t0)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return summarize(samples, [plan.runs_per_round] * plan.rounds)

@@ -1,0 +1,100 @@
+"""Latency statistics of one measurement, kept as plain numbers for baselines and reports."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+NS_PER_MS = 1_000_000
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Summary of per-run latencies (milliseconds) and the median of every round.
+
+    ``round_medians_ms`` is what comparisons use: a distribution of round-level
+    medians, not one number. ``cv`` is over all runs; ``round_cv`` over the
+    round medians (how much the machine drifted during the measurement).
+    """
+
+    count: int
+    rounds: int
+    min_ms: float
+    median_ms: float
+    mean_ms: float
+    stdev_ms: float
+    iqr_ms: float
+    p90_ms: float
+    p95_ms: float
+    p99_ms: float
+    cv: float
+    round_cv: float
+    throughput_per_s: float
+    round_medians_ms: tuple[float, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["round_medians_ms"] = list(self.round_medians_ms)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LatencyStats:
+        """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = data[f.name]
+            if f.name == "round_medians_ms":
+                values[f.name] = tuple(_finite(x, f.name) for x in raw)
+            elif f.type == "int":
+                values[f.name] = _whole(raw, f.name)
+            else:
+                values[f.name] = _finite(raw, f.name)
+        if not values["round_medians_ms"]:
+            raise ValueError("round_medians_ms is empty")
+        return cls(**values)
+
+
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _whole(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"{name} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+def summarize(samples_ns: Sequence[int], round_sizes: Sequence[int]) -> LatencyStats:
+    """Statistics of ``samples_ns`` (one duration per run, in order), split into rounds."""
+    if not samples_ns or sum(round_sizes) != len(samples_ns) or min(round_sizes, default=0) < 1:
+        raise ValueError("round sizes must be >= 1 and add up to the number of samples")
+    runs = np.asarray(samples_ns, dtype=np.float64) / NS_PER_MS
+    bounds = np.cumsum([0, *round_sizes])
+    medians = np.array([np.median(runs[a:b]) for a, b in itertools.pairwise(bounds)])
+    q25, median, q75, p90, p95, p99 = np.percentile(runs, [25, 50, 75, 90, 95, 99])
+    mean = float(runs.mean())
+    stdev = float(runs.std(ddof=1)) if runs.size > 1 else 0.0
+    round_stdev = float(medians.std(ddof=1)) if medians.size > 1 else 0.0
+    return LatencyStats(
+        count=int(runs.size),
+        rounds=len(round_sizes),
+        min_ms=float(runs.min()),
+        median_ms=float(median),
+        mean_ms=mean,
+        stdev_ms=stdev,
+        iqr_ms=float(q75 - q25),
+        p90_ms=float(p90),
+        p95_ms=float(p95),
+        p99_ms=float(p99),
+        cv=stdev / mean if mean > 0 else 0.0,
+        round_cv=round_stdev / float(medians.mean()) if medians.mean() > 0 else 0.0,
+        throughput_per_s=1000.0 / float(median) if median > 0 else math.inf,
+        round_medians_ms=tuple(float(m) for m in medians),
+    )
