@@ -34,7 +34,7 @@ class CheckPolicy:
 
 
 @dataclass(frozen=True)
-class TestKey:
+class CheckKey:
     """Where a check's baseline lives and how to tell the user to record it."""
 
     test_file: str
@@ -46,7 +46,7 @@ class TestKey:
 
 @dataclass(frozen=True)
 class LatencyResult:
-    key: TestKey
+    key: CheckKey
     status: str
     current: LatencyStats
     baseline: BaselineEntry | None = None
@@ -69,7 +69,7 @@ Measure = Callable[[], LatencyStats]
 def check_latency(
     run: Callable[[], object],
     *,
-    key: TestKey,
+    key: CheckKey,
     store: BaselineStore,
     policy: CheckPolicy,
     environment: Mapping[str, Any],
@@ -126,7 +126,7 @@ def _with_message(result: LatencyResult, message: str) -> LatencyResult:
 
 
 def _record(
-    key: TestKey,
+    key: CheckKey,
     store: BaselineStore,
     policy: CheckPolicy,
     environment: Mapping[str, Any],
@@ -160,7 +160,9 @@ def _record(
     )
 
 
-def _missing(key: TestKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats) -> LatencyResult:
+def _missing(
+    key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats
+) -> LatencyResult:
     others = store.machines_for(key.test_file, key.test)
     where = f"baselines exist for: {', '.join(others)}" if others else "no machine has one yet"
     message = (

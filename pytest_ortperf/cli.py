@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_ortperf import __version__
 from pytest_ortperf.errors import OrtperfError
@@ -38,7 +39,35 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated providers to probe (default: every provider this onnxruntime lists)",
     )
+    update = commands.add_parser(
+        "update",
+        help="record or refresh baselines: runs pytest --ortperf-update with the given arguments",
+        description="Run pytest with --ortperf-update; every argument after 'update' goes to pytest.",
+    )
+    update.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
+    show = commands.add_parser("show", help="print what the baseline files hold")
+    show.add_argument(
+        "--baseline-dir", default="baselines", help="directory of baseline files (default: baselines)"
+    )
+    show.add_argument("--json", action="store_true", help="machine-readable output")
     return parser
+
+
+def _update(pytest_args: Sequence[str]) -> int:
+    import pytest
+
+    return int(pytest.main(["--ortperf-update", *pytest_args]))
+
+
+def _show(directory: str, as_json: bool) -> int:
+    from pytest_ortperf.showing import show_baselines
+
+    lines, problems = show_baselines(Path(directory), as_json=as_json)
+    for line in lines:
+        print(line)
+    for problem in problems:
+        print(f"ortperf: error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _providers(names: str | None) -> int:
@@ -64,10 +93,16 @@ def _providers(names: str | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["update"]:
+        # Everything after 'update' belongs to pytest, options included.
+        return _update(argv[1:])
     args = parser.parse_args(argv)
     try:
         if args.command == "providers":
             return _providers(args.names)
+        if args.command == "show":
+            return _show(args.baseline_dir, args.json)
     except OrtperfError as exc:
         print(f"ortperf: error: {exc}", file=sys.stderr)
         return 2

@@ -11,14 +11,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks import MISSING_CHOICES, CheckPolicy
+from pytest_ortperf.compare import parse_threshold
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.inputs import InputOptions
-from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seed
+from pytest_ortperf.machine import validate_name
+from pytest_ortperf.measure import MeasureSettings
+from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
 from pytest_ortperf.providers import parse_providers
 from pytest_ortperf.settings import SessionSettings, parse_assignments
 from pytest_ortperf.variants import Variant, parse_opt_levels, variant_matrix
 
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
+THRESHOLD_KWARGS = ("latency",)
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,10 @@ class OrtperfConfig:
     settings: SessionSettings
     inputs: InputOptions
     rootdir: Path
+    baseline_dir: Path
+    policy: CheckPolicy
+    machine: str | None = None
+    prune: bool = False
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -65,7 +74,72 @@ def build_config(config: Any) -> OrtperfConfig:
         dims=parse_dims(dims_value, source=dims_where),
         int_range=parse_int_range(range_value, source=range_where),
     )
-    return OrtperfConfig(variant_matrix(specs, levels), settings, inputs, Path(config.rootpath))
+    return OrtperfConfig(
+        variants=variant_matrix(specs, levels),
+        settings=settings,
+        inputs=inputs,
+        rootdir=Path(config.rootpath),
+        baseline_dir=_baseline_dir(config),
+        policy=_policy(config),
+        machine=_machine(config),
+        prune=_flag(config, "ortperf_prune"),
+    )
+
+
+def _baseline_dir(config: Any) -> Path:
+    cli = config.getoption("ortperf_baseline_dir")
+    if cli:
+        return Path(config.invocation_params.dir) / str(cli)
+    ini = config.getini("ortperf_baseline_dir")
+    if ini:
+        base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+        return (base / str(ini)).resolve()
+    return Path(config.rootpath) / "baselines"
+
+
+def _machine(config: Any) -> str | None:
+    value, where = _value(config, "ortperf_machine")
+    return validate_name(str(value), source=where) if value else None
+
+
+def _flag(config: Any, ini: str) -> bool:
+    value, _ = _value(config, ini)
+    return bool(value)
+
+
+def _policy(config: Any) -> CheckPolicy:
+    threshold, where = _value(config, "ortperf_latency_threshold")
+    max_cv, cv_where = _value(config, "ortperf_max_cv")
+    budget, budget_where = _value(config, "ortperf_budget")
+    missing, missing_where = _value(config, "ortperf_missing")
+    if missing not in MISSING_CHOICES:
+        raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
+    return CheckPolicy(
+        threshold=parse_threshold(threshold, source=where),
+        missing=missing,
+        update=_flag(config, "ortperf_update"),
+        fail_on_improvement=_flag(config, "ortperf_fail_on_improvement"),
+        max_cv=parse_threshold(max_cv, source=cv_where),
+        measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),
+    )
+
+
+def thresholds_for(
+    base: CheckPolicy, markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], *, origin: str
+) -> CheckPolicy:
+    """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins."""
+    policy = base
+    for args, kwargs in markers:
+        unknown = sorted(set(kwargs) - set(THRESHOLD_KWARGS))
+        if args or unknown:
+            raise UsageError(
+                f"{origin}: ort_thresholds takes keyword arguments {', '.join(THRESHOLD_KWARGS)}"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                + ", e.g. ort_thresholds(latency='15%')."
+            )
+        if "latency" in kwargs:
+            policy = replace(policy, threshold=parse_threshold(kwargs["latency"], source=origin))
+    return policy
 
 
 def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> Any:

@@ -82,6 +82,75 @@ OPTIONS: tuple[OptionDef, ...] = (
         "0",
         "N",
     ),
+    OptionDef(
+        "--ortperf-update",
+        "ortperf_update",
+        "Record or refresh the latency baselines of the selected tests (they pass). "
+        "Nothing is ever written without this flag.",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-baseline-dir",
+        "ortperf_baseline_dir",
+        "Directory of baseline files (default: baselines/ at rootdir; an ini value is relative "
+        "to the ini file).",
+        "",
+        "DIR",
+    ),
+    OptionDef(
+        "--ortperf-machine",
+        "ortperf_machine",
+        "Machine identity for baselines (default: $ORTPERF_MACHINE, else derived from the "
+        "hardware, e.g. linux-x86_64-amd-epyc-2c). Name CI runner classes with it.",
+        "",
+        "NAME",
+    ),
+    OptionDef(
+        "--ortperf-latency-threshold",
+        "ortperf_latency_threshold",
+        "Slowdown that fails a latency check when it is also significant (default: 10%).",
+        "10%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-budget",
+        "ortperf_budget",
+        "Seconds of timed runs per latency measurement, after warmup (default: 2).",
+        "2",
+        "SECONDS",
+    ),
+    OptionDef(
+        "--ortperf-missing",
+        "ortperf_missing",
+        "What a latency check without a baseline for this machine does: fail (default, with the "
+        "command that records it), skip, or pass (measured and reported).",
+        "fail",
+        "fail|skip|pass",
+    ),
+    OptionDef(
+        "--ortperf-fail-on-improvement",
+        "ortperf_fail_on_improvement",
+        "Fail a latency check that got faster beyond the threshold (catches a model that silently "
+        "skips work).",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-max-cv",
+        "ortperf_max_cv",
+        "Refuse to record a baseline whose round medians vary more than this (default: 10%).",
+        "10%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-prune",
+        "ortperf_prune",
+        "With --ortperf-update, delete unused baseline entries (tests of collected files that no "
+        "longer exist).",
+        "false",
+        ini_type="bool",
+    ),
 )
 
 
@@ -89,16 +158,27 @@ def register(parser: Any) -> None:
     """Add every option and ini key to pytest's ``parser``."""
     group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
     for option in OPTIONS:
-        action = "append" if option.ini_type == "linelist" else "store"
-        group.addoption(
-            option.flag,
-            action=action,
-            dest=option.dest,
-            metavar=option.metavar,
-            default=None,
-            help=option.help,
-        )
-        parser.addini(option.ini, option.help, type=option.ini_type, default=option.default)
+        if option.ini_type == "bool":
+            group.addoption(
+                option.flag,
+                action="store_const",
+                const=True,
+                dest=option.dest,
+                default=None,
+                help=option.help,
+            )
+        else:
+            action = "append" if option.ini_type == "linelist" else "store"
+            group.addoption(
+                option.flag,
+                action=action,
+                dest=option.dest,
+                metavar=option.metavar,
+                default=None,
+                help=option.help,
+            )
+        default = option.default == "true" if option.ini_type == "bool" else option.default
+        parser.addini(option.ini, option.help, type=option.ini_type, default=default)
 
 
 def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]:
@@ -133,6 +213,16 @@ def parse_int_range(value: Any, *, source: str) -> tuple[int, int]:
     if low >= high:
         raise UsageError(f"{source}: integer range {low}:{high} is empty (LOW must be < HIGH).")
     return low, high
+
+
+def parse_seconds(value: Any, *, source: str) -> float:
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        seconds = float("nan")
+    if isinstance(value, bool) or not (0 < seconds < 3600):
+        raise UsageError(f"{source}: expected a number of seconds between 0 and 3600, got {value!r}.")
+    return seconds
 
 
 def parse_seed(value: Any, *, source: str) -> int:

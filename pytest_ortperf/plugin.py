@@ -15,11 +15,14 @@ from pytest_ortperf.config import (
     input_options,
     model_marker_spec,
     settings_for,
+    thresholds_for,
 )
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.inputs import Feeds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import register
+from pytest_ortperf.perf import OrtPerf, key_for
+from pytest_ortperf.report import latency_table, update_lines
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
 from pytest_ortperf.sessions import BuiltSession
@@ -33,6 +36,7 @@ _MARKERS = (
     "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
     "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
+    "ort_thresholds(latency='10%'): per-test limits for ort_perf checks.",
 )
 _NO_MODEL = (
     "{test} uses an ortperf fixture but declares no model. Add "
@@ -57,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
         ortperf_config = build_config(config)
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if ortperf_config.policy.update and config.getoption("numprocesses", None):
+        raise pytest.UsageError(
+            "--ortperf-update cannot run under pytest-xdist yet (workers would write baseline files "
+            "concurrently); run the update without -n."
+        )
     config.stash[RUN_KEY] = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
 
 
@@ -79,9 +88,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("ort_variant", variants, ids=[v.id for v in variants], indirect=True)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    item.config.stash[RUN_KEY].collected.add(item.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    run = session.config.stash.get(RUN_KEY, None)
+    if run is not None:
+        try:
+            run.finish()
+        except OrtperfError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     run = terminalreporter.config.stash.get(RUN_KEY, None)
-    lines = run.summary_lines() if run is not None else []
+    if run is None:
+        return
+    lines = run.summary_lines()
+    if run.results:
+        lines += latency_table(run.results, run.machine.name)
+    if run.update_report is not None:
+        lines += update_lines(run.update_report, prune=run.config.prune)
     if lines:
         terminalreporter.write_sep("-", "ortperf")
         for line in lines:
@@ -137,7 +165,44 @@ def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -
     return _guarded(lambda: run.feeds(ort_session_info, options))
 
 
+@pytest.fixture
+def ort_perf(request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort_inputs: Feeds) -> OrtPerf:
+    """Latency checks against this test's baseline: ``ort_perf.check_latency(feeds=None)``."""
+    run = _run(request)
+    origin = f"ort_thresholds marker of {request.node.nodeid}"
+    markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_thresholds")))]
+    policy = _guarded(lambda: thresholds_for(run.config.policy, markers, origin=origin))
+    machine = _guarded(lambda: run.machine)
+    key = key_for(
+        request.node.nodeid,
+        _selector(request),
+        ort_session_info.variant.id,
+        machine.name,
+        f"--ortperf-machine={machine.name}" if run.config.machine else "",
+    )
+    return OrtPerf(
+        run=run,
+        built=ort_session_info,
+        feeds=ort_inputs,
+        key=key,
+        policy=policy,
+        fail=lambda message: pytest.fail(message, pytrace=False),
+        skip=pytest.skip,
+    )
+
+
 # Helpers -------------------------------------------------------------------
+
+
+def _selector(request: pytest.FixtureRequest) -> str:
+    """The node id as the user types it from where pytest was invoked."""
+    path = Path(request.node.path)
+    try:
+        shown = path.relative_to(request.config.invocation_params.dir).as_posix()
+    except ValueError:
+        shown = str(path)
+    _, _, rest = request.node.nodeid.partition("::")
+    return f"{shown}::{rest}"
 
 
 def _run(request: pytest.FixtureRequest) -> OrtperfRun:

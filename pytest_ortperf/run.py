@@ -1,4 +1,4 @@
-"""The state of one pytest run: lazily imported ORT, provider probes, sessions, models.
+"""The state of one pytest run: lazily imported ORT, provider probes, sessions, models, baselines.
 
 Plain Python; the pytest layer owns one instance per run and hands work to it.
 Nothing here touches ONNX Runtime until a test actually asks for a session.
@@ -7,40 +7,73 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.baselines import BaselineError, BaselineStore
+from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.config import OrtperfConfig
 from pytest_ortperf.errors import ProviderUnavailable
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
+from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource
 from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.runtime import import_onnxruntime, runtime_info
+from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.variants import Variant
 
 
+@dataclass
+class UpdateReport:
+    """What an ``--ortperf-update`` run did, for the summary line."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    unused: list[str] = field(default_factory=list)
+    pruned: int = 0
+    written: list[Path] = field(default_factory=list)
+
+
 class OrtperfRun:
     def __init__(self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None) -> None:
         self.config = config
+        self.results: list[LatencyResult] = []
+        self.collected: set[str] = set()
+        self.update_report: UpdateReport | None = None
+        self.store = BaselineStore(config.baseline_dir)
         self._on_build = on_build
         self._models = ModelResolver(config.rootdir)
         self._pool: SessionPool | None = None
         self._prober: ProviderProber | None = None
+        self._runtime: RuntimeInfo | None = None
+        self._machine: Machine | None = None
+
+    @property
+    def runtime(self) -> RuntimeInfo:
+        if self._runtime is None:
+            self._runtime = runtime_info()
+        return self._runtime
+
+    @property
+    def machine(self) -> Machine:
+        if self._machine is None:
+            self._machine = detect_machine(self.config.machine)
+        return self._machine
 
     @property
     def pool(self) -> SessionPool:
         if self._pool is None:
-            ort = import_onnxruntime()
-            self._pool = SessionPool(ort, self.prober, self._on_build)
+            self._pool = SessionPool(import_onnxruntime(), self.prober, self._on_build)
         return self._pool
 
     @property
     def prober(self) -> ProviderProber:
         if self._prober is None:
-            info = runtime_info()
-            self._prober = ProviderProber(info.available_providers, info.describe())
+            self._prober = ProviderProber(self.runtime.available_providers, self.runtime.describe())
         return self._prober
 
     def require_available(self, variant: Variant) -> Variant:
@@ -58,6 +91,44 @@ class OrtperfRun:
 
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)
+
+    def finish(self) -> None:
+        """Under ``--ortperf-update``: find unused entries, prune if asked, write staged changes."""
+        policy = self.config.policy
+        if not policy.update:
+            return
+        report = UpdateReport()
+        for result in self.results:
+            if result.status in ("new", "updated", "unchanged"):
+                setattr(report, result.status, getattr(report, result.status) + 1)
+            elif result.status == "too noisy":
+                report.refused += 1
+        report.unused = self.unused()
+        if self.config.prune:
+            for item in report.unused:
+                test_file, _, test = item.partition("::")
+                self.store.stage(test_file, test, self.machine.name, None)
+            report.pruned = len(report.unused)
+        report.written = self.store.write()
+        self.update_report = report
+
+    def unused(self) -> list[str]:
+        """Entries of this machine, in baseline files of collected test files, for variants in the
+        matrix, whose test was not collected: the test was renamed or deleted."""
+        variants = {variant.id for variant in self.config.variants}
+        files = sorted({nodeid.partition("::")[0] for nodeid in self.collected})
+        unused = []
+        for test_file in files:
+            try:
+                entries = self.store.entries(test_file)
+            except BaselineError:
+                continue  # reported by the tests that use the file
+            for test, machines in entries.items():
+                entry = machines.get(self.machine.name)
+                nodeid = f"{test_file}::{test}"
+                if entry is not None and entry.variant in variants and nodeid not in self.collected:
+                    unused.append(nodeid)
+        return unused
 
     def summary_lines(self) -> list[str]:
         """Terminal summary: sessions built and reused, providers that could not run."""

@@ -1,0 +1,66 @@
+"""Report data turned into lines; the terminal writer only prints them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_ortperf.checks import LatencyResult
+from pytest_ortperf.run import UpdateReport
+
+_HEADERS = ("test", "variant", "baseline", "current", "change", "verdict")
+
+
+def _ms(value: float) -> str:
+    return f"{value:.4g} ms"
+
+
+def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for result in results:
+        baseline = _ms(result.baseline.latency.median_ms) if result.baseline else "-"
+        test = result.key.test.rsplit(f"[{result.key.variant}]", 1)[0]
+        rows.append(
+            (
+                f"{result.key.test_file}::{test}",
+                result.key.variant,
+                baseline,
+                _ms(result.current.median_ms),
+                result.change or "-",
+                result.status,
+            )
+        )
+    return rows
+
+
+def latency_table(results: Sequence[LatencyResult], machine: str) -> list[str]:
+    """One row per latency check: test, variant, baseline median, current median, change, verdict."""
+    if not results:
+        return []
+    rows: list[tuple[str, ...]] = [_HEADERS, *latency_rows(results)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
+    lines = [f"latency on machine '{machine}' (medians; change = current/baseline with its interval)"]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    missing = [r for r in results if r.status == "missing"]
+    if missing:
+        lines.append(
+            f"{len(missing)} check(s) have no baseline for machine '{machine}'; record them with "
+            "'ortperf update' and the same arguments (or pytest --ortperf-update)."
+        )
+    return lines
+
+
+def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
+    counts = (
+        f"ortperf update: {report.updated} updated, {report.new} new, {report.unchanged} unchanged, "
+        f"{len(report.unused)} unused"
+    )
+    if report.refused:
+        counts += f", {report.refused} refused (too noisy)"
+    lines = [counts]
+    if report.unused:
+        action = "pruned" if prune else "kept; --ortperf-prune deletes them"
+        lines.append(f"unused baselines ({action}):")
+        lines += [f"  {nodeid}" for nodeid in report.unused]
+    lines += [f"wrote {path}" for path in report.written]
+    return lines

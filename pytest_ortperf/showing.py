@@ -1,0 +1,62 @@
+"""``ortperf show``: what the baseline files hold, as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_ortperf.baselines import BaselineError, parse
+
+_HEADERS = ("test", "variant", "machine", "median", "p90", "recorded", "onnxruntime")
+
+
+def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float]], list[str]]:
+    """One row per entry of every ``*.json`` under ``directory``, plus the files that are damaged."""
+    rows: list[dict[str, str | float]] = []
+    problems: list[str] = []
+    if not directory.is_dir():
+        return rows, [f"baseline directory '{directory}' does not exist"]
+    for path in sorted(directory.rglob("*.json")):
+        test_file = path.relative_to(directory).as_posix().removesuffix(".json")
+        try:
+            entries = parse(path.read_text(encoding="utf-8"), path=path)
+        except (BaselineError, OSError, UnicodeDecodeError) as exc:
+            problems.append(str(exc))
+            continue
+        for test, machines in sorted(entries.items()):
+            for machine, entry in sorted(machines.items()):
+                rows.append(
+                    {
+                        "test": f"{test_file}::{test}",
+                        "variant": entry.variant,
+                        "machine": machine,
+                        "median_ms": entry.latency.median_ms,
+                        "p90_ms": entry.latency.p90_ms,
+                        "recorded": entry.recorded,
+                        "ort_version": str(entry.environment.get("ort_version", "?")),
+                    }
+                )
+    return rows, problems
+
+
+def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[str]]:
+    rows, problems = baseline_rows(directory)
+    if as_json:
+        return [json.dumps(rows, indent=1, sort_keys=True)], problems
+    if not rows:
+        return [f"no baselines in '{directory}'"], problems
+    table = [_HEADERS] + [
+        (
+            str(r["test"]),
+            str(r["variant"]),
+            str(r["machine"]),
+            f"{r['median_ms']:.4g} ms",
+            f"{r['p90_ms']:.4g} ms",
+            str(r["recorded"]),
+            str(r["ort_version"]),
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADERS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    return lines, problems
