@@ -1,0 +1,200 @@
+"""The latency gate end to end: record, compare, fail a real slowdown, update; real sessions."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from tests.models import mlp_model
+
+# A fast model whose cost doubles with twice the layers: a real, unmistakable slowdown.
+FAST = {"layers": 8, "width": 128}
+SLOW = {"layers": 16, "width": 128}
+QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=30%")
+
+TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> Path:
+    onnx.save(mlp_model(**FAST), pytester.path / "model.onnx")
+    pytester.makepyfile(test_gate=TEST_FILE)
+    return pytester.path / "baselines" / "test_gate.py.json"
+
+
+def _slow_down(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(**SLOW), pytester.path / "model.onnx")
+
+
+def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) -> None:
+    recorded = pytester.runpytest("--ortperf-update", *QUICK)
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused", "wrote *test_gate.py.json"])
+    first = suite.read_bytes()
+    entry = json.loads(first)["entries"]["test_latency[cpu-all]"]
+    (machine,) = entry
+    assert entry[machine]["variant"] == "cpu-all"
+    assert entry[machine]["environment"]["model_sha256"]
+
+    same = pytester.runpytest(*QUICK)
+    same.assert_outcomes(passed=1)
+    same.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  * ms  * ms  *% (99% CI *)  ok"])
+
+    _slow_down(pytester)
+    slower = pytester.runpytest(*QUICK)
+    slower.assert_outcomes(failed=1)
+    slower.stdout.fnmatch_lines(
+        [
+            f"latency regression in test_latency[[]cpu-all[]] on machine '{machine}'",
+            "  baseline: median * ms, p90 * ms (* rounds x * runs), recorded *",
+            "  current:  median * ms, p90 * ms (* rounds x * runs)",
+            "  change:   +*% (99% CI +*% .. +*%), threshold +/-30%",
+            "  first measurement: +*(confirmed by a second)",
+            "  changed since the baseline: model sha256 * -> *",
+            "  to accept the new latency: ortperf update 'test_gate.py::test_latency[[]cpu-all[]]'",
+        ]
+    )
+    assert suite.read_bytes() == first, "a failing comparison must not touch the baseline"
+
+    updated = pytester.runpytest("--ortperf-update", *QUICK)
+    updated.assert_outcomes(passed=1)
+    updated.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged, 0 unused"])
+    assert suite.read_bytes() != first
+    pytester.runpytest(*QUICK).assert_outcomes(passed=1)
+
+
+def test_update_keeps_an_unchanged_baseline_byte_for_byte(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    first, stamp = suite.read_bytes(), suite.stat().st_mtime_ns
+    again = pytester.runpytest("--ortperf-update", *QUICK)
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
+    assert suite.read_bytes() == first
+    assert suite.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.parametrize(("policy", "outcome"), [("fail", "failed"), ("skip", "skipped"), ("pass", "passed")])
+def test_missing_baseline_policy(pytester: pytest.Pytester, suite: Path, policy: str, outcome: str) -> None:
+    result = pytester.runpytest("-rs", f"--ortperf-missing={policy}", *QUICK)
+    result.assert_outcomes(**{outcome: 1})
+    if policy == "pass":  # measured and listed, with the hint to record
+        result.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  - * ms  - * missing", "1 check(s) have no baseline for machine *"])
+    else:
+        result.stdout.fnmatch_lines(["*no latency baseline for test_latency[[]cpu-all[]] on machine '*' (no machine has one yet)*"])
+    assert not suite.parent.exists(), "nothing is written without --ortperf-update"
+
+
+def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-large", *QUICK).assert_outcomes(passed=1)
+    assert "ci-large" in json.loads(suite.read_text())["entries"]["test_latency[cpu-all]"]
+    result = pytester.runpytest("--ortperf-machine=laptop", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop' (baselines exist for: ci-large)*",
+            "    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=laptop",
+        ]
+    )
+
+
+def test_machine_from_environment(pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    assert list(json.loads(suite.read_text())["entries"]["test_latency[cpu-all]"]) == ["runner-class-a"]
+
+
+def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    _slow_down(pytester)
+    pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='400%')\ndef test_latency"))
+    result = pytester.runpytest(*QUICK)
+    result.assert_outcomes(passed=1)
+
+
+def test_bad_thresholds_marker(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
+    result = pytester.runpytest(*QUICK)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency; unknown: atoll*"])
+
+
+def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
+    result = pytester.runpytest("--ortperf-update", "--ortperf-max-cv=0.0001%", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*is too noisy to record as a baseline: round medians vary *", "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)"])
+    assert not suite.exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {', b'{"schema": 9, "kind": "pytest-ortperf baselines", "entries": {}}', b"[]"],
+)
+def test_damaged_baseline_fails_its_tests_and_is_never_overwritten(
+    pytester: pytest.Pytester, suite: Path, damage: bytes
+) -> None:
+    suite.parent.mkdir()
+    suite.write_bytes(damage)
+    pytester.makepyfile(test_other="def test_unrelated():\n    pass\n")
+    for args in ((), ("--ortperf-update",)):
+        result = pytester.runpytest(*args, *QUICK)
+        result.assert_outcomes(failed=1, passed=1)
+        result.stdout.fnmatch_lines([f"*baseline file '{suite}'*"])
+        result.stdout.no_fnmatch_line("*Traceback*")
+        assert suite.read_bytes() == damage
+
+
+def test_unused_baselines_are_reported_and_pruned_on_request(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
+    pytester.makepyfile(test_gate=TEST_FILE)
+    kept = pytester.runpytest("--ortperf-update", *QUICK)
+    kept.stdout.fnmatch_lines(
+        ["ortperf update: 0 updated, 0 new, 1 unchanged, 1 unused", "unused baselines (kept; --ortperf-prune deletes them):", "  test_gate.py::test_latency_two[[]cpu-all[]]"]
+    )
+    assert "test_latency_two[cpu-all]" in json.loads(suite.read_text())["entries"]
+    pytester.runpytest("--ortperf-update", "--ortperf-prune", *QUICK).stdout.fnmatch_lines(["unused baselines (pruned):"])
+    assert list(json.loads(suite.read_text())["entries"]) == ["test_latency[cpu-all]"]
+
+
+def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
+    result = pytester.runpytest("--ortperf-update", "-k", "two", *QUICK)
+    result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--ortperf-missing=maybe", "*--ortperf-missing: expected one of fail, skip, pass, got 'maybe'.*"),
+        ("--ortperf-latency-threshold=fast", "*--ortperf-latency-threshold: expected a threshold such as '10%' or 0.1, got 'fast'.*"),
+        ("--ortperf-latency-threshold=-5%", "*--ortperf-latency-threshold: a threshold must be a positive finite amount*"),
+        ("--ortperf-budget=0", "*--ortperf-budget: expected a number of seconds between 0 and 3600, got '0'.*"),
+        ("--ortperf-machine=my machine", "*--ortperf-machine: machine name 'my machine' must be*"),
+    ],
+)
+def test_bad_gate_options(pytester: pytest.Pytester, option: str, message: str) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, suite: Path) -> None:
+    ortperf = Path(sys.executable).parent / "ortperf"
+    result = pytester.run(ortperf, "update", "-q", *QUICK)
+    assert result.ret == 0, result.stdout.str()
+    assert suite.exists()
+    shown = pytester.run(ortperf, "show")
+    assert shown.ret == 0
+    shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms *"])
