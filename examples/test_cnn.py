@@ -14,6 +14,9 @@ class TestResNet50:
         assert scores.shape == (1, 1000)
         assert np.isfinite(scores).all()
 
+    def test_latency(self, ort_perf):
+        ort_perf.check_latency()
+
     def test_runs_entirely_on_the_requested_provider(self, ort_session_info, ort_variant):
         placement = ort_session_info.placement
         assert placement is not None
@@ -33,3 +36,8 @@ def test_inception_v1_is_deterministic(ort_session, ort_inputs):
     second = ort_session.run(None, ort_inputs)
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_squeezenet.onnx")
+def test_squeezenet_latency(ort_perf):
+    ort_perf.check_latency()

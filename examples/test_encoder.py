@@ -18,6 +18,10 @@ def test_hidden_state_shapes_follow_dims(ort_session, ort_inputs):
     assert pooled.shape == (1, 64)
 
 
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+
+
 def test_padding_does_not_leak_into_real_tokens(ort_session, ort_inputs):
     feeds = {name: array.copy() for name, array in ort_inputs.items()}
     feeds["attention_mask"][:, 100:] = 0
