@@ -34,6 +34,7 @@ class OrtPerf:
         policy: CheckPolicy,
         fail: Abort,
         skip: Abort,
+        on_result: Callable[[LatencyResult], object] | None = None,
     ) -> None:
         self._run = run
         self._built = built
@@ -42,6 +43,7 @@ class OrtPerf:
         self._policy = policy
         self._fail = fail
         self._skip = skip
+        self._on_result = on_result
 
     @property
     def session(self) -> BuiltSession:
@@ -66,6 +68,8 @@ class OrtPerf:
             message = str(exc)
         else:
             self._run.results.append(result)
+            if self._on_result is not None:
+                self._on_result(result)
             if result.failed:
                 self._fail(result.message)
             if result.skipped:

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_ortperf import hookspec
+from pytest_ortperf.benchmark_bridge import publish
+from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.config import (
     OrtperfConfig,
     build_config,
@@ -188,10 +190,30 @@ def ort_perf(request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort
         policy=policy,
         fail=lambda message: pytest.fail(message, pytrace=False),
         skip=pytest.skip,
+        on_result=lambda result: _publish_to_pytest_benchmark(request, result),
     )
 
 
 # Helpers -------------------------------------------------------------------
+
+
+def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: LatencyResult) -> bool:
+    """Show the check in pytest-benchmark's table and JSON too, when that plugin is active."""
+    current = result.current
+    return publish(
+        request.config,
+        request.node,
+        round_medians_ms=current.round_medians_ms,
+        runs_per_round=current.count // current.rounds,
+        group="ortperf",
+        extra_info={
+            "variant": result.key.variant,
+            "machine": result.key.machine,
+            "verdict": result.status,
+            "baseline_median_ms": result.baseline.latency.median_ms if result.baseline else None,
+            "change": result.change,
+        },
+    )
 
 
 def _selector(request: pytest.FixtureRequest) -> str:

@@ -11,10 +11,12 @@ import pytest
 
 from tests.models import mlp_model
 
-# A fast model whose cost doubles with twice the layers: a real, unmistakable slowdown.
+# A fast model whose cost quadruples with four times the layers: a real slowdown that stays
+# unmistakable even when a busy shared machine swings timings by 2x between runs. The noise
+# limit is lifted so that recording never depends on how quiet the machine is.
 FAST = {"layers": 8, "width": 128}
-SLOW = {"layers": 16, "width": 128}
-QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=30%")
+SLOW = {"layers": 32, "width": 128}
+QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
 
 TEST_FILE = """
 import pytest
@@ -58,7 +60,7 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) 
             f"latency regression in test_latency[[]cpu-all[]] on machine '{machine}'",
             "  baseline: median * ms, p90 * ms (* rounds x * runs), recorded *",
             "  current:  median * ms, p90 * ms (* rounds x * runs)",
-            "  change:   +*% (99% CI +*% .. +*%), threshold +/-30%",
+            "  change:   +*% (99% CI +*% .. +*%), threshold +/-50%",
             "  first measurement: +*(confirmed by a second)",
             "  changed since the baseline: model sha256 * -> *",
             "  to accept the new latency: ortperf update 'test_gate.py::test_latency[[]cpu-all[]]'",
@@ -116,7 +118,7 @@ def test_machine_from_environment(pytester: pytest.Pytester, suite: Path, monkey
 def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     _slow_down(pytester)
-    pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='400%')\ndef test_latency"))
+    pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='2000%')\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(passed=1)
 
@@ -129,7 +131,7 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, suite: Path) -> None:
 
 
 def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
-    result = pytester.runpytest("--ortperf-update", "--ortperf-max-cv=0.0001%", *QUICK)
+    result = pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-max-cv=0.0001%")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*is too noisy to record as a baseline: round medians vary *", "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)"])
     assert not suite.exists()
@@ -198,3 +200,15 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, suite: Path
     shown = pytester.run(ortperf, "show")
     assert shown.ret == 0
     shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms *"])
+
+
+def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite: Path) -> None:
+    pytest.importorskip("pytest_benchmark")
+    result = pytester.runpytest("--ortperf-missing=pass", "--benchmark-json=bench.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*benchmark 'ortperf': 1 tests*", "test_latency[[]cpu-all[]] *"])
+    (entry,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
+    assert entry["fullname"] == "test_gate.py::test_latency[cpu-all]"
+    assert entry["extra_info"]["variant"] == "cpu-all"
+    assert entry["extra_info"]["verdict"] == "missing"
+    assert entry["stats"]["rounds"] == 15
