@@ -91,12 +91,15 @@ def check_latency(
         current = measure_fn(run, policy.measure)
         confirmation = _judge(baseline.latency, current, policy)
     decisive = confirmation or comparison
-    failed = decisive.verdict is Verdict.REGRESSION or (
-        decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
-    )
     status = decisive.verdict.value
     if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
+        # The slowdown did not survive a fresh measurement: noise, never a failure.
         status = f"{Verdict.NOT_SIGNIFICANT.value} (not confirmed)"
+        failed = False
+    else:
+        failed = decisive.verdict is Verdict.REGRESSION or (
+            decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
+        )
     result = LatencyResult(
         key=key,
         status=status,
@@ -108,6 +111,11 @@ def check_latency(
         failed=failed,
     )
     return result if not failed else _with_message(result, failure_message(result, policy))
+
+
+def percent(fraction: float) -> str:
+    """0.025 -> '2.5%', 0.1 -> '10%': exact enough to match what the user typed."""
+    return f"{fraction * 100:.3g}%"
 
 
 def _judge(baseline: LatencyStats, current: LatencyStats, policy: CheckPolicy) -> Comparison:
@@ -137,7 +145,7 @@ def _record(
     if current.round_cv > policy.max_cv:
         message = (
             f"latency of {key.test} on machine '{key.machine}' is too noisy to record as a baseline: "
-            f"round medians vary {current.round_cv:.1%} (limit {policy.max_cv:.0%}; median "
+            f"round medians vary {current.round_cv:.1%} (limit {percent(policy.max_cv)}; median "
             f"{current.median_ms:.4g} ms over {current.rounds} rounds). Rerun on a quieter machine, "
             "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
         )
@@ -195,7 +203,7 @@ def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
         f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
         f"  baseline: {_ms(result.baseline.latency)}, recorded {result.baseline.recorded}",
         f"  current:  {_ms(result.current)}",
-        f"  change:   {decisive.estimate.describe()}, threshold +/-{policy.threshold:.0%}",
+        f"  change:   {decisive.estimate.describe()}, threshold +/-{percent(policy.threshold)}",
     ]
     if result.confirmation is not None:
         lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")

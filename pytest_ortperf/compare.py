@@ -78,10 +78,12 @@ def ratio_interval(
     Works on logs, so the estimate is a ratio and the interval is symmetric in
     "x times slower" and "x times faster". Needs positive values.
     """
-    base = np.log(np.asarray(baseline, dtype=np.float64))
-    curr = np.log(np.asarray(current, dtype=np.float64))
-    if base.size == 0 or curr.size == 0 or not (np.isfinite(base).all() and np.isfinite(curr).all()):
-        raise ValueError("ratio_interval needs positive finite latencies on both sides")
+    base_raw = np.asarray(baseline, dtype=np.float64)
+    curr_raw = np.asarray(current, dtype=np.float64)
+    for values in (base_raw, curr_raw):
+        if values.size == 0 or not (np.isfinite(values).all() and (values > 0).all()):
+            raise ValueError("ratio_interval needs positive finite latencies on both sides")
+    base, curr = np.log(base_raw), np.log(curr_raw)
     diffs = np.sort(np.subtract.outer(curr, base).ravel())
     m, n = base.size, curr.size
     z = NormalDist().inv_cdf(0.5 + confidence / 2)

@@ -95,5 +95,5 @@ def detect_machine(override: str | None = None, *, source: str = "--ortperf-mach
         parts = [system, arch, slug(cpu) or "cpu", f"{cores}c"]
         if gpu:
             parts.append(slug(gpu.split(" (driver")[0]))
-        name = "-".join(parts)
+        name = "-".join(parts)[:80].rstrip("-")
     return Machine(name=name, cpu=cpu, cores=cores, arch=arch, system=system, gpu=gpu)

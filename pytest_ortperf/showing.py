@@ -20,8 +20,11 @@ def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float]], list[s
         test_file = path.relative_to(directory).as_posix().removesuffix(".json")
         try:
             entries = parse(path.read_text(encoding="utf-8"), path=path)
-        except (BaselineError, OSError, UnicodeDecodeError) as exc:
+        except BaselineError as exc:
             problems.append(str(exc))
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"baseline file '{path}' cannot be read ({exc}).")
             continue
         for test, machines in sorted(entries.items()):
             for machine, entry in sorted(machines.items()):

@@ -54,8 +54,11 @@ class LatencyStats:
                 values[f.name] = _whole(raw, f.name)
             else:
                 values[f.name] = _finite(raw, f.name)
-        if not values["round_medians_ms"]:
-            raise ValueError("round_medians_ms is empty")
+        medians = values["round_medians_ms"]
+        if not medians or min(medians) <= 0:
+            raise ValueError("round_medians_ms must be a non-empty list of positive numbers")
+        if values["rounds"] != len(medians) or values["count"] < values["rounds"]:
+            raise ValueError("rounds must equal the number of round medians and not exceed count")
         return cls(**values)
 
 

@@ -1,0 +1,411 @@
+"""check_latency with a fake measurement and a real baseline store: verdicts, records, messages."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_ortperf.baselines import BaselineEntry, BaselineError, BaselineStore, render
+from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, Missing, check_latency
+from pytest_ortperf.compare import Verdict
+from pytest_ortperf.measure import MeasureSettings
+from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
+
+TEST_FILE = "tests/perf/test_models.py"
+TEST = "test_squeezenet[cpu-all]"
+RECORD = "ortperf update 'tests/perf/test_models.py::test_squeezenet[cpu-all]'"
+KEY = CheckKey(test_file=TEST_FILE, test=TEST, variant="cpu-all", machine="ci", record_command=RECORD)
+ENV: dict[str, Any] = {
+    "ort_version": "1.31.1",
+    "model_sha256": "a" * 64,
+    "settings": {"intra_op_threads": 1},
+    "cores": 4,
+}
+MEASURE = MeasureSettings(budget_s=0.01, rounds=15, min_rounds=5)
+
+
+def stats(
+    scale: float, *, seed: int = 0, noise: float = 0.02, rounds: int = 15, runs: int = 3
+) -> LatencyStats:
+    """Stats of ``rounds`` rounds of ``runs`` equal runs, round medians around ``scale`` ms."""
+    medians = scale * np.exp(np.random.default_rng(seed).normal(0.0, noise, rounds))
+    samples = [round(float(m) * NS_PER_MS) for m in medians for _ in range(runs)]
+    return summarize(samples, [runs] * rounds)
+
+
+class FakeMeasure:
+    """Returns the prepared stats one call at a time and remembers what it was given."""
+
+    def __init__(self, *results: LatencyStats) -> None:
+        self._results = list(results)
+        self.settings: list[MeasureSettings] = []
+        self.runs: list[Callable[[], object]] = []
+
+    def __call__(self, run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
+        self.runs.append(run)
+        self.settings.append(settings)
+        return self._results.pop(0)
+
+    @property
+    def calls(self) -> int:
+        return len(self.settings)
+
+
+def run_model() -> None:
+    """Stands in for ``session.run``: the fake measurement never calls it."""
+
+
+def check(
+    store: BaselineStore,
+    measure: FakeMeasure,
+    environment: dict[str, Any] | None = None,
+    **policy: Any,
+) -> LatencyResult:
+    return check_latency(
+        run_model,
+        key=KEY,
+        store=store,
+        policy=CheckPolicy(measure=MEASURE, **policy),
+        environment=ENV if environment is None else environment,
+        today="2025-06-01",
+        measure_fn=measure,
+    )
+
+
+def record(
+    root: Path, latency: LatencyStats, *, machine: str = "ci", environment: dict[str, Any] | None = None
+) -> Path:
+    store = BaselineStore(root)
+    entry = BaselineEntry("cpu-all", "2025-01-02", latency, ENV if environment is None else environment)
+    store.stage(TEST_FILE, TEST, machine, entry)
+    store.write()
+    return store.path_for(TEST_FILE)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "baselines"
+
+
+@pytest.fixture
+def with_baseline(root: Path) -> Path:
+    """A 10 ms baseline for machine 'ci'; returns the baseline file."""
+    return record(root, stats(10.0, seed=1))
+
+
+# missing baselines ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("missing", "failed", "skipped"), [("fail", True, False), ("skip", False, True), ("pass", False, False)]
+)
+def test_a_missing_baseline_follows_the_policy(
+    root: Path, missing: Missing, failed: bool, skipped: bool
+) -> None:
+    measure = FakeMeasure(stats(12.5, noise=0.0))
+    store = BaselineStore(root)
+    result = check(store, measure, missing=missing)
+    assert result.status == "missing"
+    assert (result.failed, result.skipped) == (failed, skipped)
+    assert measure.calls == 1
+    assert result.baseline is None
+    assert result.comparison is None
+    assert result.change == ""
+    assert result.message == (
+        f"no latency baseline for {TEST} on machine 'ci' (no machine has one yet); measured median "
+        f"12.5 ms, p90 12.5 ms. Record it with:\n    {RECORD}"
+    )
+    assert list(store.staged()) == []
+    assert not root.exists()
+
+
+def test_a_missing_baseline_names_the_machines_that_have_one(root: Path) -> None:
+    record(root, stats(10.0), machine="laptop")
+    record(root, stats(10.0), machine="ci-large")
+    result = check(BaselineStore(root), FakeMeasure(stats(10.0)))
+    assert result.failed
+    assert "on machine 'ci' (baselines exist for: ci-large, laptop)" in result.message
+    assert RECORD in result.message
+
+
+def test_a_damaged_baseline_file_is_reported_before_measuring(root: Path) -> None:
+    path = BaselineStore(root).path_for(TEST_FILE)
+    path.parent.mkdir(parents=True)
+    path.write_text("{broken", encoding="utf-8")
+    measure = FakeMeasure(stats(10.0))
+    with pytest.raises(BaselineError) as info:
+        check(BaselineStore(root), measure, update=True)
+    assert str(path) in str(info.value)
+    assert measure.calls == 0
+    assert path.read_text(encoding="utf-8") == "{broken"
+
+
+def test_the_measurement_gets_the_run_and_the_policy_settings(root: Path) -> None:
+    measure = FakeMeasure(stats(10.0))
+    check(BaselineStore(root), measure, missing="pass")
+    assert measure.runs == [run_model]
+    assert measure.settings == [MEASURE]
+
+
+# update mode ---------------------------------------------------------------
+
+
+def test_update_records_a_new_entry(root: Path) -> None:
+    store = BaselineStore(root)
+    current = stats(10.0)
+    result = check(store, FakeMeasure(current), update=True)
+    assert result.status == "new"
+    assert not result.failed
+    staged = list(store.staged())
+    assert len(staged) == 1
+    path, test, machine, entry = staged[0]
+    assert (path, test, machine) == (store.path_for(TEST_FILE), TEST, "ci")
+    assert entry == BaselineEntry(variant="cpu-all", recorded="2025-06-01", latency=current, environment=ENV)
+    assert store.write() == [path]
+    written = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert written is not None
+    assert written.recorded == "2025-06-01"
+    assert written.latency.median_ms == pytest.approx(current.median_ms, rel=1e-5)
+
+
+def test_update_leaves_a_baseline_within_the_threshold_unchanged(root: Path, with_baseline: Path) -> None:
+    before = with_baseline.stat()
+    store = BaselineStore(root)
+    result = check(store, FakeMeasure(stats(10.2, seed=2)), update=True)
+    assert result.status == "unchanged"
+    assert not result.failed
+    assert result.comparison is not None
+    assert result.comparison.verdict is Verdict.OK
+    assert result.changes == ()
+    assert list(store.staged()) == []
+    assert store.write() == []
+    after = with_baseline.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    stored = store.lookup(TEST_FILE, TEST, "ci")
+    assert stored is not None
+    assert stored.recorded == "2025-01-02"
+
+
+def test_update_records_when_the_environment_changed(root: Path, with_baseline: Path) -> None:
+    store = BaselineStore(root)
+    new_env = ENV | {"ort_version": "1.32.0"}
+    result = check(store, FakeMeasure(stats(10.1, seed=2)), environment=new_env, update=True)
+    assert result.status == "updated"
+    assert result.changes == ("onnxruntime 1.31.1 -> 1.32.0",)
+    assert [entry.environment for *_, entry in store.staged() if entry] == [new_env]
+    assert store.write() == [with_baseline]
+    stored = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert stored is not None
+    assert (stored.recorded, stored.environment["ort_version"]) == ("2025-06-01", "1.32.0")
+
+
+@pytest.mark.parametrize("scale", [13.0, 7.0])
+def test_update_records_a_significant_change_in_latency(
+    root: Path, with_baseline: Path, scale: float
+) -> None:
+    store = BaselineStore(root)
+    result = check(store, FakeMeasure(stats(scale, seed=2)), update=True)
+    assert result.status == "updated"
+    assert not result.failed
+    assert len(list(store.staged())) == 1
+
+
+@pytest.mark.parametrize("has_baseline", [False, True])
+def test_update_refuses_a_too_noisy_measurement(root: Path, has_baseline: bool) -> None:
+    if has_baseline:
+        record(root, stats(10.0, seed=1))
+    noisy = stats(10.0, seed=3, noise=0.3)
+    assert noisy.round_cv > 0.10
+    store = BaselineStore(root)
+    result = check(store, FakeMeasure(noisy), environment=ENV | {"cores": 8}, update=True, max_cv=0.10)
+    assert result.status == "too noisy"
+    assert result.failed
+    assert list(store.staged()) == []
+    message = result.message
+    assert message.startswith(f"latency of {TEST} on machine 'ci' is too noisy to record as a baseline")
+    assert f"round medians vary {noisy.round_cv:.1%} (limit 10%;" in message
+    assert "over 15 rounds" in message
+    assert "--ortperf-budget" in message
+    assert "--ortperf-max-cv" in message
+
+
+def test_update_accepts_noise_below_a_raised_limit(root: Path) -> None:
+    noisy = stats(10.0, seed=3, noise=0.3)
+    store = BaselineStore(root)
+    result = check(store, FakeMeasure(noisy), update=True, max_cv=1.0)
+    assert result.status == "new"
+
+
+# comparisons ---------------------------------------------------------------
+
+
+def test_within_the_threshold_is_ok(root: Path, with_baseline: Path) -> None:
+    measure = FakeMeasure(stats(10.3, seed=2))
+    result = check(BaselineStore(root), measure)
+    assert result.status == "ok"
+    assert not result.failed
+    assert result.message == ""
+    assert result.confirmation is None
+    assert measure.calls == 1
+    assert result.change.startswith("+")
+    assert "(99% CI" in result.change
+
+
+def test_a_regression_that_is_not_confirmed_passes(root: Path, with_baseline: Path) -> None:
+    second = stats(10.1, seed=3)
+    measure = FakeMeasure(stats(13.0, seed=2), second)
+    store = BaselineStore(root)
+    result = check(store, measure)
+    assert measure.calls == 2
+    assert result.status == "not significant (not confirmed)"
+    assert not result.failed
+    assert result.message == ""
+    assert result.comparison is not None
+    assert result.comparison.verdict is Verdict.REGRESSION
+    assert result.confirmation is not None
+    assert result.confirmation.verdict is Verdict.OK
+    assert result.current is second
+    assert result.change == result.confirmation.estimate.describe()
+    assert list(store.staged()) == []
+
+
+def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_baseline: Path) -> None:
+    first, second = stats(13.0, seed=2), stats(12.5, seed=3)
+    measure = FakeMeasure(first, second)
+    store = BaselineStore(root)
+    result = check(store, measure, environment=ENV | {"ort_version": "1.32.0"})
+    assert measure.calls == 2
+    assert result.status == "regression"
+    assert result.failed
+    assert result.current is second
+    assert result.baseline is not None
+    assert result.confirmation is not None
+    base = result.baseline.latency
+    lines = result.message.splitlines()
+    assert lines[0] == f"latency regression in {TEST} on machine 'ci'"
+    assert lines[1] == (
+        f"  baseline: median {base.median_ms:.4g} ms, p90 {base.p90_ms:.4g} ms (15 rounds x 3 runs), "
+        "recorded 2025-01-02"
+    )
+    assert (
+        lines[2]
+        == f"  current:  median {second.median_ms:.4g} ms, p90 {second.p90_ms:.4g} ms (15 rounds x 3 runs)"
+    )
+    assert lines[3] == f"  change:   {result.confirmation.estimate.describe()}, threshold +/-10%"
+    assert re.fullmatch(
+        r"  change:   \+2\d\.\d% \(99% CI \+\d+\.\d% \.\. \+\d+\.\d%\), threshold \+/-10%", lines[3]
+    )
+    assert result.comparison is not None
+    assert lines[4] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
+    assert lines[5] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
+    assert lines[6] == f"  to accept the new latency: {RECORD}"
+    assert len(lines) == 7
+    assert list(store.staged()) == []
+
+
+def test_a_regression_message_says_when_nothing_changed(root: Path, with_baseline: Path) -> None:
+    result = check(BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)))
+    assert result.failed
+    assert "  changed since the baseline: nothing recorded" in result.message.splitlines()
+
+
+def test_the_threshold_comes_from_the_policy(root: Path, with_baseline: Path) -> None:
+    result = check(BaselineStore(root), FakeMeasure(stats(13.0, seed=2)), threshold=0.5)
+    assert result.status == "ok"
+    assert not result.failed
+
+
+def test_a_noisy_slowdown_is_not_significant(root: Path, with_baseline: Path) -> None:
+    measure = FakeMeasure(stats(13.0, seed=0, noise=0.5, rounds=5))
+    result = check(BaselineStore(root), measure)
+    assert result.status == "not significant"
+    assert not result.failed
+    assert measure.calls == 1  # only a regression verdict is re-measured
+
+
+def test_an_improvement_passes(root: Path, with_baseline: Path) -> None:
+    measure = FakeMeasure(stats(7.0, seed=2))
+    result = check(BaselineStore(root), measure)
+    assert result.status == "improved"
+    assert not result.failed
+    assert result.message == ""
+    assert measure.calls == 1
+
+
+def test_an_improvement_fails_when_asked(root: Path, with_baseline: Path) -> None:
+    result = check(BaselineStore(root), FakeMeasure(stats(7.0, seed=2)), fail_on_improvement=True)
+    assert result.status == "improved"
+    assert result.failed
+    lines = result.message.splitlines()
+    assert lines[0] == f"latency improvement in {TEST} on machine 'ci'"
+    assert lines[3].startswith("  change:   -3")
+    assert "  (faster beyond the threshold: check that the model still does all its work)" in lines
+    assert lines[-1] == f"  to accept the new latency: {RECORD}"
+    assert not any("first measurement" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    "measurements",
+    [
+        pytest.param([10.1], id="ok"),
+        pytest.param([13.0, 13.0], id="regression"),
+        pytest.param([13.0, 10.0], id="unconfirmed"),
+        pytest.param([7.0], id="improved"),
+    ],
+)
+def test_a_comparison_never_stages_anything(
+    root: Path, with_baseline: Path, measurements: Sequence[float]
+) -> None:
+    before = with_baseline.read_bytes()
+    store = BaselineStore(root)
+    measure = FakeMeasure(*(stats(m, seed=i + 2) for i, m in enumerate(measurements)))
+    check(store, measure, environment=ENV | {"cores": 16}, fail_on_improvement=True)
+    assert list(store.staged()) == []
+    assert store.write() == []
+    assert with_baseline.read_bytes() == before
+
+
+def test_an_unconfirmed_regression_that_turns_into_an_improvement_is_reported_consistently(
+    root: Path, with_baseline: Path
+) -> None:
+    result = check(
+        BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(7.0, seed=3)), fail_on_improvement=True
+    )
+    assert result.confirmation is not None
+    assert result.confirmation.verdict is Verdict.IMPROVED
+    if result.failed:
+        assert result.status == "improved"
+        assert "confirmed by a second" not in result.message
+    else:
+        assert result.status == "not significant (not confirmed)"
+
+
+def test_the_failure_message_shows_a_fractional_threshold_exactly(root: Path, with_baseline: Path) -> None:
+    result = check(
+        BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)), threshold=0.025
+    )
+    assert result.failed
+    assert "threshold +/-2.5%" in result.message
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [{"rounds": 0, "count": 0}, {"round_medians_ms": (0.0, 10.0, 10.0)}],
+    ids=["zero-rounds", "zero-median"],
+)
+def test_a_baseline_with_impossible_numbers_is_reported_as_damaged(
+    root: Path, damage: dict[str, Any]
+) -> None:
+    damaged = BaselineEntry("cpu-all", "2025-01-02", dataclasses.replace(stats(10.0, seed=1), **damage), ENV)
+    path = root / f"{TEST_FILE}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render({TEST: {"ci": damaged}}))
+    with pytest.raises(BaselineError) as info:
+        check(BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)))
+    assert str(path) in str(info.value)
