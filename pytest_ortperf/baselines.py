@@ -21,33 +21,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.errors import BaselineError
+from pytest_ortperf.references import AccuracyRecord
 from pytest_ortperf.stats import LatencyStats
 
 SCHEMA = 1
 KIND = "pytest-ortperf baselines"
 
 
-class BaselineError(OrtperfError):
-    """A baseline file that cannot be used: it names the file and what is wrong."""
+__all__ = ["BaselineEntry", "BaselineError", "BaselineStore", "parse", "render", "write_atomically"]
 
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """One test x variant x machine: its latency and what it was measured with."""
+    """One test x variant x machine: its latency and/or reference outputs, and what they depended on."""
 
     variant: str
     recorded: str
-    latency: LatencyStats
+    latency: LatencyStats | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
+    accuracy: AccuracyRecord | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "variant": self.variant,
             "recorded": self.recorded,
-            "latency": self.latency.as_dict(),
             "environment": dict(self.environment),
         }
+        if self.latency is not None:
+            data["latency"] = self.latency.as_dict()
+        if self.accuracy is not None:
+            data["accuracy"] = self.accuracy.as_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> BaselineEntry:
@@ -59,11 +64,14 @@ class BaselineEntry:
         for key in ("variant", "recorded"):
             if not isinstance(data.get(key), str):
                 raise TypeError(f"{key} must be a string")
+        if "latency" not in data and "accuracy" not in data:
+            raise KeyError("latency")
         return cls(
             variant=data["variant"],
             recorded=data["recorded"],
-            latency=LatencyStats.from_dict(data["latency"]),
+            latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
             environment=environment,
+            accuracy=AccuracyRecord.from_dict(data["accuracy"]) if "accuracy" in data else None,
         )
 
 
@@ -171,6 +179,7 @@ class BaselineStore:
         self._loaded: dict[Path, Entries] = {}
         self._errors: dict[Path, BaselineError] = {}
         self._staged: dict[Path, dict[tuple[str, str], BaselineEntry | None]] = {}
+        self._arrays: dict[Path, bytes] = {}
 
     def path_for(self, test_file: str) -> Path:
         return self.root / f"{test_file}.json"
@@ -201,6 +210,23 @@ class BaselineStore:
     def machines_for(self, test_file: str, test: str) -> list[str]:
         return sorted(self.entries(test_file).get(test, {}))
 
+    def current(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
+        """The entry as the next :meth:`write` would leave it: staged if staged, else as loaded.
+
+        Latency and accuracy of one test are recorded by separate checks; each merges
+        its part into this entry so neither overwrites the other.
+        """
+        changes = self._staged.get(self.path_for(test_file), {})
+        if (test, machine) in changes:
+            return changes[(test, machine)]
+        return self.lookup(test_file, test, machine)
+
+    def stage_file(self, relative: str, data: bytes) -> Path:
+        """Write ``data`` (reference outputs) at ``root/relative`` at the next :meth:`write`."""
+        path = self.root / relative
+        self._arrays[path] = data
+        return path
+
     def stage(self, test_file: str, test: str, machine: str, entry: BaselineEntry | None) -> None:
         """Record (or, with ``None``, remove) an entry at the next :meth:`write`."""
         self.entries(test_file)  # refuse to stage into a damaged file
@@ -214,11 +240,18 @@ class BaselineStore:
     def write(self) -> list[Path]:
         """Apply staged changes file by file; only files whose text changes are rewritten."""
         written = []
+        for path, data in sorted(self._arrays.items()):
+            if not path.exists() or path.read_bytes() != data:
+                write_atomically(path, data)
+                written.append(path)
+        self._arrays.clear()
         for path, changes in sorted(self._staged.items()):
             entries = {test: dict(machines) for test, machines in self._loaded.get(path, {}).items()}
             for (test, machine), entry in changes.items():
                 if entry is None:
-                    entries.get(test, {}).pop(machine, None)
+                    removed = entries.get(test, {}).pop(machine, None)
+                    if removed is not None and removed.accuracy is not None:
+                        (self.root / removed.accuracy.file).unlink(missing_ok=True)
                 else:
                     entries.setdefault(test, {})[machine] = entry
             text = render(entries)

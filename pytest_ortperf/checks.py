@@ -7,7 +7,7 @@ test failure with its message.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pytest_ortperf.baselines import BaselineEntry, BaselineStore
@@ -58,6 +58,11 @@ class LatencyResult:
     message: str = ""
 
     @property
+    def baseline_median_ms(self) -> float | None:
+        latency = self.baseline.latency if self.baseline is not None else None
+        return latency.median_ms if latency is not None else None
+
+    @property
     def change(self) -> str:
         decisive = self.confirmation or self.comparison
         return decisive.estimate.describe() if decisive else ""
@@ -77,19 +82,20 @@ def check_latency(
     measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
 ) -> LatencyResult:
     """Measure ``run`` and decide against the stored baseline (or record one under update)."""
-    baseline = store.lookup(key.test_file, key.test, key.machine)
+    entry = store.lookup(key.test_file, key.test, key.machine)
+    baseline = entry if entry is not None and entry.latency is not None else None
     current = measure_fn(run, policy.measure)
     if policy.update:
         return _record(key, store, policy, environment, today, current, baseline)
     if baseline is None:
         return _missing(key, store, policy, current)
     changes = tuple(what_changed(baseline.environment, environment))
-    comparison = _judge(baseline.latency, current, policy)
+    comparison = _judge(_stats(baseline), current, policy)
     confirmation = None
     if comparison.verdict is Verdict.REGRESSION:
         # A regression must survive a fresh measurement before it fails the test.
         current = measure_fn(run, policy.measure)
-        confirmation = _judge(baseline.latency, current, policy)
+        confirmation = _judge(_stats(baseline), current, policy)
     decisive = confirmation or comparison
     status = decisive.verdict.value
     if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
@@ -113,6 +119,12 @@ def check_latency(
     return result if not failed else _with_message(result, failure_message(result, policy))
 
 
+def _stats(entry: BaselineEntry) -> LatencyStats:
+    if entry.latency is None:  # callers pass only entries that hold latency
+        raise ValueError("baseline entry without latency")
+    return entry.latency
+
+
 def percent(fraction: float) -> str:
     """0.025 -> '2.5%', 0.1 -> '10%': exact enough to match what the user typed."""
     return f"{fraction * 100:.3g}%"
@@ -128,8 +140,6 @@ def _judge(baseline: LatencyStats, current: LatencyStats, policy: CheckPolicy) -
 
 
 def _with_message(result: LatencyResult, message: str) -> LatencyResult:
-    from dataclasses import replace
-
     return replace(result, message=message)
 
 
@@ -152,12 +162,17 @@ def _record(
         return LatencyResult(
             key=key, status="too noisy", current=current, baseline=baseline, failed=True, message=message
         )
-    entry = BaselineEntry(variant=key.variant, recorded=today, latency=current, environment=environment)
+    existing = store.current(key.test_file, key.test, key.machine)
+    entry = (
+        replace(existing, variant=key.variant, recorded=today, latency=current, environment=environment)
+        if existing is not None
+        else BaselineEntry(variant=key.variant, recorded=today, latency=current, environment=environment)
+    )
     if baseline is None:
         store.stage(key.test_file, key.test, key.machine, entry)
         return LatencyResult(key=key, status="new", current=current)
     changes = tuple(what_changed(baseline.environment, environment))
-    comparison = _judge(baseline.latency, current, policy)
+    comparison = _judge(_stats(baseline), current, policy)
     if not changes and comparison.verdict in (Verdict.OK, Verdict.NOT_SIGNIFICANT):
         return LatencyResult(
             key=key, status="unchanged", current=current, baseline=baseline, comparison=comparison
@@ -201,7 +216,7 @@ def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
     kind = "regression" if decisive.verdict is Verdict.REGRESSION else "improvement"
     lines = [
         f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
-        f"  baseline: {_ms(result.baseline.latency)}, recorded {result.baseline.recorded}",
+        f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
         f"  current:  {_ms(result.current)}",
         f"  change:   {decisive.estimate.describe()}, threshold +/-{percent(policy.threshold)}",
     ]

@@ -34,3 +34,7 @@ class ProviderUnavailable(OrtperfError):
         super().__init__(f"{provider} is not usable here: {reason}")
         self.provider = provider
         self.reason = reason
+
+
+class BaselineError(OrtperfError):
+    """A baseline file that cannot be used: it names the file and what is wrong."""

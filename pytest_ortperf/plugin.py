@@ -210,7 +210,7 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
             "variant": result.key.variant,
             "machine": result.key.machine,
             "verdict": result.status,
-            "baseline_median_ms": result.baseline.latency.median_ms if result.baseline else None,
+            "baseline_median_ms": result.baseline_median_ms,
             "change": result.change,
         },
     )

@@ -17,7 +17,8 @@ def _ms(value: float) -> str:
 def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for result in results:
-        baseline = _ms(result.baseline.latency.median_ms) if result.baseline else "-"
+        median = result.baseline_median_ms
+        baseline = _ms(median) if median is not None else "-"
         test = result.key.test.rsplit(f"[{result.key.variant}]", 1)[0]
         rows.append(
             (

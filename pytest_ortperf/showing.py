@@ -7,12 +7,16 @@ from pathlib import Path
 
 from pytest_ortperf.baselines import BaselineError, parse
 
-_HEADERS = ("test", "variant", "machine", "median", "p90", "recorded", "onnxruntime")
+_HEADERS = ("test", "variant", "machine", "median", "p90", "outputs", "recorded", "onnxruntime")
 
 
-def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float]], list[str]]:
+def _ms(value: object) -> str:
+    return f"{value:.4g} ms" if isinstance(value, float) else "-"
+
+
+def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float | None]], list[str]]:
     """One row per entry of every ``*.json`` under ``directory``, plus the files that are damaged."""
-    rows: list[dict[str, str | float]] = []
+    rows: list[dict[str, str | float | None]] = []
     problems: list[str] = []
     if not directory.is_dir():
         return rows, [f"baseline directory '{directory}' does not exist"]
@@ -33,8 +37,9 @@ def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float]], list[s
                         "test": f"{test_file}::{test}",
                         "variant": entry.variant,
                         "machine": machine,
-                        "median_ms": entry.latency.median_ms,
-                        "p90_ms": entry.latency.p90_ms,
+                        "median_ms": entry.latency.median_ms if entry.latency else None,
+                        "p90_ms": entry.latency.p90_ms if entry.latency else None,
+                        "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
                         "recorded": entry.recorded,
                         "ort_version": str(entry.environment.get("ort_version", "?")),
                     }
@@ -53,8 +58,9 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
             str(r["test"]),
             str(r["variant"]),
             str(r["machine"]),
-            f"{r['median_ms']:.4g} ms",
-            f"{r['p90_ms']:.4g} ms",
+            _ms(r["median_ms"]),
+            _ms(r["p90_ms"]),
+            str(r["outputs"] or "-"),
             str(r["recorded"]),
             str(r["ort_version"]),
         )

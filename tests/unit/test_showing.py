@@ -68,6 +68,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
             "machine": "gpu-box",
             "median_ms": 1.5,
             "p90_ms": 1.75,
+            "outputs": 0,
             "recorded": "2025-02-01",
             "ort_version": "?",
         },
@@ -77,6 +78,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
             "machine": "ci",
             "median_ms": 12.3456,
             "p90_ms": 13.5,
+            "outputs": 0,
             "recorded": "2025-01-02",
             "ort_version": "1.31.1",
         },
@@ -86,6 +88,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
             "machine": "laptop",
             "median_ms": 3.25,
             "p90_ms": 3.5,
+            "outputs": 0,
             "recorded": "2025-01-03",
             "ort_version": "1.31.1",
         },
@@ -96,7 +99,7 @@ def test_show_as_a_table(baseline_dir: Path) -> None:
     lines, problems = show_baselines(baseline_dir, as_json=False)
     assert problems == []
     assert len(lines) == 4
-    assert lines[0].split() == ["test", "variant", "machine", "median", "p90", "recorded", "onnxruntime"]
+    assert lines[0].split() == ["test", "variant", "machine", "median", "p90", "outputs", "recorded", "onnxruntime"]
     assert lines[1].split() == [
         "tests/nlp/test_bert.py::test_bert[cuda-extended]",
         "cuda-extended",
@@ -105,6 +108,7 @@ def test_show_as_a_table(baseline_dir: Path) -> None:
         "ms",
         "1.75",
         "ms",
+        "-",
         "2025-02-01",
         "?",
     ]

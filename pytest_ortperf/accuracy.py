@@ -1,0 +1,251 @@
+"""Output accuracy: metrics of actual vs reference outputs, and the tolerances that judge them.
+
+Pure numpy. A comparison reports, per output, max absolute and relative error,
+mean absolute error, the fraction of elements outside ``np.isclose(atol,
+rtol)``, cosine similarity, the worst element with both values, top-1/top-k
+agreement for outputs that look like class scores, and new NaN/Inf values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ortperf.errors import UsageError
+
+Array = npt.NDArray[Any]
+TOP_K = 5
+_TOLERANCE_KEYS = ("atol", "rtol", "cosine", "mismatch")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Limits for one output: every element within ``atol + rtol * |expected|`` (up to a
+    ``mismatch`` fraction of elements) and cosine similarity at least ``cosine``."""
+
+    atol: float
+    rtol: float
+    cosine: float
+    mismatch: float = 0.0
+
+    def describe(self) -> str:
+        extra = f", mismatch<={self.mismatch:g}" if self.mismatch else ""
+        return f"atol={self.atol:g}, rtol={self.rtol:g}, cosine>={self.cosine:g}{extra}"
+
+
+# Documented defaults per dtype (README "Accuracy"). Reduced-precision providers loosen them.
+DTYPE_TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(atol=1e-9, rtol=1e-7, cosine=0.999999),
+    "float32": Tolerance(atol=1e-5, rtol=1e-4, cosine=0.99999),
+    "float16": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+}
+# TensorRT may pick TF32/FP16 kernels; CUDA convolutions may use TF32.
+PROVIDER_TOLERANCES: dict[str, Tolerance] = {
+    "tensorrt": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+    "trtrtx": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+    "cuda": Tolerance(atol=1e-4, rtol=1e-3, cosine=0.9999),
+    "dml": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+    "coreml": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+}
+EXACT = Tolerance(atol=0.0, rtol=0.0, cosine=-1.0)
+
+
+@dataclass(frozen=True)
+class ToleranceSpec:
+    """User overrides: for every output, and per output name (the latter wins)."""
+
+    overall: Mapping[str, float] = field(default_factory=dict)
+    outputs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def merged(self, other: ToleranceSpec) -> ToleranceSpec:
+        outputs = {name: dict(values) for name, values in self.outputs.items()}
+        for name, values in other.outputs.items():
+            outputs.setdefault(name, {}).update(values)
+        return ToleranceSpec({**self.overall, **other.overall}, outputs)
+
+    def for_output(self, name: str, dtype: np.dtype[Any], provider_short: str) -> Tolerance:
+        if dtype.kind not in "fc":
+            return EXACT
+        base = DTYPE_TOLERANCES.get(dtype.name, DTYPE_TOLERANCES["float32"])
+        looser = PROVIDER_TOLERANCES.get(provider_short)
+        if looser is not None and dtype.name != "float64":
+            base = Tolerance(
+                atol=max(base.atol, looser.atol),
+                rtol=max(base.rtol, looser.rtol),
+                cosine=min(base.cosine, looser.cosine),
+            )
+        return replace(base, **{**self.overall, **self.outputs.get(name, {})})
+
+
+def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[str, float]:
+    """Validate ``atol``/``rtol``/``cosine``/``mismatch`` values (numbers >= 0; cosine <= 1)."""
+    parsed: dict[str, float] = {}
+    for key, value in values.items():
+        if key not in _TOLERANCE_KEYS:
+            raise UsageError(f"{source}: unknown tolerance {key!r}; use {', '.join(_TOLERANCE_KEYS)}.")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if (
+            isinstance(value, bool)
+            or not np.isfinite(number)
+            or number < 0
+            or (key == "cosine" and number > 1)
+        ):
+            limit = "between 0 and 1" if key == "cosine" else ">= 0"
+            raise UsageError(f"{source}: {key} must be a number {limit}, got {value!r}.")
+        parsed[key] = number
+    return parsed
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """One output against one reference."""
+
+    name: str
+    reference: str
+    tolerance: Tolerance
+    problem: str = ""
+    failed_metric: str = ""
+    count: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    mean_abs: float = 0.0
+    mismatches: int = 0
+    cosine: float | None = None
+    worst_index: tuple[int, ...] = ()
+    worst_actual: float = 0.0
+    worst_expected: float = 0.0
+    top1: float | None = None
+    topk: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem and not self.failed_metric
+
+    @property
+    def mismatch_fraction(self) -> float:
+        return self.mismatches / self.count if self.count else 0.0
+
+    def describe(self) -> str:
+        """One line (plus detail) naming the output, metric, value, limit and worst element."""
+        head = f"output {self.name!r} vs {self.reference}"
+        if self.problem:
+            return f"{head}: {self.problem}"
+        numbers = (
+            f"max abs {self.max_abs:.3g}, max rel {self.max_rel:.3g}, mean abs {self.mean_abs:.3g}, "
+            f"{self.mismatches} of {self.count} elements outside tolerance ({self.mismatch_fraction:.2%})"
+        )
+        if self.cosine is not None:
+            numbers += f", cosine {self.cosine:.6f}"
+        if self.top1 is not None:
+            numbers += f", top-1 agreement {self.top1:.0%}, top-{TOP_K} overlap {self.topk:.0%}"
+        status = "ok" if self.ok else f"FAILED on {self.failed_metric}"
+        worst = (
+            f"; worst at {list(self.worst_index)}: actual {self.worst_actual:.6g}, "
+            f"expected {self.worst_expected:.6g}"
+            if self.count
+            else ""
+        )
+        return f"{head}: {status} ({numbers}{worst}; {self.tolerance.describe()})"
+
+
+def compare_output(
+    name: str, actual: Array, expected: Array, tolerance: Tolerance, reference: str
+) -> OutputComparison:
+    """All metrics of ``actual`` against ``expected`` and the first limit they break, if any."""
+    base = OutputComparison(name=name, reference=reference, tolerance=tolerance)
+    if actual.shape != expected.shape:
+        return replace(base, problem=f"shape changed: {list(expected.shape)} -> {list(actual.shape)}")
+    if actual.dtype != expected.dtype:
+        return replace(base, problem=f"dtype changed: {expected.dtype} -> {actual.dtype}")
+    if actual.size == 0:
+        return base
+    a = actual.astype(np.float64).ravel()
+    e = expected.astype(np.float64).ravel()
+    diff = np.abs(a - e)
+    both_nan = np.isnan(a) & np.isnan(e)
+    diff[both_nan] = 0.0
+    close = np.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+    excess = np.where(close, -np.inf, np.nan_to_num(diff, nan=np.inf, posinf=np.inf))
+    worst = int(np.argmax(excess)) if not close.all() else int(np.argmax(np.nan_to_num(diff)))
+    new_nonfinite = int(np.count_nonzero(~np.isfinite(a) & np.isfinite(e)))
+    top1, topk = _class_agreement(actual, expected)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+    comparison = replace(
+        base,
+        count=int(a.size),
+        max_abs=float(np.nanmax(diff)),
+        max_rel=float(np.nanmax(rel)),
+        mean_abs=float(np.nanmean(diff)),
+        mismatches=int(np.count_nonzero(~close)),
+        cosine=_cosine(a, e) if actual.dtype.kind in "fc" else None,
+        worst_index=tuple(int(i) for i in np.unravel_index(worst, actual.shape)),
+        worst_actual=float(a[worst]),
+        worst_expected=float(e[worst]),
+        top1=top1,
+        topk=topk,
+    )
+    if new_nonfinite:
+        return replace(comparison, failed_metric=f"nan/inf ({new_nonfinite} new non-finite values)")
+    if comparison.mismatch_fraction > tolerance.mismatch:
+        return replace(comparison, failed_metric="isclose")
+    if comparison.cosine is not None and comparison.cosine < tolerance.cosine:
+        return replace(comparison, failed_metric="cosine")
+    return comparison
+
+
+def _cosine(a: Array, e: Array) -> float:
+    finite = np.isfinite(a) & np.isfinite(e)
+    a, e = a[finite], e[finite]
+    norm = float(np.linalg.norm(a) * np.linalg.norm(e))
+    if norm == 0.0:
+        return 1.0 if not a.any() and not e.any() else 0.0
+    return float(np.dot(a, e) / norm)
+
+
+def _class_agreement(actual: Array, expected: Array) -> tuple[float | None, float | None]:
+    """Top-1 and top-k agreement when the output looks like class scores ([..., classes >= 10])."""
+    squeezed = expected.squeeze()
+    if expected.dtype.kind != "f" or squeezed.ndim not in (1, 2) or squeezed.shape[-1] < 2 * TOP_K:
+        return None, None
+    e = squeezed.reshape(-1, squeezed.shape[-1])
+    a = actual.squeeze().reshape(e.shape)
+    top1 = float(np.mean(np.argmax(a, axis=1) == np.argmax(e, axis=1)))
+    a_top = np.argsort(-a, axis=1)[:, :TOP_K]
+    e_top = np.argsort(-e, axis=1)[:, :TOP_K]
+    overlap = np.mean([len(set(x) & set(y)) / TOP_K for x, y in zip(a_top, e_top, strict=True)])
+    return top1, float(overlap)
+
+
+def compare_outputs(
+    actual: Mapping[str, Array],
+    expected: Mapping[str, Array],
+    *,
+    reference: str,
+    tolerances: ToleranceSpec,
+    provider_short: str,
+) -> list[OutputComparison]:
+    """Every expected output against the actual one; missing and new outputs are problems."""
+    results = []
+    for name, reference_array in expected.items():
+        tolerance = tolerances.for_output(name, reference_array.dtype, provider_short)
+        if name not in actual:
+            results.append(
+                OutputComparison(name, reference, tolerance, problem="output missing from the model now")
+            )
+            continue
+        results.append(compare_output(name, actual[name], reference_array, tolerance, reference))
+    for name in actual:
+        if name not in expected:
+            tolerance = tolerances.for_output(name, actual[name].dtype, provider_short)
+            results.append(
+                OutputComparison(name, reference, tolerance, problem="new output, not in the reference")
+            )
+    return results

@@ -1,0 +1,199 @@
+"""Reference outputs: stored beside a baseline as ``.npz``, or shipped with a model-zoo model.
+
+Outputs up to :data:`FULL_LIMIT` elements are stored whole. Larger ones store a
+deterministic subsample (:data:`SUBSAMPLE` evenly spaced elements of the
+flattened tensor) plus mean/std/min/max and the sha256 of the whole tensor, and
+are compared on the same subsample; the entry records which was done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_ortperf.accuracy import Array
+from pytest_ortperf.errors import BaselineError, InputsError
+
+FULL_LIMIT = 100_000
+SUBSAMPLE = 10_000
+_OUTPUT_FILE = re.compile(r"output_(\d+)\.pb$")
+
+
+@dataclass(frozen=True)
+class StoredOutput:
+    """How one output was stored, and its summary over the whole tensor."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    stored: str  # "full" or "subsample"
+    sha256: str
+    mean: float
+    std: float
+    min: float
+    max: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "dtype": self.dtype, "shape": list(self.shape), "stored": self.stored,
+            "sha256": self.sha256, "mean": self.mean, "std": self.std, "min": self.min, "max": self.max,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Any) -> StoredOutput:
+        if not isinstance(data, Mapping) or data.get("stored") not in ("full", "subsample"):
+            raise TypeError("an output record needs 'stored' of full or subsample")
+        shape = data["shape"]
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise TypeError("shape must be a list of whole numbers")
+        numbers = {key: float(data[key]) for key in ("mean", "std", "min", "max")}
+        return cls(
+            str(data["name"]),
+            str(data["dtype"]),
+            tuple(shape),
+            data["stored"],
+            str(data["sha256"]),
+            **numbers,
+        )
+
+
+@dataclass(frozen=True)
+class AccuracyRecord:
+    """The accuracy part of a baseline entry: input digest, output records, the .npz file."""
+
+    inputs_sha256: str
+    outputs: tuple[StoredOutput, ...]
+    file: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "inputs_sha256": self.inputs_sha256,
+            "outputs": [output.as_dict() for output in self.outputs],
+            "file": self.file,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AccuracyRecord:
+        if not isinstance(data, Mapping) or not isinstance(data.get("outputs"), list):
+            raise TypeError("accuracy must be an object with an 'outputs' list")
+        file = data.get("file")
+        if not isinstance(file, str) or not file.endswith(".npz") or ".." in Path(file).parts:
+            raise TypeError("accuracy 'file' must be a relative .npz path inside the baseline directory")
+        return cls(
+            str(data["inputs_sha256"]), tuple(StoredOutput.from_dict(o) for o in data["outputs"]), file
+        )
+
+
+def subsample_indices(size: int) -> Array:
+    return np.unique(np.linspace(0, size - 1, SUBSAMPLE).astype(np.int64))
+
+
+def _summary(array: Array) -> dict[str, float]:
+    if array.size == 0 or array.dtype.kind not in "fiub":
+        return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0}
+    values = array.astype(np.float64)
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0}
+    return {
+        "mean": float(finite.mean()),
+        "std": float(finite.std()),
+        "min": float(finite.min()),
+        "max": float(finite.max()),
+    }
+
+
+def for_storage(
+    outputs: Mapping[str, Array], limit: int = FULL_LIMIT
+) -> tuple[dict[str, Array], tuple[StoredOutput, ...]]:
+    """What to put in the .npz (whole tensors or subsamples) and the record of each output."""
+    arrays: dict[str, Array] = {}
+    records = []
+    for name, array in outputs.items():
+        array = np.ascontiguousarray(array)
+        whole = array.size <= limit
+        arrays[name] = array if whole else array.ravel()[subsample_indices(array.size)]
+        records.append(
+            StoredOutput(
+                name=name, dtype=array.dtype.name, shape=tuple(int(d) for d in array.shape),
+                stored="full" if whole else "subsample",
+                sha256=hashlib.sha256(array.tobytes()).hexdigest(), **_summary(array),
+            )
+        )  # fmt: skip
+    return arrays, tuple(records)
+
+
+def comparable(actual: Mapping[str, Array], records: Sequence[StoredOutput]) -> dict[str, Array]:
+    """The current outputs reduced the way the reference was stored (same subsample)."""
+    reduced = dict(actual)
+    for record in records:
+        array = actual.get(record.name)
+        if record.stored == "subsample" and array is not None and tuple(array.shape) == record.shape:
+            reduced[record.name] = np.ascontiguousarray(array).ravel()[subsample_indices(array.size)]
+    return reduced
+
+
+def npz_bytes(arrays: Mapping[str, Array]) -> bytes:
+    """Deterministic .npz bytes (numpy writes fixed zip timestamps)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{name: arrays[name] for name in sorted(arrays)})  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def load_npz(path: Path) -> dict[str, Array]:
+    """Load reference outputs without pickle; any problem names the file."""
+    try:
+        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except FileNotFoundError:
+        raise BaselineError(
+            f"reference outputs '{path}' are missing (the baseline entry names them)."
+        ) from None
+    except Exception as exc:  # zip, format and pickle refusals
+        raise BaselineError(f"reference outputs '{path}' cannot be read without pickle: {exc}") from None
+
+
+def zoo_expected(data_set: Path, output_names: Sequence[str]) -> tuple[dict[str, Array], dict[str, float]]:
+    """``output_*.pb`` of a model-zoo data set, mapped to output names, and rtol/atol from data.json."""
+    from onnx import TensorProto, numpy_helper
+
+    files = sorted((int(m.group(1)), p) for p in data_set.iterdir() if (m := _OUTPUT_FILE.match(p.name)))
+    expected: dict[str, Array] = {}
+    for position, (_, path) in enumerate(files):
+        tensor = TensorProto()
+        try:
+            tensor.ParseFromString(path.read_bytes())
+            array = numpy_helper.to_array(tensor)
+        except Exception as exc:
+            raise InputsError(f"'{path}' is not a readable ONNX TensorProto: {exc}") from exc
+        if tensor.name in output_names:
+            expected[tensor.name] = array
+        elif position < len(output_names):
+            expected[output_names[position]] = array
+    return expected, _data_json_tolerances(data_set)
+
+
+def _data_json_tolerances(data_set: Path) -> dict[str, float]:
+    for candidate in (data_set / "data.json", data_set.parent / "data.json"):
+        if candidate.is_file():
+            try:
+                data = json.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise InputsError(f"'{candidate}' is not valid JSON: {exc}") from exc
+            if not isinstance(data, dict):
+                raise InputsError(f"'{candidate}' must hold a JSON object with rtol/atol.")
+            found = {key: data[key] for key in ("rtol", "atol") if key in data}
+            if not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in found.values()
+            ):
+                raise InputsError(f"'{candidate}': rtol/atol must be numbers >= 0.")
+            return {key: float(value) for key, value in found.items()}
+    return {}
