@@ -7,10 +7,11 @@ Only the pytest layer calls this; everything below sees the frozen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.accuracy import ToleranceSpec, parse_tolerance_values
 from pytest_ortperf.checks import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.compare import parse_threshold
 from pytest_ortperf.errors import UsageError
@@ -18,12 +19,12 @@ from pytest_ortperf.inputs import InputOptions
 from pytest_ortperf.machine import validate_name
 from pytest_ortperf.measure import MeasureSettings
 from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
-from pytest_ortperf.providers import parse_providers
+from pytest_ortperf.providers import parse_providers, resolve_provider
 from pytest_ortperf.settings import SessionSettings, parse_assignments
-from pytest_ortperf.variants import Variant, parse_opt_levels, variant_matrix
+from pytest_ortperf.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
 
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
-THRESHOLD_KWARGS = ("latency",)
+THRESHOLD_KWARGS = ("latency", "atol", "rtol", "cosine", "mismatch", "outputs")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class OrtperfConfig:
     policy: CheckPolicy
     machine: str | None = None
     prune: bool = False
+    tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
+    reference_variant: Variant | None = None
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -83,7 +86,22 @@ def build_config(config: Any) -> OrtperfConfig:
         policy=_policy(config),
         machine=_machine(config),
         prune=_flag(config, "ortperf_prune"),
+        tolerances=_tolerances(config),
+        reference_variant=_reference_variant(config),
     )
+
+
+def _reference_variant(config: Any) -> Variant | None:
+    value, where = _value(config, "ortperf_reference_variant")
+    return parse_variant(str(value), source=where)
+
+
+def _tolerances(config: Any) -> ToleranceSpec:
+    spec = parse_tolerance_lines(config.getini("ortperf_tolerances"), source="ini ortperf_tolerances")
+    cli = config.getoption("ortperf_tolerances")
+    if cli:
+        spec = spec.merged(parse_tolerance_lines(cli, source="--ortperf-tolerance"))
+    return spec
 
 
 def _baseline_dir(config: Any) -> Path:
@@ -125,21 +143,77 @@ def _policy(config: Any) -> CheckPolicy:
 
 
 def thresholds_for(
-    base: CheckPolicy, markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], *, origin: str
-) -> CheckPolicy:
-    """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins."""
-    policy = base
+    base: CheckPolicy,
+    base_tolerances: ToleranceSpec,
+    markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+    *,
+    origin: str,
+) -> tuple[CheckPolicy, ToleranceSpec]:
+    """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins.
+
+    ``latency`` sets the latency threshold; ``atol``, ``rtol``, ``cosine`` and
+    ``mismatch`` the accuracy tolerances of every output; ``outputs`` maps an
+    output name to its own tolerances.
+    """
+    policy, tolerances = base, base_tolerances
     for args, kwargs in markers:
         unknown = sorted(set(kwargs) - set(THRESHOLD_KWARGS))
         if args or unknown:
             raise UsageError(
                 f"{origin}: ort_thresholds takes keyword arguments {', '.join(THRESHOLD_KWARGS)}"
                 + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-                + ", e.g. ort_thresholds(latency='15%')."
+                + ", e.g. ort_thresholds(latency='15%', atol=1e-4)."
             )
         if "latency" in kwargs:
             policy = replace(policy, threshold=parse_threshold(kwargs["latency"], source=origin))
-    return policy
+        overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
+        outputs = kwargs.get("outputs", {})
+        if not isinstance(outputs, Mapping) or not all(isinstance(v, Mapping) for v in outputs.values()):
+            raise UsageError(
+                f"{origin}: outputs must map output names to tolerances, e.g. {{'logits': {{'atol': 1e-3}}}}."
+            )
+        tolerances = tolerances.merged(
+            ToleranceSpec(
+                parse_tolerance_values(overall, source=origin),
+                {
+                    str(name): parse_tolerance_values(values, source=f"{origin} outputs[{name!r}]")
+                    for name, values in outputs.items()
+                },
+            )
+        )
+    return policy, tolerances
+
+
+def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec:
+    """``atol=1e-4`` for every output, ``logits.atol=1e-3`` for one output."""
+    overall: dict[str, Any] = {}
+    outputs: dict[str, dict[str, Any]] = {}
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UsageError(
+                f"{source}: expected KEY=VALUE such as atol=1e-4 or logits.rtol=1e-3, got {raw!r}."
+            )
+        name, dot, metric = key.strip().rpartition(".")
+        target = outputs.setdefault(name, {}) if dot else overall
+        target[metric] = value.strip()
+    return ToleranceSpec(
+        parse_tolerance_values(overall, source=source),
+        {name: parse_tolerance_values(values, source=source) for name, values in outputs.items()},
+    )
+
+
+def parse_variant(text: str, *, source: str) -> Variant | None:
+    """``cpu-disabled`` to a variant; ``none`` turns the reference variant off."""
+    if text.strip().lower() in ("", "none", "off"):
+        return None
+    provider, sep, level = text.strip().rpartition("-")
+    if not sep:
+        raise UsageError(f"{source}: expected PROVIDER-LEVEL such as cpu-disabled, or none; got {text!r}.")
+    return Variant(resolve_provider(provider, source=source), parse_opt_level(level, source=source))
 
 
 def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> Any:

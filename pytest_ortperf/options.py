@@ -151,6 +151,23 @@ OPTIONS: tuple[OptionDef, ...] = (
         "false",
         ini_type="bool",
     ),
+    OptionDef(
+        "--ortperf-reference-variant",
+        "ortperf_reference_variant",
+        "Variant whose outputs every other variant's outputs are compared with in check_accuracy "
+        "(default: cpu-disabled, the most literal execution; none turns it off).",
+        "cpu-disabled",
+        "VARIANT",
+    ),
+    OptionDef(
+        "--ortperf-tolerance",
+        "ortperf_tolerances",
+        "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
+        "mismatch (allowed fraction of elements outside atol/rtol); OUTPUT.KEY=VALUE for one output.",
+        [],
+        "KEY=VALUE",
+        "linelist",
+    ),
 )
 
 

@@ -1,81 +1,158 @@
-"""``ort_perf``: the checks a test runs against its baselines."""
+"""``ort_perf``: the checks a test runs against its baselines and references."""
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
+from pytest_ortperf.accuracy import ToleranceSpec
+from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_latency
-from pytest_ortperf.environment import environment
+from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.inputs import Array
+from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
 
 Abort = Callable[[str], NoReturn]
 
 
-class OrtPerf:
-    """Latency checks for one test x variant, against the baseline for this machine.
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything the checks of one test instance need, resolved by the pytest layer."""
 
-    ``check_latency()`` times ``ort_session`` (never a profiled session) on
-    ``ort_inputs`` or the feeds given, compares with the baseline and fails the
-    test on a confirmed, significant regression beyond the threshold.
+    run: OrtperfRun
+    built: BuiltSession
+    feeds: Mapping[str, Array]
+    key: CheckKey
+    policy: CheckPolicy
+    tolerances: ToleranceSpec
+    reference: Callable[[], BuiltSession | None]
+    data_set: Path | None = None
+
+
+class OrtPerf:
+    """Latency and accuracy checks for one test x variant, against this machine's baseline.
+
+    ``check_latency()`` times ``ort_session`` (never a profiled session);
+    ``check_accuracy()`` compares outputs with the recorded baseline, the
+    reference variant and the model's own test data; ``check()`` does both and
+    fails once with every problem.
     """
 
     def __init__(
         self,
+        context: CheckContext,
         *,
-        run: OrtperfRun,
-        built: BuiltSession,
-        feeds: Mapping[str, Array],
-        key: CheckKey,
-        policy: CheckPolicy,
         fail: Abort,
         skip: Abort,
         on_result: Callable[[LatencyResult], object] | None = None,
     ) -> None:
-        self._run = run
-        self._built = built
-        self._feeds = feeds
-        self._key = key
-        self._policy = policy
+        self._context = context
         self._fail = fail
         self._skip = skip
         self._on_result = on_result
 
     @property
     def session(self) -> BuiltSession:
-        return self._built
+        return self._context.built
 
     def check_latency(self, feeds: Mapping[str, Array] | None = None) -> LatencyResult:
         __tracebackhide__ = True
-        inputs = dict(self._feeds if feeds is None else feeds)
-        session = self._built.session
+        return self._finish([self._guard(lambda: self._latency(feeds))])[0]  # type: ignore[return-value]
+
+    def check_accuracy(self, feeds: Mapping[str, Array] | None = None) -> AccuracyResult:
+        __tracebackhide__ = True
+        return self._finish([self._guard(lambda: self._accuracy(feeds))])[0]  # type: ignore[return-value]
+
+    def check(self, feeds: Mapping[str, Array] | None = None) -> tuple[LatencyResult, AccuracyResult]:
+        """Latency and accuracy; the test fails once, with both messages, if either failed."""
+        __tracebackhide__ = True
+        results = self._finish(
+            [self._guard(lambda: self._latency(feeds)), self._guard(lambda: self._accuracy(feeds))]
+        )
+        return results[0], results[1]  # type: ignore[return-value]
+
+    def _guard(
+        self, action: Callable[[], LatencyResult | AccuracyResult]
+    ) -> LatencyResult | AccuracyResult | str:
         try:
-            result = check_latency(
-                lambda: session.run(None, inputs),
-                key=self._key,
-                store=self._run.store,
-                policy=self._policy,
-                environment=environment(
-                    self._built, inputs, machine=self._run.machine, runtime=self._run.runtime
-                ),
-                today=datetime.date.today().isoformat(),
-            )
+            return action()
         except OrtperfError as exc:
-            message = str(exc)
-        else:
-            self._run.results.append(result)
-            if self._on_result is not None:
-                self._on_result(result)
-            if result.failed:
-                self._fail(result.message)
-            if result.skipped:
-                self._skip(result.message)
-            return result
-        self._fail(message)  # outside the except block: no chained traceback in the report
+            return str(exc)
+
+    def _finish(
+        self, results: list[LatencyResult | AccuracyResult | str]
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        __tracebackhide__ = True
+        failures = [r if isinstance(r, str) else r.message for r in results if isinstance(r, str) or r.failed]
+        if failures:
+            self._fail("\n\n".join(failures))
+        skips = [r.message for r in results if not isinstance(r, str) and r.skipped]
+        if skips:
+            self._skip("\n\n".join(skips))
+        return results
+
+    def _inputs(self, feeds: Mapping[str, Array] | None) -> dict[str, Array]:
+        return dict(self._context.feeds if feeds is None else feeds)
+
+    def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
+        run = self._context.run
+        return environment(self._context.built, inputs, machine=run.machine, runtime=run.runtime)
+
+    def _latency(self, feeds: Mapping[str, Array] | None) -> LatencyResult:
+        context, inputs = self._context, self._inputs(feeds)
+        session = context.built.session
+        result = check_latency(
+            lambda: session.run(None, inputs),
+            key=context.key,
+            store=context.run.store,
+            policy=context.policy,
+            environment=self._environment(inputs),
+            today=datetime.date.today().isoformat(),
+        )
+        context.run.results.append(result)
+        if self._on_result is not None:
+            self._on_result(result)
+        return result
+
+    def _accuracy(self, feeds: Mapping[str, Array] | None) -> AccuracyResult:
+        context, inputs = self._context, self._inputs(feeds)
+        actual = _run_outputs(context.built, inputs)
+        reference = context.reference()
+        variant_reference = (
+            Reference(f"variant {reference.variant.id}", _run_outputs(reference, inputs), {})
+            if reference is not None
+            else None
+        )
+        model_reference = None
+        if context.data_set is not None and feeds is None:
+            expected, defaults = zoo_expected(context.data_set, list(actual))
+            model_reference = Reference(context.data_set.name, expected, defaults)
+        result = check_accuracy(
+            actual,
+            inputs_sha256=feeds_digest(inputs),
+            key=context.key,
+            store=context.run.store,
+            policy=context.policy,
+            tolerances=context.tolerances,
+            provider_short=context.built.variant.provider_spec.short,
+            variant_reference=variant_reference,
+            model_reference=model_reference,
+            environment=self._environment(inputs),
+            today=datetime.date.today().isoformat(),
+        )
+        context.run.accuracy_results.append(result)
+        return result
+
+
+def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array]) -> dict[str, Array]:
+    names = [output.name for output in built.session.get_outputs()]
+    return dict(zip(names, built.session.run(names, dict(inputs)), strict=True))
 
 
 def key_for(nodeid: str, selector: str, variant: str, machine: str, extra_args: str) -> CheckKey:

@@ -23,7 +23,7 @@ from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.inputs import Feeds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import register
-from pytest_ortperf.perf import OrtPerf, key_for
+from pytest_ortperf.perf import CheckContext, OrtPerf, key_for
 from pytest_ortperf.report import latency_table, update_lines
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
@@ -169,11 +169,13 @@ def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -
 
 @pytest.fixture
 def ort_perf(request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort_inputs: Feeds) -> OrtPerf:
-    """Latency checks against this test's baseline: ``ort_perf.check_latency(feeds=None)``."""
+    """Checks against this test's baselines: ``check_latency()``, ``check_accuracy()``, ``check()``."""
     run = _run(request)
     origin = f"ort_thresholds marker of {request.node.nodeid}"
     markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_thresholds")))]
-    policy = _guarded(lambda: thresholds_for(run.config.policy, markers, origin=origin))
+    policy, tolerances = _guarded(
+        lambda: thresholds_for(run.config.policy, run.config.tolerances, markers, origin=origin)
+    )
     machine = _guarded(lambda: run.machine)
     key = key_for(
         request.node.nodeid,
@@ -182,12 +184,21 @@ def ort_perf(request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort
         machine.name,
         f"--ortperf-machine={machine.name}" if run.config.machine else "",
     )
-    return OrtPerf(
+    directory = ort_session_info.model.directory
+    context = CheckContext(
         run=run,
         built=ort_session_info,
         feeds=ort_inputs,
         key=key,
         policy=policy,
+        tolerances=tolerances,
+        reference=lambda: run.reference_session(ort_session_info),
+        data_set=directory / ort_inputs.source
+        if directory and ort_inputs.source.startswith("test_data_set_")
+        else None,
+    )
+    return OrtPerf(
+        context,
         fail=lambda message: pytest.fail(message, pytrace=False),
         skip=pytest.skip,
         on_result=lambda result: _publish_to_pytest_benchmark(request, result),

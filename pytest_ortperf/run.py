@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.baselines import BaselineError, BaselineStore
 from pytest_ortperf.checks import LatencyResult
+
+if TYPE_CHECKING:
+    from pytest_ortperf.accuracy_check import AccuracyResult
 from pytest_ortperf.config import OrtperfConfig
 from pytest_ortperf.errors import ProviderUnavailable
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
@@ -42,6 +45,7 @@ class OrtperfRun:
     def __init__(self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None) -> None:
         self.config = config
         self.results: list[LatencyResult] = []
+        self.accuracy_results: list[AccuracyResult] = []
         self.collected: set[str] = set()
         self.update_report: UpdateReport | None = None
         self.store = BaselineStore(config.baseline_dir)
@@ -89,6 +93,16 @@ class OrtperfRun:
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         return self.pool.get(model, variant, settings)
 
+    def reference_session(self, built: BuiltSession) -> BuiltSession | None:
+        """The reference variant's session for the same model and settings, or None when the
+        test already runs the reference, none is configured, or its provider cannot run here."""
+        reference = self.config.reference_variant
+        if reference is None or reference == built.variant:
+            return None
+        if not self.prober.probe(reference.provider_spec).available:
+            return None
+        return self.pool.get(built.model, reference, built.settings)
+
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)
 
@@ -98,10 +112,11 @@ class OrtperfRun:
         if not policy.update:
             return
         report = UpdateReport()
-        for result in self.results:
-            if result.status in ("new", "updated", "unchanged"):
-                setattr(report, result.status, getattr(report, result.status) + 1)
-            elif result.status == "too noisy":
+        statuses = [r.status for r in self.results] + [r.status for r in self.accuracy_results]
+        for status in statuses:
+            if status in ("new", "updated", "unchanged"):
+                setattr(report, status, getattr(report, status) + 1)
+            elif status == "too noisy":
                 report.refused += 1
         report.unused = self.unused()
         if self.config.prune:
