@@ -1,0 +1,181 @@
+"""Accuracy end to end: recorded outputs, the reference variant, model-zoo data; real sessions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from tests.models import mlp_model
+
+TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+def test_outputs(ort_perf):
+    ort_perf.check_accuracy()
+"""
+LEVELS = "--ort-opt-levels=disabled,all"
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> Path:
+    onnx.save(mlp_model(layers=4, width=32), pytester.path / "model.onnx")
+    pytester.makepyfile(test_acc=TEST_FILE)
+    return pytester.path / "baselines"
+
+
+def _nudge_weights(path: Path, factor: float) -> None:
+    model = onnx.load(path)
+    for init in model.graph.initializer:
+        scaled = (numpy_helper.to_array(init) * np.float32(factor)).astype(np.float32)
+        init.CopyFrom(numpy_helper.from_array(scaled, init.name))
+    onnx.save(model, path)
+
+
+def test_record_then_weights_moved_one_percent_fail(pytester: pytest.Pytester, suite: Path) -> None:
+    recorded = pytester.runpytest("--ortperf-update", LEVELS)
+    recorded.assert_outcomes(passed=2)
+    recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 2 new, 0 unchanged, 0 unused"])
+    entry = json.loads((suite / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
+    (record,) = entry.values()
+    stored = record["accuracy"]
+    assert stored["outputs"][0]["name"] == "y"
+    assert stored["outputs"][0]["stored"] == "full"
+    npz = suite / stored["file"]
+    with np.load(npz, allow_pickle=False) as archive:
+        assert archive["y"].shape == (4, 32)
+    pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+
+    _nudge_weights(pytester.path / "model.onnx", 1.01)
+    before = npz.read_bytes()
+    moved = pytester.runpytest(LEVELS)
+    moved.assert_outcomes(failed=2)
+    moved.stdout.fnmatch_lines(
+        [
+            "accuracy of test_outputs[[]cpu-all[]] on machine '*' FAILED",
+            "  vs baseline (recorded *):",
+            "    output 'y' vs baseline (recorded *): FAILED on isclose (max abs *, max rel *, * of 128 elements outside tolerance *; worst at [[]*[]]: actual *, expected *; atol=1e-05, rtol=0.0001, cosine>=0.99999)",
+            "  vs variant cpu-disabled: ok (y)",
+            "  changed since the baseline: model sha256 * -> *",
+            "  to accept the current outputs as the baseline: ortperf update 'test_acc.py::test_outputs[[]cpu-all[]]'",
+        ]
+    )
+    assert npz.read_bytes() == before, "a failing comparison must not touch the reference outputs"
+
+
+def test_cross_variant_check_needs_no_baseline(pytester: pytest.Pytester, suite: Path) -> None:
+    result = pytester.runpytest("--ortperf-missing=pass", "--ort-opt-levels=disabled,basic,extended,all")
+    result.assert_outcomes(passed=4)
+    assert not suite.exists()
+
+
+def test_reference_variant_catches_a_variant_that_computes_something_else(pytester: pytest.Pytester, suite: Path) -> None:
+    """A variant-specific difference: force an output change only on the non-reference variant."""
+    pytester.makepyfile(
+        test_acc="""
+        import numpy as np
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+        def test_outputs(ort_perf, ort_inputs, ort_variant):
+            feeds = dict(ort_inputs)
+            if ort_variant.id != "cpu-disabled":
+                original = ort_perf.session.session.run
+                ort_perf.session.session.run = lambda names, inputs, *a: [o * 1.5 for o in original(names, inputs, *a)]
+            ort_perf.check_accuracy(feeds)
+        """
+    )
+    result = pytester.runpytest("--ortperf-missing=pass", LEVELS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["  vs variant cpu-disabled:", "    output 'y' vs variant cpu-disabled: FAILED on isclose*"])
+
+
+def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
+    zoo = pytester.path / "zoo"
+    (zoo / "test_data_set_0").mkdir(parents=True)
+    model = mlp_model(layers=2, width=8)
+    onnx.save(model, zoo / "model.onnx")
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(2, 8)
+    (zoo / "test_data_set_0" / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    import onnxruntime as ort
+
+    (y,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (zoo / "test_data_set_0" / "output_0.pb").write_bytes(numpy_helper.from_array(y + 0.01, "y").SerializeToString())
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("zoo")
+        def test_zoo(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    strict = pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["    output 'y' vs test_data_set_0: FAILED on isclose*"])
+    (zoo / "test_data_set_0" / "data.json").write_text('{"atol": 0.02, "rtol": 0}')
+    pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none").assert_outcomes(passed=1)
+
+
+def test_tolerances_from_marker_option_and_per_output(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    _nudge_weights(pytester.path / "model.onnx", 1.001)
+    pytester.runpytest(LEVELS).assert_outcomes(failed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerance=rtol=0.01").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerance=y.rtol=0.01").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerance=other.rtol=0.01").assert_outcomes(failed=2)
+    pytester.makepyfile(test_acc=TEST_FILE.replace("def test_outputs", "@pytest.mark.ort_thresholds(outputs={'y': {'rtol': 0.01}})\ndef test_outputs"))
+    pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+
+
+def test_changed_inputs_are_not_an_accuracy_failure(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    result = pytester.runpytest(LEVELS, "--ortperf-seed=7")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["  vs baseline: inputs changed since the baseline (not an accuracy failure): re-record"])
+    result.stdout.no_fnmatch_line("*FAILED on*")
+
+
+def test_changed_output_shape_is_a_clear_failure(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-dims=batch=4").assert_outcomes(passed=2)
+    onnx.save(mlp_model(layers=4, width=32, seed=0), pytester.path / "model.onnx")
+    model = onnx.load(pytester.path / "model.onnx")
+    model.graph.output[0].name = "z"
+    model.graph.node[-1].output[0] = "z"
+    onnx.save(model, pytester.path / "model.onnx")
+    result = pytester.runpytest(LEVELS)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["    output 'y' vs baseline (recorded *): output missing from the model now"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--ortperf-tolerance=atol=-1", "*--ortperf-tolerance: atol must be a number >= 0, got '-1'.*"),
+        ("--ortperf-tolerance=speed=1", "*--ortperf-tolerance: unknown tolerance 'speed'*"),
+        ("--ortperf-tolerance=cosine=2", "*--ortperf-tolerance: cosine must be a number between 0 and 1*"),
+        ("--ortperf-reference-variant=cpu", "*--ortperf-reference-variant: expected PROVIDER-LEVEL such as cpu-disabled*"),
+        ("--ortperf-reference-variant=cpu-warp", "*--ortperf-reference-variant: unknown graph optimization level 'warp'*"),
+    ],
+)
+def test_bad_accuracy_options(pytester: pytest.Pytester, option: str, message: str) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_object_array_in_reference_npz_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    entry = json.loads((suite / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
+    npz = suite / next(iter(entry.values()))["accuracy"]["file"]
+    np.savez(npz, y=np.array([{"evil": 1}], dtype=object), allow_pickle=True)
+    result = pytester.runpytest(LEVELS)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines([f"*reference outputs '{npz}' cannot be read without pickle*"])
