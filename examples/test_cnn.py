@@ -17,6 +17,9 @@ class TestResNet50:
     def test_latency(self, ort_perf):
         ort_perf.check_latency()
 
+    def test_accuracy(self, ort_perf):
+        ort_perf.check_accuracy()
+
     def test_runs_entirely_on_the_requested_provider(self, ort_session_info, ort_variant):
         placement = ort_session_info.placement
         assert placement is not None
@@ -39,5 +42,5 @@ def test_inception_v1_is_deterministic(ort_session, ort_inputs):
 
 
 @pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_squeezenet.onnx")
-def test_squeezenet_latency(ort_perf):
-    ort_perf.check_latency()
+def test_squeezenet_latency_and_accuracy(ort_perf):
+    ort_perf.check()

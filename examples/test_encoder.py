@@ -22,6 +22,10 @@ def test_latency(ort_perf):
     ort_perf.check_latency()
 
 
+def test_accuracy(ort_perf):
+    ort_perf.check_accuracy()
+
+
 def test_padding_does_not_leak_into_real_tokens(ort_session, ort_inputs):
     feeds = {name: array.copy() for name, array in ort_inputs.items()}
     feeds["attention_mask"][:, 100:] = 0

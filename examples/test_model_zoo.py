@@ -20,3 +20,9 @@ def test_matches_pytorch_reference(ort_session, ort_inputs):
     )
     (actual,) = ort_session.run(None, ort_inputs)
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.ort_model(MODEL_DIR)
+def test_accuracy_against_shipped_outputs(ort_perf):
+    """check_accuracy also compares with test_data_set_0/output_0.pb (and the reference variant)."""
+    ort_perf.check_accuracy()
