@@ -31,7 +31,6 @@ _INTS = {
 }
 _DTYPES: dict[str, Any] = {**_FLOATS, **_INTS, "tensor(bool)": np.bool_}
 _DATA_SET = re.compile(r"test_data_set_(\d+)$")
-_INPUT_FILE = re.compile(r"input_(\d+)\.pb$")
 
 
 @dataclass(frozen=True)
@@ -120,34 +119,48 @@ def _synthetic_array(spec: InputSpec, options: InputOptions) -> Array:
     return rng.integers(low, high, size=shape, dtype=dtype)
 
 
-def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
+def read_tensors(directory: Path, prefix: str) -> list[tuple[str, Array]]:
+    """``(tensor name, array)`` of ``<prefix>_<n>.pb`` files (ONNX TensorProto) in numeric order."""
     from onnx import TensorProto, numpy_helper
 
-    files = sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := _INPUT_FILE.match(p.name)))
-    if len(files) != len(specs):
-        raise InputsError(
-            f"'{directory}' holds {len(files)} input_*.pb file(s) but the model has "
-            f"{len(specs)} input(s): {', '.join(s.name for s in specs)}."
-        )
-    by_name = {spec.name: spec for spec in specs}
-    arrays: dict[str, Array] = {}
-    for position, (_, path) in enumerate(files):
+    pattern = re.compile(rf"{prefix}_(\d+)\.pb$")
+    files = sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := pattern.match(p.name)))
+    tensors = []
+    for _, path in files:
         tensor = TensorProto()
         try:
             tensor.ParseFromString(path.read_bytes())
-            array = numpy_helper.to_array(tensor)
+            tensors.append((tensor.name, numpy_helper.to_array(tensor)))
         except Exception as exc:  # protobuf raises its own DecodeError, numpy ValueError
             raise InputsError(f"'{path}' is not a readable ONNX TensorProto: {exc}") from exc
-        name = tensor.name if tensor.name in by_name else specs[position].name
-        arrays[name] = array
+    return tensors
+
+
+def read_npz(path: Path) -> dict[str, Array]:
+    """All arrays of an .npz, never unpickling; raises whatever numpy or zipfile raise."""
+    # Open the file ourselves: np.load leaks its handle when the archive is corrupt.
+    with path.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
+    tensors = read_tensors(directory, "input")
+    if len(tensors) != len(specs):
+        raise InputsError(
+            f"'{directory}' holds {len(tensors)} input_*.pb file(s) but the model has "
+            f"{len(specs)} input(s): {', '.join(s.name for s in specs)}."
+        )
+    by_name = {spec.name: spec for spec in specs}
+    arrays = {
+        (name if name in by_name else specs[position].name): array
+        for position, (name, array) in enumerate(tensors)
+    }
     return Feeds(_checked(arrays, specs, origin=str(directory)), source=directory.name)
 
 
 def _from_npz(path: Path, specs: Sequence[InputSpec]) -> Feeds:
     try:
-        # Open the file ourselves: np.load leaks its handle when the archive is corrupt.
-        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
+        arrays = read_npz(path)
     except Exception as exc:  # zipfile, pickle refusal and format errors all land here
         raise InputsError(f"'{path}' cannot be read as a numpy .npz without pickle: {exc}") from exc
     return Feeds(_checked(arrays, specs, origin=str(path)), source=path.name)

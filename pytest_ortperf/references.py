@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +20,10 @@ import numpy as np
 
 from pytest_ortperf.accuracy import Array
 from pytest_ortperf.errors import BaselineError, InputsError
+from pytest_ortperf.inputs import read_npz, read_tensors
 
 FULL_LIMIT = 100_000
 SUBSAMPLE = 10_000
-_OUTPUT_FILE = re.compile(r"output_(\d+)\.pb$")
 
 
 @dataclass(frozen=True)
@@ -151,8 +150,7 @@ def npz_bytes(arrays: Mapping[str, Array]) -> bytes:
 def load_npz(path: Path) -> dict[str, Array]:
     """Load reference outputs without pickle; any problem names the file."""
     try:
-        with path.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
+        return read_npz(path)
     except FileNotFoundError:
         raise BaselineError(
             f"reference outputs '{path}' are missing (the baseline entry names them)."
@@ -163,19 +161,10 @@ def load_npz(path: Path) -> dict[str, Array]:
 
 def zoo_expected(data_set: Path, output_names: Sequence[str]) -> tuple[dict[str, Array], dict[str, float]]:
     """``output_*.pb`` of a model-zoo data set, mapped to output names, and rtol/atol from data.json."""
-    from onnx import TensorProto, numpy_helper
-
-    files = sorted((int(m.group(1)), p) for p in data_set.iterdir() if (m := _OUTPUT_FILE.match(p.name)))
     expected: dict[str, Array] = {}
-    for position, (_, path) in enumerate(files):
-        tensor = TensorProto()
-        try:
-            tensor.ParseFromString(path.read_bytes())
-            array = numpy_helper.to_array(tensor)
-        except Exception as exc:
-            raise InputsError(f"'{path}' is not a readable ONNX TensorProto: {exc}") from exc
-        if tensor.name in output_names:
-            expected[tensor.name] = array
+    for position, (name, array) in enumerate(read_tensors(data_set, "output")):
+        if name in output_names:
+            expected[name] = array
         elif position < len(output_names):
             expected[output_names[position]] = array
     return expected, _data_json_tolerances(data_set)
