@@ -168,22 +168,26 @@ def compare_output(
         return base
     a = actual.astype(np.float64).ravel()
     e = expected.astype(np.float64).ravel()
-    diff = np.abs(a - e)
-    both_nan = np.isnan(a) & np.isnan(e)
-    diff[both_nan] = 0.0
-    close = np.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.abs(a - e)
+        diff[(a == e) | (np.isnan(a) & np.isnan(e))] = 0.0  # equal infinities, matching NaNs
+        rel = np.where(diff == 0.0, 0.0, diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
+    if actual.dtype.kind in "iub":  # exact, on the original values (int64 above 2**53 too)
+        close = (actual == expected).ravel()
+    else:
+        close = np.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
     excess = np.where(close, -np.inf, np.nan_to_num(diff, nan=np.inf, posinf=np.inf))
     worst = int(np.argmax(excess)) if not close.all() else int(np.argmax(np.nan_to_num(diff)))
     new_nonfinite = int(np.count_nonzero(~np.isfinite(a) & np.isfinite(e)))
     top1, topk = _class_agreement(actual, expected)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+    finite_diff = diff[~np.isnan(diff)]
+    finite_rel = rel[~np.isnan(rel)]
     comparison = replace(
         base,
         count=int(a.size),
-        max_abs=float(np.nanmax(diff)),
-        max_rel=float(np.nanmax(rel)),
-        mean_abs=float(np.nanmean(diff)),
+        max_abs=float(finite_diff.max()) if finite_diff.size else float("nan"),
+        max_rel=float(finite_rel.max()) if finite_rel.size else float("nan"),
+        mean_abs=float(finite_diff.mean()) if finite_diff.size else float("nan"),
         mismatches=int(np.count_nonzero(~close)),
         cosine=_cosine(a, e) if actual.dtype.kind in "fc" else None,
         worst_index=tuple(int(i) for i in np.unravel_index(worst, actual.shape)),

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -19,6 +20,7 @@ from pytest_ortperf.accuracy import Array, OutputComparison, ToleranceSpec, comp
 from pytest_ortperf.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.checks import CheckKey, CheckPolicy
 from pytest_ortperf.environment import what_changed
+from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.references import AccuracyRecord, comparable, for_storage, load_npz, npz_bytes
 
 
@@ -61,7 +63,9 @@ class AccuracyResult:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120]
+    """Readable and unique: the cleaned name, cut short, plus a digest of the exact name."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:100]
+    return f"{readable}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def outputs_file(key: CheckKey) -> str:
@@ -139,7 +143,7 @@ def check_accuracy(
         failed = any(o.failed for o in outcomes[1:])  # an update fixes the baseline, not the other references
         return _result(key, status, outcomes, failed=failed, skipped=False)
     if record is None or record.inputs_sha256 != inputs_sha256:
-        others = [m for m in store.machines_for(key.test_file, key.test)]
+        others = store.machines_for(key.test_file, key.test, part="accuracy")
         why = (
             "no recorded outputs for this machine"
             + (f" (machines with baselines: {', '.join(others)})" if others else "")
@@ -161,10 +165,30 @@ def check_accuracy(
         provider_short=provider_short,
     )
     assert outcome is not None
+    outcome = _with_recorded_shapes(outcome, actual, record)
     outcomes.insert(0, outcome)
     failed = any(o.failed for o in outcomes)
     changes = what_changed(entry.environment, environment) if entry is not None and failed else []
     return _result(key, "failed" if failed else "ok", outcomes, failed=failed, skipped=False, changes=changes)
+
+
+def _with_recorded_shapes(
+    outcome: ReferenceOutcome, actual: Mapping[str, Array], record: AccuracyRecord
+) -> ReferenceOutcome:
+    """Name the recorded shape/dtype when an output changed (a subsample hides the real shape)."""
+    recorded = {output.name: output for output in record.outputs}
+    comparisons = []
+    for comparison in outcome.comparisons:
+        stored, array = recorded.get(comparison.name), actual.get(comparison.name)
+        if stored is not None and array is not None:
+            if tuple(array.shape) != stored.shape:
+                comparison = replace(
+                    comparison, problem=f"shape changed: {list(stored.shape)} -> {list(array.shape)}"
+                )
+            elif array.dtype.name != stored.dtype:
+                comparison = replace(comparison, problem=f"dtype changed: {stored.dtype} -> {array.dtype}")
+        comparisons.append(comparison)
+    return replace(outcome, comparisons=tuple(comparisons))
 
 
 def _record(
@@ -180,8 +204,13 @@ def _record(
     provider_short: str,
 ) -> tuple[str, ReferenceOutcome]:
     arrays, stored = for_storage(actual)
+    previous = None
     if record is not None and record.inputs_sha256 == inputs_sha256:
-        previous = load_npz(store.root / record.file)
+        try:
+            previous = load_npz(store.root / record.file)
+        except BaselineError:
+            previous = None  # missing or damaged outputs: the update records them afresh
+    if record is not None and previous is not None:
         same = _compare(
             "baseline",
             comparable(actual, record.outputs),
@@ -195,7 +224,7 @@ def _record(
     store.stage_file(new_record.file, npz_bytes(arrays))
     existing = store.current(key.test_file, key.test, key.machine)
     entry = (
-        replace(existing, accuracy=new_record, recorded=today)
+        replace(existing, accuracy=new_record, recorded=today, environment=environment)
         if existing is not None
         else BaselineEntry(variant=key.variant, recorded=today, environment=environment, accuracy=new_record)
     )

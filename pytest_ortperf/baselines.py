@@ -207,8 +207,10 @@ class BaselineStore:
     def lookup(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
         return self.entries(test_file).get(test, {}).get(machine)
 
-    def machines_for(self, test_file: str, test: str) -> list[str]:
-        return sorted(self.entries(test_file).get(test, {}))
+    def machines_for(self, test_file: str, test: str, *, part: str | None = None) -> list[str]:
+        """Machines with an entry for ``test``; with ``part``, only those whose entry holds that part."""
+        machines = self.entries(test_file).get(test, {})
+        return sorted(m for m, entry in machines.items() if part is None or getattr(entry, part) is not None)
 
     def current(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
         """The entry as the next :meth:`write` would leave it: staged if staged, else as loaded.

@@ -186,7 +186,7 @@ def _record(
 def _missing(
     key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats
 ) -> LatencyResult:
-    others = store.machines_for(key.test_file, key.test)
+    others = store.machines_for(key.test_file, key.test, part="latency")
     where = f"baselines exist for: {', '.join(others)}" if others else "no machine has one yet"
     message = (
         f"no latency baseline for {key.test} on machine '{key.machine}' ({where}); measured "

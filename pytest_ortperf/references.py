@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,7 +85,13 @@ class AccuracyRecord:
         if not isinstance(data, Mapping) or not isinstance(data.get("outputs"), list):
             raise TypeError("accuracy must be an object with an 'outputs' list")
         file = data.get("file")
-        if not isinstance(file, str) or not file.endswith(".npz") or ".." in Path(file).parts:
+        if (
+            not isinstance(file, str)
+            or not file.endswith(".npz")
+            or "\\" in file
+            or Path(file).is_absolute()
+            or ".." in Path(file).parts
+        ):
             raise TypeError("accuracy 'file' must be a relative .npz path inside the baseline directory")
         return cls(
             str(data["inputs_sha256"]), tuple(StoredOutput.from_dict(o) for o in data["outputs"]), file
@@ -181,9 +188,10 @@ def _data_json_tolerances(data_set: Path) -> dict[str, float]:
                 raise InputsError(f"'{candidate}' must hold a JSON object with rtol/atol.")
             found = {key: data[key] for key in ("rtol", "atol") if key in data}
             if not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in found.values()
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                for v in found.values()
             ):
-                raise InputsError(f"'{candidate}': rtol/atol must be numbers >= 0.")
+                raise InputsError(f"'{candidate}': rtol/atol must be finite numbers >= 0.")
             # data.json defines the model's own comparison (assert_allclose with rtol/atol, as ONNX's
             # backend tests use it), so the cosine limit is not added on top of it.
             return {key: float(value) for key, value in found.items()} | ({"cosine": 0.0} if found else {})

@@ -1,0 +1,426 @@
+"""Output metrics and tolerances: compare_output(s), ToleranceSpec and parse_tolerance_values."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_ortperf.accuracy import (
+    DTYPE_TOLERANCES,
+    EXACT,
+    PROVIDER_TOLERANCES,
+    Tolerance,
+    ToleranceSpec,
+    compare_output,
+    compare_outputs,
+    parse_tolerance_values,
+)
+from pytest_ortperf.errors import UsageError
+
+F32 = DTYPE_TOLERANCES["float32"]
+LIMITS_F32 = "atol=1e-05, rtol=0.0001, cosine>=0.99999"
+
+
+def f32(values: Any) -> np.ndarray[Any, Any]:
+    return np.asarray(values, dtype=np.float32)
+
+
+def scores(shape: tuple[int, ...], seed: int = 0) -> np.ndarray[Any, Any]:
+    """Class scores with well separated values (no ties), float32."""
+    values = np.random.default_rng(seed).permutation(int(np.prod(shape))).astype(np.float32)
+    return values.reshape(shape)
+
+
+# compare_output: metrics --------------------------------------------------
+
+
+def test_identical_arrays_are_ok_with_zero_errors() -> None:
+    expected = f32([[1.0, -2.0, 0.5], [4.0, 3.0, -0.25]])
+    result = compare_output("y", expected.copy(), expected, F32, "baseline")
+    assert result.ok
+    assert (result.problem, result.failed_metric) == ("", "")
+    assert result.count == 6
+    assert (result.max_abs, result.max_rel, result.mean_abs, result.mismatches) == (0.0, 0.0, 0.0, 0)
+    assert result.mismatch_fraction == 0.0
+    assert result.cosine == pytest.approx(1.0, abs=1e-12)
+    assert (result.top1, result.topk) == (None, None)
+    assert result.describe().startswith("output 'y' vs baseline: ok (max abs 0, max rel 0, mean abs 0, ")
+    assert "0 of 6 elements outside tolerance (0.00%)" in result.describe()
+
+
+def test_a_one_percent_scaled_output_fails_on_isclose_with_the_right_numbers() -> None:
+    expected = f32([[1.0, -2.0, 0.5], [4.0, 3.0, -0.25]])
+    actual = expected * np.float32(1.01)
+    # Independently: every element moves by 1% of itself, the largest magnitude the most.
+    diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
+    rel = diff / np.abs(expected.astype(np.float64))
+    result = compare_output("y", actual, expected, F32, "baseline (recorded 2025-01-02)")
+    assert not result.ok
+    assert result.failed_metric == "isclose"
+    assert result.problem == ""
+    assert result.count == 6
+    assert result.mismatches == 6
+    assert result.mismatch_fraction == 1.0
+    assert result.max_abs == pytest.approx(diff.max(), rel=1e-12)
+    assert result.max_abs == pytest.approx(0.04, rel=1e-5)
+    assert result.max_rel == pytest.approx(rel.max(), rel=1e-12)
+    assert result.max_rel == pytest.approx(0.01, rel=1e-4)
+    assert result.mean_abs == pytest.approx(diff.mean(), rel=1e-12)
+    assert result.worst_index == (1, 0)
+    assert result.worst_actual == float(actual[1, 0])
+    assert result.worst_expected == 4.0
+    assert result.cosine == pytest.approx(1.0, abs=1e-9)  # scaling keeps the direction: isclose catches it
+    text = result.describe()
+    assert text.startswith("output 'y' vs baseline (recorded 2025-01-02): FAILED on isclose (")
+    assert f"max abs {diff.max():.3g}, max rel {rel.max():.3g}, mean abs {diff.mean():.3g}" in text
+    assert "6 of 6 elements outside tolerance (100.00%)" in text
+    assert f"worst at [1, 0]: actual {float(actual[1, 0]):.6g}, expected 4;" in text
+    assert text.endswith(f"; {LIMITS_F32})")
+
+
+@pytest.mark.parametrize(
+    ("shift", "tolerance", "ok"),
+    [
+        pytest.param(5e-4, Tolerance(atol=1e-3, rtol=0.0, cosine=0.9), True, id="within-atol"),
+        pytest.param(2e-3, Tolerance(atol=1e-3, rtol=0.0, cosine=0.9), False, id="beyond-atol"),
+        pytest.param(5e-3, Tolerance(atol=0.0, rtol=1e-2, cosine=0.9), True, id="within-rtol"),
+        pytest.param(5e-3, Tolerance(atol=0.0, rtol=1e-3, cosine=0.9), False, id="beyond-rtol"),
+    ],
+)
+def test_atol_and_rtol_decide(shift: float, tolerance: Tolerance, ok: bool) -> None:
+    expected = f32([0.5, 0.75, 0.9, 1.0])  # |expected| <= 1, so a shift below rtol*|e| needs rtol
+    if tolerance.rtol:
+        actual = (expected.astype(np.float64) * (1 + shift)).astype(np.float32)
+    else:
+        actual = (expected.astype(np.float64) + shift).astype(np.float32)
+    result = compare_output("y", actual, expected, tolerance, "ref")
+    assert result.ok is ok, result.describe()
+    assert result.mismatches == (0 if ok else 4)
+    assert result.failed_metric == ("" if ok else "isclose")
+
+
+@pytest.mark.parametrize(("mismatch", "ok"), [(0.25, True), (0.2, False)])
+def test_a_mismatch_fraction_allows_some_elements_outside(mismatch: float, ok: bool) -> None:
+    expected = f32([1.0, 2.0, 3.0, 4.0])
+    actual = f32([1.0, 2.0, 3.5, 4.0])
+    result = compare_output("y", actual, expected, Tolerance(1e-5, 1e-4, 0.9, mismatch), "ref")
+    assert result.mismatches == 1
+    assert result.mismatch_fraction == 0.25
+    assert result.ok is ok
+    assert result.worst_index == (2,)
+    assert (result.worst_actual, result.worst_expected) == (3.5, 3.0)
+    assert f"cosine>=0.9, mismatch<={mismatch:g})" in result.describe()
+
+
+def test_cosine_fails_where_isclose_passes() -> None:
+    expected = f32([1.0, 0.0, 1.0, 0.0])
+    actual = f32([1.0, 0.1, 1.0, -0.1])
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    cosine = float(a @ e / (np.linalg.norm(a) * np.linalg.norm(e)))
+    assert cosine < 0.9999
+    result = compare_output("emb", actual, expected, Tolerance(atol=0.2, rtol=0.0, cosine=0.9999), "ref")
+    assert result.mismatches == 0
+    assert result.failed_metric == "cosine"
+    assert result.cosine == pytest.approx(cosine, rel=1e-9)
+    text = result.describe()
+    assert text.startswith("output 'emb' vs ref: FAILED on cosine (")
+    assert f"cosine {cosine:.6f}" in text
+    assert text.endswith("atol=0.2, rtol=0, cosine>=0.9999)")
+    loose = compare_output("emb", actual, expected, Tolerance(atol=0.2, rtol=0.0, cosine=0.99), "ref")
+    assert loose.ok
+
+
+def test_new_nan_and_inf_fail_on_their_own_naming_the_count() -> None:
+    expected = f32([1.0, 2.0, 3.0, 4.0])
+    actual = f32([1.0, np.nan, np.inf, 4.0])
+    # Even a tolerance that lets every element mismatch does not excuse new non-finite values.
+    result = compare_output("y", actual, expected, Tolerance(1e-5, 1e-4, 0.0, mismatch=1.0), "ref")
+    assert result.failed_metric == "nan/inf (2 new non-finite values)"
+    assert result.mismatches == 2
+    assert result.worst_index == (1,)
+    assert np.isnan(result.worst_actual)
+    assert result.worst_expected == 2.0
+    assert "FAILED on nan/inf (2 new non-finite values)" in result.describe()
+
+
+def test_nan_in_both_at_the_same_place_is_not_a_mismatch() -> None:
+    expected = f32([1.0, np.nan, 3.0])
+    result = compare_output("y", expected.copy(), expected, F32, "ref")
+    assert result.ok, result.describe()
+    assert (result.mismatches, result.max_abs, result.mean_abs) == (0, 0.0, 0.0)
+
+
+def test_nan_that_moved_is_new_and_a_lost_nan_is_a_mismatch() -> None:
+    moved = compare_output("y", f32([1.0, 2.0, np.nan]), f32([1.0, np.nan, 3.0]), F32, "ref")
+    assert moved.failed_metric == "nan/inf (1 new non-finite values)"
+    lost = compare_output("y", f32([1.0, 2.0, 3.0]), f32([1.0, np.nan, 3.0]), F32, "ref")
+    assert lost.failed_metric == "isclose"
+    assert lost.mismatches == 1
+    assert lost.worst_index == (1,)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [pytest.param([1.0, -np.inf, 2.0], id="inf-in-both"), pytest.param([np.nan, np.nan], id="all-nan")],
+)
+def test_matching_non_finite_values_compare_quietly(values: list[float]) -> None:
+    expected = f32(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = compare_output("logp", expected.copy(), expected, F32, "ref")
+    assert result.ok
+    assert result.max_abs == 0.0
+
+
+def test_a_shape_change_is_a_problem_naming_both_shapes() -> None:
+    result = compare_output("y", np.zeros((1, 5), np.float32), np.zeros((1, 4), np.float32), F32, "ref")
+    assert not result.ok
+    assert result.problem == "shape changed: [1, 4] -> [1, 5]"
+    assert result.describe() == "output 'y' vs ref: shape changed: [1, 4] -> [1, 5]"
+
+
+def test_a_dtype_change_is_a_problem_naming_both_dtypes() -> None:
+    result = compare_output("y", np.zeros(4, np.float16), np.zeros(4, np.float32), F32, "ref")
+    assert not result.ok
+    assert result.problem == "dtype changed: float32 -> float16"
+    assert result.describe() == "output 'y' vs ref: dtype changed: float32 -> float16"
+
+
+@pytest.mark.parametrize(
+    ("dtype", "expected", "actual"),
+    [
+        (np.int64, [3, 1, 4], [3, 1, 5]),
+        (np.int32, [-7, 0, 9], [-7, 1, 9]),
+        (np.uint8, [0, 255, 7], [0, 254, 7]),
+        (np.bool_, [True, False, True], [True, True, True]),
+    ],
+)
+def test_integer_and_bool_outputs_are_compared_exactly(
+    dtype: type[np.generic], expected: list[Any], actual: list[Any]
+) -> None:
+    e = np.array(expected, dtype)
+    tolerance = ToleranceSpec({"atol": 10.0}).for_output("ids", e.dtype, "tensorrt")
+    assert tolerance == EXACT  # documented: integers and booleans exact, whatever the overrides
+    same = compare_output("ids", e.copy(), e, tolerance, "ref")
+    assert same.ok
+    assert same.cosine is None
+    assert (same.top1, same.topk) == (None, None)
+    off_by_one = compare_output("ids", np.array(actual, dtype), e, tolerance, "ref")
+    assert off_by_one.failed_metric == "isclose"
+    assert off_by_one.mismatches == 1
+    assert "1 of 3 elements outside tolerance" in off_by_one.describe()
+
+
+def test_large_int64_values_are_compared_exactly() -> None:
+    expected = np.array([2**53], np.int64)
+    result = compare_output("hash", expected + 1, expected, EXACT, "ref")
+    assert not result.ok
+
+
+def test_empty_outputs_are_ok_and_say_so() -> None:
+    empty = np.zeros((0, 3), np.float32)
+    result = compare_output("boxes", empty.copy(), empty, F32, "ref")
+    assert result.ok
+    assert result.count == 0
+    assert result.cosine is None
+    text = result.describe()
+    assert "0 of 0 elements outside tolerance (0.00%)" in text
+    assert "worst at" not in text
+
+
+@pytest.mark.parametrize("shape", [(1, 1000), (1, 1000, 1, 1), (1000,)])
+def test_class_scores_get_top1_and_top5(shape: tuple[int, ...]) -> None:
+    expected = scores(shape)
+    same = compare_output("prob", expected.copy(), expected, F32, "ref")
+    assert (same.top1, same.topk) == (1.0, 1.0)
+    flat = expected.ravel()
+    order = np.argsort(-flat)
+    swapped = flat.copy()
+    swapped[order[0]], swapped[order[1]] = flat[order[1]], flat[order[0]]
+    result = compare_output("prob", swapped.reshape(shape), expected, F32, "ref")
+    assert result.top1 == 0.0
+    assert result.topk == 1.0  # the same five classes, two of them swapped
+    assert "top-1 agreement 0%, top-5 overlap 100%" in result.describe()
+    dropped = flat.copy()
+    dropped[order[0]] = flat.min() - 1  # the best class falls out of the top five
+    result = compare_output("prob", dropped.reshape(shape), expected, F32, "ref")
+    assert result.top1 == 0.0
+    assert result.topk == pytest.approx(0.8)
+
+
+def test_class_agreement_is_per_row_of_a_batch() -> None:
+    expected = scores((4, 20))
+    actual = expected.copy()
+    row = actual[2]
+    order = np.argsort(-row)
+    row[order[0]], row[order[1]] = row[order[1]], row[order[0]]
+    result = compare_output("prob", actual, expected, F32, "ref")
+    assert result.top1 == 0.75
+    assert result.topk == 1.0
+
+
+@pytest.mark.parametrize(
+    "expected",
+    [
+        pytest.param(scores((1, 9)), id="too-few-classes"),
+        pytest.param(scores((1, 3, 8, 8)), id="image"),
+        pytest.param(np.arange(20, dtype=np.int64).reshape(1, 20), id="integers"),
+        pytest.param(scores((1,)), id="scalar-like"),
+    ],
+)
+def test_outputs_that_are_not_class_scores_get_no_agreement(expected: np.ndarray[Any, Any]) -> None:
+    result = compare_output("y", expected.copy(), expected, F32, "ref")
+    assert (result.top1, result.topk) == (None, None)
+    assert "top-1" not in result.describe()
+
+
+# ToleranceSpec.for_output ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "expected"),
+    [
+        (np.float32, Tolerance(atol=1e-5, rtol=1e-4, cosine=0.99999)),
+        (np.float16, Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999)),
+        (np.float64, Tolerance(atol=1e-9, rtol=1e-7, cosine=0.999999)),
+    ],
+)
+def test_defaults_follow_the_dtype(dtype: type[np.floating[Any]], expected: Tolerance) -> None:
+    assert ToleranceSpec().for_output("y", np.dtype(dtype), "cpu") == expected
+
+
+def test_reduced_precision_providers_get_looser_floors() -> None:
+    spec = ToleranceSpec()
+    cpu = spec.for_output("y", np.dtype(np.float32), "cpu")
+    trt = spec.for_output("y", np.dtype(np.float32), "tensorrt")
+    cuda = spec.for_output("y", np.dtype(np.float32), "cuda")
+    assert trt == Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999)
+    assert cuda == Tolerance(atol=1e-4, rtol=1e-3, cosine=0.9999)
+    assert trt.atol > cuda.atol > cpu.atol
+    assert trt.rtol > cuda.rtol > cpu.rtol
+    assert trt.cosine < cuda.cosine < cpu.cosine
+    for short in ("trtrtx", "dml", "coreml"):
+        assert spec.for_output("y", np.dtype(np.float32), short) == PROVIDER_TOLERANCES[short]
+
+
+def test_a_floor_never_tightens_and_float64_is_not_loosened() -> None:
+    spec = ToleranceSpec()
+    # float16 defaults are already as loose as CUDA's floor: the looser of the two wins.
+    assert spec.for_output("y", np.dtype(np.float16), "cuda") == DTYPE_TOLERANCES["float16"]
+    assert spec.for_output("y", np.dtype(np.float64), "tensorrt") == DTYPE_TOLERANCES["float64"]
+
+
+def test_overall_overrides_replace_the_defaults_after_the_floor() -> None:
+    spec = ToleranceSpec({"atol": 1e-6, "mismatch": 0.01})
+    assert spec.for_output("y", np.dtype(np.float32), "tensorrt") == Tolerance(
+        atol=1e-6, rtol=1e-2, cosine=0.999, mismatch=0.01
+    )
+
+
+def test_per_output_overrides_win_over_overall_ones() -> None:
+    spec = ToleranceSpec({"atol": 0.5, "rtol": 0.2}, {"logits": {"atol": 0.01, "cosine": 0.9}})
+    dtype = np.dtype(np.float32)
+    assert spec.for_output("logits", dtype, "cpu") == Tolerance(atol=0.01, rtol=0.2, cosine=0.9)
+    assert spec.for_output("other", dtype, "cpu") == Tolerance(atol=0.5, rtol=0.2, cosine=0.99999)
+
+
+def test_merged_lets_the_other_spec_win_without_mutating_either() -> None:
+    first = ToleranceSpec({"atol": 1.0, "rtol": 2.0}, {"y": {"atol": 3.0, "cosine": 0.5}})
+    second = ToleranceSpec({"rtol": 4.0}, {"y": {"atol": 5.0}, "z": {"rtol": 6.0}})
+    merged = first.merged(second)
+    assert merged == ToleranceSpec(
+        {"atol": 1.0, "rtol": 4.0}, {"y": {"atol": 5.0, "cosine": 0.5}, "z": {"rtol": 6.0}}
+    )
+    assert first == ToleranceSpec({"atol": 1.0, "rtol": 2.0}, {"y": {"atol": 3.0, "cosine": 0.5}})
+    assert second == ToleranceSpec({"rtol": 4.0}, {"y": {"atol": 5.0}, "z": {"rtol": 6.0}})
+    # A per-output value of the first spec still beats an overall value of the second.
+    assert ToleranceSpec({}, {"y": {"atol": 3.0}}).merged(ToleranceSpec({"atol": 9.0})).for_output(
+        "y", np.dtype(np.float32), "cpu"
+    ).atol == pytest.approx(3.0)
+
+
+# parse_tolerance_values ------------------------------------------------------
+
+
+def test_parse_tolerance_values_accepts_numbers_and_numeric_text() -> None:
+    parsed = parse_tolerance_values(
+        {"atol": 1e-3, "rtol": "0.01", "cosine": 1, "mismatch": 0}, source="--ortperf-tolerance"
+    )
+    assert parsed == {"atol": 1e-3, "rtol": 0.01, "cosine": 1.0, "mismatch": 0.0}
+    assert all(type(v) is float for v in parsed.values())
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"atoll": 1.0}, "ort_thresholds: unknown tolerance 'atoll'; use atol, rtol, cosine, mismatch."),
+        ({"atol": -1e-3}, "ort_thresholds: atol must be a number >= 0, got -0.001."),
+        ({"rtol": float("nan")}, "ort_thresholds: rtol must be a number >= 0, got nan."),
+        ({"rtol": float("inf")}, "ort_thresholds: rtol must be a number >= 0, got inf."),
+        ({"atol": True}, "ort_thresholds: atol must be a number >= 0, got True."),
+        ({"atol": "abc"}, "ort_thresholds: atol must be a number >= 0, got 'abc'."),
+        ({"atol": None}, "ort_thresholds: atol must be a number >= 0, got None."),
+        ({"cosine": 1.5}, "ort_thresholds: cosine must be a number between 0 and 1, got 1.5."),
+        ({"cosine": -0.1}, "ort_thresholds: cosine must be a number between 0 and 1, got -0.1."),
+    ],
+)
+def test_parse_tolerance_values_rejects_bad_values_naming_the_source(
+    values: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_tolerance_values(values, source="ort_thresholds")
+    assert str(info.value) == message
+
+
+# compare_outputs ---------------------------------------------------------------
+
+
+def test_compare_outputs_compares_every_expected_output_and_flags_missing_and_new_ones() -> None:
+    y = f32([[1.0, 2.0, 3.0]])
+    expected = {"y": y, "ids": np.array([1, 2], np.int64), "gone": f32([0.0])}
+    actual = {"ids": np.array([1, 3], np.int64), "y": y * np.float32(1.005), "extra": f32([1.0])}
+    results = compare_outputs(
+        actual,
+        expected,
+        reference="variant cpu-disabled",
+        tolerances=ToleranceSpec(),
+        provider_short="tensorrt",
+    )
+    assert [(r.name, r.ok) for r in results] == [
+        ("y", True),
+        ("ids", False),
+        ("gone", False),
+        ("extra", False),
+    ]
+    by_name = {r.name: r for r in results}
+    assert all(r.reference == "variant cpu-disabled" for r in results)
+    assert by_name["y"].tolerance == PROVIDER_TOLERANCES["tensorrt"]  # 0.5% passes under TensorRT's rtol
+    assert by_name["ids"].tolerance == EXACT
+    assert by_name["ids"].failed_metric == "isclose"
+    assert by_name["gone"].problem == "output missing from the model now"
+    assert (
+        by_name["gone"].describe()
+        == "output 'gone' vs variant cpu-disabled: output missing from the model now"
+    )
+    assert by_name["extra"].problem == "new output, not in the reference"
+    assert (
+        by_name["extra"].describe()
+        == "output 'extra' vs variant cpu-disabled: new output, not in the reference"
+    )
+
+
+def test_compare_outputs_applies_per_output_tolerances() -> None:
+    expected = {"a": f32([1.0, 2.0]), "b": f32([1.0, 2.0])}
+    actual = {"a": f32([1.05, 2.0]), "b": f32([1.05, 2.0])}
+    results = compare_outputs(
+        actual,
+        expected,
+        reference="ref",
+        tolerances=ToleranceSpec({}, {"a": {"atol": 0.1, "cosine": 0.99}}),
+        provider_short="cpu",
+    )
+    assert [(r.name, r.ok, r.failed_metric) for r in results] == [("a", True, ""), ("b", False, "isclose")]
+    assert results[0].tolerance.atol == pytest.approx(0.1)

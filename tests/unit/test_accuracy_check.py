@@ -1,0 +1,565 @@
+"""check_accuracy with numpy outputs and a real baseline store: records, comparisons, references, messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pytest_ortperf.accuracy import ToleranceSpec
+from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy, outputs_file
+from pytest_ortperf.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_ortperf.checks import CheckKey, CheckPolicy, Missing, check_latency
+from pytest_ortperf.references import AccuracyRecord, for_storage, load_npz, npz_bytes
+from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
+
+TEST_FILE = "tests/perf/test_models.py"
+TEST = "test_squeezenet[cpu-all]"
+RECORD = "ortperf update 'tests/perf/test_models.py::test_squeezenet[cpu-all]'"
+KEY = CheckKey(test_file=TEST_FILE, test=TEST, variant="cpu-all", machine="ci", record_command=RECORD)
+NPZ = "tests/perf/test_models.py.outputs/test_squeezenet_cpu-all-7bea7a8e@ci.npz"  # readable name + digest of the exact test name
+INPUTS = "1" * 64
+ENV: dict[str, Any] = {"ort_version": "1.31.1", "model_sha256": "a" * 64, "cores": 4}
+OUT = {
+    "y": np.array([[1.0, -2.0, 0.5, 4.0]], np.float32),
+    "ids": np.array([3, 1], np.int64),
+}
+HEADER = f"accuracy of {TEST} on machine 'ci'"
+ACCEPT = f"  to accept the current outputs as the baseline: {RECORD}"
+
+
+def scaled(factor: float, outputs: dict[str, np.ndarray[Any, Any]] = OUT) -> dict[str, np.ndarray[Any, Any]]:
+    return {n: (a * a.dtype.type(factor)) if a.dtype.kind == "f" else a.copy() for n, a in outputs.items()}
+
+
+def latency(ms: float = 10.0) -> LatencyStats:
+    return summarize([round(ms * NS_PER_MS)] * 15, [3] * 5)
+
+
+def check(
+    store: BaselineStore,
+    actual: dict[str, np.ndarray[Any, Any]],
+    *,
+    inputs: str = INPUTS,
+    tolerances: ToleranceSpec | None = None,
+    provider: str = "cpu",
+    variant: Reference | None = None,
+    model: Reference | None = None,
+    environment: dict[str, Any] | None = None,
+    today: str = "2025-06-01",
+    **policy: Any,
+) -> AccuracyResult:
+    return check_accuracy(
+        actual,
+        inputs_sha256=inputs,
+        key=KEY,
+        store=store,
+        policy=CheckPolicy(**policy),
+        tolerances=ToleranceSpec() if tolerances is None else tolerances,
+        provider_short=provider,
+        variant_reference=variant,
+        model_reference=model,
+        environment=ENV if environment is None else environment,
+        today=today,
+    )
+
+
+def record(
+    root: Path,
+    outputs: dict[str, np.ndarray[Any, Any]] = OUT,
+    *,
+    machine: str = "ci",
+    inputs: str = INPUTS,
+    stats: LatencyStats | None = None,
+) -> None:
+    """A recorded entry built by hand (not by check_accuracy), dated 2025-01-02."""
+    store = BaselineStore(root)
+    arrays, stored = for_storage(outputs)
+    file = f"{TEST_FILE}.outputs/{machine}-by-hand.npz"
+    store.stage_file(file, npz_bytes(arrays))
+    accuracy = AccuracyRecord(inputs_sha256=inputs, outputs=stored, file=file)
+    store.stage(TEST_FILE, TEST, machine, BaselineEntry("cpu-all", "2025-01-02", stats, ENV, accuracy))
+    store.write()
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file under ``root`` with its bytes, mtime and inode."""
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_ino)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def assert_same_outputs(loaded: dict[str, np.ndarray[Any, Any]], outputs: dict[str, Any]) -> None:
+    assert sorted(loaded) == sorted(outputs)
+    for name, array in outputs.items():
+        assert loaded[name].dtype == array.dtype, name
+        np.testing.assert_array_equal(loaded[name], array)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "baselines"
+
+
+@pytest.fixture
+def recorded(root: Path) -> Path:
+    record(root)
+    return root
+
+
+def lines(result: AccuracyResult) -> list[str]:
+    return result.message.splitlines()
+
+
+# update mode ---------------------------------------------------------------
+
+
+def test_the_outputs_file_sits_beside_the_baseline_file() -> None:
+    assert outputs_file(KEY) == NPZ
+
+
+def test_update_records_new_outputs_after_write(root: Path) -> None:
+    store = BaselineStore(root)
+    result = check(store, OUT, update=True)
+    assert (result.status, result.failed, result.skipped) == ("new", False, False)
+    assert lines(result) == [HEADER, "  vs baseline: outputs recorded (new)", ACCEPT]
+    ((path, test, machine, entry),) = store.staged()
+    assert (path, test, machine) == (store.path_for(TEST_FILE), TEST, "ci")
+    assert entry is not None
+    assert (entry.variant, entry.recorded, entry.latency, entry.environment) == (
+        "cpu-all",
+        "2025-06-01",
+        None,
+        ENV,
+    )
+    assert entry.accuracy is not None
+    assert (entry.accuracy.inputs_sha256, entry.accuracy.file) == (INPUTS, NPZ)
+    assert [(o.name, o.dtype, o.shape, o.stored) for o in entry.accuracy.outputs] == [
+        ("y", "float32", (1, 4), "full"),
+        ("ids", "int64", (2,), "full"),
+    ]
+    assert not (root / NPZ).exists()  # nothing on disk before write()
+    assert sorted(store.write()) == sorted([root / NPZ, store.path_for(TEST_FILE)])
+    assert_same_outputs(load_npz(root / NPZ), OUT)
+    reread = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert reread is not None
+    assert reread.accuracy is not None
+    assert (reread.accuracy.inputs_sha256, reread.accuracy.file) == (INPUTS, NPZ)
+    for again, staged in zip(reread.accuracy.outputs, entry.accuracy.outputs, strict=True):
+        assert (again.name, again.shape, again.stored, again.sha256) == (
+            staged.name,
+            staged.shape,
+            staged.stored,
+            staged.sha256,
+        )
+        assert again.std == pytest.approx(staged.std, rel=1e-5)  # the JSON keeps 6 significant digits
+
+
+def test_update_merges_into_a_staged_latency_entry(root: Path) -> None:
+    store = BaselineStore(root)
+    stats = latency(10.0)
+    store.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-06-01", stats, ENV))
+    result = check(store, OUT, update=True)
+    assert result.status == "new"
+    ((*_, entry),) = store.staged()
+    assert entry is not None
+    assert entry.latency == stats
+    assert entry.accuracy is not None
+    store.write()
+    reread = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert reread is not None
+    assert reread.latency is not None
+    assert reread.latency.median_ms == pytest.approx(10.0)
+    assert reread.accuracy is not None
+    assert reread.accuracy.file == NPZ
+
+
+def test_update_merges_into_a_latency_entry_on_disk(root: Path) -> None:
+    seed = BaselineStore(root)
+    seed.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-01-02", latency(10.0), ENV))
+    seed.write()
+    store = BaselineStore(root)
+    assert check(store, OUT, update=True).status == "new"
+    store.write()
+    reread = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert reread is not None
+    assert reread.latency is not None
+    assert reread.latency.median_ms == pytest.approx(10.0)
+    assert reread.accuracy is not None
+
+
+def test_a_later_latency_update_keeps_the_recorded_outputs(root: Path) -> None:
+    store = BaselineStore(root)
+    check(store, OUT, update=True)
+    check_latency(
+        lambda: None,
+        key=KEY,
+        store=store,
+        policy=CheckPolicy(update=True),
+        environment=ENV,
+        today="2025-06-01",
+        measure_fn=lambda run, settings: latency(12.0),
+    )
+    store.write()
+    reread = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert reread is not None
+    assert reread.latency is not None
+    assert reread.accuracy is not None
+    assert reread.accuracy.file == NPZ
+
+
+@pytest.mark.parametrize("drift", [1.0, 1 + 1e-6], ids=["identical", "within-tolerance"])
+def test_update_keeps_matching_outputs_byte_for_byte(root: Path, drift: float) -> None:
+    first = BaselineStore(root)
+    check(first, OUT, update=True, today="2025-01-02")
+    first.write()
+    before = snapshot(root)
+    assert sorted(before) == sorted([NPZ, f"{TEST_FILE}.json"])
+    store = BaselineStore(root)
+    result = check(store, scaled(drift), update=True)
+    assert (result.status, result.failed) == ("unchanged", False)
+    assert lines(result) == [HEADER, "  vs baseline: recorded outputs still match: kept", ACCEPT]
+    assert list(store.staged()) == []
+    assert store.write() == []
+    assert snapshot(root) == before
+    entry = store.lookup(TEST_FILE, TEST, "ci")
+    assert entry is not None
+    assert entry.recorded == "2025-01-02"
+
+
+@pytest.mark.parametrize(
+    ("actual", "inputs"),
+    [
+        pytest.param(scaled(1.01), INPUTS, id="outputs-moved"),
+        pytest.param(OUT, "2" * 64, id="inputs-changed"),
+        pytest.param({"y": OUT["y"]}, INPUTS, id="output-gone"),
+        pytest.param({"ids": OUT["ids"], "y": OUT["y"]}, INPUTS, id="outputs-reordered"),
+    ],
+)
+def test_update_rerecords_outputs_that_differ(
+    root: Path, actual: dict[str, np.ndarray[Any, Any]], inputs: str
+) -> None:
+    first = BaselineStore(root)
+    check(first, OUT, update=True, today="2025-01-02")
+    first.write()
+    store = BaselineStore(root)
+    result = check(store, actual, inputs=inputs, update=True)
+    assert (result.status, result.failed) == ("updated", False)
+    assert lines(result) == [HEADER, "  vs baseline: outputs recorded (updated)", ACCEPT]
+    ((*_, entry),) = store.staged()
+    assert entry is not None
+    assert entry.recorded == "2025-06-01"
+    assert entry.accuracy is not None
+    assert entry.accuracy.inputs_sha256 == inputs
+    assert [o.name for o in entry.accuracy.outputs] == list(actual)
+    store.write()
+    assert_same_outputs(load_npz(root / NPZ), actual)
+
+
+def test_update_rerecords_a_missing_outputs_file(root: Path) -> None:
+    first = BaselineStore(root)
+    check(first, OUT, update=True)
+    first.write()
+    (root / NPZ).unlink()
+    store = BaselineStore(root)
+    result = check(store, OUT, update=True)
+    assert result.status == "updated"
+    store.write()
+    assert_same_outputs(load_npz(root / NPZ), OUT)
+
+
+# comparisons ---------------------------------------------------------------
+
+
+def test_matching_outputs_are_ok(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), scaled(1 + 1e-6))
+    assert (result.status, result.failed, result.skipped) == ("ok", False, False)
+    assert lines(result) == [HEADER, "  vs baseline (recorded 2025-01-02): ok (ids, y)", ACCEPT]
+    (outcome,) = result.references
+    assert outcome.label == "baseline (recorded 2025-01-02)"
+    # The .npz holds its arrays by sorted name, so the baseline lists them in that order.
+    assert [c.name for c in outcome.comparisons] == ["ids", "y"]
+
+
+def test_moved_outputs_fail_naming_the_output_metric_and_record_command(recorded: Path) -> None:
+    actual = scaled(1.01)
+    result = check(BaselineStore(recorded), actual)
+    assert (result.status, result.failed) == ("failed", True)
+    text = lines(result)
+    assert text[0] == f"{HEADER} FAILED"
+    assert text[1] == "  vs baseline (recorded 2025-01-02):"
+    max_abs = float(np.abs(actual["y"].astype(np.float64) - OUT["y"].astype(np.float64)).max())
+    assert text[2].startswith(
+        f"    output 'y' vs baseline (recorded 2025-01-02): FAILED on isclose (max abs {max_abs:.3g}, "
+    )
+    assert "4 of 4 elements outside tolerance (100.00%)" in text[2]
+    assert "worst at [0, 3]: actual 4.04, expected 4" in text[2]
+    assert text[3:] == [ACCEPT]  # the unchanged int output is not listed, nothing changed in the environment
+    assert not any("'ids'" in line for line in text)
+
+
+def test_a_failure_names_what_changed_in_the_environment(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), scaled(1.01), environment=ENV | {"ort_version": "1.32.0"})
+    assert result.failed
+    assert lines(result)[-2:] == ["  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0", ACCEPT]
+    ok = check(BaselineStore(recorded), OUT, environment=ENV | {"ort_version": "1.32.0"})
+    assert not ok.failed
+    assert "changed since" not in ok.message
+
+
+def test_a_changed_integer_output_fails(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), {"y": OUT["y"], "ids": np.array([3, 2], np.int64)})
+    assert result.failed
+    assert "    output 'ids' vs baseline (recorded 2025-01-02): FAILED on isclose (" in result.message
+
+
+def test_user_tolerances_and_the_provider_apply_to_the_baseline(recorded: Path) -> None:
+    half_percent = scaled(1.005)
+    assert check(BaselineStore(recorded), half_percent).failed
+    assert not check(BaselineStore(recorded), half_percent, provider="tensorrt").failed
+    assert not check(BaselineStore(recorded), half_percent, tolerances=ToleranceSpec({"rtol": 0.01})).failed
+
+
+@pytest.mark.parametrize(
+    ("missing", "failed", "skipped"), [("fail", True, False), ("skip", False, True), ("pass", False, False)]
+)
+def test_a_missing_baseline_follows_the_policy(
+    root: Path, missing: Missing, failed: bool, skipped: bool
+) -> None:
+    store = BaselineStore(root)
+    result = check(store, OUT, missing=missing)
+    assert result.status == "missing"
+    assert (result.failed, result.skipped) == (failed, skipped)
+    assert lines(result) == [
+        HEADER + (" FAILED" if failed else ""),
+        "  vs baseline: no recorded outputs for this machine",
+        ACCEPT,
+    ]
+    assert list(store.staged()) == []
+    assert not root.exists()
+
+
+def test_a_missing_baseline_names_the_machines_that_have_one(root: Path) -> None:
+    record(root, machine="laptop")
+    record(root, machine="ci-large")
+    result = check(BaselineStore(root), OUT)
+    assert result.status == "missing"
+    assert lines(result)[1] == (
+        "  vs baseline: no recorded outputs for this machine (machines with baselines: ci-large, laptop)"
+    )
+
+
+def test_a_latency_only_entry_is_not_named_as_an_accuracy_baseline(root: Path) -> None:
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-01-02", latency(), ENV))
+    store.write()
+    result = check(BaselineStore(root), OUT)
+    assert result.status == "missing"
+    assert lines(result)[1] == "  vs baseline: no recorded outputs for this machine"
+
+
+@pytest.mark.parametrize(
+    ("missing", "failed", "skipped"), [("fail", True, False), ("skip", False, True), ("pass", False, False)]
+)
+def test_changed_inputs_are_not_reported_as_an_accuracy_failure(
+    recorded: Path, missing: Missing, failed: bool, skipped: bool
+) -> None:
+    result = check(BaselineStore(recorded), scaled(2.0), inputs="2" * 64, missing=missing)
+    assert result.status == "inputs changed"
+    assert (result.failed, result.skipped) == (failed, skipped)
+    assert lines(result) == [
+        HEADER + (" FAILED" if failed else ""),
+        "  vs baseline: inputs changed since the baseline (not an accuracy failure): re-record",
+        ACCEPT,
+    ]
+    (outcome,) = result.references
+    assert outcome.comparisons == ()
+    assert "FAILED on" not in result.message
+
+
+def test_a_missing_outputs_file_is_reported_naming_it(recorded: Path) -> None:
+    path = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    path.unlink()
+    with pytest.raises(BaselineError) as info:
+        check(BaselineStore(recorded), OUT)
+    assert str(path) in str(info.value)
+
+
+# large outputs: compared on the recorded subsample ----------------------------
+
+
+BIG = {"logits": np.linspace(-1.0, 1.0, 100_001, dtype=np.float32).reshape(1, 100_001)}
+
+
+def test_a_large_output_is_recorded_and_compared_as_a_subsample(root: Path) -> None:
+    store = BaselineStore(root)
+    check(store, BIG, update=True)
+    store.write()
+    entry = BaselineStore(root).lookup(TEST_FILE, TEST, "ci")
+    assert entry is not None
+    assert entry.accuracy is not None
+    (stored,) = entry.accuracy.outputs
+    assert (stored.stored, stored.shape) == ("subsample", (1, 100_001))
+    assert load_npz(root / NPZ)["logits"].shape == (10_000,)
+    assert not check(BaselineStore(root), BIG).failed
+    sampled = BIG["logits"].copy()
+    sampled[0, 0] += 1.0  # the first element is always in the subsample
+    result = check(BaselineStore(root), {"logits": sampled})
+    assert result.failed
+    assert "output 'logits' vs baseline (recorded 2025-06-01): FAILED on isclose" in result.message
+    between = BIG["logits"].copy()
+    between[0, 5] += 1.0  # elements 0, 10, 20, ... are sampled: element 5 is not
+    assert not check(BaselineStore(root), {"logits": between}).failed
+
+
+def test_a_reshaped_large_output_names_the_recorded_shape(root: Path) -> None:
+    store = BaselineStore(root)
+    check(store, BIG, update=True)
+    store.write()
+    longer = {"logits": np.zeros((1, 100_002), np.float32)}
+    result = check(BaselineStore(root), longer)
+    assert result.failed
+    assert "shape changed: [1, 100001] -> [1, 100002]" in result.message
+
+
+# the reference variant and the model's own outputs ----------------------------
+
+
+def variant(outputs: dict[str, np.ndarray[Any, Any]]) -> Reference:
+    return Reference("variant cpu-disabled", outputs, {})
+
+
+def model(outputs: dict[str, np.ndarray[Any, Any]], **defaults: float) -> Reference:
+    return Reference("test_data_set_0", outputs, defaults)
+
+
+def test_every_reference_is_reported_in_order(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), OUT, variant=variant(OUT), model=model(OUT))
+    assert (result.status, result.failed) == ("ok", False)
+    assert [o.label for o in result.references] == [
+        "baseline (recorded 2025-01-02)",
+        "variant cpu-disabled",
+        "test_data_set_0",
+    ]
+    assert lines(result) == [
+        HEADER,
+        "  vs baseline (recorded 2025-01-02): ok (ids, y)",
+        "  vs variant cpu-disabled: ok (y, ids)",
+        "  vs test_data_set_0: ok (y, ids)",
+        ACCEPT,
+    ]
+
+
+def test_a_failing_variant_reference_fails_on_its_own(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), OUT, variant=variant(scaled(1.01)))
+    assert (result.status, result.failed) == ("failed", True)
+    text = lines(result)
+    assert text[:3] == [
+        f"{HEADER} FAILED",
+        "  vs baseline (recorded 2025-01-02): ok (ids, y)",
+        "  vs variant cpu-disabled:",
+    ]
+    assert text[3].startswith("    output 'y' vs variant cpu-disabled: FAILED on isclose (")
+    assert text[-1] == ACCEPT
+
+
+@pytest.mark.parametrize("missing", ["pass", "skip"])
+def test_a_failing_variant_reference_fails_without_a_baseline(root: Path, missing: Missing) -> None:
+    result = check(BaselineStore(root), OUT, variant=variant(scaled(1.01)), missing=missing)
+    assert result.status == "missing"
+    assert (result.failed, result.skipped) == (True, False)
+    assert "    output 'y' vs variant cpu-disabled: FAILED on isclose (" in result.message
+
+
+def test_a_passing_variant_reference_does_not_rescue_a_missing_baseline(root: Path) -> None:
+    result = check(BaselineStore(root), OUT, variant=variant(OUT), missing="fail")
+    assert result.failed
+    assert "  vs variant cpu-disabled: ok (y, ids)" in lines(result)
+
+
+def test_the_model_reference_uses_its_data_json_defaults_under_user_tolerances(recorded: Path) -> None:
+    # data.json's atol loosens the comparison (and drops cosine); the recorded baseline still holds.
+    loose = model(scaled(1.01), atol=0.5, rtol=0.0, cosine=0.0)
+    result = check(BaselineStore(recorded), OUT, model=loose)
+    assert not result.failed
+    assert "  vs test_data_set_0: ok (y, ids)" in lines(result)
+    # A user tolerance beats data.json's.
+    strict = check(BaselineStore(recorded), OUT, model=loose, tolerances=ToleranceSpec({"atol": 1e-6}))
+    assert strict.failed
+    assert "    output 'y' vs test_data_set_0: FAILED on isclose (" in strict.message
+    assert "atol=1e-06, rtol=0, cosine>=0)" in strict.message
+
+
+def test_a_failing_model_reference_fails_on_its_own(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), OUT, model=model({"y": OUT["y"] + np.float32(1.0)}))
+    assert (result.status, result.failed) == ("failed", True)
+    assert lines(result)[2] == "  vs test_data_set_0:"
+    assert lines(result)[3].startswith("    output 'y' vs test_data_set_0: FAILED on isclose (")
+    # ids is not in the model's data: a new output there is a problem too.
+    assert "    output 'ids' vs test_data_set_0: new output, not in the reference" in lines(result)
+
+
+@pytest.mark.parametrize("which", ["variant", "model"])
+def test_under_update_a_failing_reference_still_fails(root: Path, which: str) -> None:
+    store = BaselineStore(root)
+    reference = {which: (variant if which == "variant" else model)(scaled(1.01))}
+    result = check(store, OUT, update=True, **reference)  # type: ignore[arg-type]
+    assert (result.status, result.failed) == ("new", True)
+    text = lines(result)
+    assert text[:2] == [f"{HEADER} FAILED", "  vs baseline: outputs recorded (new)"]
+    assert any("FAILED on isclose" in line for line in text)
+    assert len(list(store.staged())) == 1  # the baseline is still recorded
+
+
+def test_under_update_a_passing_reference_does_not_fail(root: Path) -> None:
+    result = check(BaselineStore(root), OUT, update=True, variant=variant(OUT), model=model(OUT))
+    assert (result.status, result.failed) == ("new", False)
+
+
+# a comparison never writes ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("actual", "options"),
+    [
+        pytest.param(OUT, {}, id="ok"),
+        pytest.param(scaled(1.01), {}, id="failed"),
+        pytest.param(scaled(1.01), {"inputs": "2" * 64}, id="inputs-changed"),
+        pytest.param(OUT, {"variant": variant(scaled(1.01))}, id="variant-failed"),
+        pytest.param({"y": OUT["y"]}, {}, id="output-gone"),
+    ],
+)
+def test_a_comparison_never_stages_anything(
+    recorded: Path, actual: dict[str, np.ndarray[Any, Any]], options: dict[str, Any]
+) -> None:
+    before = snapshot(recorded)
+    store = BaselineStore(recorded)
+    check(store, actual, environment=ENV | {"cores": 16}, **options)
+    assert list(store.staged()) == []
+    assert store.write() == []
+    assert snapshot(recorded) == before
+
+
+def test_a_comparison_without_a_baseline_writes_nothing(root: Path) -> None:
+    store = BaselineStore(root)
+    for missing in ("fail", "skip", "pass"):
+        check(store, OUT, missing=missing)
+    assert list(store.staged()) == []
+    assert store.write() == []
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param("test_model[" + "m" * 120 + "-a]", "test_model[" + "m" * 120 + "-b]", id="long-ids"),
+        pytest.param("test_model[a b]", "test_model[a_b]", id="punctuation"),
+    ],
+)
+def test_distinct_tests_get_distinct_outputs_files(first: str, second: str) -> None:
+    keys = [CheckKey(TEST_FILE, test, "cpu-all", "ci", RECORD) for test in (first, second)]
+    assert outputs_file(keys[0]) != outputs_file(keys[1])
