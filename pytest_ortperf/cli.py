@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_ortperf import __version__
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.providers import KNOWN_PROVIDERS, parse_providers
+from pytest_ortperf.providers import KNOWN_PROVIDERS, parse_providers, resolve_provider
 from pytest_ortperf.runtime import installed_distributions
 
 
@@ -50,7 +50,34 @@ def _parser() -> argparse.ArgumentParser:
         "--baseline-dir", default="baselines", help="directory of baseline files (default: baselines)"
     )
     show.add_argument("--json", action="store_true", help="machine-readable output")
+    profile = commands.add_parser(
+        "profile",
+        help="summarize an ONNX Runtime trace by operator, node and provider",
+        description="Summarize an ORT trace (session-level or run-level) by op type, node and provider.",
+    )
+    profile.add_argument("trace", help="trace JSON written by ONNX Runtime profiling")
+    profile.add_argument("--top", type=int, default=10, help="rows per table (default: 10)")
+    profile.add_argument("--json", action="store_true", help="machine-readable output")
+    profile.add_argument(
+        "--provider",
+        default=None,
+        help="the provider that was requested, to list nodes that fell back to CPU",
+    )
     return parser
+
+
+def _profile(trace: str, top: int, as_json: bool, provider: str | None) -> int:
+    import json
+
+    from pytest_ortperf.trace import load_trace, summarize, summary_lines
+
+    requested = resolve_provider(provider, source="--provider").name if provider else None
+    summary = summarize(load_trace(Path(trace)), requested_provider=requested)
+    if as_json:
+        print(json.dumps(summary.as_dict(), indent=1, sort_keys=True))
+    else:
+        print("\n".join(summary_lines(summary, top=max(top, 1))))
+    return 0
 
 
 def _update(pytest_args: Sequence[str]) -> int:
@@ -103,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _providers(args.names)
         if args.command == "show":
             return _show(args.baseline_dir, args.json)
+        if args.command == "profile":
+            return _profile(args.trace, args.top, args.json, args.provider)
     except OrtperfError as exc:
         print(f"ortperf: error: {exc}", file=sys.stderr)
         return 2

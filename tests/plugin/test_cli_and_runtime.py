@@ -65,3 +65,34 @@ def test_missing_onnxruntime_gives_install_advice(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(
         ["*pytest-ortperf needs ONNX Runtime*pip install 'pytest-ortperf[[]gpu[]]'*pip install 'pytest-ortperf[[]cpu[]]'*"]
     )
+
+
+def test_profile_command_summarizes_a_real_trace(tmp_path) -> None:
+    import numpy as np
+    import onnxruntime as ort
+
+    from tests.models import SQUEEZENET
+
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(tmp_path / "sq")
+    session = ort.InferenceSession(str(SQUEEZENET), options, providers=["CPUExecutionProvider"])
+    session.run(None, {"data_0": np.zeros((1, 3, 224, 224), dtype=np.float32)})
+    trace = session.end_profiling()
+    done = _ortperf("profile", trace, "--top", "3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 run(s), ")
+    assert "top 3 op types:" in done.stdout
+    assert "  Conv " in done.stdout
+    as_json = _ortperf("profile", trace, "--json")
+    assert __import__("json").loads(as_json.stdout)["runs"] == 1
+
+
+@pytest.mark.parametrize(("content", "message"), [(b"", "is empty"), (b"[1, 2", "is not JSON"), (b'{"x": 1}', "not a list of trace events")])
+def test_profile_command_rejects_files_that_are_not_traces(tmp_path, content: bytes, message: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    done = _ortperf("profile", str(bad))
+    assert done.returncode == 2
+    assert f"ortperf: error: '{bad}'" in done.stderr
+    assert message in done.stderr

@@ -1,0 +1,215 @@
+"""ONNX Runtime profile traces: reading, slicing one run out, and summarizing.
+
+A trace is a JSON array of Chrome-trace complete events ``{cat, pid, tid, dur,
+ts, ph, name, args}`` with integer microseconds. Session-level traces hold
+every run; a run is a ``model_run`` Session event, and its nodes are the
+``Node`` events on the same thread inside its time window (exact even when
+several threads run the same session at once). Summaries key on the raw
+``provider`` string of each node, so any execution provider is reported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.errors import OrtperfError
+
+KERNEL_SUFFIX = "_kernel_time"
+CPU = "CPUExecutionProvider"
+
+
+class TraceError(OrtperfError):
+    """A file that is not an ONNX Runtime trace; the message names the file and why."""
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    cat: str
+    name: str
+    ts: int
+    dur: int
+    tid: int
+    pid: int = 0
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def node(self) -> str:
+        return self.name.removesuffix(KERNEL_SUFFIX)
+
+    @property
+    def op(self) -> str:
+        return str(self.args.get("op_name", "?"))
+
+    @property
+    def provider(self) -> str:
+        return str(self.args.get("provider", "?"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cat": self.cat, "name": self.name, "ts": self.ts, "dur": self.dur, "tid": self.tid,
+            "pid": self.pid, "ph": "X", "args": dict(self.args),
+        }  # fmt: skip
+
+
+def parse_trace(text: str, *, source: str) -> list[TraceEvent]:
+    """Events of a trace, sorted by start time; a clear :class:`TraceError` for anything else."""
+    if not text.strip():
+        raise TraceError(f"'{source}' is empty, not an ONNX Runtime trace.")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"'{source}' is not JSON ({exc}), so not an ONNX Runtime trace.") from None
+    if isinstance(data, Mapping) and isinstance(data.get("traceEvents"), list):
+        data = data["traceEvents"]
+    if not isinstance(data, list):
+        raise TraceError(f"'{source}' holds a JSON {type(data).__name__}, not a list of trace events.")
+    events = []
+    for position, raw in enumerate(data):
+        if not isinstance(raw, Mapping):
+            raise TraceError(f"'{source}': event {position} is not an object.")
+        try:
+            events.append(
+                TraceEvent(
+                    cat=str(raw["cat"]), name=str(raw["name"]), ts=_int(raw["ts"]), dur=_int(raw["dur"]),
+                    tid=_int(raw.get("tid", 0)), pid=_int(raw.get("pid", 0)),
+                    args=_args(raw.get("args")),
+                )
+            )  # fmt: skip
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceError(
+                f"'{source}': event {position} lacks a valid {exc} field of a trace event."
+            ) from None
+    if events and not any(e.cat in ("Session", "Node", "Kernel") for e in events):
+        raise TraceError(f"'{source}' has no Session, Node or Kernel events: not an ONNX Runtime trace.")
+    return sorted(events, key=lambda e: (e.ts, -e.dur))
+
+
+def _args(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(value)
+    return int(float(value))
+
+
+def load_trace(path: Path) -> list[TraceEvent]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(f"cannot read trace '{path}': {exc}") from None
+    return parse_trace(text, source=str(path))
+
+
+def model_runs(events: Iterable[TraceEvent]) -> list[TraceEvent]:
+    return [e for e in events if e.cat == "Session" and e.name == "model_run"]
+
+
+def slice_run(events: Sequence[TraceEvent], run: TraceEvent) -> list[TraceEvent]:
+    """The events of one run: same thread, inside the run's window."""
+    end = run.ts + run.dur
+    kinds = ("Session", "Node", "Kernel")
+    return [
+        e for e in events if e.tid == run.tid and run.ts <= e.ts and e.ts + e.dur <= end and e.cat in kinds
+    ]
+
+
+@dataclass(frozen=True)
+class OpTime:
+    name: str
+    us: int
+    count: int
+    op: str = ""
+    provider: str = ""
+
+
+@dataclass(frozen=True)
+class ProfileSummary:
+    """Where the time of one or more runs went."""
+
+    runs: int
+    run_us: int
+    node_us: int
+    by_op: tuple[OpTime, ...]
+    by_node: tuple[OpTime, ...]
+    by_provider: tuple[OpTime, ...]
+    fallback_nodes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        def rows(items: Iterable[OpTime]) -> list[dict[str, Any]]:
+            return [
+                {"name": i.name, "us": i.us, "count": i.count, "op": i.op, "provider": i.provider}
+                for i in items
+            ]
+
+        return {
+            "runs": self.runs, "run_us": self.run_us, "node_us": self.node_us,
+            "by_op": rows(self.by_op), "by_node": rows(self.by_node), "by_provider": rows(self.by_provider),
+            "fallback_nodes": list(self.fallback_nodes),
+        }  # fmt: skip
+
+
+def summarize(events: Iterable[TraceEvent], *, requested_provider: str | None = None) -> ProfileSummary:
+    """Time per op type, node and provider; nodes that ran on CPU when an accelerator was asked for."""
+    events = list(events)
+    nodes = [e for e in events if e.cat == "Node"]
+    by_op: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_node: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    by_provider: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in nodes:
+        for bucket in (by_op[e.op], by_node[(e.node, e.op, e.provider)], by_provider[e.provider]):
+            bucket[0] += e.dur
+            bucket[1] += 1
+    for e in events:
+        if e.cat == "Kernel":
+            by_provider["GPU kernels"][0] += e.dur
+            by_provider["GPU kernels"][1] += 1
+    fallback: tuple[str, ...] = ()
+    if requested_provider and requested_provider != CPU:
+        fallback = tuple(sorted({e.node for e in nodes if e.provider == CPU}))
+    return ProfileSummary(
+        runs=len(model_runs(events)),
+        run_us=sum(e.dur for e in model_runs(events)),
+        node_us=sum(e.dur for e in nodes),
+        by_op=_ranked(OpTime(op, us, n) for op, (us, n) in by_op.items()),
+        by_node=_ranked(OpTime(node, us, n, op, prov) for (node, op, prov), (us, n) in by_node.items()),
+        by_provider=_ranked(OpTime(p, us, n) for p, (us, n) in by_provider.items()),
+        fallback_nodes=fallback,
+    )
+
+
+def _ranked(items: Iterable[OpTime]) -> tuple[OpTime, ...]:
+    return tuple(sorted(items, key=lambda i: (-i.us, i.name)))
+
+
+def summary_lines(summary: ProfileSummary, *, top: int = 10) -> list[str]:
+    """Human-readable summary: totals, top op types, top nodes, providers, CPU fallbacks."""
+    per_run = summary.run_us / summary.runs / 1000 if summary.runs else 0.0
+    lines = [
+        f"{summary.runs} run(s), {summary.run_us / 1000:.3f} ms in model_run ({per_run:.3f} ms per run), "
+        f"{summary.node_us / 1000:.3f} ms in nodes"
+    ]
+    total = summary.node_us or 1
+    lines.append(f"top {min(top, len(summary.by_op))} op types:")
+    lines += [
+        f"  {i.name:<28} {i.us / 1000:10.3f} ms {i.us / total:6.1%}  x{i.count}" for i in summary.by_op[:top]
+    ]
+    lines.append(f"top {min(top, len(summary.by_node))} nodes:")
+    lines += [
+        f"  {i.name:<28} {i.op:<18} {i.provider:<26} {i.us / 1000:10.3f} ms  x{i.count}"
+        for i in summary.by_node[:top]
+    ]
+    lines.append("time per provider:")
+    lines += [f"  {i.name:<28} {i.us / 1000:10.3f} ms {i.us / total:6.1%}" for i in summary.by_provider]
+    if summary.fallback_nodes:
+        lines.append(
+            f"{len(summary.fallback_nodes)} node(s) ran on CPU although an accelerator was requested:"
+        )
+        lines += [f"  {name}" for name in summary.fallback_nodes[:top]]
+    return lines
