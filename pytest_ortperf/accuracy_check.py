@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +19,7 @@ from pytest_ortperf.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.checks import CheckKey, CheckPolicy
 from pytest_ortperf.environment import what_changed
 from pytest_ortperf.errors import BaselineError
+from pytest_ortperf.naming import file_slug
 from pytest_ortperf.references import AccuracyRecord, comparable, for_storage, load_npz, npz_bytes
 
 
@@ -62,15 +61,9 @@ class AccuracyResult:
     message: str = ""
 
 
-def _slug(text: str) -> str:
-    """Readable and unique: the cleaned name, cut short, plus a digest of the exact name."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:100]
-    return f"{readable}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
-
-
 def outputs_file(key: CheckKey) -> str:
     """Where the reference outputs of one entry live, relative to the baseline directory."""
-    return f"{key.test_file}.outputs/{_slug(key.test)}@{key.machine}.npz"
+    return f"{key.test_file}.outputs/{file_slug(key.test)}@{key.machine}.npz"
 
 
 def _compare(

@@ -41,6 +41,7 @@ class OrtperfConfig:
     prune: bool = False
     tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
     reference_variant: Variant | None = None
+    profile_dir: Path = Path(".ortperf/profiles")
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -88,6 +89,9 @@ def build_config(config: Any) -> OrtperfConfig:
         prune=_flag(config, "ortperf_prune"),
         tolerances=_tolerances(config),
         reference_variant=_reference_variant(config),
+        profile_dir=_directory(
+            config, "ortperf_profile_dir", Path(config.rootpath) / ".ortperf" / "profiles"
+        ),
     )
 
 
@@ -105,14 +109,19 @@ def _tolerances(config: Any) -> ToleranceSpec:
 
 
 def _baseline_dir(config: Any) -> Path:
-    cli = config.getoption("ortperf_baseline_dir")
+    return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / "baselines")
+
+
+def _directory(config: Any, ini: str, default: Path) -> Path:
+    """A directory option: command line relative to where pytest ran, ini relative to the ini file."""
+    cli = config.getoption(ini)
     if cli:
         return Path(config.invocation_params.dir) / str(cli)
-    ini = config.getini("ortperf_baseline_dir")
-    if ini:
+    value = config.getini(ini)
+    if value:
         base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
-        return (base / str(ini)).resolve()
-    return Path(config.rootpath) / "baselines"
+        return (base / str(value)).resolve()
+    return default
 
 
 def _machine(config: Any) -> str | None:

@@ -168,6 +168,14 @@ OPTIONS: tuple[OptionDef, ...] = (
         "KEY=VALUE",
         "linelist",
     ),
+    OptionDef(
+        "--ortperf-profile-dir",
+        "ortperf_profile_dir",
+        "Where tests marked ort_profile write their traces: <dir>/<test id>/run-<k>.json and "
+        "summary.json (default: .ortperf/profiles at rootdir).",
+        "",
+        "DIR",
+    ),
 )
 
 

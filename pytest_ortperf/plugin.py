@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +24,8 @@ from pytest_ortperf.inputs import Feeds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import register
 from pytest_ortperf.perf import CheckContext, OrtPerf, key_for
-from pytest_ortperf.report import latency_table, update_lines
+from pytest_ortperf.profiling import EmulatedRunProfiler, ProfiledSession
+from pytest_ortperf.report import latency_table, profile_lines, update_lines
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
 from pytest_ortperf.sessions import BuiltSession
@@ -38,7 +39,10 @@ _MARKERS = (
     "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
     "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
-    "ort_thresholds(latency='10%'): per-test limits for ort_perf checks.",
+    "ort_thresholds(latency='10%', atol=..., rtol=..., cosine=..., outputs={...}): per-test limits "
+    "for ort_perf checks.",
+    "ort_profile: run-level profiling; every run of ort_session (and a few untimed runs of each "
+    "ort_perf latency check) writes its own trace, summarized per operator and provider.",
 )
 _NO_MODEL = (
     "{test} uses an ortperf fixture but declares no model. Add "
@@ -112,6 +116,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         lines += latency_table(run.results, run.machine.name)
     if run.update_report is not None:
         lines += update_lines(run.update_report, prune=run.config.prune)
+    for report in run.profiles:
+        lines += profile_lines(report)
     if lines:
         terminalreporter.write_sep("-", "ortperf")
         for line in lines:
@@ -151,9 +157,30 @@ def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_m
 
 
 @pytest.fixture
-def ort_session(ort_session_info: BuiltSession) -> Any:
-    """An ``onnxruntime.InferenceSession`` for ort_model x ort_variant, built once per run and reused."""
-    return ort_session_info.session
+def ort_profiler(
+    request: pytest.FixtureRequest, ort_session_info: BuiltSession
+) -> Iterator[EmulatedRunProfiler | None]:
+    """For tests marked ``ort_profile``: the run-level profiler (traces in ``.directory``); else None."""
+    if request.node.get_closest_marker("ort_profile") is None:
+        yield None
+        return
+    run, nodeid = _run(request), request.node.nodeid
+    profiler = _guarded(lambda: run.profiler(ort_session_info, nodeid))
+    yield profiler
+    report = _guarded(lambda: run.finish_profile(profiler, nodeid, ort_session_info))
+    request.node.user_properties.append(("ortperf_profile_summary", str(report.summary_path)))
+    request.node.user_properties += [("ortperf_trace", str(path)) for path in report.traces]
+
+
+@pytest.fixture
+def ort_session(ort_session_info: BuiltSession, ort_profiler: EmulatedRunProfiler | None) -> Any:
+    """An ``onnxruntime.InferenceSession`` for ort_model x ort_variant, built once per run and reused.
+
+    In a test marked ``ort_profile`` every ``run`` also writes its own trace.
+    """
+    if ort_profiler is None:
+        return ort_session_info.session
+    return ProfiledSession(ort_session_info.session, ort_profiler)
 
 
 @pytest.fixture
@@ -168,7 +195,12 @@ def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -
 
 
 @pytest.fixture
-def ort_perf(request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort_inputs: Feeds) -> OrtPerf:
+def ort_perf(
+    request: pytest.FixtureRequest,
+    ort_session_info: BuiltSession,
+    ort_inputs: Feeds,
+    ort_profiler: EmulatedRunProfiler | None,
+) -> OrtPerf:
     """Checks against this test's baselines: ``check_latency()``, ``check_accuracy()``, ``check()``."""
     run = _run(request)
     origin = f"ort_thresholds marker of {request.node.nodeid}"
@@ -193,6 +225,7 @@ def ort_perf(request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort
         policy=policy,
         tolerances=tolerances,
         reference=lambda: run.reference_session(ort_session_info),
+        profiler=ort_profiler,
         data_set=directory / ort_inputs.source
         if directory and ort_inputs.source.startswith("test_data_set_")
         else None,

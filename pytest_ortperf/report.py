@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_ortperf.checks import LatencyResult
-from pytest_ortperf.run import UpdateReport
+from pytest_ortperf.run import ProfileReport, UpdateReport
 
 _HEADERS = ("test", "variant", "baseline", "current", "change", "verdict")
 
@@ -64,4 +64,24 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
         lines.append(f"unused baselines ({action}):")
         lines += [f"  {nodeid}" for nodeid in report.unused]
     lines += [f"wrote {path}" for path in report.written]
+    return lines
+
+
+def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
+    """A marked test's profile in a few lines: runs, time per run, top op types, fallbacks, where."""
+    summary = report.summary
+    if not report.traces:
+        return [f"profile {report.nodeid}: the test made no run through ort_session; no trace written"]
+    per_run = summary.run_us / summary.runs / 1000 if summary.runs else 0.0
+    total = summary.node_us or 1
+    ops = ", ".join(f"{op.name} {op.us / total:.0%}" for op in summary.by_op[:top])
+    providers = ", ".join(f"{p.name} {p.us / total:.0%}" for p in summary.by_provider)
+    lines = [
+        f"profile {report.nodeid}: {len(report.traces)} run(s), {per_run:.3f} ms per run; "
+        f"top ops: {ops}; providers: {providers}"
+    ]
+    if summary.fallback_nodes:
+        names = ", ".join(summary.fallback_nodes[:top])
+        lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
+    lines.append(f"  traces and summary.json in {report.summary_path.parent}")
     return lines

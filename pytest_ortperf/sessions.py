@@ -118,6 +118,18 @@ class SessionPool:
             self._on_build(built)
         return built
 
+    def build_profiling(self, built: BuiltSession, prefix: str) -> Any:
+        """A fresh, uncached session like ``built`` with session-level profiling (never timed)."""
+        options = session_options(self._ort, built.variant, built.settings)
+        options.enable_profiling = True
+        options.profile_file_prefix = prefix
+        return self._ort.InferenceSession(
+            built.model.ort_input,
+            options,
+            providers=provider_arguments(built.variant, built.settings),
+            enable_fallback=0,
+        )
+
     def close(self) -> None:
         """Release every session (ORT frees a session when its last reference goes)."""
         self._sessions.clear()

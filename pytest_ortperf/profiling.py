@@ -1,0 +1,159 @@
+"""Run-level profiling: one Chrome trace per ``session.run`` of a marked test.
+
+ONNX Runtime's C/C++ API can profile a single Run (``RunOptions`` with
+``enable_profiling`` and a file prefix); ORT 1.31's Python ``RunOptions`` has no
+such attribute. Two backends behind one interface:
+
+* native: when this ORT's Python ``RunOptions`` exposes run-level profiling
+  (detected, not assumed: a property or a method), each run gets a unique
+  prefix and writes its own file;
+* emulated: a separate session of the same model, variant and settings with
+  session-level profiling. Each run's native thread id and wall window are
+  recorded; at the end ``end_profiling()`` is called once and the trace is
+  sliced into one file per run by thread id and time window, which is exact
+  even with concurrent runs. The session is rebuilt long before ORT's
+  1,000,000-event cap.
+
+Latency is never measured here: profiled runs only explain where time goes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.trace import TraceEvent, load_trace, model_runs, slice_run
+
+EVENT_CAP = 1_000_000
+REBUILD_AT = 500_000  # events: rebuild the emulation session at half of ORT's cap
+
+
+class ProfileDirError(OrtperfError):
+    """The profile directory cannot be written."""
+
+
+def native_run_profiling(ort: Any) -> str | None:
+    """How this ORT's Python ``RunOptions`` turns on run-level profiling: 'property', 'method' or None."""
+    options = ort.RunOptions()
+    attribute = getattr(options, "enable_profiling", None)
+    if attribute is None:
+        return None
+    return "method" if callable(attribute) else "property"
+
+
+@dataclass(frozen=True)
+class RunWindow:
+    index: int
+    generation: int
+    tid: int
+    start_ns: int
+    end_ns: int
+
+
+@dataclass
+class _Generation:
+    session: Any
+    runs: list[RunWindow] = field(default_factory=list)
+
+
+def prepare_directory(directory: Path) -> Path:
+    """Create ``directory`` and clear earlier ``run-*.json``/``summary.json``; a clear error if unwritable."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in [*directory.glob("run-*.json"), directory / "summary.json"]:
+            old.unlink(missing_ok=True)
+        probe = directory / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ProfileDirError(
+            f"profile directory '{directory}' is not writable: {exc.strerror or exc}"
+        ) from None
+    return directory
+
+
+class EmulatedRunProfiler:
+    """Profiles every run on a session-level-profiling session, then slices one file per run."""
+
+    def __init__(self, make_session: Callable[[], Any], directory: Path, *, events_per_run: int) -> None:
+        self._make_session = make_session
+        self.directory = directory
+        self._events_per_run = max(events_per_run, 1)
+        self._lock = threading.Lock()
+        self._generations = [_Generation(make_session())]
+        self._count = 0
+
+    @property
+    def session(self) -> Any:
+        return self._generations[-1].session
+
+    def run(self, output_names: Sequence[str] | None, feeds: Any, run_options: Any = None) -> Any:
+        with self._lock:
+            index = self._count
+            self._count += 1
+            generation = self._generations[-1]
+            if (len(generation.runs) + 1) * self._events_per_run > REBUILD_AT:
+                generation = _Generation(self._make_session())
+                self._generations.append(generation)
+            number = len(self._generations) - 1
+        tid = threading.get_native_id()
+        start = time.time_ns()
+        outputs = generation.session.run(output_names, feeds, run_options)
+        end = time.time_ns()
+        with self._lock:
+            generation.runs.append(RunWindow(index, number, tid, start, end))
+        return outputs
+
+    def finish(self) -> list[Path]:
+        """End profiling once per session, write ``run-<k>.json`` per run; returns the paths in run order."""
+        written: dict[int, Path] = {}
+        for generation in self._generations:
+            trace_path = Path(generation.session.end_profiling())
+            base_ns = generation.session.get_profiling_start_time_ns()
+            try:
+                events = load_trace(trace_path) if trace_path.name else []
+                for window in generation.runs:
+                    written[window.index] = self._write_run(window, events, base_ns)
+            finally:
+                if trace_path.name:
+                    trace_path.unlink(missing_ok=True)
+        return [written[index] for index in sorted(written)]
+
+    def _write_run(self, window: RunWindow, events: list[TraceEvent], base_ns: int) -> Path:
+        run = match_run(events, window, base_ns)
+        selected = slice_run(events, run) if run is not None else []
+        path = self.directory / f"run-{window.index + 1}.json"
+        path.write_text(json.dumps([e.as_dict() for e in selected], indent=0) + "\n", encoding="utf-8")
+        return path
+
+
+def match_run(events: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> TraceEvent | None:
+    """The ``model_run`` event of this thread inside the run's wall window (microseconds from base)."""
+    start_us = (window.start_ns - base_ns) // 1000 - 1
+    end_us = (window.end_ns - base_ns) // 1000 + 1
+    inside = [
+        run
+        for run in model_runs(events)
+        if run.tid == window.tid and start_us <= run.ts and run.ts + run.dur <= end_us
+    ]
+    return inside[0] if len(inside) == 1 else None
+
+
+class ProfiledSession:
+    """An ``InferenceSession`` stand-in for a marked test: ``run`` is profiled, the rest delegates."""
+
+    def __init__(self, session: Any, profiler: EmulatedRunProfiler) -> None:
+        self._session = session
+        self._profiler = profiler
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Any, run_options: Any = None) -> Any:
+        return self._profiler.run(output_names, input_feed, run_options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)

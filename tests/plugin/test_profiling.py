@@ -1,0 +1,176 @@
+"""The ort_profile marker: one trace per run, summaries, and what unmarked tests pay (nothing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+
+from tests.models import mlp_model
+
+NODES = 4 * 2 + 1  # mlp_model(layers=4): MatMul + Relu per layer, then Identity (kept at 'disabled')
+
+
+@pytest.fixture
+def model(pytester: pytest.Pytester) -> Path:
+    path = pytester.path / "model.onnx"
+    onnx.save(mlp_model(layers=4, width=32), path)
+    return path
+
+
+def _profile_dirs(pytester: pytest.Pytester) -> dict[str, Path]:
+    root = pytester.path / ".ortperf" / "profiles"
+    return {d.name: d for d in root.iterdir()} if root.exists() else {}
+
+
+def _traces(directory: Path) -> list[list[dict]]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob("run-*.json"))]
+
+
+def test_each_run_of_a_marked_test_gets_its_own_trace(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        @pytest.mark.ort_profile
+        def test_marked(ort_session, ort_inputs):
+            for _ in range(3):
+                ort_session.run(None, ort_inputs)
+
+        def test_unmarked(ort_session, ort_inputs):
+            ort_session.run(None, ort_inputs)
+        """
+    )
+    result = pytester.runpytest("--ort-opt-levels=disabled", "--junitxml=report.xml")
+    result.assert_outcomes(passed=2)
+    dirs = _profile_dirs(pytester)
+    assert len(dirs) == 1, "an unmarked test writes no trace"
+    (directory,) = dirs.values()
+    assert "test_marked" in directory.name
+    traces = _traces(directory)
+    assert len(traces) == 3
+    for events in traces:
+        assert sum(e["name"] == "model_run" for e in events) == 1
+        assert sum(e["cat"] == "Node" for e in events) == NODES
+        assert all(e["ph"] == "X" and isinstance(e["ts"], int) for e in events)  # Chrome trace events
+    summary = json.loads((directory / "summary.json").read_text())
+    assert summary["runs"] == 3
+    assert summary["traces"] == ["run-1.json", "run-2.json", "run-3.json"]
+    assert {row["name"] for row in summary["by_op"]} == {"MatMul", "Relu", "Identity"}
+    result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-disabled[]]: 3 run(s), * ms per run; top ops: MatMul *; providers: CPUExecutionProvider 100%"])
+    junit = (pytester.path / "report.xml").read_text()
+    assert junit.count('name="ortperf_trace"') == 3
+    assert 'name="ortperf_profile_summary"' in junit
+
+
+def test_concurrent_profiled_and_unprofiled_runs(pytester: pytest.Pytester, model: Path) -> None:
+    """Upstream scenario 1: threads share a session, some runs profiled, some not."""
+    pytester.makepyfile(
+        """
+        import threading
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        @pytest.mark.ort_profile
+        def test_threads(ort_session, ort_session_info, ort_inputs):
+            plain = ort_session_info.session  # the unprofiled session
+
+            def profiled():
+                for _ in range(4):
+                    ort_session.run(None, ort_inputs)
+
+            def unprofiled():
+                for _ in range(6):
+                    plain.run(None, ort_inputs)
+
+            threads = [threading.Thread(target=f) for f in (profiled, profiled, unprofiled, unprofiled)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        """
+    )
+    pytester.runpytest("--ort-opt-levels=disabled").assert_outcomes(passed=1)
+    (directory,) = _profile_dirs(pytester).values()
+    traces = _traces(directory)
+    assert len(traces) == 8
+    for events in traces:
+        nodes = [e for e in events if e["cat"] == "Node"]
+        assert len(nodes) == NODES
+        assert len({e["tid"] for e in events}) == 1
+
+
+def test_latency_check_in_a_marked_test_adds_untimed_profiled_runs(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        @pytest.mark.ort_profile
+        def test_latency(ort_perf):
+            result = ort_perf.check_latency()
+            assert result.current.count > 100
+        """
+    )
+    pytester.runpytest("--ortperf-missing=pass", "--ortperf-budget=0.1").assert_outcomes(passed=1)
+    (directory,) = _profile_dirs(pytester).values()
+    assert len(_traces(directory)) == 3, "timed runs never go through the profiled session"
+
+
+def test_a_marked_test_without_runs_says_so(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("model.onnx")
+        @pytest.mark.ort_profile
+        def test_idle(ort_session):
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["profile *test_idle[[]cpu-all[]]: the test made no run through ort_session; no trace written"])
+
+
+def test_reruns_replace_old_traces(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+        @pytest.mark.ort_model("model.onnx")
+        @pytest.mark.ort_profile
+        def test_runs(ort_session, ort_inputs):
+            for _ in range(int(os.environ.get("RUNS", "1"))):
+                ort_session.run(None, ort_inputs)
+        """
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RUNS", "3")
+        pytester.runpytest().assert_outcomes(passed=1)
+        patch.setenv("RUNS", "1")
+        pytester.runpytest().assert_outcomes(passed=1)
+    (directory,) = _profile_dirs(pytester).values()
+    assert [p.name for p in sorted(directory.glob("run-*.json"))] == ["run-1.json"]
+
+
+def test_unwritable_profile_dir_fails_only_marked_tests(pytester: pytest.Pytester, model: Path) -> None:
+    (pytester.path / "blocked").write_text("a file where the directory should be")
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        @pytest.mark.ort_profile
+        def test_marked(ort_session):
+            pass
+
+        def test_unmarked(ort_session):
+            pass
+        """
+    )
+    result = pytester.runpytest("--ortperf-profile-dir=blocked/profiles")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*profile directory '*blocked/profiles/*' is not writable: *"])
