@@ -166,6 +166,19 @@ def compare_output(
         return replace(base, problem=f"dtype changed: {expected.dtype} -> {actual.dtype}")
     if actual.size == 0:
         return base
+    if actual.dtype.kind in "USO":  # text: exact
+        differ = np.flatnonzero(actual.ravel() != expected.ravel())
+        if differ.size == 0:
+            return replace(base, count=int(actual.size))
+        first = differ[0]
+        index = [int(i) for i in np.unravel_index(first, actual.shape)]
+        return replace(
+            base,
+            count=int(actual.size),
+            mismatches=int(differ.size),
+            problem=f"{differ.size} of {actual.size} values differ (first at {index}: "
+            f"{actual.ravel()[first].item()!r}, expected {expected.ravel()[first].item()!r})",
+        )
     a = actual.astype(np.float64).ravel()
     e = expected.astype(np.float64).ravel()
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -217,7 +217,10 @@ def _record(
     store.stage_file(new_record.file, npz_bytes(arrays))
     existing = store.current(key.test_file, key.test, key.machine)
     entry = (
-        replace(existing, accuracy=new_record, recorded=today, environment=environment)
+        # The entry's environment describes its latency; leave it to the latency check when present.
+        replace(existing, accuracy=new_record)
+        if existing is not None and existing.latency is not None
+        else replace(existing, accuracy=new_record, recorded=today, environment=environment)
         if existing is not None
         else BaselineEntry(variant=key.variant, recorded=today, environment=environment, accuracy=new_record)
     )

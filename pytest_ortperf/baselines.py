@@ -162,15 +162,6 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-@dataclass
-class UpdateSummary:
-    new: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    pruned: int = 0
-    files: list[Path] = field(default_factory=list)
-
-
 class BaselineStore:
     """Reads baseline files lazily (once each) and stages changes until :meth:`write`."""
 
@@ -240,7 +231,18 @@ class BaselineStore:
                 yield path, test, machine, entry
 
     def write(self) -> list[Path]:
-        """Apply staged changes file by file; only files whose text changes are rewritten."""
+        """Apply staged changes file by file; only files whose text changes are rewritten.
+
+        A file that cannot be written raises :class:`BaselineError` naming it; files
+        already written stay written (each one atomically).
+        """
+        try:
+            return self._write()
+        except OSError as exc:
+            where = exc.filename or self.root
+            raise BaselineError(f"cannot write baseline file '{where}': {exc.strerror or exc}") from None
+
+    def _write(self) -> list[Path]:
         written = []
         for path, data in sorted(self._arrays.items()):
             if not path.exists() or path.read_bytes() != data:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
+import numpy as np
+
 from pytest_ortperf.accuracy import ToleranceSpec
 from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_latency
@@ -139,7 +141,8 @@ class OrtPerf:
         model_reference = None
         if context.data_set is not None and feeds is None:
             expected, defaults = zoo_expected(context.data_set, list(actual))
-            model_reference = Reference(context.data_set.name, expected, defaults)
+            if expected:  # a data set may ship inputs only
+                model_reference = Reference(context.data_set.name, expected, defaults)
         result = check_accuracy(
             actual,
             inputs_sha256=feeds_digest(inputs),
@@ -158,8 +161,13 @@ class OrtPerf:
 
 
 def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array]) -> dict[str, Array]:
+    """Tensor outputs by name; strings as fixed-width text. Sequence and map outputs are not compared."""
     names = [output.name for output in built.session.get_outputs()]
-    return dict(zip(names, built.session.run(names, dict(inputs)), strict=True))
+    outputs = {}
+    for name, value in zip(names, built.session.run(names, dict(inputs)), strict=True):
+        if isinstance(value, np.ndarray):
+            outputs[name] = value.astype(str) if value.dtype == object else value
+    return outputs
 
 
 def key_for(nodeid: str, selector: str, variant: str, machine: str, extra_args: str) -> CheckKey:

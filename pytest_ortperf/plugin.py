@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import shlex
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,7 +73,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "--ortperf-update cannot run under pytest-xdist yet (workers would write baseline files "
             "concurrently); run the update without -n."
         )
-    config.stash[RUN_KEY] = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
+    run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
+    run.partially_selected = _files_selected_by_node_id(config)
+    config.stash[RUN_KEY] = run
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -94,17 +97,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("ort_variant", variants, ids=[v.id for v in variants], indirect=True)
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    item.config.stash[RUN_KEY].collected.add(item.nodeid)
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    # Every test a file defines, before node-id or -k selection: what "unused" is judged against.
+    run = _run_of(report)
+    if run is not None and report.passed:
+        run.collected.update(item.nodeid for item in report.result if isinstance(item, pytest.Item))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     run = session.config.stash.get(RUN_KEY, None)
-    if run is not None:
-        try:
-            run.finish()
-        except OrtperfError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    if run is None:
+        return
+    try:
+        run.finish()
+    except OrtperfError as exc:
+        run.finish_error = str(exc)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -112,6 +120,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if run is None:
         return
     lines = run.summary_lines()
+    if run.finish_error:
+        lines.append(f"ERROR: {run.finish_error}")
     if run.results:
         lines += latency_table(run.results, run.machine.name)
     if run.update_report is not None:
@@ -187,8 +197,9 @@ def ort_session(ort_session_info: BuiltSession, ort_profiler: EmulatedRunProfile
 def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -> Feeds:
     """Deterministic feeds: the model's test_data_set_0, an .npz beside it, or seeded synthetic data."""
     run = _run(request)
-    marker = request.node.get_closest_marker("ort_model")
-    kwargs = marker.kwargs if marker is not None else {}
+    kwargs: dict[str, Any] = {}
+    for marker in reversed(list(request.node.iter_markers("ort_model"))):  # closest wins, per keyword
+        kwargs.update({k: v for k, v in marker.kwargs.items() if k != "path"})
     origin = f"ort_model marker of {request.node.nodeid}"
     options = _guarded(lambda: input_options(run.config.inputs, kwargs, origin=origin))
     return _guarded(lambda: run.feeds(ort_session_info, options))
@@ -214,7 +225,7 @@ def ort_perf(
         _selector(request),
         ort_session_info.variant.id,
         machine.name,
-        f"--ortperf-machine={machine.name}" if run.config.machine else "",
+        " ".join(_carried_options(request.config.invocation_params.args)),
     )
     directory = ort_session_info.model.directory
     context = CheckContext(
@@ -258,6 +269,43 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
             "change": result.change,
         },
     )
+
+
+_NOT_CARRIED = {"--ortperf-update", "--ortperf-prune", "--ortperf-missing", "--ortperf-fail-on-improvement"}
+_FLAGS = {"--ortperf-update", "--ortperf-prune", "--ortperf-fail-on-improvement"}
+
+
+def _carried_options(args: Sequence[str]) -> list[str]:
+    """The --ort*/--ortperf* options of this run, for the command that records a baseline."""
+    carried, position = [], 0
+    while position < len(args):
+        arg = args[position]
+        name = arg.split("=", 1)[0]
+        takes_value = name.startswith("--ort") and "=" not in arg and name not in _FLAGS
+        if name.startswith("--ort") and name not in _NOT_CARRIED:
+            carried.append(shlex.quote(arg))
+            if takes_value and position + 1 < len(args):
+                carried.append(shlex.quote(args[position + 1]))
+        position += 2 if takes_value else 1
+    return carried
+
+
+def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
+    """Test files named with '::' on the command line: pytest collects only part of them."""
+    files = set()
+    for arg in config.args:
+        if "::" in arg:
+            path = (Path(config.invocation_params.dir) / arg.split("::", 1)[0]).resolve()
+            try:
+                files.add(path.relative_to(config.rootpath).as_posix())
+            except ValueError:
+                continue
+    return files
+
+
+def _run_of(report: pytest.CollectReport) -> OrtperfRun | None:
+    items = [item for item in report.result if isinstance(item, pytest.Item)]
+    return items[0].config.stash.get(RUN_KEY, None) if items else None
 
 
 def _selector(request: pytest.FixtureRequest) -> str:

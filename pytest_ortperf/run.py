@@ -63,6 +63,8 @@ class OrtperfRun:
         self.profiles: list[ProfileReport] = []
         self.collected: set[str] = set()
         self.update_report: UpdateReport | None = None
+        self.finish_error = ""
+        self.partially_selected: set[str] = set()
         self.store = BaselineStore(config.baseline_dir)
         self._on_build = on_build
         self._models = ModelResolver(config.rootdir)
@@ -175,7 +177,8 @@ class OrtperfRun:
         """Entries of this machine, in baseline files of collected test files, for variants in the
         matrix, whose test was not collected: the test was renamed or deleted."""
         variants = {variant.id for variant in self.config.variants}
-        files = sorted({nodeid.partition("::")[0] for nodeid in self.collected})
+        # A file selected by node id was only partly collected: its other entries are not unused.
+        files = sorted({nodeid.partition("::")[0] for nodeid in self.collected} - self.partially_selected)
         unused = []
         for test_file in files:
             try:

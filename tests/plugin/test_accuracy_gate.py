@@ -62,7 +62,7 @@ def test_record_then_weights_moved_one_percent_fail(pytester: pytest.Pytester, s
             "    output 'y' vs baseline (recorded *): FAILED on isclose (max abs *, max rel *, * of 128 elements outside tolerance *; worst at [[]*[]]: actual *, expected *; atol=1e-05, rtol=0.0001, cosine>=0.99999)",
             "  vs variant cpu-disabled: ok (y)",
             "  changed since the baseline: model sha256 * -> *",
-            "  to accept the current outputs as the baseline: ortperf update 'test_acc.py::test_outputs[[]cpu-all[]]'",
+            "  to accept the current outputs as the baseline: ortperf update 'test_acc.py::test_outputs[[]cpu-all[]]' --ort-opt-levels=disabled,all",
         ]
     )
     assert npz.read_bytes() == before, "a failing comparison must not touch the reference outputs"
@@ -179,3 +179,80 @@ def test_object_array_in_reference_npz_is_refused(pytester: pytest.Pytester, sui
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines([f"*reference outputs '{npz}' cannot be read without pickle*"])
+
+
+def test_data_set_with_inputs_only_is_no_reference(pytester: pytest.Pytester) -> None:
+    zoo = pytester.path / "zoo"
+    (zoo / "test_data_set_0").mkdir(parents=True)
+    onnx.save(mlp_model(layers=2, width=8), zoo / "model.onnx")
+    x = np.ones((2, 8), dtype=np.float32)
+    (zoo / "test_data_set_0" / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("zoo")
+        def test_zoo(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    pytester.runpytest("--ortperf-missing=pass", LEVELS).assert_outcomes(passed=2)
+
+
+def test_string_outputs_are_compared_exactly(pytester: pytest.Pytester) -> None:
+    from onnx import TensorProto, helper
+
+    labels = numpy_helper.from_array(np.array(["cat", "dog", "eel"], dtype=object), "labels")
+    node = helper.make_node("Gather", ["labels", "i"], ["name"], name="lookup")
+    graph = helper.make_graph(
+        [node], "names",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("name", TensorProto.STRING, [2])],
+        [labels],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, pytester.path / "names.onnx")
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("names.onnx", int_range=(2, 3))
+        def test_names(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+    labels.CopyFrom(numpy_helper.from_array(np.array(["cat", "dog", "fox"], dtype=object), "labels"))
+    model.graph.initializer[0].CopyFrom(labels)
+    onnx.save(model, pytester.path / "names.onnx")
+    result = pytester.runpytest(LEVELS)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["    output 'name' vs baseline (recorded *): 2 of 2 values differ (first at [[]0[]]: 'fox', expected 'eel')"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_test_level_marker_keeps_module_input_options(pytester: pytest.Pytester, suite: Path) -> None:
+    onnx.save(_two_ids_model(), pytester.path / "ids.onnx")
+    pytester.makepyfile(
+        test_acc="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("ids.onnx", int_range={"mask": (1, 2)})
+
+        @pytest.mark.ort_model("ids.onnx", dims={"seq": 5})
+        def test_inputs(ort_inputs):
+            assert ort_inputs["mask"].shape == (1, 5)
+            assert (ort_inputs["mask"] == 1).all()
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def _two_ids_model() -> onnx.ModelProto:
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Add", ["ids", "mask"], ["out"], name="add")
+    graph = helper.make_graph(
+        [node], "ids",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, [1, "seq"]) for n in ("ids", "mask")],
+        [helper.make_tensor_value_info("out", TensorProto.INT64, [1, "seq"])],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

@@ -63,7 +63,7 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) 
             "  change:   +*% (99% CI +*% .. +*%), threshold +/-50%",
             "  first measurement: +*(confirmed by a second)",
             "  changed since the baseline: model sha256 * -> *",
-            "  to accept the new latency: ortperf update 'test_gate.py::test_latency[[]cpu-all[]]'",
+            "  to accept the new latency: ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-budget=0.2 --ortperf-latency-threshold=50% --ortperf-max-cv=1000%",
         ]
     )
     assert suite.read_bytes() == first, "a failing comparison must not touch the baseline"
@@ -104,7 +104,7 @@ def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, s
     result.stdout.fnmatch_lines(
         [
             "no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop' (baselines exist for: ci-large)*",
-            "    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=laptop",
+            "    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=laptop --ortperf-budget=0.2 *",
         ]
     )
 
@@ -212,3 +212,22 @@ def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite
     assert entry["extra_info"]["variant"] == "cpu-all"
     assert entry["extra_info"]["verdict"] == "missing"
     assert entry["stats"]["rounds"] == 15
+
+
+def test_node_id_selection_never_marks_siblings_unused(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
+    result = pytester.runpytest("--ortperf-update", "--ortperf-prune", "test_gate.py::test_latency", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
+    assert sorted(json.loads(suite.read_text())["entries"]) == ["test_latency[cpu-all]", "test_latency_two[cpu-all]"]
+
+
+def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(test_gate=TEST_FILE.replace("check_latency", "check"))
+    suite.parent.mkdir()
+    (suite.parent / "test_gate.py.outputs").write_text("a file where the outputs directory must go")
+    result = pytester.runpytest("--ortperf-update", *QUICK)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["ERROR: cannot write baseline file '*test_gate.py.outputs*': *"])
+    result.stdout.no_fnmatch_line("*Traceback*")

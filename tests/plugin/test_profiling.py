@@ -60,7 +60,7 @@ def test_each_run_of_a_marked_test_gets_its_own_trace(pytester: pytest.Pytester,
     assert summary["runs"] == 3
     assert summary["traces"] == ["run-1.json", "run-2.json", "run-3.json"]
     assert {row["name"] for row in summary["by_op"]} == {"MatMul", "Relu", "Identity"}
-    result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-disabled[]]: 3 run(s), * ms per run; top ops: MatMul *; providers: CPUExecutionProvider 100%"])
+    result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-disabled[]]: 3 run(s), * ms per run; top ops: *; providers: CPUExecutionProvider 100%"])
     junit = (pytester.path / "report.xml").read_text()
     assert junit.count('name="ortperf_trace"') == 3
     assert 'name="ortperf_profile_summary"' in junit
