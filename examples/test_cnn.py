@@ -44,3 +44,11 @@ def test_inception_v1_is_deterministic(ort_session, ort_inputs):
 @pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_squeezenet.onnx")
 def test_squeezenet_latency_and_accuracy(ort_perf):
     ort_perf.check()
+
+
+@pytest.mark.ort_profile
+@pytest.mark.ort_model(ONNX_LIGHT_MODELS / "light_squeezenet.onnx")
+def test_squeezenet_profiled(ort_session, ort_inputs):
+    """Each run writes its own trace under .ortperf/profiles/; the report shows the top operators."""
+    for _ in range(2):
+        ort_session.run(None, ort_inputs)

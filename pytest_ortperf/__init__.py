@@ -1,9 +1,8 @@
 """pytest-ortperf: a latency and accuracy regression gate for ONNX Runtime models.
 
-The package is split into plain modules that never import pytest (providers,
-variants, settings, models, inputs, probe, sessions, runtime) and one thin
-pytest layer (``plugin``, ``hookspec``, ``config``). The console script lives
-in ``cli``.
+The package is split into plain modules that never import pytest and a thin
+pytest layer (``plugin``, ``hookspec``, ``benchmark_bridge``; ``config`` turns
+pytest's options into frozen values). The console script lives in ``cli``.
 """
 
 from __future__ import annotations

@@ -123,7 +123,7 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-missing",
         "ortperf_missing",
-        "What a latency check without a baseline for this machine does: fail (default, with the "
+        "What a latency or accuracy check without a baseline for this machine does: fail (default, with the "
         "command that records it), skip, or pass (measured and reported).",
         "fail",
         "fail|skip|pass",
