@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.errors import BaselineError
+from pytest_ortperf.opdiff import OpProfile
 from pytest_ortperf.references import AccuracyRecord
 from pytest_ortperf.stats import LatencyStats
 
@@ -41,6 +42,7 @@ class BaselineEntry:
     latency: LatencyStats | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
     accuracy: AccuracyRecord | None = None
+    profile: OpProfile | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -52,6 +54,8 @@ class BaselineEntry:
             data["latency"] = self.latency.as_dict()
         if self.accuracy is not None:
             data["accuracy"] = self.accuracy.as_dict()
+        if self.profile is not None:
+            data["profile"] = self.profile.as_dict()
         return data
 
     @classmethod
@@ -72,6 +76,7 @@ class BaselineEntry:
             latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
             environment=environment,
             accuracy=AccuracyRecord.from_dict(data["accuracy"]) if "accuracy" in data else None,
+            profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
         )
 
 

@@ -14,6 +14,7 @@ from pytest_ortperf.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.compare import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.environment import what_changed
 from pytest_ortperf.measure import MeasureSettings, measure
+from pytest_ortperf.opdiff import OpProfile, explain
 from pytest_ortperf.stats import LatencyStats
 
 Missing = Literal["fail", "skip", "pass"]
@@ -80,13 +81,14 @@ def check_latency(
     environment: Mapping[str, Any],
     today: str,
     measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
+    profile_fn: Callable[[], OpProfile] | None = None,
 ) -> LatencyResult:
     """Measure ``run`` and decide against the stored baseline (or record one under update)."""
     entry = store.lookup(key.test_file, key.test, key.machine)
     baseline = entry if entry is not None and entry.latency is not None else None
     current = measure_fn(run, policy.measure)
     if policy.update:
-        return _record(key, store, policy, environment, today, current, baseline)
+        return _record(key, store, policy, environment, today, current, baseline, profile_fn)
     if baseline is None:
         return _missing(key, store, policy, current)
     changes = tuple(what_changed(baseline.environment, environment))
@@ -116,7 +118,15 @@ def check_latency(
         changes=changes,
         failed=failed,
     )
-    return result if not failed else _with_message(result, failure_message(result, policy))
+    if not failed:
+        return result
+    message = failure_message(result, policy)
+    if baseline.profile is not None and profile_fn is not None and decisive.verdict is Verdict.REGRESSION:
+        lines = explain(baseline.profile, profile_fn())
+        message += "\n  at operator level (profiled runs vs the baseline's):\n" + "\n".join(
+            f"    {x}" for x in lines
+        )
+    return _with_message(result, message)
 
 
 def _stats(entry: BaselineEntry) -> LatencyStats:
@@ -151,6 +161,7 @@ def _record(
     today: str,
     current: LatencyStats,
     baseline: BaselineEntry | None,
+    profile_fn: Callable[[], OpProfile] | None = None,
 ) -> LatencyResult:
     if current.round_cv > policy.max_cv:
         message = (
@@ -168,6 +179,8 @@ def _record(
         if existing is not None
         else BaselineEntry(variant=key.variant, recorded=today, latency=current, environment=environment)
     )
+    if profile_fn is not None:
+        entry = replace(entry, profile=profile_fn())
     if baseline is None:
         store.stage(key.test_file, key.test, key.machine, entry)
         return LatencyResult(key=key, status="new", current=current)

@@ -112,8 +112,10 @@ class OrtPerf:
     def _latency(self, feeds: Mapping[str, Array] | None) -> LatencyResult:
         context, inputs = self._context, self._inputs(feeds)
         session = context.built.session
+        profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
         result = check_latency(
             lambda: session.run(None, inputs),
+            profile_fn=profile_fn,
             key=context.key,
             store=context.run.store,
             policy=context.policy,

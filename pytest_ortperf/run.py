@@ -7,7 +7,8 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_ortperf.baselines import BaselineError, BaselineStore
 from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.naming import file_slug
+from pytest_ortperf.opdiff import OpProfile, op_profile
 from pytest_ortperf.profiling import EmulatedRunProfiler, prepare_directory
-from pytest_ortperf.trace import ProfileSummary, load_trace, summarize
+from pytest_ortperf.trace import ProfileSummary, load_trace, model_runs, slice_run, summarize
 
 if TYPE_CHECKING:
     from pytest_ortperf.accuracy_check import AccuracyResult
@@ -148,6 +150,19 @@ class OrtperfRun:
         report = ProfileReport(nodeid=nodeid, traces=tuple(paths), summary=summary, summary_path=summary_path)
         self.profiles.append(report)
         return report
+
+    def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
+        """Per-run time by op type and node from a short-lived profiling session (never timed).
+
+        The first run of a new session is slow (allocation, kernel choice), so it is left out.
+        """
+        with tempfile.TemporaryDirectory(prefix="ortperf-profile-") as temp:
+            session = self.pool.build_profiling(built, str(Path(temp) / "profile"))
+            for _ in range(runs + 1):
+                session.run(None, dict(feeds))
+            events = load_trace(Path(session.end_profiling()))
+        counted = [event for run in model_runs(events)[1:] for event in slice_run(events, run)]
+        return op_profile(summarize(counted, requested_provider=built.variant.provider))
 
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)

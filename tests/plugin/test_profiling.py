@@ -174,3 +174,49 @@ def test_unwritable_profile_dir_fails_only_marked_tests(pytester: pytest.Pyteste
     result = pytester.runpytest("--ortperf-profile-dir=blocked/profiles")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*profile directory '*blocked/profiles/*' is not writable: *"])
+
+
+def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=8, width=128), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+        @pytest.mark.ort_profile
+        def test_latency(ort_perf):
+            ort_perf.check_latency()
+        """
+    )
+    quick = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
+    pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / "baselines" / "test_a_profiled_latency_failure_is_explained_at_operator_level.py.json").read_text())
+    (recorded,) = entry["entries"]["test_latency[cpu-all]"].values()
+    assert recorded["profile"]["ops"]["MatMul"]["nodes"] == 8
+    onnx.save(mlp_model(layers=32, width=128), pytester.path / "model.onnx")  # 24 more MatMul + Relu
+    result = pytester.runpytest(*quick)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "latency regression in test_latency[[]cpu-all[]]*",
+            "  at operator level (profiled runs vs the baseline's):",
+            "    op types whose time grew most: MatMul * ms/run (+*%)*",
+            "    nodes whose time grew most: *",
+            "    node count per op type changed after optimization: *MatMul 8 -> 32*",
+        ]
+    )
+
+
+def test_unprofiled_baselines_carry_no_operator_profile(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("model.onnx")
+        def test_latency(ort_perf):
+            ort_perf.check_latency()
+        """
+    )
+    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(passed=1)
+    (baseline,) = (pytester.path / "baselines").glob("*.json")
+    (recorded,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"].values()
+    assert "profile" not in recorded
