@@ -122,10 +122,10 @@ def check_latency(
         return result
     message = failure_message(result, policy)
     if baseline.profile is not None and profile_fn is not None and decisive.verdict is Verdict.REGRESSION:
-        lines = explain(baseline.profile, profile_fn())
-        message += "\n  at operator level (profiled runs vs the baseline's):\n" + "\n".join(
-            f"    {x}" for x in lines
-        )
+        explanation = ["  at operator level (profiled runs vs the baseline's):"]
+        explanation += [f"    {line}" for line in explain(baseline.profile, profile_fn())]
+        head, _, accept = message.rpartition("\n")  # keep the command that accepts it last
+        message = "\n".join([head, *explanation, accept])
     return _with_message(result, message)
 
 

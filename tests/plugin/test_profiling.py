@@ -203,6 +203,7 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
             "    op types whose time grew most: MatMul * ms/run (+*%)*",
             "    nodes whose time grew most: *",
             "    node count per op type changed after optimization: *MatMul 8 -> 32*",
+            "  to accept the new latency: ortperf update *",
         ]
     )
 
