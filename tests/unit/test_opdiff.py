@@ -1,0 +1,59 @@
+"""Operator-level profiles and the explanation of what changed between two."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_ortperf.opdiff import OpProfile, explain, op_profile
+from pytest_ortperf.trace import OpTime, ProfileSummary
+
+
+def _summary(runs: int, nodes: list[tuple[str, str, str, int]]) -> ProfileSummary:
+    by_node = tuple(OpTime(name, us, runs, op, provider) for name, op, provider, us in nodes)
+    ops: dict[str, int] = {}
+    for _, op, _, us in nodes:
+        ops[op] = ops.get(op, 0) + us
+    by_op = tuple(OpTime(op, us, runs) for op, us in ops.items())
+    return ProfileSummary(runs, sum(ops.values()), sum(ops.values()), by_op, by_node, ())
+
+
+def test_op_profile_is_per_run_and_counts_nodes_per_op() -> None:
+    profile = op_profile(_summary(2, [("a", "Conv", "CPU", 400), ("b", "Conv", "CPU", 200), ("c", "Relu", "CPU", 20)]))
+    assert profile.ops == {"Conv": (300.0, 2), "Relu": (10.0, 1)}
+    assert profile.nodes["a"] == ("Conv", "CPU", 200.0)
+
+
+def test_round_trip_through_json() -> None:
+    profile = OpProfile(3, {"MatMul": (12.5, 4)}, {"mm0": ("MatMul", "CUDAExecutionProvider", 3.25)})
+    assert OpProfile.from_dict(json.loads(json.dumps(profile.as_dict()))) == profile
+
+
+@pytest.mark.parametrize("damage", [[], {"runs": 1}, {"runs": 1, "ops": {"X": {"us": "fast"}}, "nodes": {}}])
+def test_damaged_profiles_are_refused(damage: object) -> None:
+    with pytest.raises((TypeError, KeyError, ValueError)):
+        OpProfile.from_dict(damage)
+
+
+def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
+    before = OpProfile(
+        5,
+        {"FusedConv": (900.0, 2), "Relu": (10.0, 1)},
+        {"c1": ("FusedConv", "CUDAExecutionProvider", 500.0), "c2": ("FusedConv", "CUDAExecutionProvider", 400.0)},
+    )
+    after = OpProfile(
+        5,
+        {"Conv": (1500.0, 2), "Relu": (60.0, 3)},
+        {"c1": ("Conv", "CPUExecutionProvider", 900.0), "c2": ("Conv", "CUDAExecutionProvider", 600.0)},
+    )
+    lines = explain(before, after)
+    assert lines[0] == "op types whose time grew most: Conv 0.000 -> 1.500 ms/run (new), Relu 0.010 -> 0.060 ms/run (+500%)"
+    assert lines[1].startswith("nodes whose time grew most: c1 0.500 -> 0.900 ms/run (+80%), c2 0.400 -> 0.600")
+    assert lines[2] == "nodes that changed provider: c1 CUDAExecutionProvider -> CPUExecutionProvider"
+    assert lines[3] == "node count per op type changed after optimization: Conv 0 -> 2, FusedConv 2 -> 0, Relu 1 -> 3"
+
+
+def test_identical_profiles_explain_nothing() -> None:
+    profile = OpProfile(1, {"Add": (5.0, 1)}, {"add": ("Add", "CPUExecutionProvider", 5.0)})
+    assert explain(profile, profile) == []
