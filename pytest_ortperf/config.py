@@ -42,6 +42,7 @@ class OrtperfConfig:
     tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
     reference_variant: Variant | None = None
     profile_dir: Path = Path(".ortperf/profiles")
+    session_profile: bool = False
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -92,6 +93,7 @@ def build_config(config: Any) -> OrtperfConfig:
         profile_dir=_directory(
             config, "ortperf_profile_dir", Path(config.rootpath) / ".ortperf" / "profiles"
         ),
+        session_profile=_flag(config, "ortperf_session_profile"),
     )
 
 

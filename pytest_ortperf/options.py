@@ -176,6 +176,14 @@ OPTIONS: tuple[OptionDef, ...] = (
         "",
         "DIR",
     ),
+    OptionDef(
+        "--ortperf-session-profile",
+        "ortperf_session_profile",
+        "Also profile every ort_session at session level for the whole run: one trace per model "
+        "and variant in <profile dir>/session/, beside the per-run traces of marked tests.",
+        "false",
+        ini_type="bool",
+    ),
 )
 
 

@@ -16,7 +16,7 @@ from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_la
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.inputs import Array
-from pytest_ortperf.profiling import EmulatedRunProfiler
+from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
@@ -37,7 +37,7 @@ class CheckContext:
     tolerances: ToleranceSpec
     reference: Callable[[], BuiltSession | None]
     data_set: Path | None = None
-    profiler: EmulatedRunProfiler | None = None
+    profiler: MarkedProfile | None = None
 
 
 class OrtPerf:

@@ -25,7 +25,8 @@ from pytest_ortperf.inputs import Feeds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import register
 from pytest_ortperf.perf import CheckContext, OrtPerf, key_for
-from pytest_ortperf.profiling import EmulatedRunProfiler, ProfiledSession
+from pytest_ortperf.profiles import MarkedProfile
+from pytest_ortperf.profiling import ProfiledSession
 from pytest_ortperf.report import latency_table, profile_lines, update_lines
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
@@ -109,6 +110,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if run is None:
         return
     try:
+        run.profiles.close()
         run.finish()
     except OrtperfError as exc:
         run.finish_error = str(exc)
@@ -126,7 +128,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         lines += latency_table(run.results, run.machine.name)
     if run.update_report is not None:
         lines += update_lines(run.update_report, prune=run.config.prune)
-    for report in run.profiles:
+    for report in run.profiles.reports:
         lines += profile_lines(report)
     if lines:
         terminalreporter.write_sep("-", "ortperf")
@@ -169,28 +171,33 @@ def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_m
 @pytest.fixture
 def ort_profiler(
     request: pytest.FixtureRequest, ort_session_info: BuiltSession
-) -> Iterator[EmulatedRunProfiler | None]:
-    """For tests marked ``ort_profile``: the run-level profiler (traces in ``.directory``); else None."""
+) -> Iterator[MarkedProfile | None]:
+    """For tests marked ``ort_profile``: where their per-run traces go (``.directory``); else None."""
     if request.node.get_closest_marker("ort_profile") is None:
         yield None
         return
-    run, nodeid = _run(request), request.node.nodeid
-    profiler = _guarded(lambda: run.profiler(ort_session_info, nodeid))
-    yield profiler
-    report = _guarded(lambda: run.finish_profile(profiler, nodeid, ort_session_info))
-    request.node.user_properties.append(("ortperf_profile_summary", str(report.summary_path)))
-    request.node.user_properties += [("ortperf_trace", str(path)) for path in report.traces]
+    book = _run(request).profiles
+    marked = _guarded(lambda: book.start(ort_session_info, request.node.nodeid))
+    yield marked
+    _guarded(lambda: book.end(marked))
+    request.node.user_properties.append(("ortperf_profile_summary", str(marked.directory / "summary.json")))
+    request.node.user_properties += [("ortperf_trace", str(path)) for path in marked.expected_traces()]
 
 
 @pytest.fixture
-def ort_session(ort_session_info: BuiltSession, ort_profiler: EmulatedRunProfiler | None) -> Any:
+def ort_session(
+    request: pytest.FixtureRequest, ort_session_info: BuiltSession, ort_profiler: MarkedProfile | None
+) -> Any:
     """An ``onnxruntime.InferenceSession`` for ort_model x ort_variant, built once per run and reused.
 
     In a test marked ``ort_profile`` every ``run`` also writes its own trace.
     """
-    if ort_profiler is None:
-        return ort_session_info.session
-    return ProfiledSession(ort_session_info.session, ort_profiler)
+    if ort_profiler is not None:
+        return ort_profiler.session()
+    book = _run(request).profiles
+    if book.session_profile:
+        return ProfiledSession(ort_session_info.session, book.shared(ort_session_info))
+    return ort_session_info.session
 
 
 @pytest.fixture
@@ -210,7 +217,7 @@ def ort_perf(
     request: pytest.FixtureRequest,
     ort_session_info: BuiltSession,
     ort_inputs: Feeds,
-    ort_profiler: EmulatedRunProfiler | None,
+    ort_profiler: MarkedProfile | None,
 ) -> OrtPerf:
     """Checks against this test's baselines: ``check_latency()``, ``check_accuracy()``, ``check()``."""
     run = _run(request)

@@ -49,8 +49,10 @@ def native_run_profiling(ort: Any) -> str | None:
 
 @dataclass(frozen=True)
 class RunWindow:
-    index: int
-    generation: int
+    """One profiled run: where its trace goes (``run-<number>.json`` in ``directory``, or nowhere)."""
+
+    number: int
+    directory: Path | None
     tid: int
     start_ns: int
     end_ns: int
@@ -79,58 +81,86 @@ def prepare_directory(directory: Path) -> Path:
 
 
 class EmulatedRunProfiler:
-    """Profiles every run on a session-level-profiling session, then slices one file per run."""
+    """Profiles runs on a session-level-profiling session, then slices one file per run.
 
-    def __init__(self, make_session: Callable[[], Any], directory: Path, *, events_per_run: int) -> None:
+    Runs are routed to a directory (their test's) or to none (only in the
+    session-level trace). ``finish`` ends profiling once per session, writes
+    every routed run as ``run-<k>.json`` (k counted per directory), and keeps
+    the session-level trace if asked (``--ortperf-session-profile``).
+    """
+
+    def __init__(
+        self, make_session: Callable[[], Any], directory: Path | None, *, events_per_run: int
+    ) -> None:
         self._make_session = make_session
         self.directory = directory
         self._events_per_run = max(events_per_run, 1)
         self._lock = threading.Lock()
         self._generations = [_Generation(make_session())]
-        self._count = 0
+        self._counts: dict[Path, int] = {}
 
     @property
     def session(self) -> Any:
         return self._generations[-1].session
 
-    def run(self, output_names: Sequence[str] | None, feeds: Any, run_options: Any = None) -> Any:
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Any,
+        run_options: Any = None,
+        *,
+        directory: Path | None = None,
+    ) -> Any:
+        target = directory or self.directory
         with self._lock:
-            index = self._count
-            self._count += 1
+            number = 0
+            if target is not None:
+                number = self._counts.get(target, 0) + 1
+                self._counts[target] = number
             generation = self._generations[-1]
             if (len(generation.runs) + 1) * self._events_per_run > REBUILD_AT:
                 generation = _Generation(self._make_session())
                 self._generations.append(generation)
-            number = len(self._generations) - 1
         tid = threading.get_native_id()
         start = time.time_ns()
         outputs = generation.session.run(output_names, feeds, run_options)
         end = time.time_ns()
         with self._lock:
-            generation.runs.append(RunWindow(index, number, tid, start, end))
+            generation.runs.append(RunWindow(number, target, tid, start, end))
         return outputs
 
-    def finish(self) -> list[Path]:
-        """End profiling once per session, write ``run-<k>.json`` per run; returns the paths in run order."""
-        written: dict[int, Path] = {}
-        for generation in self._generations:
+    def runs_in(self, directory: Path) -> int:
+        return self._counts.get(directory, 0)
+
+    def finish(self, keep_session_trace: Path | None = None) -> dict[Path, list[Path]]:
+        """Write ``run-<k>.json`` per routed run; returns each directory's files in run order."""
+        written: dict[Path, dict[int, Path]] = {}
+        for position, generation in enumerate(self._generations):
             trace_path = Path(generation.session.end_profiling())
             base_ns = generation.session.get_profiling_start_time_ns()
-            try:
-                events = load_trace(trace_path) if trace_path.name else []
-                for window in generation.runs:
-                    written[window.index] = self._write_run(window, events, base_ns)
-            finally:
-                if trace_path.name:
-                    trace_path.unlink(missing_ok=True)
-        return [written[index] for index in sorted(written)]
+            if not trace_path.name:
+                continue
+            events = load_trace(trace_path)
+            for window in generation.runs:
+                if window.directory is not None:
+                    path = _write_run(window, events, base_ns)
+                    written.setdefault(window.directory, {})[window.number] = path
+            if keep_session_trace is None:
+                trace_path.unlink(missing_ok=True)
+            else:
+                suffix = f"-{position + 1}" if position else ""
+                keep_session_trace.parent.mkdir(parents=True, exist_ok=True)
+                trace_path.replace(keep_session_trace.with_name(keep_session_trace.stem + suffix + ".json"))
+        return {d: [files[k] for k in sorted(files)] for d, files in written.items()}
 
-    def _write_run(self, window: RunWindow, events: list[TraceEvent], base_ns: int) -> Path:
-        run = match_run(events, window, base_ns)
-        selected = slice_run(events, run) if run is not None else []
-        path = self.directory / f"run-{window.index + 1}.json"
-        path.write_text(json.dumps([e.as_dict() for e in selected], indent=0) + "\n", encoding="utf-8")
-        return path
+
+def _write_run(window: RunWindow, events: list[TraceEvent], base_ns: int) -> Path:
+    assert window.directory is not None
+    run = match_run(events, window, base_ns)
+    selected = slice_run(events, run) if run is not None else []
+    path = window.directory / f"run-{window.number}.json"
+    path.write_text(json.dumps([e.as_dict() for e in selected], indent=0) + "\n", encoding="utf-8")
+    return path
 
 
 def match_run(events: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> TraceEvent | None:
@@ -146,14 +176,15 @@ def match_run(events: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> 
 
 
 class ProfiledSession:
-    """An ``InferenceSession`` stand-in for a marked test: ``run`` is profiled, the rest delegates."""
+    """An ``InferenceSession`` stand-in: ``run`` goes through a profiler, the rest delegates."""
 
-    def __init__(self, session: Any, profiler: EmulatedRunProfiler) -> None:
+    def __init__(self, session: Any, profiler: EmulatedRunProfiler, directory: Path | None = None) -> None:
         self._session = session
         self._profiler = profiler
+        self._directory = directory
 
     def run(self, output_names: Sequence[str] | None, input_feed: Any, run_options: Any = None) -> Any:
-        return self._profiler.run(output_names, input_feed, run_options)
+        return self._profiler.run(output_names, input_feed, run_options, directory=self._directory)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)

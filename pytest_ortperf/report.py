@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_ortperf.checks import LatencyResult
-from pytest_ortperf.run import ProfileReport, UpdateReport
+from pytest_ortperf.profiles import ProfileReport
+from pytest_ortperf.run import UpdateReport
 
 _HEADERS = ("test", "variant", "baseline", "current", "change", "verdict")
 

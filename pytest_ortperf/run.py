@@ -6,7 +6,6 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,10 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.baselines import BaselineError, BaselineStore
 from pytest_ortperf.checks import LatencyResult
-from pytest_ortperf.naming import file_slug
 from pytest_ortperf.opdiff import OpProfile, op_profile
-from pytest_ortperf.profiling import EmulatedRunProfiler, prepare_directory
-from pytest_ortperf.trace import ProfileSummary, load_trace, model_runs, slice_run, summarize
+from pytest_ortperf.trace import load_trace, model_runs, slice_run, summarize
 
 if TYPE_CHECKING:
     from pytest_ortperf.accuracy_check import AccuracyResult
@@ -28,20 +25,11 @@ from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_se
 from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource
 from pytest_ortperf.probe import ProviderProber
+from pytest_ortperf.profiles import ProfileBook
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.variants import Variant
-
-
-@dataclass(frozen=True)
-class ProfileReport:
-    """The traces and summary of one marked test."""
-
-    nodeid: str
-    traces: tuple[Path, ...]
-    summary: ProfileSummary
-    summary_path: Path
 
 
 @dataclass
@@ -62,7 +50,9 @@ class OrtperfRun:
         self.config = config
         self.results: list[LatencyResult] = []
         self.accuracy_results: list[AccuracyResult] = []
-        self.profiles: list[ProfileReport] = []
+        self.profiles = ProfileBook(
+            lambda: self.pool, config.profile_dir, session_profile=config.session_profile
+        )
         self.collected: set[str] = set()
         self.update_report: UpdateReport | None = None
         self.finish_error = ""
@@ -121,35 +111,6 @@ class OrtperfRun:
         if not self.prober.probe(reference.provider_spec).available:
             return None
         return self.pool.get(built.model, reference, built.settings)
-
-    def profiler(self, built: BuiltSession, nodeid: str) -> EmulatedRunProfiler:
-        """A run-level profiler for one marked test, writing under the profile directory."""
-        directory = prepare_directory(self.config.profile_dir / file_slug(nodeid))
-        nodes = len(built.placement.nodes) if built.placement is not None else 1000
-        return EmulatedRunProfiler(
-            lambda: self.pool.build_profiling(built, str(directory / "session")),
-            directory,
-            events_per_run=nodes + 4,
-        )
-
-    def finish_profile(
-        self, profiler: EmulatedRunProfiler, nodeid: str, built: BuiltSession
-    ) -> ProfileReport:
-        """Slice the traces, summarize them, write summary.json and remember it for the report."""
-        paths = profiler.finish()
-        events = [event for path in paths for event in load_trace(path)]
-        summary = summarize(events, requested_provider=built.variant.provider)
-        summary_path = profiler.directory / "summary.json"
-        document = {
-            "test": nodeid,
-            "variant": built.variant.id,
-            "traces": [p.name for p in paths],
-            **summary.as_dict(),
-        }
-        summary_path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        report = ProfileReport(nodeid=nodeid, traces=tuple(paths), summary=summary, summary_path=summary_path)
-        self.profiles.append(report)
-        return report
 
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
         """Per-run time by op type and node from a short-lived profiling session (never timed).

@@ -221,3 +221,41 @@ def test_unprofiled_baselines_carry_no_operator_profile(pytester: pytest.Pyteste
     (baseline,) = (pytester.path / "baselines").glob("*.json")
     (recorded,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"].values()
     assert "profile" not in recorded
+
+
+def test_session_level_profile_alongside_run_level_traces(pytester: pytest.Pytester, model: Path) -> None:
+    """Upstream scenario 2: session-level and run-level profiling at once give both kinds of file."""
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        @pytest.mark.ort_profile
+        def test_marked(ort_session, ort_inputs):
+            for _ in range(2):
+                ort_session.run(None, ort_inputs)
+
+        def test_unmarked(ort_session, ort_inputs):
+            for _ in range(3):
+                ort_session.run(None, ort_inputs)
+
+        def test_timed(ort_perf):
+            ort_perf.check_latency()
+        """
+    )
+    result = pytester.runpytest(
+        "--ort-opt-levels=disabled", "--ortperf-session-profile", "--ortperf-missing=pass", "--ortperf-budget=0.1"
+    )
+    result.assert_outcomes(passed=3)
+    dirs = _profile_dirs(pytester)
+    (session_trace,) = (dirs.pop("session")).glob("*.json")
+    (marked,) = dirs.values()
+    session_events = json.loads(session_trace.read_text())
+    assert sum(e["name"] == "model_run" for e in session_events) == 5, "2 marked + 3 unmarked runs, no timed ones"
+    traces = _traces(marked)
+    assert len(traces) == 2
+    as_keys = {(e["tid"], e["ts"], e["dur"], e["name"]) for e in session_events}
+    for events in traces:
+        assert sum(e["cat"] == "Node" for e in events) == NODES
+        assert {(e["tid"], e["ts"], e["dur"], e["name"]) for e in events} <= as_keys  # a strict subset
+    result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-disabled[]]: 2 run(s)*"])

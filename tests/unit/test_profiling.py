@@ -49,11 +49,11 @@ def _run(ts: int, dur: int, tid: int) -> TraceEvent:
 def test_match_run_uses_thread_and_window() -> None:
     events = [_run(100, 50, tid=1), _run(120, 50, tid=2), _run(300, 40, tid=1)]
     base = 1_000_000_000
-    window = RunWindow(index=0, generation=0, tid=2, start_ns=base + 110_000, end_ns=base + 175_000)
+    window = RunWindow(number=1, directory=None, tid=2, start_ns=base + 110_000, end_ns=base + 175_000)
     assert match_run(events, window, base) == events[1]
-    other = RunWindow(index=1, generation=0, tid=1, start_ns=base + 290_000, end_ns=base + 345_000)
+    other = RunWindow(number=2, directory=None, tid=1, start_ns=base + 290_000, end_ns=base + 345_000)
     assert match_run(events, other, base) == events[2]
-    nowhere = RunWindow(index=2, generation=0, tid=3, start_ns=base, end_ns=base + 500_000)
+    nowhere = RunWindow(number=3, directory=None, tid=3, start_ns=base, end_ns=base + 500_000)
     assert match_run(events, nowhere, base) is None
 
 

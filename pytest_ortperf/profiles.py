@@ -1,0 +1,126 @@
+"""The profiles of one pytest run: per marked test, and session-level for the whole run.
+
+Without ``--ortperf-session-profile`` each marked test gets its own profiling
+session, sliced into per-run files at its teardown. With it, every
+(model, variant, settings) gets one shared session-level profiling session for
+the whole run: unmarked tests' ``ort_session`` runs on it too, marked tests'
+runs are additionally routed to their own folders, and at the end of the run
+the session-level trace is kept beside the per-run files, which hold a strict
+subset of its events (the upstream PR's second scenario). Timed latency runs
+never use either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.naming import file_slug
+from pytest_ortperf.profiling import EmulatedRunProfiler, ProfiledSession, prepare_directory
+from pytest_ortperf.sessions import BuiltSession, SessionKey, SessionPool
+from pytest_ortperf.trace import ProfileSummary, load_trace, summarize
+
+
+@dataclass(frozen=True)
+class ProfileReport:
+    """The traces and summary of one marked test."""
+
+    nodeid: str
+    traces: tuple[Path, ...]
+    summary: ProfileSummary
+    summary_path: Path
+
+
+@dataclass(frozen=True)
+class MarkedProfile:
+    """A marked test's profiling: its folder and the profiler its runs go through."""
+
+    nodeid: str
+    directory: Path
+    built: BuiltSession
+    profiler: EmulatedRunProfiler
+    shared: bool
+
+    def session(self) -> ProfiledSession:
+        return ProfiledSession(self.built.session, self.profiler, self.directory)
+
+    def run(self, output_names: Sequence[str] | None, feeds: Any) -> Any:
+        return self.profiler.run(output_names, feeds, directory=self.directory)
+
+    def expected_traces(self) -> list[Path]:
+        return [self.directory / f"run-{k}.json" for k in range(1, self.profiler.runs_in(self.directory) + 1)]
+
+
+def _events_per_run(built: BuiltSession) -> int:
+    return (len(built.placement.nodes) if built.placement is not None else 1000) + 4
+
+
+class ProfileBook:
+    def __init__(self, pool: Callable[[], SessionPool], root: Path, *, session_profile: bool) -> None:
+        self._pool = pool
+        self.root = root
+        self.session_profile = session_profile
+        self.reports: list[ProfileReport] = []
+        self._shared: dict[SessionKey, tuple[BuiltSession, EmulatedRunProfiler]] = {}
+        self._pending: list[MarkedProfile] = []
+
+    def start(self, built: BuiltSession, nodeid: str) -> MarkedProfile:
+        directory = prepare_directory(self.root / file_slug(nodeid))
+        if self.session_profile:
+            return MarkedProfile(nodeid, directory, built, self.shared(built), shared=True)
+        profiler = EmulatedRunProfiler(
+            lambda: self._pool().build_profiling(built, str(directory / "session")),
+            directory,
+            events_per_run=_events_per_run(built),
+        )
+        return MarkedProfile(nodeid, directory, built, profiler, shared=False)
+
+    def end(self, marked: MarkedProfile) -> None:
+        """A marked test finished: report now, or at the end of the run for shared sessions."""
+        if marked.shared:
+            self._pending.append(marked)
+        else:
+            self._report(marked, marked.profiler.finish().get(marked.directory, []))
+
+    def shared(self, built: BuiltSession) -> EmulatedRunProfiler:
+        """The run-wide session-level profiling session for this model, variant and settings."""
+        key = SessionKey(built.model.sha256, str(built.model.path), built.variant, built.settings)
+        if key not in self._shared:
+            prefix = self.root / "session" / file_slug(f"{built.model.label}-{built.variant.id}")
+            prefix.parent.mkdir(parents=True, exist_ok=True)
+            profiler = EmulatedRunProfiler(
+                lambda: self._pool().build_profiling(built, str(prefix)),
+                None,
+                events_per_run=_events_per_run(built),
+            )
+            self._shared[key] = (built, profiler)
+        return self._shared[key][1]
+
+    def close(self) -> list[Path]:
+        """End the shared sessions: keep their session-level traces, write pending tests' runs."""
+        kept = []
+        for built, profiler in self._shared.values():
+            target = self.root / "session" / f"{file_slug(f'{built.model.label}-{built.variant.id}')}.json"
+            files = profiler.finish(keep_session_trace=target)
+            kept.append(target)
+            for marked in [m for m in self._pending if m.profiler is profiler]:
+                self._report(marked, files.get(marked.directory, []))
+        self._shared.clear()
+        self._pending.clear()
+        return kept
+
+    def _report(self, marked: MarkedProfile, paths: list[Path]) -> None:
+        events = [event for path in paths for event in load_trace(path)]
+        summary = summarize(events, requested_provider=marked.built.variant.provider)
+        summary_path = marked.directory / "summary.json"
+        document = {
+            "test": marked.nodeid,
+            "variant": marked.built.variant.id,
+            "traces": [p.name for p in paths],
+            **summary.as_dict(),
+        }
+        summary_path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        self.reports.append(ProfileReport(marked.nodeid, tuple(paths), summary, summary_path))
