@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.naming import file_slug
-from pytest_ortperf.profiling import EmulatedRunProfiler, ProfiledSession, prepare_directory
+from pytest_ortperf.profiling import EmulatedRunProfiler, ProfiledSession, RunProfiler, prepare_directory
 from pytest_ortperf.sessions import BuiltSession, SessionKey, SessionPool
 from pytest_ortperf.trace import ProfileSummary, load_trace, summarize
 
@@ -41,7 +41,7 @@ class MarkedProfile:
     nodeid: str
     directory: Path
     built: BuiltSession
-    profiler: EmulatedRunProfiler
+    profiler: RunProfiler
     shared: bool
 
     def session(self) -> ProfiledSession:
@@ -59,8 +59,16 @@ def _events_per_run(built: BuiltSession) -> int:
 
 
 class ProfileBook:
-    def __init__(self, pool: Callable[[], SessionPool], root: Path, *, session_profile: bool) -> None:
+    def __init__(
+        self,
+        pool: Callable[[], SessionPool],
+        root: Path,
+        *,
+        session_profile: bool,
+        native: Callable[[BuiltSession, Path], RunProfiler | None] = lambda built, directory: None,
+    ) -> None:
         self._pool = pool
+        self._native = native
         self.root = root
         self.session_profile = session_profile
         self.reports: list[ProfileReport] = []
@@ -71,6 +79,9 @@ class ProfileBook:
         directory = prepare_directory(self.root / file_slug(nodeid))
         if self.session_profile:
             return MarkedProfile(nodeid, directory, built, self.shared(built), shared=True)
+        native = self._native(built, directory)
+        if native is not None:
+            return MarkedProfile(nodeid, directory, built, native, shared=False)
         profiler = EmulatedRunProfiler(
             lambda: self._pool().build_profiling(built, str(directory / "session")),
             directory,

@@ -22,10 +22,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.trace import TraceEvent, load_trace, model_runs, slice_run
@@ -175,10 +176,88 @@ def match_run(events: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> 
     return inside[0] if len(inside) == 1 else None
 
 
+class RunProfiler(Protocol):
+    """What both backends offer: profiled runs routed to folders, and files at the end."""
+
+    directory: Path | None
+
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Any,
+        run_options: Any = None,
+        *,
+        directory: Path | None = None,
+    ) -> Any: ...
+
+    def runs_in(self, directory: Path) -> int: ...
+
+    def finish(self, keep_session_trace: Path | None = None) -> dict[Path, list[Path]]: ...
+
+
+class NativeRunProfiler:
+    """ORT's own run-level profiling, for ORT builds whose Python ``RunOptions`` expose it.
+
+    Each run gets a unique file prefix (ORT names files with only millisecond
+    resolution) and its file is renamed to ``run-<k>.json`` as soon as the run
+    returns. The session itself is the ordinary, unprofiled one.
+    """
+
+    def __init__(self, ort: Any, session: Any, directory: Path | None, *, shape: str) -> None:
+        self._ort = ort
+        self.session = session
+        self.directory = directory
+        self._shape = shape
+        self._lock = threading.Lock()
+        self._counts: dict[Path, int] = {}
+        self._written: dict[Path, list[Path]] = {}
+
+    def run(
+        self,
+        output_names: Sequence[str] | None,
+        feeds: Any,
+        run_options: Any = None,
+        *,
+        directory: Path | None = None,
+    ) -> Any:
+        target = directory or self.directory
+        if target is None:
+            return self.session.run(output_names, feeds, run_options)
+        with self._lock:
+            number = self._counts.get(target, 0) + 1
+            self._counts[target] = number
+        options = run_options if run_options is not None else self._ort.RunOptions()
+        prefix = target / f".run-{number}-{uuid.uuid4().hex}"
+        if self._shape == "method":
+            options.enable_profiling(str(prefix))
+        else:
+            options.enable_profiling = True
+            options.profile_file_prefix = str(prefix)
+        outputs = self.session.run(output_names, feeds, options)
+        produced = sorted(target.glob(f"{prefix.name}*.json"))
+        if len(produced) != 1:
+            raise OrtperfError(
+                f"run-level profiling wrote {len(produced)} files for prefix '{prefix}', expected one"
+            )
+        final = target / f"run-{number}.json"
+        produced[0].replace(final)
+        with self._lock:
+            self._written.setdefault(target, []).append(final)
+        return outputs
+
+    def runs_in(self, directory: Path) -> int:
+        return self._counts.get(directory, 0)
+
+    def finish(self, keep_session_trace: Path | None = None) -> dict[Path, list[Path]]:
+        return {
+            d: sorted(files, key=lambda p: int(p.stem.split("-")[1])) for d, files in self._written.items()
+        }
+
+
 class ProfiledSession:
     """An ``InferenceSession`` stand-in: ``run`` goes through a profiler, the rest delegates."""
 
-    def __init__(self, session: Any, profiler: EmulatedRunProfiler, directory: Path | None = None) -> None:
+    def __init__(self, session: Any, profiler: RunProfiler, directory: Path | None = None) -> None:
         self._session = session
         self._profiler = profiler
         self._directory = directory

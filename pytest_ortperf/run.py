@@ -26,6 +26,7 @@ from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource
 from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.profiles import ProfileBook
+from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
@@ -51,7 +52,10 @@ class OrtperfRun:
         self.results: list[LatencyResult] = []
         self.accuracy_results: list[AccuracyResult] = []
         self.profiles = ProfileBook(
-            lambda: self.pool, config.profile_dir, session_profile=config.session_profile
+            lambda: self.pool,
+            config.profile_dir,
+            session_profile=config.session_profile,
+            native=self._native_profiler,
         )
         self.collected: set[str] = set()
         self.update_report: UpdateReport | None = None
@@ -111,6 +115,12 @@ class OrtperfRun:
         if not self.prober.probe(reference.provider_spec).available:
             return None
         return self.pool.get(built.model, reference, built.settings)
+
+    def _native_profiler(self, built: BuiltSession, directory: Path) -> NativeRunProfiler | None:
+        """ORT's own run-level profiling when this onnxruntime's Python API has it."""
+        ort = import_onnxruntime()
+        shape = native_run_profiling(ort)
+        return None if shape is None else NativeRunProfiler(ort, built.session, directory, shape=shape)
 
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
         """Per-run time by op type and node from a short-lived profiling session (never timed).

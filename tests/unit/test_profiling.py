@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,3 +73,48 @@ def test_prepare_directory_names_an_unwritable_place(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(ProfileDirError, match=r"profile directory '.*file/sub' is not writable"):
         prepare_directory(blocker / "sub")
+
+
+class _FakeSession:
+    """Writes '<prefix>_<timestamp>.json' per profiled run, as ORT's run-level profiling does."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run(self, names: object, feeds: object, options: object = None) -> list[int]:
+        self.calls += 1
+        prefix = getattr(options, "profile_file_prefix", None) or getattr(options, "prefix", None)
+        if prefix:
+            event = {"cat": "Session", "name": "model_run", "ts": 0, "dur": 5, "tid": 1, "pid": 1, "args": {}}
+            Path(f"{prefix}_2026-01-01_00-00-00_000.json").write_text(json.dumps([event]))
+        return [self.calls]
+
+
+@pytest.mark.parametrize("run_options", [_PropertyRunOptions, _MethodRunOptions])
+def test_native_backend_writes_one_file_per_run(tmp_path: Path, run_options: type) -> None:
+    from pytest_ortperf.profiling import NativeRunProfiler
+
+    shape = native_run_profiling(SimpleNamespace(RunOptions=run_options))
+    assert shape is not None
+    session = _FakeSession()
+    profiler = NativeRunProfiler(SimpleNamespace(RunOptions=run_options), session, tmp_path, shape=shape)
+    for _ in range(3):
+        profiler.run(None, {})
+    profiler.run(None, {}, directory=None)  # None: the profiler's own folder
+    files = profiler.finish()[tmp_path]
+    assert [p.name for p in files] == ["run-1.json", "run-2.json", "run-3.json", "run-4.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-1.json", "run-2.json", "run-3.json", "run-4.json"]
+    assert profiler.runs_in(tmp_path) == 4
+
+
+def test_native_backend_refuses_a_run_that_wrote_no_file(tmp_path: Path) -> None:
+    from pytest_ortperf.errors import OrtperfError
+    from pytest_ortperf.profiling import NativeRunProfiler
+
+    class Silent(_FakeSession):
+        def run(self, names: object, feeds: object, options: object = None) -> list[int]:
+            return [0]
+
+    profiler = NativeRunProfiler(SimpleNamespace(RunOptions=_PropertyRunOptions), Silent(), tmp_path, shape="property")
+    with pytest.raises(OrtperfError, match="wrote 0 files"):
+        profiler.run(None, {})
