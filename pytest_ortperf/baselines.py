@@ -182,7 +182,9 @@ class BaselineStore:
 
     def entries(self, test_file: str) -> Entries:
         """All entries of one test file's baseline file ({} when there is none yet)."""
-        path = self.path_for(test_file)
+        return self._entries_at(self.path_for(test_file))
+
+    def _entries_at(self, path: Path) -> Entries:
         if path in self._errors:
             raise self._errors[path]
         if path not in self._loaded:
@@ -230,6 +232,17 @@ class BaselineStore:
         self.entries(test_file)  # refuse to stage into a damaged file
         self._staged.setdefault(self.path_for(test_file), {})[(test, machine)] = entry
 
+    def stage_at(self, path: Path, test: str, machine: str, entry: BaselineEntry | None) -> None:
+        """Stage by file path (a worker's staged change arriving at the controller)."""
+        self._entries_at(path)  # refuse to stage into a damaged file
+        self._staged.setdefault(path, {})[(test, machine)] = entry
+
+    def stage_file_at(self, path: Path, data: bytes) -> None:
+        self._arrays[path] = data
+
+    def staged_files(self) -> Iterator[tuple[Path, bytes]]:
+        yield from self._arrays.items()
+
     def staged(self) -> Iterator[tuple[Path, str, str, BaselineEntry | None]]:
         for path, changes in self._staged.items():
             for (test, machine), entry in changes.items():
@@ -255,7 +268,8 @@ class BaselineStore:
                 written.append(path)
         self._arrays.clear()
         for path, changes in sorted(self._staged.items()):
-            entries = {test: dict(machines) for test, machines in self._loaded.get(path, {}).items()}
+            # Merge into what is on disk now, even if this process never read the file (xdist controller).
+            entries = {test: dict(machines) for test, machines in self._entries_at(path).items()}
             for (test, machine), entry in changes.items():
                 if entry is None:
                     removed = entries.get(test, {}).pop(machine, None)

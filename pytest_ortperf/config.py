@@ -43,6 +43,7 @@ class OrtperfConfig:
     reference_variant: Variant | None = None
     profile_dir: Path = Path(".ortperf/profiles")
     session_profile: bool = False
+    parallel_timing: bool = False
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -94,6 +95,7 @@ def build_config(config: Any) -> OrtperfConfig:
             config, "ortperf_profile_dir", Path(config.rootpath) / ".ortperf" / "profiles"
         ),
         session_profile=_flag(config, "ortperf_session_profile"),
+        parallel_timing=_flag(config, "ortperf_parallel_timing"),
     )
 
 

@@ -184,6 +184,14 @@ OPTIONS: tuple[OptionDef, ...] = (
         "false",
         ini_type="bool",
     ),
+    OptionDef(
+        "--ortperf-parallel-timing",
+        "ortperf_parallel_timing",
+        "Let latency measurements of several processes (pytest-xdist workers) run at once; by "
+        "default they take turns through a lock, since parallel timing on shared cores is distorted.",
+        "false",
+        ini_type="bool",
+    ),
 )
 
 

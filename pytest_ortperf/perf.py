@@ -16,10 +16,12 @@ from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_la
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.inputs import Array
+from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
+from pytest_ortperf.stats import LatencyStats
 
 Abort = Callable[[str], NoReturn]
 PROFILED_RUNS = 3
@@ -113,8 +115,15 @@ class OrtPerf:
         context, inputs = self._context, self._inputs(feeds)
         session = context.built.session
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
+        timing = context.run.timing
+
+        def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
+            with timing.held():
+                return measure(run, settings)
+
         result = check_latency(
             lambda: session.run(None, inputs),
+            measure_fn=measured,
             profile_fn=profile_fn,
             key=context.key,
             store=context.run.store,

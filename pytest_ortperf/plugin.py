@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_ortperf import hookspec
+from pytest_ortperf import hookspec, xdist_bridge
 from pytest_ortperf.benchmark_bridge import publish
 from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.config import (
@@ -27,7 +27,7 @@ from pytest_ortperf.options import register
 from pytest_ortperf.perf import CheckContext, OrtPerf, key_for
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.profiling import ProfiledSession
-from pytest_ortperf.report import latency_table, profile_lines, update_lines
+from pytest_ortperf.report import latency_rows, latency_table, profile_lines, update_lines
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
 from pytest_ortperf.sessions import BuiltSession
@@ -69,11 +69,6 @@ def pytest_configure(config: pytest.Config) -> None:
         ortperf_config = build_config(config)
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if ortperf_config.policy.update and config.getoption("numprocesses", None):
-        raise pytest.UsageError(
-            "--ortperf-update cannot run under pytest-xdist yet (workers would write baseline files "
-            "concurrently); run the update without -n."
-        )
     run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
     run.partially_selected = _files_selected_by_node_id(config)
     config.stash[RUN_KEY] = run
@@ -105,9 +100,15 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         run.collected.update(item.nodeid for item in report.result if isinstance(item, pytest.Item))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist sends the worker's output to the controller
 def pytest_sessionfinish(session: pytest.Session) -> None:
     run = session.config.stash.get(RUN_KEY, None)
     if run is None:
+        return
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes
+        run.profiles.close()
+        workeroutput[xdist_bridge.KEY] = xdist_bridge.export(run)
         return
     try:
         run.profiles.close()
@@ -117,6 +118,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist: a worker finished; take over what it staged and reported."""
+    payload = getattr(node, "workeroutput", {}).get(xdist_bridge.KEY)
+    if payload is not None:
+        xdist_bridge.merge(node.config.stash[RUN_KEY], payload)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     run = terminalreporter.config.stash.get(RUN_KEY, None)
     if run is None:
@@ -124,8 +133,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     lines = run.summary_lines()
     if run.finish_error:
         lines.append(f"ERROR: {run.finish_error}")
-    if run.results:
-        lines += latency_table(run.results, run.machine.name)
+    rows = latency_rows(run.results) + run.remote_rows
+    if rows:
+        missing = sum(r.status == "missing" for r in run.results) + run.remote_missing
+        lines += latency_table(rows, run.machine.name, missing=missing)
+        lines.append(f"timing: {run.timing.mode}")
     if run.update_report is not None:
         lines += update_lines(run.update_report, prune=run.config.prune)
     for report in run.profiles.reports:

@@ -34,19 +34,18 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
     return rows
 
 
-def latency_table(results: Sequence[LatencyResult], machine: str) -> list[str]:
+def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int) -> list[str]:
     """One row per latency check: test, variant, baseline median, current median, change, verdict."""
-    if not results:
+    if not rows:
         return []
-    rows: list[tuple[str, ...]] = [_HEADERS, *latency_rows(results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
+    table: list[tuple[str, ...]] = [_HEADERS, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADERS))]
     lines = [f"latency on machine '{machine}' (medians; change = current/baseline with its interval)"]
-    for row in rows:
+    for row in table:
         lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
-    missing = [r for r in results if r.status == "missing"]
     if missing:
         lines.append(
-            f"{len(missing)} check(s) have no baseline for machine '{machine}'; record them with "
+            f"{missing} check(s) have no baseline for machine '{machine}'; record them with "
             "'ortperf update' and the same arguments (or pytest --ortperf-update)."
         )
     return lines

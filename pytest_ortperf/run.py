@@ -30,6 +30,7 @@ from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
+from pytest_ortperf.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.variants import Variant
 
 
@@ -61,6 +62,11 @@ class OrtperfRun:
         self.update_report: UpdateReport | None = None
         self.finish_error = ""
         self.partially_selected: set[str] = set()
+        # What pytest-xdist workers reported (the controller runs no test itself).
+        self.remote_statuses: list[str] = []
+        self.remote_rows: list[tuple[str, ...]] = []
+        self.remote_missing = 0
+        self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
         self.store = BaselineStore(config.baseline_dir)
         self._on_build = on_build
         self._models = ModelResolver(config.rootdir)
@@ -145,7 +151,7 @@ class OrtperfRun:
             return
         report = UpdateReport()
         statuses = [r.status for r in self.results] + [r.status for r in self.accuracy_results]
-        for status in statuses:
+        for status in statuses + self.remote_statuses:
             if status in ("new", "updated", "unchanged"):
                 setattr(report, status, getattr(report, status) + 1)
             elif status == "too noisy":

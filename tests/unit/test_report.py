@@ -76,8 +76,13 @@ def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
     ]
 
 
+def _table(results: list, machine: str) -> list[str]:
+    missing = sum(r.status == "missing" for r in results)
+    return latency_table(latency_rows(results), machine, missing=missing)
+
+
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
-    lines = latency_table(RESULTS, "ci-large")
+    lines = _table(RESULTS, "ci-large")
     assert lines[0] == "latency on machine 'ci-large' (medians; change = current/baseline with its interval)"
     header, *rows = lines[1:5]
     assert header.split() == ["test", "variant", "baseline", "current", "change", "verdict"]
@@ -94,7 +99,7 @@ def test_latency_table_is_aligned_and_names_the_machine() -> None:
 
 
 def test_latency_table_tells_how_to_record_missing_baselines() -> None:
-    lines = latency_table(RESULTS, "ci-large")
+    lines = _table(RESULTS, "ci-large")
     assert len(lines) == 6
     assert lines[-1] == (
         "1 check(s) have no baseline for machine 'ci-large'; record them with 'ortperf update' and the "
@@ -103,13 +108,13 @@ def test_latency_table_tells_how_to_record_missing_baselines() -> None:
 
 
 def test_latency_table_without_missing_baselines_has_no_hint() -> None:
-    lines = latency_table(RESULTS[:2], "ci")
+    lines = _table(RESULTS[:2], "ci")
     assert len(lines) == 4
     assert not any("no baseline" in line for line in lines)
 
 
 def test_latency_table_of_nothing_is_empty() -> None:
-    assert latency_table([], "ci") == []
+    assert _table([], "ci") == []
 
 
 def test_update_lines_count_everything_and_list_written_files() -> None:

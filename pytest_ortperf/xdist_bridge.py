@@ -1,0 +1,55 @@
+"""pytest-xdist: workers measure, only the controller writes baseline files.
+
+A worker never writes baselines. At its end it hands the controller what it
+staged (entries and reference-output bytes), which tests its files define, the
+statuses of its checks and its report rows, through xdist's ``workeroutput``.
+The controller merges them and writes once, so ``-n 4`` records exactly what a
+serial update would, with no lock on the files and nothing lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.baselines import BaselineEntry
+from pytest_ortperf.report import latency_rows
+from pytest_ortperf.run import OrtperfRun
+
+KEY = "ortperf"
+
+
+def export(run: OrtperfRun) -> str:
+    """Everything the controller needs from one worker, as JSON."""
+    return json.dumps(
+        {
+            "staged": [
+                [str(path), test, machine, None if entry is None else entry.as_dict()]
+                for path, test, machine, entry in run.store.staged()
+            ],
+            "files": {str(path): base64.b64encode(data).decode() for path, data in run.store.staged_files()},
+            "collected": sorted(run.collected),
+            "partially_selected": sorted(run.partially_selected),
+            "statuses": [r.status for r in run.results] + [r.status for r in run.accuracy_results],
+            "rows": [list(row) for row in latency_rows(run.results)],
+            "missing": sum(r.status == "missing" for r in run.results),
+        }
+    )
+
+
+def merge(run: OrtperfRun, payload: str) -> None:
+    """Fold one worker's export into the controller's run."""
+    data: dict[str, Any] = json.loads(payload)
+    for path, test, machine, entry in data["staged"]:
+        run.store.stage_at(
+            Path(path), test, machine, None if entry is None else BaselineEntry.from_dict(entry)
+        )
+    for path, encoded in data["files"].items():
+        run.store.stage_file_at(Path(path), base64.b64decode(encoded))
+    run.collected.update(data["collected"])
+    run.partially_selected.update(data["partially_selected"])
+    run.remote_statuses += data["statuses"]
+    run.remote_rows += [tuple(row) for row in data["rows"]]
+    run.remote_missing += data["missing"]
