@@ -44,6 +44,9 @@ class OrtperfConfig:
     profile_dir: Path = Path(".ortperf/profiles")
     session_profile: bool = False
     parallel_timing: bool = False
+    report_path: Path | None = None
+    markdown_path: Path | None = None
+    strict: bool = False
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -96,6 +99,9 @@ def build_config(config: Any) -> OrtperfConfig:
         ),
         session_profile=_flag(config, "ortperf_session_profile"),
         parallel_timing=_flag(config, "ortperf_parallel_timing"),
+        report_path=_optional_path(config, "ortperf_report"),
+        markdown_path=_optional_path(config, "ortperf_markdown"),
+        strict=_flag(config, "ortperf_strict"),
     )
 
 
@@ -114,6 +120,12 @@ def _tolerances(config: Any) -> ToleranceSpec:
 
 def _baseline_dir(config: Any) -> Path:
     return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / "baselines")
+
+
+def _optional_path(config: Any, ini: str) -> Path | None:
+    if not (config.getoption(ini) or config.getini(ini)):
+        return None
+    return _directory(config, ini, Path())
 
 
 def _directory(config: Any, ini: str, default: Path) -> Path:

@@ -192,6 +192,27 @@ OPTIONS: tuple[OptionDef, ...] = (
         "false",
         ini_type="bool",
     ),
+    OptionDef(
+        "--ortperf-report",
+        "ortperf_report",
+        "Write every check's result as JSON (test, variant, machine, metrics, baseline, verdict, traces).",
+        "",
+        "PATH.json",
+    ),
+    OptionDef(
+        "--ortperf-markdown",
+        "ortperf_markdown",
+        "Write a markdown summary of the checks (also appended to $GITHUB_STEP_SUMMARY when set).",
+        "",
+        "PATH.md",
+    ),
+    OptionDef(
+        "--ortperf-strict",
+        "ortperf_strict",
+        "Fail the run when baselines are unused (their tests were renamed or deleted).",
+        "false",
+        ini_type="bool",
+    ),
 )
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from pytest_ortperf.accuracy import ToleranceSpec
 from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_latency
+from pytest_ortperf.ci_reports import accuracy_record, latency_record
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.inputs import Array
@@ -40,6 +41,8 @@ class CheckContext:
     reference: Callable[[], BuiltSession | None]
     data_set: Path | None = None
     profiler: MarkedProfile | None = None
+    nodeid: str = ""
+    add_property: Callable[[str, object], None] = lambda name, value: None
 
 
 class OrtPerf:
@@ -132,6 +135,11 @@ class OrtPerf:
             today=datetime.date.today().isoformat(),
         )
         context.run.results.append(result)
+        context.run.records.append(latency_record(result, context.nodeid))
+        context.add_property("ortperf_latency_verdict", result.status)
+        context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
+        if result.change:
+            context.add_property("ortperf_latency_change", result.change)
         if context.profiler is not None:
             # Timed runs stay on the unprofiled session; these untimed runs explain where time went.
             for _ in range(PROFILED_RUNS):
@@ -168,6 +176,8 @@ class OrtPerf:
             today=datetime.date.today().isoformat(),
         )
         context.run.accuracy_results.append(result)
+        context.run.records.append(accuracy_record(result, context.nodeid))
+        context.add_property("ortperf_accuracy_verdict", result.status)
         return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_ortperf import hookspec, xdist_bridge
+from pytest_ortperf import __version__, ci_reports, hookspec, xdist_bridge
 from pytest_ortperf.benchmark_bridge import publish
 from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.config import (
@@ -113,8 +114,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     try:
         run.profiles.close()
         run.finish()
+        if run.config.strict:
+            run.strict_unused = run.unused()
+            if run.strict_unused:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        _write_ci_reports(run)
     except OrtperfError as exc:
         run.finish_error = str(exc)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    except OSError as exc:
+        run.finish_error = f"cannot write a report: {exc}"
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -133,6 +142,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     lines = run.summary_lines()
     if run.finish_error:
         lines.append(f"ERROR: {run.finish_error}")
+    if run.strict_unused:
+        lines.append(f"ERROR: {len(run.strict_unused)} unused baseline entries (--ortperf-strict):")
+        lines += [f"  {nodeid}" for nodeid in run.strict_unused]
     rows = latency_rows(run.results) + run.remote_rows
     if rows:
         missing = sum(r.status == "missing" for r in run.results) + run.remote_missing
@@ -255,6 +267,8 @@ def ort_perf(
         policy=policy,
         tolerances=tolerances,
         reference=lambda: run.reference_session(ort_session_info),
+        nodeid=request.node.nodeid,
+        add_property=lambda name, value: request.node.user_properties.append((name, value)),
         profiler=ort_profiler,
         data_set=directory / ort_inputs.source
         if directory and ort_inputs.source.startswith("test_data_set_")
@@ -320,6 +334,31 @@ def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
             except ValueError:
                 continue
     return files
+
+
+def _write_ci_reports(run: OrtperfRun) -> None:
+    """The JSON report, the markdown summary and GitHub's step summary, when asked for."""
+    config = run.config
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not (config.report_path or config.markdown_path or summary_file) or not run.records:
+        return
+    unused = run.update_report.unused if run.update_report else run.strict_unused
+    if config.report_path:
+        document = ci_reports.report_document(
+            run.records,
+            machine=run.machine.name,
+            runtime=run.runtime.describe(),
+            version=__version__,
+            traces=run.traces(),
+            unused=unused,
+        )
+        ci_reports.write_json(config.report_path, document)
+    text = ci_reports.markdown(run.records, machine=run.machine.name, unused=unused)
+    if config.markdown_path:
+        config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
+        config.markdown_path.write_text(text, encoding="utf-8")
+    if summary_file:
+        ci_reports.append_text(Path(summary_file), text)
 
 
 def _run_of(report: pytest.CollectReport) -> OrtperfRun | None:

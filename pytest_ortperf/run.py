@@ -66,6 +66,9 @@ class OrtperfRun:
         self.remote_statuses: list[str] = []
         self.remote_rows: list[tuple[str, ...]] = []
         self.remote_missing = 0
+        self.records: list[dict[str, Any]] = []
+        self.strict_unused: list[str] = []
+        self.remote_traces: dict[str, list[str]] = {}
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
         self.store = BaselineStore(config.baseline_dir)
         self._on_build = on_build
@@ -164,6 +167,11 @@ class OrtperfRun:
             report.pruned = len(report.unused)
         report.written = self.store.write()
         self.update_report = report
+
+    def traces(self) -> dict[str, list[str]]:
+        """Trace paths per marked test, from this process and from xdist workers."""
+        local = {r.nodeid: [str(p) for p in r.traces] for r in self.profiles.reports}
+        return {**self.remote_traces, **local}
 
     def unused(self) -> list[str]:
         """Entries of this machine, in baseline files of collected test files, for variants in the

@@ -35,6 +35,8 @@ def export(run: OrtperfRun) -> str:
             "statuses": [r.status for r in run.results] + [r.status for r in run.accuracy_results],
             "rows": [list(row) for row in latency_rows(run.results)],
             "missing": sum(r.status == "missing" for r in run.results),
+            "records": run.records,
+            "traces": run.traces(),
         }
     )
 
@@ -53,3 +55,5 @@ def merge(run: OrtperfRun, payload: str) -> None:
     run.remote_statuses += data["statuses"]
     run.remote_rows += [tuple(row) for row in data["rows"]]
     run.remote_missing += data["missing"]
+    run.records += data["records"]
+    run.remote_traces.update(data["traces"])

@@ -1,0 +1,165 @@
+"""Results in the forms CI systems read: a JSON report, a markdown summary, JUnit properties.
+
+Each check becomes one plain record; the JSON report lists them all, the
+markdown summary puts failures first in a table (GitHub Actions shows it when
+it is appended to ``$GITHUB_STEP_SUMMARY``), and JUnit XML gets a few key
+figures per test as properties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.accuracy_check import AccuracyResult
+from pytest_ortperf.checks import LatencyResult
+
+FAILED = ("regression", "failed", "too noisy")
+
+
+def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
+    current = result.current
+    decisive = result.confirmation or result.comparison
+    return {
+        "test": nodeid,
+        "kind": "latency",
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": result.status,
+        "failed": result.failed,
+        "current": {
+            "median_ms": current.median_ms,
+            "p90_ms": current.p90_ms,
+            "rounds": current.rounds,
+            "runs": current.count,
+            "round_cv": current.round_cv,
+        },
+        "baseline": (
+            {
+                "median_ms": result.baseline.latency.median_ms,
+                "p90_ms": result.baseline.latency.p90_ms,
+                "recorded": result.baseline.recorded,
+            }
+            if result.baseline is not None and result.baseline.latency is not None
+            else None
+        ),
+        "change": (
+            {
+                "ratio": decisive.estimate.ratio,
+                "low": decisive.estimate.low,
+                "high": decisive.estimate.high,
+                "confidence": decisive.estimate.confidence,
+                "threshold": decisive.threshold,
+            }
+            if decisive is not None
+            else None
+        ),
+        "changed_since_baseline": list(result.changes),
+        "message": result.message,
+    }
+
+
+def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
+    references = []
+    for outcome in result.references:
+        references.append(
+            {
+                "reference": outcome.label,
+                "failed": outcome.failed,
+                "note": outcome.note,
+                "outputs": [
+                    {
+                        "name": c.name,
+                        "ok": c.ok,
+                        "problem": c.problem,
+                        "failed_metric": c.failed_metric,
+                        "max_abs": c.max_abs,
+                        "max_rel": c.max_rel,
+                        "mismatches": c.mismatches,
+                        "count": c.count,
+                        "cosine": c.cosine,
+                    }
+                    for c in outcome.comparisons
+                ],
+            }
+        )
+    return {
+        "test": nodeid,
+        "kind": "accuracy",
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": result.status,
+        "failed": result.failed,
+        "references": references,
+        "message": result.message,
+    }
+
+
+def report_document(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    machine: str,
+    runtime: str,
+    version: str,
+    traces: Mapping[str, Sequence[str]],
+    unused: Sequence[str],
+) -> dict[str, Any]:
+    checks = [dict(r, traces=list(traces.get(str(r["test"]), []))) for r in records]
+    return {
+        "plugin_version": version,
+        "machine": machine,
+        "onnxruntime": runtime,
+        "checks": checks,
+        "failed": sum(bool(r["failed"]) for r in records),
+        "unused_baselines": list(unused),
+    }
+
+
+def _change(record: Mapping[str, Any]) -> str:
+    change = record.get("change")
+    if not change:
+        return "-"
+    ratio, low, high = ((change[k] - 1) * 100 for k in ("ratio", "low", "high"))
+    return f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
+
+
+def markdown(records: Sequence[Mapping[str, Any]], *, machine: str, unused: Sequence[str]) -> str:
+    """A markdown summary: counts, then one table row per check, failures first."""
+    failed = [r for r in records if r["failed"]]
+    lines = [
+        "## pytest-ortperf",
+        "",
+        f"Machine `{machine}`: {len(records)} checks, **{len(failed)} failed**.",
+        "",
+        "| | test | variant | check | baseline | current | change | verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for record in sorted(records, key=lambda r: (not r["failed"], str(r["test"]))):
+        mark = "❌" if record["failed"] else "✅"
+        baseline = record.get("baseline") or {}
+        current = record.get("current") or {}
+        lines.append(
+            f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
+            f"{_ms(baseline.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
+            f"{record['verdict']} |"
+        )
+    if unused:
+        lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
+    return "\n".join(lines) + "\n"
+
+
+def _ms(value: object) -> str:
+    return f"{value:.4g} ms" if isinstance(value, (int, float)) else "-"
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def append_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(text)
