@@ -47,6 +47,7 @@ class OrtperfConfig:
     report_path: Path | None = None
     markdown_path: Path | None = None
     strict: bool = False
+    run_timeout_s: float = 300.0
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -102,6 +103,7 @@ def build_config(config: Any) -> OrtperfConfig:
         report_path=_optional_path(config, "ortperf_report"),
         markdown_path=_optional_path(config, "ortperf_markdown"),
         strict=_flag(config, "ortperf_strict"),
+        run_timeout_s=_seconds(config, "ortperf_run_timeout"),
     )
 
 
@@ -120,6 +122,11 @@ def _tolerances(config: Any) -> ToleranceSpec:
 
 def _baseline_dir(config: Any) -> Path:
     return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / "baselines")
+
+
+def _seconds(config: Any, ini: str) -> float:
+    value, where = _value(config, ini)
+    return parse_seconds(value, source=where)
 
 
 def _optional_path(config: Any, ini: str) -> Path | None:

@@ -213,6 +213,14 @@ OPTIONS: tuple[OptionDef, ...] = (
         "false",
         ini_type="bool",
     ),
+    OptionDef(
+        "--ortperf-run-timeout",
+        "ortperf_run_timeout",
+        "Seconds one session.run made by ort_perf checks or profiled runs may take before it is "
+        "terminated and the test fails (default: 300).",
+        "300",
+        "SECONDS",
+    ),
 )
 
 
@@ -282,8 +290,8 @@ def parse_seconds(value: Any, *, source: str) -> float:
         seconds = float(str(value).strip())
     except ValueError:
         seconds = float("nan")
-    if isinstance(value, bool) or not (0 < seconds < 3600):
-        raise UsageError(f"{source}: expected a number of seconds between 0 and 3600, got {value!r}.")
+    if isinstance(value, bool) or not (0 < seconds <= 86400):
+        raise UsageError(f"{source}: expected a number of seconds above 0 (at most a day), got {value!r}.")
     return seconds
 
 

@@ -23,6 +23,7 @@ from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.stats import LatencyStats
+from pytest_ortperf.watchdog import Watchdog
 
 Abort = Callable[[str], NoReturn]
 PROFILED_RUNS = 3
@@ -124,8 +125,9 @@ class OrtPerf:
             with timing.held():
                 return measure(run, settings)
 
+        watchdog = context.run.watchdog
         result = check_latency(
-            lambda: session.run(None, inputs),
+            lambda: watchdog.run(session, None, inputs),
             measure_fn=measured,
             profile_fn=profile_fn,
             key=context.key,
@@ -150,10 +152,11 @@ class OrtPerf:
 
     def _accuracy(self, feeds: Mapping[str, Array] | None) -> AccuracyResult:
         context, inputs = self._context, self._inputs(feeds)
-        actual = _run_outputs(context.built, inputs)
+        watchdog = context.run.watchdog
+        actual = _run_outputs(context.built, inputs, watchdog)
         reference = context.reference()
         variant_reference = (
-            Reference(f"variant {reference.variant.id}", _run_outputs(reference, inputs), {})
+            Reference(f"variant {reference.variant.id}", _run_outputs(reference, inputs, watchdog), {})
             if reference is not None
             else None
         )
@@ -181,11 +184,11 @@ class OrtPerf:
         return result
 
 
-def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array]) -> dict[str, Array]:
+def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog) -> dict[str, Array]:
     """Tensor outputs by name; strings as fixed-width text. Sequence and map outputs are not compared."""
     names = [output.name for output in built.session.get_outputs()]
     outputs = {}
-    for name, value in zip(names, built.session.run(names, dict(inputs)), strict=True):
+    for name, value in zip(names, watchdog.run(built.session, names, dict(inputs)), strict=True):
         if isinstance(value, np.ndarray):
             outputs[name] = value.astype(str) if value.dtype == object else value
     return outputs

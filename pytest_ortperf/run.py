@@ -32,6 +32,7 @@ from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.variants import Variant
+from pytest_ortperf.watchdog import Watchdog
 
 
 @dataclass
@@ -77,6 +78,7 @@ class OrtperfRun:
         self._prober: ProviderProber | None = None
         self._runtime: RuntimeInfo | None = None
         self._machine: Machine | None = None
+        self._watchdog: Watchdog | None = None
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -101,6 +103,12 @@ class OrtperfRun:
         if self._prober is None:
             self._prober = ProviderProber(self.runtime.available_providers, self.runtime.describe())
         return self._prober
+
+    @property
+    def watchdog(self) -> Watchdog:
+        if self._watchdog is None:
+            self._watchdog = Watchdog(import_onnxruntime(), self.config.run_timeout_s)
+        return self._watchdog
 
     def require_available(self, variant: Variant) -> Variant:
         """Raise :class:`ProviderUnavailable` before any model work if the EP cannot run."""
