@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,8 +171,10 @@ def _mode_for(path: Path) -> int:
 class BaselineStore:
     """Reads baseline files lazily (once each) and stages changes until :meth:`write`."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, repair: bool = False) -> None:
         self.root = root
+        self._repair = repair
+        self.repaired: list[tuple[Path, Path]] = []
         self._loaded: dict[Path, Entries] = {}
         self._errors: dict[Path, BaselineError] = {}
         self._staged: dict[Path, dict[tuple[str, str], BaselineEntry | None]] = {}
@@ -198,8 +201,14 @@ class BaselineStore:
             try:
                 self._loaded[path] = {} if text is None else parse(text, path=path)
             except BaselineError as exc:
-                self._errors[path] = exc
-                raise
+                if not self._repair:
+                    self._errors[path] = exc
+                    raise
+                # --ortperf-repair: keep the damaged file aside, start this file afresh.
+                backup = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+                path.replace(backup)
+                self.repaired.append((path, backup))
+                self._loaded[path] = {}
         return self._loaded[path]
 
     def lookup(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:

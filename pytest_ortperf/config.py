@@ -48,6 +48,7 @@ class OrtperfConfig:
     markdown_path: Path | None = None
     strict: bool = False
     run_timeout_s: float = 300.0
+    repair: bool = False
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -104,6 +105,7 @@ def build_config(config: Any) -> OrtperfConfig:
         markdown_path=_optional_path(config, "ortperf_markdown"),
         strict=_flag(config, "ortperf_strict"),
         run_timeout_s=_seconds(config, "ortperf_run_timeout"),
+        repair=_flag(config, "ortperf_repair"),
     )
 
 

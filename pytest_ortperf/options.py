@@ -221,6 +221,14 @@ OPTIONS: tuple[OptionDef, ...] = (
         "300",
         "SECONDS",
     ),
+    OptionDef(
+        "--ortperf-repair",
+        "ortperf_repair",
+        "With --ortperf-update, set a damaged baseline file aside as <file>.damaged-<time> and record "
+        "it afresh; without this flag a damaged file is never touched.",
+        "false",
+        ini_type="bool",
+    ),
 )
 
 

@@ -142,6 +142,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     lines = run.summary_lines()
     if run.finish_error:
         lines.append(f"ERROR: {run.finish_error}")
+    for damaged, backup in run.store.repaired:
+        lines.append(f"repaired {damaged}: the damaged file was kept as {backup.name}")
     if run.strict_unused:
         lines.append(f"ERROR: {len(run.strict_unused)} unused baseline entries (--ortperf-strict):")
         lines += [f"  {nodeid}" for nodeid in run.strict_unused]

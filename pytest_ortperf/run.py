@@ -71,7 +71,8 @@ class OrtperfRun:
         self.strict_unused: list[str] = []
         self.remote_traces: dict[str, list[str]] = {}
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
-        self.store = BaselineStore(config.baseline_dir)
+        # Repair only ever happens while updating: a plain run never moves a file.
+        self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
         self._on_build = on_build
         self._models = ModelResolver(config.rootdir)
         self._pool: SessionPool | None = None

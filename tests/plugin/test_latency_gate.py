@@ -231,3 +231,17 @@ def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(pytester:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: cannot write baseline file '*test_gate.py.outputs*': *"])
     result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Pytester, suite: Path) -> None:
+    suite.parent.mkdir()
+    damage = b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {'
+    suite.write_bytes(damage)
+    pytester.runpytest("--ortperf-repair", *QUICK).assert_outcomes(failed=1)  # no update: untouched
+    assert suite.read_bytes() == damage
+    result = pytester.runpytest("--ortperf-update", "--ortperf-repair", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["repaired *test_gate.py.json: the damaged file was kept as test_gate.py.json.damaged-*"])
+    (backup,) = suite.parent.glob("test_gate.py.json.damaged-*")
+    assert backup.read_bytes() == damage
+    assert "test_latency[cpu-all]" in json.loads(suite.read_text())["entries"]
