@@ -22,6 +22,10 @@ class RunTimeout(OrtperfError):
     """A session.run took longer than the configured limit and was terminated."""
 
 
+class RunFailed(OrtperfError):
+    """ONNX Runtime raised during a run (a provider failing at run time, bad feeds...)."""
+
+
 class Watchdog:
     def __init__(self, ort: Any, timeout_s: float) -> None:
         self._ort = ort
@@ -42,14 +46,19 @@ class Watchdog:
         self._watched = options
         try:
             return session.run(output_names, feeds, options)
-        except Exception:
+        except Exception as exc:
             if options.terminate:
                 self._options = self._ort.RunOptions()  # a terminated RunOptions stays terminated
                 raise RunTimeout(
                     f"session.run took longer than {self.timeout_s:g} s and was terminated "
                     "(--ortperf-run-timeout); the model may hang or need a longer limit."
                 ) from None
-            raise
+            providers = ", ".join(session.get_providers())
+            detail = " ".join(str(exc).split())[:600]
+            raise RunFailed(
+                f"session.run failed on {providers} (no fallback to another provider is attempted): "
+                f"{type(exc).__name__}: {detail}"
+            ) from exc
         finally:
             self._watched = None
 

@@ -9,14 +9,14 @@ from tests.models import mlp_model
 
 
 def test_a_run_past_the_limit_is_terminated_and_only_its_test_fails(pytester: pytest.Pytester) -> None:
-    # ~100 ms per run (48 layers of 512-wide MatMul at batch 64) against a 20 ms limit: terminated.
+    # ~100+ ms per run (48 layers of 512-wide MatMul at batch 1024) against a 20 ms limit: terminated.
     onnx.save(mlp_model(layers=48, width=512), pytester.path / "slow.onnx")
     onnx.save(mlp_model(layers=2, width=8), pytester.path / "fast.onnx")
     pytester.makepyfile(
         """
         import pytest
 
-        @pytest.mark.ort_model("slow.onnx", dims={"batch": 64})
+        @pytest.mark.ort_model("slow.onnx", dims={"batch": 1024})
         def test_slow(ort_perf):
             ort_perf.check_accuracy()
 
@@ -54,3 +54,26 @@ def test_bad_timeout_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--ortperf-run-timeout=never")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ortperf-run-timeout: expected a number of seconds above 0*"])
+
+
+def test_a_run_time_failure_fails_its_check_clearly(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=2, width=8), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.mark.ort_model("model.onnx")
+        def test_wrong_feeds(ort_perf):
+            ort_perf.check_accuracy({"x": np.ones((2, 8), dtype=np.float64)})
+
+        @pytest.mark.ort_model("model.onnx")
+        def test_fine(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    result = pytester.runpytest("--ortperf-missing=pass")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["*session.run failed on CPUExecutionProvider (no fallback to another provider is attempted): *InvalidArgument*"]
+    )
