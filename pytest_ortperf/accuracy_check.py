@@ -10,9 +10,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pytest_ortperf.accuracy import Array, OutputComparison, ToleranceSpec, compare_outputs
 from pytest_ortperf.baselines import BaselineEntry, BaselineStore
@@ -149,6 +153,7 @@ def check_accuracy(
         status = "missing" if record is None else "inputs changed"
         return _result(key, status, outcomes, failed=failed, skipped=skipped)
     stored = load_npz(store.root / record.file)
+    _verify(stored, record, store.root / record.file, store.path_for(key.test_file))
     baseline = Reference(f"baseline (recorded {entry.recorded if entry else '?'})", stored, {})
     outcome = _compare(
         baseline.label,
@@ -163,6 +168,20 @@ def check_accuracy(
     failed = any(o.failed for o in outcomes)
     changes = what_changed(entry.environment, environment) if entry is not None and failed else []
     return _result(key, "failed" if failed else "ok", outcomes, failed=failed, skipped=False, changes=changes)
+
+
+def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:
+    """The .npz and its JSON entry are written one after the other; an interrupted update can leave
+    them from different versions. Whole tensors carry their sha256 in the entry: check it."""
+    for output in record.outputs:
+        array = stored.get(output.name)
+        if output.stored != "full" or array is None:
+            continue
+        if hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest() != output.sha256:
+            raise BaselineError(
+                f"reference outputs '{npz}' do not match their entry in '{entry_file}' (output "
+                f"{output.name!r}; an interrupted update?). Re-record with --ortperf-update."
+            )
 
 
 def _with_recorded_shapes(

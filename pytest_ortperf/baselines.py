@@ -159,6 +159,27 @@ def write_atomically(path: Path, text: str | bytes) -> None:
         os.close(directory)
 
 
+STALE_TEMPORARY_S = 600
+
+
+def remove_stale_temporaries(path: Path, *, older_than_s: float = STALE_TEMPORARY_S) -> None:
+    """Delete ``.<name>.*.tmp`` files that a killed writer left beside ``path`` long ago.
+
+    Matched by prefix and suffix, not glob: test names hold '[' and ']'.
+    """
+    if not path.parent.is_dir():
+        return
+    prefix, cutoff = f".{path.name}.", time.time() - older_than_s
+    for candidate in path.parent.iterdir():
+        name = candidate.name
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            try:
+                if candidate.stat().st_mtime < cutoff:
+                    candidate.unlink()
+            except OSError:
+                continue
+
+
 def _mode_for(path: Path) -> int:
     try:
         return path.stat().st_mode & 0o777
@@ -271,6 +292,8 @@ class BaselineStore:
 
     def _write(self) -> list[Path]:
         written = []
+        for path in {*self._arrays, *self._staged}:
+            remove_stale_temporaries(path)
         for path, data in sorted(self._arrays.items()):
             if not path.exists() or path.read_bytes() != data:
                 write_atomically(path, data)

@@ -563,3 +563,12 @@ def test_a_comparison_without_a_baseline_writes_nothing(root: Path) -> None:
 def test_distinct_tests_get_distinct_outputs_files(first: str, second: str) -> None:
     keys = [CheckKey(TEST_FILE, test, "cpu-all", "ci", RECORD) for test in (first, second)]
     assert outputs_file(keys[0]) != outputs_file(keys[1])
+
+
+def test_outputs_file_from_another_version_is_detected(recorded: Path) -> None:
+    from pytest_ortperf.references import npz_bytes
+
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.write_bytes(npz_bytes({name: np.asarray(a) + 1 for name, a in OUT.items()}))
+    with pytest.raises(BaselineError, match=r"do not match their entry in .*test_models\.py\.json.*interrupted update"):
+        check(BaselineStore(recorded), OUT)

@@ -442,3 +442,25 @@ def test_the_store_reads_each_file_once(tmp_path: Path) -> None:
     assert reader.lookup(TEST_FILE, TEST, "ci") is not None
     reader.path_for(TEST_FILE).write_text("changed on disk", encoding="utf-8")
     assert reader.lookup(TEST_FILE, TEST, "ci") == make_entry()
+
+
+def test_write_removes_only_stale_temporaries_of_its_own_files(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from pytest_ortperf.baselines import BaselineStore, remove_stale_temporaries
+
+    target = tmp_path / "t.py.json"
+    old = tmp_path / ".t.py.json.abc123.tmp"
+    young = tmp_path / ".t.py.json.def456.tmp"
+    other = tmp_path / ".other.json.ghi789.tmp"
+    for path in (old, young, other):
+        path.write_text("partial")
+    hour_ago = time.time() - 3600
+    os.utime(old, (hour_ago, hour_ago))
+    os.utime(other, (hour_ago, hour_ago))
+    remove_stale_temporaries(target)
+    assert not old.exists()
+    assert young.exists()
+    assert other.exists()
+    BaselineStore(tmp_path)  # a store on the same folder reads nothing until asked
