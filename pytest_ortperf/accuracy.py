@@ -89,7 +89,7 @@ def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[st
             raise UsageError(f"{source}: unknown tolerance {key!r}; use {', '.join(_TOLERANCE_KEYS)}.")
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             number = float("nan")
         if (
             isinstance(value, bool)

@@ -109,8 +109,8 @@ def parse(text: str, *, path: Path) -> Entries:
     """Parse a baseline file; every problem becomes a :class:`BaselineError` naming ``path``."""
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline file '{path}' is not valid JSON ({exc}).") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge integers, deep nesting
+        raise BaselineError(f"baseline file '{path}' is not valid JSON ({str(exc)[:200]}).") from None
     if not isinstance(document, dict) or document.get("kind") != KIND:
         raise BaselineError(f"baseline file '{path}' is not a pytest-ortperf baseline file.")
     schema = document.get("schema")
@@ -131,7 +131,7 @@ def parse(text: str, *, path: Path) -> Entries:
         for machine, data in machines.items():
             try:
                 entries[test][machine] = BaselineEntry.from_dict(data)
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
                 raise BaselineError(
                     f"baseline file '{path}': entry {test!r} for machine {machine!r} is damaged ({exc})."
                 ) from None

@@ -119,6 +119,11 @@ def _providers(names: str | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # Names from traces and baselines may hold undecodable bytes: show them, never crash on them.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["update"]:

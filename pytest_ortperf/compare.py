@@ -18,6 +18,7 @@ from statistics import NormalDist
 import numpy as np
 
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.options import option_text, safe_repr
 
 DEFAULT_CONFIDENCE = 0.99
 
@@ -60,13 +61,15 @@ def _signed_pct(ratio: float) -> str:
 
 def parse_threshold(value: object, *, source: str) -> float:
     """``"10%"``, ``"0.1"`` or ``0.1`` to the fraction 0.1. Must be > 0."""
-    text = str(value).strip()
+    text = option_text(value, source=source).strip()
     try:
         fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise UsageError(f"{source}: expected a threshold such as '10%' or 0.1, got {value!r}.") from None
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{source}: expected a threshold such as '10%' or 0.1, got {safe_repr(value)}."
+        ) from None
     if isinstance(value, bool) or not math.isfinite(fraction) or fraction <= 0:
-        raise UsageError(f"{source}: a threshold must be a positive finite amount, got {value!r}.")
+        raise UsageError(f"{source}: a threshold must be a positive finite amount, got {safe_repr(value)}.")
     return fraction
 
 

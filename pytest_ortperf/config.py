@@ -145,7 +145,10 @@ def _directory(config: Any, ini: str, default: Path) -> Path:
     value = config.getini(ini)
     if value:
         base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
-        return (base / str(value)).resolve()
+        try:
+            return (base / str(value)).resolve()
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"ini {ini}: {str(value)!r} is not a usable directory ({exc}).") from None
     return default
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.errors import ModelError, UsageError
+from pytest_ortperf.options import safe_repr
 
 ZOO_MODEL_NAME = "model.onnx"
 _HASH_CHUNK = 1 << 20
@@ -68,12 +69,15 @@ class ModelResolver:
             return ModelSource(label=f"<ModelProto {name}>", sha256=_digest_bytes(data), data=data)
         raise UsageError(
             f"{origin}: expected a model path (str or os.PathLike), an onnx.ModelProto or bytes, "
-            f"got {type(spec).__name__} ({spec!r:.60})."
+            f"got {type(spec).__name__} ({safe_repr(spec)})."
         )
 
     def _from_path(self, given: Path, *, test_dir: Path, origin: str) -> ModelSource:
         candidates = [given] if given.is_absolute() else [test_dir / given, self._rootdir / given]
-        found = next((c for c in candidates if c.exists()), None)
+        try:
+            found = next((c for c in candidates if c.exists()), None)
+        except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL
+            raise ModelError(f"{origin}: model path {safe_repr(str(given))} is not usable: {exc}.") from None
         if found is None:
             tried = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
             raise ModelError(f"{origin}: model file '{given}' not found (looked for {tried}).")

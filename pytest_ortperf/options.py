@@ -14,7 +14,24 @@ from typing import Any
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.providers import valid_provider_names
 
-_WHOLE = re.compile(r"[0-9]+")
+_WHOLE = re.compile(r"[0-9]{1,9}")  # a billion is far past any dim; int() stays cheap
+
+
+def option_text(value: Any, *, source: str) -> str:
+    """``str(value)`` for parsing, with a clear error for values str() refuses (ints of >4300 digits)."""
+    try:
+        return str(value)
+    except ValueError:
+        raise UsageError(f"{source}: the value {safe_repr(value)} is far too large.") from None
+
+
+def safe_repr(value: Any, limit: int = 60) -> str:
+    """``repr`` for error messages: shortened, and never failing (huge ints refuse str())."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 @dataclass(frozen=True)
@@ -265,12 +282,16 @@ def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]
     if isinstance(value, Mapping):
         items = value.items()
     else:
-        items = [part.partition("=")[::2] for part in str(value).split(",") if part.strip()]
+        items = [
+            part.partition("=")[::2] for part in option_text(value, source=source).split(",") if part.strip()
+        ]
     dims: dict[str, int] = {}
     for name, size in items:
-        text = str(size).strip()
-        if not str(name).strip() or not _WHOLE.fullmatch(text) or int(text) < 1:
-            raise UsageError(f"{source}: expected NAME=N with N >= 1 for each dim, got {name}={size!r}.")
+        text = option_text(size, source=source).strip()
+        if not option_text(name, source=source).strip() or not _WHOLE.fullmatch(text) or int(text) < 1:
+            raise UsageError(
+                f"{source}: expected NAME=N with N >= 1 for each dim, got {name}={safe_repr(size)}."
+            )
         dims[str(name).strip()] = int(text)
     return dims
 
@@ -278,15 +299,15 @@ def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]
 def parse_int_range(value: Any, *, source: str) -> tuple[int, int]:
     """``"0:100"``, ``"0,100"`` or ``(0, 100)`` to a half-open ``(low, high)`` with low < high."""
     parts = (
-        [str(p) for p in value]
+        [option_text(p, source=source) for p in value]
         if isinstance(value, (tuple, list))
-        else str(value).replace(",", ":").split(":")
+        else option_text(value, source=source).replace(",", ":").split(":")
     )
     try:
         low, high = (int(p.strip()) for p in parts)
     except ValueError:
         raise UsageError(
-            f"{source}: expected an integer range LOW:HIGH such as 0:1000, got {value!r}."
+            f"{source}: expected an integer range LOW:HIGH such as 0:1000, got {safe_repr(value)}."
         ) from None
     if low >= high:
         raise UsageError(f"{source}: integer range {low}:{high} is empty (LOW must be < HIGH).")
@@ -295,16 +316,20 @@ def parse_int_range(value: Any, *, source: str) -> tuple[int, int]:
 
 def parse_seconds(value: Any, *, source: str) -> float:
     try:
-        seconds = float(str(value).strip())
-    except ValueError:
+        seconds = float(option_text(value, source=source).strip())
+    except (ValueError, OverflowError):
         seconds = float("nan")
     if isinstance(value, bool) or not (0 < seconds <= 86400):
-        raise UsageError(f"{source}: expected a number of seconds above 0 (at most a day), got {value!r}.")
+        raise UsageError(
+            f"{source}: expected a number of seconds above 0 (at most a day), got {safe_repr(value)}."
+        )
     return seconds
 
 
 def parse_seed(value: Any, *, source: str) -> int:
-    text = str(value).strip()
-    if isinstance(value, bool) or not _WHOLE.fullmatch(text.removeprefix("-")):
-        raise UsageError(f"{source}: seed must be a whole number, got {value!r}.")
+    text = option_text(value, source=source).strip()
+    if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,19}", text.removeprefix("-")):
+        raise UsageError(
+            f"{source}: seed must be a whole number of at most 19 digits, got {safe_repr(value)}."
+        )
     return int(text)

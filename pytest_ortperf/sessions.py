@@ -139,9 +139,9 @@ class SessionPool:
         probe = self._prober.probe(variant.provider_spec)
         if not probe.available:
             raise ProviderUnavailable(variant.provider, probe.reason)
-        options = session_options(self._ort, variant, settings)
         started = time.perf_counter()
         try:
+            options = session_options(self._ort, variant, settings)
             session = self._ort.InferenceSession(
                 model.ort_input,
                 options,

@@ -102,7 +102,7 @@ def _coerce(key: str, value: Any, *, source: str) -> Any:
     kind = _SCALAR_FIELDS.get(key)
     if kind is None:
         raise UsageError(f"{source}: unknown session setting {key!r}. Valid settings: {setting_names()}.")
-    text = str(value).strip().lower()
+    text = _safe_str(value, source).strip().lower()
     if kind == "bool":
         if isinstance(value, bool):
             return value
@@ -110,23 +110,44 @@ def _coerce(key: str, value: Any, *, source: str) -> Any:
             return text in _TRUE
         raise UsageError(f"{source}: {key}={value!r} is not a boolean (use 1/0, true/false, on/off).")
     if kind == "int":
-        if isinstance(value, bool) or not (isinstance(value, int) or _is_whole(text)):
+        if isinstance(value, bool) or not (
+            (isinstance(value, int) and 0 <= value < 2**31) or _is_whole(text)
+        ):
             raise UsageError(f"{source}: {key}={value!r} is not a whole number >= 0 (0 lets ORT choose).")
         return int(value)
     if key == "execution_mode" and text not in _EXECUTION_MODES:
         raise UsageError(f"{source}: execution_mode={value!r}; use one of {', '.join(_EXECUTION_MODES)}.")
-    return text if key == "execution_mode" else str(value).strip()
+    return text if key == "execution_mode" else _config_text(str(value).strip(), source, key)
+
+
+def _safe_str(value: Any, source: str) -> str:
+    try:
+        return str(value)
+    except ValueError:  # an int of more than 4300 digits
+        raise UsageError(f"{source}: a value is far too large.") from None
 
 
 def _is_whole(text: str) -> bool:
     """ASCII digits only: ``str.isdigit`` also accepts characters such as '²' that int() refuses."""
-    return text.isascii() and text.isdigit()
+    return text.isascii() and text.isdigit() and len(text) <= 9  # ORT takes int32 thread counts
 
 
 def _config_items(value: Any, *, source: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise UsageError(f"{source}: config_entries must be a mapping of ORT config keys to values.")
-    return {str(k): str(v) for k, v in value.items()}
+    return {_config_text(k, source, "key"): _config_text(v, source, "value") for k, v in value.items()}
+
+
+def _config_text(value: Any, source: str, what: str) -> str:
+    """ORT takes config keys of 1..1024 characters and UTF-8 text; refuse others here, clearly."""
+    text = str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{source}: config {what} {text!r} is not valid UTF-8 text.") from None
+    if what == "key" and not 0 < len(text) <= 1024:
+        raise UsageError(f"{source}: a config key must have 1 to 1024 characters, got {len(text)}.")
+    return text
 
 
 def _merge_provider_options(

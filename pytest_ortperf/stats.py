@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ortperf.options import safe_repr
+
 NS_PER_MS = 1_000_000
 
 
@@ -63,9 +65,13 @@ class LatencyStats:
 
 
 def _finite(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise TypeError(f"{name} must be a finite number, got {safe_repr(value)}")
+    return number
 
 
 def _whole(value: Any, name: str) -> int:

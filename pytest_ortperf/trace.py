@@ -62,7 +62,7 @@ def parse_trace(text: str, *, source: str) -> list[TraceEvent]:
         raise TraceError(f"'{source}' is empty, not an ONNX Runtime trace.")
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge integers, deep nesting
         raise TraceError(f"'{source}' is not JSON ({exc}), so not an ONNX Runtime trace.") from None
     if isinstance(data, Mapping) and isinstance(data.get("traceEvents"), list):
         data = data["traceEvents"]
@@ -93,10 +93,19 @@ def _args(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+_MAX_US = 2**53  # microseconds: far beyond any real trace, and exact in a float
+
+
 def _int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise TypeError(value)
-    return int(float(value))
+    try:
+        number = int(float(value))
+    except (OverflowError, ValueError):
+        raise TypeError(value) from None
+    if not -_MAX_US <= number <= _MAX_US:
+        raise TypeError(value)
+    return number
 
 
 def load_trace(path: Path) -> list[TraceEvent]:
