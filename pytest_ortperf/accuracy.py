@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.options import safe_repr
 
 Array = npt.NDArray[Any]
 TOP_K = 5
@@ -98,7 +99,7 @@ def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[st
             or (key == "cosine" and number > 1)
         ):
             limit = "between 0 and 1" if key == "cosine" else ">= 0"
-            raise UsageError(f"{source}: {key} must be a number {limit}, got {value!r}.")
+            raise UsageError(f"{source}: {key} must be a number {limit}, got {safe_repr(value)}.")
         parsed[key] = number
     return parsed
 

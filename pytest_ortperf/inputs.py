@@ -63,7 +63,10 @@ class Feeds(dict[str, Array]):
 
 
 def specs_from_session(session: Any) -> tuple[InputSpec, ...]:
-    return tuple(InputSpec(arg.name, arg.type, tuple(arg.shape)) for arg in session.get_inputs())
+    try:
+        return tuple(InputSpec(arg.name, arg.type, tuple(arg.shape)) for arg in session.get_inputs())
+    except UnicodeDecodeError as exc:  # ORT hands back names that are not UTF-8 as it found them
+        raise InputsError(f"the model's input names or dims are not valid UTF-8 ({exc}).") from None
 
 
 def load_feeds(model: ModelSource, specs: Sequence[InputSpec], options: InputOptions) -> Feeds:

@@ -15,7 +15,7 @@ from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accur
 from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_latency
 from pytest_ortperf.ci_reports import accuracy_record, latency_record
 from pytest_ortperf.environment import environment, feeds_digest
-from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.errors import InputsError, OrtperfError
 from pytest_ortperf.inputs import Array
 from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.profiles import MarkedProfile
@@ -186,7 +186,10 @@ class OrtPerf:
 
 def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog) -> dict[str, Array]:
     """Tensor outputs by name; strings as fixed-width text. Sequence and map outputs are not compared."""
-    names = [output.name for output in built.session.get_outputs()]
+    try:
+        names = [output.name for output in built.session.get_outputs()]
+    except UnicodeDecodeError as exc:
+        raise InputsError(f"the model's output names are not valid UTF-8 ({exc}).") from None
     outputs = {}
     for name, value in zip(names, watchdog.run(built.session, names, dict(inputs)), strict=True):
         if isinstance(value, np.ndarray):

@@ -163,12 +163,18 @@ class SessionPool:
                 f"ORT dropped it while building the session for '{model.label}' "
                 f"(the session would run on {', '.join(providers)})",
             )
+        try:
+            placement = placement_of(session)
+        except UnicodeDecodeError as exc:
+            raise SessionBuildError(
+                f"'{model.label}' [{variant.id}]: node names are not valid UTF-8 ({exc})."
+            ) from None
         return BuiltSession(
             session=session,
             model=model,
             variant=variant,
             settings=settings,
             providers=providers,
-            placement=placement_of(session),
+            placement=placement,
             build_seconds=elapsed,
         )
