@@ -69,9 +69,6 @@ class LatencyResult:
         return decisive.estimate.describe() if decisive else ""
 
 
-Measure = Callable[[], LatencyStats]
-
-
 def check_latency(
     run: Callable[[], object],
     *,

@@ -50,10 +50,6 @@ class Comparison:
     threshold: float
     verdict: Verdict
 
-    @property
-    def failed(self) -> bool:
-        return self.verdict is Verdict.REGRESSION
-
 
 def _signed_pct(ratio: float) -> str:
     return f"{(ratio - 1.0) * 100:+.1f}%"

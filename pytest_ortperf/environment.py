@@ -53,6 +53,7 @@ def environment(
     *,
     machine: Machine,
     runtime: RuntimeInfo,
+    measurement: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything that changes latency or explains a change, as plain JSON values."""
     return {
@@ -70,6 +71,7 @@ def environment(
         "cpu": machine.cpu,
         "cores": machine.cores,
         "gpu": machine.gpu,
+        "measurement": dict(measurement or {}),
     }
 
 

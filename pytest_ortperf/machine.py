@@ -13,7 +13,7 @@ import platform
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ortperf.errors import UsageError
@@ -30,9 +30,6 @@ class Machine:
     arch: str
     system: str
     gpu: str = ""
-
-    def as_dict(self) -> dict[str, str | int]:
-        return asdict(self)
 
 
 def slug(text: str) -> str:

@@ -113,7 +113,13 @@ class OrtPerf:
 
     def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
         run = self._context.run
-        return environment(self._context.built, inputs, machine=run.machine, runtime=run.runtime)
+        return environment(
+            self._context.built,
+            inputs,
+            machine=run.machine,
+            runtime=run.runtime,
+            measurement=self._context.policy.measure.as_dict(),
+        )
 
     def _latency(self, feeds: Mapping[str, Array] | None) -> LatencyResult:
         context, inputs = self._context, self._inputs(feeds)

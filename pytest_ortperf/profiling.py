@@ -81,6 +81,22 @@ def prepare_directory(directory: Path) -> Path:
     return directory
 
 
+class _RunNumbers:
+    """Run numbers per trace folder (``run-1.json``, ``run-2.json``, ...), safe across threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[Path, int] = {}
+
+    def next(self, directory: Path) -> int:
+        with self._lock:
+            self._counts[directory] = self._counts.get(directory, 0) + 1
+            return self._counts[directory]
+
+    def count(self, directory: Path) -> int:
+        return self._counts.get(directory, 0)
+
+
 class EmulatedRunProfiler:
     """Profiles runs on a session-level-profiling session, then slices one file per run.
 
@@ -98,7 +114,7 @@ class EmulatedRunProfiler:
         self._events_per_run = max(events_per_run, 1)
         self._lock = threading.Lock()
         self._generations = [_Generation(make_session())]
-        self._counts: dict[Path, int] = {}
+        self._numbers = _RunNumbers()
 
     @property
     def session(self) -> Any:
@@ -113,11 +129,8 @@ class EmulatedRunProfiler:
         directory: Path | None = None,
     ) -> Any:
         target = directory or self.directory
+        number = 0 if target is None else self._numbers.next(target)
         with self._lock:
-            number = 0
-            if target is not None:
-                number = self._counts.get(target, 0) + 1
-                self._counts[target] = number
             generation = self._generations[-1]
             if (len(generation.runs) + 1) * self._events_per_run > REBUILD_AT:
                 generation = _Generation(self._make_session())
@@ -131,7 +144,7 @@ class EmulatedRunProfiler:
         return outputs
 
     def runs_in(self, directory: Path) -> int:
-        return self._counts.get(directory, 0)
+        return self._numbers.count(directory)
 
     def finish(self, keep_session_trace: Path | None = None) -> dict[Path, list[Path]]:
         """Write ``run-<k>.json`` per routed run; returns each directory's files in run order."""
@@ -209,7 +222,7 @@ class NativeRunProfiler:
         self.directory = directory
         self._shape = shape
         self._lock = threading.Lock()
-        self._counts: dict[Path, int] = {}
+        self._numbers = _RunNumbers()
         self._written: dict[Path, list[Path]] = {}
 
     def run(
@@ -223,9 +236,7 @@ class NativeRunProfiler:
         target = directory or self.directory
         if target is None:
             return self.session.run(output_names, feeds, run_options)
-        with self._lock:
-            number = self._counts.get(target, 0) + 1
-            self._counts[target] = number
+        number = self._numbers.next(target)
         options = run_options if run_options is not None else self._ort.RunOptions()
         prefix = target / f".run-{number}-{uuid.uuid4().hex}"
         if self._shape == "method":
@@ -246,7 +257,7 @@ class NativeRunProfiler:
         return outputs
 
     def runs_in(self, directory: Path) -> int:
-        return self._counts.get(directory, 0)
+        return self._numbers.count(directory)
 
     def finish(self, keep_session_trace: Path | None = None) -> dict[Path, list[Path]]:
         return {

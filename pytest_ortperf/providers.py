@@ -95,10 +95,15 @@ def resolve_provider(name: str, *, source: str) -> ProviderSpec:
     )
 
 
+def split_names(values: str | Iterable[str]) -> list[str]:
+    """``"a, b"`` or ``["a,b", "c"]`` to ``["a", "b", "c"]`` (blank parts dropped)."""
+    items = [values] if isinstance(values, str) else list(values)
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
 def parse_providers(values: str | Iterable[str], *, source: str) -> tuple[ProviderSpec, ...]:
     """Parse ``"cpu,cuda"`` (or a list of such strings); order kept, duplicates dropped."""
-    items = [values] if isinstance(values, str) else list(values)
-    names = [part.strip() for item in items for part in item.split(",") if part.strip()]
+    names = split_names(values)
     if not names:
         raise UsageError(f"{source}: no execution provider given. Valid names: {valid_provider_names()}.")
     specs: list[ProviderSpec] = []

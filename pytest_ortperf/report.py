@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.profiles import ProfileReport
 from pytest_ortperf.run import UpdateReport
+from pytest_ortperf.showing import format_table
 
 _HEADERS = ("test", "variant", "baseline", "current", "change", "verdict")
 
@@ -39,10 +40,8 @@ def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int
     if not rows:
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADERS))]
     lines = [f"latency on machine '{machine}' (medians; change = current/baseline with its interval)"]
-    for row in table:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    lines += format_table(table)
     if missing:
         lines.append(
             f"{missing} check(s) have no baseline for machine '{machine}'; record them with "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_ortperf.baselines import BaselineError, parse
@@ -66,6 +67,10 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
         )
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(_HEADERS))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    return lines, problems
+    return format_table(table), problems
+
+
+def format_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Left-aligned columns, two spaces apart, no trailing blanks."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.providers import ProviderSpec
+from pytest_ortperf.providers import ProviderSpec, split_names
 
 
 class OptLevel(str, enum.Enum):
@@ -70,8 +70,7 @@ def parse_opt_level(name: str, *, source: str) -> OptLevel:
 
 def parse_opt_levels(values: str | Iterable[str], *, source: str) -> tuple[OptLevel, ...]:
     """Parse ``"disabled,all"`` (or a list of such strings); order kept, duplicates dropped."""
-    items = [values] if isinstance(values, str) else list(values)
-    names = [part.strip() for item in items for part in item.split(",") if part.strip()]
+    names = split_names(values)
     if not names:
         raise UsageError(f"{source}: no optimization level given. Valid levels: {_valid_levels()}.")
     levels: list[OptLevel] = []

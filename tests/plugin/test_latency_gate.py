@@ -47,6 +47,7 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) 
     (machine,) = entry
     assert entry[machine]["variant"] == "cpu-all"
     assert entry[machine]["environment"]["model_sha256"]
+    assert entry[machine]["environment"]["measurement"]["budget_s"] == 0.2  # how it was measured
 
     same = pytester.runpytest(*QUICK)
     same.assert_outcomes(passed=1)

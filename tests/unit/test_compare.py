@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from pytest_ortperf.compare import (
-    Comparison,
     RatioEstimate,
     Verdict,
     judge,
@@ -167,19 +166,6 @@ def test_describe_shows_signed_percentages_and_the_confidence() -> None:
     assert RatioEstimate(0.8, 0.75, 0.9, 0.95).describe() == "-20.0% (95% CI -25.0% .. -10.0%)"
 
 
-@pytest.mark.parametrize(
-    ("verdict", "failed"),
-    [
-        (Verdict.REGRESSION, True),
-        (Verdict.OK, False),
-        (Verdict.NOT_SIGNIFICANT, False),
-        (Verdict.IMPROVED, False),
-    ],
-)
-def test_only_a_regression_is_a_failed_comparison(verdict: Verdict, failed: bool) -> None:
-    assert Comparison(RatioEstimate(1, 1, 1, 0.99), 0.1, verdict).failed is failed
-
-
 # judge on synthetic distributions -----------------------------------------
 
 
@@ -211,7 +197,6 @@ def test_20_percent_slower_with_40_percent_noise_and_few_rounds_is_not_significa
     assert comparison.verdict is Verdict.NOT_SIGNIFICANT
     assert comparison.estimate.ratio > 1.1
     assert comparison.estimate.low < 1.0 < comparison.estimate.high
-    assert not comparison.failed
     # Noise this large almost never turns into a regression verdict.
     assert _verdicts(1.2, 0.4, 5)[Verdict.REGRESSION] <= 5
 

@@ -161,15 +161,3 @@ def test_a_bad_override_is_reported_by_its_source() -> None:
     with pytest.raises(UsageError) as info:
         detect_machine("../escape", source="ini ortperf_machine")
     assert str(info.value).startswith("ini ortperf_machine: machine name '../escape'")
-
-
-def test_machine_as_dict() -> None:
-    found = Machine(name="ci", cpu="c", cores=2, arch="arm64", system="darwin", gpu="")
-    assert found.as_dict() == {
-        "name": "ci",
-        "cpu": "c",
-        "cores": 2,
-        "arch": "arm64",
-        "system": "darwin",
-        "gpu": "",
-    }
