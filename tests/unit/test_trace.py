@@ -67,17 +67,20 @@ def test_summary_of_a_real_cnn(tmp_path: Path) -> None:
     options.enable_profiling = True
     options.profile_file_prefix = str(tmp_path / "sq")
     session = ort.InferenceSession(str(SQUEEZENET), options, providers=["CPUExecutionProvider"])
-    session.run(None, {"data_0": np.zeros((1, 3, 224, 224), dtype=np.float32)})
+    for _ in range(3):
+        session.run(None, {"data_0": np.zeros((1, 3, 224, 224), dtype=np.float32)})
     summary = summarize(load_trace(Path(session.end_profiling())), requested_provider="CUDAExecutionProvider")
-    assert summary.runs == 1
-    assert summary.by_op[0].name == "Conv"
+    assert summary.runs == 3
+    # Conv dominates squeezenet, but on a shared machine one preempted Concat can outlast it: rank, not identity.
+    assert [i.us for i in summary.by_op] == sorted((i.us for i in summary.by_op), reverse=True)
+    assert "Conv" in [i.name for i in summary.by_op[:3]]
     assert summary.node_us == sum(i.us for i in summary.by_op) == sum(i.us for i in summary.by_provider)
     assert [i.name for i in summary.by_provider] == ["CPUExecutionProvider"]
     assert len(summary.fallback_nodes) == len({i.name for i in summary.by_node})  # all on CPU: all fell back
     text = "\n".join(summary_lines(summary, top=3))
-    assert "1 run(s)" in text
+    assert "3 run(s)" in text
     assert "ran on CPU although an accelerator was requested" in text
-    assert json.loads(json.dumps(summary.as_dict()))["by_op"][0]["name"] == "Conv"
+    assert json.loads(json.dumps(summary.as_dict()))["by_op"][0]["name"] == summary.by_op[0].name
 
 
 def test_cpu_request_reports_no_fallback(concurrent_trace: Path) -> None:
