@@ -59,6 +59,7 @@ plugin's default), ``--seed``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -70,10 +71,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -83,18 +85,27 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pytest_ortperf.baselines import BaselineStore  # noqa: E402
-from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_latency  # noqa: E402
+from pytest_ortperf.canary import Canary  # noqa: E402
+from pytest_ortperf.checks import (  # noqa: E402
+    CheckKey,
+    CheckPolicy,
+    LatencyResult,
+    check_ab,
+    check_latency,
+    stored_comparison,
+)
 from pytest_ortperf.compare import Verdict  # noqa: E402
 from pytest_ortperf.environment import environment  # noqa: E402
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session  # noqa: E402
 from pytest_ortperf.machine import Machine, cpu_model, detect_machine, usable_cores  # noqa: E402
-from pytest_ortperf.measure import MeasureSettings  # noqa: E402
+from pytest_ortperf.measure import MeasureSettings, measure  # noqa: E402
 from pytest_ortperf.models import ModelResolver  # noqa: E402
 from pytest_ortperf.probe import ProviderProber  # noqa: E402
 from pytest_ortperf.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info  # noqa: E402
 from pytest_ortperf.sessions import BuiltSession, SessionPool  # noqa: E402
 from pytest_ortperf.settings import SessionSettings  # noqa: E402
+from pytest_ortperf.stats import LatencyStats  # noqa: E402
 from pytest_ortperf.variants import OptLevel, Variant  # noqa: E402
 from tests.models import mlp_model  # noqa: E402
 
@@ -232,21 +243,53 @@ class Bench:
             record_command=f"ortperf update '{TEST_FILE}::test_latency[cpu-all]'",
         )
 
-    def check(self, layers: int, store: BaselineStore, policy: CheckPolicy) -> LatencyResult:
-        """One ``ort_perf.check_latency()`` call: what perf.py does, minus pytest."""
+    def check(
+        self, layers: int, store: BaselineStore, policy: CheckPolicy
+    ) -> tuple[LatencyResult, list[LatencyStats]]:
+        """One ``ort_perf.check_latency()`` call: what perf.py does, minus pytest (canary included).
+
+        Also returns every measurement made, so the same data can be judged without the canary.
+        """
         pool, built, feeds = self.fresh_session(layers)
+        canary = Canary.build(import_onnxruntime(), built.variant, built.settings)
+        measured: list[LatencyStats] = []
+
+        def measure_fn(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
+            stats = measure(run, settings, canary=canary.run)
+            measured.append(stats)
+            return stats
+
         try:
             session, inputs = built.session, dict(feeds)
-            return check_latency(
+            result = check_latency(
                 lambda: session.run(None, inputs),
                 key=self.key(),
                 store=store,
                 policy=policy,
                 environment=environment(built, inputs, machine=self.machine, runtime=self.runtime),
                 today=dt.date.today().isoformat(),
+                measure_fn=measure_fn,
+            )
+            return result, measured
+        finally:
+            pool.close()
+
+    def ab(self, layers: int, policy: CheckPolicy) -> LatencyResult:
+        """One A/B ``check_latency()``: the N-layer model against a fresh 20-layer reference session."""
+        pool, built, feeds = self.fresh_session(layers)
+        ref_pool, reference, _ = self.fresh_session(BASE_LAYERS)
+        try:
+            current, other, inputs = built.session, reference.session, dict(feeds)
+            return check_ab(
+                lambda: current.run(None, inputs),
+                lambda: other.run(None, inputs),
+                key=self.key(),
+                label=f"mlp{BASE_LAYERS}",
+                policy=policy,
             )
         finally:
             pool.close()
+            ref_pool.close()
 
 
 # Work ratio ---------------------------------------------------------------
@@ -338,6 +381,21 @@ class PluginTrial:
     median_ms: float
     round_cv: float
     seconds: float
+    absolute_first_regression: bool = False
+    absolute_first_ratio: float = math.nan
+
+
+@dataclass(frozen=True)
+class ABTrial:
+    campaign: int
+    condition: str
+    failed: bool
+    status: str
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -363,7 +421,9 @@ class Campaign:
     record_attempts: int = 0
     bench_baseline_ms: float = 0.0
     bench_baseline_rounds: int = 0
+    plugin_baseline_canary_ms: float = 0.0
     plugin: list[PluginTrial] = field(default_factory=list)
+    ab: list[ABTrial] = field(default_factory=list)
     bench: list[BenchTrial] = field(default_factory=list)
 
 
@@ -371,7 +431,7 @@ def record_baseline(bench: Bench, directory: Path, policy: CheckPolicy) -> tuple
     """The plugin's record path (``--ortperf-update``), retried while refused as too noisy."""
     for attempt in range(1, MAX_RECORD_ATTEMPTS + 1):
         store = BaselineStore(directory)
-        result = bench.check(BASE_LAYERS, store, CheckPolicy(update=True, measure=policy.measure))
+        result, _ = bench.check(BASE_LAYERS, store, CheckPolicy(update=True, measure=policy.measure))
         log(
             f"  record attempt {attempt}: {result.status}, median {result.current.median_ms:.4g} ms, "
             f"round cv {result.current.round_cv:.1%}"
@@ -391,6 +451,7 @@ def run_campaign(index: int, bench: Bench, args: argparse.Namespace, rng: random
     )
     log(f"campaign {index}: load {campaign.load}, other pytest processes {campaign.others}")
     policy = CheckPolicy(measure=MeasureSettings(budget_s=args.budget))
+    ab_policy = CheckPolicy()
     base_dir = bench.root / f"campaign{index}" / "baselines"
     work = bench.root / f"campaign{index}" / "bench"
     work.mkdir(parents=True)
@@ -400,21 +461,52 @@ def run_campaign(index: int, bench: Bench, args: argparse.Namespace, rng: random
     recorded, campaign.record_attempts = record_baseline(bench, base_dir, policy)
     campaign.plugin_baseline_ms = recorded.current.median_ms
     campaign.plugin_baseline_cv = recorded.current.round_cv
+    canary = recorded.current.canary_round_medians_ms
+    campaign.plugin_baseline_canary_ms = statistics.median(canary) if canary else math.nan
     saved = run_pytest_benchmark(bench, work, BASE_LAYERS, ["--benchmark-save=baseline"])
     campaign.bench_baseline_ms, campaign.bench_baseline_rounds = saved.median_ms, saved.rounds
     log(f"  pytest-benchmark baseline: median {saved.median_ms:.4g} ms over {saved.rounds} rounds")
 
     trials = [("plugin", c) for c in CONDITIONS for _ in range(args.reps)]
+    trials += [("ab", c) for c in CONDITIONS for _ in range(args.reps)]
     trials += [("bench", c) for c in CONDITIONS for _ in range(args.bench_reps)]
     rng.shuffle(trials)
     compare = ["--benchmark-compare", "--benchmark-compare-fail=median:10%"]
     for number, (tool, condition) in enumerate(trials, 1):
         layers = CONDITIONS[condition]
         started = time.monotonic()
-        if tool == "plugin":
-            result = bench.check(layers, BaselineStore(base_dir), policy)
+        if tool == "ab":
+            result = bench.ab(layers, ab_policy)
             assert result.comparison is not None, result.status
             decisive = result.confirmation or result.comparison
+            campaign.ab.append(
+                ABTrial(
+                    campaign=index,
+                    condition=condition,
+                    failed=result.failed,
+                    status=result.status,
+                    ratio=decisive.estimate.ratio,
+                    low=decisive.estimate.low,
+                    high=decisive.estimate.high,
+                    rounds=result.current.rounds,
+                    seconds=time.monotonic() - started,
+                )
+            )
+            shown = f"{result.status:<28} {decisive.estimate.describe()}"
+        elif tool == "plugin":
+            result, measured = bench.check(layers, BaselineStore(base_dir), policy)
+            assert result.comparison is not None, result.status
+            assert result.baseline is not None
+            assert result.baseline.latency is not None
+            decisive = result.confirmation or result.comparison
+            # The same first measurement judged on absolute round medians (no canary).
+            strip = {"canary_round_medians_ms": ()}
+            absolute = stored_comparison(
+                dataclasses.replace(result.baseline.latency, **strip),
+                dataclasses.replace(measured[0], **strip),
+                threshold=policy.threshold,
+                confidence=policy.confidence,
+            )
             trial = PluginTrial(
                 campaign=index,
                 condition=condition,
@@ -427,6 +519,8 @@ def run_campaign(index: int, bench: Bench, args: argparse.Namespace, rng: random
                 median_ms=result.current.median_ms,
                 round_cv=result.current.round_cv,
                 seconds=time.monotonic() - started,
+                absolute_first_regression=absolute.verdict is Verdict.REGRESSION,
+                absolute_first_ratio=absolute.estimate.ratio,
             )
             campaign.plugin.append(trial)
             shown = f"{result.status:<28} {result.comparison.estimate.describe()}"
@@ -503,15 +597,21 @@ def report(
         f"- code: {code_state()}",
         f"- model: `tests.models.mlp_model(layers, width={args.width})`, batch {args.batch}, "
         f"plugin default session settings ({SessionSettings().describe()}), CPU, ORT_ENABLE_ALL",
-        f"- plugin: `check_latency` with `CheckPolicy()` defaults (threshold 10%, 99% interval, "
-        f"confirmation), budget {args.budget:g} s"
-        + (" (the default)" if args.budget == MeasureSettings().budget_s else " (LOWERED from 2 s)"),
+        f"- (b) stored mode: `check_latency` with `CheckPolicy()` defaults (threshold "
+        f"{CheckPolicy().threshold:.0%}, fastest quarter of round medians relative to the machine-speed "
+        f"canary, 99% interval, confirmation), budget {args.budget:g} s"
+        + (" (the default)" if args.budget == MeasureSettings().budget_s else " (NOT the default)"),
+        "- (c) A/B mode: `check_ab` with `CheckPolicy()` defaults (threshold "
+        f"{CheckPolicy().ab_threshold:.0%}, "
+        f"budget {CheckPolicy().ab.budget_s:g} s for both models, paired round ratios, sign-test 99% "
+        "interval, confirmation): the N-layer model against a fresh 20-layer session",
         f"- pytest-benchmark {version('pytest-benchmark')}: real `pytest` subprocess per trial, "
         "defaults (max_time 1 s, "
         "min 5 rounds), "
         "`--benchmark-compare --benchmark-compare-fail=median:10%` against a `--benchmark-save`d run",
         f"- {len(campaigns)} campaigns (baselines recorded at each campaign's start); per campaign "
-        f"{args.reps} plugin and {args.bench_reps} pytest-benchmark trials per condition, all in one "
+        f"{args.reps} stored-mode, {args.reps} A/B and {args.bench_reps} pytest-benchmark trials per "
+        "condition, all in one "
         f"shuffled order (seed {args.seed}); a fresh session per trial",
         f"- total run time {elapsed_s / 60:.1f} min",
         "",
@@ -537,48 +637,81 @@ def report(
         f"| {BASE_LAYERS} | baseline | {base_min:.4g} | 1 | {ratios[BASE_LAYERS][1]:.4g} | "
         f"{base_min_end:.4g} | 1 |"
     )
+    abtrials = [t for c in campaigns for t in c.ab]
+
+    def of(trials: Sequence[Any], condition: str) -> list[Any]:
+        return [t for t in trials if t.condition == condition]
+
     lines += [
         "",
-        "## Decisions (pooled over campaigns; rate with Wilson 95% interval)",
+        "## Decisions, side by side (pooled over campaigns; fails / trials, Wilson 95% interval)",
         "",
-        "| condition | pytest-ortperf fails (confirmed) | first measurement alone | "
-        "estimated change, median (range) | pytest-benchmark fails | "
-        "pytest-benchmark change, median (range) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| condition | (a) pytest-benchmark `median:10%` | (b) stored mode, defaults "
+        "| (c) A/B mode, defaults |",
+        "| --- | --- | --- | --- |",
+    ]
+
+    def fails(trials: Sequence[Any], condition: str) -> str:
+        sel = of(trials, condition)
+        return rate(sum(t.failed for t in sel), len(sel))
+
+    for condition in CONDITIONS:
+        lines.append(
+            f"| {condition} | {fails(btrials, condition)} | {fails(plugin, condition)} "
+            f"| {fails(abtrials, condition)} |"
+        )
+    lines += [
+        "",
+        "## Estimates and honesty",
+        "",
+        "Change estimates (median and range over trials) and how often each mode said 'inconclusive' "
+        "(the noise could not rule out a slowdown beyond the threshold; the test passes and the report "
+        "says so). Stored mode's first measurement is also judged without the canary (absolute round "
+        "medians, same data) to show what the canary buys.",
+        "",
+        "| condition | pytest-benchmark change | stored change (first) | stored first flag, canary | "
+        "stored first flag, no canary | stored inconclusive | A/B change | A/B inconclusive |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for condition in CONDITIONS:
-        p = [t for t in plugin if t.condition == condition]
-        b = [t for t in btrials if t.condition == condition]
+        p_, a_, b_ = of(plugin, condition), of(abtrials, condition), of(btrials, condition)
         lines.append(
-            f"| {condition} | {rate(sum(t.failed for t in p), len(p))} | "
-            f"{rate(sum(t.first_regression for t in p), len(p))} | {spread([t.first_ratio for t in p])} | "
-            f"{rate(sum(t.failed for t in b), len(b))} | {spread([t.ratio for t in b])} |"
+            f"| {condition} | {spread([t.ratio for t in b_])} | {spread([t.first_ratio for t in p_])} | "
+            f"{rate(sum(t.first_regression for t in p_), len(p_))} | "
+            f"{rate(sum(t.absolute_first_regression for t in p_), len(p_))} | "
+            f"{sum(t.status.startswith('inconclusive') for t in p_)}/{len(p_)} | "
+            f"{spread([t.ratio for t in a_])} | "
+            f"{sum(t.status.startswith('inconclusive') for t in a_)}/{len(a_)} |"
         )
-    aa = [t for t in plugin if t.condition == "A/A"]
-    d10 = [t for t in plugin if t.condition == "+10%"]
-    d20 = [t for t in plugin if t.condition == "+20%"]
-    false_alarms = sum(t.failed for t in aa)
-    det10 = sum(t.failed for t in d10) / len(d10) if d10 else math.nan
-    det20 = sum(t.failed for t in d20) / len(d20) if d20 else math.nan
+
+    def target(trials: Sequence[Any], aa_limit: int, goals: dict[str, float]) -> list[str]:
+        aa = of(trials, "A/A")
+        alarms = sum(t.failed for t in aa)
+        verdict = "met" if alarms == 0 and len(aa) >= aa_limit else "NOT met"
+        out = [f"  - 0 false alarms in >= {aa_limit} A/A runs: {alarms} in {len(aa)} -> {verdict}"]
+        for condition, goal in goals.items():
+            sel = of(trials, condition)
+            hit = sum(t.failed for t in sel) / len(sel) if sel else math.nan
+            met = "met" if hit >= goal else "NOT met"
+            out.append(f"  - >= {goal:.0%} detection of {condition}: {hit:.0%} -> {met}")
+        return out
+
+    lines += ["", "## Targets", "", "- stored mode at its defaults:"]
+    lines += target(plugin, 50, {"+20%": 0.95, "+10%": 0.80})
+    lines += ["- A/B mode at its defaults:"]
+    lines += target(abtrials, 50, {"+5%": 0.95})
     lines += [
-        "",
-        "## Targets (pytest-ortperf at its defaults)",
-        "",
-        f"- 0 false alarms in >= 20 A/A runs: {false_alarms} in {len(aa)} -> "
-        f"{'met' if false_alarms == 0 and len(aa) >= 20 else 'NOT met'}",
-        f"- >= 95% detection of +20%: {det20:.0%} -> {'met' if det20 >= 0.95 else 'NOT met'}",
-        f"- >= 80% detection of +10%: {det10:.0%} -> {'met' if det10 >= 0.80 else 'NOT met'}",
         "",
         "## Per campaign",
         "",
-        "| campaign | started | load at start | other pytest | plugin baseline median (ms), round cv, "
-        "attempts | bench baseline median (ms), rounds | plugin fails A/A, +5, +10, +20 | "
-        "first-measurement flags | bench fails A/A, +5, +10, +20 |",
+        "| campaign | started | load at start | stored baseline median (ms), canary (ms), round cv, "
+        "attempts | bench baseline median (ms), rounds | stored fails A/A, +5, +10, +20 | "
+        "stored first-measurement flags | A/B fails | bench fails |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for c in campaigns:
 
-        def counts(trials: Sequence[PluginTrial | BenchTrial], attr: str) -> str:
+        def counts(trials: Sequence[Any], attr: str) -> str:
             parts = []
             for condition in CONDITIONS:
                 sel = [t for t in trials if t.condition == condition]
@@ -586,10 +719,11 @@ def report(
             return ", ".join(parts)
 
         lines.append(
-            f"| {c.index} | {c.started} | {c.load} | {c.others} | {c.plugin_baseline_ms:.4g}, "
-            f"{c.plugin_baseline_cv:.1%}, {c.record_attempts} | {c.bench_baseline_ms:.4g}, "
-            f"{c.bench_baseline_rounds} | {counts(c.plugin, 'failed')} | "
-            f"{counts(c.plugin, 'first_regression')} | {counts(c.bench, 'failed')} |"
+            f"| {c.index} | {c.started} | {c.load} | {c.plugin_baseline_ms:.4g}, "
+            f"{c.plugin_baseline_canary_ms:.4g}, {c.plugin_baseline_cv:.1%}, {c.record_attempts} | "
+            f"{c.bench_baseline_ms:.4g}, {c.bench_baseline_rounds} | {counts(c.plugin, 'failed')} | "
+            f"{counts(c.plugin, 'first_regression')} | {counts(c.ab, 'failed')} | "
+            f"{counts(c.bench, 'failed')} |"
         )
     lines += [
         "",
@@ -605,6 +739,7 @@ def report(
                 f"({(t.first_low - 1) * 100:+.1f}%) | {(t.final_ratio - 1) * 100:+.1f}% | {t.status} | "
                 f"{t.median_ms:.4g} |"
             )
+    ab_secs = [t.seconds for t in abtrials]
     p_secs = [t.seconds for t in plugin]
     b_secs = [t.seconds for t in btrials]
     rounds = [t.rounds for t in btrials]
@@ -616,6 +751,10 @@ def report(
         "measurement, and the confirmation when flagged)"
         if p_secs
         else "- plugin: no trials",
+        f"- A/B check: median {statistics.median(ab_secs):.1f} s per trial (two session builds, warmup, "
+        "measurement, confirmation when flagged)"
+        if ab_secs
+        else "- A/B: no trials",
         f"- pytest-benchmark: median {statistics.median(b_secs):.1f} s per pytest subprocess, "
         f"{min(rounds)}-{max(rounds)} rounds of {sorted({t.iterations for t in btrials})} iteration(s)"
         if b_secs
@@ -628,9 +767,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--campaigns", type=int, default=4)
-    parser.add_argument("--reps", type=int, default=12)
-    parser.add_argument("--bench-reps", type=int, default=12)
+    parser.add_argument("--campaigns", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--bench-reps", type=int, default=20)
+    parser.add_argument("--out", type=Path, help="also write the report here after every campaign")
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--budget", type=float, default=MeasureSettings().budget_s)
@@ -658,7 +798,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  {layers} layers: fastest {fast:.4g} ms "
                 f"({fast / ratios[BASE_LAYERS][0]:.3f}), median {med:.4g}"
             )
-        campaigns = [run_campaign(index, bench, args, rng) for index in range(1, args.campaigns + 1)]
+        campaigns = []
+        for index in range(1, args.campaigns + 1):
+            campaigns.append(run_campaign(index, bench, args, rng))
+            if args.out is not None:  # a partial report survives an interrupted run
+                args.out.write_text(
+                    report(
+                        args,
+                        bench,
+                        ratios,
+                        ratios,
+                        campaigns,
+                        load_start,
+                        others_start,
+                        "partial",
+                        time.monotonic() - started,
+                    )
+                )
         log("measuring the real work ratio again")
         ratios_end = work_ratios(bench, args.work_blocks, 20, rng)
         text = report(
@@ -673,6 +829,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             time.monotonic() - started,
         )
     print(text, end="")
+    if args.out is not None:
+        args.out.write_text(text)
     return 0
 
 

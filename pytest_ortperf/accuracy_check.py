@@ -87,6 +87,27 @@ def _compare(
     return ReferenceOutcome(label, tuple(comparisons))
 
 
+def compare_with(
+    actual: Mapping[str, Array],
+    reference: Reference,
+    *,
+    key: CheckKey,
+    tolerances: ToleranceSpec,
+    provider_short: str,
+) -> AccuracyResult:
+    """Outputs against one in-run reference (the A/B reference model): no baseline involved."""
+    outcome = _compare(
+        reference.label, actual, reference, tolerances=tolerances, provider_short=provider_short
+    )
+    assert outcome is not None
+    failed = outcome.failed
+    lines = [f"accuracy of {key.test} against {reference.label}" + (" FAILED" if failed else "")]
+    lines += outcome.lines()
+    return AccuracyResult(
+        key, "failed" if failed else "ok", (outcome,), failed=failed, message="\n".join(lines)
+    )
+
+
 def check_accuracy(
     actual: Mapping[str, Array],
     *,

@@ -6,10 +6,13 @@ test failure with its message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pytest_ortperf.ab import ABSettings, PairedRounds, judge_pair, measure_pair
 from pytest_ortperf.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.compare import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.environment import what_changed
@@ -18,6 +21,8 @@ from pytest_ortperf.opdiff import OpProfile, explain
 from pytest_ortperf.stats import LatencyStats
 
 Missing = Literal["fail", "skip", "pass"]
+FASTEST_FRACTION = 0.25
+FASTEST_MIN = 3
 MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
 
 
@@ -25,13 +30,15 @@ MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
 class CheckPolicy:
     """How checks decide: thresholds, what to do without a baseline, update mode."""
 
-    threshold: float = 0.10
+    threshold: float = 0.06
     missing: Missing = "fail"
     update: bool = False
     fail_on_improvement: bool = False
     max_cv: float = 0.10
     confidence: float = DEFAULT_CONFIDENCE
     measure: MeasureSettings = field(default_factory=MeasureSettings)
+    ab_threshold: float = 0.03
+    ab: ABSettings = field(default_factory=ABSettings)
 
 
 @dataclass(frozen=True)
@@ -57,16 +64,37 @@ class LatencyResult:
     failed: bool = False
     skipped: bool = False
     message: str = ""
+    mode: str = "stored"
+    reference: LatencyStats | None = None
+    reference_label: str = ""
+
+    @property
+    def decisive(self) -> Comparison | None:
+        return self.confirmation or self.comparison
 
     @property
     def baseline_median_ms(self) -> float | None:
+        """The median compared against: the stored baseline's or, in A/B mode, the reference model's."""
+        if self.reference is not None:
+            return self.reference.median_ms
         latency = self.baseline.latency if self.baseline is not None else None
         return latency.median_ms if latency is not None else None
 
     @property
     def change(self) -> str:
-        decisive = self.confirmation or self.comparison
-        return decisive.estimate.describe() if decisive else ""
+        decisive = self.decisive
+        if decisive is None:
+            return ""
+        text = decisive.estimate.describe()
+        if decisive.verdict is Verdict.INCONCLUSIVE:
+            text += f"; could detect >= {percent(decisive.detectable)}"
+        return text
+
+    @property
+    def basis(self) -> str:
+        """Mode and statistic that decided, e.g. ``a/b: median of paired round ratios ...``."""
+        decisive = self.decisive
+        return decisive.basis() if decisive is not None else self.mode
 
 
 def check_latency(
@@ -95,16 +123,8 @@ def check_latency(
         # A regression must survive a fresh measurement before it fails the test.
         current = measure_fn(run, policy.measure)
         confirmation = _judge(_stats(baseline), current, policy)
+    status, failed = settle(comparison, confirmation, policy)
     decisive = confirmation or comparison
-    status = decisive.verdict.value
-    if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
-        # The slowdown did not survive a fresh measurement: noise, never a failure.
-        status = f"{Verdict.NOT_SIGNIFICANT.value} (not confirmed)"
-        failed = False
-    else:
-        failed = decisive.verdict is Verdict.REGRESSION or (
-            decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
-        )
     result = LatencyResult(
         key=key,
         status=status,
@@ -126,6 +146,85 @@ def check_latency(
     return _with_message(result, message)
 
 
+def settle(comparison: Comparison, confirmation: Comparison | None, policy: CheckPolicy) -> tuple[str, bool]:
+    """Status and failed flag from a first verdict and, after a regression, its confirmation."""
+    decisive = confirmation or comparison
+    if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
+        # The slowdown did not survive a fresh measurement: never a failure.
+        return f"{Verdict.INCONCLUSIVE.value} (not confirmed)", False
+    failed = decisive.verdict is Verdict.REGRESSION or (
+        decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
+    )
+    return decisive.verdict.value, failed
+
+
+def check_ab(
+    current: Callable[[], object],
+    reference: Callable[[], object],
+    *,
+    key: CheckKey,
+    label: str,
+    policy: CheckPolicy,
+    measure_fn: Callable[
+        [Callable[[], object], Callable[[], object], ABSettings], PairedRounds
+    ] = measure_pair,
+) -> LatencyResult:
+    """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds."""
+    rounds = measure_fn(current, reference, policy.ab)
+    comparison = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
+    confirmation = None
+    if comparison.verdict is Verdict.REGRESSION:
+        rounds = measure_fn(current, reference, policy.ab)
+        confirmation = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
+    status, failed = settle(comparison, confirmation, policy)
+    result = LatencyResult(
+        key=key,
+        status=status,
+        current=rounds.current,
+        comparison=comparison,
+        confirmation=confirmation,
+        failed=failed,
+        mode="a/b",
+        reference=rounds.reference,
+        reference_label=label,
+    )
+    return _with_message(result, ab_message(result, policy)) if failed else result
+
+
+def ab_without_reference(
+    current: LatencyStats, *, key: CheckKey, label: str, status: str, reason: str
+) -> LatencyResult:
+    """A/B mode with nothing to compare (a new model, or one identical to the reference): reported, passes."""
+    return LatencyResult(
+        key=key,
+        status=status,
+        current=current,
+        mode="a/b",
+        reference_label=label,
+        message=f"latency of {key.test}: {reason}; measured median {current.median_ms:.4g} ms.",
+    )
+
+
+def ab_message(result: LatencyResult, policy: CheckPolicy) -> str:
+    """The message of a failed A/B comparison."""
+    assert result.comparison is not None
+    assert result.reference is not None
+    decisive = result.confirmation or result.comparison
+    kind = "regression" if decisive.verdict is Verdict.REGRESSION else "improvement"
+    lines = [
+        f"latency {kind} in {result.key.test} against {result.reference_label} (same-job A/B)",
+        f"  reference: {_ms(result.reference)}",
+        f"  current:   {_ms(result.current)}",
+        f"  change:    {decisive.estimate.describe()}, threshold +/-{percent(policy.ab_threshold)}",
+        f"  decided by {decisive.basis()}",
+    ]
+    if result.confirmation is not None:
+        lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")
+    if kind == "improvement":
+        lines.append("  (faster beyond the threshold: check that the model still does all its work)")
+    return "\n".join(lines)
+
+
 def _stats(entry: BaselineEntry) -> LatencyStats:
     if entry.latency is None:  # callers pass only entries that hold latency
         raise ValueError("baseline entry without latency")
@@ -138,12 +237,48 @@ def percent(fraction: float) -> str:
 
 
 def _judge(baseline: LatencyStats, current: LatencyStats, policy: CheckPolicy) -> Comparison:
-    return judge(
-        baseline.round_medians_ms,
-        current.round_medians_ms,
-        threshold=policy.threshold,
-        confidence=policy.confidence,
+    return stored_comparison(baseline, current, threshold=policy.threshold, confidence=policy.confidence)
+
+
+def comparable_rounds(stats: LatencyStats, *, relative: bool) -> tuple[float, ...]:
+    return stats.relative_round_medians if relative else stats.round_medians_ms
+
+
+def fastest_share(values: Sequence[float]) -> list[float]:
+    """The fastest quarter of the rounds (at least 3): the machine's fast state, like with like."""
+    ordered = sorted(values)
+    return ordered[: min(len(ordered), max(FASTEST_MIN, math.ceil(len(ordered) * FASTEST_FRACTION)))]
+
+
+def stored_comparison(
+    baseline: LatencyStats, current: LatencyStats, *, threshold: float, confidence: float = DEFAULT_CONFIDENCE
+) -> Comparison:
+    """Stored mode: the fastest quarter of each run's round medians, relative to the canary when both
+    runs measured it, compared by the Hodges-Lehmann ratio with its Mann-Whitney interval.
+
+    A shared machine's speed switches between states; the fastest well-populated state recurs in
+    every run long enough to sample it, so comparing it with the baseline's is comparing like with
+    like, whichever state each run mostly saw.
+    """
+    relative = bool(baseline.canary_round_medians_ms and current.canary_round_medians_ms)
+    base = fastest_share(comparable_rounds(baseline, relative=relative))
+    curr = fastest_share(comparable_rounds(current, relative=relative))
+    comparison = judge(base, curr, threshold=threshold, confidence=confidence)
+    what = "round medians / machine-speed canary" if relative else "round medians"
+    statistic = (
+        f"fastest quarter of {what} ({len(curr)} of {current.rounds} rounds vs {len(base)} of "
+        f"{baseline.rounds}), Hodges-Lehmann ratio"
     )
+    return replace(comparison, statistic=statistic)
+
+
+def decision_cv(stats: LatencyStats) -> float:
+    """How much the rounds the comparison reads vary: relative to the canary when it ran."""
+    values = stats.relative_round_medians if stats.canary_round_medians_ms else stats.round_medians_ms
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean > 0 else 0.0
 
 
 def _with_message(result: LatencyResult, message: str) -> LatencyResult:
@@ -160,10 +295,10 @@ def _record(
     baseline: BaselineEntry | None,
     profile_fn: Callable[[], OpProfile] | None = None,
 ) -> LatencyResult:
-    if current.round_cv > policy.max_cv:
+    if decision_cv(current) > policy.max_cv:
         message = (
             f"latency of {key.test} on machine '{key.machine}' is too noisy to record as a baseline: "
-            f"round medians vary {current.round_cv:.1%} (limit {percent(policy.max_cv)}; median "
+            f"round medians vary {decision_cv(current):.1%} (limit {percent(policy.max_cv)}; median "
             f"{current.median_ms:.4g} ms over {current.rounds} rounds). Rerun on a quieter machine, "
             "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
         )
@@ -183,7 +318,7 @@ def _record(
         return LatencyResult(key=key, status="new", current=current)
     changes = tuple(what_changed(baseline.environment, environment))
     comparison = _judge(_stats(baseline), current, policy)
-    if not changes and comparison.verdict in (Verdict.OK, Verdict.NOT_SIGNIFICANT):
+    if not changes and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
         return LatencyResult(
             key=key, status="unchanged", current=current, baseline=baseline, comparison=comparison
         )
@@ -229,6 +364,7 @@ def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
         f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
         f"  current:  {_ms(result.current)}",
         f"  change:   {decisive.estimate.describe()}, threshold +/-{percent(policy.threshold)}",
+        f"  decided by {decisive.basis()}",
     ]
     if result.confirmation is not None:
         lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")

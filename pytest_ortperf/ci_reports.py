@@ -29,6 +29,16 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "machine": result.key.machine,
         "verdict": result.status,
         "failed": result.failed,
+        "mode": result.mode,
+        "decided_by": result.basis,
+        "reference": (
+            {
+                "label": result.reference_label,
+                "median_ms": result.reference.median_ms if result.reference is not None else None,
+            }
+            if result.mode == "a/b"
+            else None
+        ),
         "current": {
             "median_ms": current.median_ms,
             "p90_ms": current.p90_ms,
@@ -52,6 +62,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
                 "high": decisive.estimate.high,
                 "confidence": decisive.estimate.confidence,
                 "threshold": decisive.threshold,
+                "detectable": decisive.detectable,
             }
             if decisive is not None
             else None
@@ -122,7 +133,10 @@ def _change(record: Mapping[str, Any]) -> str:
     if not change:
         return "-"
     ratio, low, high = ((change[k] - 1) * 100 for k in ("ratio", "low", "high"))
-    return f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
+    text = f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
+    if str(record.get("verdict", "")).startswith("inconclusive") and "detectable" in change:
+        text += f"; could detect >= {change['detectable'] * 100:.3g}%"
+    return text
 
 
 def markdown(records: Sequence[Mapping[str, Any]], *, machine: str, unused: Sequence[str]) -> str:
@@ -133,17 +147,17 @@ def markdown(records: Sequence[Mapping[str, Any]], *, machine: str, unused: Sequ
         "",
         f"Machine `{machine}`: {len(records)} checks, **{len(failed)} failed**.",
         "",
-        "| | test | variant | check | baseline | current | change | verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| | test | variant | check | reference | current | change | verdict | decided by |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for record in sorted(records, key=lambda r: (not r["failed"], str(r["test"]))):
         mark = "❌" if record["failed"] else "✅"
-        baseline = record.get("baseline") or {}
+        reference = record.get("reference") or record.get("baseline") or {}
         current = record.get("current") or {}
         lines.append(
             f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
-            f"{_ms(baseline.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
-            f"{record['verdict']} |"
+            f"{_ms(reference.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
+            f"{record['verdict']} | {record.get('decided_by', '')} |"
         )
     if unused:
         lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]

@@ -1,10 +1,16 @@
-"""Is the current latency really different from the baseline? The comparison policy.
+"""Is the current latency really different from its reference? The comparison policy.
 
-The change is estimated as a ratio of latencies with a distribution-free
-confidence interval: the Hodges-Lehmann estimate of the shift between the log
-round medians of baseline and current, with the Mann-Whitney interval around
-it. Both runs' noise widens the interval, so a slowdown is called only when it
-is larger than the threshold *and* the whole interval lies above 1.
+A change is a ratio current/reference with a distribution-free confidence
+interval, however it was estimated (stored baseline or same-job A/B; see
+``checks`` and ``ab``). One rule turns it into a verdict:
+
+- regression: the estimate is above ``1 + threshold`` *and* the whole interval lies above 1;
+- improved: the mirror image below ``1 / (1 + threshold)``;
+- inconclusive: neither, but the interval reaches above ``1 + threshold``, so a slowdown
+  of the threshold's size cannot be ruled out: the noise decided nothing, and the
+  report says the smallest change this run could have detected instead of passing
+  on a coin flip;
+- ok: the interval rules out a slowdown beyond the threshold.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ DEFAULT_CONFIDENCE = 0.99
 class Verdict(str, enum.Enum):
     OK = "ok"
     REGRESSION = "regression"
-    NOT_SIGNIFICANT = "not significant"
+    INCONCLUSIVE = "inconclusive"
     IMPROVED = "improved"
 
 
@@ -46,9 +52,22 @@ class RatioEstimate:
 
 @dataclass(frozen=True)
 class Comparison:
+    """A verdict with what decided it: the mode (``stored`` or ``a/b``) and the statistic."""
+
     estimate: RatioEstimate
     threshold: float
     verdict: Verdict
+    mode: str = "stored"
+    statistic: str = "round medians, Hodges-Lehmann ratio"
+
+    @property
+    def detectable(self) -> float:
+        """The smallest slowdown (fraction) this run could have called: the threshold or the noise."""
+        return max(self.threshold, self.estimate.ratio / self.estimate.low - 1.0)
+
+    def basis(self) -> str:
+        """Which mode and statistic decided, for every report line."""
+        return f"{self.mode}: {self.statistic}"
 
 
 def _signed_pct(ratio: float) -> str:
@@ -96,6 +115,18 @@ def ratio_interval(
     )
 
 
+def decide(estimate: RatioEstimate, threshold: float) -> Verdict:
+    """The verdict rule of the module docstring."""
+    slower, faster = 1.0 + threshold, 1.0 / (1.0 + threshold)
+    if estimate.ratio > slower and estimate.low > 1.0:
+        return Verdict.REGRESSION
+    if estimate.ratio < faster and estimate.high < 1.0:
+        return Verdict.IMPROVED
+    if estimate.high > slower:
+        return Verdict.INCONCLUSIVE
+    return Verdict.OK
+
+
 def judge(
     baseline: Sequence[float],
     current: Sequence[float],
@@ -103,19 +134,6 @@ def judge(
     threshold: float,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> Comparison:
-    """Verdict on two sets of round medians.
-
-    - regression: estimate above ``1 + threshold`` and the interval entirely above 1;
-    - improved: estimate below ``1 / (1 + threshold)`` and the interval entirely below 1;
-    - not significant: beyond the threshold but the interval reaches 1 (noise could explain it);
-    - ok: within the threshold.
-    """
+    """Verdict on two independent sets of round medians (stored mode)."""
     estimate = ratio_interval(baseline, current, confidence)
-    slower, faster = 1.0 + threshold, 1.0 / (1.0 + threshold)
-    if estimate.ratio > slower:
-        verdict = Verdict.REGRESSION if estimate.low > 1.0 else Verdict.NOT_SIGNIFICANT
-    elif estimate.ratio < faster:
-        verdict = Verdict.IMPROVED if estimate.high < 1.0 else Verdict.NOT_SIGNIFICANT
-    else:
-        verdict = Verdict.OK
-    return Comparison(estimate=estimate, threshold=threshold, verdict=verdict)
+    return Comparison(estimate=estimate, threshold=threshold, verdict=decide(estimate, threshold))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.ab import ABSettings
 from pytest_ortperf.accuracy import ToleranceSpec, parse_tolerance_values
 from pytest_ortperf.checks import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.compare import parse_threshold
@@ -24,7 +25,8 @@ from pytest_ortperf.settings import SessionSettings, parse_assignments
 from pytest_ortperf.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
 
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
-THRESHOLD_KWARGS = ("latency", "atol", "rtol", "cosine", "mismatch", "outputs")
+AB_MARKER_KWARGS = ("reference", "rev")
+THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs")
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class OrtperfConfig:
     strict: bool = False
     run_timeout_s: float = 300.0
     repair: bool = False
+    ab_rev: str = ""
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -106,7 +109,33 @@ def build_config(config: Any) -> OrtperfConfig:
         strict=_flag(config, "ortperf_strict"),
         run_timeout_s=_seconds(config, "ortperf_run_timeout"),
         repair=_flag(config, "ortperf_repair"),
+        ab_rev=_ab_rev(config),
     )
+
+
+def _ab_rev(config: Any) -> str:
+    value, where = _value(config, "ortperf_ab")
+    text = str(value or "").strip()
+    if text.startswith("-"):
+        raise UsageError(f"{where}: {text!r} is not a git revision.")
+    return text
+
+
+def ab_marker(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> tuple[Any, str]:
+    """``ort_ab(reference)`` or ``ort_ab(rev="origin/main")``: (reference model spec or None, revision)."""
+    unknown = sorted(set(kwargs) - set(AB_MARKER_KWARGS))
+    reference = args[0] if args else kwargs.get("reference")
+    rev = kwargs.get("rev", "")
+    if unknown or len(args) > 1 or (args and "reference" in kwargs) or (reference is None) == (not rev):
+        raise UsageError(
+            f"{origin}: ort_ab takes one reference model (a path or ModelProto) or rev='REVISION', "
+            "e.g. ort_ab('models/resnet50_v1.onnx') or ort_ab(rev='origin/main')"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            + "."
+        )
+    if rev and (not isinstance(rev, str) or rev.strip().startswith("-") or not rev.strip()):
+        raise UsageError(f"{origin}: ort_ab rev must be a git revision, got {rev!r}.")
+    return reference, str(rev).strip()
 
 
 def _reference_variant(config: Any) -> Variant | None:
@@ -166,6 +195,8 @@ def _policy(config: Any) -> CheckPolicy:
     threshold, where = _value(config, "ortperf_latency_threshold")
     max_cv, cv_where = _value(config, "ortperf_max_cv")
     budget, budget_where = _value(config, "ortperf_budget")
+    ab_threshold, ab_where = _value(config, "ortperf_ab_threshold")
+    ab_budget, ab_budget_where = _value(config, "ortperf_ab_budget")
     missing, missing_where = _value(config, "ortperf_missing")
     if missing not in MISSING_CHOICES:
         raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
@@ -176,6 +207,8 @@ def _policy(config: Any) -> CheckPolicy:
         fail_on_improvement=_flag(config, "ortperf_fail_on_improvement"),
         max_cv=parse_threshold(max_cv, source=cv_where),
         measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),
+        ab_threshold=parse_threshold(ab_threshold, source=ab_where),
+        ab=ABSettings(budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
     )
 
 
@@ -203,6 +236,8 @@ def thresholds_for(
             )
         if "latency" in kwargs:
             policy = replace(policy, threshold=parse_threshold(kwargs["latency"], source=origin))
+        if "ab" in kwargs:
+            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=origin))
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
         outputs = kwargs.get("outputs", {})
         if not isinstance(outputs, Mapping) or not all(isinstance(v, Mapping) for v in outputs.values()):

@@ -5,6 +5,12 @@ allocation, kernel selection). The run cost seen in warmup sizes the rounds so
 the whole measurement fits a time budget. Every run is timed on its own with
 ``perf_counter_ns`` and the garbage collector off, so a collection never lands
 inside a timed run.
+
+Many short rounds spread over a budget of several seconds sample the machine's
+speed states (on shared machines they switch every few seconds) instead of
+one burst in one state. With a machine-speed canary (``canary.py``), a short
+canary round follows every round, so each round can be read relative to how
+fast the machine was at that moment.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ Clock = Callable[[], int]
 class MeasureSettings:
     """How long and how finely to measure one latency check."""
 
-    budget_s: float = 2.0
-    rounds: int = 15
+    budget_s: float = 4.0
+    rounds: int = 40
     min_rounds: int = 5
     warmup_runs: int = 5
     warmup_s: float = 0.2
@@ -45,9 +51,12 @@ class Plan:
     runs_per_round: int
 
 
-def plan_rounds(run_cost_ns: float, settings: MeasureSettings) -> Plan:
-    """Rounds x runs that fill the budget: fewer rounds (down to ``min_rounds``) for slow models."""
-    budget_ns = settings.budget_s * 1e9
+CANARY_SHARE = 0.25  # of the budget, when a canary runs after every round
+
+
+def plan_rounds(run_cost_ns: float, settings: MeasureSettings, *, share: float = 1.0) -> Plan:
+    """Rounds x runs filling ``share`` of the budget; fewer rounds (to ``min_rounds``) for slow models."""
+    budget_ns = settings.budget_s * 1e9 * share
     per_run = max(run_cost_ns, 1.0)
     total_runs = max(settings.min_rounds, min(settings.max_runs, int(budget_ns / per_run)))
     rounds = max(settings.min_rounds, min(settings.rounds, total_runs))
@@ -74,12 +83,21 @@ def measure(
     settings: MeasureSettings | None = None,
     *,
     clock: Clock = time.perf_counter_ns,
+    canary: Callable[[], object] | None = None,
 ) -> LatencyStats:
-    """Warm up, plan rounds from the observed cost, and time every run."""
+    """Warm up, plan rounds from the observed cost, and time every run (and the canary after each round)."""
     settings = settings or MeasureSettings()
     cost = warm_up(run, settings, clock)
-    plan = plan_rounds(cost, settings)
+    canary_runs = 0
+    if canary is not None:
+        canary_cost = warm_up(canary, settings, clock)
+        plan = plan_rounds(cost, settings, share=1.0 - CANARY_SHARE)
+        round_ns = plan.runs_per_round * max(cost, 1.0)
+        canary_runs = max(1, round(round_ns * CANARY_SHARE / (1.0 - CANARY_SHARE) / max(canary_cost, 1.0)))
+    else:
+        plan = plan_rounds(cost, settings)
     samples: list[int] = []
+    canary_medians: list[float] = []
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
@@ -89,7 +107,19 @@ def measure(
                 t0 = clock()
                 run()
                 samples.append(clock() - t0)
+            if canary is not None:
+                canary_medians.append(_canary_round(canary, canary_runs, clock))
     finally:
         if was_enabled:
             gc.enable()
-    return summarize(samples, [plan.runs_per_round] * plan.rounds)
+    return summarize(samples, [plan.runs_per_round] * plan.rounds, canary_medians)
+
+
+def _canary_round(canary: Callable[[], object], runs: int, clock: Clock) -> float:
+    durations = []
+    for _ in range(runs):
+        t0 = clock()
+        canary()
+        durations.append(clock() - t0)
+    durations.sort()
+    return max(durations[len(durations) // 2], 1) / 1e6

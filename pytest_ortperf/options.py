@@ -126,15 +126,40 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-latency-threshold",
         "ortperf_latency_threshold",
-        "Slowdown that fails a latency check when it is also significant (default: 10%).",
-        "10%",
+        "Slowdown against the stored baseline that fails a latency check when it is also significant "
+        "and confirmed by a second measurement (default: 6%).",
+        "6%",
         "PCT",
+    ),
+    OptionDef(
+        "--ortperf-ab",
+        "ortperf_ab",
+        "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main), "
+        "both measured side by side in interleaved rounds, instead of with the stored baseline.",
+        "",
+        "REV",
+    ),
+    OptionDef(
+        "--ortperf-ab-threshold",
+        "ortperf_ab_threshold",
+        "Slowdown against the A/B reference that fails a latency check when it is also significant "
+        "(default: 3%).",
+        "3%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-ab-budget",
+        "ortperf_ab_budget",
+        "Seconds of timed runs per A/B check, both models together, after warmup (default: 3).",
+        "3",
+        "SECONDS",
     ),
     OptionDef(
         "--ortperf-budget",
         "ortperf_budget",
-        "Seconds of timed runs per latency measurement, after warmup (default: 2).",
-        "2",
+        "Seconds per latency measurement, after warmup: many short rounds spread over it, so the "
+        "machine's speed states are sampled rather than one burst (default: 4).",
+        "4",
         "SECONDS",
     ),
     OptionDef(
@@ -156,7 +181,8 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-max-cv",
         "ortperf_max_cv",
-        "Refuse to record a baseline whose round medians vary more than this (default: 10%).",
+        "Refuse to record a baseline whose round medians (relative to the machine-speed canary when it "
+        "runs) vary more than this (default: 10%).",
         "10%",
         "PCT",
     ),

@@ -6,13 +6,20 @@ import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import numpy as np
 
 from pytest_ortperf.accuracy import ToleranceSpec
-from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy
-from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, check_latency
+from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy, compare_with
+from pytest_ortperf.checks import (
+    CheckKey,
+    CheckPolicy,
+    LatencyResult,
+    ab_without_reference,
+    check_ab,
+    check_latency,
+)
 from pytest_ortperf.ci_reports import accuracy_record, latency_record
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import InputsError, OrtperfError
@@ -20,12 +27,13 @@ from pytest_ortperf.inputs import Array
 from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.references import zoo_expected
-from pytest_ortperf.run import OrtperfRun
+from pytest_ortperf.run import ABReference, OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.stats import LatencyStats
 from pytest_ortperf.watchdog import Watchdog
 
 Abort = Callable[[str], NoReturn]
+T = TypeVar("T")
 PROFILED_RUNS = 3
 
 
@@ -44,6 +52,7 @@ class CheckContext:
     profiler: MarkedProfile | None = None
     nodeid: str = ""
     add_property: Callable[[str, object], None] = lambda name, value: None
+    ab: Callable[[], ABReference | None] | None = None
 
 
 class OrtPerf:
@@ -73,8 +82,9 @@ class OrtPerf:
         return self._context.built
 
     def check_latency(self, feeds: Mapping[str, Array] | None = None) -> LatencyResult:
+        """Against the stored baseline or, in A/B mode, against the reference model (and its outputs)."""
         __tracebackhide__ = True
-        return self._finish([self._guard(lambda: self._latency(feeds))])[0]  # type: ignore[return-value]
+        return self._finish(self._latency_checks(feeds))[0]  # type: ignore[return-value]
 
     def check_accuracy(self, feeds: Mapping[str, Array] | None = None) -> AccuracyResult:
         __tracebackhide__ = True
@@ -83,14 +93,29 @@ class OrtPerf:
     def check(self, feeds: Mapping[str, Array] | None = None) -> tuple[LatencyResult, AccuracyResult]:
         """Latency and accuracy; the test fails once, with both messages, if either failed."""
         __tracebackhide__ = True
-        results = self._finish(
-            [self._guard(lambda: self._latency(feeds)), self._guard(lambda: self._accuracy(feeds))]
-        )
-        return results[0], results[1]  # type: ignore[return-value]
+        results = self._finish([*self._latency_checks(feeds), self._guard(lambda: self._accuracy(feeds))])
+        return results[0], results[-1]  # type: ignore[return-value]
 
-    def _guard(
-        self, action: Callable[[], LatencyResult | AccuracyResult]
-    ) -> LatencyResult | AccuracyResult | str:
+    def _latency_checks(
+        self, feeds: Mapping[str, Array] | None
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        """The latency check of this mode: stored baseline, or A/B (latency plus outputs vs the reference)."""
+        context = self._context
+        if context.ab is None or context.policy.update:  # updates always record stored baselines
+            return [self._guard(lambda: self._latency(feeds))]
+        reference = self._guard(context.ab)
+        if isinstance(reference, str):
+            return [reference]
+        if reference is None:
+            return [self._guard(lambda: self._latency(feeds))]
+        # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
+        # a message, as in stored mode, naming the reference.
+        checks = self._guard(lambda: self._ab(reference, self._inputs(feeds)))
+        if isinstance(checks, str):
+            return [f"same-job A/B of {context.key.test} against {reference.label}: {checks}"]
+        return checks
+
+    def _guard(self, action: Callable[[], T]) -> T | str:
         try:
             return action()
         except OrtperfError as exc:
@@ -127,9 +152,11 @@ class OrtPerf:
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
         timing = context.run.timing
 
+        canary = context.run.canary(context.built)
+
         def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
             with timing.held():
-                return measure(run, settings)
+                return measure(run, settings, canary=canary)
 
         watchdog = context.run.watchdog
         result = check_latency(
@@ -142,19 +169,77 @@ class OrtPerf:
             environment=self._environment(inputs),
             today=datetime.date.today().isoformat(),
         )
-        context.run.results.append(result)
-        context.run.records.append(latency_record(result, context.nodeid))
-        context.add_property("ortperf_latency_verdict", result.status)
-        context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
-        if result.change:
-            context.add_property("ortperf_latency_change", result.change)
         if context.profiler is not None:
             # Timed runs stay on the unprofiled session; these untimed runs explain where time went.
             for _ in range(PROFILED_RUNS):
                 context.profiler.run(None, inputs)
+        self._publish(result)
+        return result
+
+    def _ab(
+        self, reference: ABReference, inputs: dict[str, Array]
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        context = self._context
+        built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
+        if reference.source is None or reference.source.sha256 == built.model.sha256:
+            with timing.held():
+                stats = measure(lambda: watchdog.run(built.session, None, inputs), context.policy.measure)
+            identical = reference.source is not None
+            result = ab_without_reference(
+                stats,
+                key=context.key,
+                label=reference.label,
+                status="identical to reference" if identical else "no reference",
+                reason=f"identical to {reference.label}, nothing to compare"
+                if identical
+                else reference.reason,
+            )
+            self._publish(result)
+            return [result]
+        try:
+            other = context.run.session(reference.source, built.variant, built.settings)
+        except OrtperfError as exc:
+            return [f"A/B reference {reference.label} of {context.key.test}: {exc}"]
+        with timing.held():
+            result = check_ab(
+                lambda: watchdog.run(built.session, None, inputs),
+                lambda: watchdog.run(other.session, None, inputs),
+                key=context.key,
+                label=reference.label,
+                policy=context.policy,
+            )
+        self._publish(result)
+        return [result, self._guard(lambda: self._ab_accuracy(other, reference.label, inputs))]
+
+    def _ab_accuracy(self, other: BuiltSession, label: str, inputs: dict[str, Array]) -> AccuracyResult:
+        """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
+        context, watchdog = self._context, self._context.run.watchdog
+        actual = _run_outputs(context.built, inputs, watchdog)
+        expected = Reference(label, _run_outputs(other, inputs, watchdog), {})
+        result = compare_with(
+            actual,
+            expected,
+            key=context.key,
+            tolerances=context.tolerances,
+            provider_short=context.built.variant.provider_spec.short,
+        )
+        context.run.accuracy_results.append(result)
+        context.run.records.append(accuracy_record(result, context.nodeid))
+        context.add_property("ortperf_ab_accuracy_verdict", result.status)
+        return result
+
+    def _publish(self, result: LatencyResult) -> None:
+        """A latency result into the run's report, the JUnit properties and pytest-benchmark."""
+        context = self._context
+        context.run.results.append(result)
+        context.run.records.append(latency_record(result, context.nodeid))
+        context.add_property("ortperf_latency_verdict", result.status)
+        context.add_property("ortperf_latency_mode", result.basis)
+        context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
+        if result.change:
+            context.add_property("ortperf_latency_change", result.change)
         if self._on_result is not None:
             self._on_result(result)
-        return result
 
     def _accuracy(self, feeds: Mapping[str, Array] | None) -> AccuracyResult:
         context, inputs = self._context, self._inputs(feeds)

@@ -15,6 +15,7 @@ from pytest_ortperf.benchmark_bridge import publish
 from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.config import (
     OrtperfConfig,
+    ab_marker,
     build_config,
     input_options,
     model_marker_spec,
@@ -42,8 +43,11 @@ _MARKERS = (
     "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
     "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
-    "ort_thresholds(latency='10%', atol=..., rtol=..., cosine=..., outputs={...}): per-test limits "
-    "for ort_perf checks.",
+    "ort_thresholds(latency='10%', ab='3%', atol=..., rtol=..., cosine=..., outputs={...}): per-test "
+    "limits for ort_perf checks.",
+    "ort_ab(reference) or ort_ab(rev='origin/main'): same-job A/B for ort_perf latency checks: the "
+    "model is measured side by side with this reference model (a path or onnx.ModelProto) or with its "
+    "own file at that git revision, and compared by paired ratios instead of the stored baseline.",
     "ort_profile: run-level profiling; every run of ort_session (and a few untimed runs of each "
     "ort_perf latency check) writes its own trace, summarized per operator and provider.",
 )
@@ -71,6 +75,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
     run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
+    if ortperf_config.ab_rev and not ortperf_config.policy.update:
+        try:  # no git or an unknown revision stops the run before any test: a usage error
+            run.git_revision(ortperf_config.ab_rev)
+        except OrtperfError as exc:
+            raise pytest.UsageError(str(exc)) from None
     run.partially_selected = _files_selected_by_node_id(config)
     config.stash[RUN_KEY] = run
 
@@ -261,6 +270,18 @@ def ort_perf(
         " ".join(_carried_options(request.config.invocation_params.args)),
     )
     directory = ort_session_info.model.directory
+    ab_mark = request.node.get_closest_marker("ort_ab")
+    ab_origin = f"ort_ab marker of {request.node.nodeid}"
+    ab_spec = _guarded(lambda: ab_marker(ab_mark.args, ab_mark.kwargs, origin=ab_origin)) if ab_mark else None
+    ab = (
+        (
+            lambda: run.ab_reference(
+                ort_session_info.model, ab_spec, test_dir=_test_dir(request), origin=ab_origin
+            )
+        )
+        if ab_spec is not None or run.config.ab_rev
+        else None
+    )
     context = CheckContext(
         run=run,
         built=ort_session_info,
@@ -272,6 +293,7 @@ def ort_perf(
         nodeid=request.node.nodeid,
         add_property=lambda name, value: request.node.user_properties.append((name, value)),
         profiler=ort_profiler,
+        ab=ab,
         data_set=directory / ort_inputs.source
         if directory and ort_inputs.source.startswith("test_data_set_")
         else None,
@@ -306,7 +328,13 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
     )
 
 
-_NOT_CARRIED = {"--ortperf-update", "--ortperf-prune", "--ortperf-missing", "--ortperf-fail-on-improvement"}
+_NOT_CARRIED = {
+    "--ortperf-ab",
+    "--ortperf-update",
+    "--ortperf-prune",
+    "--ortperf-missing",
+    "--ortperf-fail-on-improvement",
+}
 _FLAGS = {"--ortperf-update", "--ortperf-prune", "--ortperf-fail-on-improvement"}
 
 

@@ -9,7 +9,7 @@ from pytest_ortperf.profiles import ProfileReport
 from pytest_ortperf.run import UpdateReport
 from pytest_ortperf.showing import format_table
 
-_HEADERS = ("test", "variant", "baseline", "current", "change", "verdict")
+_HEADERS = ("test", "variant", "mode", "reference", "current", "change", "verdict")
 
 
 def _ms(value: float) -> str:
@@ -26,6 +26,7 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
             (
                 f"{result.key.test_file}::{test}",
                 result.key.variant,
+                result.mode,
                 baseline,
                 _ms(result.current.median_ms),
                 result.change or "-",
@@ -36,12 +37,22 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
 
 
 def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int) -> list[str]:
-    """One row per latency check: test, variant, baseline median, current median, change, verdict."""
+    """One row per latency check: test, variant, mode, reference median, current median, change, verdict."""
     if not rows:
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
-    lines = [f"latency on machine '{machine}' (medians; change = current/baseline with its interval)"]
+    lines = [
+        f"latency on machine '{machine}' (medians; change = current/reference with its interval; "
+        "reference = the stored baseline, or the reference model measured side by side in mode a/b)"
+    ]
     lines += format_table(table)
+    inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive"))
+    if inconclusive:
+        lines.append(
+            f"{inconclusive} check(s) inconclusive: the noise could not rule out a slowdown beyond the "
+            "threshold ('could detect' = the smallest change that run would have caught); give them "
+            "more time (--ortperf-budget) or compare side by side (--ortperf-ab)."
+        )
     if missing:
         lines.append(
             f"{missing} check(s) have no baseline for machine '{machine}'; record them with "

@@ -6,6 +6,7 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,20 +20,32 @@ from pytest_ortperf.trace import load_trace, model_runs, slice_run, summarize
 
 if TYPE_CHECKING:
     from pytest_ortperf.accuracy_check import AccuracyResult
+from pytest_ortperf.canary import Canary
 from pytest_ortperf.config import OrtperfConfig
 from pytest_ortperf.errors import ProviderUnavailable
+from pytest_ortperf.git_refs import GitRevision
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
 from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource
 from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.profiles import ProfileBook
 from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
+from pytest_ortperf.providers import CPU
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.variants import Variant
 from pytest_ortperf.watchdog import Watchdog
+
+
+@dataclass(frozen=True)
+class ABReference:
+    """The reference model of a same-job A/B check; ``source`` None with a ``reason`` when there is none."""
+
+    label: str
+    source: ModelSource | None
+    reason: str = ""
 
 
 @dataclass
@@ -80,6 +93,8 @@ class OrtperfRun:
         self._runtime: RuntimeInfo | None = None
         self._machine: Machine | None = None
         self._watchdog: Watchdog | None = None
+        self._revisions: dict[str, GitRevision] = {}
+        self._canaries: dict[SessionSettings, Canary] = {}
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -123,6 +138,44 @@ class OrtperfRun:
 
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         return self.pool.get(model, variant, settings)
+
+    def canary(self, built: BuiltSession) -> Callable[[], object] | None:
+        """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,
+        whose speed a CPU workload does not track."""
+        if built.variant.provider != CPU:
+            return None
+        if built.settings not in self._canaries:
+            self._canaries[built.settings] = Canary.build(import_onnxruntime(), built.variant, built.settings)
+        return self._canaries[built.settings].run
+
+    def git_revision(self, rev: str, *, source: str = "--ortperf-ab") -> GitRevision:
+        """The revision, checked once per run (usage error: no git, not a repository, unknown revision)."""
+        if rev not in self._revisions:
+            self._revisions[rev] = GitRevision(rev, self.config.rootdir, source=source)
+        return self._revisions[rev]
+
+    def ab_reference(
+        self, model: ModelSource, marker: tuple[Any, str] | None, *, test_dir: Path, origin: str
+    ) -> ABReference | None:
+        """What ``model`` is compared with in A/B mode: the ``ort_ab`` marker's reference or revision,
+        else ``--ortperf-ab``; None when A/B mode is off for this test."""
+        spec, rev = marker if marker is not None else (None, self.config.ab_rev)
+        if spec is not None:
+            source = self.model(spec, test_dir=test_dir, origin=origin)
+            return ABReference(source.label, source)
+        if not rev:
+            return None
+        revision = self.git_revision(rev, source=origin if marker is not None else "--ortperf-ab")
+        if model.path is None:
+            return ABReference(
+                f"{rev}:{model.label}", None, "the model is not a file, so git has no earlier version"
+            )
+        found = revision.model_at(model.path)
+        if found.data is None:
+            return ABReference(found.label, None, found.reason)
+        return ABReference(
+            found.label, ModelSource(found.label, hashlib.sha256(found.data).hexdigest(), data=found.data)
+        )
 
     def reference_session(self, built: BuiltSession) -> BuiltSession | None:
         """The reference variant's session for the same model and settings, or None when the

@@ -38,10 +38,20 @@ class LatencyStats:
     round_cv: float
     throughput_per_s: float
     round_medians_ms: tuple[float, ...]
+    canary_round_medians_ms: tuple[float, ...] = ()
+
+    @property
+    def relative_round_medians(self) -> tuple[float, ...]:
+        """Each round median over the machine-speed canary's median measured right after it."""
+        return tuple(m / c for m, c in zip(self.round_medians_ms, self.canary_round_medians_ms, strict=True))
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["round_medians_ms"] = list(self.round_medians_ms)
+        if self.canary_round_medians_ms:
+            data["canary_round_medians_ms"] = list(self.canary_round_medians_ms)
+        else:
+            del data["canary_round_medians_ms"]
         return data
 
     @classmethod
@@ -49,8 +59,10 @@ class LatencyStats:
         """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
         values: dict[str, Any] = {}
         for f in fields(cls):
+            if f.name == "canary_round_medians_ms" and f.name not in data:
+                continue  # measured without the canary (an accelerator, or an older baseline)
             raw = data[f.name]
-            if f.name == "round_medians_ms":
+            if f.name in ("round_medians_ms", "canary_round_medians_ms"):
                 values[f.name] = tuple(_finite(x, f.name) for x in raw)
             elif f.type == "int":
                 values[f.name] = _whole(raw, f.name)
@@ -61,6 +73,9 @@ class LatencyStats:
             raise ValueError("round_medians_ms must be a non-empty list of positive numbers")
         if values["rounds"] != len(medians) or values["count"] < values["rounds"]:
             raise ValueError("rounds must equal the number of round medians and not exceed count")
+        canary = values.get("canary_round_medians_ms", ())
+        if canary and (len(canary) != len(medians) or min(canary) <= 0):
+            raise ValueError("canary_round_medians_ms must hold one positive number per round")
         return cls(**values)
 
 
@@ -80,10 +95,17 @@ def _whole(value: Any, name: str) -> int:
     return value
 
 
-def summarize(samples_ns: Sequence[int], round_sizes: Sequence[int]) -> LatencyStats:
-    """Statistics of ``samples_ns`` (one duration per run, in order), split into rounds."""
+def summarize(
+    samples_ns: Sequence[int], round_sizes: Sequence[int], canary_medians_ms: Sequence[float] = ()
+) -> LatencyStats:
+    """Statistics of ``samples_ns`` (one duration per run, in order), split into rounds.
+
+    ``canary_medians_ms``: the canary's median measured right after each round, when it was.
+    """
     if not samples_ns or sum(round_sizes) != len(samples_ns) or min(round_sizes, default=0) < 1:
         raise ValueError("round sizes must be >= 1 and add up to the number of samples")
+    if canary_medians_ms and len(canary_medians_ms) != len(round_sizes):
+        raise ValueError("one canary median per round")
     runs = np.asarray(samples_ns, dtype=np.float64) / NS_PER_MS
     bounds = np.cumsum([0, *round_sizes])
     medians = np.array([np.median(runs[a:b]) for a, b in itertools.pairwise(bounds)])
@@ -106,4 +128,5 @@ def summarize(samples_ns: Sequence[int], round_sizes: Sequence[int]) -> LatencyS
         round_cv=round_stdev / float(medians.mean()) if medians.mean() > 0 else 0.0,
         throughput_per_s=1000.0 / float(median) if median > 0 else math.inf,
         round_medians_ms=tuple(float(m) for m in medians),
+        canary_round_medians_ms=tuple(float(c) for c in canary_medians_ms),
     )

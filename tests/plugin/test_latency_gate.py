@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pytest_ortperf.measure import MeasureSettings
 from tests.models import mlp_model
 
 # A fast model whose cost quadruples with four times the layers: a real slowdown that stays
@@ -51,7 +52,7 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) 
 
     same = pytester.runpytest(*QUICK)
     same.assert_outcomes(passed=1)
-    same.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  * ms  * ms  *% (99% CI *)  ok"])
+    same.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  * ms  * ms  *% (99% CI *)  ok"])
 
     _slow_down(pytester)
     slower = pytester.runpytest(*QUICK)
@@ -91,7 +92,7 @@ def test_missing_baseline_policy(pytester: pytest.Pytester, suite: Path, policy:
     result = pytester.runpytest("-rs", f"--ortperf-missing={policy}", *QUICK)
     result.assert_outcomes(**{outcome: 1})
     if policy == "pass":  # measured and listed, with the hint to record
-        result.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  - * ms  - * missing", "1 check(s) have no baseline for machine *"])
+        result.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  - * ms  - * missing", "1 check(s) have no baseline for machine *"])
     else:
         result.stdout.fnmatch_lines(["*no latency baseline for test_latency[[]cpu-all[]] on machine '*' (no machine has one yet)*"])
     assert not suite.parent.exists(), "nothing is written without --ortperf-update"
@@ -128,7 +129,7 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, atol, rtol, cosine, mismatch, outputs; unknown: atoll*"])
+    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs; unknown: atoll*"])
 
 
 def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
@@ -212,7 +213,7 @@ def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite
     assert entry["fullname"] == "test_gate.py::test_latency[cpu-all]"
     assert entry["extra_info"]["variant"] == "cpu-all"
     assert entry["extra_info"]["verdict"] == "missing"
-    assert entry["stats"]["rounds"] == 15
+    assert entry["stats"]["rounds"] == MeasureSettings().rounds
 
 
 def test_node_id_selection_never_marks_siblings_unused(pytester: pytest.Pytester, suite: Path) -> None:

@@ -263,7 +263,7 @@ def test_a_regression_that_is_not_confirmed_passes(root: Path, with_baseline: Pa
     store = BaselineStore(root)
     result = check(store, measure)
     assert measure.calls == 2
-    assert result.status == "not significant (not confirmed)"
+    assert result.status == "inconclusive (not confirmed)"
     assert not result.failed
     assert result.message == ""
     assert result.comparison is not None
@@ -297,15 +297,17 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
         lines[2]
         == f"  current:  median {second.median_ms:.4g} ms, p90 {second.p90_ms:.4g} ms (15 rounds x 3 runs)"
     )
-    assert lines[3] == f"  change:   {result.confirmation.estimate.describe()}, threshold +/-10%"
+    assert lines[3] == f"  change:   {result.confirmation.estimate.describe()}, threshold +/-6%"
     assert re.fullmatch(
-        r"  change:   \+2\d\.\d% \(99% CI \+\d+\.\d% \.\. \+\d+\.\d%\), threshold \+/-10%", lines[3]
+        r"  change:   \+2\d\.\d% \(99% CI \+\d+\.\d% \.\. \+\d+\.\d%\), threshold \+/-6%", lines[3]
     )
     assert result.comparison is not None
-    assert lines[4] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
-    assert lines[5] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
-    assert lines[6] == f"  to accept the new latency: {RECORD}"
-    assert len(lines) == 7
+    assert lines[4] == f"  decided by {result.confirmation.basis()}"
+    assert lines[4].startswith("  decided by stored: fastest quarter of round medians (4 of 15 rounds vs 4 of 15)")
+    assert lines[5] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
+    assert lines[6] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
+    assert lines[7] == f"  to accept the new latency: {RECORD}"
+    assert len(lines) == 8
     assert list(store.staged()) == []
 
 
@@ -322,9 +324,11 @@ def test_the_threshold_comes_from_the_policy(root: Path, with_baseline: Path) ->
 
 
 def test_a_noisy_slowdown_is_not_significant(root: Path, with_baseline: Path) -> None:
-    measure = FakeMeasure(stats(13.0, seed=0, noise=0.5, rounds=5))
+    # Five rounds whose fastest quarter (3 rounds) spans 0.9x-1.4x of the baseline: the interval reaches 1.
+    rounds = [9.0, 12.5, 14.0, 16.0, 18.0]
+    measure = FakeMeasure(summarize([round(m * NS_PER_MS) for m in rounds for _ in range(3)], [3] * 5))
     result = check(BaselineStore(root), measure)
-    assert result.status == "not significant"
+    assert result.status == "inconclusive"
     assert not result.failed
     assert measure.calls == 1  # only a regression verdict is re-measured
 
@@ -383,7 +387,7 @@ def test_an_unconfirmed_regression_that_turns_into_an_improvement_is_reported_co
         assert result.status == "improved"
         assert "confirmed by a second" not in result.message
     else:
-        assert result.status == "not significant (not confirmed)"
+        assert result.status == "inconclusive (not confirmed)"
 
 
 def test_the_failure_message_shows_a_fractional_threshold_exactly(root: Path, with_baseline: Path) -> None:

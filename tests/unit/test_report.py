@@ -59,6 +59,7 @@ def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
         (
             "tests/test_perf.py::test_squeezenet",
             "cpu-all",
+            "stored",
             "10 ms",
             "10.2 ms",
             "+2.0% (99% CI -1.0% .. +5.0%)",
@@ -67,12 +68,13 @@ def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
         (
             "tests/test_perf.py::test_resnet",
             "cuda-extended",
+            "stored",
             "1 ms",
             "1.5 ms",
             "+50.0% (99% CI +40.0% .. +60.0%)",
             "regression",
         ),
-        ("tests/test_perf.py::test_new", "cpu-all", "-", "123.5 ms", "-", "missing"),
+        ("tests/test_perf.py::test_new", "cpu-all", "stored", "-", "123.5 ms", "-", "missing"),
     ]
 
 
@@ -83,12 +85,12 @@ def _table(results: list, machine: str) -> list[str]:
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
     lines = _table(RESULTS, "ci-large")
-    assert lines[0] == "latency on machine 'ci-large' (medians; change = current/baseline with its interval)"
+    assert lines[0].startswith("latency on machine 'ci-large' (medians; change = current/reference with its interval")
     header, *rows = lines[1:5]
-    assert header.split() == ["test", "variant", "baseline", "current", "change", "verdict"]
+    assert header.split() == ["test", "variant", "mode", "reference", "current", "change", "verdict"]
     assert rows[0].split("  ")[0] == "tests/test_perf.py::test_squeezenet"
     # every column starts at the same offset on every line
-    for column in ("variant", "baseline", "current", "change", "verdict"):
+    for column in ("variant", "mode", "reference", "current", "change", "verdict"):
         offset = header.index(column)
         for row in rows:
             assert row[offset - 2 : offset] == "  "

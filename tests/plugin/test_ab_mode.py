@@ -1,0 +1,290 @@
+"""Same-job A/B mode end to end: real git repositories, real ONNX Runtime sessions, tiny budgets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from tests.models import mlp_model
+
+# Same input shape, four times the layers: a slowdown far beyond any noise of a shared machine.
+FAST = {"layers": 4, "width": 256}
+SLOW = {"layers": 16, "width": 256}
+# Small budgets; the max-cv limit is lifted so that recording never depends on a quiet machine.
+QUICK = ("--ortperf-ab-budget=0.5", "--ortperf-budget=0.3", "--ortperf-max-cv=1000%")
+# For checks about outputs: a latency threshold no same-size model can cross.
+LENIENT = "--ortperf-ab-threshold=50%"
+# Known issue outside A/B mode: accuracy.compare_output's relative error divides by a tiny number
+# where the reference output is exactly 0 (Relu) and numpy warns about the overflow; this suite
+# turns warnings into errors, so runs whose outputs differ ignore that one warning.
+OVERFLOW_OK = "-Wignore:overflow encountered in divide:RuntimeWarning"
+
+TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("{model}", dims={{"batch": 16}})
+
+def test_model(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester) -> None:
+    """Git that reads no user or system config and never finds a repository above pytester's dir."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(pytester.path.parent / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def git(pytester: pytest.Pytester, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=pytester.path, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def save(pytester: pytest.Pytester, name: str, **kwargs: Any) -> Path:
+    path = pytester.path / name
+    onnx.save(mlp_model(**kwargs), path)
+    return path
+
+
+def commit_model(pytester: pytest.Pytester, **kwargs: Any) -> None:
+    """A repository in pytester's directory whose HEAD holds model.onnx = ``mlp_model(**kwargs)``."""
+    git(pytester, "init", "-q")
+    git(pytester, "config", "user.name", "Test")
+    git(pytester, "config", "user.email", "test@example.com")
+    git(pytester, "config", "commit.gpgsign", "false")
+    save(pytester, "model.onnx", **kwargs)
+    git(pytester, "add", "model.onnx")
+    git(pytester, "commit", "-q", "-m", "model")
+
+
+def suite(pytester: pytest.Pytester, model: str = "model.onnx") -> None:
+    pytester.makepyfile(test_ab=TEST_FILE.format(model=model))
+
+
+def report(pytester: pytest.Pytester) -> dict[str, list[dict[str, Any]]]:
+    """The JSON report's checks by kind."""
+    checks = json.loads((pytester.path / "report.json").read_text())["checks"]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for check in checks:
+        by_kind.setdefault(check["kind"], []).append(check)
+    return by_kind
+
+
+def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST)
+    save(pytester, "model.onnx", **SLOW)
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", OVERFLOW_OK, *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*latency regression in test_model[[]cpu-all[]] against HEAD:model.onnx (same-job A/B)",
+            "*  reference: median * ms, p90 * ms (* rounds x * runs)",
+            "*  current:   median * ms, p90 * ms (* rounds x * runs)",
+            "*  change:    +*% (99% CI +*% .. +*%), threshold +/-3%",
+            "*  decided by a/b: median of paired round ratios, sign-test interval over * rounds",
+            "*  first measurement: +*(confirmed by a second)",
+        ]
+    )
+    assert "ortperf update" not in result.stdout.str()  # nothing to accept: the reference is a commit
+    (latency,) = report(pytester)["latency"]
+    assert latency["mode"] == "a/b"
+    assert latency["verdict"] == "regression"
+    assert latency["failed"] is True
+    assert latency["reference"]["label"] == "HEAD:model.onnx"
+    assert latency["current"]["median_ms"] > 2 * latency["reference"]["median_ms"]
+    assert latency["decided_by"].startswith("a/b: median of paired round ratios")
+    assert latency["change"]["low"] > 1.5
+    assert latency["change"]["threshold"] == 0.03
+    assert latency["baseline"] is None
+
+
+def test_an_unchanged_model_is_identical_to_its_reference_and_passes(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST)
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines(
+        [r"test_ab\.py::test_model +cpu-all +a/b +- +\S+ ms +- +identical to reference$"]
+    )
+    kinds = report(pytester)
+    assert "accuracy" not in kinds  # the same bytes: nothing to compare
+    (latency,) = kinds["latency"]
+    assert latency["verdict"] == "identical to reference"
+    assert latency["failed"] is False
+    assert latency["reference"] == {"label": "HEAD:model.onnx", "median_ms": None}
+    assert latency["message"].startswith("latency of test_model[cpu-all]: identical to HEAD:model.onnx")
+
+
+def test_a_model_not_in_head_has_no_reference_and_passes(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST)
+    save(pytester, "new.onnx", **SLOW)  # untracked: added since HEAD
+    suite(pytester, model="new.onnx")
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([r"test_ab\.py::test_model +cpu-all +a/b +- +\S+ ms +- +no reference$"])
+    (latency,) = report(pytester)["latency"]
+    assert latency["verdict"] == "no reference"
+    assert latency["reference"]["label"] == "HEAD:new.onnx"
+    assert "no file 'new.onnx' at HEAD (a new model?)" in latency["message"]
+
+
+def test_a_reference_that_cannot_run_on_the_current_inputs_fails_with_a_message(
+    pytester: pytest.Pytester,
+) -> None:
+    commit_model(pytester, layers=2, width=128)
+    save(pytester, "model.onnx", layers=2, width=256)  # the input widened since HEAD
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "same-job A/B of test_model[[]cpu-all[]] against HEAD:model.onnx: session.run failed on "
+            "CPUExecutionProvider *Got: 256 Expected: 128*"
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "RunFailed" not in result.stdout.str()
+
+
+def test_an_unknown_revision_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST)
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=nosuchrev", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ortperf-ab=nosuchrev: git does not know this revision*"])
+    assert "collected" not in result.stdout.str()  # stopped before collecting any test
+
+
+def test_a_directory_that_is_no_repository_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    save(pytester, "model.onnx", **FAST)
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ortperf-ab=HEAD: '*' is not inside a git work tree*"])
+
+
+def test_an_unknown_revision_in_a_marker_fails_that_test(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST)
+    pytester.makepyfile(
+        test_ab="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+        @pytest.mark.ort_ab(rev="nosuchrev")
+        def test_model(ort_perf):
+            ort_perf.check_latency()
+        """
+    )
+    result = pytester.runpytest(*QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*ort_ab marker of test_ab.py::test_model[[]cpu-all[]]=nosuchrev: git does not know this revision*"]
+    )
+
+
+def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST, seed=0)
+    save(pytester, "model.onnx", **FAST, seed=1)  # same architecture and cost, other weights
+    suite(pytester)
+    result = pytester.runpytest(
+        "--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, OVERFLOW_OK, *QUICK
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED", "*  vs HEAD:model.onnx:"]
+    )
+    assert "latency regression" not in result.stdout.str()
+    kinds = report(pytester)
+    (latency,) = kinds["latency"]
+    assert latency["failed"] is False
+    assert latency["mode"] == "a/b"
+    assert 0.5 < latency["change"]["ratio"] < 2.0
+    (accuracy,) = kinds["accuracy"]
+    assert accuracy["failed"] is True
+    assert [r["reference"] for r in accuracy["references"]] == ["HEAD:model.onnx"]
+
+
+def test_equal_weights_at_head_pass_the_outputs_check(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST, seed=0)
+    model = onnx.load(pytester.path / "model.onnx")
+    model.doc_string = "same weights, other bytes"  # a change that must not alter the outputs
+    onnx.save(model, pytester.path / "model.onnx")
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
+    result.assert_outcomes(passed=1)
+    (accuracy,) = report(pytester)["accuracy"]
+    assert accuracy["verdict"] == "ok"
+    assert accuracy["message"].startswith("accuracy of test_model[cpu-all] against HEAD:model.onnx\n")
+
+
+MARKED_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+@pytest.mark.ort_ab("reference.onnx")
+def test_model(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+def test_a_marker_reference_on_disk_catches_a_slower_model_without_git(pytester: pytest.Pytester) -> None:
+    save(pytester, "reference.onnx", **FAST)
+    save(pytester, "model.onnx", **SLOW)
+    pytester.makepyfile(test_ab=MARKED_FILE)
+    result = pytester.runpytest(OVERFLOW_OK, *QUICK)  # no --ortperf-ab and no repository: the marker alone
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*latency regression in test_model[[]cpu-all[]] against reference.onnx (same-job A/B)",
+            "*  decided by a/b: *",
+        ]
+    )
+
+
+def test_a_marker_reference_with_other_weights_fails_the_outputs_check(pytester: pytest.Pytester) -> None:
+    save(pytester, "reference.onnx", **FAST, seed=0)
+    save(pytester, "model.onnx", **FAST, seed=3)
+    pytester.makepyfile(test_ab=MARKED_FILE)
+    result = pytester.runpytest(LENIENT, OVERFLOW_OK, *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against reference.onnx FAILED"])
+    assert "latency regression" not in result.stdout.str()
+
+
+def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST)
+    save(pytester, "model.onnx", **SLOW)  # would fail the A/B check
+    suite(pytester)
+    result = pytester.runpytest(
+        "--ortperf-update", "--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused"])
+    (latency,) = report(pytester)["latency"]
+    assert latency["mode"] == "stored"
+    assert latency["verdict"] == "new"
+    assert latency["reference"] is None
+    stored = json.loads((pytester.path / "baselines" / "test_ab.py.json").read_text())
+    (machine,) = stored["entries"]["test_model[cpu-all]"]
+    entry = stored["entries"]["test_model[cpu-all]"][machine]
+    assert entry["latency"]["median_ms"] == pytest.approx(latency["current"]["median_ms"], rel=1e-3)
+    # The stored baseline is the work tree's model, not HEAD's.
+    committed = subprocess.run(
+        ["git", "show", "HEAD:model.onnx"], cwd=pytester.path, capture_output=True, check=True
+    ).stdout
+    work_tree = (pytester.path / "model.onnx").read_bytes()
+    assert committed != work_tree
+    assert entry["environment"]["model_sha256"] == hashlib.sha256(work_tree).hexdigest()
+    plain = pytester.runpytest("--ortperf-latency-threshold=50%", *QUICK)
+    plain.assert_outcomes(passed=1)
+    plain.stdout.re_match_lines([r"test_ab\.py::test_model +cpu-all +stored +\S+ ms +\S+ ms +[-+]\d"])

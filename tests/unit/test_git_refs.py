@@ -1,0 +1,299 @@
+"""A model file at a git revision (real git in tmp_path), and the A/B marker and option values."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from pytest_ortperf.accuracy import ToleranceSpec
+from pytest_ortperf.checks import CheckPolicy
+from pytest_ortperf.config import ab_marker, build_config, thresholds_for
+from pytest_ortperf.errors import ModelError, UsageError
+from pytest_ortperf.git_refs import LFS_POINTER, GitRevision
+from pytest_ortperf.options import OPTIONS
+from tests.models import mlp_model
+from tests.unit.test_config import FakeConfig
+
+LFS_FILE = (
+    LFS_POINTER
+    + b"v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Git that reads no user or system config and never looks above tmp_path for a repository."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def commit_all(repo: Path, message: str = "models") -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with one commit holding models/model.onnx (a real MLP)."""
+    root = tmp_path / "repo"
+    (root / "models").mkdir(parents=True)
+    git(root, "init", "-q")
+    git(root, "config", "user.name", "Test")
+    git(root, "config", "user.email", "test@example.com")
+    git(root, "config", "commit.gpgsign", "false")
+    onnx.save(mlp_model(2, 16, seed=0), root / "models" / "model.onnx")
+    commit_all(root, "first model")
+    return root
+
+
+# --- GitRevision ----------------------------------------------------------------------------------
+
+
+def test_model_at_returns_the_committed_bytes_of_a_file_changed_since(repo: Path) -> None:
+    model = repo / "models" / "model.onnx"
+    committed = model.read_bytes()
+    onnx.save(mlp_model(4, 16, seed=1), model)
+    assert model.read_bytes() != committed
+    revision = GitRevision("HEAD", repo)
+    assert revision.toplevel == repo.resolve()
+    assert revision.commit == git(repo, "rev-parse", "HEAD")
+    found = revision.model_at(model)
+    assert found.label == "HEAD:models/model.onnx"
+    assert found.data == committed
+    assert found.reason == ""
+    assert onnx.load_from_string(found.data).graph.name == "mlp2"
+
+
+def test_model_at_an_older_revision_and_from_a_subdirectory(repo: Path) -> None:
+    model = repo / "models" / "model.onnx"
+    first = model.read_bytes()
+    onnx.save(mlp_model(3, 16, seed=2), model)
+    second = model.read_bytes()
+    commit_all(repo, "second model")
+    revision = GitRevision("HEAD~1", repo / "models")  # any directory inside the work tree
+    assert revision.model_at(model).data == first
+    assert revision.model_at(model).label == "HEAD~1:models/model.onnx"
+    assert GitRevision("HEAD", repo / "models").model_at(model).data == second
+
+
+def test_a_branch_name_is_a_revision(repo: Path) -> None:
+    git(repo, "branch", "baseline-branch")
+    onnx.save(mlp_model(3, 16, seed=2), repo / "models" / "model.onnx")
+    commit_all(repo, "change on the main line")
+    found = GitRevision("baseline-branch", repo).model_at(repo / "models" / "model.onnx")
+    assert found.label == "baseline-branch:models/model.onnx"
+    assert found.data is not None
+    assert onnx.load_from_string(found.data).graph.name == "mlp2"
+
+
+def test_a_model_added_after_the_revision_has_no_reference(repo: Path) -> None:
+    new = repo / "models" / "new.onnx"
+    onnx.save(mlp_model(1, 8), new)
+    found = GitRevision("HEAD", repo).model_at(new)
+    assert found.data is None
+    assert found.label == "HEAD:models/new.onnx"
+    assert found.reason == "no file 'models/new.onnx' at HEAD (a new model?)"
+
+
+def test_a_model_outside_the_repository_has_no_reference(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "model.onnx"
+    outside.parent.mkdir()
+    onnx.save(mlp_model(1, 8), outside)
+    found = GitRevision("HEAD", repo).model_at(outside)
+    assert found.data is None
+    assert found.label == f"HEAD:{outside}"
+    assert "outside the repository" in found.reason
+    assert str(repo.resolve()) in found.reason
+
+
+def test_a_committed_lfs_pointer_is_a_model_error_naming_git_lfs(repo: Path) -> None:
+    pointer = repo / "models" / "big.onnx"
+    pointer.write_bytes(LFS_FILE)
+    commit_all(repo, "lfs pointer")
+    onnx.save(mlp_model(1, 8), pointer)  # the work tree has the real model (LFS smudged)
+    with pytest.raises(ModelError, match="Git LFS") as info:
+        GitRevision("HEAD", repo).model_at(pointer)
+    assert str(info.value).startswith("HEAD:models/big.onnx is a Git LFS pointer")
+    assert "git lfs fetch" in str(info.value)
+
+
+def test_an_unknown_revision_is_a_usage_error_naming_the_option_and_revision(repo: Path) -> None:
+    with pytest.raises(UsageError) as info:
+        GitRevision("nosuchrev", repo)
+    message = str(info.value)
+    assert message.startswith("--ortperf-ab=nosuchrev: git does not know this revision")
+    assert "git fetch" in message
+
+
+def test_the_source_named_in_errors_can_be_a_marker(repo: Path) -> None:
+    with pytest.raises(UsageError, match=r"^ort_ab marker of t\.py::t=v9: git does not know"):
+        GitRevision("v9", repo, source="ort_ab marker of t.py::t")
+
+
+def test_a_revision_that_is_not_a_commit_is_a_usage_error(repo: Path) -> None:
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    with pytest.raises(UsageError, match="git does not know this revision"):
+        GitRevision(tree, repo)
+
+
+def test_a_repository_without_commits_knows_no_head(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    with pytest.raises(UsageError, match=r"^--ortperf-ab=HEAD: git does not know this revision"):
+        GitRevision("HEAD", empty)
+
+
+def test_a_directory_outside_any_work_tree_is_a_usage_error(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(UsageError) as info:
+        GitRevision("HEAD", plain)
+    message = str(info.value)
+    assert message.startswith(f"--ortperf-ab=HEAD: '{plain}' is not inside a git work tree (")
+    assert "not a git repository" in message  # git's own first line
+
+
+def test_no_git_on_path_is_a_usage_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pytest_ortperf.git_refs.shutil.which", lambda name: None)
+    with pytest.raises(
+        UsageError, match=r"^--ortperf-ab=HEAD: same-job A/B needs git, and no 'git' is on PATH"
+    ):
+        GitRevision("HEAD", repo)
+
+
+def test_git_that_cannot_run_is_a_usage_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", "git")
+
+    monkeypatch.setattr("pytest_ortperf.git_refs.subprocess.run", broken)
+    with pytest.raises(UsageError, match=r"^--ortperf-ab=HEAD: running git failed \(.*Permission denied"):
+        GitRevision("HEAD", repo)
+
+
+# --- ort_ab marker --------------------------------------------------------------------------------
+
+ORIGIN = "ort_ab marker of tests/test_m.py::test_a"
+
+
+def test_ab_marker_positional_reference() -> None:
+    assert ab_marker(("x.onnx",), {}, origin=ORIGIN) == ("x.onnx", "")
+
+
+def test_ab_marker_reference_keyword_and_model_proto() -> None:
+    proto = mlp_model(1, 4)
+    assert ab_marker((), {"reference": proto}, origin=ORIGIN) == (proto, "")
+
+
+def test_ab_marker_rev_is_stripped() -> None:
+    assert ab_marker((), {"rev": "HEAD"}, origin=ORIGIN) == (None, "HEAD")
+    assert ab_marker((), {"rev": " origin/main "}, origin=ORIGIN) == (None, "origin/main")
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((), {}),
+        ((), {"rev": ""}),
+        (("x.onnx",), {"rev": "HEAD"}),
+        ((), {"reference": "x.onnx", "rev": "HEAD"}),
+        (("x.onnx",), {"reference": "y.onnx"}),
+        (("x.onnx", "y.onnx"), {}),
+        (("x.onnx",), {"revision": "HEAD"}),
+    ],
+)
+def test_ab_marker_takes_one_reference_or_one_revision(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with pytest.raises(UsageError) as info:
+        ab_marker(args, kwargs, origin=ORIGIN)
+    message = str(info.value)
+    assert message.startswith(f"{ORIGIN}: ort_ab takes one reference model")
+    assert ("unknown: revision" in message) is ("revision" in kwargs)
+
+
+@pytest.mark.parametrize("rev", ["-x", "--output=/tmp/x", " -HEAD", "   ", 3])
+def test_ab_marker_rejects_what_is_no_revision(rev: object) -> None:
+    with pytest.raises(UsageError, match=rf"^{ORIGIN}: ort_ab rev must be a git revision, got "):
+        ab_marker((), {"rev": rev}, origin=ORIGIN)
+
+
+# --- options and ort_thresholds(ab=...) -----------------------------------------------------------
+
+
+def test_ab_options_default_to_off_and_the_documented_defaults(tmp_path: Path) -> None:
+    defaults = {o.ini: o for o in OPTIONS}
+    built = build_config(FakeConfig(tmp_path))
+    assert built.ab_rev == ""  # A/B mode is off unless asked for
+    threshold, budget = defaults["ortperf_ab_threshold"], defaults["ortperf_ab_budget"]
+    assert built.policy.ab_threshold == float(str(threshold.default).rstrip("%")) / 100
+    assert built.policy.ab.budget_s == float(str(budget.default))
+    # The help text states the same defaults the option table holds.
+    assert f"(default: {threshold.default})" in threshold.help
+    assert f"(default: {budget.default})" in budget.help
+
+
+def test_ab_options_from_the_command_line_and_ini(tmp_path: Path) -> None:
+    built = build_config(
+        FakeConfig(
+            tmp_path,
+            cli={"ortperf_ab": " origin/main ", "ortperf_ab_threshold": "5%"},
+            ini={"ortperf_ab_budget": "1.5"},
+        )
+    )
+    assert built.ab_rev == "origin/main"
+    assert built.policy.ab_threshold == 0.05
+    default = build_config(FakeConfig(tmp_path))
+    assert built.policy.threshold == default.policy.threshold  # the stored-mode threshold is untouched
+    assert built.policy.ab.budget_s == 1.5
+
+
+@pytest.mark.parametrize(
+    ("cli", "ini", "prefix"),
+    [
+        ({"ortperf_ab": "--exec=evil"}, {}, "--ortperf-ab: '--exec=evil' is not a git revision"),
+        ({}, {"ortperf_ab": "-x"}, "ini ortperf_ab: '-x' is not a git revision"),
+        ({"ortperf_ab_threshold": "fast"}, {}, "--ortperf-ab-threshold: expected a threshold"),
+        ({}, {"ortperf_ab_threshold": "0%"}, "ini ortperf_ab_threshold: a threshold must be a positive"),
+        ({"ortperf_ab_budget": "soon"}, {}, "--ortperf-ab-budget"),
+    ],
+)
+def test_bad_ab_options_are_usage_errors_naming_the_option(
+    tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any], prefix: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        build_config(FakeConfig(tmp_path, cli=cli, ini=ini))
+    assert str(info.value).startswith(prefix)
+
+
+def test_ort_thresholds_ab_sets_the_ab_threshold_only() -> None:
+    base = CheckPolicy()
+    policy, tolerances = thresholds_for(base, ToleranceSpec(), [((), {"ab": "5%"})], origin="t.py::t")
+    assert policy.ab_threshold == 0.05
+    assert policy.threshold == base.threshold
+    assert tolerances == ToleranceSpec()
+
+
+def test_the_closest_ort_thresholds_ab_wins() -> None:
+    markers = [((), {"ab": "5%", "latency": "20%"}), ((), {"ab": 0.02})]
+    policy, _ = thresholds_for(CheckPolicy(), ToleranceSpec(), markers, origin="t.py::t")
+    assert (policy.ab_threshold, policy.threshold) == (0.02, 0.20)
+
+
+@pytest.mark.parametrize("value", ["fast", "-5%", 0, True])
+def test_a_bad_ort_thresholds_ab_is_a_usage_error(value: object) -> None:
+    with pytest.raises(UsageError, match=r"^ort_thresholds of t\.py::t: "):
+        thresholds_for(
+            CheckPolicy(), ToleranceSpec(), [((), {"ab": value})], origin="ort_thresholds of t.py::t"
+        )
