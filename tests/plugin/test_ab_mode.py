@@ -20,10 +20,6 @@ SLOW = {"layers": 16, "width": 256}
 QUICK = ("--ortperf-ab-budget=0.5", "--ortperf-budget=0.3", "--ortperf-max-cv=1000%")
 # For checks about outputs: a latency threshold no same-size model can cross.
 LENIENT = "--ortperf-ab-threshold=50%"
-# Known issue outside A/B mode: accuracy.compare_output's relative error divides by a tiny number
-# where the reference output is exactly 0 (Relu) and numpy warns about the overflow; this suite
-# turns warnings into errors, so runs whose outputs differ ignore that one warning.
-OVERFLOW_OK = "-Wignore:overflow encountered in divide:RuntimeWarning"
 
 TEST_FILE = """
 import pytest
@@ -83,7 +79,7 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
     commit_model(pytester, **FAST)
     save(pytester, "model.onnx", **SLOW)
     suite(pytester)
-    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", OVERFLOW_OK, *QUICK)
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -197,7 +193,7 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     save(pytester, "model.onnx", **FAST, seed=1)  # same architecture and cost, other weights
     suite(pytester)
     result = pytester.runpytest(
-        "--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, OVERFLOW_OK, *QUICK
+        "--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -241,7 +237,7 @@ def test_a_marker_reference_on_disk_catches_a_slower_model_without_git(pytester:
     save(pytester, "reference.onnx", **FAST)
     save(pytester, "model.onnx", **SLOW)
     pytester.makepyfile(test_ab=MARKED_FILE)
-    result = pytester.runpytest(OVERFLOW_OK, *QUICK)  # no --ortperf-ab and no repository: the marker alone
+    result = pytester.runpytest(*QUICK)  # no --ortperf-ab and no repository: the marker alone
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -255,7 +251,7 @@ def test_a_marker_reference_with_other_weights_fails_the_outputs_check(pytester:
     save(pytester, "reference.onnx", **FAST, seed=0)
     save(pytester, "model.onnx", **FAST, seed=3)
     pytester.makepyfile(test_ab=MARKED_FILE)
-    result = pytester.runpytest(LENIENT, OVERFLOW_OK, *QUICK)
+    result = pytester.runpytest(LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against reference.onnx FAILED"])
     assert "latency regression" not in result.stdout.str()

@@ -51,6 +51,19 @@ def test_identical_arrays_are_ok_with_zero_errors() -> None:
     assert "0 of 6 elements outside tolerance (0.00%)" in result.describe()
 
 
+def test_a_large_change_where_the_reference_is_zero_is_a_failure_not_an_overflow_warning() -> None:
+    # After a Relu many reference values are exactly 0; any difference over them divides by ~1e-308.
+    expected = f32([0.0, 0.0, 1.0])
+    actual = f32([5.0, 0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as under -W error: a RuntimeWarning would crash the check
+        result = compare_output("y", actual, expected, F32, "baseline")
+    assert not result.ok
+    assert result.max_abs == 5.0
+    assert result.max_rel == float("inf")
+    assert result.mismatches == 1
+
+
 def test_a_one_percent_scaled_output_fails_on_isclose_with_the_right_numbers() -> None:
     expected = f32([[1.0, -2.0, 0.5], [4.0, 3.0, -0.25]])
     actual = expected * np.float32(1.01)
