@@ -15,13 +15,18 @@ Statistics over the window's round medians:
 - ``canary-median`` / ``canary-q25``: each round divided by the canary
   round measured next to it, then median / low quantile.
 
-    python -m benchmarks.state_analysis /tmp/states.json
+    python -m benchmarks.state_analysis benchmarks/results/machine_states.json.gz \
+        > benchmarks/results/machine_states.md
+
+The committed trace was recorded on 2026-11-22 (14 minutes, 2-core AMD EPYC,
+ORT 1.31.1): ``python -m benchmarks.machine_states --minutes 14 --out states.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import gzip
 import json
 import math
 from collections import defaultdict
@@ -40,7 +45,8 @@ STATISTICS: dict[str, Callable[[np.ndarray], float]] = {
 
 
 def load(path: Path) -> tuple[dict[str, list[tuple[float, int, float]]], list[tuple[float, float]]]:
-    data = json.loads(path.read_text())
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    data = json.loads(raw)
     series: dict[str, list[tuple[float, int, float]]] = defaultdict(list)
     for name, at, session, ms in data["rounds"]:
         series[name].append((at, session, ms))

@@ -52,6 +52,7 @@ class OrtperfConfig:
     run_timeout_s: float = 300.0
     repair: bool = False
     ab_rev: str = ""
+    canary: bool = True
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -110,7 +111,20 @@ def build_config(config: Any) -> OrtperfConfig:
         run_timeout_s=_seconds(config, "ortperf_run_timeout"),
         repair=_flag(config, "ortperf_repair"),
         ab_rev=_ab_rev(config),
+        canary=_on_off(config, "ortperf_canary"),
     )
+
+
+_ON = ("on", "true", "yes", "1")
+_OFF = ("off", "false", "no", "0")
+
+
+def _on_off(config: Any, ini: str) -> bool:
+    value, where = _value(config, ini)
+    text = str(value).strip().lower()
+    if text not in _ON + _OFF:
+        raise UsageError(f"{where}: expected on or off, got {str(value)!r}.")
+    return text in _ON
 
 
 def _ab_rev(config: Any) -> str:

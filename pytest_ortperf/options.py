@@ -132,6 +132,15 @@ OPTIONS: tuple[OptionDef, ...] = (
         "PCT",
     ),
     OptionDef(
+        "--ortperf-canary",
+        "ortperf_canary",
+        "on: on the CPU provider, follow every measured round with a short round of a fixed "
+        "machine-speed canary workload and compare latencies relative to it; off: absolute "
+        "latencies (default: on).",
+        "on",
+        "on|off",
+    ),
+    OptionDef(
         "--ortperf-ab",
         "ortperf_ab",
         "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main), "

@@ -152,7 +152,7 @@ class OrtPerf:
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
         timing = context.run.timing
 
-        canary = context.run.canary(context.built)
+        canary = context.run.canary(context.built) if context.run.config.canary else None
 
         def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
             with timing.held():
