@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
@@ -35,6 +35,7 @@ from pytest_ortperf.watchdog import Watchdog
 Abort = Callable[[str], NoReturn]
 T = TypeVar("T")
 PROFILED_RUNS = 3
+GLANCE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -182,8 +183,10 @@ class OrtPerf:
         context = self._context
         built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
         if reference.source is None or reference.source.sha256 == built.model.sha256:
+            # Nothing to compare: a short measurement, for the report only.
+            glance = replace(context.policy.measure, budget_s=min(GLANCE_S, context.policy.measure.budget_s))
             with timing.held():
-                stats = measure(lambda: watchdog.run(built.session, None, inputs), context.policy.measure)
+                stats = measure(lambda: watchdog.run(built.session, None, inputs), glance)
             identical = reference.source is not None
             result = ab_without_reference(
                 stats,
