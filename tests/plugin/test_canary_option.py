@@ -1,0 +1,114 @@
+"""--ortperf-canary end to end: parsing, canary medians in recorded baselines, and which statistic decides
+when the baseline and the current run did or did not measure the canary. Real sessions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from tests.models import mlp_model
+
+# The verdict does not matter here, only what decided it: a threshold no busy machine reaches.
+QUICK = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
+LENIENT = (*QUICK, "--ortperf-latency-threshold=500%")
+PASSING = {"ok", "inconclusive", "inconclusive (not confirmed)", "improved"}
+TEST = "test_latency[cpu-all]"
+
+TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> Path:
+    onnx.save(mlp_model(layers=8, width=128), pytester.path / "model.onnx")
+    pytester.makepyfile(test_gate=TEST_FILE)
+    return pytester.path / "baselines" / "test_gate.py.json"
+
+
+def _latency(baseline_file: Path) -> dict[str, Any]:
+    (entry,) = json.loads(baseline_file.read_text())["entries"][TEST].values()
+    latency: dict[str, Any] = entry["latency"]
+    return latency
+
+
+def _check(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
+    """Compare against the stored baseline; the one latency record of the JSON report."""
+    result = pytester.runpytest(*LENIENT, "--ortperf-report=r.json", *args)
+    result.assert_outcomes(passed=1)
+    (record,) = json.loads((pytester.path / "r.json").read_text())["checks"]
+    assert record["test"] == f"test_gate.py::{TEST}"
+    assert record["verdict"] in PASSING
+    return record
+
+
+# parsing ---------------------------------------------------------------------
+
+
+def test_a_bad_canary_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("--ortperf-canary=maybe")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ortperf-canary: expected on or off, got 'maybe'*"])
+
+
+def test_a_bad_canary_ini_value_names_the_ini_key(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nortperf_canary = sometimes\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini ortperf_canary: expected on or off, got 'sometimes'*"])
+
+
+# recording -------------------------------------------------------------------
+
+
+def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    latency = _latency(suite)
+    canary = latency["canary_round_medians_ms"]
+    assert len(canary) == latency["rounds"] == len(latency["round_medians_ms"])
+    assert latency["rounds"] == 40  # the default: a fast model fills every round
+    assert all(isinstance(c, float) and c > 0 for c in canary)
+
+    # Compared with the canary on both sides: relative to it.
+    record = _check(pytester)
+    assert "machine-speed canary" in record["decided_by"]
+    assert record["decided_by"] == (
+        "stored: fastest quarter of round medians / machine-speed canary (10 of 40 rounds vs 10 of 40), "
+        "Hodges-Lehmann ratio"
+    )
+
+    # The same baseline compared without the canary: absolute round medians, and it still works.
+    record = _check(pytester, "--ortperf-canary=off")
+    assert record["decided_by"].startswith("stored: fastest quarter of round medians (")
+    assert "canary" not in record["decided_by"]
+    assert record["change"]["ratio"] > 0
+
+
+def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Pytester, suite: Path) -> None:
+    missing = pytester.runpytest("--ortperf-canary=off", *QUICK)
+    missing.assert_outcomes(failed=1)
+    # The command that records the baseline measures it the same way.
+    missing.stdout.fnmatch_lines(
+        ["    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-canary=off *"]
+    )
+
+    pytester.runpytest("--ortperf-update", "--ortperf-canary=off", *QUICK).assert_outcomes(passed=1)
+    latency = _latency(suite)
+    assert "canary_round_medians_ms" not in latency
+    assert "canary" not in suite.read_text()
+    assert len(latency["round_medians_ms"]) == latency["rounds"]
+
+    # A current run with the canary against this baseline falls back to absolute round medians.
+    record = _check(pytester)
+    assert record["decided_by"].startswith("stored: fastest quarter of round medians (")
+    assert "canary" not in record["decided_by"]
