@@ -4,7 +4,7 @@ On a shared machine whose speed switches state every few seconds, absolute
 latencies from different times cannot show a 5% change; the ratio of two
 models measured in the same second can. Both callables are warmed up, then
 timed in interleaved rounds whose order (current first or reference first) is
-drawn at random each round, so a machine state hits both alike and neither
+drawn at random each round (half of the rounds each way), so a machine state hits both alike and neither
 always runs "warm after the other". Each round yields one ratio of round
 medians, current / reference; the verdict is on those paired ratios: their
 median, with the exact sign-test confidence interval for the median (no
@@ -29,6 +29,7 @@ from pytest_ortperf.compare import DEFAULT_CONFIDENCE, Comparison, RatioEstimate
 from pytest_ortperf.measure import Clock, MeasureSettings, warm_up
 from pytest_ortperf.stats import LatencyStats, summarize
 
+_TINY = 1e-6  # ms: one nanosecond
 AB_STATISTIC = "median of paired round ratios, sign-test interval"
 
 
@@ -41,9 +42,6 @@ class ABSettings:
     min_rounds: int = 12
     warmup_runs: int = 5
     warmup_s: float = 0.2
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {"budget_s": self.budget_s, "rounds": self.rounds, "warmup_runs": self.warmup_runs}
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,10 @@ class PairedRounds:
 
     @property
     def ratios(self) -> tuple[float, ...]:
-        return tuple(c / r for c, r in zip(self.current_ms, self.reference_ms, strict=True))
+        # A coarse clock can report 0 for a whole round; the smallest positive value keeps ratios finite.
+        return tuple(
+            max(c, _TINY) / max(r, _TINY) for c, r in zip(self.current_ms, self.reference_ms, strict=True)
+        )
 
 
 def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: ABSettings) -> tuple[int, int]:
@@ -104,8 +105,10 @@ def measure_pair(
     gc.collect()
     gc.disable()
     try:
-        for _ in range(rounds):
-            current_first = rng.random() < 0.5
+        # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.
+        firsts = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
+        rng.shuffle(firsts)
+        for current_first in firsts:
             one_round(current_first)
             one_round(not current_first)
             order.append(current_first)

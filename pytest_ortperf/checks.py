@@ -298,7 +298,8 @@ def _record(
     if decision_cv(current) > policy.max_cv:
         message = (
             f"latency of {key.test} on machine '{key.machine}' is too noisy to record as a baseline: "
-            f"round medians vary {decision_cv(current):.1%} (limit {percent(policy.max_cv)}; median "
+            f"round medians{' (relative to the canary)' if current.canary_round_medians_ms else ''} vary "
+            f"{decision_cv(current):.1%} (limit {percent(policy.max_cv)}; median "
             f"{current.median_ms:.4g} ms over {current.rounds} rounds). Rerun on a quieter machine, "
             "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
         )

@@ -16,8 +16,6 @@ from typing import Any
 from pytest_ortperf.accuracy_check import AccuracyResult
 from pytest_ortperf.checks import LatencyResult
 
-FAILED = ("regression", "failed", "too noisy")
-
 
 def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
     current = result.current
@@ -63,6 +61,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
                 "confidence": decisive.estimate.confidence,
                 "threshold": decisive.threshold,
                 "detectable": decisive.detectable,
+                "text": result.change,
             }
             if decisive is not None
             else None
@@ -132,11 +131,10 @@ def _change(record: Mapping[str, Any]) -> str:
     change = record.get("change")
     if not change:
         return "-"
+    if isinstance(change.get("text"), str):
+        return str(change["text"])
     ratio, low, high = ((change[k] - 1) * 100 for k in ("ratio", "low", "high"))
-    text = f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
-    if str(record.get("verdict", "")).startswith("inconclusive") and "detectable" in change:
-        text += f"; could detect >= {change['detectable'] * 100:.3g}%"
-    return text
+    return f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
 
 
 def markdown(records: Sequence[Mapping[str, Any]], *, machine: str, unused: Sequence[str]) -> str:

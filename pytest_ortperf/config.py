@@ -19,7 +19,7 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.inputs import InputOptions
 from pytest_ortperf.machine import validate_name
 from pytest_ortperf.measure import MeasureSettings
-from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
+from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed, safe_repr
 from pytest_ortperf.providers import parse_providers, resolve_provider
 from pytest_ortperf.settings import SessionSettings, parse_assignments
 from pytest_ortperf.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
@@ -123,7 +123,7 @@ def _on_off(config: Any, ini: str) -> bool:
     value, where = _value(config, ini)
     text = str(value).strip().lower()
     if text not in _ON + _OFF:
-        raise UsageError(f"{where}: expected on or off, got {str(value)!r}.")
+        raise UsageError(f"{where}: expected on or off, got {safe_repr(value)}.")
     return text in _ON
 
 

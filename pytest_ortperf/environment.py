@@ -30,6 +30,7 @@ _EXPLAINED = (
     ("cpu", "CPU"),
     ("cores", "cores"),
     ("gpu", "GPU"),
+    ("measurement", "measurement"),
 )
 
 
@@ -82,7 +83,7 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         before, after = old.get(key), new.get(key)
         if before == after:
             continue
-        if key == "settings" and isinstance(before, Mapping) and isinstance(after, Mapping):
+        if key in ("settings", "measurement") and isinstance(before, Mapping) and isinstance(after, Mapping):
             diffs = [
                 f"{k} {before.get(k)!r} -> {after.get(k)!r}"
                 for k in sorted(set(before) | set(after))

@@ -10,6 +10,7 @@ failing.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -39,8 +40,9 @@ class GitRevision:
         top = self._git(["rev-parse", "--show-toplevel"], cwd)
         if top.returncode != 0:
             raise UsageError(f"{source}={rev}: '{cwd}' is not inside a git work tree ({_first(top.stderr)}).")
-        self.toplevel = Path(top.stdout.decode(errors="replace").strip()).resolve()
-        commit = self._git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], cwd)
+        self.toplevel = Path(os.fsdecode(top.stdout).strip()).resolve()
+        # Revisions starting with '-' are refused by the option parsers, so none is read as an option.
+        commit = self._git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd)
         if commit.returncode != 0:
             raise UsageError(
                 f"{source}={rev}: git does not know this revision in '{self.toplevel}' "
@@ -57,9 +59,13 @@ class GitRevision:
                 f"{self.rev}:{path}", None, f"'{path}' is outside the repository {self.toplevel}"
             )
         label = f"{self.rev}:{relative.as_posix()}"
-        shown = self._git(["show", f"{self.commit}:{relative.as_posix()}"], self.toplevel)
-        if shown.returncode != 0:
+        listed = self._git(["ls-tree", "--name-only", self.commit, "--", relative.as_posix()], self.toplevel)
+        if listed.returncode == 0 and not listed.stdout.strip():
             return RevisionFile(label, None, f"no file '{relative.as_posix()}' at {self.rev} (a new model?)")
+        shown = self._git(["show", f"{self.commit}:{relative.as_posix()}"], self.toplevel)
+        if listed.returncode != 0 or shown.returncode != 0:
+            failed = listed if listed.returncode != 0 else shown
+            raise ModelError(f"git could not read {label} ({_first(failed.stderr)}).")
         if shown.stdout.startswith(LFS_POINTER):
             raise ModelError(
                 f"{label} is a Git LFS pointer, not the model: fetch the LFS objects of {self.rev} "

@@ -114,3 +114,15 @@ class ModelResolver:
 
 def _digest_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def uses_external_data(path: Path) -> bool:
+    """Whether the model keeps tensors in separate files (``git show`` of the .onnx alone lacks them)."""
+    import onnx  # a dependency; imported here so resolving a path stays cheap
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # unreadable here: ORT reports it when the session is built
+        return False
+    constants = [a.t for node in proto.graph.node for a in node.attribute if a.HasField("t")]
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in [*proto.graph.initializer, *constants])

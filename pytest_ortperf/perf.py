@@ -26,6 +26,7 @@ from pytest_ortperf.errors import InputsError, OrtperfError
 from pytest_ortperf.inputs import Array
 from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.profiles import MarkedProfile
+from pytest_ortperf.providers import CPU
 from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.run import ABReference, OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
@@ -144,8 +145,16 @@ class OrtPerf:
             inputs,
             machine=run.machine,
             runtime=run.runtime,
-            measurement=self._context.policy.measure.as_dict(),
+            measurement={**self._context.policy.measure.as_dict(), "canary": self._canary_on()},
         )
+
+    def _canary_on(self) -> bool:
+        """Whether latency is measured with the machine-speed canary: when on, for the CPU provider."""
+        context = self._context
+        return context.run.config.canary and context.built.variant.provider == CPU
+
+    def _canary(self) -> Callable[[], object] | None:
+        return self._context.run.canary(self._context.built) if self._canary_on() else None
 
     def _latency(self, feeds: Mapping[str, Array] | None) -> LatencyResult:
         context, inputs = self._context, self._inputs(feeds)
@@ -153,7 +162,7 @@ class OrtPerf:
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
         timing = context.run.timing
 
-        canary = context.run.canary(context.built) if context.run.config.canary else None
+        canary = self._canary()
 
         def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
             with timing.held():
@@ -184,7 +193,12 @@ class OrtPerf:
         built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
         if reference.source is None or reference.source.sha256 == built.model.sha256:
             # Nothing to compare: a short measurement, for the report only.
-            glance = replace(context.policy.measure, budget_s=min(GLANCE_S, context.policy.measure.budget_s))
+            glance = replace(
+                context.policy.measure,
+                budget_s=min(GLANCE_S, context.policy.measure.budget_s),
+                min_rounds=1,
+                warmup_runs=1,
+            )
             with timing.held():
                 stats = measure(lambda: watchdog.run(built.session, None, inputs), glance)
             identical = reference.source is not None

@@ -324,6 +324,9 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
             "verdict": result.status,
             "baseline_median_ms": result.baseline_median_ms,
             "change": result.change,
+            "mode": result.mode,
+            "decided_by": result.basis,
+            "reference": result.reference_label,
         },
     )
 

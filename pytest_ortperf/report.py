@@ -42,8 +42,9 @@ def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
     lines = [
-        f"latency on machine '{machine}' (medians; change = current/reference with its interval; "
-        "reference = the stored baseline, or the reference model measured side by side in mode a/b)"
+        f"latency on machine '{machine}' (reference and current: medians of all runs; change: the "
+        "statistic that decided, current/reference with its interval; reference = the stored baseline, "
+        "or in mode a/b the reference model measured side by side)"
     ]
     lines += format_table(table)
     inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive"))
@@ -51,7 +52,8 @@ def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int
         lines.append(
             f"{inconclusive} check(s) inconclusive: the noise could not rule out a slowdown beyond the "
             "threshold ('could detect' = the smallest change that run would have caught); give them "
-            "more time (--ortperf-budget) or compare side by side (--ortperf-ab)."
+            "more time (--ortperf-budget, --ortperf-ab-budget in mode a/b) or compare side by side "
+            "(--ortperf-ab)."
         )
     if missing:
         lines.append(

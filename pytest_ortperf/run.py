@@ -26,7 +26,7 @@ from pytest_ortperf.errors import ProviderUnavailable
 from pytest_ortperf.git_refs import GitRevision
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
 from pytest_ortperf.machine import Machine, detect_machine
-from pytest_ortperf.models import ModelResolver, ModelSource
+from pytest_ortperf.models import ModelResolver, ModelSource, uses_external_data
 from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.profiles import ProfileBook
 from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
@@ -95,6 +95,7 @@ class OrtperfRun:
         self._watchdog: Watchdog | None = None
         self._revisions: dict[str, GitRevision] = {}
         self._canaries: dict[SessionSettings, Canary] = {}
+        self._external: dict[str, bool] = {}
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -169,6 +170,15 @@ class OrtperfRun:
         if model.path is None:
             return ABReference(
                 f"{rev}:{model.label}", None, "the model is not a file, so git has no earlier version"
+            )
+        if model.sha256 not in self._external:
+            self._external[model.sha256] = uses_external_data(model.path)
+        if self._external[model.sha256]:
+            return ABReference(
+                f"{rev}:{model.label}",
+                None,
+                "the model keeps tensors in external data files, which A/B mode cannot read from a "
+                "revision yet (compare with ort_ab('path/to/reference.onnx') instead)",
             )
         found = revision.model_at(model.path)
         if found.data is None:

@@ -42,7 +42,9 @@ class LatencyStats:
 
     @property
     def relative_round_medians(self) -> tuple[float, ...]:
-        """Each round median over the machine-speed canary's median measured right after it."""
+        """Each round median over the machine-speed canary's median measured right after it (or ())."""
+        if not self.canary_round_medians_ms:
+            return ()
         return tuple(m / c for m, c in zip(self.round_medians_ms, self.canary_round_medians_ms, strict=True))
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,8 +106,8 @@ def summarize(
     """
     if not samples_ns or sum(round_sizes) != len(samples_ns) or min(round_sizes, default=0) < 1:
         raise ValueError("round sizes must be >= 1 and add up to the number of samples")
-    if canary_medians_ms and len(canary_medians_ms) != len(round_sizes):
-        raise ValueError("one canary median per round")
+    if canary_medians_ms and (len(canary_medians_ms) != len(round_sizes) or min(canary_medians_ms) <= 0):
+        raise ValueError("one positive canary median per round")
     runs = np.asarray(samples_ns, dtype=np.float64) / NS_PER_MS
     bounds = np.cumsum([0, *round_sizes])
     medians = np.array([np.median(runs[a:b]) for a, b in itertools.pairwise(bounds)])

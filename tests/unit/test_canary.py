@@ -358,11 +358,13 @@ def test_from_dict_rejects_a_canary_entry_that_is_not_a_list() -> None:
         LatencyStats.from_dict(_data_with_canary(0.5))
 
 
-def test_summarize_wants_one_canary_median_per_round() -> None:
-    with pytest.raises(ValueError, match="one canary median per round"):
+def test_summarize_wants_one_positive_canary_median_per_round() -> None:
+    with pytest.raises(ValueError, match="one positive canary median per round"):
         summarize(SAMPLES_NS, [4, 6], [0.5])
-    with pytest.raises(ValueError, match="one canary median per round"):
+    with pytest.raises(ValueError, match="one positive canary median per round"):
         summarize(SAMPLES_NS, [4, 6], [0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match="one positive canary median per round"):
+        summarize(SAMPLES_NS, [4, 6], [0.5, 0.0])  # as_dict would write what from_dict refuses
 
 
 # fastest_share ---------------------------------------------------------------

@@ -85,7 +85,7 @@ def _table(results: list, machine: str) -> list[str]:
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
     lines = _table(RESULTS, "ci-large")
-    assert lines[0].startswith("latency on machine 'ci-large' (medians; change = current/reference with its interval")
+    assert lines[0].startswith("latency on machine 'ci-large' (reference and current: medians of all runs; change:")
     header, *rows = lines[1:5]
     assert header.split() == ["test", "variant", "mode", "reference", "current", "change", "verdict"]
     assert rows[0].split("  ")[0] == "tests/test_perf.py::test_squeezenet"
