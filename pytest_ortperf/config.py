@@ -53,6 +53,7 @@ class OrtperfConfig:
     repair: bool = False
     ab_rev: str = ""
     canary: bool = True
+    ab_outputs_fail: bool = True
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -112,7 +113,16 @@ def build_config(config: Any) -> OrtperfConfig:
         repair=_flag(config, "ortperf_repair"),
         ab_rev=_ab_rev(config),
         canary=_on_off(config, "ortperf_canary"),
+        ab_outputs_fail=_ab_outputs(config),
     )
+
+
+def _ab_outputs(config: Any) -> bool:
+    value, where = _value(config, "ortperf_ab_outputs")
+    text = str(value).strip().lower()
+    if text not in ("check", "report"):
+        raise UsageError(f"{where}: expected check or report, got {safe_repr(value)}.")
+    return text == "check"
 
 
 _ON = ("on", "true", "yes", "1")

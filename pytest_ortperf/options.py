@@ -149,6 +149,15 @@ OPTIONS: tuple[OptionDef, ...] = (
         "REV",
     ),
     OptionDef(
+        "--ortperf-ab-outputs",
+        "ortperf_ab_outputs",
+        "check: in A/B mode, outputs that differ from the reference model's fail the test; report: "
+        "they are reported and pass (for pull requests that change outputs on purpose) "
+        "(default: check).",
+        "check",
+        "check|report",
+    ),
+    OptionDef(
         "--ortperf-ab-threshold",
         "ortperf_ab_threshold",
         "Slowdown against the A/B reference that fails a latency check when it is also significant "

@@ -26,7 +26,7 @@ from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.inputs import Feeds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import register
-from pytest_ortperf.perf import CheckContext, OrtPerf, key_for
+from pytest_ortperf.perf import REPORTED_DIFFERENCE, CheckContext, OrtPerf, key_for
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.profiling import ProfiledSession
 from pytest_ortperf.report import latency_rows, latency_table, profile_lines, update_lines
@@ -163,6 +163,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         lines.append(f"timing: {run.timing.mode}")
     if run.update_report is not None:
         lines += update_lines(run.update_report, prune=run.config.prune)
+    for accuracy in run.accuracy_results:
+        if accuracy.status == REPORTED_DIFFERENCE:
+            lines += [f"{accuracy.message} (reported, --ortperf-ab-outputs=report)"]
     for report in run.profiles.reports:
         lines += profile_lines(report)
     if lines:

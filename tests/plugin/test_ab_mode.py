@@ -210,6 +210,23 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     assert [r["reference"] for r in accuracy["references"]] == ["HEAD:model.onnx"]
 
 
+def test_outputs_that_differ_on_purpose_can_be_reported_instead(pytester: pytest.Pytester) -> None:
+    commit_model(pytester, **FAST, seed=0)
+    save(pytester, "model.onnx", **FAST, seed=1)  # retrained: other weights, on purpose
+    suite(pytester)
+    result = pytester.runpytest(
+        "--ortperf-ab=HEAD", "--ortperf-ab-outputs=report", "--ortperf-report=report.json", LENIENT, *QUICK
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx differs"])
+    assert "(reported, --ortperf-ab-outputs=report)" in result.stdout.str()
+    (accuracy,) = report(pytester)["accuracy"]
+    assert (accuracy["verdict"], accuracy["failed"]) == ("differs (reported)", False)
+    bad = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-ab-outputs=ignore", *QUICK)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--ortperf-ab-outputs: expected check or report, got 'ignore'*"])
+
+
 def test_equal_weights_at_head_pass_the_outputs_check(pytester: pytest.Pytester) -> None:
     commit_model(pytester, **FAST, seed=0)
     model = onnx.load(pytester.path / "model.onnx")
