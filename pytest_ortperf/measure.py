@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_ortperf.stats import LatencyStats, summarize
 
@@ -52,6 +52,7 @@ class Plan:
 
 
 CANARY_SHARE = 0.25  # of the budget, when a canary runs after every round
+CANARY_WARMUP_S = 0.05
 
 
 def plan_rounds(run_cost_ns: float, settings: MeasureSettings, *, share: float = 1.0) -> Plan:
@@ -90,7 +91,10 @@ def measure(
     cost = warm_up(run, settings, clock)
     canary_runs = 0
     if canary is not None:
-        canary_cost = warm_up(canary, settings, clock)
+        # The canary is tiny and its session is reused all run long: a short warmup is enough.
+        canary_cost = warm_up(
+            canary, replace(settings, warmup_s=min(settings.warmup_s, CANARY_WARMUP_S)), clock
+        )
         plan = plan_rounds(cost, settings, share=1.0 - CANARY_SHARE)
         round_ns = plan.runs_per_round * max(cost, 1.0)
         canary_runs = max(1, round(round_ns * CANARY_SHARE / (1.0 - CANARY_SHARE) / max(canary_cost, 1.0)))
