@@ -207,22 +207,32 @@ def ab_without_reference(
 
 def ab_message(result: LatencyResult, policy: CheckPolicy) -> str:
     """The message of a failed A/B comparison."""
-    assert result.comparison is not None
     assert result.reference is not None
+    kind, verdict_lines = _verdict_lines(result, policy.ab_threshold, width=10)
+    return "\n".join(
+        [
+            f"latency {kind} in {result.key.test} against {result.reference_label} (same-job A/B)",
+            f"  reference: {_ms(result.reference)}",
+            f"  current:   {_ms(result.current)}",
+            *verdict_lines,
+        ]
+    )
+
+
+def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tuple[str, list[str]]:
+    """('regression' or 'improvement', the change/decided-by/confirmation lines) of a failed check."""
+    assert result.comparison is not None
     decisive = result.confirmation or result.comparison
     kind = "regression" if decisive.verdict is Verdict.REGRESSION else "improvement"
     lines = [
-        f"latency {kind} in {result.key.test} against {result.reference_label} (same-job A/B)",
-        f"  reference: {_ms(result.reference)}",
-        f"  current:   {_ms(result.current)}",
-        f"  change:    {decisive.estimate.describe()}, threshold +/-{percent(policy.ab_threshold)}",
+        f"  {'change:':<{width}} {decisive.estimate.describe()}, threshold +/-{percent(threshold)}",
         f"  decided by {decisive.basis()}",
     ]
     if result.confirmation is not None:
         lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")
     if kind == "improvement":
         lines.append("  (faster beyond the threshold: check that the model still does all its work)")
-    return "\n".join(lines)
+    return kind, lines
 
 
 def _stats(entry: BaselineEntry) -> LatencyStats:
@@ -357,23 +367,15 @@ def _ms(stats: LatencyStats) -> str:
 def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
     """The message of a failed comparison: numbers, change with its interval, threshold, why."""
     assert result.baseline is not None
-    assert result.comparison is not None
-    decisive = result.confirmation or result.comparison
-    kind = "regression" if decisive.verdict is Verdict.REGRESSION else "improvement"
-    lines = [
-        f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
-        f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
-        f"  current:  {_ms(result.current)}",
-        f"  change:   {decisive.estimate.describe()}, threshold +/-{percent(policy.threshold)}",
-        f"  decided by {decisive.basis()}",
-    ]
-    if result.confirmation is not None:
-        lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")
-    if kind == "improvement":
-        lines.append("  (faster beyond the threshold: check that the model still does all its work)")
-    lines.append(
-        "  changed since the baseline: "
-        + ("; ".join(result.changes) if result.changes else "nothing recorded")
+    kind, verdict_lines = _verdict_lines(result, policy.threshold, width=9)
+    return "\n".join(
+        [
+            f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
+            f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
+            f"  current:  {_ms(result.current)}",
+            *verdict_lines,
+            "  changed since the baseline: "
+            + ("; ".join(result.changes) if result.changes else "nothing recorded"),
+            f"  to accept the new latency: {result.key.record_command}",
+        ]
     )
-    lines.append(f"  to accept the new latency: {result.key.record_command}")
-    return "\n".join(lines)
