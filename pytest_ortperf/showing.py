@@ -7,12 +7,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_ortperf.baselines import BaselineError, parse
+from pytest_ortperf.stats import LatencyStats
 
-_HEADERS = ("test", "variant", "machine", "median", "p90", "outputs", "recorded", "onnxruntime")
+_HEADERS = ("test", "variant", "machine", "median", "p90", "rounds", "outputs", "recorded", "onnxruntime")
 
 
 def _ms(value: object) -> str:
     return f"{value:.4g} ms" if isinstance(value, float) else "-"
+
+
+def _rounds(latency: LatencyStats | None) -> str:
+    """'40 + canary', '15' (measured without the canary, e.g. before it existed) or '-'."""
+    if latency is None:
+        return "-"
+    return f"{latency.rounds} + canary" if latency.canary_round_medians_ms else str(latency.rounds)
 
 
 def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float | None]], list[str]]:
@@ -40,6 +48,7 @@ def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float | None]],
                         "machine": machine,
                         "median_ms": entry.latency.median_ms if entry.latency else None,
                         "p90_ms": entry.latency.p90_ms if entry.latency else None,
+                        "rounds": _rounds(entry.latency),
                         "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
                         "recorded": entry.recorded,
                         "ort_version": str(entry.environment.get("ort_version", "?")),
@@ -61,6 +70,7 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
             str(r["machine"]),
             _ms(r["median_ms"]),
             _ms(r["p90_ms"]),
+            str(r["rounds"]),
             str(r["outputs"] or "-"),
             str(r["recorded"]),
             str(r["ort_version"]),

@@ -201,7 +201,7 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, suite: Path
     assert suite.exists()
     shown = pytester.run(ortperf, "show")
     assert shown.ret == 0
-    shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms *"])
+    shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * rounds * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms * + canary *"])
 
 
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite: Path) -> None:

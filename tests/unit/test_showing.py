@@ -12,7 +12,7 @@ from pytest_ortperf.showing import baseline_rows, show_baselines
 from pytest_ortperf.stats import LatencyStats
 
 
-def latency(median: float, p90: float) -> LatencyStats:
+def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> LatencyStats:
     return LatencyStats(
         count=30,
         rounds=3,
@@ -28,6 +28,7 @@ def latency(median: float, p90: float) -> LatencyStats:
         round_cv=0.0,
         throughput_per_s=1000 / median,
         round_medians_ms=(median, median, median),
+        canary_round_medians_ms=canary,
     )
 
 
@@ -40,7 +41,7 @@ def baseline_dir(tmp_path: Path) -> Path:
         "tests/test_vision.py",
         "test_squeezenet[cpu-all]",
         "laptop",
-        BaselineEntry("cpu-all", "2025-01-03", latency(3.25, 3.5), env),
+        BaselineEntry("cpu-all", "2025-01-03", latency(3.25, 3.5, (0.1, 0.1, 0.1)), env),
     )
     store.stage(
         "tests/test_vision.py",
@@ -68,6 +69,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
             "machine": "gpu-box",
             "median_ms": 1.5,
             "p90_ms": 1.75,
+            "rounds": "3",
             "outputs": 0,
             "recorded": "2025-02-01",
             "ort_version": "?",
@@ -78,6 +80,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
             "machine": "ci",
             "median_ms": 12.3456,
             "p90_ms": 13.5,
+            "rounds": "3",
             "outputs": 0,
             "recorded": "2025-01-02",
             "ort_version": "1.31.1",
@@ -88,6 +91,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
             "machine": "laptop",
             "median_ms": 3.25,
             "p90_ms": 3.5,
+            "rounds": "3 + canary",
             "outputs": 0,
             "recorded": "2025-01-03",
             "ort_version": "1.31.1",
@@ -99,7 +103,17 @@ def test_show_as_a_table(baseline_dir: Path) -> None:
     lines, problems = show_baselines(baseline_dir, as_json=False)
     assert problems == []
     assert len(lines) == 4
-    assert lines[0].split() == ["test", "variant", "machine", "median", "p90", "outputs", "recorded", "onnxruntime"]
+    assert lines[0].split() == [
+        "test",
+        "variant",
+        "machine",
+        "median",
+        "p90",
+        "rounds",
+        "outputs",
+        "recorded",
+        "onnxruntime",
+    ]
     assert lines[1].split() == [
         "tests/nlp/test_bert.py::test_bert[cuda-extended]",
         "cuda-extended",
@@ -108,6 +122,7 @@ def test_show_as_a_table(baseline_dir: Path) -> None:
         "ms",
         "1.75",
         "ms",
+        "3",
         "-",
         "2025-02-01",
         "?",
@@ -115,6 +130,7 @@ def test_show_as_a_table(baseline_dir: Path) -> None:
     assert "12.35 ms" in lines[2]
     assert "13.5 ms" in lines[2]
     assert lines[3].split()[2] == "laptop"
+    assert "3 + canary" in lines[3]
     # aligned columns: "machine" starts at the same offset on every line
     offset = lines[0].index("machine")
     assert [line[offset:].split()[0] for line in lines[1:]] == ["gpu-box", "ci", "laptop"]
