@@ -83,6 +83,8 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         before, after = old.get(key), new.get(key)
         if before == after:
             continue
+        if key in ("settings", "measurement") and before is None and isinstance(after, Mapping):
+            before = {}  # recorded before this key existed
         if key in ("settings", "measurement") and isinstance(before, Mapping) and isinstance(after, Mapping):
             diffs = [
                 f"{k} {before.get(k)!r} -> {after.get(k)!r}"

@@ -205,6 +205,15 @@ def test_update_records_when_the_environment_changed(root: Path, with_baseline: 
     assert (stored.recorded, stored.environment["ort_version"]) == ("2025-06-01", "1.32.0")
 
 
+def test_update_re_records_a_baseline_measured_another_way(root: Path, with_baseline: Path) -> None:
+    store = BaselineStore(root)
+    new_env = ENV | {"measurement": {"budget_s": 4.0, "rounds": 40, "canary": True}}
+    result = check(store, FakeMeasure(stats(10.1, seed=2)), environment=new_env, update=True)
+    assert result.status == "updated"
+    assert result.changes == ("measurement: budget_s None -> 4.0, canary None -> True, rounds None -> 40",)
+    assert store.write() == [with_baseline]
+
+
 @pytest.mark.parametrize("scale", [13.0, 7.0])
 def test_update_records_a_significant_change_in_latency(
     root: Path, with_baseline: Path, scale: float

@@ -188,6 +188,17 @@ def test_what_changed_names_a_setting_that_appeared() -> None:
     assert what_changed(OLD, new) == ["session settings: denormal_as_zero None -> True"]
 
 
+def test_what_changed_names_how_latency_was_measured() -> None:
+    # A baseline measured another way (before the canary, another budget) is re-recorded by an update.
+    old = OLD | {"measurement": {"budget_s": 2.0, "rounds": 15, "warmup_runs": 5, "warmup_s": 0.2}}
+    new = OLD | {
+        "measurement": {"budget_s": 4.0, "rounds": 40, "warmup_runs": 5, "warmup_s": 0.2, "canary": True}
+    }
+    assert what_changed(old, new) == [
+        "measurement: budget_s 2.0 -> 4.0, canary None -> True, rounds 15 -> 40",
+    ]
+
+
 @pytest.mark.parametrize(
     ("key", "value", "line"),
     [
