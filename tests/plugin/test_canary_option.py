@@ -105,7 +105,9 @@ def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Py
     pytester.runpytest("--ortperf-update", "--ortperf-canary=off", *QUICK).assert_outcomes(passed=1)
     latency = _latency(suite)
     assert "canary_round_medians_ms" not in latency
-    assert "canary" not in suite.read_text()
+    assert "canary_round_medians_ms" not in suite.read_text()
+    (entry,) = json.loads(suite.read_text())["entries"]["test_latency[cpu-all]"].values()
+    assert entry["environment"]["measurement"]["canary"] is False  # how it was measured, recorded
     assert len(latency["round_medians_ms"]) == latency["rounds"]
 
     # A current run with the canary against this baseline falls back to absolute round medians.
