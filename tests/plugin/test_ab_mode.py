@@ -134,6 +134,26 @@ def test_a_model_not_in_head_has_no_reference_and_passes(pytester: pytest.Pytest
     assert "no file 'new.onnx' at HEAD (a new model?)" in latency["message"]
 
 
+def test_a_model_with_external_data_is_reported_not_compared(pytester: pytest.Pytester) -> None:
+    # git show of the .onnx alone would lack the weights: say so instead of comparing something else.
+    git(pytester, "init", "-q")
+    onnx.save(
+        mlp_model(**FAST),
+        pytester.path / "model.onnx",
+        save_as_external_data=True,
+        location="model.data",
+        size_threshold=0,
+    )
+    git(pytester, "add", "model.onnx", "model.data")
+    git(pytester, "-c", "user.name=T", "-c", "user.email=t@t", "commit", "-q", "-m", "model")
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    (latency,) = report(pytester)["latency"]
+    assert latency["verdict"] == "no reference"
+    assert "external data files" in latency["message"]
+
+
 def test_a_reference_that_cannot_run_on_the_current_inputs_fails_with_a_message(
     pytester: pytest.Pytester,
 ) -> None:
