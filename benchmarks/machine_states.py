@@ -31,6 +31,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from pytest_ortperf.canary import Canary  # noqa: E402
+from pytest_ortperf.measure import time_runs  # noqa: E402
 from pytest_ortperf.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.runtime import import_onnxruntime  # noqa: E402
 from pytest_ortperf.sessions import session_options  # noqa: E402
@@ -97,11 +98,7 @@ def main() -> None:
         for name in order:
             fn = runners[name]
             at = time.perf_counter() - start
-            times = []
-            for _ in range(per_round[name]):
-                t0 = time.perf_counter_ns()
-                fn()  # type: ignore[operator]
-                times.append(time.perf_counter_ns() - t0)
+            times = time_runs(fn, per_round[name], time.perf_counter_ns, [])  # type: ignore[arg-type]
             rounds.append([name, round(at, 4), session_no, statistics.median(times) / 1e6])
     args.out.write_text(json.dumps({"per_round": per_round, "rounds": rounds}))
     print(f"{len(rounds)} rounds in {time.perf_counter() - start:.0f} s -> {args.out}", file=sys.stderr)

@@ -16,7 +16,6 @@ Plain logic, no pytest: ``checks.check_ab`` and the benchmarks use it.
 
 from __future__ import annotations
 
-import gc
 import math
 import random
 import time
@@ -26,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_ortperf.compare import DEFAULT_CONFIDENCE, Comparison, RatioEstimate, decide
-from pytest_ortperf.measure import Clock, MeasureSettings, warm_up
+from pytest_ortperf.measure import Clock, MeasureSettings, gc_paused, time_runs, warm_up
 from pytest_ortperf.stats import LatencyStats, summarize
 
 _TINY = 1e-6  # ms: one nanosecond
@@ -84,7 +83,7 @@ def measure_pair(
     rng: random.Random | None = None,
     clock: Clock = time.perf_counter_ns,
 ) -> PairedRounds:
-    """Warm both up, then time interleaved rounds in a random order per round."""
+    """Warm both up, then time interleaved rounds, half of them in each order, shuffled."""
     settings = settings or ABSettings()
     rng = rng or random.Random()
     warm = MeasureSettings(warmup_runs=settings.warmup_runs, warmup_s=settings.warmup_s)
@@ -92,31 +91,15 @@ def measure_pair(
     cost_current = warm_up(current, warm, clock)
     rounds, runs = plan_pair(cost_current, cost_reference, settings)
     samples: dict[bool, list[int]] = {True: [], False: []}  # keyed by "is current"
-    order: list[bool] = []
-
-    def one_round(is_current: bool) -> None:
-        run, into = (current if is_current else reference), samples[is_current]
-        for _ in range(runs):
-            t0 = clock()
-            run()
-            into.append(clock() - t0)
-
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.
-        firsts = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
-        rng.shuffle(firsts)
+    # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.
+    firsts = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
+    rng.shuffle(firsts)
+    with gc_paused():
         for current_first in firsts:
-            one_round(current_first)
-            one_round(not current_first)
-            order.append(current_first)
-    finally:
-        if was_enabled:
-            gc.enable()
+            for is_current in (current_first, not current_first):
+                time_runs(current if is_current else reference, runs, clock, samples[is_current])
     sizes = [runs] * rounds
-    return PairedRounds(summarize(samples[True], sizes), summarize(samples[False], sizes), tuple(order))
+    return PairedRounds(summarize(samples[True], sizes), summarize(samples[False], sizes), tuple(firsts))
 
 
 def sign_test_rank(n: int, confidence: float) -> int:

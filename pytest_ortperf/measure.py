@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from pytest_ortperf.stats import LatencyStats, summarize
@@ -102,28 +103,32 @@ def measure(
         plan = plan_rounds(cost, settings)
     samples: list[int] = []
     canary_medians: list[float] = []
+    with gc_paused():
+        for _ in range(plan.rounds):
+            time_runs(run, plan.runs_per_round, clock, samples)
+            if canary is not None:
+                canary_runs_ns = sorted(time_runs(canary, canary_runs, clock, []))
+                canary_medians.append(max(canary_runs_ns[len(canary_runs_ns) // 2], 1) / 1e6)
+    return summarize(samples, [plan.runs_per_round] * plan.rounds, canary_medians)
+
+
+def time_runs(run: Callable[[], object], count: int, clock: Clock, into: list[int]) -> list[int]:
+    """Time ``count`` runs one by one, appending each duration (ns) to ``into``; returns ``into``."""
+    for _ in range(count):
+        t0 = clock()
+        run()
+        into.append(clock() - t0)
+    return into
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Collect once, then keep the garbage collector out of the timed runs; restore it afterwards."""
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
-        for _ in range(plan.rounds):
-            for _ in range(plan.runs_per_round):
-                t0 = clock()
-                run()
-                samples.append(clock() - t0)
-            if canary is not None:
-                canary_medians.append(_canary_round(canary, canary_runs, clock))
+        yield
     finally:
         if was_enabled:
             gc.enable()
-    return summarize(samples, [plan.runs_per_round] * plan.rounds, canary_medians)
-
-
-def _canary_round(canary: Callable[[], object], runs: int, clock: Clock) -> float:
-    durations = []
-    for _ in range(runs):
-        t0 = clock()
-        canary()
-        durations.append(clock() - t0)
-    durations.sort()
-    return max(durations[len(durations) // 2], 1) / 1e6
