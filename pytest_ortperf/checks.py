@@ -250,10 +250,6 @@ def _judge(baseline: LatencyStats, current: LatencyStats, policy: CheckPolicy) -
     return stored_comparison(baseline, current, threshold=policy.threshold, confidence=policy.confidence)
 
 
-def comparable_rounds(stats: LatencyStats, *, relative: bool) -> tuple[float, ...]:
-    return stats.relative_round_medians if relative else stats.round_medians_ms
-
-
 def fastest_share(values: Sequence[float]) -> list[float]:
     """The fastest quarter of the rounds (at least 3): the machine's fast state, like with like."""
     ordered = sorted(values)
@@ -271,8 +267,8 @@ def stored_comparison(
     like, whichever state each run mostly saw.
     """
     relative = bool(baseline.canary_round_medians_ms and current.canary_round_medians_ms)
-    base = fastest_share(comparable_rounds(baseline, relative=relative))
-    curr = fastest_share(comparable_rounds(current, relative=relative))
+    base = fastest_share(baseline.relative_round_medians if relative else baseline.round_medians_ms)
+    curr = fastest_share(current.relative_round_medians if relative else current.round_medians_ms)
     comparison = judge(base, curr, threshold=threshold, confidence=confidence)
     what = "round medians / machine-speed canary" if relative else "round medians"
     statistic = (
@@ -284,7 +280,7 @@ def stored_comparison(
 
 def decision_cv(stats: LatencyStats) -> float:
     """How much the rounds the comparison reads vary: relative to the canary when it ran."""
-    values = stats.relative_round_medians if stats.canary_round_medians_ms else stats.round_medians_ms
+    values = stats.relative_round_medians or stats.round_medians_ms
     if len(values) < 2:
         return 0.0
     mean = statistics.fmean(values)
@@ -305,11 +301,12 @@ def _record(
     baseline: BaselineEntry | None,
     profile_fn: Callable[[], OpProfile] | None = None,
 ) -> LatencyResult:
-    if decision_cv(current) > policy.max_cv:
+    variation = decision_cv(current)
+    if variation > policy.max_cv:
         message = (
             f"latency of {key.test} on machine '{key.machine}' is too noisy to record as a baseline: "
             f"round medians{' (relative to the canary)' if current.canary_round_medians_ms else ''} vary "
-            f"{decision_cv(current):.1%} (limit {percent(policy.max_cv)}; median "
+            f"{variation:.1%} (limit {percent(policy.max_cv)}; median "
             f"{current.median_ms:.4g} ms over {current.rounds} rounds). Rerun on a quieter machine, "
             "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
         )
