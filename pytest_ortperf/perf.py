@@ -55,7 +55,7 @@ class CheckContext:
     profiler: MarkedProfile | None = None
     nodeid: str = ""
     add_property: Callable[[str, object], None] = lambda name, value: None
-    ab: Callable[[], ABReference | None] | None = None
+    ab: Callable[[], ABReference | None] = lambda: None  # the A/B reference; None: stored mode
 
 
 class OrtPerf:
@@ -104,9 +104,8 @@ class OrtPerf:
     ) -> list[LatencyResult | AccuracyResult | str]:
         """The latency check of this mode: stored baseline, or A/B (latency plus outputs vs the reference)."""
         context = self._context
-        if context.ab is None or context.policy.update:  # updates always record stored baselines
-            return [self._guard(lambda: self._latency(feeds))]
-        reference = self._guard(context.ab)
+        # Updates always record stored baselines: no A/B reference then.
+        reference = None if context.policy.update else self._guard(context.ab)
         if isinstance(reference, str):
             return [reference]
         if reference is None:

@@ -276,15 +276,7 @@ def ort_perf(
     ab_mark = request.node.get_closest_marker("ort_ab")
     ab_origin = f"ort_ab marker of {request.node.nodeid}"
     ab_spec = _guarded(lambda: ab_marker(ab_mark.args, ab_mark.kwargs, origin=ab_origin)) if ab_mark else None
-    ab = (
-        (
-            lambda: run.ab_reference(
-                ort_session_info.model, ab_spec, test_dir=_test_dir(request), origin=ab_origin
-            )
-        )
-        if ab_spec is not None or run.config.ab_rev
-        else None
-    )
+    ab_test_dir = _test_dir(request)
     context = CheckContext(
         run=run,
         built=ort_session_info,
@@ -296,7 +288,7 @@ def ort_perf(
         nodeid=request.node.nodeid,
         add_property=lambda name, value: request.node.user_properties.append((name, value)),
         profiler=ort_profiler,
-        ab=ab,
+        ab=lambda: run.ab_reference(ort_session_info.model, ab_spec, test_dir=ab_test_dir, origin=ab_origin),
         data_set=directory / ort_inputs.source
         if directory and ort_inputs.source.startswith("test_data_set_")
         else None,

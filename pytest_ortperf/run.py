@@ -6,10 +6,9 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,9 +182,8 @@ class OrtperfRun:
         found = revision.model_at(model.path)
         if found.data is None:
             return ABReference(found.label, None, found.reason)
-        return ABReference(
-            found.label, ModelSource(found.label, hashlib.sha256(found.data).hexdigest(), data=found.data)
-        )
+        source = self.model(found.data, test_dir=test_dir, origin=origin)
+        return ABReference(found.label, replace(source, label=found.label))
 
     def reference_session(self, built: BuiltSession) -> BuiltSession | None:
         """The reference variant's session for the same model and settings, or None when the
