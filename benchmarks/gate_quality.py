@@ -69,7 +69,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +83,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.baselines import BaselineStore  # noqa: E402
 from pytest_ortperf.canary import Canary  # noqa: E402
 from pytest_ortperf.checks import (  # noqa: E402
@@ -144,66 +144,6 @@ def test_mlp(benchmark):
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
-def other_pytest_processes() -> int:
-    """Running pytest processes that are not ours (other sessions' test suites)."""
-    done = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True, check=False)
-    count = 0
-    for line in done.stdout.splitlines()[1:]:
-        parts = line.split(None, 2)
-        if len(parts) == 3 and "pytest" in parts[2] and int(parts[1]) != os.getpid():
-            count += 1
-    return count
-
-
-def code_state() -> str:
-    """The commit measured, and whether the gate's modules differ from it in the working tree."""
-    files = [f"pytest_ortperf/{name}.py" for name in ("measure", "stats", "compare", "checks", "baselines")]
-    where = Path(__file__).resolve().parent.parent
-
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], cwd=where, capture_output=True, text=True, check=False)
-        return done.stdout.rstrip()
-
-    dirty = git("status", "--porcelain", "--", *files).splitlines()
-    changed = ", ".join(line[3:] for line in dirty) or "none"
-    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
-    return f"commit {commit}; uncommitted changes to gate modules: {changed}"
-
-
-class Sampler(threading.Thread):
-    """Every ``period_s``: 1-minute load average and other pytest processes (someone else's tests)."""
-
-    def __init__(self, period_s: float = 15.0) -> None:
-        super().__init__(daemon=True)
-        self.period_s = period_s
-        self.samples: list[tuple[float, int]] = []
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.period_s):
-            load = float(loadavg().split()[0]) if loadavg() != "n/a" else math.nan
-            self.samples.append((load, other_pytest_processes()))
-
-    def stop(self) -> str:
-        self._stop_event.set()
-        if not self.samples:
-            return "no samples"
-        loads = [load for load, _ in self.samples]
-        busy = sum(others > 0 for _, others in self.samples)
-        return (
-            f"{len(self.samples)} samples every {self.period_s:g} s: 1-min load median "
-            f"{statistics.median(loads):.2f}, max {max(loads):.2f}; other pytest processes running in "
-            f"{busy}/{len(self.samples)} samples"
-        )
 
 
 # Sessions, the plugin's way -------------------------------------------------
@@ -614,7 +554,7 @@ def report(
         f"- load average (1/5/15 min) at start: {load_start} (other pytest processes: {others_start}); "
         f"at end: {loadavg()}",
         f"- during the run: {during}",
-        f"- code: {code_state()}",
+        f"- code at the start: {args.code_at_start}; at the end: {code_state()}",
         f"- model: `tests.models.mlp_model(layers, width={args.width})`, batch {args.batch}, "
         f"plugin default session settings ({SessionSettings().describe()}), CPU, ORT_ENABLE_ALL",
         f"- (b) stored mode: `check_latency` with `CheckPolicy()` defaults (threshold "
@@ -806,6 +746,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ort.set_default_logger_severity(3)
     rng = random.Random(args.seed)
     started, load_start, others_start = time.monotonic(), loadavg(), other_pytest_processes()
+    args.code_at_start = code_state()  # the modules are imported now: this is the code measured
     sampler = Sampler()
     sampler.start()
     with tempfile.TemporaryDirectory(prefix="ortperf-gate-") as tmp:

@@ -49,13 +49,11 @@ import argparse
 import datetime as dt
 import gc
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,6 +65,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
 from pytest_ortperf.machine import cpu_model, usable_cores
 from pytest_ortperf.measure import MeasureSettings, measure
@@ -324,66 +323,6 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 def fmt_iqr(values: Sequence[float], spec: str) -> str:
     q1, q2, q3 = quartiles(values)
     return f"{q2:{spec}} [{q1:{spec}} .. {q3:{spec}}]"
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "n/a"
-
-
-def other_pytest_processes() -> int:
-    """Running pytest processes that are not ours (other sessions' test suites)."""
-    done = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True, check=False)
-    count = 0
-    for line in done.stdout.splitlines()[1:]:
-        parts = line.split(None, 2)
-        if len(parts) == 3 and "pytest" in parts[2] and int(parts[1]) != os.getpid():
-            count += 1
-    return count
-
-
-class Sampler(threading.Thread):
-    """Every ``period_s``: 1-minute load average and other pytest processes (someone else's tests)."""
-
-    def __init__(self, period_s: float = 15.0) -> None:
-        super().__init__(daemon=True)
-        self.period_s = period_s
-        self.samples: list[tuple[float, int]] = []
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        while not self._stop_event.wait(self.period_s):
-            load = float(loadavg().split()[0]) if loadavg() != "n/a" else math.nan
-            self.samples.append((load, other_pytest_processes()))
-
-    def stop(self) -> str:
-        self._stop_event.set()
-        if not self.samples:
-            return "no samples"
-        loads = [load for load, _ in self.samples]
-        busy = sum(others > 0 for _, others in self.samples)
-        return (
-            f"{len(self.samples)} samples every {self.period_s:g} s: 1-min load median "
-            f"{statistics.median(loads):.2f}, max {max(loads):.2f}; other pytest processes running in "
-            f"{busy}/{len(self.samples)} samples"
-        )
-
-
-def code_state() -> str:
-    """The commit measured, and whether the gate's modules differ from it in the working tree."""
-    files = [f"pytest_ortperf/{name}.py" for name in ("measure", "stats", "compare", "checks", "baselines")]
-    where = Path(__file__).resolve().parent.parent
-
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], cwd=where, capture_output=True, text=True, check=False)
-        return done.stdout.rstrip()
-
-    dirty = git("status", "--porcelain", "--", *files).splitlines()
-    changed = ", ".join(line[3:] for line in dirty) or "none"
-    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
-    return f"commit {commit}; uncommitted changes to gate modules: {changed}"
 
 
 def header(title: str, load_start: str, during: str, extra: Sequence[str]) -> list[str]:
