@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import onnx
@@ -50,3 +51,14 @@ def squeezenet_path() -> Path:
 def data_dir() -> Path:
     """Captured sample data (real ORT logs) checked in beside the tests."""
     return Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def gc_state() -> Iterator[None]:
+    """Put the collector back the way it was, whatever a test did to it."""
+    was_enabled = gc.isenabled()
+    yield
+    if was_enabled:
+        gc.enable()
+    else:
+        gc.disable()

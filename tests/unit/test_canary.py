@@ -7,7 +7,7 @@ import gc
 import json
 import math
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -44,17 +44,6 @@ ort = pytest.importorskip("onnxruntime")
 
 CPU_DISABLED = Variant(resolve_provider("cpu", source="test"), OptLevel.DISABLED)
 CUDA_ALL = Variant(resolve_provider("cuda", source="test"), OptLevel.ALL)
-
-
-@pytest.fixture
-def gc_state() -> Iterator[None]:
-    """Put the collector back the way it was, whatever a test did to it."""
-    was_enabled = gc.isenabled()
-    yield
-    if was_enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 # the canary model and session ------------------------------------------------

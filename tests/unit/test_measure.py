@@ -28,17 +28,6 @@ class FakeTimer:
         self.runs += 1
 
 
-@pytest.fixture
-def gc_state() -> Iterator[None]:
-    """Put the collector back the way it was, whatever a test did to it."""
-    was_enabled = gc.isenabled()
-    yield
-    if was_enabled:
-        gc.enable()
-    else:
-        gc.disable()
-
-
 # plan_rounds ---------------------------------------------------------------
 
 
