@@ -206,13 +206,20 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, suite: Path
 
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite: Path) -> None:
     pytest.importorskip("pytest_benchmark")
-    result = pytester.runpytest("--ortperf-missing=pass", "--benchmark-json=bench.json", *QUICK)
+    result = pytester.runpytest(
+        "--ortperf-missing=pass", "--ortperf-machine=ci-box", "--benchmark-json=bench.json", *QUICK
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*benchmark 'ortperf': 1 tests*", "test_latency[[]cpu-all[]] *"])
     (entry,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
     assert entry["fullname"] == "test_gate.py::test_latency[cpu-all]"
-    assert entry["extra_info"]["variant"] == "cpu-all"
-    assert entry["extra_info"]["verdict"] == "missing"
+    extra_info = entry["extra_info"]
+    assert extra_info["variant"] == "cpu-all"
+    assert extra_info["machine"] == "ci-box"
+    assert extra_info["verdict"] == "missing"
+    assert extra_info["mode"] == "stored"
+    assert extra_info["decided_by"] == "stored"  # no baseline: no statistic decided
+    assert extra_info["baseline_median_ms"] is None
     assert entry["stats"]["rounds"] == MeasureSettings().rounds
 
 
