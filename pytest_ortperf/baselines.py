@@ -14,6 +14,7 @@ and never overwritten.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import time
@@ -71,7 +72,7 @@ class BaselineEntry:
                 raise TypeError(f"{key} must be a string")
         if "latency" not in data and "accuracy" not in data:
             raise KeyError("latency")
-        return cls(
+        entry = cls(
             variant=data["variant"],
             recorded=data["recorded"],
             latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
@@ -79,9 +80,30 @@ class BaselineEntry:
             accuracy=AccuracyRecord.from_dict(data["accuracy"]) if "accuracy" in data else None,
             profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
         )
+        for key, value in entry.as_dict().items():  # what loads must also be writable again
+            _check_writable(value, where=key, depth=1)
+        return entry
 
 
 Entries = dict[str, dict[str, BaselineEntry]]
+
+# Far deeper than anything the plugin records, far shallower than what exhausts the recursion
+# limit in render(): a file that loads must also be writable again.
+MAX_DEPTH = 32
+
+
+def _check_writable(value: Any, *, where: str, depth: int = 0) -> None:
+    """Raise ValueError for what render() could not write back: NaN, infinities, deep nesting."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{where} is nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} must hold finite numbers, got {value}")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_writable(item, where=f"{where}.{key}", depth=depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _check_writable(item, where=f"{where}[{index}]", depth=depth + 1)
 
 
 def _rounded(value: Any) -> Any:
@@ -200,6 +222,7 @@ class BaselineStore:
         self._errors: dict[Path, BaselineError] = {}
         self._staged: dict[Path, dict[tuple[str, str], BaselineEntry | None]] = {}
         self._arrays: dict[Path, bytes] = {}
+        self._writing: Path | None = None
 
     def path_for(self, test_file: str) -> Path:
         return self.root / f"{test_file}.json"
@@ -289,6 +312,11 @@ class BaselineStore:
         except OSError as exc:
             where = exc.filename or self.root
             raise BaselineError(f"cannot write baseline file '{where}': {exc.strerror or exc}") from None
+        except (ValueError, RecursionError) as exc:  # a value render() cannot write as JSON
+            where = self._writing or self.root
+            raise BaselineError(f"cannot write baseline file '{where}': {str(exc)[:200]}") from None
+        finally:
+            self._writing = None
 
     def _write(self) -> list[Path]:
         written = []
@@ -300,13 +328,15 @@ class BaselineStore:
                 written.append(path)
         self._arrays.clear()
         for path, changes in sorted(self._staged.items()):
+            self._writing = path
             # Merge into what is on disk now, even if this process never read the file (xdist controller).
             entries = {test: dict(machines) for test, machines in self._entries_at(path).items()}
+            orphans = []
             for (test, machine), entry in changes.items():
                 if entry is None:
                     removed = entries.get(test, {}).pop(machine, None)
                     if removed is not None and removed.accuracy is not None:
-                        (self.root / removed.accuracy.file).unlink(missing_ok=True)
+                        orphans.append(self.root / removed.accuracy.file)
                 else:
                     entries.setdefault(test, {})[machine] = entry
             text = render(entries)
@@ -314,6 +344,9 @@ class BaselineStore:
             if text != old:
                 write_atomically(path, text)
                 written.append(path)
+            # Only now that no entry names them: a kill before this leaves files, never a dangling name.
+            for orphan in orphans:
+                orphan.unlink(missing_ok=True)
             self._loaded[path] = parse(text, path=path)
         self._staged.clear()
         return written

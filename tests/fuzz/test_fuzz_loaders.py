@@ -79,7 +79,7 @@ from pytest_ortperf.accuracy import (
     ToleranceSpec,
     parse_tolerance_values,
 )
-from pytest_ortperf.baselines import KIND, SCHEMA, BaselineStore, parse
+from pytest_ortperf.baselines import KIND, SCHEMA, BaselineStore, parse, render
 from pytest_ortperf.checks import CheckPolicy
 from pytest_ortperf.compare import judge, parse_threshold
 from pytest_ortperf.config import (
@@ -344,12 +344,16 @@ def profile_dicts(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+ENVIRONMENT_SCALARS = JSON_SCALARS.filter(lambda v: not isinstance(v, float) or math.isfinite(v))
+
+
 @st.composite
 def entry_dicts(draw: st.DrawFn) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "variant": "cpu-all",
         "recorded": "2026-11-22",
-        "environment": draw(st.dictionaries(st.text(max_size=8), JSON_SCALARS, max_size=3)),
+        # Finite numbers only: a file must be writable again, so NaN/Infinity make an entry damaged.
+        "environment": draw(st.dictionaries(st.text(max_size=8), ENVIRONMENT_SCALARS, max_size=3)),
     }
     parts = draw(st.sampled_from([("latency",), ("accuracy",), ("latency", "accuracy")]))
     if "latency" in parts:
@@ -403,7 +407,10 @@ def _check_baseline_text(text: str, path: Path) -> None:
     if isinstance(entries, BaselineError):
         assert str(path) in str(entries), f"the message does not name the file: {entries}"
         return
-    # Accepted: what the plugin does next with an entry must not fail either.
+    # Accepted: what the plugin does next with an entry must not fail either; an update writes
+    # the kept entries back, so they must render.
+    written = render(entries)
+    assert render(parse(written, path=path)) == written
     for machines in entries.values():
         for entry in machines.values():
             if entry.latency is not None:
@@ -1326,6 +1333,23 @@ def test_regression_baseline_profile_not_an_object(profile: dict[str, Any]) -> N
 )
 def test_regression_baseline_profile_overflow(profile: dict[str, Any]) -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
+        parse(_baseline_document(profile=profile), path=BASELINE_PATH)
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [{"x": Raw("NaN")}, {"x": [Raw("-Infinity")]}, {"x": Raw("1e999")}, Raw('{"x": ' * 500 + "1" + "}" * 500)],
+    ids=["nan", "infinity", "1e999", "500-deep"],
+)
+def test_regression_baseline_environment_that_cannot_be_written_back(environment: Any) -> None:
+    """Loaded, then crashed the next --ortperf-update when the kept entry was rendered."""
+    with pytest.raises(BaselineError, match=r"test_x\.py\.json.* is damaged \(environment"):
+        parse(_baseline_document(environment=environment), path=BASELINE_PATH)
+
+
+def test_regression_baseline_profile_nan_cannot_be_written_back() -> None:
+    profile = {"runs": 1, "ops": {"Relu": {"us": Raw("NaN"), "nodes": 1}}, "nodes": {}}
+    with pytest.raises(BaselineError, match=r"test_x\.py\.json.* is damaged \(profile"):
         parse(_baseline_document(profile=profile), path=BASELINE_PATH)
 
 

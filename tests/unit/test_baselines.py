@@ -464,3 +464,88 @@ def test_write_removes_only_stale_temporaries_of_its_own_files(tmp_path: Path) -
     assert young.exists()
     assert other.exists()
     BaselineStore(tmp_path)  # a store on the same folder reads nothing until asked
+
+
+# A file that loads must be writable again -------------------------------------
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+UNWRITABLE_ENVIRONMENTS = [
+    pytest.param('{"x": NaN}', "environment.x must hold finite numbers, got nan", id="nan"),
+    pytest.param('{"x": [1, -Infinity]}', "environment.x[1] must hold finite numbers, got -inf", id="inf"),
+    pytest.param('{"x": 1e999}', "environment.x must hold finite numbers, got inf", id="1e999"),
+    pytest.param(json.dumps(_nested(500)), "is nested deeper than 32 levels", id="500-deep"),
+]
+
+
+@pytest.mark.parametrize(("environment", "fragment"), UNWRITABLE_ENVIRONMENTS)
+def test_an_environment_that_could_not_be_written_back_is_a_damaged_entry(
+    tmp_path: Path, environment: str, fragment: str
+) -> None:
+    text = render({TEST: {"ci": make_entry()}}).replace(
+        '"environment": {', f'"environment": {{"bad": {environment}, ', 1
+    )
+    path = tmp_path / "test_models.py.json"
+    with pytest.raises(BaselineError) as info:
+        parse(text, path=path)
+    message = str(info.value)
+    assert message.startswith(f"baseline file '{path}': entry {TEST!r} for machine 'ci' is damaged (")
+    assert fragment.replace("environment.", "environment.bad.") in message
+
+
+def test_an_update_beside_an_unwritable_entry_is_refused_naming_the_file(tmp_path: Path) -> None:
+    # The kept entry of another test holds NaN: before, the load passed and the write crashed.
+    store = BaselineStore(tmp_path)
+    path = store.path_for(TEST_FILE)
+    path.parent.mkdir(parents=True)
+    text = render({"test_old": {"ci": make_entry()}}).replace('"environment": {', '"environment": {"x": NaN, ', 1)
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(BaselineError, match=f"baseline file '{path}': entry 'test_old' .* is damaged"):
+        store.stage(TEST_FILE, TEST, "ci", make_entry())
+    assert path.read_text(encoding="utf-8") == text
+
+
+def test_write_turns_an_unrenderable_value_into_an_error_naming_the_file(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, "ci", make_entry(bad=float("nan")))
+    deep = BaselineStore(tmp_path / "deep")
+    deep.stage(TEST_FILE, TEST, "ci", make_entry(bad=_nested(5000)))
+    for candidate in (store, deep):
+        with pytest.raises(BaselineError) as info:
+            candidate.write()
+        assert f"cannot write baseline file '{candidate.path_for(TEST_FILE)}'" in str(info.value)
+        assert not candidate.path_for(TEST_FILE).exists()
+
+
+def test_pruning_deletes_the_outputs_only_after_the_json_no_longer_names_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ortperf import baselines
+    from pytest_ortperf.references import AccuracyRecord
+
+    outputs = tmp_path / "outputs.npz"
+    outputs.write_bytes(b"arrays")
+    accuracy = AccuracyRecord("cd" * 32, (), "outputs.npz")
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-01-02", accuracy=accuracy))
+    store.write()
+
+    seen = []
+    real = baselines.write_atomically
+
+    def spy(path: Path, text: str | bytes) -> None:
+        seen.append(outputs.exists())  # at the moment the JSON is replaced
+        real(path, text)
+
+    monkeypatch.setattr(baselines, "write_atomically", spy)
+    pruner = BaselineStore(tmp_path)
+    pruner.stage(TEST_FILE, TEST, "ci", None)
+    pruner.write()
+    assert seen == [True]
+    assert not outputs.exists()
