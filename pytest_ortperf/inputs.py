@@ -139,11 +139,25 @@ def read_tensors(directory: Path, prefix: str) -> list[tuple[str, Array]]:
     return tensors
 
 
+class NotNpzError(ValueError):
+    """The file is not a zip archive, so not an .npz at all."""
+
+
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip with members, an empty zip
+
+
 def read_npz(path: Path) -> dict[str, Array]:
-    """All arrays of an .npz, never unpickling; raises whatever numpy or zipfile raise."""
+    """All arrays of an .npz, never unpickling; raises whatever numpy or zipfile raise, and
+    :class:`NotNpzError` for a file that is no zip archive (numpy would offer to unpickle it)."""
     # Open the file ourselves: np.load leaks its handle when the archive is corrupt.
-    with path.open("rb") as handle, np.load(handle, allow_pickle=False) as archive:
-        return {name: archive[name] for name in archive.files}
+    with path.open("rb") as handle:
+        if handle.read(4) not in _ZIP_MAGIC:
+            raise NotNpzError("not a .npz archive")
+        handle.seek(0)
+        with np.load(handle, allow_pickle=False) as archive:
+            if not hasattr(archive, "files"):  # np.load reads a lone .npy too
+                raise NotNpzError("not a .npz archive")
+            return {name: archive[name] for name in archive.files}
 
 
 def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
@@ -164,6 +178,8 @@ def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
 def _from_npz(path: Path, specs: Sequence[InputSpec]) -> Feeds:
     try:
         arrays = read_npz(path)
+    except NotNpzError:
+        raise InputsError(f"'{path}' is not a .npz archive.") from None
     except Exception as exc:  # zipfile, pickle refusal and format errors all land here
         raise InputsError(f"'{path}' cannot be read as a numpy .npz without pickle: {exc}") from exc
     return Feeds(_checked(arrays, specs, origin=str(path)), source=path.name)

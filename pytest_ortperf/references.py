@@ -2,8 +2,10 @@
 
 Outputs up to :data:`FULL_LIMIT` elements are stored whole. Larger ones store a
 deterministic subsample (:data:`SUBSAMPLE` evenly spaced elements of the
-flattened tensor) plus mean/std/min/max and the sha256 of the whole tensor, and
-are compared on the same subsample; the entry records which was done.
+flattened tensor) plus mean/std/min/max, the count of NaN/Inf values and the
+sha256 of the whole tensor. The entry records which was done and how the
+subsample was taken, so a later change of the constants still compares old
+entries on their own elements.
 """
 
 from __future__ import annotations
@@ -21,10 +23,40 @@ import numpy as np
 
 from pytest_ortperf.accuracy import Array
 from pytest_ortperf.errors import BaselineError, InputsError
-from pytest_ortperf.inputs import read_npz, read_tensors
+from pytest_ortperf.inputs import NotNpzError, read_npz, read_tensors
 
 FULL_LIMIT = 100_000
 SUBSAMPLE = 10_000
+SAMPLE_METHOD = "linspace"
+
+@dataclass(frozen=True)
+class Sampling:
+    """How a subsample was taken: ``count`` evenly spaced elements of tensors over ``limit``."""
+
+    limit: int
+    count: int
+    method: str = SAMPLE_METHOD
+
+    @classmethod
+    def current(cls, limit: int | None = None) -> Sampling:
+        """The way this version samples (and how entries that did not record it were sampled)."""
+        return cls(limit=FULL_LIMIT if limit is None else limit, count=SUBSAMPLE)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"limit": self.limit, "count": self.count, "method": self.method}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Sampling:
+        if not isinstance(data, Mapping) or data.get("method") != SAMPLE_METHOD:
+            raise TypeError(f"'sample' must be an object with method {SAMPLE_METHOD!r}")
+        limit, count = data.get("limit"), data.get("count")
+        if not all(isinstance(n, int) and not isinstance(n, bool) and 0 < n < 2**62 for n in (limit, count)):
+            raise TypeError("'sample' limit and count must be positive whole numbers")
+        return cls(limit=int(limit), count=int(count), method=SAMPLE_METHOD)  # type: ignore[arg-type]
+
+    def indices(self, size: int) -> Array:
+        """The flat indices of the subsample of a tensor of ``size`` elements."""
+        return np.unique(np.linspace(0, size - 1, self.count).astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -40,12 +72,23 @@ class StoredOutput:
     std: float
     min: float
     max: float
+    nonfinite: int | None = None  # NaN/Inf in the whole tensor; None: an entry from before it was kept
+    sample: Sampling | None = None  # subsamples: how taken; None: an older entry, the current constants
+
+    @property
+    def sampling(self) -> Sampling:
+        return self.sample or Sampling.current()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "name": self.name, "dtype": self.dtype, "shape": list(self.shape), "stored": self.stored,
             "sha256": self.sha256, "mean": self.mean, "std": self.std, "min": self.min, "max": self.max,
         }  # fmt: skip
+        if self.nonfinite is not None:
+            data["nonfinite"] = self.nonfinite
+        if self.sample is not None:
+            data["sample"] = self.sample.as_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> StoredOutput:
@@ -55,6 +98,12 @@ class StoredOutput:
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise TypeError("shape must be a list of whole numbers")
         numbers = {key: float(data[key]) for key in ("mean", "std", "min", "max")}
+        nonfinite = data.get("nonfinite")
+        if nonfinite is not None and (
+            not isinstance(nonfinite, int) or isinstance(nonfinite, bool) or not 0 <= nonfinite < 2**62
+        ):
+            raise TypeError("nonfinite must be a whole number >= 0")
+        sample = data.get("sample")
         return cls(
             str(data["name"]),
             str(data["dtype"]),
@@ -62,6 +111,8 @@ class StoredOutput:
             data["stored"],
             str(data["sha256"]),
             **numbers,
+            nonfinite=nonfinite,
+            sample=None if sample is None else Sampling.from_dict(sample),
         )
 
 
@@ -98,11 +149,23 @@ class AccuracyRecord:
         )
 
 
-def subsample_indices(size: int) -> Array:
-    return np.unique(np.linspace(0, size - 1, SUBSAMPLE).astype(np.int64))
+def subsample_indices(size: int, sampling: Sampling | None = None) -> Array:
+    return (sampling or Sampling.current()).indices(size)
 
 
-def _summary(array: Array) -> dict[str, float]:
+def nonfinite_count(array: Array) -> int:
+    """NaN and Inf values in the whole tensor (0 for integers, booleans and text)."""
+    if array.dtype.kind not in "fc":
+        return 0
+    return int(array.size - np.count_nonzero(np.isfinite(array)))
+
+
+def tensor_sha256(array: Array) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def summary(array: Array) -> dict[str, float]:
+    """Mean, std, min and max of the finite values of the whole tensor (zeros for text)."""
     if array.size == 0 or array.dtype.kind not in "fiub":
         return {"mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0}
     values = array.astype(np.float64)
@@ -123,15 +186,16 @@ def for_storage(
     """What to put in the .npz (whole tensors or subsamples) and the record of each output."""
     arrays: dict[str, Array] = {}
     records = []
+    sampling = Sampling.current(limit)
     for name, array in outputs.items():
         array = np.ascontiguousarray(array)
         whole = array.size <= limit
-        arrays[name] = array if whole else array.ravel()[subsample_indices(array.size)]
+        arrays[name] = array if whole else array.ravel()[sampling.indices(array.size)]
         records.append(
             StoredOutput(
                 name=name, dtype=array.dtype.name, shape=tuple(int(d) for d in array.shape),
-                stored="full" if whole else "subsample",
-                sha256=hashlib.sha256(array.tobytes()).hexdigest(), **_summary(array),
+                stored="full" if whole else "subsample", sha256=tensor_sha256(array), **summary(array),
+                nonfinite=nonfinite_count(array), sample=None if whole else sampling,
             )
         )  # fmt: skip
     return arrays, tuple(records)
@@ -143,7 +207,7 @@ def comparable(actual: Mapping[str, Array], records: Sequence[StoredOutput]) -> 
     for record in records:
         array = actual.get(record.name)
         if record.stored == "subsample" and array is not None and tuple(array.shape) == record.shape:
-            reduced[record.name] = np.ascontiguousarray(array).ravel()[subsample_indices(array.size)]
+            reduced[record.name] = np.ascontiguousarray(array).ravel()[record.sampling.indices(array.size)]
     return reduced
 
 
@@ -161,6 +225,10 @@ def load_npz(path: Path) -> dict[str, Array]:
     except FileNotFoundError:
         raise BaselineError(
             f"reference outputs '{path}' are missing (the baseline entry names them)."
+        ) from None
+    except NotNpzError:
+        raise BaselineError(
+            f"reference outputs '{path}' are damaged: the file is not a .npz archive."
         ) from None
     except Exception as exc:  # zip, format and pickle refusals
         raise BaselineError(f"reference outputs '{path}' cannot be read without pickle: {exc}") from None
@@ -183,16 +251,25 @@ def _data_json_tolerances(data_set: Path) -> dict[str, float]:
             try:
                 data = json.loads(candidate.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
-                raise InputsError(f"'{candidate}' is not valid JSON: {exc}") from exc
+                raise InputsError(f"'{candidate}' is not valid JSON: {exc}") from None
+            except RecursionError:
+                raise InputsError(f"'{candidate}' is not valid JSON: nested too deeply.") from None
             if not isinstance(data, dict):
                 raise InputsError(f"'{candidate}' must hold a JSON object with rtol/atol.")
             found = {key: data[key] for key in ("rtol", "atol") if key in data}
-            if not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-                for v in found.values()
-            ):
+            if not all(_tolerance_number(v) for v in found.values()):
                 raise InputsError(f"'{candidate}': rtol/atol must be finite numbers >= 0.")
             # data.json defines the model's own comparison (assert_allclose with rtol/atol, as ONNX's
             # backend tests use it), so the cosine limit is not added on top of it.
             return {key: float(value) for key, value in found.items()} | ({"cosine": 0.0} if found else {})
     return {}
+
+
+def _tolerance_number(value: Any) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        number = float(value)  # a huge JSON integer does not fit a float
+    except OverflowError:
+        return False
+    return math.isfinite(number) and number >= 0

@@ -401,9 +401,9 @@ def test_corrupt_npz_names_the_file(npz_model: ModelSource, content: bytes) -> N
     assert npz_model.path is not None
     npz = npz_model.path.with_suffix(".npz")
     npz.write_bytes(content)
-    with pytest.raises(InputsError, match=r"cannot be read as a numpy \.npz") as info:
+    with pytest.raises(InputsError) as info:
         load_feeds(npz_model, TWO_SPECS, InputOptions())
-    assert str(npz) in str(info.value)
+    assert str(info.value) == f"'{npz}' is not a .npz archive."
 
 
 def test_truncated_zip_npz_is_refused_without_leaking_the_file(

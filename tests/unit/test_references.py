@@ -22,6 +22,7 @@ from pytest_ortperf.references import (
     FULL_LIMIT,
     SUBSAMPLE,
     AccuracyRecord,
+    Sampling,
     StoredOutput,
     comparable,
     for_storage,
@@ -69,11 +70,11 @@ def test_small_outputs_are_stored_whole_with_their_summary() -> None:
     assert records == (
         StoredOutput(
             name="y", dtype="float32", shape=(2, 3), stored="full", sha256=sha256(y),
-            mean=pytest.approx(y64.mean()), std=pytest.approx(y64.std()), min=-2.0, max=4.0,
+            mean=pytest.approx(y64.mean()), std=pytest.approx(y64.std()), min=-2.0, max=4.0, nonfinite=0,
         ),
         StoredOutput(
             name="ids", dtype="int64", shape=(3,), stored="full", sha256=sha256(ids),
-            mean=2.0, std=pytest.approx(np.sqrt(2 / 3)), min=1.0, max=3.0,
+            mean=2.0, std=pytest.approx(np.sqrt(2 / 3)), min=1.0, max=3.0, nonfinite=0,
         ),
     )  # fmt: skip
 
@@ -100,6 +101,27 @@ def test_large_outputs_store_a_subsample_and_the_whole_tensors_summary(
     assert record.sha256 == sha256(whole)
     assert (record.mean, record.min, record.max) == (24.5, 0.0, 49.0)
     assert record.std == pytest.approx(np.arange(50).std())
+    assert record.sample == Sampling(limit=10, count=7, method="linspace")
+    assert record.nonfinite == 0
+
+
+def test_the_whole_tensors_non_finite_values_are_counted() -> None:
+    whole = np.zeros(50, np.float32)
+    whole[[3, 7, 11]] = [np.nan, np.inf, -np.inf]  # none of them in the subsample
+    _, (record,) = for_storage({"y": whole}, limit=10)
+    assert record.nonfinite == 3
+    _, (ints,) = for_storage({"ids": np.arange(50)}, limit=10)
+    assert ints.nonfinite == 0
+
+
+def test_the_recorded_sampling_is_used_after_the_constants_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    whole = np.arange(50, dtype=np.float32)
+    arrays, records = for_storage({"y": whole}, limit=10)  # 50 <= SUBSAMPLE: every element
+    monkeypatch.setattr(references, "SUBSAMPLE", 7)
+    np.testing.assert_array_equal(comparable({"y": whole}, records)["y"], arrays["y"])
+    # An entry from before the sampling was recorded is compared with the current constants.
+    old = StoredOutput.from_dict({k: v for k, v in records[0].as_dict().items() if k != "sample"})
+    assert comparable({"y": whole}, [old])["y"].size == 7
 
 
 def test_the_default_limit_stores_up_to_full_limit_elements_whole() -> None:
@@ -223,7 +245,7 @@ def _plain_npy(path: Path, marker: Path) -> None:
         np.save(handle, np.ones(3, np.float32))
 
 
-@pytest.mark.parametrize("write", [_object_npz, _pickle_file, _corrupt, _truncated, _plain_npy])
+@pytest.mark.parametrize("write", [_object_npz, _truncated])
 def test_load_npz_refuses_what_it_cannot_read_without_pickle(tmp_path: Path, write: Any) -> None:
     path = tmp_path / "outputs.npz"
     marker = tmp_path / "pickle-ran"
@@ -231,6 +253,20 @@ def test_load_npz_refuses_what_it_cannot_read_without_pickle(tmp_path: Path, wri
     with pytest.raises(BaselineError) as info:
         load_npz(path)
     assert str(info.value).startswith(f"reference outputs '{path}' cannot be read without pickle: ")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("write", [_pickle_file, _corrupt, _plain_npy])
+def test_load_npz_calls_a_file_that_is_no_archive_damaged_without_offering_pickle(
+    tmp_path: Path, write: Any
+) -> None:
+    path = tmp_path / "outputs.npz"
+    marker = tmp_path / "pickle-ran"
+    write(path, marker)
+    with pytest.raises(BaselineError) as info:
+        load_npz(path)
+    assert str(info.value) == f"reference outputs '{path}' are damaged: the file is not a .npz archive."
+    assert "allow_pickle" not in str(info.value)
     assert not marker.exists()
 
 
@@ -251,10 +287,24 @@ def test_records_round_trip_through_json() -> None:
     data = json.loads(json.dumps(record.as_dict()))
     assert data["outputs"][0] == {
         "name": "y", "dtype": "float32", "shape": [1, 4], "stored": "full", "sha256": sha256(arrays["y"]),
-        "mean": 1.5, "std": pytest.approx(np.arange(4).std()), "min": 0.0, "max": 3.0,
+        "mean": 1.5, "std": pytest.approx(np.arange(4).std()), "min": 0.0, "max": 3.0, "nonfinite": 0,
     }  # fmt: skip
     assert AccuracyRecord.from_dict(data) == record
     assert StoredOutput.from_dict(data["outputs"][1]) == outputs[1]
+
+
+def test_subsampled_records_round_trip_with_their_sampling() -> None:
+    _, (output,) = for_storage({"y": np.arange(50, dtype=np.float32)}, limit=10)
+    data = json.loads(json.dumps(output.as_dict()))
+    assert data["sample"] == {"limit": 10, "count": SUBSAMPLE, "method": "linspace"}
+    assert StoredOutput.from_dict(data) == output
+
+
+def test_records_from_before_the_counts_and_sampling_still_load() -> None:
+    old = StoredOutput.from_dict(stored_output(stored="subsample"))
+    assert (old.nonfinite, old.sample) == (None, None)
+    assert old.sampling == Sampling(limit=FULL_LIMIT, count=SUBSAMPLE, method="linspace")
+    assert "nonfinite" not in old.as_dict()
 
 
 @pytest.mark.parametrize(
@@ -270,6 +320,13 @@ def test_records_round_trip_through_json() -> None:
         ({"outputs": [stored_output(shape="1,4")]}, "shape must be a list of whole numbers"),
         ({"outputs": [stored_output(shape=[1, -4])]}, "shape must be a list of whole numbers"),
         ({"outputs": [stored_output(shape=[1, 4.0])]}, "shape must be a list of whole numbers"),
+        ({"outputs": [stored_output(nonfinite=-1)]}, "nonfinite must be a whole number >= 0"),
+        ({"outputs": [stored_output(nonfinite=True)]}, "nonfinite must be a whole number >= 0"),
+        ({"outputs": [stored_output(nonfinite=1.5)]}, "nonfinite must be a whole number >= 0"),
+        ({"outputs": [stored_output(sample={"limit": 10, "count": 7})]}, "method 'linspace'"),
+        ({"outputs": [stored_output(sample={"limit": 0, "count": 7, "method": "linspace"})]}, "positive whole"),
+        ({"outputs": [stored_output(sample={"limit": 10, "count": 10**30, "method": "linspace"})]}, "positive whole"),
+        ({"outputs": [stored_output(sample=[10, 7])]}, "method 'linspace'"),
     ],
 )
 def test_records_reject_what_they_cannot_use(changes: dict[str, Any], message: str) -> None:
@@ -358,6 +415,10 @@ def test_data_json_without_tolerances_adds_nothing(data_set: Path) -> None:
         ('{"rtol": "0.01"}', "rtol/atol must be finite numbers >= 0."),
         ('{"atol": true}', "rtol/atol must be finite numbers >= 0."),
         ('{"rtol": NaN}', "rtol/atol must be finite numbers >= 0."),
+        pytest.param('{"rtol": 1' + "0" * 400 + "}", "rtol/atol must be finite numbers >= 0.", id="huge-int"),
+        pytest.param('{"atol": 1' + "0" * 5000 + "}", "is not valid JSON", id="int-past-str-limit"),
+        pytest.param("[" * 200_000 + "]" * 200_000, "nested too deeply", id="deep-list"),
+        pytest.param('{"a": ' * 200_000 + "1" + "}" * 200_000, "nested too deeply", id="deep-object"),
     ],
 )
 def test_a_bad_data_json_is_refused_naming_the_file(data_set: Path, text: str, message: str) -> None:
