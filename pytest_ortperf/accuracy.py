@@ -17,10 +17,14 @@ import numpy.typing as npt
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.options import safe_repr
+from pytest_ortperf.providers import resolve_provider
+from pytest_ortperf.variants import parse_opt_level
 
 Array = npt.NDArray[Any]
 TOP_K = 5
 _TOLERANCE_KEYS = ("atol", "rtol", "cosine", "mismatch")
+SELECTOR_DTYPES = ("float16", "float32", "float64")
+SCOPES = ("dtype", "variant", "output")
 
 
 @dataclass(frozen=True)
@@ -57,18 +61,26 @@ EXACT = Tolerance(atol=0.0, rtol=0.0, cosine=-1.0)
 
 @dataclass(frozen=True)
 class ToleranceSpec:
-    """User overrides: for every output, and per output name (the latter wins)."""
+    """User overrides, most specific first: per output name, per variant (``cuda-all`` before
+    ``cuda``), per dtype, then for every output. Each replaces the built-in default for the
+    metrics it names; the rest fall through to the next level."""
 
     overall: Mapping[str, float] = field(default_factory=dict)
     outputs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    dtypes: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    variants: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def merged(self, other: ToleranceSpec) -> ToleranceSpec:
-        outputs = {name: dict(values) for name, values in self.outputs.items()}
-        for name, values in other.outputs.items():
-            outputs.setdefault(name, {}).update(values)
-        return ToleranceSpec({**self.overall, **other.overall}, outputs)
+        return ToleranceSpec(
+            {**self.overall, **other.overall},
+            _merge(self.outputs, other.outputs),
+            _merge(self.dtypes, other.dtypes),
+            _merge(self.variants, other.variants),
+        )
 
-    def for_output(self, name: str, dtype: np.dtype[Any], provider_short: str) -> Tolerance:
+    def for_output(
+        self, name: str, dtype: np.dtype[Any], provider_short: str, variant: str = ""
+    ) -> Tolerance:
         if dtype.kind not in "fc":
             return EXACT
         base = DTYPE_TOLERANCES.get(dtype.name, DTYPE_TOLERANCES["float32"])
@@ -79,7 +91,71 @@ class ToleranceSpec:
                 rtol=max(base.rtol, looser.rtol),
                 cosine=min(base.cosine, looser.cosine),
             )
-        return replace(base, **{**self.overall, **self.outputs.get(name, {})})
+        return replace(
+            base,
+            **{
+                **self.overall,
+                **self.dtypes.get(dtype.name, {}),
+                **self.variants.get(provider_short, {}),
+                **(self.variants.get(variant, {}) if variant else {}),
+                **self.outputs.get(name, {}),
+            },
+        )
+
+
+def _merge(
+    first: Mapping[str, Mapping[str, float]], second: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
+    merged = {name: dict(values) for name, values in first.items()}
+    for name, values in second.items():
+        merged.setdefault(name, {}).update(values)
+    return merged
+
+
+def parse_tolerance_key(key: str, *, source: str) -> tuple[str, str, str]:
+    """``KEY`` of ``KEY=VALUE`` to (scope, selector, metric); scope "" is every output.
+
+    ``atol``; ``dtype:float16.atol``; ``variant:cuda.rtol`` or ``variant:cuda-all.rtol``;
+    ``output:NAME.atol``, or ``NAME.atol`` when NAME does not start with a scope prefix. The
+    metric follows the last dot, so output names may hold dots.
+    """
+    text = key.strip()
+    selector, dot, metric = text.rpartition(".")
+    where = f"{source}: key {text!r}"
+    if metric not in _TOLERANCE_KEYS:
+        raise UsageError(
+            f"{where}: unknown tolerance {metric!r}; use {', '.join(_TOLERANCE_KEYS)}, optionally after "
+            "OUTPUT., output:OUTPUT., dtype:DTYPE. or variant:VARIANT. (e.g. dtype:float16.atol)."
+        )
+    if not dot:
+        return "", "", metric
+    scope, colon, value = selector.partition(":")
+    if not colon or scope not in SCOPES:
+        return ("output", selector, metric) if selector else _bad_key(where, "an empty output name")
+    if not value:
+        return _bad_key(where, f"an empty {scope}")
+    if scope == "dtype":
+        if value not in SELECTOR_DTYPES:
+            return _bad_key(where, f"unknown dtype {value!r}; use {', '.join(SELECTOR_DTYPES)}")
+        return scope, value, metric
+    if scope == "variant":
+        return scope, _variant_selector(value, where=where), metric
+    return scope, value, metric
+
+
+def _variant_selector(text: str, *, where: str) -> str:
+    """A provider (``cuda``, ``CUDAExecutionProvider``) or a variant id (``cuda-all``), as ids spell it."""
+    provider, dash, level = text.rpartition("-")
+    try:
+        return resolve_provider(text, source=where).short
+    except UsageError:
+        if not dash:
+            raise
+    return f"{resolve_provider(provider, source=where).short}-{parse_opt_level(level, source=where).value}"
+
+
+def _bad_key(where: str, why: str) -> tuple[str, str, str]:
+    raise UsageError(f"{where}: {why}.")
 
 
 def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[str, float]:
@@ -124,6 +200,8 @@ class OutputComparison:
     worst_expected: float = 0.0
     top1: float | None = None
     topk: float | None = None
+    note: str = ""  # why a passing output was not compared element by element ("identical", ...)
+    sampled_from: int = 0  # the whole tensor's size when the elements compared are its subsample
 
     @property
     def ok(self) -> bool:
@@ -138,12 +216,18 @@ class OutputComparison:
         head = f"output {self.name!r} vs {self.reference}"
         if self.problem:
             return f"{head}: {self.problem}"
+        if self.note and not self.count:
+            return f"{head}: {'ok' if self.ok else 'FAILED on ' + self.failed_metric} ({self.note})"
+        sampled = f" sampled (of {self.sampled_from})" if self.sampled_from else ""
         numbers = (
             f"max abs {self.max_abs:.3g}, max rel {self.max_rel:.3g}, mean abs {self.mean_abs:.3g}, "
-            f"{self.mismatches} of {self.count} elements outside tolerance ({self.mismatch_fraction:.2%})"
+            f"{self.mismatches} of {self.count}{sampled} elements outside tolerance "
+            f"({self.mismatch_fraction:.2%})"
         )
         if self.cosine is not None:
-            numbers += f", cosine {self.cosine:.6f}"
+            shown, limit = distinct_digits(1.0 - self.cosine, 1.0 - self.tolerance.cosine)
+            numbers += f", cosine {self.cosine:.6f} (1-cos {shown}"
+            numbers += f" > {limit} allowed)" if self.cosine < self.tolerance.cosine else ")"
         if self.top1 is not None:
             numbers += f", top-1 agreement {self.top1:.0%}, top-{TOP_K} overlap {self.topk:.0%}"
         status = "ok" if self.ok else f"FAILED on {self.failed_metric}"
@@ -154,6 +238,15 @@ class OutputComparison:
             else ""
         )
         return f"{head}: {status} ({numbers}{worst}; {self.tolerance.describe()})"
+
+
+def distinct_digits(value: float, limit: float) -> tuple[str, str]:
+    """Both numbers with 3 significant digits, or as many more as it takes to tell them apart."""
+    for digits in range(3, 18):
+        shown, bound = f"{value:.{digits}g}", f"{limit:.{digits}g}"
+        if shown != bound or value == limit:
+            return shown, bound
+    return repr(value), repr(limit)
 
 
 def compare_output(
@@ -249,11 +342,14 @@ def compare_outputs(
     reference: str,
     tolerances: ToleranceSpec,
     provider_short: str,
+    variant: str = "",
+    absent_note: str = "",
 ) -> list[OutputComparison]:
-    """Every expected output against the actual one; missing and new outputs are problems."""
+    """Every expected output against the actual one; missing and new outputs are problems, unless
+    the reference covers only some outputs (``absent_note``: what to say of the others)."""
     results = []
     for name, reference_array in expected.items():
-        tolerance = tolerances.for_output(name, reference_array.dtype, provider_short)
+        tolerance = tolerances.for_output(name, reference_array.dtype, provider_short, variant)
         if name not in actual:
             results.append(
                 OutputComparison(name, reference, tolerance, problem="output missing from the model now")
@@ -262,8 +358,10 @@ def compare_outputs(
         results.append(compare_output(name, actual[name], reference_array, tolerance, reference))
     for name in actual:
         if name not in expected:
-            tolerance = tolerances.for_output(name, actual[name].dtype, provider_short)
+            tolerance = tolerances.for_output(name, actual[name].dtype, provider_short, variant)
             results.append(
-                OutputComparison(name, reference, tolerance, problem="new output, not in the reference")
+                OutputComparison(name, reference, tolerance, note=absent_note)
+                if absent_note
+                else OutputComparison(name, reference, tolerance, problem="new output, not in the reference")
             )
     return results

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.ab import ABSettings
-from pytest_ortperf.accuracy import ToleranceSpec, parse_tolerance_values
+from pytest_ortperf.accuracy import ToleranceSpec, parse_tolerance_key, parse_tolerance_values
 from pytest_ortperf.checks import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.compare import parse_threshold
 from pytest_ortperf.errors import UsageError
@@ -26,7 +26,7 @@ from pytest_ortperf.variants import Variant, parse_opt_level, parse_opt_levels, 
 
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
 AB_MARKER_KWARGS = ("reference", "rev")
-THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs")
+THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs", "dtypes", "variants")
 
 
 @dataclass(frozen=True)
@@ -246,8 +246,9 @@ def thresholds_for(
     """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins.
 
     ``latency`` sets the latency threshold; ``atol``, ``rtol``, ``cosine`` and
-    ``mismatch`` the accuracy tolerances of every output; ``outputs`` maps an
-    output name to its own tolerances.
+    ``mismatch`` the accuracy tolerances of every output; ``outputs``, ``dtypes``
+    and ``variants`` map an output name, a dtype (``float16``) or a variant or
+    provider (``cuda-all``, ``cuda``) to their own tolerances.
     """
     policy, tolerances = base, base_tolerances
     for args, kwargs in markers:
@@ -263,27 +264,49 @@ def thresholds_for(
         if "ab" in kwargs:
             policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=origin))
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
-        outputs = kwargs.get("outputs", {})
-        if not isinstance(outputs, Mapping) or not all(isinstance(v, Mapping) for v in outputs.values()):
-            raise UsageError(
-                f"{origin}: outputs must map output names to tolerances, e.g. {{'logits': {{'atol': 1e-3}}}}."
-            )
+        scoped = {
+            scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)
+            for scope in ("outputs", "dtypes", "variants")
+        }
         tolerances = tolerances.merged(
             ToleranceSpec(
                 parse_tolerance_values(overall, source=origin),
-                {
-                    str(name): parse_tolerance_values(values, source=f"{origin} outputs[{name!r}]")
-                    for name, values in outputs.items()
-                },
+                scoped["outputs"],
+                scoped["dtypes"],
+                scoped["variants"],
             )
         )
     return policy, tolerances
 
 
+_MARKER_SCOPES = {
+    "outputs": ("output", "output names", "{'logits': {'atol': 1e-3}}"),
+    "dtypes": ("dtype", "dtypes", "{'float16': {'atol': 1e-2}}"),
+    "variants": ("variant", "variants or providers", "{'cuda': {'rtol': 1e-3}}"),
+}
+
+
+def _marker_scope(values: Any, *, scope: str, origin: str) -> dict[str, dict[str, float]]:
+    """``ort_thresholds(outputs=/dtypes=/variants={selector: {metric: value}})``, checked."""
+    prefix, what, example = _MARKER_SCOPES[scope]
+    if not isinstance(values, Mapping) or not all(isinstance(v, Mapping) for v in values.values()):
+        raise UsageError(f"{origin}: {scope} must map {what} to tolerances, e.g. {example}.")
+    parsed: dict[str, dict[str, float]] = {}
+    for name, metrics in values.items():
+        where = f"{origin} {scope}[{name!r}]"
+        selector = str(name) if scope == "outputs" else None
+        if selector is None:  # dtypes and variants are checked like the option's dtype:/variant: keys
+            selector = parse_tolerance_key(f"{prefix}:{name}.atol", source=where)[1]
+        parsed[selector] = parse_tolerance_values(metrics, source=where)
+    return parsed
+
+
 def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec:
-    """``atol=1e-4`` for every output, ``logits.atol=1e-3`` for one output."""
-    overall: dict[str, Any] = {}
-    outputs: dict[str, dict[str, Any]] = {}
+    """``atol=1e-4`` for every output; ``logits.atol=1e-3`` or ``output:logits.atol=1e-3`` for one
+    output; ``dtype:float16.atol=1e-2`` per dtype; ``variant:cuda.rtol=1e-3`` (a provider) or
+    ``variant:cuda-all.rtol=1e-3`` (one variant) per variant. See :class:`ToleranceSpec` for which wins.
+    """
+    scopes: dict[str, dict[str, dict[str, Any]]] = {"": {"": {}}, "output": {}, "dtype": {}, "variant": {}}
     for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -291,14 +314,23 @@ def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec
         key, sep, value = line.partition("=")
         if not sep:
             raise UsageError(
-                f"{source}: expected KEY=VALUE such as atol=1e-4 or logits.rtol=1e-3, got {raw!r}."
+                f"{source}: expected KEY=VALUE such as atol=1e-4, logits.rtol=1e-3 or "
+                f"dtype:float16.atol=1e-2, got {raw!r}."
             )
-        name, dot, metric = key.strip().rpartition(".")
-        target = outputs.setdefault(name, {}) if dot else overall
-        target[metric] = value.strip()
+        scope, selector, metric = parse_tolerance_key(key, source=source)
+        scopes[scope].setdefault(selector, {})[metric] = value.strip()
+
+    def parsed(scope: str) -> dict[str, dict[str, float]]:
+        return {
+            selector: parse_tolerance_values(values, source=f"{source} ({scope}:{selector})")
+            for selector, values in scopes[scope].items()
+        }
+
     return ToleranceSpec(
-        parse_tolerance_values(overall, source=source),
-        {name: parse_tolerance_values(values, source=source) for name, values in outputs.items()},
+        parse_tolerance_values(scopes[""][""], source=source),
+        parsed("output"),
+        parsed("dtype"),
+        parsed("variant"),
     )
 
 

@@ -437,3 +437,172 @@ def test_compare_outputs_applies_per_output_tolerances() -> None:
     )
     assert [(r.name, r.ok, r.failed_metric) for r in results] == [("a", True, ""), ("b", False, "isclose")]
     assert results[0].tolerance.atol == pytest.approx(0.1)
+
+
+# cosine in the message: a failing value is visibly past its limit ---------------
+
+
+def _with_cosine(cosine: float) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Two unit vectors whose cosine similarity is ``cosine`` (to float64 precision)."""
+    angle = np.arccos(cosine)
+    return np.array([np.cos(angle), np.sin(angle)]), np.array([1.0, 0.0])
+
+
+@pytest.mark.parametrize(
+    ("cosine", "shown"),
+    [
+        pytest.param(0.9999899, "cosine 0.999990 (1-cos 1.01e-05 > 1e-05 allowed)", id="just-below"),
+        pytest.param(0.99999 - 1e-11, "(1-cos 1.000001e-05 > 1e-05 allowed)", id="a-hair-below"),
+    ],
+)
+def test_a_failing_cosine_prints_visibly_past_its_limit(cosine: float, shown: str) -> None:
+    actual, expected = _with_cosine(cosine)
+    result = compare_output("emb", actual, expected, Tolerance(atol=1.0, rtol=0.0, cosine=0.99999), "ref")
+    assert result.failed_metric == "cosine"
+    assert shown in result.describe()
+
+
+def test_a_cosine_at_its_limit_passes_and_prints_no_excess() -> None:
+    actual, expected = _with_cosine(0.99999 + 1e-12)
+    result = compare_output("emb", actual, expected, Tolerance(atol=1.0, rtol=0.0, cosine=0.99999), "ref")
+    assert result.ok, result.describe()
+    assert "allowed" not in result.describe()
+    assert "(1-cos 9.999999e-06)" in result.describe()  # as many digits as tell it from 1e-05
+
+
+# selectors: per dtype, per variant, per output ----------------------------------
+
+
+def test_selectors_apply_most_specific_first() -> None:
+    spec = ToleranceSpec(
+        {"atol": 1.0},
+        outputs={"logits": {"atol": 5.0}},
+        dtypes={"float16": {"atol": 2.0, "rtol": 0.2}},
+        variants={"cuda": {"atol": 3.0}, "cuda-all": {"atol": 4.0}},
+    )
+    f16, f32_ = np.dtype(np.float16), np.dtype(np.float32)
+    assert spec.for_output("y", f32_, "cpu", "cpu-all").atol == 1.0
+    assert spec.for_output("y", f16, "cpu", "cpu-all") == Tolerance(atol=2.0, rtol=0.2, cosine=0.999)
+    assert spec.for_output("y", f16, "cuda", "cuda-basic").atol == 3.0
+    assert spec.for_output("y", f16, "cuda", "cuda-all") == Tolerance(atol=4.0, rtol=0.2, cosine=0.999)
+    assert spec.for_output("logits", f16, "cuda", "cuda-all").atol == 5.0
+    # Integers stay exact whatever is set.
+    assert spec.for_output("y", np.dtype(np.int64), "cuda", "cuda-all") == EXACT
+
+
+def test_a_variant_selector_does_not_touch_other_variants_floors() -> None:
+    spec = ToleranceSpec(variants={"cpu": {"rtol": 1e-6}})
+    assert spec.for_output("y", np.dtype(np.float32), "cpu", "cpu-all").rtol == 1e-6
+    assert spec.for_output("y", np.dtype(np.float32), "cuda", "cuda-all") == PROVIDER_TOLERANCES["cuda"]
+
+
+def test_merged_merges_every_scope() -> None:
+    first = ToleranceSpec(dtypes={"float16": {"atol": 1.0}}, variants={"cuda": {"rtol": 1.0}})
+    second = ToleranceSpec(dtypes={"float16": {"rtol": 2.0}}, variants={"cuda": {"rtol": 3.0}})
+    merged = first.merged(second)
+    assert merged.dtypes == {"float16": {"atol": 1.0, "rtol": 2.0}}
+    assert merged.variants == {"cuda": {"rtol": 3.0}}
+
+
+def test_tolerance_lines_parse_every_scope() -> None:
+    from pytest_ortperf.config import parse_tolerance_lines
+
+    spec = parse_tolerance_lines(
+        [
+            "atol=1e-4",
+            "logits.rtol=1e-3",
+            "encoder.layer.0.out.atol=0.5",  # output names may hold dots: the metric follows the last
+            "output:dtype:odd.atol=0.25",  # an output whose name starts like a scope
+            "onnx::Add_3.atol=0.125",  # '::' in output names is not a scope
+            "dtype:float16.atol=1e-2",
+            "variant:cuda.rtol=1e-3",
+            "variant:CUDAExecutionProvider.cosine=0.99",
+            "variant:cuda-all.atol=2e-3",
+            "variant:tensorrt-extended.mismatch=0.01",
+        ],
+        source="--ortperf-tolerance",
+    )
+    assert spec.overall == {"atol": 1e-4}
+    assert spec.outputs == {
+        "logits": {"rtol": 1e-3},
+        "encoder.layer.0.out": {"atol": 0.5},
+        "dtype:odd": {"atol": 0.25},
+        "onnx::Add_3": {"atol": 0.125},
+    }
+    assert spec.dtypes == {"float16": {"atol": 1e-2}}
+    assert spec.variants == {
+        "cuda": {"rtol": 1e-3, "cosine": 0.99},
+        "cuda-all": {"atol": 2e-3},
+        "tensorrt-extended": {"mismatch": 0.01},
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("dtype:float16.atl=1", "--ortperf-tolerance: key 'dtype:float16.atl': unknown tolerance 'atl'"),
+        ("dtype:flaot16.atol=1", "--ortperf-tolerance: key 'dtype:flaot16.atol': unknown dtype 'flaot16'"),
+        (
+            "dtype:int64.atol=1",
+            "key 'dtype:int64.atol': unknown dtype 'int64'; use float16, float32, float64",
+        ),
+        (
+            "variant:cdua.rtol=1",
+            "--ortperf-tolerance: key 'variant:cdua.rtol': unknown execution provider 'cdua'",
+        ),
+        ("variant:cuda-fast.rtol=1", "key 'variant:cuda-fast.rtol': unknown graph optimization level 'fast'"),
+        ("variant:.rtol=1", "--ortperf-tolerance: key 'variant:.rtol': an empty variant."),
+        (".atol=1", "--ortperf-tolerance: key '.atol': an empty output name."),
+        ("dtype:float16=1", "key 'dtype:float16': unknown tolerance 'dtype:float16'"),
+        ("dtype:float16.atol=-1", "--ortperf-tolerance (dtype:float16): atol must be a number >= 0"),
+        (
+            "variant:cuda.cosine=2",
+            "--ortperf-tolerance (variant:cuda): cosine must be a number between 0 and 1",
+        ),
+    ],
+)
+def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str) -> None:
+    from pytest_ortperf.config import parse_tolerance_lines
+
+    with pytest.raises(UsageError) as info:
+        parse_tolerance_lines([line], source="--ortperf-tolerance")
+    assert message in str(info.value)
+
+
+# ort_thresholds markers -----------------------------------------------------------
+
+
+def test_marker_tolerances_reach_every_output_and_the_closest_marker_wins() -> None:
+    from pytest_ortperf.checks import CheckPolicy
+    from pytest_ortperf.config import thresholds_for
+
+    base = ToleranceSpec({"atol": 0.5}, {"y": {"rtol": 0.5}})
+    farthest: tuple[tuple[Any, ...], dict[str, Any]] = (
+        (),
+        {"atol": 1e-3, "rtol": 1e-2, "cosine": 0.9, "mismatch": 0.1, "latency": "20%"},
+    )
+    closest: tuple[tuple[Any, ...], dict[str, Any]] = ((), {"rtol": 0.05, "cosine": 0.99})
+    policy, spec = thresholds_for(CheckPolicy(), base, [farthest, closest], origin="ort_thresholds marker")
+    assert spec.overall == {"atol": 1e-3, "rtol": 0.05, "cosine": 0.99, "mismatch": 0.1}
+    assert policy.threshold == pytest.approx(0.2)
+    dtype = np.dtype(np.float32)
+    assert spec.for_output("z", dtype, "cpu") == Tolerance(atol=1e-3, rtol=0.05, cosine=0.99, mismatch=0.1)
+    # A per-output value from the option still beats a marker's value for every output.
+    assert spec.for_output("y", dtype, "cpu").rtol == 0.5
+
+
+def test_marker_dtypes_and_variants_are_checked_like_the_option() -> None:
+    from pytest_ortperf.checks import CheckPolicy
+    from pytest_ortperf.config import thresholds_for
+
+    marker = (
+        (),
+        {"dtypes": {"float16": {"atol": 0.01}}, "variants": {"CUDAExecutionProvider": {"rtol": 0.001}}},
+    )
+    _, spec = thresholds_for(CheckPolicy(), ToleranceSpec(), [marker], origin="m")
+    assert spec.dtypes == {"float16": {"atol": 0.01}}
+    assert spec.variants == {"cuda": {"rtol": 0.001}}
+    with pytest.raises(UsageError, match=r"m dtypes\['bf8'\]: key 'dtype:bf8.atol': unknown dtype 'bf8'"):
+        thresholds_for(CheckPolicy(), ToleranceSpec(), [((), {"dtypes": {"bf8": {"atol": 1}}})], origin="m")
+    with pytest.raises(UsageError, match=r"m: variants must map variants or providers to tolerances"):
+        thresholds_for(CheckPolicy(), ToleranceSpec(), [((), {"variants": {"cuda": 1e-3}})], origin="m")
