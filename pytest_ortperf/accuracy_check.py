@@ -6,25 +6,44 @@
    ``cpu-disabled``, the most literal execution): no baseline needed.
 3. The model's own expected outputs (``test_data_set_*/output_*.pb``), with
    ``rtol``/``atol`` from ``data.json`` when present.
+
+A reference that was asked for but cannot be compared (its provider cannot run
+here, or it is the variant under test) is reported with the reason.
 """
 
 from __future__ import annotations
 
-import hashlib
+import math
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pytest_ortperf.accuracy import Array, OutputComparison, ToleranceSpec, compare_outputs
+from pytest_ortperf.accuracy import Array, OutputComparison, Tolerance, ToleranceSpec, compare_outputs
 from pytest_ortperf.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.checks import CheckKey, CheckPolicy
 from pytest_ortperf.environment import what_changed
 from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.naming import file_slug
-from pytest_ortperf.references import AccuracyRecord, comparable, for_storage, load_npz, npz_bytes
+from pytest_ortperf.references import (
+    AccuracyRecord,
+    StoredOutput,
+    comparable,
+    for_storage,
+    load_npz,
+    nonfinite_count,
+    npz_bytes,
+    summary,
+    tensor_sha256,
+)
+
+NOT_IN_DATA_SET = "not in the data set"
+IDENTICAL = "identical (sha256 of the whole tensor)"
+# Summaries are stored with 6 significant digits (baselines.render): allow that rounding.
+SUMMARY_ROUNDING = 5e-6
 
 
 @dataclass(frozen=True)
@@ -33,7 +52,13 @@ class Reference:
 
     label: str
     outputs: Mapping[str, Array]
-    tolerance_defaults: Mapping[str, float]
+    tolerance_defaults: Mapping[str, float] = field(default_factory=dict)
+    note: str = ""  # set: the reference was asked for but cannot be compared, and why
+
+    @classmethod
+    def unavailable(cls, label: str, note: str) -> Reference:
+        """A configured reference that is reported, not compared (e.g. its provider cannot run here)."""
+        return cls(label, {}, {}, note)
 
 
 @dataclass(frozen=True)
@@ -50,9 +75,12 @@ class ReferenceOutcome:
         if self.note:
             return [f"  vs {self.label}: {self.note}"]
         if not self.failed:
-            names = ", ".join(c.name for c in self.comparisons)
-            return [f"  vs {self.label}: ok ({names})"]
-        return [f"  vs {self.label}:"] + [f"    {c.describe()}" for c in self.comparisons if not c.ok]
+            plain = ", ".join(c.name for c in self.comparisons if not c.note)
+            noted = "; ".join(f"{c.name}: {c.note}" for c in self.comparisons if c.note)
+            return [f"  vs {self.label}: ok ({'; '.join(part for part in (plain, noted) if part)})"]
+        return [f"  vs {self.label}:"] + [
+            f"    {c.describe()}" for c in self.comparisons if not c.ok or c.note
+        ]
 
 
 @dataclass(frozen=True)
@@ -77,12 +105,22 @@ def _compare(
     *,
     tolerances: ToleranceSpec,
     provider_short: str,
+    variant: str = "",
+    absent_note: str = "",
 ) -> ReferenceOutcome | None:
     if reference is None:
         return None
+    if reference.note:
+        return ReferenceOutcome(label, note=reference.note)
     spec = ToleranceSpec(dict(reference.tolerance_defaults), {}).merged(tolerances)
     comparisons = compare_outputs(
-        actual, reference.outputs, reference=label, tolerances=spec, provider_short=provider_short
+        actual,
+        reference.outputs,
+        reference=label,
+        tolerances=spec,
+        provider_short=provider_short,
+        variant=variant,
+        absent_note=absent_note,
     )
     return ReferenceOutcome(label, tuple(comparisons))
 
@@ -97,7 +135,12 @@ def compare_with(
 ) -> AccuracyResult:
     """Outputs against one in-run reference (the A/B reference model): no baseline involved."""
     outcome = _compare(
-        reference.label, actual, reference, tolerances=tolerances, provider_short=provider_short
+        reference.label,
+        actual,
+        reference,
+        tolerances=tolerances,
+        provider_short=provider_short,
+        variant=key.variant,
     )
     assert outcome is not None
     failed = outcome.failed
@@ -122,24 +165,16 @@ def check_accuracy(
     environment: Mapping[str, Any],
     today: str,
 ) -> AccuracyResult:
-    """Compare ``actual`` with every available reference; record the baseline under update."""
+    """Compare ``actual`` with every available reference; record the baseline under update.
+
+    The model's data set may ship only some outputs: the others are "not in the data set".
+    """
+    judge = _Judge(tolerances=tolerances, provider_short=provider_short, variant=key.variant)
     outcomes = [
         outcome
         for outcome in (
-            _compare(
-                variant_reference.label if variant_reference else "",
-                actual,
-                variant_reference,
-                tolerances=tolerances,
-                provider_short=provider_short,
-            ),
-            _compare(
-                model_reference.label if model_reference else "",
-                actual,
-                model_reference,
-                tolerances=tolerances,
-                provider_short=provider_short,
-            ),
+            judge.compare(actual, variant_reference),
+            judge.compare(actual, model_reference, absent_note=NOT_IN_DATA_SET),
         )
         if outcome is not None
     ]
@@ -147,15 +182,7 @@ def check_accuracy(
     record = entry.accuracy if entry is not None else None
     if policy.update:
         status, baseline_outcome = _record(
-            actual,
-            inputs_sha256,
-            key,
-            store,
-            record,
-            environment,
-            today,
-            tolerances=tolerances,
-            provider_short=provider_short,
+            actual, inputs_sha256, key, store, record, environment, today, judge=judge
         )
         outcomes.insert(0, baseline_outcome)
         failed = any(o.failed for o in outcomes[1:])  # an update fixes the baseline, not the other references
@@ -175,20 +202,102 @@ def check_accuracy(
         return _result(key, status, outcomes, failed=failed, skipped=skipped)
     stored = load_npz(store.root / record.file)
     _verify(stored, record, store.root / record.file, store.path_for(key.test_file))
-    baseline = Reference(f"baseline (recorded {entry.recorded if entry else '?'})", stored, {})
-    outcome = _compare(
-        baseline.label,
-        comparable(actual, record.outputs),
-        baseline,
-        tolerances=tolerances,
-        provider_short=provider_short,
-    )
-    assert outcome is not None
-    outcome = _with_recorded_shapes(outcome, actual, record)
-    outcomes.insert(0, outcome)
+    label = f"baseline (recorded {entry.recorded if entry else '?'})"
+    outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
     failed = any(o.failed for o in outcomes)
     changes = what_changed(entry.environment, environment) if entry is not None and failed else []
     return _result(key, "failed" if failed else "ok", outcomes, failed=failed, skipped=False, changes=changes)
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """The tolerances of one check, applied to every reference."""
+
+    tolerances: ToleranceSpec
+    provider_short: str
+    variant: str
+
+    def compare(
+        self, actual: Mapping[str, Array], reference: Reference | None, *, absent_note: str = ""
+    ) -> ReferenceOutcome | None:
+        return _compare(
+            reference.label if reference else "",
+            actual,
+            reference,
+            tolerances=self.tolerances,
+            provider_short=self.provider_short,
+            variant=self.variant,
+            absent_note=absent_note,
+        )
+
+    def against_baseline(
+        self, actual: Mapping[str, Array], stored: Mapping[str, Array], record: AccuracyRecord, *, label: str
+    ) -> ReferenceOutcome:
+        """Stored elements compared one by one; a subsampled output also by its whole tensor."""
+        outcome = self.compare(comparable(actual, record.outputs), Reference(label, stored))
+        assert outcome is not None
+        outcome = _with_recorded_shapes(outcome, actual, record)
+        recorded = {output.name: output for output in record.outputs}
+        comparisons = tuple(
+            _whole_tensor(comparison, actual[comparison.name], recorded[comparison.name])
+            if comparison.name in actual
+            and comparison.name in recorded
+            and recorded[comparison.name].stored == "subsample"
+            and not comparison.problem
+            else comparison
+            for comparison in outcome.comparisons
+        )
+        return replace(outcome, comparisons=comparisons)
+
+
+def _whole_tensor(comparison: OutputComparison, array: Array, stored: StoredOutput) -> OutputComparison:
+    """A subsample comparison completed by what the entry keeps of the whole tensor: its sha256,
+    NaN/Inf count and summary. The worst element is named by its index in the whole tensor."""
+    if tensor_sha256(array) == stored.sha256:
+        return OutputComparison(comparison.name, comparison.reference, comparison.tolerance, note=IDENTICAL)
+    indices = stored.sampling.indices(array.size)
+    worst = (
+        tuple(int(i) for i in np.unravel_index(int(indices[comparison.worst_index[0]]), stored.shape))
+        if comparison.count and comparison.worst_index
+        else comparison.worst_index
+    )
+    # Class agreement on evenly spaced elements says nothing about the classes.
+    comparison = replace(comparison, worst_index=worst, top1=None, topk=None, sampled_from=int(array.size))
+    now = nonfinite_count(array)
+    if stored.nonfinite is not None and now > stored.nonfinite:
+        first = np.unravel_index(int(np.flatnonzero(~np.isfinite(array.ravel()))[0]), array.shape)
+        return replace(
+            comparison,
+            failed_metric=f"nan/inf ({now - stored.nonfinite} new non-finite values in the whole tensor: "
+            f"{now} now, {stored.nonfinite} recorded; first at {[int(i) for i in first]})",
+        )
+    if not comparison.ok:
+        return comparison
+    if comparison.tolerance.atol == comparison.tolerance.rtol == 0.0:  # exact dtypes: any change fails
+        return replace(comparison, failed_metric="exact values outside the subsample (whole-tensor sha256)")
+    if comparison.tolerance.mismatch == 0.0:  # with a mismatch allowance, outliers may move the summary
+        drift = summary_drift(summary(array), stored, comparison.tolerance)
+        if drift:
+            return replace(comparison, failed_metric=f"whole-tensor summary ({drift})")
+    return comparison
+
+
+def summary_drift(current: Mapping[str, float], stored: StoredOutput, tolerance: Tolerance) -> str:
+    """Which of mean/std/min/max moved further than elements within tolerance could move them.
+
+    Every element within ``atol + rtol * |e|`` moves the mean and std by at most ``atol + rtol *
+    rms(e)`` and min/max by at most ``atol + rtol * max|e|``, so these limits never fail outputs
+    whose every element passes.
+    """
+    rms = math.hypot(stored.mean, stored.std)
+    peak = max(abs(stored.min), abs(stored.max))
+    moved = []
+    for name, scale in (("mean", rms), ("std", rms), ("min", peak), ("max", peak)):
+        recorded = float(getattr(stored, name))
+        limit = tolerance.atol + tolerance.rtol * scale + SUMMARY_ROUNDING * abs(recorded)
+        if not abs(current[name] - recorded) <= limit:
+            moved.append(f"{name} {current[name]:.6g}, recorded {recorded:.6g}, allowed +/-{limit:.3g}")
+    return "; ".join(moved)
 
 
 def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:
@@ -198,7 +307,7 @@ def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entr
         array = stored.get(output.name)
         if output.stored != "full" or array is None:
             continue
-        if hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest() != output.sha256:
+        if tensor_sha256(array) != output.sha256:
             raise BaselineError(
                 f"reference outputs '{npz}' do not match their entry in '{entry_file}' (output "
                 f"{output.name!r}; an interrupted update?). Re-record with --ortperf-update."
@@ -224,6 +333,43 @@ def _with_recorded_shapes(
     return replace(outcome, comparisons=tuple(comparisons))
 
 
+def _previous_outputs(store: BaselineStore, record: AccuracyRecord) -> dict[str, Array] | None:
+    """The recorded outputs an update may keep; None when missing or (under repair) set aside.
+
+    A damaged file is never silently replaced: like a damaged baseline file it fails the
+    test, and only ``--ortperf-repair`` records afresh, keeping the old file aside.
+    """
+    path = store.root / record.file
+    if not path.exists():
+        return None
+    try:
+        return load_npz(path)
+    except BaselineError as exc:
+        if not _repairing(store):
+            raise BaselineError(
+                f"{exc} It is not overwritten: re-record with --ortperf-update --ortperf-repair "
+                "(which keeps it aside) or remove it."
+            ) from None
+    _set_aside(store, path)
+    return None
+
+
+def _repairing(store: BaselineStore) -> bool:
+    # The store holds the --ortperf-repair choice (given only with --ortperf-update).
+    return bool(getattr(store, "repair", getattr(store, "_repair", False)))
+
+
+def _set_aside(store: BaselineStore, path: Path) -> None:
+    """Keep a damaged outputs file as ``<name>.damaged-<time>``, reported like a repaired baseline."""
+    mark = getattr(store, "mark_damaged", None)
+    if callable(mark):  # a store that sets damaged files aside when it writes
+        mark(path)
+        return
+    backup = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    path.replace(backup)
+    store.repaired.append((path, backup))
+
+
 def _record(
     actual: Mapping[str, Array],
     inputs_sha256: str,
@@ -233,25 +379,13 @@ def _record(
     environment: Mapping[str, Any],
     today: str,
     *,
-    tolerances: ToleranceSpec,
-    provider_short: str,
+    judge: _Judge,
 ) -> tuple[str, ReferenceOutcome]:
     arrays, stored = for_storage(actual)
-    previous = None
-    if record is not None and record.inputs_sha256 == inputs_sha256:
-        try:
-            previous = load_npz(store.root / record.file)
-        except BaselineError:
-            previous = None  # missing or damaged outputs: the update records them afresh
-    if record is not None and previous is not None:
-        same = _compare(
-            "baseline",
-            comparable(actual, record.outputs),
-            Reference("baseline", previous, {}),
-            tolerances=tolerances,
-            provider_short=provider_short,
-        )
-        if same is not None and not same.failed and [o.name for o in record.outputs] == list(actual):
+    previous = _previous_outputs(store, record) if record is not None else None
+    if record is not None and previous is not None and record.inputs_sha256 == inputs_sha256:
+        same = judge.against_baseline(actual, previous, record, label="baseline")
+        if not same.failed and [o.name for o in record.outputs] == list(actual):
             return "unchanged", ReferenceOutcome("baseline", note="recorded outputs still match: kept")
     new_record = AccuracyRecord(inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key))
     store.stage_file(new_record.file, npz_bytes(arrays))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -411,9 +412,114 @@ def test_a_large_output_is_recorded_and_compared_as_a_subsample(root: Path) -> N
     result = check(BaselineStore(root), {"logits": sampled})
     assert result.failed
     assert "output 'logits' vs baseline (recorded 2025-06-01): FAILED on isclose" in result.message
-    between = BIG["logits"].copy()
-    between[0, 5] += 1.0  # elements 0, 10, 20, ... are sampled: element 5 is not
-    assert not check(BaselineStore(root), {"logits": between}).failed
+    assert "worst at [0, 0]: actual 0, expected -1" in result.message
+
+
+@pytest.fixture
+def big(root: Path) -> Path:
+    store = BaselineStore(root)
+    check(store, BIG, update=True)
+    store.write()
+    return root
+
+
+def with_element(index: int, value: float) -> dict[str, np.ndarray[Any, Any]]:
+    changed = BIG["logits"].copy()
+    changed[0, index] = value
+    return {"logits": changed}
+
+
+UNSAMPLED = 5  # elements 0, 10, 20, ... are sampled: element 5 is not
+
+
+def test_a_large_output_identical_to_its_baseline_says_so(big: Path) -> None:
+    result = check(BaselineStore(big), BIG)
+    assert not result.failed
+    assert (
+        "  vs baseline (recorded 2025-06-01): ok (logits: identical (sha256 of the whole tensor))"
+        in lines(result)
+    )
+
+
+def test_a_nan_outside_the_subsample_fails_on_the_whole_tensors_count(big: Path) -> None:
+    result = check(BaselineStore(big), with_element(UNSAMPLED, np.nan))
+    assert result.failed
+    assert (
+        "FAILED on nan/inf (1 new non-finite values in the whole tensor: 1 now, 0 recorded; first at [0, 5])"
+        in result.message
+    )
+
+
+def test_a_large_change_outside_the_subsample_fails_on_the_whole_tensors_summary(big: Path) -> None:
+    result = check(BaselineStore(big), with_element(UNSAMPLED, float(BIG["logits"][0, UNSAMPLED]) * 1000))
+    assert result.failed
+    assert "FAILED on whole-tensor summary (mean -0.0099889, recorded 0, allowed +/-" in result.message
+    assert "; min -999.9, recorded -1, allowed +/-0.000115)" in result.message
+    assert "0 of 10000 sampled (of 100001) elements outside tolerance" in result.message
+
+
+def test_a_change_within_tolerance_outside_the_subsample_passes(big: Path) -> None:
+    value = float(BIG["logits"][0, UNSAMPLED])
+    result = check(BaselineStore(big), with_element(UNSAMPLED, value * (1 + 1e-5)))
+    assert not result.failed, result.message
+    assert "  vs baseline (recorded 2025-06-01): ok (logits)" in lines(result)
+
+
+def test_every_element_within_tolerance_never_fails_the_summary(big: Path) -> None:
+    # Each element moved by almost atol + rtol * |e|: the mean, std, min and max may move as far.
+    logits = BIG["logits"].astype(np.float64)
+    moved = logits + np.sign(logits) * 0.99 * (1e-5 + 1e-4 * np.abs(logits))
+    result = check(BaselineStore(big), {"logits": moved.astype(np.float32)})
+    assert not result.failed, result.message
+
+
+def test_a_subsampled_failure_names_the_element_of_the_whole_tensor(big: Path) -> None:
+    result = check(BaselineStore(big), with_element(20, np.nan))  # element 20 is the subsample's [2]
+    assert result.failed
+    assert "worst at [0, 20]: actual nan, expected" in result.message
+
+
+def test_class_agreement_is_not_computed_on_a_subsample(big: Path) -> None:
+    result = check(BaselineStore(big), with_element(0, 5.0))
+    assert result.failed
+    assert "top-1" not in result.message
+    (comparison,) = result.references[0].comparisons
+    assert (comparison.top1, comparison.topk) == (None, None)
+
+
+def test_an_exact_output_changed_outside_the_subsample_fails(root: Path) -> None:
+    ids = {"ids": np.arange(100_001, dtype=np.int64)}
+    store = BaselineStore(root)
+    check(store, ids, update=True)
+    store.write()
+    changed = ids["ids"].copy()
+    changed[UNSAMPLED] = -1
+    result = check(BaselineStore(root), {"ids": changed})
+    assert result.failed
+    assert "FAILED on exact values outside the subsample (whole-tensor sha256)" in result.message
+
+
+def test_an_entry_without_counts_or_sampling_compares_what_it_stored(big: Path) -> None:
+    path = big / f"{TEST_FILE}.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    (output,) = document["entries"][TEST]["ci"]["accuracy"]["outputs"]
+    del output["nonfinite"], output["sample"]
+    path.write_text(json.dumps(document), encoding="utf-8")
+    # The non-finite count is unknown: a NaN outside the subsample is judged by the summary only
+    # (its finite values did not move), and one inside the subsample still fails.
+    assert not check(BaselineStore(big), with_element(UNSAMPLED, np.nan)).failed
+    assert (
+        "FAILED on nan/inf (1 new non-finite values)"
+        in check(BaselineStore(big), with_element(20, np.nan)).message
+    )
+    assert check(BaselineStore(big), with_element(UNSAMPLED, 1000.0)).failed
+
+
+def test_an_update_rerecords_a_change_outside_the_subsample(big: Path) -> None:
+    store = BaselineStore(big)
+    result = check(store, with_element(UNSAMPLED, 1000.0), update=True)
+    assert result.status == "updated"
+    assert check(BaselineStore(big), BIG, update=True).status == "unchanged"
 
 
 def test_a_reshaped_large_output_names_the_recorded_shape(root: Path) -> None:
@@ -499,8 +605,18 @@ def test_a_failing_model_reference_fails_on_its_own(recorded: Path) -> None:
     assert (result.status, result.failed) == ("failed", True)
     assert lines(result)[2] == "  vs test_data_set_0:"
     assert lines(result)[3].startswith("    output 'y' vs test_data_set_0: FAILED on isclose (")
-    # ids is not in the model's data: a new output there is a problem too.
-    assert "    output 'ids' vs test_data_set_0: new output, not in the reference" in lines(result)
+    # ids is not in the model's data set: reported, not a failure.
+    assert "    output 'ids' vs test_data_set_0: ok (not in the data set)" in lines(result)
+
+
+def test_outputs_a_data_set_does_not_ship_are_reported_not_failed(recorded: Path) -> None:
+    result = check(BaselineStore(recorded), OUT, model=model({"y": OUT["y"]}))
+    assert (result.status, result.failed) == ("ok", False)
+    assert "  vs test_data_set_0: ok (y; ids: not in the data set)" in lines(result)
+    # A reference variant has every output: one it lacks is still a problem.
+    other = check(BaselineStore(recorded), OUT, variant=variant({"y": OUT["y"]}))
+    assert other.failed
+    assert "    output 'ids' vs variant cpu-disabled: new output, not in the reference" in lines(other)
 
 
 @pytest.mark.parametrize("which", ["variant", "model"])
@@ -570,5 +686,68 @@ def test_outputs_file_from_another_version_is_detected(recorded: Path) -> None:
 
     npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
     npz.write_bytes(npz_bytes({name: np.asarray(a) + 1 for name, a in OUT.items()}))
-    with pytest.raises(BaselineError, match=r"do not match their entry in .*test_models\.py\.json.*interrupted update"):
+    with pytest.raises(
+        BaselineError, match=r"do not match their entry in .*test_models\.py\.json.*interrupted update"
+    ):
         check(BaselineStore(recorded), OUT)
+
+
+# a damaged outputs file is never silently replaced ------------------------------
+
+
+@pytest.mark.parametrize("damage", [b"garbage", b"PK\x03\x04 truncated zip"], ids=["not-a-zip", "truncated"])
+def test_an_update_refuses_to_overwrite_damaged_outputs_naming_the_file(
+    recorded: Path, damage: bytes
+) -> None:
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.write_bytes(damage)
+    store = BaselineStore(recorded)
+    with pytest.raises(BaselineError) as info:
+        check(store, scaled(1.01), update=True)
+    message = str(info.value)
+    assert f"reference outputs '{npz}'" in message
+    assert "It is not overwritten: re-record with --ortperf-update --ortperf-repair" in message
+    assert list(store.staged()) == []
+    store.write()
+    assert npz.read_bytes() == damage
+
+
+def test_a_damaged_outputs_file_that_is_no_archive_says_so(recorded: Path) -> None:
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.write_bytes(b"garbage")
+    with pytest.raises(BaselineError) as info:
+        check(BaselineStore(recorded), OUT)
+    assert str(info.value) == f"reference outputs '{npz}' are damaged: the file is not a .npz archive."
+
+
+def test_repair_keeps_damaged_outputs_aside_and_records_afresh(recorded: Path) -> None:
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.write_bytes(b"garbage")
+    store = BaselineStore(recorded, repair=True)
+    result = check(store, OUT, update=True)
+    assert result.status == "updated"
+    store.write()
+    (kept,) = [p for p in npz.parent.iterdir() if p.name.startswith("ci-by-hand.npz.damaged-")]
+    assert kept.read_bytes() == b"garbage"
+    assert [(path.name, backup.name) for path, backup in store.repaired] == [(npz.name, kept.name)]
+    assert_same_outputs(load_npz(recorded / NPZ), OUT)
+    assert not check(BaselineStore(recorded), OUT).failed
+
+
+# a reference that was asked for but cannot be compared ---------------------------
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "not available here (CUDAExecutionProvider is not in this onnxruntime build)",
+        "this variant is the reference",
+    ],
+)
+def test_a_reference_variant_that_cannot_be_compared_is_reported(recorded: Path, note: str) -> None:
+    result = check(BaselineStore(recorded), OUT, variant=Reference.unavailable("variant cuda-disabled", note))
+    assert (result.status, result.failed) == ("ok", False)
+    assert lines(result)[1:3] == [
+        "  vs baseline (recorded 2025-01-02): ok (ids, y)",
+        f"  vs variant cuda-disabled: {note}",
+    ]
