@@ -5,7 +5,8 @@ session settings on CPU:
 
 1. cost of a marked test: building the extra profiling session, and the time
    of a profiled run vs an unprofiled run (interleaved, medians over runs),
-   plus slicing the trace into per-run files at the end;
+   plus slicing the trace into per-run files at the end, and the operator
+   profile a marked latency check stores when it records or fails;
 2. unmarked tests: the plugin's latency ``measure()`` on the unprofiled session
    with and without a live profiling session of the same model in the process,
    alternated in pairs (paired ratio, median and IQR).
@@ -30,6 +31,7 @@ from pytest_ortperf.machine import cpu_model, usable_cores
 from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.models import ModelResolver
 from pytest_ortperf.probe import ProviderProber
+from pytest_ortperf.profiles import operator_profile
 from pytest_ortperf.profiling import EmulatedRunProfiler, prepare_directory
 from pytest_ortperf.providers import resolve_provider
 from pytest_ortperf.runtime import import_onnxruntime, runtime_info
@@ -60,7 +62,10 @@ def marked_test_cost(pool: SessionPool, built: BuiltSession, feeds: dict[str, An
     directory = prepare_directory(work / "runs")
     started = time.perf_counter()
     profiler = EmulatedRunProfiler(
-        lambda: pool.build_profiling(built, str(directory / "session")), directory, events_per_run=200
+        lambda prefix: pool.build_profiling(built, prefix),
+        directory / "session",
+        directory,
+        events_per_run=200,
     )
     build_s = time.perf_counter() - started
     for _ in range(3):  # warm both
@@ -78,12 +83,18 @@ def marked_test_cost(pool: SessionPool, built: BuiltSession, feeds: dict[str, An
     started = time.perf_counter()
     files = profiler.finish()
     finish_s = time.perf_counter() - started
+    sliced = sum(len(paths) for paths in files.values())
+    started = time.perf_counter()
+    operator_profile(pool, built, feeds)
+    op_profile_s = time.perf_counter() - started
     ratio = statistics.median(p / q for p, q in zip(profiled, plain, strict=True))
     return [
         f"profiling session build {build_s * 1000:.1f} ms",
         f"run: unprofiled median {statistics.median(plain):.3f} ms, "
         f"profiled {statistics.median(profiled):.3f} ms (paired ratio {ratio:.3f})",
-        f"end_profiling + slicing {len(files)} runs into files: {finish_s * 1000:.1f} ms",
+        f"end_profiling + slicing {sliced} runs into files: {finish_s * 1000:.1f} ms",
+        f"operator profile stored with a recorded or failing baseline (another profiling session "
+        f"build + 6 runs + slicing): {op_profile_s * 1000:.1f} ms",
     ]
 
 
@@ -98,7 +109,8 @@ def unmarked_latency(pool: SessionPool, built: BuiltSession, feeds: dict[str, An
             if with_profiler:
                 directory = prepare_directory(work / f"p{pair}")
                 profiler = EmulatedRunProfiler(
-                    lambda d=directory: pool.build_profiling(built, str(d / "s")),
+                    lambda prefix: pool.build_profiling(built, prefix),
+                    directory / "s",
                     directory,
                     events_per_run=200,
                 )

@@ -319,17 +319,23 @@ def _record(
         if existing is not None
         else BaselineEntry(variant=key.variant, recorded=today, latency=current, environment=environment)
     )
-    if profile_fn is not None:
-        entry = replace(entry, profile=profile_fn())
     if baseline is None:
+        # Profiled only when the entry is written: the profiling runs cost time.
+        entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
         store.stage(key.test_file, key.test, key.machine, entry)
         return LatencyResult(key=key, status="new", current=current)
     changes = tuple(what_changed(baseline.environment, environment))
+    has_profile = (existing or baseline).profile is not None
+    if profile_fn is not None and not has_profile:
+        changes += ("operator profile added (the test is marked ort_profile)",)
+    elif profile_fn is None and has_profile:
+        changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
     comparison = _judge(_stats(baseline), current, policy)
     if not changes and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
         return LatencyResult(
             key=key, status="unchanged", current=current, baseline=baseline, comparison=comparison
         )
+    entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
     store.stage(key.test_file, key.test, key.machine, entry)
     return LatencyResult(
         key=key, status="updated", current=current, baseline=baseline, comparison=comparison, changes=changes

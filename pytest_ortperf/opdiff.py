@@ -10,13 +10,14 @@ fused op disappearing and its parts coming back).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_ortperf.trace import ProfileSummary
 
 MAX_NODES = 200  # the slowest nodes kept in a baseline entry
+MIN_SHARE = 0.05  # of the total growth: an op type or node growing less is not listed
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,14 @@ def op_profile(summary: ProfileSummary) -> OpProfile:
 def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> list[str]:
     """Lines that say what changed at operator level between two profiles."""
     lines = []
+    recounted = {
+        op for op in set(baseline.ops) | set(current.ops)
+        if baseline.ops.get(op, (0.0, 0))[1] != current.ops.get(op, (0.0, 0))[1]
+    }  # fmt: skip
     grown = _grown(
-        {op: us for op, (us, _) in baseline.ops.items()}, {op: us for op, (us, _) in current.ops.items()}
+        {op: us for op, (us, _) in baseline.ops.items()},
+        {op: us for op, (us, _) in current.ops.items()},
+        keep=recounted,
     )
     if grown:
         lines.append("op types whose time grew most: " + ", ".join(_delta(*g) for g in grown[:top]))
@@ -86,9 +93,15 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> list[st
     return lines
 
 
-def _grown(before: Mapping[str, float], after: Mapping[str, float]) -> list[tuple[str, float, float]]:
+def _grown(
+    before: Mapping[str, float], after: Mapping[str, float], *, keep: Collection[str] = ()
+) -> list[tuple[str, float, float]]:
     rows = [(name, before.get(name, 0.0), after.get(name, 0.0)) for name in set(before) | set(after)]
     rows = [row for row in rows if row[2] > row[1]]
+    total = sum(after - before for _, before, after in rows)
+    # Growth that is a sliver of the whole is run-to-run noise, not what explains the regression,
+    # unless the op type's node count changed too (a lost fusion).
+    rows = [row for row in rows if row[2] - row[1] >= MIN_SHARE * total or row[0] in keep]
     return sorted(rows, key=lambda row: (row[1] - row[2], row[0]))
 
 

@@ -168,6 +168,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             lines += [f"{accuracy.message} (reported, --ortperf-ab-outputs=report)"]
     for report in run.profiles.reports:
         lines += profile_lines(report)
+    lines += run.remote_profile_lines
     if lines:
         terminalreporter.write_sep("-", "ortperf")
         for line in lines:
@@ -234,7 +235,7 @@ def ort_session(
         return ort_profiler.session()
     book = _run(request).profiles
     if book.session_profile:
-        return ProfiledSession(ort_session_info.session, book.shared(ort_session_info))
+        return ProfiledSession(ort_session_info.session, _guarded(lambda: book.shared(ort_session_info)))
     return ort_session_info.session
 
 

@@ -12,16 +12,29 @@ never use either.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.naming import file_slug
-from pytest_ortperf.profiling import EmulatedRunProfiler, ProfiledSession, RunProfiler, prepare_directory
+from pytest_ortperf.opdiff import OpProfile, op_profile
+from pytest_ortperf.profiling import (
+    EmulatedRunProfiler,
+    ProfileDirError,
+    ProfiledSession,
+    Runner,
+    RunProfiler,
+    plain_run,
+    prepare_directory,
+    run_warnings,
+)
 from pytest_ortperf.sessions import BuiltSession, SessionKey, SessionPool
-from pytest_ortperf.trace import ProfileSummary, load_trace, summarize
+from pytest_ortperf.settings import SessionSettings
+from pytest_ortperf.trace import ProfileSummary, load_trace, model_runs, slice_run, summarize
 
 
 @dataclass(frozen=True)
@@ -32,6 +45,7 @@ class ProfileReport:
     traces: tuple[Path, ...]
     summary: ProfileSummary
     summary_path: Path
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,11 @@ def _events_per_run(built: BuiltSession) -> int:
     return (len(built.placement.nodes) if built.placement is not None else 1000) + 4
 
 
+def settings_digest(settings: SessionSettings) -> str:
+    """A short stable name for a set of session settings, for file names."""
+    return hashlib.sha256(repr(settings).encode()).hexdigest()[:8]
+
+
 class ProfileBook:
     def __init__(
         self,
@@ -66,13 +85,17 @@ class ProfileBook:
         *,
         session_profile: bool,
         native: Callable[[BuiltSession, Path], RunProfiler | None] = lambda built, directory: None,
+        runner: Runner = plain_run,
+        worker: str = "",
     ) -> None:
         self._pool = pool
         self._native = native
+        self._runner = runner
+        self._worker = worker
         self.root = root
         self.session_profile = session_profile
         self.reports: list[ProfileReport] = []
-        self._shared: dict[SessionKey, tuple[BuiltSession, EmulatedRunProfiler]] = {}
+        self._shared: dict[SessionKey, tuple[Path, EmulatedRunProfiler]] = {}
         self._pending: list[MarkedProfile] = []
 
     def start(self, built: BuiltSession, nodeid: str) -> MarkedProfile:
@@ -83,9 +106,11 @@ class ProfileBook:
         if native is not None:
             return MarkedProfile(nodeid, directory, built, native, shared=False)
         profiler = EmulatedRunProfiler(
-            lambda: self._pool().build_profiling(built, str(directory / "session")),
+            lambda prefix: self._pool().build_profiling(built, prefix),
+            directory / "session",
             directory,
             events_per_run=_events_per_run(built),
+            runner=self._runner,
         )
         return MarkedProfile(nodeid, directory, built, profiler, shared=False)
 
@@ -97,24 +122,35 @@ class ProfileBook:
             self._report(marked, marked.profiler.finish().get(marked.directory, []))
 
     def shared(self, built: BuiltSession) -> EmulatedRunProfiler:
-        """The run-wide session-level profiling session for this model, variant and settings."""
+        """The run-wide session-level profiling session for this model, variant and settings.
+
+        Its trace is ``session/<model>-<variant>-<settings digest>[-<xdist worker>].json``, so
+        sessions with other settings, and other workers, never write over it.
+        """
         key = SessionKey(built.model.sha256, str(built.model.path), built.variant, built.settings)
         if key not in self._shared:
-            prefix = self.root / "session" / file_slug(f"{built.model.label}-{built.variant.id}")
-            prefix.parent.mkdir(parents=True, exist_ok=True)
+            name = f"{built.model.label}-{built.variant.id}-{settings_digest(built.settings)}"
+            prefix = self.root / "session" / file_slug(f"{name}-{self._worker}" if self._worker else name)
+            try:
+                prefix.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ProfileDirError(
+                    f"profile directory '{prefix.parent}' is not writable: {exc.strerror or exc}"
+                ) from None
             profiler = EmulatedRunProfiler(
-                lambda: self._pool().build_profiling(built, str(prefix)),
+                lambda generation_prefix: self._pool().build_profiling(built, generation_prefix),
+                prefix,
                 None,
                 events_per_run=_events_per_run(built),
+                runner=self._runner,
             )
-            self._shared[key] = (built, profiler)
+            self._shared[key] = (prefix.with_name(prefix.name + ".json"), profiler)
         return self._shared[key][1]
 
     def close(self) -> list[Path]:
         """End the shared sessions: keep their session-level traces, write pending tests' runs."""
         kept = []
-        for built, profiler in self._shared.values():
-            target = self.root / "session" / f"{file_slug(f'{built.model.label}-{built.variant.id}')}.json"
+        for target, profiler in self._shared.values():
             files = profiler.finish(keep_session_trace=target)
             kept.append(target)
             for marked in [m for m in self._pending if m.profiler is profiler]:
@@ -124,14 +160,44 @@ class ProfileBook:
         return kept
 
     def _report(self, marked: MarkedProfile, paths: list[Path]) -> None:
-        events = [event for path in paths for event in load_trace(path)]
+        warnings = list(marked.profiler.warnings.get(marked.directory, []))
+        events = []
+        for path in paths:
+            run = load_trace(path)
+            warnings += run_warnings(path.name, run)
+            events += run
         summary = summarize(events, requested_provider=marked.built.variant.provider)
         summary_path = marked.directory / "summary.json"
         document = {
             "test": marked.nodeid,
             "variant": marked.built.variant.id,
             "traces": [p.name for p in paths],
+            "warnings": warnings,
             **summary.as_dict(),
         }
         summary_path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        self.reports.append(ProfileReport(marked.nodeid, tuple(paths), summary, summary_path))
+        report = ProfileReport(marked.nodeid, tuple(paths), summary, summary_path, tuple(warnings))
+        self.reports.append(report)
+
+
+def operator_profile(
+    pool: SessionPool,
+    built: BuiltSession,
+    feeds: Mapping[str, Any],
+    *,
+    runner: Runner = plain_run,
+    runs: int = 5,
+) -> OpProfile:
+    """Per-run time by op type and node from a short-lived profiling session (never timed).
+
+    The first run of a new session is slow (allocation, kernel choice), so it is left out.
+    """
+    with tempfile.TemporaryDirectory(prefix="ortperf-profile-") as temp:
+        session = pool.build_profiling(built, str(Path(temp) / "profile"))
+        for _ in range(runs + 1):
+            runner(session, None, dict(feeds), None)
+        events = load_trace(Path(session.end_profiling()))
+    made = model_runs(events)
+    callers = {run.tid for run in made}  # nodes on other threads: ORT_PARALLEL's inter-op pool
+    counted = [event for run in made[1:] for event in slice_run(events, run, callers=callers)]
+    return op_profile(summarize(counted, requested_provider=built.variant.provider))

@@ -23,13 +23,14 @@ import json
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.trace import TraceEvent, load_trace, model_runs, slice_run
+from pytest_ortperf.trace import TraceEvent, load_trace, model_runs, overlapping_runs, slice_run
 
 EVENT_CAP = 1_000_000
 REBUILD_AT = 500_000  # events: rebuild the emulation session at half of ORT's cap
@@ -63,6 +64,7 @@ class RunWindow:
 class _Generation:
     session: Any
     runs: list[RunWindow] = field(default_factory=list)
+    started: int = 0
 
 
 def prepare_directory(directory: Path) -> Path:
@@ -97,28 +99,58 @@ class _RunNumbers:
         return self._counts.get(directory, 0)
 
 
+Runner = Callable[[Any, "Sequence[str] | None", Any, Any], Any]
+"""How a profiled run is made: ``runner(session, output_names, feeds, run_options)``."""
+
+
+def plain_run(session: Any, output_names: Sequence[str] | None, feeds: Any, run_options: Any) -> Any:
+    return session.run(output_names, feeds, run_options)
+
+
 class EmulatedRunProfiler:
     """Profiles runs on a session-level-profiling session, then slices one file per run.
 
     Runs are routed to a directory (their test's) or to none (only in the
     session-level trace). ``finish`` ends profiling once per session, writes
     every routed run as ``run-<k>.json`` (k counted per directory), and keeps
-    the session-level trace if asked (``--ortperf-session-profile``).
+    the session-level trace if asked (``--ortperf-session-profile``). Each
+    generation of the session (a new one every ``rebuild_at`` estimated
+    events) gets its own file prefix: ORT names trace files with only
+    millisecond resolution, so two generations on one prefix could share a file.
     """
 
     def __init__(
-        self, make_session: Callable[[], Any], directory: Path | None, *, events_per_run: int
+        self,
+        build: Callable[[str], Any],
+        prefix: Path,
+        directory: Path | None,
+        *,
+        events_per_run: int,
+        rebuild_at: int = REBUILD_AT,
+        runner: Runner = plain_run,
     ) -> None:
-        self._make_session = make_session
+        self._build = build
+        self._prefix = prefix
         self.directory = directory
         self._events_per_run = max(events_per_run, 1)
+        self._rebuild_at = rebuild_at
+        self._runner = runner
         self._lock = threading.Lock()
-        self._generations = [_Generation(make_session())]
+        self._generations = [self._new_generation(1)]
         self._numbers = _RunNumbers()
+        self.warnings: dict[Path, list[str]] = {}
+
+    def _new_generation(self, ordinal: int) -> _Generation:
+        tag = f"{self._prefix.name}-g{ordinal}-{uuid.uuid4().hex[:8]}"
+        return _Generation(self._build(str(self._prefix.with_name(tag))))
 
     @property
     def session(self) -> Any:
         return self._generations[-1].session
+
+    @property
+    def generations(self) -> int:
+        return len(self._generations)
 
     def run(
         self,
@@ -132,22 +164,28 @@ class EmulatedRunProfiler:
         number = 0 if target is None else self._numbers.next(target)
         with self._lock:
             generation = self._generations[-1]
-            if (len(generation.runs) + 1) * self._events_per_run > REBUILD_AT:
-                generation = _Generation(self._make_session())
+            if generation.started and (generation.started + 1) * self._events_per_run > self._rebuild_at:
+                generation = self._new_generation(len(self._generations) + 1)
                 self._generations.append(generation)
+            generation.started += 1
         tid = threading.get_native_id()
         start = time.time_ns()
-        outputs = generation.session.run(output_names, feeds, run_options)
-        end = time.time_ns()
-        with self._lock:
-            generation.runs.append(RunWindow(number, target, tid, start, end))
+        try:
+            outputs = self._runner(generation.session, output_names, feeds, run_options)
+        finally:
+            end = time.time_ns()
+            with self._lock:
+                generation.runs.append(RunWindow(number, target, tid, start, end))
         return outputs
 
     def runs_in(self, directory: Path) -> int:
         return self._numbers.count(directory)
 
     def finish(self, keep_session_trace: Path | None = None) -> dict[Path, list[Path]]:
-        """Write ``run-<k>.json`` per routed run; returns each directory's files in run order."""
+        """Write ``run-<k>.json`` per routed run; returns each directory's files in run order.
+
+        Runs whose slice may hold another run's nodes are listed in ``warnings``.
+        """
         written: dict[Path, dict[int, Path]] = {}
         for position, generation in enumerate(self._generations):
             trace_path = Path(generation.session.end_profiling())
@@ -155,10 +193,20 @@ class EmulatedRunProfiler:
             if not trace_path.name:
                 continue
             events = load_trace(trace_path)
+            runs = model_runs(events)
+            overlapping = {id(runs[i]) for i in overlapping_runs(runs)}
+            callers = {window.tid for window in generation.runs}
             for window in generation.runs:
-                if window.directory is not None:
-                    path = _write_run(window, events, base_ns)
-                    written.setdefault(window.directory, {})[window.number] = path
+                if window.directory is None:
+                    continue
+                path, ambiguous = _write_run(window, events, base_ns, callers, overlapping)
+                written.setdefault(window.directory, {})[window.number] = path
+                if ambiguous:
+                    self.warnings.setdefault(window.directory, []).append(
+                        f"{path.name}: its nodes ran on inter-op threads while another run overlapped "
+                        "it, so the slice may hold that run's nodes too (ambiguous; profile without "
+                        "concurrent runs or with execution_mode='sequential' for exact traces)"
+                    )
             if keep_session_trace is None:
                 trace_path.unlink(missing_ok=True)
             else:
@@ -168,13 +216,29 @@ class EmulatedRunProfiler:
         return {d: [files[k] for k in sorted(files)] for d, files in written.items()}
 
 
-def _write_run(window: RunWindow, events: list[TraceEvent], base_ns: int) -> Path:
+def _write_run(
+    window: RunWindow, events: list[TraceEvent], base_ns: int, callers: set[int], overlapping: set[int]
+) -> tuple[Path, bool]:
+    """Write one run's slice; whether it is ambiguous (pool-thread nodes while runs overlapped)."""
     assert window.directory is not None
     run = match_run(events, window, base_ns)
-    selected = slice_run(events, run) if run is not None else []
+    selected = slice_run(events, run, callers=callers) if run is not None else []
+    ambiguous = run is not None and id(run) in overlapping and any(e.tid != run.tid for e in selected)
     path = window.directory / f"run-{window.number}.json"
     path.write_text(json.dumps([e.as_dict() for e in selected], indent=0) + "\n", encoding="utf-8")
-    return path
+    return path, ambiguous
+
+
+def run_warnings(name: str, events: Sequence[TraceEvent]) -> list[str]:
+    """What is wrong with one per-run trace: no ``model_run``, or no Node events."""
+    if not model_runs(events):
+        return [
+            f"{name}: no model_run event: the run was not found in the profiling session's trace "
+            "(events dropped past ORT's cap, or the run failed)"
+        ]
+    if not any(e.cat == "Node" for e in events):
+        return [f"{name}: no Node events: the run's operators were not captured"]
+    return []
 
 
 def match_run(events: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> TraceEvent | None:
@@ -193,6 +257,7 @@ class RunProfiler(Protocol):
     """What both backends offer: profiled runs routed to folders, and files at the end."""
 
     directory: Path | None
+    warnings: dict[Path, list[str]]
 
     def run(
         self,
@@ -213,17 +278,22 @@ class NativeRunProfiler:
 
     Each run gets a unique file prefix (ORT names files with only millisecond
     resolution) and its file is renamed to ``run-<k>.json`` as soon as the run
-    returns. The session itself is the ordinary, unprofiled one.
+    returns. The session itself is the ordinary, unprofiled one. A caller's
+    ``RunOptions`` is handed back as it came: profiling is switched off again.
     """
 
-    def __init__(self, ort: Any, session: Any, directory: Path | None, *, shape: str) -> None:
+    def __init__(
+        self, ort: Any, session: Any, directory: Path | None, *, shape: str, runner: Runner = plain_run
+    ) -> None:
         self._ort = ort
         self.session = session
         self.directory = directory
         self._shape = shape
+        self._runner = runner
         self._lock = threading.Lock()
         self._numbers = _RunNumbers()
         self._written: dict[Path, list[Path]] = {}
+        self.warnings: dict[Path, list[str]] = {}
 
     def run(
         self,
@@ -235,16 +305,16 @@ class NativeRunProfiler:
     ) -> Any:
         target = directory or self.directory
         if target is None:
-            return self.session.run(output_names, feeds, run_options)
+            return self._runner(self.session, output_names, feeds, run_options)
         number = self._numbers.next(target)
         options = run_options if run_options is not None else self._ort.RunOptions()
         prefix = target / f".run-{number}-{uuid.uuid4().hex}"
-        if self._shape == "method":
-            options.enable_profiling(str(prefix))
-        else:
-            options.enable_profiling = True
-            options.profile_file_prefix = str(prefix)
-        outputs = self.session.run(output_names, feeds, options)
+        restore = _switch_on(options, self._shape, str(prefix))
+        try:
+            outputs = self._runner(self.session, output_names, feeds, options)
+        finally:
+            if run_options is not None:
+                restore()
         produced = sorted(target.glob(f"{prefix.name}*.json"))
         if len(produced) != 1:
             raise OrtperfError(
@@ -265,8 +335,41 @@ class NativeRunProfiler:
         }
 
 
+def _switch_on(options: Any, shape: str, prefix: str) -> Callable[[], None]:
+    """Turn run-level profiling on in ``options``; returns what puts them back as they were."""
+    if shape == "method":
+        options.enable_profiling(prefix)
+
+        def restore_method() -> None:
+            disable = getattr(options, "disable_profiling", None)
+            if callable(disable):
+                disable()
+
+        return restore_method
+    saved = (options.enable_profiling, getattr(options, "profile_file_prefix", ""))
+    options.enable_profiling = True
+    options.profile_file_prefix = prefix
+
+    def restore_property() -> None:
+        options.enable_profiling, options.profile_file_prefix = saved
+
+    return restore_property
+
+
+class ProfilingWarning(UserWarning):
+    """A run of a test marked ``ort_profile`` was not profiled."""
+
+
+_UNPROFILED = ("run_with_iobinding", "run_with_ort_values", "run_async")
+
+
 class ProfiledSession:
-    """An ``InferenceSession`` stand-in: ``run`` goes through a profiler, the rest delegates."""
+    """An ``InferenceSession`` stand-in: ``run`` goes through a profiler, the rest delegates.
+
+    ``run_with_iobinding``, ``run_with_ort_values`` and ``run_async`` run on the
+    unprofiled session (an IOBinding belongs to the session that made it); in a
+    marked test each call warns that it writes no trace.
+    """
 
     def __init__(self, session: Any, profiler: RunProfiler, directory: Path | None = None) -> None:
         self._session = session
@@ -277,4 +380,12 @@ class ProfiledSession:
         return self._profiler.run(output_names, input_feed, run_options, directory=self._directory)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._session, name)
+        attribute = getattr(self._session, name)
+        if name in _UNPROFILED and self._directory is not None:
+            warnings.warn(
+                f"ort_session.{name} in a test marked ort_profile is not profiled: only "
+                "ort_session.run writes per-run traces",
+                ProfilingWarning,
+                stacklevel=2,
+            )
+        return attribute

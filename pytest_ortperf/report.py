@@ -80,7 +80,8 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
 
 
 def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
-    """A marked test's profile in a few lines: runs, time per run, top op types, fallbacks, where."""
+    """A marked test's profile in a few lines: runs, total and per-run time, top op types and nodes,
+    providers, fallbacks, warnings, where."""
     summary = report.summary
     if not report.traces:
         return [f"profile {report.nodeid}: the test made no run through ort_session; no trace written"]
@@ -88,12 +89,15 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
     total = summary.node_us or 1
     ops = ", ".join(f"{op.name} {op.us / total:.0%}" for op in summary.by_op[:top])
     providers = ", ".join(f"{p.name} {p.us / total:.0%}" for p in summary.by_provider)
+    nodes = ", ".join(f"{n.name} ({n.op}) {n.us / total:.0%}" for n in summary.by_node[:top])
     lines = [
-        f"profile {report.nodeid}: {len(report.traces)} run(s), {per_run:.3f} ms per run; "
-        f"top ops: {ops}; providers: {providers}"
+        f"profile {report.nodeid}: {len(report.traces)} run(s), {summary.run_us / 1000:.3f} ms in total, "
+        f"{per_run:.3f} ms per run; top ops: {ops}; providers: {providers}",
+        f"  top nodes: {nodes}",
     ]
     if summary.fallback_nodes:
         names = ", ".join(summary.fallback_nodes[:top])
         lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
+    lines += [f"  WARNING: {warning}" for warning in report.warnings]
     lines.append(f"  traces and summary.json in {report.summary_path.parent}")
     return lines

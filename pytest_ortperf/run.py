@@ -6,7 +6,7 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 
 from __future__ import annotations
 
-import tempfile
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.baselines import BaselineError, BaselineStore
 from pytest_ortperf.checks import LatencyResult
-from pytest_ortperf.opdiff import OpProfile, op_profile
-from pytest_ortperf.trace import load_trace, model_runs, slice_run, summarize
+from pytest_ortperf.opdiff import OpProfile
 
 if TYPE_CHECKING:
     from pytest_ortperf.accuracy_check import AccuracyResult
@@ -27,7 +26,7 @@ from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_se
 from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource, uses_external_data
 from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.profiles import ProfileBook
+from pytest_ortperf.profiles import ProfileBook, operator_profile
 from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.providers import CPU
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
@@ -70,6 +69,8 @@ class OrtperfRun:
             config.profile_dir,
             session_profile=config.session_profile,
             native=self._native_profiler,
+            runner=self._profiled_run,
+            worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
         )
         self.collected: set[str] = set()
         self.update_report: UpdateReport | None = None
@@ -82,6 +83,7 @@ class OrtperfRun:
         self.records: list[dict[str, Any]] = []
         self.strict_unused: list[str] = []
         self.remote_traces: dict[str, list[str]] = {}
+        self.remote_profile_lines: list[str] = []
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
@@ -199,20 +201,17 @@ class OrtperfRun:
         """ORT's own run-level profiling when this onnxruntime's Python API has it."""
         ort = import_onnxruntime()
         shape = native_run_profiling(ort)
-        return None if shape is None else NativeRunProfiler(ort, built.session, directory, shape=shape)
+        if shape is None:
+            return None
+        return NativeRunProfiler(ort, built.session, directory, shape=shape, runner=self._profiled_run)
+
+    def _profiled_run(self, session: Any, output_names: Any, feeds: Any, run_options: Any) -> Any:
+        """Profiled runs are untimed but still under --ortperf-run-timeout, and fail as RunFailed."""
+        return self.watchdog.run(session, output_names, feeds, run_options)
 
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
-        """Per-run time by op type and node from a short-lived profiling session (never timed).
-
-        The first run of a new session is slow (allocation, kernel choice), so it is left out.
-        """
-        with tempfile.TemporaryDirectory(prefix="ortperf-profile-") as temp:
-            session = self.pool.build_profiling(built, str(Path(temp) / "profile"))
-            for _ in range(runs + 1):
-                session.run(None, dict(feeds))
-            events = load_trace(Path(session.end_profiling()))
-        counted = [event for run in model_runs(events)[1:] for event in slice_run(events, run)]
-        return op_profile(summarize(counted, requested_provider=built.variant.provider))
+        """Per-run time by op type and node from a short-lived profiling session (never timed)."""
+        return operator_profile(self.pool, built, feeds, runner=self._profiled_run, runs=runs)
 
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,13 +120,41 @@ def model_runs(events: Iterable[TraceEvent]) -> list[TraceEvent]:
     return [e for e in events if e.cat == "Session" and e.name == "model_run"]
 
 
-def slice_run(events: Sequence[TraceEvent], run: TraceEvent) -> list[TraceEvent]:
-    """The events of one run: same thread, inside the run's window."""
+def slice_run(
+    events: Sequence[TraceEvent], run: TraceEvent, *, callers: Collection[int] | None = None
+) -> list[TraceEvent]:
+    """The events of one run: same thread, inside the run's window.
+
+    With ``callers`` (the threads that called ``run`` on this session), Node
+    events inside the window on any other thread are the run's too: in
+    ORT_PARALLEL mode nodes execute on inter-op pool threads, never on the
+    caller's. They are only unambiguous when no other run overlaps the window.
+    """
     end = run.ts + run.dur
     kinds = ("Session", "Node", "Kernel")
-    return [
-        e for e in events if e.tid == run.tid and run.ts <= e.ts and e.ts + e.dur <= end and e.cat in kinds
-    ]
+
+    def own(e: TraceEvent) -> bool:
+        if e.tid == run.tid:
+            return True
+        return callers is not None and e.cat == "Node" and e.tid not in callers
+
+    return [e for e in events if run.ts <= e.ts and e.ts + e.dur <= end and e.cat in kinds and own(e)]
+
+
+def overlapping_runs(runs: Sequence[TraceEvent]) -> set[int]:
+    """Indexes (into ``runs``) of runs whose window overlaps another run's window."""
+    order = sorted(range(len(runs)), key=lambda i: runs[i].ts)
+    found: set[int] = set()
+    latest_end = None
+    for position, index in enumerate(order):
+        run = runs[index]
+        end = run.ts + run.dur
+        if latest_end is not None and latest_end > run.ts:
+            found.add(index)
+        if position + 1 < len(order) and runs[order[position + 1]].ts < end:
+            found.add(index)
+        latest_end = end if latest_end is None else max(latest_end, end)
+    return found
 
 
 @dataclass(frozen=True)

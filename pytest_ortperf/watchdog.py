@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,29 +27,57 @@ class RunFailed(OrtperfError):
     """ONNX Runtime raised during a run (a provider failing at run time, bad feeds...)."""
 
 
+class _Slot:
+    """One RunOptions the watcher may terminate, and the deadline of the run using it (0: idle)."""
+
+    __slots__ = ("__weakref__", "deadline", "options")
+
+    def __init__(self, options: Any) -> None:
+        self.options = options
+        self.deadline = 0.0
+
+
 class Watchdog:
+    """One watcher thread for every run: each calling thread arms its own RunOptions.
+
+    Runs from several threads at once (a marked test's threads, profiled runs)
+    each get their deadline; a caller's own RunOptions is watched for the run
+    and handed back with ``terminate`` cleared.
+    """
+
     def __init__(self, ort: Any, timeout_s: float) -> None:
         self._ort = ort
         self.timeout_s = timeout_s
-        self._options = ort.RunOptions()
-        self._deadline = 0.0
-        self._watched: Any = None
+        self._lock = threading.Lock()
+        # Weak: a thread's own slot goes when the thread does.
+        self._slots: tuple[weakref.ref[_Slot], ...] = ()
+        self._local = threading.local()
         self._thread: threading.Thread | None = None
         self._poll_s = min(0.1, timeout_s / 4)
 
-    def run(self, session: Any, output_names: Sequence[str] | None, feeds: Mapping[str, Any]) -> Any:
-        """``session.run`` with the deadline armed; :class:`RunTimeout` if it was terminated."""
+    def run(
+        self,
+        session: Any,
+        output_names: Sequence[str] | None,
+        feeds: Mapping[str, Any],
+        run_options: Any = None,
+    ) -> Any:
+        """``session.run`` with the deadline armed; :class:`RunTimeout` if it was terminated,
+        :class:`RunFailed` for any other error ONNX Runtime raised."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._watch, name="ortperf-watchdog", daemon=True)
-            self._thread.start()
-        options = self._options
-        self._deadline = time.monotonic() + self.timeout_s
-        self._watched = options
+            self._start()
+        borrowed = run_options is not None
+        slot = self._register(run_options) if borrowed else self._own_slot()
+        options = slot.options
+        slot.deadline = time.monotonic() + self.timeout_s
         try:
             return session.run(output_names, feeds, options)
         except Exception as exc:
             if options.terminate:
-                self._options = self._ort.RunOptions()  # a terminated RunOptions stays terminated
+                if borrowed:
+                    options.terminate = False
+                else:
+                    slot.options = self._ort.RunOptions()  # a terminated RunOptions stays terminated
                 raise RunTimeout(
                     f"session.run took longer than {self.timeout_s:g} s and was terminated "
                     "(--ortperf-run-timeout); the model may hang or need a longer limit."
@@ -60,11 +89,39 @@ class Watchdog:
                 f"{type(exc).__name__}: {detail}"
             ) from exc
         finally:
-            self._watched = None
+            slot.deadline = 0.0
+            if borrowed:
+                self._unregister(slot)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="ortperf-watchdog", daemon=True)
+                self._thread.start()
+
+    def _own_slot(self) -> _Slot:
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is None:
+            slot = self._register(self._ort.RunOptions())
+            self._local.slot = slot
+        return slot
+
+    def _register(self, options: Any) -> _Slot:
+        slot = _Slot(options)
+        with self._lock:
+            self._slots = (*(r for r in self._slots if r() is not None), weakref.ref(slot))
+        return slot
+
+    def _unregister(self, slot: _Slot) -> None:
+        with self._lock:
+            self._slots = tuple(r for r in self._slots if r() not in (None, slot))
 
     def _watch(self) -> None:
         while True:
             time.sleep(self._poll_s)
-            watched = self._watched
-            if watched is not None and time.monotonic() > self._deadline:
-                watched.terminate = True
+            now = time.monotonic()
+            for ref in self._slots:
+                slot = ref()
+                deadline = 0.0 if slot is None else slot.deadline
+                if slot is not None and deadline and now > deadline:
+                    slot.options.terminate = True

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.baselines import BaselineEntry
-from pytest_ortperf.report import latency_rows
+from pytest_ortperf.report import latency_rows, profile_lines
 from pytest_ortperf.run import OrtperfRun
 
 KEY = "ortperf"
@@ -37,6 +37,7 @@ def export(run: OrtperfRun) -> str:
             "missing": sum(r.status == "missing" for r in run.results),
             "records": run.records,
             "traces": run.traces(),
+            "profile_lines": [line for report in run.profiles.reports for line in profile_lines(report)],
         }
     )
 
@@ -57,3 +58,4 @@ def merge(run: OrtperfRun, payload: str) -> None:
     run.remote_missing += data["missing"]
     run.records += data["records"]
     run.remote_traces.update(data["traces"])
+    run.remote_profile_lines += data["profile_lines"]

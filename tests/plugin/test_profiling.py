@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from tests.models import mlp_model
 
@@ -60,7 +62,19 @@ def test_each_run_of_a_marked_test_gets_its_own_trace(pytester: pytest.Pytester,
     assert summary["runs"] == 3
     assert summary["traces"] == ["run-1.json", "run-2.json", "run-3.json"]
     assert {row["name"] for row in summary["by_op"]} == {"MatMul", "Relu", "Identity"}
-    result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-disabled[]]: 3 run(s), * ms per run; top ops: *; providers: CPUExecutionProvider 100%"])
+    assert len(summary["by_node"]) == NODES
+    assert {row["op"] for row in summary["by_node"]} == {"MatMul", "Relu", "Identity"}
+    assert [row["name"] for row in summary["by_provider"]] == ["CPUExecutionProvider"]
+    assert summary["run_us"] >= summary["node_us"] > 0
+    assert summary["fallback_nodes"] == []  # CPU was asked for: nothing fell back
+    assert summary["warnings"] == []
+    result.stdout.fnmatch_lines(
+        [
+            "profile *test_marked[[]cpu-disabled[]]: 3 run(s), * ms in total, * ms per run; top ops: *; "
+            "providers: CPUExecutionProvider 100%",
+            "  top nodes: * (*) *%, *",
+        ]
+    )
     junit = (pytester.path / "report.xml").read_text()
     assert junit.count('name="ortperf_trace"') == 3
     assert 'name="ortperf_profile_summary"' in junit
@@ -176,8 +190,27 @@ def test_unwritable_profile_dir_fails_only_marked_tests(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(["*profile directory '*blocked/profiles/*' is not writable: *"])
 
 
+def _matmul_chain(matmuls: int, width: int = 128) -> onnx.ModelProto:
+    """``x -> MatMul x matmuls -> Relu -> Identity``: only the MatMul count changes between models."""
+    rng = np.random.default_rng(0)
+    nodes, inits, current = [], [], "x"
+    for i in range(matmuls):
+        inits.append(numpy_helper.from_array((rng.standard_normal((width, width)) * 0.05).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [current, f"w{i}"], [f"mm{i}"], name=f"matmul{i}"))
+        current = f"mm{i}"
+    nodes.append(helper.make_node("Relu", [current], ["r"], name="relu"))
+    nodes.append(helper.make_node("Identity", ["r"], ["y"], name="out"))
+    graph = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", width])],
+        inits,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
 def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pytest.Pytester) -> None:
-    onnx.save(mlp_model(layers=8, width=128), pytester.path / "model.onnx")
+    onnx.save(_matmul_chain(8), pytester.path / "model.onnx")
     pytester.makepyfile(
         """
         import pytest
@@ -193,7 +226,7 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
     entry = json.loads((pytester.path / "baselines" / "test_a_profiled_latency_failure_is_explained_at_operator_level.py.json").read_text())
     (recorded,) = entry["entries"]["test_latency[cpu-all]"].values()
     assert recorded["profile"]["ops"]["MatMul"]["nodes"] == 8
-    onnx.save(mlp_model(layers=32, width=128), pytester.path / "model.onnx")  # 24 more MatMul + Relu
+    onnx.save(_matmul_chain(32), pytester.path / "model.onnx")  # 24 more MatMuls, nothing else changes
     result = pytester.runpytest(*quick)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -201,11 +234,17 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
             "latency regression in test_latency[[]cpu-all[]]*",
             "  at operator level (profiled runs vs the baseline's):",
             "    op types whose time grew most: MatMul * ms/run (+*%)*",
-            "    nodes whose time grew most: *",
-            "    node count per op type changed after optimization: *MatMul 8 -> 32*",
+            "    nodes whose time grew most: *matmul*",
+            "    node count per op type changed after optimization: MatMul 8 -> 32",
             "  to accept the new latency: ortperf update *",
         ]
     )
+    (grown,) = [line for line in result.outlines if "op types whose time grew most" in line]
+    assert "Relu" not in grown, "only the op type that slowed down is named"
+    assert "Identity" not in grown
+    (nodes,) = [line for line in result.outlines if "nodes whose time grew most" in line]
+    assert "relu" not in nodes
+    assert "out " not in nodes
 
 
 def test_unprofiled_baselines_carry_no_operator_profile(pytester: pytest.Pytester, model: Path) -> None:

@@ -57,3 +57,14 @@ def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
 def test_identical_profiles_explain_nothing() -> None:
     profile = OpProfile(1, {"Add": (5.0, 1)}, {"add": ("Add", "CPUExecutionProvider", 5.0)})
     assert explain(profile, profile) == []
+
+
+def test_noise_beside_the_real_growth_is_not_listed() -> None:
+    from pytest_ortperf.opdiff import OpProfile, explain
+
+    before = OpProfile(runs=5, ops={"MatMul": (100.0, 8), "Relu": (10.0, 1)}, nodes={})
+    after = OpProfile(runs=5, ops={"MatMul": (900.0, 32), "Relu": (13.0, 1)}, nodes={})
+    (grown, counts) = explain(before, after)
+    assert grown.startswith("op types whose time grew most: MatMul")
+    assert "Relu" not in grown
+    assert counts == "node count per op type changed after optimization: MatMul 8 -> 32"

@@ -118,3 +118,281 @@ def test_native_backend_refuses_a_run_that_wrote_no_file(tmp_path: Path) -> None
     profiler = NativeRunProfiler(SimpleNamespace(RunOptions=_PropertyRunOptions), Silent(), tmp_path, shape="property")
     with pytest.raises(OrtperfError, match="wrote 0 files"):
         profiler.run(None, {})
+
+
+# The emulated backend on real ONNX Runtime sessions ------------------------------------------
+
+LAYERS = 6
+SLOW_NODES = 2 * LAYERS + 1  # MatMul + Relu per layer, then Identity (kept: optimization disabled)
+
+
+@pytest.fixture(scope="module")
+def slow_model() -> bytes:
+    """Milliseconds per run: 6 layers of 384-wide MatMul at batch 64 on one thread."""
+    from tests.models import mlp_model
+
+    return mlp_model(layers=LAYERS, width=384).SerializeToString()
+
+
+def _profiling_session(model: bytes, prefix: str, *, parallel: bool = False) -> object:
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = prefix
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 2 if parallel else 1
+    options.execution_mode = ort.ExecutionMode.ORT_PARALLEL if parallel else ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def _feeds() -> dict[str, object]:
+    import numpy as np
+
+    return {"x": np.ones((64, 384), dtype=np.float32)}
+
+
+def _load(path: Path) -> list[dict]:
+    return json.loads(path.read_text())
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return a["ts"] < b["ts"] + b["dur"] and b["ts"] < a["ts"] + a["dur"]
+
+
+def test_concurrent_profiled_and_unprofiled_runs_on_one_profiling_session(tmp_path: Path, slow_model: bytes) -> None:
+    """Upstream scenario 1 on the shared session of --ortperf-session-profile: threads run the
+    same profiling session at once, two routed to their own folders, two to none."""
+    import threading
+
+    from pytest_ortperf.profiling import EmulatedRunProfiler
+
+    (tmp_path / "session").mkdir()
+    profiler = EmulatedRunProfiler(
+        lambda prefix: _profiling_session(slow_model, prefix),
+        tmp_path / "session" / "shared",
+        None,
+        events_per_run=SLOW_NODES + 4,
+    )
+    folders = {name: prepare_directory(tmp_path / name) for name in ("a", "b")}
+    rounds = 3
+    barrier = threading.Barrier(4)
+    tids: dict[str, int] = {}
+    feeds = _feeds()
+
+    def work(name: str) -> None:
+        tids[name] = threading.get_native_id()
+        for _ in range(rounds):
+            barrier.wait()
+            profiler.run(None, feeds, directory=folders.get(name))
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ("a", "b", "plain1", "plain2")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    keep = tmp_path / "session" / "shared.json"
+    files = profiler.finish(keep_session_trace=keep)
+
+    session_runs = [e for e in _load(keep) if e["name"] == "model_run"]
+    assert len(session_runs) == 4 * rounds, "every run, profiled or not, is in the session trace"
+    crossing = [
+        (a, b) for a in session_runs for b in session_runs if a["tid"] != b["tid"] and _overlap(a, b)
+    ]
+    assert crossing, "the runs of different threads overlapped in time (the test proves concurrency)"
+    assert set(files) == set(folders.values())
+    for name, folder in folders.items():
+        assert [p.name for p in files[folder]] == [f"run-{k}.json" for k in range(1, rounds + 1)]
+        assert sorted(p.name for p in folder.glob("run-*.json")) == [f"run-{k}.json" for k in range(1, rounds + 1)]
+        for path in files[folder]:
+            events = _load(path)
+            assert [e["tid"] for e in events if e["name"] == "model_run"] == [tids[name]]
+            nodes = [e for e in events if e["cat"] == "Node"]
+            assert len(nodes) == SLOW_NODES, "exactly its own run's nodes"
+            assert {e["tid"] for e in events} == {tids[name]}, "no other thread's (unprofiled) run leaks in"
+    assert profiler.warnings == {}
+
+
+def test_rebuilds_give_each_generation_its_own_trace(tmp_path: Path, slow_model: bytes) -> None:
+    """Rebuilding long before ORT's event cap: a threshold that forces a new session every 2 runs,
+    with sequential and concurrent runs; every per-run file and every session trace survives."""
+    import threading
+
+    from pytest_ortperf.profiling import EmulatedRunProfiler
+
+    per_run = SLOW_NODES + 4
+    (tmp_path / "session").mkdir()
+    profiler = EmulatedRunProfiler(
+        lambda prefix: _profiling_session(slow_model, prefix),
+        tmp_path / "session" / "m",
+        None,
+        events_per_run=per_run,
+        rebuild_at=2 * per_run,
+    )
+    folder = prepare_directory(tmp_path / "t")
+    feeds = _feeds()
+    for _ in range(3):  # sequential: the third run starts a second generation
+        profiler.run(None, feeds, directory=folder)
+    barrier = threading.Barrier(3)
+
+    def work() -> None:
+        barrier.wait()
+        for _ in range(2):
+            profiler.run(None, feeds, directory=folder)
+        profiler.run(None, feeds)  # an unrouted run counts towards the cap too
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert profiler.generations >= 2
+    keep = tmp_path / "kept" / "m.json"
+    files = profiler.finish(keep_session_trace=keep)[folder]
+
+    assert [p.name for p in files] == [f"run-{k}.json" for k in range(1, 10)]
+    for path in files:
+        events = _load(path)
+        assert sum(e["name"] == "model_run" for e in events) == 1
+        assert sum(e["cat"] == "Node" for e in events) == SLOW_NODES
+    kept = sorted(p.name for p in keep.parent.iterdir())
+    assert kept == sorted(["m.json"] + [f"m-{g}.json" for g in range(2, profiler.generations + 1)])
+    assert sum(sum(e["name"] == "model_run" for e in _load(keep.parent / k)) for k in kept) == 12
+    assert not list((tmp_path / "session").glob("*.json")), "generation traces are moved, none left behind"
+
+
+def test_parallel_execution_mode_keeps_the_nodes_of_each_run(tmp_path: Path, slow_model: bytes) -> None:
+    """ORT_PARALLEL runs nodes on inter-op threads, not on the caller's: they are still the run's."""
+    from pytest_ortperf.profiling import EmulatedRunProfiler
+
+    folder = prepare_directory(tmp_path / "t")
+    profiler = EmulatedRunProfiler(
+        lambda prefix: _profiling_session(slow_model, prefix, parallel=True),
+        folder / "session",
+        folder,
+        events_per_run=SLOW_NODES + 4,
+    )
+    for _ in range(3):
+        profiler.run(None, _feeds())
+    files = profiler.finish()[folder]
+    assert len(files) == 3
+    for path in files:
+        events = _load(path)
+        assert sum(e["name"] == "model_run" for e in events) == 1
+        assert sum(e["cat"] == "Node" for e in events) == SLOW_NODES
+    assert profiler.warnings == {}
+
+
+def test_overlapping_parallel_runs_are_marked_ambiguous(tmp_path: Path, slow_model: bytes) -> None:
+    import threading
+
+    from pytest_ortperf.profiling import EmulatedRunProfiler
+
+    folder = prepare_directory(tmp_path / "t")
+    profiler = EmulatedRunProfiler(
+        lambda prefix: _profiling_session(slow_model, prefix, parallel=True),
+        folder / "session",
+        folder,
+        events_per_run=SLOW_NODES + 4,
+    )
+    barrier = threading.Barrier(2)
+
+    def work() -> None:
+        for _ in range(3):
+            barrier.wait()
+            profiler.run(None, _feeds())
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    files = profiler.finish()[folder]
+    runs = [next(e for e in _load(p) if e["name"] == "model_run") for p in files]
+    overlapped = {p.name for p, r in zip(files, runs, strict=True) if any(_overlap(r, o) for o in runs if o is not r)}
+    assert overlapped, "the two threads' runs overlapped"
+    warned = {w.split(":")[0] for w in profiler.warnings.get(folder, [])}
+    assert warned == overlapped
+    assert all("ambiguous" in w for w in profiler.warnings[folder])
+
+
+def test_overlapping_runs_are_found() -> None:
+    from pytest_ortperf.trace import overlapping_runs
+
+    runs = [_run(0, 10, 1), _run(20, 10, 1), _run(25, 30, 2), _run(100, 5, 1), _run(60, 50, 2)]
+    assert overlapping_runs(runs) == {1, 2, 3, 4}
+    assert overlapping_runs([]) == set()
+
+
+def test_slicing_with_callers_takes_pool_thread_nodes_only() -> None:
+    from pytest_ortperf.trace import slice_run
+
+    run = _run(100, 50, tid=1)
+    node = TraceEvent(cat="Node", name="mm", ts=110, dur=5, tid=9)
+    other_caller = TraceEvent(cat="Node", name="other", ts=120, dur=5, tid=2)
+    outside = TraceEvent(cat="Node", name="late", ts=160, dur=5, tid=9)
+    events = [run, node, other_caller, outside]
+    assert slice_run(events, run) == [run]
+    assert slice_run(events, run, callers={1, 2}) == [run, node]
+
+
+def test_run_warnings_name_empty_slices() -> None:
+    from pytest_ortperf.profiling import run_warnings
+
+    node = TraceEvent(cat="Node", name="mm", ts=110, dur=5, tid=1)
+    assert run_warnings("run-1.json", [_run(100, 50, 1), node]) == []
+    assert "no model_run event" in run_warnings("run-2.json", [])[0]
+    assert run_warnings("run-3.json", [_run(100, 50, 1)]) == [
+        "run-3.json: no Node events: the run's operators were not captured"
+    ]
+
+
+def test_native_backend_hands_the_callers_run_options_back(tmp_path: Path) -> None:
+    from pytest_ortperf.profiling import NativeRunProfiler
+
+    options = _PropertyRunOptions()
+    profiler = NativeRunProfiler(SimpleNamespace(RunOptions=_PropertyRunOptions), _FakeSession(), tmp_path, shape="property")
+    profiler.run(None, {}, options)
+    assert (tmp_path / "run-1.json").exists()
+    assert (options.enable_profiling, options.profile_file_prefix) == (False, "")
+
+
+def test_unprofiled_run_methods_warn_in_marked_tests(tmp_path: Path) -> None:
+    from pytest_ortperf.profiling import ProfiledSession, ProfilingWarning
+
+    class Plain:
+        def run_with_iobinding(self, binding: object) -> str:
+            return "ran"
+
+    marked = ProfiledSession(Plain(), profiler=None, directory=tmp_path)  # type: ignore[arg-type]
+    with pytest.warns(ProfilingWarning, match="run_with_iobinding in a test marked ort_profile is not profiled"):
+        assert marked.run_with_iobinding(object()) == "ran"
+    unmarked = ProfiledSession(Plain(), profiler=None)  # type: ignore[arg-type]
+    assert unmarked.run_with_iobinding(object()) == "ran"  # no warning: filterwarnings=error
+
+
+def test_profile_lines_show_totals_top_nodes_fallbacks_and_warnings(tmp_path: Path) -> None:
+    from pytest_ortperf.profiles import ProfileReport
+    from pytest_ortperf.report import profile_lines
+    from pytest_ortperf.trace import summarize
+
+    events = [
+        _run(0, 1000, 1),
+        TraceEvent(cat="Node", name="conv_kernel_time", ts=10, dur=600, tid=1,
+                   args={"op_name": "Conv", "provider": "CUDAExecutionProvider"}),
+        TraceEvent(cat="Node", name="relu_kernel_time", ts=700, dur=200, tid=1,
+                   args={"op_name": "Relu", "provider": "CPUExecutionProvider"}),
+        _run(2000, 1000, 1),
+    ]  # fmt: skip
+    summary = summarize(events, requested_provider="CUDAExecutionProvider")
+    report = ProfileReport(
+        "t.py::test_x", (tmp_path / "run-1.json", tmp_path / "run-2.json"), summary, tmp_path / "summary.json",
+        ("run-2.json: no Node events: the run's operators were not captured",),
+    )  # fmt: skip
+    assert profile_lines(report) == [
+        "profile t.py::test_x: 2 run(s), 2.000 ms in total, 1.000 ms per run; top ops: Conv 75%, Relu 25%; "
+        "providers: CUDAExecutionProvider 75%, CPUExecutionProvider 25%",
+        "  top nodes: conv (Conv) 75%, relu (Relu) 25%",
+        "  1 node(s) fell back to CPU: relu",
+        "  WARNING: run-2.json: no Node events: the run's operators were not captured",
+        f"  traces and summary.json in {tmp_path}",
+    ]
