@@ -223,6 +223,7 @@ class BaselineStore:
         self._staged: dict[Path, dict[tuple[str, str], BaselineEntry | None]] = {}
         self._arrays: dict[Path, bytes] = {}
         self._writing: Path | None = None
+        self._damaged: set[Path] = set()
 
     def path_for(self, test_file: str) -> Path:
         return self.root / f"{test_file}.json"
@@ -248,12 +249,32 @@ class BaselineStore:
                 if not self._repair:
                     self._errors[path] = exc
                     raise
-                # --ortperf-repair: keep the damaged file aside, start this file afresh.
-                backup = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-                path.replace(backup)
-                self.repaired.append((path, backup))
+                # --ortperf-repair: start this file afresh. The damaged file is only set aside by
+                # write(), so an xdist worker (which never writes) leaves it for the controller.
+                self._damaged.add(path)
                 self._loaded[path] = {}
         return self._loaded[path]
+
+    def damaged(self) -> list[Path]:
+        """Damaged files this store treats as empty (--ortperf-repair); write() sets them aside."""
+        return sorted(self._damaged)
+
+    def recheck(self, path: Path) -> None:
+        """Another process found ``path`` damaged: read it here too, so write() repairs it if it is."""
+        try:
+            self._entries_at(path)
+        except BaselineError:
+            pass  # no --ortperf-repair here: the tests that use the file report it
+
+    def _set_aside_damaged(self) -> None:
+        for path in sorted(self._damaged):
+            backup = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            try:
+                path.replace(backup)
+            except FileNotFoundError:
+                continue  # already gone: nothing left to keep
+            self.repaired.append((path, backup))
+        self._damaged.clear()
 
     def lookup(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
         return self.entries(test_file).get(test, {}).get(machine)
@@ -322,6 +343,7 @@ class BaselineStore:
         written = []
         for path in {*self._arrays, *self._staged}:
             remove_stale_temporaries(path)
+        self._set_aside_damaged()
         for path, data in sorted(self._arrays.items()):
             if not path.exists() or path.read_bytes() != data:
                 write_atomically(path, data)

@@ -4,7 +4,9 @@ A worker never writes baselines. At its end it hands the controller what it
 staged (entries and reference-output bytes), which tests its files define, the
 statuses of its checks and its report rows, through xdist's ``workeroutput``.
 The controller merges them and writes once, so ``-n 4`` records exactly what a
-serial update would, with no lock on the files and nothing lost.
+serial update would, with no lock on the files and nothing lost. Under
+``--ortperf-repair`` a worker treats a damaged file as empty and names it; the
+controller sets it aside just before it writes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def export(run: OrtperfRun) -> str:
                 for path, test, machine, entry in run.store.staged()
             ],
             "files": {str(path): base64.b64encode(data).decode() for path, data in run.store.staged_files()},
+            "damaged": [str(path) for path in run.store.damaged()],  # --ortperf-repair: set aside here
             "collected": sorted(run.collected),
             "partially_selected": sorted(run.partially_selected),
             "statuses": [r.status for r in run.results] + [r.status for r in run.accuracy_results],
@@ -51,6 +54,8 @@ def merge(run: OrtperfRun, payload: str) -> None:
         )
     for path, encoded in data["files"].items():
         run.store.stage_file_at(Path(path), base64.b64decode(encoded))
+    for path in data["damaged"]:
+        run.store.recheck(Path(path))
     run.collected.update(data["collected"])
     run.partially_selected.update(data["partially_selected"])
     run.remote_statuses += data["statuses"]

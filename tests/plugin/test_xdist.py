@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import onnx
@@ -26,13 +27,10 @@ def test_other(ort_perf):
 QUICK = ("--ortperf-budget=0.05", "--ortperf-max-cv=1000%", "--ort-opt-levels=disabled,all")
 
 
-def _skeleton(path: Path) -> dict[str, list[str]]:
-    """The structure of a baseline file with the numbers taken out."""
-    document = json.loads(path.read_text())
-    return {
-        test: sorted(f"{machine}:{sorted(entry)}" for machine, entry in machines.items())
-        for test, machines in document["entries"].items()
-    }
+def _masked(path: Path) -> str:
+    """The whole baseline file with its measured numbers and recording dates masked."""
+    text = re.sub(r'("recorded": )"[^"]*"', r'\1"<date>"', path.read_text())
+    return re.sub(r"(?<![\w.\"-])-?\d+(\.\d+)?(e[-+]?\d+)?(?![\w.\"-])", "<n>", text)
 
 
 @pytest.mark.parametrize("workers", ["2", "4"])
@@ -42,8 +40,8 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
     serial = pytester.runpytest_subprocess("--ortperf-update", *QUICK)
     serial.assert_outcomes(passed=8)
     baseline = pytester.path / "baselines" / "test_par.py.json"
-    expected = _skeleton(baseline)
-    assert len(expected) == 8
+    expected = _masked(baseline)
+    assert len(json.loads(baseline.read_text())["entries"]) == 8
     outputs = sorted((pytester.path / "baselines" / "test_par.py.outputs").iterdir())
     assert len(outputs) == 6
     for path in [baseline, *outputs]:
@@ -54,7 +52,7 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
     parallel.stdout.fnmatch_lines(
         ["timing: serialized across processes*", "ortperf update: 0 updated, 14 new, 0 unchanged, 0 unused"]
     )
-    assert _skeleton(baseline) == expected
+    assert _masked(baseline) == expected
     assert sorted(p.name for p in (pytester.path / "baselines" / "test_par.py.outputs").iterdir()) == [
         p.name for p in outputs
     ]
@@ -78,3 +76,33 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     pytester.makepyfile(test_par=TESTS.replace("def test_other", "def test_renamed"))
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK)
     result.stdout.fnmatch_lines(["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"])
+
+
+def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_par=TESTS)
+    baseline = pytester.path / "baselines" / "test_par.py.json"
+    baseline.parent.mkdir()
+    damage = b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {'
+    baseline.write_bytes(damage)
+    # A conftest that fails the run if a worker finds the file moved: only the controller may move it.
+    pytester.makeconftest(
+        f"""
+        import os
+        def pytest_sessionfinish(session):
+            if hasattr(session.config, "workeroutput"):
+                assert os.path.exists({str(baseline)!r}), "a worker moved the damaged file"
+        """
+    )
+    result = pytester.runpytest_subprocess("--ortperf-update", "--ortperf-repair", "-n", "2", *QUICK)
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(
+        [
+            "repaired *test_par.py.json: the damaged file was kept as test_par.py.json.damaged-*",
+            "ortperf update: 0 updated, 14 new, 0 unchanged, 0 unused",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*a worker moved the damaged file*")
+    (backup,) = baseline.parent.glob("test_par.py.json.damaged-*")
+    assert backup.read_bytes() == damage
+    assert len(json.loads(baseline.read_text())["entries"]) == 8
