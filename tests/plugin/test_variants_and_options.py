@@ -114,3 +114,57 @@ def test_header_shows_runtime_variants_and_settings(pytester: pytest.Pytester) -
         "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
         "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
     ])
+
+
+# --- Where baselines go, and failing on improvements (real sessions) ---------------------------
+
+LATENCY_TEST = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
+
+
+def test_baseline_dir_option_chooses_where_baselines_land(pytester: pytest.Pytester, write_model) -> None:
+    write_model()
+    pytester.makepyfile(test_gate=LATENCY_TEST)
+    result = pytester.runpytest("--ortperf-update", "--ortperf-baseline-dir=perf/base", *QUICK)
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "perf" / "base" / "test_gate.py.json").is_file()
+    assert not (pytester.path / "baselines").exists()
+    compared = pytester.runpytest("--ortperf-baseline-dir=perf/base", *QUICK)
+    compared.assert_outcomes(passed=1)  # found where it was recorded; without the option: missing
+    pytester.runpytest(*QUICK).assert_outcomes(failed=1)
+
+
+def test_baseline_dir_ini_is_relative_to_the_ini_file(pytester: pytest.Pytester, write_model) -> None:
+    write_model()
+    pytester.makepyfile(test_gate=LATENCY_TEST)
+    pytester.makeini("[pytest]\nortperf_baseline_dir = ci/baselines\n")
+    result = pytester.runpytest("--ortperf-update", *QUICK)
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "ci" / "baselines" / "test_gate.py.json").is_file()
+    assert not (pytester.path / "baselines").exists()
+    pytester.runpytest(*QUICK).assert_outcomes(passed=1)
+
+
+def test_fail_on_improvement_fails_a_check_that_got_much_faster(pytester: pytest.Pytester, write_model) -> None:
+    write_model(layers=32, width=128)
+    pytester.makepyfile(test_gate=LATENCY_TEST)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    baseline = (pytester.path / "baselines" / "test_gate.py.json").read_bytes()
+    write_model(layers=8, width=128)  # a quarter of the work
+
+    passed = pytester.runpytest(*QUICK)
+    passed.assert_outcomes(passed=1)
+    passed.stdout.fnmatch_lines(["test_gate.py::test_latency * improved"])
+
+    failed = pytester.runpytest("--ortperf-fail-on-improvement", *QUICK)
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(
+        ["*latency improvement in *test_latency*", "*(faster beyond the threshold: check that the model still does all its work)"]
+    )
+    assert (pytester.path / "baselines" / "test_gate.py.json").read_bytes() == baseline

@@ -241,3 +241,36 @@ def test_build_config_errors_name_flag_or_ini_key(
     with pytest.raises(UsageError) as info:
         build_config(FakeConfig(tmp_path, cli=cli, ini=ini))
     assert str(info.value).startswith(prefix)
+
+
+class _RecordingParser:
+    """Records what register() hands pytest: the ini defaults a run without options gets."""
+
+    def __init__(self) -> None:
+        self.ini: dict[str, Any] = {}
+
+    def getgroup(self, *args: Any) -> _RecordingParser:
+        return self
+
+    def addoption(self, *args: Any, **kwargs: Any) -> None:
+        assert kwargs["default"] is None  # so an ini value is never hidden by a CLI default
+
+    def addini(self, name: str, help: str, *, type: str, default: Any) -> None:
+        self.ini[name] = default
+
+
+def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
+    """The benchmarks measure CheckPolicy() and MeasureSettings(); a run with no options must use them."""
+    from pytest_ortperf.ab import ABSettings
+    from pytest_ortperf.checks import CheckPolicy
+    from pytest_ortperf.measure import MeasureSettings
+    from pytest_ortperf.options import register
+
+    parser = _RecordingParser()
+    register(parser)
+    config = FakeConfig(tmp_path)
+    config._ini = parser.ini
+    policy = build_config(config).policy
+    assert policy == CheckPolicy()
+    assert policy.measure == MeasureSettings()
+    assert policy.ab == ABSettings()
