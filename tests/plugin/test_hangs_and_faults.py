@@ -77,3 +77,32 @@ def test_a_run_time_failure_fails_its_check_clearly(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines(
         ["*session.run failed on CPUExecutionProvider (no fallback to another provider is attempted): *InvalidArgument*"]
     )
+
+
+def test_profiled_runs_are_under_the_run_timeout_too(pytester: pytest.Pytester) -> None:
+    """A marked test's ort_session runs (and its check's profiled runs) are terminated past the limit."""
+    onnx.save(mlp_model(layers=48, width=512), pytester.path / "slow.onnx")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.ort_model("slow.onnx", dims={"batch": 1024})
+        @pytest.mark.ort_profile
+        def test_slow_profiled(ort_session, ort_inputs):
+            ort_session.run(None, ort_inputs)
+
+        @pytest.mark.ort_model("slow.onnx", dims={"batch": 2})
+        @pytest.mark.ort_profile
+        def test_bad_feeds_profiled(ort_session, ort_inputs):
+            ort_session.run(None, {"x": ort_inputs["x"][:, :3]})
+        """
+    )
+    result = pytester.runpytest("--ortperf-run-timeout=0.02")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*RunTimeout: session.run took longer than 0.02 s and was terminated (--ortperf-run-timeout)*",
+            "*RunFailed: session.run failed on CPUExecutionProvider*",
+        ],
+        consecutive=False,
+    )

@@ -298,3 +298,274 @@ def test_session_level_profile_alongside_run_level_traces(pytester: pytest.Pytes
         assert sum(e["cat"] == "Node" for e in events) == NODES
         assert {(e["tid"], e["ts"], e["dur"], e["name"]) for e in events} <= as_keys  # a strict subset
     result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-disabled[]]: 2 run(s)*"])
+
+
+def test_parallel_execution_mode_traces_hold_their_nodes(pytester: pytest.Pytester, model: Path) -> None:
+    """ORT_PARALLEL runs nodes on inter-op threads: they still land in their run's trace, and
+    concurrent runs whose nodes cannot be told apart are a visible warning, not a silent mix."""
+    onnx.save(mlp_model(layers=6, width=384), pytester.path / "slow.onnx")
+    pytester.makepyfile(
+        """
+        import threading
+        import pytest
+
+        @pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+        @pytest.mark.ort_settings(execution_mode="parallel", inter_op_threads=2)
+        @pytest.mark.ort_profile
+        def test_parallel(ort_session, ort_inputs):
+            for _ in range(3):
+                ort_session.run(None, ort_inputs)
+
+        @pytest.mark.ort_model("slow.onnx", dims={"batch": 64})
+        @pytest.mark.ort_settings(execution_mode="parallel", inter_op_threads=2)
+        @pytest.mark.ort_profile
+        def test_overlapping(ort_session, ort_inputs):
+            barrier = threading.Barrier(2)
+
+            def work():
+                for _ in range(3):
+                    barrier.wait()
+                    ort_session.run(None, ort_inputs)
+
+            threads = [threading.Thread(target=work) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        """
+    )
+    result = pytester.runpytest("--ort-opt-levels=disabled")
+    result.assert_outcomes(passed=2)
+    dirs = _profile_dirs(pytester)
+    (parallel,) = [d for name, d in dirs.items() if "py_test_parallel" in name]
+    traces = _traces(parallel)
+    assert len(traces) == 3
+    for events in traces:
+        assert sum(e["name"] == "model_run" for e in events) == 1
+        assert sum(e["cat"] == "Node" for e in events) == NODES
+    summary = json.loads((parallel / "summary.json").read_text())
+    assert summary["warnings"] == []
+    assert {row["name"] for row in summary["by_op"]} == {"MatMul", "Relu", "Identity"}
+    (overlapping,) = [d for name, d in dirs.items() if "py_test_overlapping" in name]
+    warnings = json.loads((overlapping / "summary.json").read_text())["warnings"]
+    assert warnings, "overlapping parallel-mode runs are flagged"
+    assert all("ambiguous" in w for w in warnings)
+    result.stdout.fnmatch_lines(["  WARNING: run-*.json: its nodes ran on inter-op threads while another run overlapped it*"])
+
+
+def test_unmarked_tests_build_no_profiling_session(
+    pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ortperf.sessions import SessionPool
+
+    builds: list[str] = []
+    real = SessionPool.build_profiling
+
+    def counted(self: SessionPool, built: object, prefix: str) -> object:
+        builds.append(prefix)
+        return real(self, built, prefix)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SessionPool, "build_profiling", counted)
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        def test_session(ort_session, ort_inputs):
+            ort_session.run(None, ort_inputs)
+
+        def test_latency(ort_perf):
+            ort_perf.check_latency()
+        """
+    )
+    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(passed=2)
+    assert builds == [], "unmarked tests pay nothing: no profiling session is built"
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+        @pytest.mark.ort_profile
+        def test_marked(ort_session, ort_inputs):
+            ort_session.run(None, ort_inputs)
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert len(builds) == 1, "the counter does see a marked test's profiling session"
+
+
+def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
+    pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ortperf.run import OrtperfRun
+
+    profiled: list[str] = []
+    real = OrtperfRun.op_profile
+
+    def counted(self: OrtperfRun, built: object, feeds: object, **kwargs: object) -> object:
+        profiled.append("x")
+        return real(self, built, feeds, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(OrtperfRun, "op_profile", counted)
+    source = """
+        import pytest
+        {mark}
+        @pytest.mark.ort_model("model.onnx", dims={{"batch": 2}})
+        def test_latency(ort_perf):
+            ort_perf.check_latency()
+        """
+    quick = ("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%", "--ortperf-latency-threshold=500%")
+    baseline = pytester.path / "baselines" / "test_marking_a_test_after_its_baseline_stores_its_operator_profile.py.json"
+
+    def recorded() -> dict:
+        (entry,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"].values()
+        return entry
+
+    pytester.makepyfile(source.format(mark=""))
+    pytester.runpytest(*quick).assert_outcomes(passed=1)
+    assert "profile" not in recorded()
+    pytester.makepyfile(source.format(mark="@pytest.mark.ort_profile"))
+    result = pytester.runpytest(*quick)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged*"])
+    assert recorded()["profile"]["ops"]["MatMul"]["nodes"] == 4
+    assert len(profiled) == 1
+    pytester.runpytest(*quick).stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged*"])
+    assert len(profiled) == 1, "nothing is stored, so no operator profile is paid for"
+    pytester.makepyfile(source.format(mark=""))
+    pytester.runpytest(*quick).stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged*"])
+    assert "profile" not in recorded(), "a stale profile is dropped with the marker"
+
+
+def test_session_profiles_of_different_settings_are_kept_apart(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        @pytest.mark.ort_settings(intra_op_threads=1)
+        def test_one(ort_session, ort_inputs):
+            for _ in range(3):
+                ort_session.run(None, ort_inputs)
+
+        @pytest.mark.ort_settings(intra_op_threads=2)
+        def test_two(ort_session, ort_inputs):
+            for _ in range(5):
+                ort_session.run(None, ort_inputs)
+        """
+    )
+    pytester.runpytest("--ortperf-session-profile").assert_outcomes(passed=2)
+    files = sorted((pytester.path / ".ortperf" / "profiles" / "session").glob("*.json"))
+    assert len(files) == 2, [f.name for f in files]
+    runs = sorted(sum(e["name"] == "model_run" for e in json.loads(f.read_text())) for f in files)
+    assert runs == [3, 5]
+
+
+def test_unwritable_session_profile_dir_is_a_clean_error(pytester: pytest.Pytester, model: Path) -> None:
+    (pytester.path / "blocked").write_text("a file where the directory should be")
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("model.onnx")
+        def test_unmarked(ort_session):
+            pass
+        """
+    )
+    result = pytester.runpytest("--ortperf-profile-dir=blocked/profiles", "--ortperf-session-profile")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*profile directory '*blocked/profiles/session' is not writable: *"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*NotADirectoryError*")
+
+
+def test_native_run_profiling_is_used_when_ort_exposes_it(
+    pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ORT whose Python RunOptions has run-level profiling (a property, as in the C API's shape):
+    each run writes its own file through ORT, renamed to run-<k>.json; no profiling session."""
+    import onnxruntime as ort
+
+    from pytest_ortperf.sessions import SessionPool
+
+    class RunOptions(ort.RunOptions):  # type: ignore[misc]
+        enable_profiling = False
+        profile_file_prefix = ""
+
+    class InferenceSession(ort.InferenceSession):  # type: ignore[misc]
+        def run(self, output_names, input_feed, run_options=None):  # type: ignore[no-untyped-def]
+            outputs = super().run(output_names, input_feed, run_options)
+            if getattr(run_options, "enable_profiling", False) is True:
+                events = [
+                    {"cat": "Session", "name": "model_run", "ts": 0, "dur": 50, "tid": 1, "pid": 1, "args": {}},
+                    {"cat": "Node", "name": "matmul0_kernel_time", "ts": 5, "dur": 20, "tid": 1, "pid": 1,
+                     "args": {"op_name": "MatMul", "provider": "CPUExecutionProvider"}},
+                ]  # fmt: skip
+                Path(f"{run_options.profile_file_prefix}_2026-01-01_00-00-00_000.json").write_text(json.dumps(events))
+            return outputs
+
+    def no_profiling_session(*args: object) -> None:
+        raise AssertionError("the native backend builds no profiling session")
+
+    monkeypatch.setattr(ort, "RunOptions", RunOptions)
+    monkeypatch.setattr(ort, "InferenceSession", InferenceSession)
+    monkeypatch.setattr(SessionPool, "build_profiling", no_profiling_session)
+    pytester.makepyfile(
+        """
+        import onnxruntime as ort
+        import pytest
+
+        @pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+        @pytest.mark.ort_profile
+        def test_native(ort_session, ort_inputs):
+            mine = ort.RunOptions()
+            ort_session.run(None, ort_inputs)
+            ort_session.run(None, ort_inputs, mine)
+            assert (mine.enable_profiling, mine.profile_file_prefix) == (False, ""), "handed back as it came"
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    (directory,) = _profile_dirs(pytester).values()
+    assert sorted(p.name for p in directory.iterdir()) == ["run-1.json", "run-2.json", "summary.json"]
+    summary = json.loads((directory / "summary.json").read_text())
+    assert summary["runs"] == 2
+    assert summary["warnings"] == []
+    result.stdout.fnmatch_lines(["profile *test_native[[]cpu-all[]]: 2 run(s)*top ops: MatMul 100%*"])
+
+
+def test_iobinding_in_a_marked_test_warns_that_it_is_not_profiled(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+        @pytest.mark.ort_profile
+        def test_binding(ort_session, ort_inputs):
+            binding = ort_session.io_binding()
+            binding.bind_cpu_input("x", ort_inputs["x"])
+            binding.bind_output("y")
+            ort_session.run_with_iobinding(binding)
+        """
+    )
+    result = pytester.runpytest("-W", "default")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*ProfilingWarning: ort_session.run_with_iobinding in a test marked ort_profile is not profiled*"])
+
+
+@pytest.mark.skipif(pytest.importorskip("xdist") is None, reason="needs pytest-xdist")
+def test_xdist_controller_shows_the_profile_section(pytester: pytest.Pytester, model: Path) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+        @pytest.mark.ort_profile
+        def test_marked(ort_session, ort_inputs):
+            for _ in range(2):
+                ort_session.run(None, ort_inputs)
+
+        def test_unmarked(ort_session, ort_inputs):
+            ort_session.run(None, ort_inputs)
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-all[]]: 2 run(s)*", "  top nodes: *"])
