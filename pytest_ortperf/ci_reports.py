@@ -9,12 +9,17 @@ figures per test as properties.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.accuracy import OutputComparison
 from pytest_ortperf.accuracy_check import AccuracyResult
-from pytest_ortperf.checks import LatencyResult
+from pytest_ortperf.checks import CheckKey, LatencyResult
+
+ERROR = "error"
 
 
 def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
@@ -72,29 +77,15 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
 
 
 def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
-    references = []
-    for outcome in result.references:
-        references.append(
-            {
-                "reference": outcome.label,
-                "failed": outcome.failed,
-                "note": outcome.note,
-                "outputs": [
-                    {
-                        "name": c.name,
-                        "ok": c.ok,
-                        "problem": c.problem,
-                        "failed_metric": c.failed_metric,
-                        "max_abs": c.max_abs,
-                        "max_rel": c.max_rel,
-                        "mismatches": c.mismatches,
-                        "count": c.count,
-                        "cosine": c.cosine,
-                    }
-                    for c in outcome.comparisons
-                ],
-            }
-        )
+    references = [
+        {
+            "reference": outcome.label,
+            "failed": outcome.failed,
+            "note": outcome.note,
+            "outputs": [output_record(c) for c in outcome.comparisons],
+        }
+        for outcome in result.references
+    ]
     return {
         "test": nodeid,
         "kind": "accuracy",
@@ -107,6 +98,55 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
     }
 
 
+def output_record(comparison: OutputComparison) -> dict[str, Any]:
+    """One output against one reference: every metric, the worst element and the limits applied."""
+    compared = bool(comparison.count) and not comparison.problem
+    return {
+        "name": comparison.name,
+        "ok": comparison.ok,
+        "problem": comparison.problem,
+        "failed_metric": comparison.failed_metric,
+        "max_abs": _number(comparison.max_abs),
+        "max_rel": _number(comparison.max_rel),
+        "mean_abs": _number(comparison.mean_abs),
+        "mismatches": comparison.mismatches,
+        "count": comparison.count,
+        "cosine": _number(comparison.cosine),
+        "top1": _number(comparison.top1),
+        "topk": _number(comparison.topk),
+        "worst": (
+            {
+                "index": list(comparison.worst_index),
+                "actual": _number(comparison.worst_actual),
+                "expected": _number(comparison.worst_expected),
+            }
+            if compared
+            else None
+        ),
+        "tolerance": {name: _number(value) for name, value in asdict(comparison.tolerance).items()},
+    }
+
+
+def error_record(key: CheckKey, *, kind: str, nodeid: str, message: str) -> dict[str, Any]:
+    """A check that ended in an error (a timeout, a failed run, an unreadable file) rather than a verdict."""
+    return {
+        "test": nodeid,
+        "kind": kind,
+        "variant": key.variant,
+        "machine": key.machine,
+        "verdict": ERROR,
+        "failed": True,
+        "message": message,
+    }
+
+
+def _number(value: object) -> object:
+    """JSON has no NaN or infinity: those are written as the strings "nan", "inf", "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
 def report_document(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -115,7 +155,10 @@ def report_document(
     version: str,
     traces: Mapping[str, Sequence[str]],
     unused: Sequence[str],
+    run_errors: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """The whole run; ``run_errors`` are problems of the run rather than of one check (a baseline
+    that could not be written, an xdist worker that went down)."""
     checks = [dict(r, traces=list(traces.get(str(r["test"]), []))) for r in records]
     return {
         "plugin_version": version,
@@ -123,6 +166,8 @@ def report_document(
         "onnxruntime": runtime,
         "checks": checks,
         "failed": sum(bool(r["failed"]) for r in records),
+        "errors": sum(r["verdict"] == ERROR for r in records),
+        "run_errors": list(run_errors),
         "unused_baselines": list(unused),
     }
 
@@ -137,13 +182,22 @@ def _change(record: Mapping[str, Any]) -> str:
     return f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
 
 
-def markdown(records: Sequence[Mapping[str, Any]], *, machine: str, unused: Sequence[str]) -> str:
-    """A markdown summary: counts, then one table row per check, failures first."""
+def markdown(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    machine: str,
+    unused: Sequence[str],
+    run_errors: Sequence[str] = (),
+) -> str:
+    """A markdown summary: counts, then one table row per check, failures first; then what errored."""
     failed = [r for r in records if r["failed"]]
-    lines = [
-        "## pytest-ortperf",
-        "",
-        f"Machine `{machine}`: {len(records)} checks, **{len(failed)} failed**.",
+    errors = [r for r in failed if r["verdict"] == ERROR]
+    counts = f"Machine `{machine}`: {len(records)} checks, **{len(failed)} failed**"
+    counts += f" ({len(errors)} with an error)." if errors else "."
+    lines = ["## pytest-ortperf", ""]
+    lines += [f"**ERROR**: {_first_line(error)}" for error in run_errors]
+    lines += [
+        counts,
         "",
         "| | test | variant | check | reference | current | change | verdict | decided by |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -157,9 +211,16 @@ def markdown(records: Sequence[Mapping[str, Any]], *, machine: str, unused: Sequ
             f"{_ms(reference.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
             f"{record['verdict']} | {record.get('decided_by', '')} |"
         )
+    if errors:
+        lines += ["", "Checks that ended in an error:", ""]
+        lines += [f"- `{r['test']}` ({r['kind']}): {_first_line(str(r['message']))}" for r in errors]
     if unused:
         lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
     return "\n".join(lines) + "\n"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
 
 
 def _ms(value: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from itertools import count
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
@@ -20,11 +21,12 @@ from pytest_ortperf.checks import (
     check_ab,
     check_latency,
 )
-from pytest_ortperf.ci_reports import accuracy_record, latency_record
+from pytest_ortperf.ci_reports import ERROR, accuracy_record, error_record, latency_record
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import InputsError, OrtperfError
 from pytest_ortperf.inputs import Array
 from pytest_ortperf.measure import MeasureSettings, measure
+from pytest_ortperf.naming import check_name, with_check_name
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.providers import CPU
 from pytest_ortperf.references import zoo_expected
@@ -38,6 +40,7 @@ T = TypeVar("T")
 PROFILED_RUNS = 3
 GLANCE_S = 0.5
 REPORTED_DIFFERENCE = "differs (reported)"
+LATENCY, ACCURACY = "latency", "accuracy"
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class OrtPerf:
     ``check_accuracy()`` compares outputs with the recorded baseline, the
     reference variant and the model's own test data; ``check()`` does both and
     fails once with every problem.
+
+    Each check of a test has its own baseline: the first unnamed one the test's
+    own, later unnamed ones ``#2``, ``#3``... in call order, and ``name="big"``
+    one of its own (``#big``) whatever the order.
     """
 
     def __init__(
@@ -79,49 +86,86 @@ class OrtPerf:
         self._fail = fail
         self._skip = skip
         self._on_result = on_result
+        self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set()}
 
     @property
     def session(self) -> BuiltSession:
         return self._context.built
 
-    def check_latency(self, feeds: Mapping[str, Array] | None = None) -> LatencyResult:
+    def check_latency(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> LatencyResult:
         """Against the stored baseline or, in A/B mode, against the reference model (and its outputs)."""
         __tracebackhide__ = True
-        return self._finish(self._latency_checks(feeds))[0]  # type: ignore[return-value]
+        key = self._key(name, LATENCY)
+        return self._finish(self._latency_checks(feeds, key))[0]  # type: ignore[return-value]
 
-    def check_accuracy(self, feeds: Mapping[str, Array] | None = None) -> AccuracyResult:
+    def check_accuracy(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> AccuracyResult:
         __tracebackhide__ = True
-        return self._finish([self._guard(lambda: self._accuracy(feeds))])[0]  # type: ignore[return-value]
+        key = self._key(name, ACCURACY)
+        return self._finish([self._guard(lambda: self._accuracy(feeds, key), key, ACCURACY)])[0]  # type: ignore[return-value]
 
-    def check(self, feeds: Mapping[str, Array] | None = None) -> tuple[LatencyResult, AccuracyResult]:
+    def check(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> tuple[LatencyResult, AccuracyResult]:
         """Latency and accuracy; the test fails once, with both messages, if either failed."""
         __tracebackhide__ = True
-        results = self._finish([*self._latency_checks(feeds), self._guard(lambda: self._accuracy(feeds))])
+        key = self._key(name, LATENCY, ACCURACY)
+        latency = self._latency_checks(feeds, key)
+        results = self._finish([*latency, self._guard(lambda: self._accuracy(feeds, key), key, ACCURACY)])
         return results[0], results[-1]  # type: ignore[return-value]
 
+    def _key(self, name: str | None, *kinds: str) -> CheckKey:
+        """This check's baseline key: the test's own, ``#2``, ``#3``... or ``#name``."""
+        __tracebackhide__ = True
+        taken = set().union(*(self._names[kind] for kind in kinds))
+        if name is None:
+            suffix = "" if "" not in taken else next(str(n) for n in count(2) if str(n) not in taken)
+        else:
+            try:
+                suffix = check_name(name)
+            except OrtperfError as exc:
+                self._fail(str(exc))
+            if suffix in taken:
+                self._fail(f"check name {name!r} is used twice in this test: each check needs its own name.")
+        for kind in kinds:
+            self._names[kind].add(suffix)
+        key = self._context.key
+        return replace(key, test=with_check_name(key.test, suffix))
+
     def _latency_checks(
-        self, feeds: Mapping[str, Array] | None
+        self, feeds: Mapping[str, Array] | None, key: CheckKey
     ) -> list[LatencyResult | AccuracyResult | str]:
         """The latency check of this mode: stored baseline, or A/B (latency plus outputs vs the reference)."""
         context = self._context
         # Updates always record stored baselines: no A/B reference then.
-        reference = None if context.policy.update else self._guard(context.ab)
+        reference = None if context.policy.update else self._guard(context.ab, key, LATENCY)
         if isinstance(reference, str):
             return [reference]
         if reference is None:
-            return [self._guard(lambda: self._latency(feeds))]
+            return [self._guard(lambda: self._latency(feeds, key), key, LATENCY)]
         # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
         # a message, as in stored mode, naming the reference.
-        checks = self._guard(lambda: self._ab(reference, self._inputs(feeds)))
-        if isinstance(checks, str):
-            return [f"same-job A/B of {context.key.test} against {reference.label}: {checks}"]
-        return checks
+        label = f"same-job A/B of {key.test} against {reference.label}: "
+        checks = self._guard(lambda: self._ab(reference, self._inputs(feeds), key), key, LATENCY, label)
+        return [checks] if isinstance(checks, str) else checks
 
-    def _guard(self, action: Callable[[], T]) -> T | str:
+    def _guard(self, action: Callable[[], T], key: CheckKey, kind: str, prefix: str = "") -> T | str:
+        """The action's result or, when it ends in an error instead of a verdict, the error's message,
+        recorded for the reports like a failed check."""
         try:
             return action()
         except OrtperfError as exc:
-            return str(exc)
+            return self._error(key, kind, f"{prefix}{exc}")
+
+    def _error(self, key: CheckKey, kind: str, message: str) -> str:
+        context = self._context
+        context.run.records.append(error_record(key, kind=kind, nodeid=context.nodeid, message=message))
+        context.add_property(f"ortperf_{kind}_verdict", ERROR)
+        context.add_property("ortperf_error", message)
+        return message
 
     def _finish(
         self, results: list[LatencyResult | AccuracyResult | str]
@@ -156,7 +200,7 @@ class OrtPerf:
     def _canary(self) -> Callable[[], object] | None:
         return self._context.run.canary(self._context.built) if self._canary_on() else None
 
-    def _latency(self, feeds: Mapping[str, Array] | None) -> LatencyResult:
+    def _latency(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> LatencyResult:
         context, inputs = self._context, self._inputs(feeds)
         session = context.built.session
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
@@ -173,7 +217,7 @@ class OrtPerf:
             lambda: watchdog.run(session, None, inputs),
             measure_fn=measured,
             profile_fn=profile_fn,
-            key=context.key,
+            key=key,
             store=context.run.store,
             policy=context.policy,
             environment=self._environment(inputs),
@@ -187,7 +231,7 @@ class OrtPerf:
         return result
 
     def _ab(
-        self, reference: ABReference, inputs: dict[str, Array]
+        self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
     ) -> list[LatencyResult | AccuracyResult | str]:
         context = self._context
         built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
@@ -204,7 +248,7 @@ class OrtPerf:
             identical = reference.source is not None
             result = ab_without_reference(
                 stats,
-                key=context.key,
+                key=key,
                 label=reference.label,
                 status="identical to reference" if identical else "no reference",
                 reason=f"identical to {reference.label}, nothing to compare"
@@ -216,19 +260,22 @@ class OrtPerf:
         try:
             other = context.run.session(reference.source, built.variant, built.settings)
         except OrtperfError as exc:
-            return [f"A/B reference {reference.label} of {context.key.test}: {exc}"]
+            return [self._error(key, LATENCY, f"A/B reference {reference.label} of {key.test}: {exc}")]
         with timing.held():
             result = check_ab(
                 lambda: watchdog.run(built.session, None, inputs),
                 lambda: watchdog.run(other.session, None, inputs),
-                key=context.key,
+                key=key,
                 label=reference.label,
                 policy=context.policy,
             )
         self._publish(result)
-        return [result, self._guard(lambda: self._ab_accuracy(other, reference.label, inputs))]
+        outputs = self._guard(lambda: self._ab_accuracy(other, reference.label, inputs, key), key, ACCURACY)
+        return [result, outputs]
 
-    def _ab_accuracy(self, other: BuiltSession, label: str, inputs: dict[str, Array]) -> AccuracyResult:
+    def _ab_accuracy(
+        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
+    ) -> AccuracyResult:
         """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
         context, watchdog = self._context, self._context.run.watchdog
         actual = _run_outputs(context.built, inputs, watchdog)
@@ -236,7 +283,7 @@ class OrtPerf:
         result = compare_with(
             actual,
             expected,
-            key=context.key,
+            key=key,
             tolerances=context.tolerances,
             provider_short=context.built.variant.provider_spec.short,
         )
@@ -261,7 +308,7 @@ class OrtPerf:
         if self._on_result is not None:
             self._on_result(result)
 
-    def _accuracy(self, feeds: Mapping[str, Array] | None) -> AccuracyResult:
+    def _accuracy(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> AccuracyResult:
         context, inputs = self._context, self._inputs(feeds)
         watchdog = context.run.watchdog
         actual = _run_outputs(context.built, inputs, watchdog)
@@ -279,7 +326,7 @@ class OrtPerf:
         result = check_accuracy(
             actual,
             inputs_sha256=feeds_digest(inputs),
-            key=context.key,
+            key=key,
             store=context.run.store,
             policy=context.policy,
             tolerances=context.tolerances,

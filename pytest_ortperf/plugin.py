@@ -29,13 +29,14 @@ from pytest_ortperf.options import register
 from pytest_ortperf.perf import REPORTED_DIFFERENCE, CheckContext, OrtPerf, key_for
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.profiling import ProfiledSession
-from pytest_ortperf.report import latency_rows, latency_table, profile_lines, update_lines
+from pytest_ortperf.report import latency_rows, latency_table, lost_worker_line, profile_lines, update_lines
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.runtime import RuntimeInfo, installed_distributions
 from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.variants import Variant
 
 RUN_KEY = pytest.StashKey[OrtperfRun]()
+LOST_WORKERS_KEY = pytest.StashKey[list[str]]()  # xdist workers that went down without handing over
 T = TypeVar("T")
 
 _MARKERS = (
@@ -127,12 +128,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             run.strict_unused = run.unused()
             if run.strict_unused:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        _write_ci_reports(run)
     except OrtperfError as exc:
         run.finish_error = str(exc)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     except OSError as exc:
-        run.finish_error = f"cannot write a report: {exc}"
+        run.finish_error = f"cannot finish the ortperf run: {exc}"
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    try:  # also after a failed finish: CI uploads the reports of a failed run
+        _write_ci_reports(run, _lost_workers(session.config))
+    except OSError as exc:
+        run.finish_error = "; ".join(filter(None, [run.finish_error, f"cannot write a report: {exc}"]))
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -142,6 +147,10 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     payload = getattr(node, "workeroutput", {}).get(xdist_bridge.KEY)
     if payload is not None:
         xdist_bridge.merge(node.config.stash[RUN_KEY], payload)
+    if error is not None or payload is None:
+        run = node.config.stash[RUN_KEY]
+        lost = node.config.stash.setdefault(LOST_WORKERS_KEY, [])
+        lost.append(lost_worker_line(_worker_id(node), update=run.config.policy.update))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -151,6 +160,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     lines = run.summary_lines()
     if run.finish_error:
         lines.append(f"ERROR: {run.finish_error}")
+    lines += [f"ERROR: {line}" for line in _lost_workers(terminalreporter.config)]
     for damaged, backup in run.store.repaired:
         lines.append(f"repaired {damaged}: the damaged file was kept as {backup.name}")
     if run.strict_unused:
@@ -365,11 +375,13 @@ def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
     return files
 
 
-def _write_ci_reports(run: OrtperfRun) -> None:
-    """The JSON report, the markdown summary and GitHub's step summary, when asked for."""
+def _write_ci_reports(run: OrtperfRun, lost_workers: Sequence[str]) -> None:
+    """The JSON report and the markdown summary whenever asked for, even with no check at all;
+    GitHub's step summary only when there is something to show (the plugin loads in every suite)."""
     config = run.config
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not (config.report_path or config.markdown_path or summary_file) or not run.records:
+    run_errors = [*([run.finish_error] if run.finish_error else []), *lost_workers]
+    if not (config.report_path or config.markdown_path or (summary_file and (run.records or run_errors))):
         return
     unused = run.update_report.unused if run.update_report else run.strict_unused
     if config.report_path:
@@ -380,14 +392,25 @@ def _write_ci_reports(run: OrtperfRun) -> None:
             version=__version__,
             traces=run.traces(),
             unused=unused,
+            run_errors=run_errors,
         )
         ci_reports.write_json(config.report_path, document)
-    text = ci_reports.markdown(run.records, machine=run.machine.name, unused=unused)
+    text = ci_reports.markdown(run.records, machine=run.machine.name, unused=unused, run_errors=run_errors)
     if config.markdown_path:
         config.markdown_path.parent.mkdir(parents=True, exist_ok=True)
         config.markdown_path.write_text(text, encoding="utf-8")
-    if summary_file:
+    if summary_file and (run.records or run_errors):
         ci_reports.append_text(Path(summary_file), text)
+
+
+def _lost_workers(config: pytest.Config) -> list[str]:
+    lost: list[str] = config.stash.get(LOST_WORKERS_KEY, [])
+    return lost
+
+
+def _worker_id(node: Any) -> str:
+    gateway = getattr(node, "gateway", None)
+    return str(getattr(gateway, "id", None) or "an xdist worker")
 
 
 def _run_of(report: pytest.CollectReport) -> OrtperfRun | None:

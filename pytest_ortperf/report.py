@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_ortperf.checks import LatencyResult
+from pytest_ortperf.naming import split_check_name
 from pytest_ortperf.profiles import ProfileReport
 from pytest_ortperf.run import UpdateReport
 from pytest_ortperf.showing import format_table
@@ -21,7 +22,8 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
     for result in results:
         median = result.baseline_median_ms
         baseline = _ms(median) if median is not None else "-"
-        test = result.key.test.rsplit(f"[{result.key.variant}]", 1)[0]
+        test, check = split_check_name(result.key.test)
+        test = test.rsplit(f"[{result.key.variant}]", 1)[0] + check
         rows.append(
             (
                 f"{result.key.test_file}::{test}",
@@ -77,6 +79,16 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
         lines += [f"  {nodeid}" for nodeid in report.unused]
     lines += [f"wrote {path}" for path in report.written]
     return lines
+
+
+def lost_worker_line(worker: str, *, update: bool) -> str:
+    """An xdist worker that went down before handing over what it had."""
+    if update:
+        return (
+            f"worker {worker} went down: its staged baselines were not written; rerun the update "
+            "for the tests it ran"
+        )
+    return f"worker {worker} went down: its ortperf results are missing from this summary and the reports"
 
 
 def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:

@@ -25,6 +25,7 @@ from pytest_ortperf.git_refs import GitRevision
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
 from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource, uses_external_data
+from pytest_ortperf.naming import split_check_name
 from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.profiles import ProfileBook, operator_profile
 from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
@@ -257,7 +258,9 @@ class OrtperfRun:
             for test, machines in entries.items():
                 entry = machines.get(self.machine.name)
                 nodeid = f"{test_file}::{test}"
-                if entry is not None and entry.variant in variants and nodeid not in self.collected:
+                # a test's second, third... check (test#2, test#name) belongs to the test
+                collected = split_check_name(nodeid)[0] in self.collected
+                if entry is not None and entry.variant in variants and not collected:
                     unused.append(nodeid)
         return unused
 

@@ -83,3 +83,92 @@ def test_unwritable_report_path_is_an_error_not_a_traceback(pytester: pytest.Pyt
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: cannot write a report: *blocked*"])
     result.stdout.no_fnmatch_line("*Traceback*")
+
+
+ERRORING = """
+import numpy as np
+import pytest
+
+@pytest.mark.ort_model("slow.onnx", dims={"batch": 1024})
+def test_timed_out(ort_perf):
+    ort_perf.check_accuracy()
+
+@pytest.mark.ort_model("model.onnx")
+def test_wrong_feeds(ort_perf):
+    ort_perf.check_accuracy({"x": np.ones((2, 8), dtype=np.float64)})
+
+@pytest.mark.ort_model("model.onnx")
+def test_fine(ort_perf):
+    ort_perf.check_latency()
+"""
+DAMAGED = """
+import pytest
+
+@pytest.mark.ort_model("model.onnx")
+def test_damaged(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+def test_checks_that_end_in_an_error_are_failed_checks_in_every_report(pytester: pytest.Pytester) -> None:
+    # ~100+ ms per run of the slow model against a 20 ms run limit; a float64 feed for a float32
+    # input fails at run time; a truncated baseline file cannot be read.
+    onnx.save(mlp_model(layers=48, width=512), pytester.path / "slow.onnx")
+    onnx.save(mlp_model(layers=2, width=8), pytester.path / "model.onnx")
+    pytester.makepyfile(test_errors=ERRORING, test_damage=DAMAGED)
+    (pytester.path / "baselines").mkdir()
+    (pytester.path / "baselines" / "test_damage.py.json").write_text('{"schema": 1, "entries": {')
+    result = pytester.runpytest(
+        *QUICK, "--ortperf-run-timeout=0.02", "--ortperf-missing=pass", "--ortperf-reference-variant=none",
+        "--ortperf-report=report.json", "--ortperf-markdown=summary.md", "--junitxml=junit.xml",
+    )  # fmt: skip
+    result.assert_outcomes(failed=3, passed=1)
+    report = json.loads((pytester.path / "report.json").read_text())
+    failed_tests = {
+        "test_errors.py::test_timed_out[cpu-all]",
+        "test_errors.py::test_wrong_feeds[cpu-all]",
+        "test_damage.py::test_damaged[cpu-all]",
+    }
+    assert report["failed"] == len(failed_tests)
+    assert report["errors"] == len(failed_tests)
+    errors = {c["test"]: c for c in report["checks"] if c["failed"]}
+    assert set(errors) == failed_tests
+    timed_out = errors["test_errors.py::test_timed_out[cpu-all]"]
+    assert {k: timed_out[k] for k in ("kind", "variant", "machine", "verdict")} == {
+        "kind": "accuracy",
+        "variant": "cpu-all",
+        "machine": report["machine"],
+        "verdict": "error",
+    }
+    assert "--ortperf-run-timeout" in timed_out["message"]
+    assert "session.run failed" in errors["test_errors.py::test_wrong_feeds[cpu-all]"]["message"]
+    damaged = errors["test_damage.py::test_damaged[cpu-all]"]
+    assert (damaged["kind"], damaged["verdict"]) == ("latency", "error")
+    assert "test_damage.py.json" in damaged["message"]
+    markdown = (pytester.path / "summary.md").read_text()
+    assert "**3 failed** (3 with an error)" in markdown
+    for test in failed_tests:
+        assert f"| ❌ | `{test}` |" in markdown
+    assert "| ✅ | `test_errors.py::test_fine[cpu-all]` |" in markdown
+    junit = (pytester.path / "junit.xml").read_text()
+    assert junit.count('name="ortperf_error"') == 3
+    assert 'name="ortperf_latency_verdict" value="error"' in junit
+
+
+def test_reports_are_written_when_every_check_errors_and_when_there_is_none(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=2, width=8), pytester.path / "model.onnx")
+    pytester.makepyfile(test_damage=DAMAGED)
+    (pytester.path / "baselines").mkdir()
+    (pytester.path / "baselines" / "test_damage.py.json").write_text("[]")
+    reports = ("--ortperf-report=out/report.json", "--ortperf-markdown=out/summary.md")
+    result = pytester.runpytest(*QUICK, *reports)
+    result.assert_outcomes(failed=1)
+    report = json.loads((pytester.path / "out" / "report.json").read_text())
+    assert (report["failed"], [c["verdict"] for c in report["checks"]]) == (1, ["error"])
+    assert "| ❌ | `test_damage.py::test_damaged[cpu-all]` |" in (pytester.path / "out" / "summary.md").read_text()
+
+    pytester.makepyfile(test_damage="def test_plain():\n    pass\n")
+    pytester.runpytest(*QUICK, *reports).assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "out" / "report.json").read_text())
+    assert (report["checks"], report["failed"]) == ([], 0)
+    assert "0 checks, **0 failed**." in (pytester.path / "out" / "summary.md").read_text()

@@ -129,7 +129,7 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs; unknown: atoll*"])
+    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
 
 
 def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
@@ -254,3 +254,48 @@ def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Py
     (backup,) = suite.parent.glob("test_gate.py.json.damaged-*")
     assert backup.read_bytes() == damage
     assert "test_latency[cpu-all]" in json.loads(suite.read_text())["entries"]
+
+
+TWO_CHECKS = """
+import numpy as np
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_two(ort_perf, ort_inputs):
+    ort_perf.check_latency(feeds={"x": np.repeat(ort_inputs["x"], 16, axis=0)})  # batch 256
+    ort_perf.check_latency()  # batch 16: its own baseline, #2
+    ort_perf.check_latency(feeds={"x": ort_inputs["x"][:1]}, name="single")  # batch 1
+"""
+
+
+def test_each_check_in_a_test_has_its_own_baseline(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(test_gate=TWO_CHECKS)
+    recorded = pytester.runpytest("--ortperf-update", *QUICK)
+    recorded.assert_outcomes(passed=1)
+    recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 3 new, 0 unchanged, 0 unused"])
+    entries = json.loads(suite.read_text())["entries"]
+    assert sorted(entries) == ["test_two[cpu-all]", "test_two[cpu-all]#2", "test_two[cpu-all]#single"]
+    # Each check compares with its own measurement, and none of them is an unused entry.
+    again = pytester.runpytest("--ortperf-strict", *QUICK)
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["test_gate.py::test_two#2 *", "test_gate.py::test_two#single *"])
+
+
+def test_a_check_name_used_twice_or_malformed_fails_the_test(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(
+        test_gate=TEST_FILE.replace("ort_perf.check_latency()", "ort_perf.check_latency(name='a')\n    ort_perf.check(name='a')")
+        + "\ndef test_bad_name(ort_perf):\n    ort_perf.check_accuracy(name='a b')\n"
+    )
+    result = pytester.runpytest("--ortperf-missing=pass", *QUICK)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*check name 'a' is used twice in this test*", "*check name 'a b': use 1 to 64 letters*"])
+
+
+def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.Pytester, suite: Path) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_crash(ort_perf):\n    import os\n    os._exit(1)\n")
+    result = pytester.runpytest_subprocess("--ortperf-update", "-n", "1", *QUICK)
+    result.stdout.fnmatch_lines(
+        ["ERROR: worker gw0 went down: its staged baselines were not written; rerun the update for the tests it ran"]
+    )
+    assert not suite.exists()

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+from pytest_ortperf.accuracy import Tolerance, compare_output
 from pytest_ortperf.baselines import BaselineEntry
 from pytest_ortperf.checks import CheckKey, LatencyResult
+from pytest_ortperf.ci_reports import error_record, markdown, output_record, report_document
 from pytest_ortperf.compare import Comparison, RatioEstimate, Verdict
-from pytest_ortperf.report import latency_rows, latency_table, update_lines
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.naming import check_name, split_check_name, with_check_name
+from pytest_ortperf.report import latency_rows, latency_table, lost_worker_line, update_lines
 from pytest_ortperf.run import UpdateReport
 from pytest_ortperf.stats import LatencyStats
 
@@ -148,3 +156,101 @@ def test_update_lines_list_unused_baselines_kept_or_pruned() -> None:
     pruned = update_lines(report, prune=True)
     assert pruned[1] == "unused baselines (pruned):"
     assert pruned[2:] == kept[2:]
+
+
+def test_latency_rows_keep_the_name_of_a_tests_second_check() -> None:
+    key = CheckKey("tests/test_perf.py", "test_two[cpu-all]#2", "cpu-all", "ci", "ortperf update 'x'")
+    (row,) = latency_rows([LatencyResult(key=key, status="ok", current=latency(1.0))])
+    assert row[0] == "tests/test_perf.py::test_two#2"
+
+
+@pytest.mark.parametrize(
+    ("test", "parts"),
+    [
+        ("test_a[cpu-all]", ("test_a[cpu-all]", "")),
+        ("test_a[cpu-all]#2", ("test_a[cpu-all]", "#2")),
+        ("test_a#big", ("test_a", "#big")),
+        ("test_a[x#y]", ("test_a[x#y]", "")),  # a '#' in a parameter id is part of the test
+        ("test_a[x#y]#big", ("test_a[x#y]", "#big")),
+    ],
+)
+def test_check_names_split_off_the_test(test: str, parts: tuple[str, str]) -> None:
+    assert split_check_name(test) == parts
+    assert with_check_name(parts[0], parts[1].lstrip("#")) == test
+
+
+@pytest.mark.parametrize("name", ["", "2", "a b", "a]", "x" * 65, 3, None])
+def test_bad_check_names_are_usage_errors(name: object) -> None:
+    with pytest.raises(UsageError, match="check name"):
+        check_name(name)
+
+
+def test_lost_worker_lines_say_what_was_lost() -> None:
+    assert lost_worker_line("gw1", update=True) == (
+        "worker gw1 went down: its staged baselines were not written; rerun the update for the tests it ran"
+    )
+    assert "missing from this summary and the reports" in lost_worker_line("gw1", update=False)
+
+
+KEY = CheckKey("tests/test_perf.py", "test_a[cpu-all]#2", "cpu-all", "ci", "ortperf update 'x'")
+
+
+def test_an_error_is_a_failed_check_in_every_report() -> None:
+    error = error_record(KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore")
+    assert error == {
+        "test": "tests/test_perf.py::test_a[cpu-all]",
+        "kind": "latency",
+        "variant": "cpu-all",
+        "machine": "ci",
+        "verdict": "error",
+        "failed": True,
+        "message": "timed out\nmore",
+    }
+    document = report_document(
+        [error], machine="ci", runtime="ort", version="1", traces={}, unused=[], run_errors=["lost gw0"]
+    )
+    assert (document["failed"], document["errors"], document["run_errors"]) == (1, 1, ["lost gw0"])
+    text = markdown([error], machine="ci", unused=[], run_errors=["lost gw0"])
+    assert "**ERROR**: lost gw0" in text
+    assert "1 checks, **1 failed** (1 with an error)." in text
+    assert "| ❌ | `tests/test_perf.py::test_a[cpu-all]` | cpu-all | latency | - | - | - | error |  |" in text
+    assert "- `tests/test_perf.py::test_a[cpu-all]` (latency): timed out" in text
+
+
+def test_an_empty_run_still_has_a_report() -> None:
+    document = report_document([], machine="ci", runtime="ort", version="1", traces={}, unused=[])
+    assert (document["checks"], document["failed"], document["errors"]) == ([], 0, 0)
+    assert "0 checks, **0 failed**." in markdown([], machine="ci", unused=[])
+
+
+def test_output_records_carry_every_metric_the_worst_element_and_the_tolerance() -> None:
+    tolerance = Tolerance(atol=1e-5, rtol=1e-4, cosine=0.99999)
+    actual = np.zeros((2, 10), dtype=np.float32)
+    actual[1, 3] = 0.5
+    expected = np.zeros((2, 10), dtype=np.float32)
+    expected[1, 3] = 0.25
+    comparison = compare_output("y", actual, expected, tolerance, "baseline")
+    record = output_record(comparison)
+    assert record["max_abs"] == pytest.approx(0.25)
+    assert record["mean_abs"] == pytest.approx(0.25 / 20)
+    assert record["worst"] == {"index": [1, 3], "actual": 0.5, "expected": 0.25}
+    assert (record["top1"], record["topk"]) == (comparison.top1, comparison.topk)
+    assert {k: record["tolerance"][k] for k in ("atol", "rtol", "cosine")} == {
+        "atol": 1e-5,
+        "rtol": 1e-4,
+        "cosine": 0.99999,
+    }
+    json.dumps(record, allow_nan=False)
+
+
+def test_output_records_of_a_changed_shape_have_no_worst_element_and_stay_valid_json() -> None:
+    tolerance = Tolerance(atol=1e-5, rtol=1e-4, cosine=0.99999)
+    changed = output_record(
+        compare_output("y", np.zeros(3, np.float32), np.zeros(4, np.float32), tolerance, "baseline")
+    )
+    assert changed["worst"] is None
+    assert changed["problem"].startswith("shape changed")
+    nan = output_record(
+        compare_output("y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline")
+    )
+    json.dumps(nan, allow_nan=False)
