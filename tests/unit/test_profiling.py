@@ -221,8 +221,14 @@ def test_rebuilds_give_each_generation_its_own_trace(tmp_path: Path, slow_model:
 
     per_run = SLOW_NODES + 4
     (tmp_path / "session").mkdir()
+    prefixes: list[str] = []
+
+    def build(prefix: str) -> object:
+        prefixes.append(prefix)
+        return _profiling_session(slow_model, prefix)
+
     profiler = EmulatedRunProfiler(
-        lambda prefix: _profiling_session(slow_model, prefix),
+        build,
         tmp_path / "session" / "m",
         None,
         events_per_run=per_run,
@@ -246,6 +252,8 @@ def test_rebuilds_give_each_generation_its_own_trace(tmp_path: Path, slow_model:
     for thread in threads:
         thread.join()
     assert profiler.generations >= 2
+    # ORT names trace files to the millisecond: generations built within one ms must not share a prefix.
+    assert len(set(prefixes)) == len(prefixes) == profiler.generations
     keep = tmp_path / "kept" / "m.json"
     files = profiler.finish(keep_session_trace=keep)[folder]
 
