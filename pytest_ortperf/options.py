@@ -207,8 +207,9 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-prune",
         "ortperf_prune",
-        "With --ortperf-update, delete unused baseline entries (tests of collected files that no "
-        "longer exist).",
+        "With --ortperf-update, delete unused baseline entries: entries in the baseline files of "
+        "collected test files whose test no longer exists, for every machine (entries of other machines "
+        "are listed as '(other machines: ...)'). Without it they are only reported.",
         "false",
         ini_type="bool",
     ),

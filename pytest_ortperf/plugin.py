@@ -166,6 +166,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if run.strict_unused:
         lines.append(f"ERROR: {len(run.strict_unused)} unused baseline entries (--ortperf-strict):")
         lines += [f"  {nodeid}" for nodeid in run.strict_unused]
+    lines += run.unused_hint_lines()
     rows = latency_rows(run.results) + run.remote_rows
     if rows:
         missing = sum(r.status == "missing" for r in run.results) + run.remote_missing

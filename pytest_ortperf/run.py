@@ -83,6 +83,7 @@ class OrtperfRun:
         self.remote_missing = 0
         self.records: list[dict[str, Any]] = []
         self.strict_unused: list[str] = []
+        self.unused_hint: list[str] = []
         self.remote_traces: dict[str, list[str]] = {}
         self.remote_profile_lines: list[str] = []
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
@@ -218,9 +219,10 @@ class OrtperfRun:
         return load_feeds(built.model, specs_from_session(built.session), options)
 
     def finish(self) -> None:
-        """Under ``--ortperf-update``: find unused entries, prune if asked, write staged changes."""
+        """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""
         policy = self.config.policy
         if not policy.update:
+            self.unused_hint = self.unused()
             return
         report = UpdateReport()
         statuses = [r.status for r in self.results] + [r.status for r in self.accuracy_results]
@@ -231,9 +233,9 @@ class OrtperfRun:
                 report.refused += 1
         report.unused = self.unused()
         if self.config.prune:
-            for item in report.unused:
-                test_file, _, test = item.partition("::")
-                self.store.stage(test_file, test, self.machine.name, None)
+            for nodeid, machine in self.unused_entries():
+                test_file, _, test = nodeid.partition("::")
+                self.store.stage(test_file, test, machine, None)
             report.pruned = len(report.unused)
         report.written = self.store.write()
         self.update_report = report
@@ -243,26 +245,51 @@ class OrtperfRun:
         local = {r.nodeid: [str(p) for p in r.traces] for r in self.profiles.reports}
         return {**self.remote_traces, **local}
 
-    def unused(self) -> list[str]:
-        """Entries of this machine, in baseline files of collected test files, for variants in the
-        matrix, whose test was not collected: the test was renamed or deleted."""
+    def unused_entries(self) -> list[tuple[str, str]]:
+        """(node id, machine) of the entries, in baseline files of collected test files, whose test
+        was not collected: it was renamed or deleted. Every machine's entries are judged: one counts
+        when its variant is in this run's matrix (the test would have been collected with it), and,
+        whatever its variant, when no test of its name (with any parameters) is left in the file."""
         variants = {variant.id for variant in self.config.variants}
         # A file selected by node id was only partly collected: its other entries are not unused.
         files = sorted({nodeid.partition("::")[0] for nodeid in self.collected} - self.partially_selected)
+        names = {_test_name(nodeid) for nodeid in self.collected}
         unused = []
         for test_file in files:
             try:
                 entries = self.store.entries(test_file)
             except BaselineError:
                 continue  # reported by the tests that use the file
-            for test, machines in entries.items():
-                entry = machines.get(self.machine.name)
+            for test, machines in sorted(entries.items()):
                 nodeid = f"{test_file}::{test}"
                 # a test's second, third... check (test#2, test#name) belongs to the test
-                collected = split_check_name(nodeid)[0] in self.collected
-                if entry is not None and entry.variant in variants and not collected:
-                    unused.append(nodeid)
+                if split_check_name(nodeid)[0] in self.collected:
+                    continue
+                gone = _test_name(nodeid) not in names
+                unused += [(nodeid, m) for m, entry in sorted(machines.items()) if gone or entry.variant in variants]
         return unused
+
+    def unused(self) -> list[str]:
+        """Unused entries as reported: the node id for this machine's entry, and the node id with
+        '(other machines: ...)' for entries recorded elsewhere."""
+        by_test: dict[str, list[str]] = {}
+        for nodeid, machine in self.unused_entries():
+            by_test.setdefault(nodeid, []).append(machine)
+        here = self.machine.name if by_test else ""
+        lines = []
+        for nodeid, machines in by_test.items():
+            if here in machines:
+                lines.append(nodeid)
+            others = [m for m in machines if m != here]
+            if others:
+                lines.append(f"{nodeid} (other machines: {', '.join(others)})")
+        return lines
+
+    def unused_hint_lines(self) -> list[str]:
+        """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""
+        if not self.unused_hint or self.strict_unused:
+            return []
+        return [f"{len(self.unused_hint)} unused baseline entries (ortperf update --ortperf-prune removes them)"]
 
     def summary_lines(self) -> list[str]:
         """Terminal summary: sessions built and reused, providers that could not run."""
@@ -281,3 +308,8 @@ class OrtperfRun:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+
+
+def _test_name(nodeid: str) -> str:
+    """The test function of a node id or baseline key, without parameters (or check name)."""
+    return split_check_name(nodeid)[0].partition("[")[0]

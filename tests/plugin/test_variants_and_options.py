@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 TEST_USING_SESSION = """
+import json
+
 import pytest
 pytestmark = pytest.mark.ort_model("model.onnx")
 
@@ -119,6 +123,8 @@ def test_header_shows_runtime_variants_and_settings(pytester: pytest.Pytester) -
 # --- Where baselines go, and failing on improvements (real sessions) ---------------------------
 
 LATENCY_TEST = """
+import json
+
 import pytest
 pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
 
@@ -168,3 +174,52 @@ def test_fail_on_improvement_fails_a_check_that_got_much_faster(pytester: pytest
         ["*latency improvement in *test_latency*", "*(faster beyond the threshold: check that the model still does all its work)"]
     )
     assert (pytester.path / "baselines" / "test_gate.py.json").read_bytes() == baseline
+
+
+TWO_TESTS = """
+import json
+
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_one(ort_perf):
+    ort_perf.check_latency()
+
+def test_two(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_request(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    write_model()
+    pytester.makepyfile(test_gate=TWO_TESTS)
+    both_levels = "--ort-opt-levels=disabled,all"
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", both_levels, *QUICK).assert_outcomes(passed=4)
+    pytester.makepyfile(test_gate=TWO_TESTS.split("def test_two")[0])  # test_two deleted
+    baseline = pytester.path / "baselines" / "test_gate.py.json"
+    laptop = ("--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK)
+
+    plain = pytester.runpytest(*laptop)
+    plain.assert_outcomes(passed=1)
+    # test_two at both levels; test_one[cpu-disabled] still exists, only not in this run's matrix
+    plain.stdout.fnmatch_lines(["2 unused baseline entries (ortperf update --ortperf-prune removes them)"])
+
+    kept = pytester.runpytest("--ortperf-update", *laptop)
+    kept.stdout.fnmatch_lines(
+        [
+            "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused",
+            "unused baselines (kept; --ortperf-prune deletes them):",
+            "  test_gate.py::test_two[[]cpu-all[]] (other machines: ci-box)",
+            "  test_gate.py::test_two[[]cpu-disabled[]] (other machines: ci-box)",
+        ]
+    )
+    assert {"test_two[cpu-all]", "test_two[cpu-disabled]"} <= set(json.loads(baseline.read_text())["entries"])
+
+    pruned = pytester.runpytest("--ortperf-update", "--ortperf-prune", *laptop)
+    pruned.stdout.fnmatch_lines(["unused baselines (pruned):"])
+    entries = json.loads(baseline.read_text())["entries"]
+    assert sorted(entries) == ["test_one[cpu-all]", "test_one[cpu-disabled]"]
+    assert sorted(entries["test_one[cpu-all]"]) == ["ci-box", "laptop"]
+    pytester.runpytest(*laptop).stdout.no_fnmatch_line("*unused baseline entries*")
