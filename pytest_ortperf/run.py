@@ -47,6 +47,16 @@ class ABReference:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """The configured reference variant of one check: a session to compare with, or the reason
+    there is none (``note``). An empty label: no reference variant is configured."""
+
+    label: str = ""
+    session: BuiltSession | None = None
+    note: str = ""
+
+
 @dataclass
 class UpdateReport:
     """What an ``--ortperf-update`` run did, for the summary line."""
@@ -192,12 +202,21 @@ class OrtperfRun:
     def reference_session(self, built: BuiltSession) -> BuiltSession | None:
         """The reference variant's session for the same model and settings, or None when the
         test already runs the reference, none is configured, or its provider cannot run here."""
+        return self.reference_choice(built).session
+
+    def reference_choice(self, built: BuiltSession) -> ReferenceChoice:
+        """The reference variant of ``built``'s check: its session, or why it is not compared."""
         reference = self.config.reference_variant
-        if reference is None or reference == built.variant:
-            return None
-        if not self.prober.probe(reference.provider_spec).available:
-            return None
-        return self.pool.get(built.model, reference, built.settings)
+        if reference is None:
+            return ReferenceChoice()
+        label = f"variant {reference.id}"
+        if reference == built.variant:
+            return ReferenceChoice(label, note="this variant is the reference")
+        probe = self.prober.probe(reference.provider_spec)
+        if not probe.available:
+            reason = probe.reason or "the provider probe failed"
+            return ReferenceChoice(label, note=f"not available here ({reason})")
+        return ReferenceChoice(label, self.pool.get(built.model, reference, built.settings))
 
     def _native_profiler(self, built: BuiltSession, directory: Path) -> NativeRunProfiler | None:
         """ORT's own run-level profiling when this onnxruntime's Python API has it."""
