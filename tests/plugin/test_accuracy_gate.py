@@ -158,7 +158,7 @@ def test_changed_output_shape_is_a_clear_failure(pytester: pytest.Pytester, suit
     ("option", "message"),
     [
         ("--ortperf-tolerance=atol=-1", "*--ortperf-tolerance: atol must be a number >= 0, got '-1'.*"),
-        ("--ortperf-tolerance=speed=1", "*--ortperf-tolerance: unknown tolerance 'speed'*"),
+        ("--ortperf-tolerance=speed=1", "*--ortperf-tolerance: key 'speed': unknown tolerance 'speed'*"),
         ("--ortperf-tolerance=cosine=2", "*--ortperf-tolerance: cosine must be a number between 0 and 1*"),
         ("--ortperf-reference-variant=cpu", "*--ortperf-reference-variant: expected PROVIDER-LEVEL such as cpu-disabled*"),
         ("--ortperf-reference-variant=cpu-warp", "*--ortperf-reference-variant: unknown graph optimization level 'warp'*"),
@@ -256,3 +256,201 @@ def _two_ids_model() -> onnx.ModelProto:
         [helper.make_tensor_value_info("out", TensorProto.INT64, [1, "seq"])],
     )  # fmt: skip
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+# per-test tolerances from ort_thresholds ------------------------------------------
+
+
+def _scale_last_weights(path: Path, factor: float) -> None:
+    """MatMul + Relu is positively homogeneous: scaling the last weights scales the output exactly."""
+    model = onnx.load(path)
+    last = model.graph.initializer[-1]
+    last.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(last) * np.float32(factor), last.name))
+    onnx.save(model, path)
+
+
+def _with_marker(marker: str) -> str:
+    return TEST_FILE.replace("def test_outputs", f"@pytest.mark.ort_thresholds({marker})\ndef test_outputs")
+
+
+def test_ort_thresholds_marker_sets_the_tolerances_of_every_output(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    _scale_last_weights(pytester.path / "model.onnx", 1.03)
+    pytester.runpytest(LEVELS).assert_outcomes(failed=2)
+    pytester.makepyfile(test_acc=_with_marker("rtol=0.05"))
+    pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+    pytester.makepyfile(test_acc=_with_marker("rtol=0.01, cosine=0.9"))
+    result = pytester.runpytest(LEVELS)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["    output 'y' vs baseline (recorded *): FAILED on isclose (*; atol=1e-05, rtol=0.01, cosine>=0.9)"])
+
+
+def test_tolerances_per_variant_and_dtype_from_the_option(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    _scale_last_weights(pytester.path / "model.onnx", 1.03)
+    one = pytester.runpytest(LEVELS, "--ortperf-tolerance=variant:cpu-all.rtol=0.05", "-rA")
+    one.assert_outcomes(passed=1, failed=1)
+    one.stdout.fnmatch_lines(["FAILED test_acc.py::test_outputs[[]cpu-disabled[]]*"])
+    pytester.runpytest(LEVELS, "--ortperf-tolerance=variant:cpu.rtol=0.05").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerance=dtype:float32.rtol=0.05").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerance=dtype:float16.rtol=0.05").assert_outcomes(failed=2)
+    # The output's own value wins over the variant's.
+    both = ("--ortperf-tolerance=variant:cpu.rtol=0.05", "--ortperf-tolerance=y.rtol=0.01")
+    pytester.runpytest(LEVELS, *both).assert_outcomes(failed=2)
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--ortperf-tolerance=dtype:float8.atol=1", "*--ortperf-tolerance: key 'dtype:float8.atol': unknown dtype 'float8'*"),
+        ("--ortperf-tolerance=variant:gpu.rtol=1", "*--ortperf-tolerance: key 'variant:gpu.rtol': unknown execution provider 'gpu'*"),
+        ("--ortperf-tolerance=y.speed=1", "*--ortperf-tolerance: key 'y.speed': unknown tolerance 'speed'*"),
+    ],
+)
+def test_bad_tolerance_keys_are_usage_errors(pytester: pytest.Pytester, option: str, message: str) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+# a reference variant that cannot be compared ----------------------------------------
+
+
+CHOICE_TEST = """
+import pytest
+from pytest_ortperf.plugin import RUN_KEY
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+def test_outputs(request, ort_perf):
+    choice = request.config.stash[RUN_KEY].reference_choice(ort_perf.session)
+    print(f"*CHOICE {choice.label}: {choice.note} session={choice.session is not None}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("reference", "lines"),
+    [
+        pytest.param(
+            "cuda-disabled",
+            [
+                "*CHOICE variant cuda-disabled: not available here (*CUDA*) session=False",
+                "*CHOICE variant cuda-disabled: not available here (*CUDA*) session=False",
+            ],
+            id="unavailable",
+        ),
+        pytest.param(
+            "cpu-disabled",
+            ["*CHOICE variant cpu-disabled: this variant is the reference session=False", "*CHOICE variant cpu-disabled:  session=True"],
+            id="itself",
+        ),
+        pytest.param("none", ["*CHOICE :  session=False", "*CHOICE :  session=False"], id="none"),
+    ],
+)
+def test_the_reference_variant_says_why_it_is_not_compared(
+    pytester: pytest.Pytester, suite: Path, reference: str, lines: list[str]
+) -> None:
+    pytester.makepyfile(test_acc=CHOICE_TEST)
+    result = pytester.runpytest(LEVELS, f"--ortperf-reference-variant={reference}", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(lines)
+
+
+# large outputs: the whole tensor counts ----------------------------------------------
+
+
+def _big_model(constant: np.ndarray) -> onnx.ModelProto:
+    from onnx import TensorProto, helper
+
+    size = constant.shape[-1]
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "c"], ["y"], name="scale")], "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, size])],
+        [numpy_helper.from_array(constant, "c")],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        pytest.param(np.nan, "*FAILED on nan/inf (1 new non-finite values in the whole tensor: 1 now, 0 recorded; first at [[]0, 7[]])*", id="nan"),
+        pytest.param(1000.0, "*FAILED on whole-tensor summary (*", id="bump"),
+    ],
+)
+def test_a_large_output_fails_on_a_change_outside_its_subsample(pytester: pytest.Pytester, value: float, line: str) -> None:
+    size = 200_000
+    onnx.save(_big_model(np.ones((1, size), np.float32)), pytester.path / "big.onnx")
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("big.onnx")
+        def test_big(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    options = ("--ort-opt-levels=all", "--ortperf-reference-variant=none")
+    pytester.runpytest("--ortperf-update", *options).assert_outcomes(passed=1)
+    same = pytester.runpytest(*options)
+    same.assert_outcomes(passed=1)
+    same.stdout.no_fnmatch_line("*FAILED*")
+    constant = np.ones((1, size), np.float32)
+    constant[0, 7] = value  # every 20th element or so is sampled: element 7 is not
+    onnx.save(_big_model(constant), pytester.path / "big.onnx")
+    changed = pytester.runpytest(*options)
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines([line])
+
+
+# a damaged outputs file ----------------------------------------------------------------
+
+
+def test_damaged_outputs_are_not_overwritten_without_repair(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    entry = json.loads((suite / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
+    npz = suite / next(iter(entry.values()))["accuracy"]["file"]
+    npz.write_bytes(b"garbage")
+    plain = pytester.runpytest(LEVELS)
+    plain.assert_outcomes(failed=1, passed=1)
+    plain.stdout.fnmatch_lines([f"*reference outputs '{npz}' are damaged: the file is not a .npz archive.*"])
+    plain.stdout.no_fnmatch_line("*allow_pickle*")
+    update = pytester.runpytest("--ortperf-update", LEVELS)
+    update.assert_outcomes(failed=1, passed=1)
+    update.stdout.fnmatch_lines(["*It is not overwritten: re-record with --ortperf-update --ortperf-repair*"])
+    assert npz.read_bytes() == b"garbage"
+    pytester.runpytest("--ortperf-update", "--ortperf-repair", LEVELS).assert_outcomes(passed=2)
+    assert [p.read_bytes() for p in npz.parent.glob(f"{npz.name}.damaged-*")] == [b"garbage"]
+    pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+
+
+# the model's own data set ---------------------------------------------------------------
+
+
+def test_outputs_the_data_set_does_not_ship_are_reported_not_failed(pytester: pytest.Pytester) -> None:
+    from onnx import TensorProto, helper
+
+    zoo = pytester.path / "zoo"
+    (zoo / "test_data_set_0").mkdir(parents=True)
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu"), helper.make_node("Neg", ["x"], ["z"], name="neg")],
+        "two",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("y", "z")],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), zoo / "model.onnx")
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    (zoo / "test_data_set_0" / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+    (zoo / "test_data_set_0" / "output_0.pb").write_bytes(numpy_helper.from_array(np.maximum(x, 0), "y").SerializeToString())
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("zoo")
+        def test_zoo(ort_perf):
+            result = ort_perf.check_accuracy()
+            print(result.message)
+        """
+    )
+    result = pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none", "--ort-opt-levels=all", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["  vs test_data_set_0: ok (y; z: not in the data set)"])
