@@ -93,14 +93,14 @@ from pytest_ortperf.config import (
     thresholds_for,
 )
 from pytest_ortperf.errors import BaselineError, InputsError, OrtperfError, SessionBuildError, UsageError
-from pytest_ortperf.inputs import InputOptions, specs_from_session
+from pytest_ortperf.inputs import InputOptions, InputSpec, load_feeds, specs_from_session
 from pytest_ortperf.machine import validate_name
-from pytest_ortperf.models import ModelResolver
+from pytest_ortperf.models import ModelResolver, ModelSource
 from pytest_ortperf.opdiff import explain
 from pytest_ortperf.options import parse_dims, parse_int_range, parse_seconds, parse_seed
 from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.providers import parse_providers, resolve_provider
-from pytest_ortperf.references import AccuracyRecord, load_npz
+from pytest_ortperf.references import AccuracyRecord, load_npz, zoo_expected
 from pytest_ortperf.sessions import SessionPool, session_options
 from pytest_ortperf.settings import SessionSettings, parse_assignments
 from pytest_ortperf.trace import TraceError, model_runs, parse_trace, slice_run, summarize, summary_lines
@@ -600,6 +600,72 @@ def test_load_npz_mutated_archive(tmp_path_factory: pytest.TempPathFactory, data
 def test_load_npz_crafted_headers(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
     tried("references.load_npz")
     _check_npz(tmp_path_factory, data)
+
+
+# --------------------------------------------------------------------------- model-zoo data sets, input .npz
+
+DATA_JSON_TEXTS = st.one_of(
+    JSON_VALUES.map(to_json),
+    st.fixed_dictionaries({}, optional={"rtol": WEIRD_VALUES, "atol": WEIRD_VALUES}).map(to_json),
+    text_mutated(st.just('{"rtol": 0.001, "atol": 1e-05, "model": "x"}')),
+    st.integers(0, 5000).map(lambda digits: '{"rtol": 1' + "0" * digits + "}"),
+    st.sampled_from([1_000, 100_000]).map(lambda depth: '{"a": ' * depth + "1" + "}" * depth),
+    st.sampled_from([1_000, 100_000]).map(lambda depth: "[" * depth + "]" * depth),
+)
+OUTPUT_PB = numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "y").SerializeToString()
+
+
+def _data_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("zoo") / "test_data_set_0"
+    folder.mkdir()
+    return folder
+
+
+@given(text=DATA_JSON_TEXTS)
+@fuzz(0.5)
+def test_zoo_data_json(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    tried("references.zoo_expected(data.json)")
+    folder = _data_set(tmp_path_factory)
+    (folder / "output_0.pb").write_bytes(OUTPUT_PB)
+    (folder / "data.json").write_bytes(text.encode("utf-8", "surrogatepass"))
+    result = _outcome(lambda: zoo_expected(folder, ["y"]), InputsError)
+    if isinstance(result, InputsError):
+        assert str(folder / "data.json") in str(result)
+        return
+    expected, tolerances = result
+    assert list(expected) == ["y"]
+    assert set(tolerances) <= {"rtol", "atol", "cosine"}
+    assert all(math.isfinite(value) and value >= 0 for value in tolerances.values())
+
+
+@given(data=st.binary(max_size=512) | byte_mutated(st.just(OUTPUT_PB)))
+@fuzz(0.5)
+def test_zoo_output_pb(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    tried("references.zoo_expected(output_*.pb)")
+    folder = _data_set(tmp_path_factory)
+    (folder / "output_0.pb").write_bytes(data)
+    result = _outcome(lambda: zoo_expected(folder, ["y"]), InputsError)
+    if isinstance(result, InputsError):
+        assert str(folder / "output_0.pb") in str(result)
+    else:
+        assert all(isinstance(array, np.ndarray) for array in result[0].values())
+
+
+@given(data=st.binary(max_size=1024) | byte_mutated(NPZ_ARRAYS.map(_npz)) | NPZ_ARRAYS.map(_npz))
+@fuzz(0.5)
+def test_input_npz_beside_the_model(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    tried("inputs.load_feeds(.npz)")
+    folder = tmp_path_factory.mktemp("model")
+    model = folder / "model.onnx"
+    model.write_bytes(b"")
+    model.with_suffix(".npz").write_bytes(data)
+    source = ModelSource(label="model.onnx", sha256="0" * 64, path=model)
+    spec = InputSpec("x", "tensor(float)", (1, 3))
+    result = _outcome(lambda: load_feeds(source, [spec], InputOptions()), InputsError)
+    if isinstance(result, InputsError):
+        assert str(model.with_suffix(".npz")) in str(result)
+    else:
+        assert result["x"].dtype == np.float32
 
 
 # --------------------------------------------------------------------------- traces
