@@ -285,7 +285,11 @@ class OrtperfRun:
                 if split_check_name(nodeid)[0] in self.collected:
                     continue
                 gone = _test_name(nodeid) not in names
-                unused += [(nodeid, m) for m, entry in sorted(machines.items()) if gone or entry.variant in variants]
+                unused += [
+                    (nodeid, machine)
+                    for machine, entry in sorted(machines.items())
+                    if gone or entry.variant in variants
+                ]
         return unused
 
     def unused(self) -> list[str]:
@@ -308,7 +312,8 @@ class OrtperfRun:
         """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""
         if not self.unused_hint or self.strict_unused:
             return []
-        return [f"{len(self.unused_hint)} unused baseline entries (ortperf update --ortperf-prune removes them)"]
+        count = len(self.unused_hint)
+        return [f"{count} unused baseline entries (ortperf update --ortperf-prune removes them)"]
 
     def summary_lines(self) -> list[str]:
         """Terminal summary: sessions built and reused, providers that could not run."""

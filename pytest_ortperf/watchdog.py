@@ -30,11 +30,12 @@ class RunFailed(OrtperfError):
 class _Slot:
     """One RunOptions the watcher may terminate, and the deadline of the run using it (0: idle)."""
 
-    __slots__ = ("__weakref__", "deadline", "options")
+    __slots__ = ("__weakref__", "deadline", "fired", "options")
 
     def __init__(self, options: Any) -> None:
         self.options = options
         self.deadline = 0.0
+        self.fired = False  # the watcher set options.terminate for the current run
 
 
 class Watchdog:
@@ -71,13 +72,9 @@ class Watchdog:
         options = slot.options
         slot.deadline = time.monotonic() + self.timeout_s
         try:
-            return session.run(output_names, feeds, options)
+            result = session.run(output_names, feeds, options)
         except Exception as exc:
-            if options.terminate:
-                if borrowed:
-                    options.terminate = False
-                else:
-                    slot.options = self._ort.RunOptions()  # a terminated RunOptions stays terminated
+            if self._disarm(slot, borrowed=borrowed):
                 raise RunTimeout(
                     f"session.run took longer than {self.timeout_s:g} s and was terminated "
                     "(--ortperf-run-timeout); the model may hang or need a longer limit."
@@ -88,10 +85,26 @@ class Watchdog:
                 f"session.run failed on {providers} (no fallback to another provider is attempted): "
                 f"{type(exc).__name__}: {detail}"
             ) from exc
+        else:
+            # A run that overran by a hair may return normally after the watcher fired: the
+            # flag must not stay set, or the next run on these options fails at once.
+            self._disarm(slot, borrowed=borrowed)
+            return result
         finally:
-            slot.deadline = 0.0
             if borrowed:
                 self._unregister(slot)
+
+    def _disarm(self, slot: _Slot, *, borrowed: bool) -> bool:
+        """End the slot's run; True if the watcher had terminated it (the flag is then cleared)."""
+        with self._lock:  # the watcher checks the deadline and sets the flag under this lock
+            slot.deadline = 0.0
+            fired, slot.fired = slot.fired, False
+        if fired:
+            if borrowed:
+                slot.options.terminate = False
+            else:
+                slot.options = self._ort.RunOptions()  # a terminated RunOptions stays terminated
+        return fired
 
     def _start(self) -> None:
         with self._lock:
@@ -122,6 +135,9 @@ class Watchdog:
             now = time.monotonic()
             for ref in self._slots:
                 slot = ref()
-                deadline = 0.0 if slot is None else slot.deadline
-                if slot is not None and deadline and now > deadline:
-                    slot.options.terminate = True
+                if slot is None or not (slot.deadline and now > slot.deadline):
+                    continue
+                with self._lock:  # re-checked: the run may have ended (and disarmed) meanwhile
+                    if slot.deadline and now > slot.deadline and not slot.fired:
+                        slot.options.terminate = True
+                        slot.fired = True
