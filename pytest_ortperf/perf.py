@@ -30,7 +30,7 @@ from pytest_ortperf.naming import check_name, with_check_name
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.providers import CPU
 from pytest_ortperf.references import zoo_expected
-from pytest_ortperf.run import ABReference, OrtperfRun
+from pytest_ortperf.run import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.stats import LatencyStats
 from pytest_ortperf.watchdog import Watchdog
@@ -53,7 +53,7 @@ class CheckContext:
     key: CheckKey
     policy: CheckPolicy
     tolerances: ToleranceSpec
-    reference: Callable[[], BuiltSession | None]
+    reference: Callable[[], ReferenceChoice]  # the configured reference variant, or why there is none
     data_set: Path | None = None
     profiler: MarkedProfile | None = None
     nodeid: str = ""
@@ -312,10 +312,12 @@ class OrtPerf:
         context, inputs = self._context, self._inputs(feeds)
         watchdog = context.run.watchdog
         actual = _run_outputs(context.built, inputs, watchdog)
-        reference = context.reference()
+        choice = context.reference()
         variant_reference = (
-            Reference(f"variant {reference.variant.id}", _run_outputs(reference, inputs, watchdog), {})
-            if reference is not None
+            Reference(choice.label, _run_outputs(choice.session, inputs, watchdog), {})
+            if choice.session is not None
+            else Reference.unavailable(choice.label, choice.note)
+            if choice.note
             else None
         )
         model_reference = None

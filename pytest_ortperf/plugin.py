@@ -296,7 +296,7 @@ def ort_perf(
         key=key,
         policy=policy,
         tolerances=tolerances,
-        reference=lambda: run.reference_session(ort_session_info),
+        reference=lambda: run.reference_choice(ort_session_info),
         nodeid=request.node.nodeid,
         add_property=lambda name, value: request.node.user_properties.append((name, value)),
         profiler=ort_profiler,

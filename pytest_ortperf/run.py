@@ -199,11 +199,6 @@ class OrtperfRun:
         source = self.model(found.data, test_dir=test_dir, origin=origin)
         return ABReference(found.label, replace(source, label=found.label))
 
-    def reference_session(self, built: BuiltSession) -> BuiltSession | None:
-        """The reference variant's session for the same model and settings, or None when the
-        test already runs the reference, none is configured, or its provider cannot run here."""
-        return self.reference_choice(built).session
-
     def reference_choice(self, built: BuiltSession) -> ReferenceChoice:
         """The reference variant of ``built``'s check: its session, or why it is not compared."""
         reference = self.config.reference_variant

@@ -454,3 +454,18 @@ def test_outputs_the_data_set_does_not_ship_are_reported_not_failed(pytester: py
     result = pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none", "--ort-opt-levels=all", "-s")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["  vs test_data_set_0: ok (y; z: not in the data set)"])
+
+
+def test_an_unavailable_reference_variant_is_reported_in_the_check(pytester: pytest.Pytester, suite: Path) -> None:
+    pytester.makepyfile(
+        test_acc="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+        def test_outputs(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    result = pytester.runpytest("--ort-opt-levels=all", "--ortperf-reference-variant=cuda-disabled")
+    result.assert_outcomes(failed=1)  # no baseline recorded: the default --ortperf-missing=fail
+    result.stdout.fnmatch_lines(["*vs variant cuda-disabled: not available here (*CUDA*)*"])
