@@ -170,7 +170,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     rows = latency_rows(run.results) + run.remote_rows
     if rows:
         missing = sum(r.status == "missing" for r in run.results) + run.remote_missing
-        lines += latency_table(rows, run.machine.name, missing=missing)
+        elsewhere = run.machines_with_missing_baselines()
+        lines += latency_table(rows, run.machine.name, missing=missing, elsewhere=elsewhere)
         lines.append(f"timing: {run.timing.mode}")
     if run.update_report is not None:
         lines += update_lines(run.update_report, prune=run.config.prune)

@@ -38,8 +38,12 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
     return rows
 
 
-def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int) -> list[str]:
-    """One row per latency check: test, variant, mode, reference median, current median, change, verdict."""
+def latency_table(
+    rows: Sequence[tuple[str, ...]], machine: str, *, missing: int, elsewhere: Sequence[str] = ()
+) -> list[str]:
+    """One row per latency check: test, variant, mode, reference median, current median, change, verdict.
+
+    ``elsewhere``: machines that have baselines for the checks missing here."""
     if not rows:
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
@@ -59,7 +63,9 @@ def latency_table(rows: Sequence[tuple[str, ...]], machine: str, *, missing: int
         )
     if missing:
         lines.append(
-            f"{missing} check(s) have no baseline for machine '{machine}'; record them with "
+            f"{missing} check(s) have no baseline for machine '{machine}'"
+            + (f" (baselines exist for: {', '.join(elsewhere)})" if elsewhere else "")
+            + "; record them with "
             "'ortperf update' and the same arguments (or pytest --ortperf-update)."
         )
     return lines

@@ -91,6 +91,7 @@ class OrtperfRun:
         self.remote_statuses: list[str] = []
         self.remote_rows: list[tuple[str, ...]] = []
         self.remote_missing = 0
+        self.remote_missing_machines: set[str] = set()
         self.records: list[dict[str, Any]] = []
         self.strict_unused: list[str] = []
         self.unused_hint: list[str] = []
@@ -302,6 +303,18 @@ class OrtperfRun:
             if others:
                 lines.append(f"{nodeid} (other machines: {', '.join(others)})")
         return lines
+
+    def machines_with_missing_baselines(self) -> list[str]:
+        """Machines that do have a latency baseline for a check that has none on this machine."""
+        machines = set(self.remote_missing_machines)
+        for result in self.results:
+            if result.status == "missing":
+                key = result.key
+                try:
+                    machines.update(self.store.machines_for(key.test_file, key.test, part="latency"))
+                except BaselineError:
+                    continue  # reported by the test itself
+        return sorted(machines)
 
     def unused_hint_lines(self) -> list[str]:
         """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""

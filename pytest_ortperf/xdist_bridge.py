@@ -38,6 +38,7 @@ def export(run: OrtperfRun) -> str:
             "statuses": [r.status for r in run.results] + [r.status for r in run.accuracy_results],
             "rows": [list(row) for row in latency_rows(run.results)],
             "missing": sum(r.status == "missing" for r in run.results),
+            "missing_machines": run.machines_with_missing_baselines(),
             "records": run.records,
             "traces": run.traces(),
             "profile_lines": [line for report in run.profiles.reports for line in profile_lines(report)],
@@ -61,6 +62,7 @@ def merge(run: OrtperfRun, payload: str) -> None:
     run.remote_statuses += data["statuses"]
     run.remote_rows += [tuple(row) for row in data["rows"]]
     run.remote_missing += data["missing"]
+    run.remote_missing_machines.update(data["missing_machines"])
     run.records += data["records"]
     run.remote_traces.update(data["traces"])
     run.remote_profile_lines += data["profile_lines"]

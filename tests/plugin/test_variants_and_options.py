@@ -223,3 +223,16 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     assert sorted(entries) == ["test_one[cpu-all]", "test_one[cpu-disabled]"]
     assert sorted(entries["test_one[cpu-all]"]) == ["ci-box", "laptop"]
     pytester.runpytest(*laptop).stdout.no_fnmatch_line("*unused baseline entries*")
+
+
+@pytest.mark.parametrize("policy", ["pass", "skip"])
+def test_missing_pass_or_skip_names_the_machines_that_have_baselines(
+    pytester: pytest.Pytester, write_model, policy: str
+) -> None:
+    write_model()
+    pytester.makepyfile(test_gate=LATENCY_TEST)
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=1)
+    result = pytester.runpytest("--ortperf-machine=laptop", f"--ortperf-missing={policy}", *QUICK)
+    result.stdout.fnmatch_lines(
+        ["1 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box); record them with *"]
+    )

@@ -106,3 +106,14 @@ def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pyt
     (backup,) = baseline.parent.glob("test_par.py.json.damaged-*")
     assert backup.read_bytes() == damage
     assert len(json.loads(baseline.read_text())["entries"]) == 8
+
+
+def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_par=TESTS)
+    pytester.runpytest_subprocess("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=8)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK
+    )
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["8 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box)*"])
