@@ -563,7 +563,8 @@ def test_repair_treats_a_damaged_file_as_empty_and_sets_it_aside_only_when_writi
 
     assert store.write() == [path]
     ((damaged, backup),) = store.repaired
-    assert damaged == path and backup.name.startswith(f"{path.name}.damaged-")
+    assert damaged == path
+    assert backup.name.startswith(f"{path.name}.damaged-")
     assert backup.read_text(encoding="utf-8") == "garbage"
     assert parse(path.read_text(encoding="utf-8"), path=path) == {TEST: {"ci": make_entry()}}
 
@@ -580,4 +581,5 @@ def test_a_damaged_file_named_by_another_process_is_set_aside_by_the_writer(tmp_
     plain = BaselineStore(tmp_path)
     path.write_text("garbage", encoding="utf-8")
     plain.recheck(path)  # without --ortperf-repair: left for the tests that use it to report
-    assert plain.write() == [] and path.read_text(encoding="utf-8") == "garbage"
+    assert plain.write() == []
+    assert path.read_text(encoding="utf-8") == "garbage"
