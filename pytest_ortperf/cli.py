@@ -47,7 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     update.add_argument("pytest_args", nargs=argparse.REMAINDER, help="arguments for pytest")
     show = commands.add_parser("show", help="print what the baseline files hold")
     show.add_argument(
-        "--baseline-dir", default="baselines", help="directory of baseline files (default: baselines)"
+        "--baseline-dir",
+        default=None,
+        help="directory of baseline files (default: ortperf_baseline_dir of the nearest pytest.ini, "
+        "pyproject.toml [tool.pytest.ini_options], tox.ini [pytest] or setup.cfg [tool:pytest] found "
+        "upward from the current directory, relative to that file; without the key 'baselines' beside "
+        "that file; without such a file ./baselines)",
     )
     show.add_argument("--json", action="store_true", help="machine-readable output")
     profile = commands.add_parser(
@@ -86,10 +91,11 @@ def _update(pytest_args: Sequence[str]) -> int:
     return int(pytest.main(["--ortperf-update", *pytest_args]))
 
 
-def _show(directory: str, as_json: bool) -> int:
-    from pytest_ortperf.showing import show_baselines
+def _show(directory: str | None, as_json: bool) -> int:
+    from pytest_ortperf.showing import configured_baseline_dir, show_baselines
 
-    lines, problems = show_baselines(Path(directory), as_json=as_json)
+    where = Path(directory) if directory is not None else configured_baseline_dir(Path.cwd())
+    lines, problems = show_baselines(where, as_json=as_json)
     for line in lines:
         print(line)
     for problem in problems:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import configparser
+import importlib
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_ortperf.baselines import BaselineError, parse
 from pytest_ortperf.stats import LatencyStats
@@ -84,3 +88,38 @@ def format_table(rows: Sequence[Sequence[str]]) -> list[str]:
     """Left-aligned columns, two spaces apart, no trailing blanks."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def configured_baseline_dir(start: Path) -> Path:
+    """Where pytest would keep baselines for a run started in ``start``: ``ortperf_baseline_dir``
+    of the nearest pytest configuration file found upward (pytest.ini, .pytest.ini, pyproject.toml
+    with [tool.pytest.ini_options], tox.ini with [pytest], setup.cfg with [tool:pytest]), relative
+    to that file; else ``baselines`` beside it; with no such file, ``start/baselines``."""
+    for directory in (start, *start.parents):
+        for name in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
+            ini = _ini_options(directory / name)
+            if ini is not None:
+                value = ini.get("ortperf_baseline_dir")
+                return (directory / str(value)).resolve() if value else directory / "baselines"
+    return start / "baselines"
+
+
+def _ini_options(path: Path) -> dict[str, Any] | None:
+    """The pytest options of a configuration file, or None when it is not one pytest would use."""
+    if not path.is_file():
+        return None
+    try:
+        if path.name == "pyproject.toml":
+            tomllib: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+            options = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+            table = options.get("ini_options") if isinstance(options, dict) else None
+            return dict(table) if isinstance(table, dict) else None
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, configparser.Error):
+        return None  # pytest itself reports a broken configuration file
+    section = "tool:pytest" if path.name == "setup.cfg" else "pytest"
+    if parser.has_section(section):
+        return dict(parser.items(section))
+    return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+

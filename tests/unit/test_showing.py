@@ -208,3 +208,59 @@ def test_a_missing_directory_is_a_problem(tmp_path: Path) -> None:
     lines, problems = show_baselines(missing, as_json=False)
     assert lines == [f"no baselines in '{missing}'"]
     assert problems == [f"baseline directory '{missing}' does not exist"]
+
+
+# Which directory `ortperf show` reads without --baseline-dir ----------------------------------
+
+CONFIG_FILES = [
+    pytest.param("pytest.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="pytest.ini"),
+    pytest.param("pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"),
+    pytest.param("tox.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="tox.ini"),
+    pytest.param("setup.cfg", "[tool:pytest]\nortperf_baseline_dir = perf/base\n", id="setup.cfg"),
+]
+
+
+@pytest.mark.parametrize(("name", "text"), CONFIG_FILES)
+def test_the_configured_baseline_dir_is_found_upward_and_relative_to_its_file(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    from pytest_ortperf.showing import configured_baseline_dir
+
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    start = tmp_path / "tests" / "deep"
+    start.mkdir(parents=True)
+    assert configured_baseline_dir(start) == (tmp_path / "perf" / "base").resolve()
+
+
+def test_without_the_key_baselines_sit_beside_the_config_file_and_without_one_in_the_start(
+    tmp_path: Path,
+) -> None:
+    from pytest_ortperf.showing import configured_baseline_dir
+
+    start = tmp_path / "project" / "tests"
+    start.mkdir(parents=True)
+    (tmp_path / "project" / "setup.cfg").write_text("[metadata]\nname = x\n", encoding="utf-8")  # not pytest's
+    (tmp_path / "project" / "pyproject.toml").write_text("[tool.black]\n", encoding="utf-8")  # not pytest's
+    outer = tmp_path / "pytest.ini"
+    outer.write_text("[pytest]\n", encoding="utf-8")
+    assert configured_baseline_dir(start) == tmp_path / "baselines"
+    outer.unlink()
+    if not any((parent / "pytest.ini").is_file() for parent in tmp_path.parents):
+        assert configured_baseline_dir(start) == start / "baselines"
+
+
+def test_ortperf_show_reads_the_configured_dir_from_a_subdirectory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ortperf import cli
+
+    (tmp_path / "pytest.ini").write_text("[pytest]\nortperf_baseline_dir = perf/base\n", encoding="utf-8")
+    store = BaselineStore(tmp_path / "perf" / "base")
+    store.stage(
+        "tests/test_m.py", "test_m[cpu-all]", "ci-box", BaselineEntry("cpu-all", "2025-01-02", latency(1.5, 1.75))
+    )
+    store.write()
+    (tmp_path / "tests").mkdir()
+    monkeypatch.chdir(tmp_path / "tests")
+    assert cli.main(["show"]) == 0
+    assert "test_m[cpu-all]" in capsys.readouterr().out
