@@ -54,6 +54,9 @@ class Plan:
 
 CANARY_SHARE = 0.25  # of the budget, when a canary runs after every round
 CANARY_WARMUP_S = 0.05
+# A canary round's median must stand up to one preempted run: with one or two runs it is that run
+# (the upper of two), a slow canary reads as a fast model, and picking the fastest rounds picks it.
+MIN_CANARY_RUNS = 3
 
 
 def plan_rounds(run_cost_ns: float, settings: MeasureSettings, *, share: float = 1.0) -> Plan:
@@ -98,7 +101,9 @@ def measure(
         )
         plan = plan_rounds(cost, settings, share=1.0 - CANARY_SHARE)
         round_ns = plan.runs_per_round * max(cost, 1.0)
-        canary_runs = max(1, round(round_ns * CANARY_SHARE / (1.0 - CANARY_SHARE) / max(canary_cost, 1.0)))
+        canary_runs = max(
+            MIN_CANARY_RUNS, round(round_ns * CANARY_SHARE / (1.0 - CANARY_SHARE) / max(canary_cost, 1.0))
+        )
     else:
         plan = plan_rounds(cost, settings)
     samples: list[int] = []

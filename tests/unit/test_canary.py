@@ -30,7 +30,7 @@ from pytest_ortperf.compare import Verdict, judge
 from pytest_ortperf.config import OrtperfConfig, build_config
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.inputs import InputOptions
-from pytest_ortperf.measure import CANARY_SHARE, MeasureSettings, Plan, measure, plan_rounds
+from pytest_ortperf.measure import CANARY_SHARE, MIN_CANARY_RUNS, MeasureSettings, Plan, measure, plan_rounds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import OPTIONS
 from pytest_ortperf.providers import resolve_provider
@@ -210,10 +210,20 @@ def test_canary_share_holds_roughly_for_other_costs(
     assert spent_model + spent_canary <= settings.budget_s * 1000 * 1.05
 
 
-def test_a_canary_slower_than_a_round_still_runs_once_a_round(gc_state: None) -> None:
+def test_a_canary_slower_than_a_round_still_runs_its_minimum_a_round(gc_state: None) -> None:
     machine = FakeMachine([1.0] * 100, [100.0] * 100)
     stats = measure(machine.model, SETTINGS, clock=machine.clock, canary=machine.canary)
-    assert "".join(machine.events[10:]) == ("m" * MODEL_RUNS + "c") * ROUNDS
+    assert "".join(machine.events[10:]) == ("m" * MODEL_RUNS + "c" * MIN_CANARY_RUNS) * ROUNDS
+    assert stats.canary_round_medians_ms == (100.0,) * ROUNDS
+
+
+def test_one_preempted_canary_run_does_not_move_its_round(gc_state: None) -> None:
+    """A canary with room for one or two runs a round still runs three: the round's median is then
+    a typical run, not the one slowed by another process (which would read as a fast model)."""
+    warmup = [100.0] * 5
+    timed = [ms for _ in range(ROUNDS) for ms in (100.0, 900.0, 100.0)]  # one preempted run a round
+    machine = FakeMachine([1.0] * 100, warmup + timed)
+    stats = measure(machine.model, SETTINGS, clock=machine.clock, canary=machine.canary)
     assert stats.canary_round_medians_ms == (100.0,) * ROUNDS
 
 
