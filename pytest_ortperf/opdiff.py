@@ -72,7 +72,9 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> list[st
     if grown:
         lines.append("op types whose time grew most: " + ", ".join(_delta(*g) for g in grown[:top]))
     node_grown = _grown(
-        {n: v[2] for n, v in baseline.nodes.items()}, {n: v[2] for n, v in current.nodes.items()}
+        {n: v[2] for n, v in baseline.nodes.items()},
+        {n: v[2] for n, v in current.nodes.items()},
+        keep=set(current.nodes) - set(baseline.nodes),  # a new node is news however small its share
     )
     if node_grown:
         lines.append("nodes whose time grew most: " + ", ".join(_delta(*g) for g in node_grown[:top]))

@@ -68,3 +68,13 @@ def test_noise_beside_the_real_growth_is_not_listed() -> None:
     assert grown.startswith("op types whose time grew most: MatMul")
     assert "Relu" not in grown
     assert counts == "node count per op type changed after optimization: MatMul 8 -> 32"
+
+
+def test_new_nodes_are_listed_even_when_each_is_a_small_share_of_the_growth() -> None:
+    old = {f"mm{i}": ("MatMul", "CPUExecutionProvider", 4.0) for i in range(8)}
+    new = {f"mm{i}": ("MatMul", "CPUExecutionProvider", 4.0) for i in range(32)}  # 24 new, ~4% of growth each
+    before = OpProfile(5, {"MatMul": (32.0, 8)}, {**old, "relu": ("Relu", "CPUExecutionProvider", 1.0)})
+    after = OpProfile(5, {"MatMul": (128.0, 32)}, {**new, "relu": ("Relu", "CPUExecutionProvider", 1.1)})
+    (nodes,) = [line for line in explain(before, after) if line.startswith("nodes whose time grew most")]
+    assert "mm10 0.000 -> 0.004 ms/run (new)" in nodes
+    assert "relu" not in nodes
