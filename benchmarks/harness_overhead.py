@@ -16,14 +16,18 @@ Method:
    (seeded synthetic data). Models: ``tiny`` (one Relu on float32[1, 64]) and
    ``resnet50`` (``onnx/backend/test/data/light/light_resnet50.onnx``).
 2. For each model, ``--pairs`` pairs are measured in one process on the same
-   session, alternating: plugin measurement (``measure(run,
-   MeasureSettings())``: 0.2 s warmup, rounds filling the 2 s budget, every run
-   timed, gc off; ``run`` is the same ``lambda: session.run(None, feeds)`` the
-   plugin times) and a bare loop (5 warmup runs, then ``t0 = perf_counter_ns();
-   session.run(None, feeds); t1 = perf_counter_ns()`` until the same 2 s
-   budget is spent, gc off as well, so only the harness differs). The order
-   inside a pair alternates (plugin first in even pairs, bare first in odd
-   ones), so a drift in machine speed does not favour either side.
+   session, alternating: the plugin's measurement, exactly as ``check_latency``
+   makes it on the CPU provider (``measure(run, MeasureSettings(),
+   canary=...)``: 0.2 s warmup, 40 rounds over the 4 s budget with the
+   machine-speed canary after every round, every run timed, gc off; ``run`` is
+   ``lambda: watchdog.run(session, None, feeds)``, the watchdog-armed call
+   ``perf.py`` times) and a bare loop (5 warmup runs, then ``t0 =
+   perf_counter_ns(); session.run(None, feeds); t1 = perf_counter_ns()`` for
+   the model's share of the budget, 3 s, gc off as well, so only the harness
+   differs). The order inside a pair alternates (plugin first in even pairs,
+   bare first in odd ones), so a drift in machine speed does not favour
+   either side. ``--no-canary`` measures without the canary, as
+   ``--ortperf-canary=off`` does.
 3. Per model: median of the plugin medians, median of the bare medians, the
    paired ratio plugin/bare (median and IQR over pairs) and the paired
    difference per call in microseconds (median and IQR).
@@ -37,7 +41,7 @@ Method:
 
 Run from the repository root (about 4 minutes with the defaults)::
 
-    python benchmarks/harness_overhead.py > benchmarks/results/harness_overhead.md
+    python -m benchmarks.harness_overhead > benchmarks/results/harness_overhead.md
 
 Options: ``--pairs`` (default 16), ``--bench-reps`` (default 6),
 ``--models tiny,resnet50``. Progress goes to stderr.
@@ -66,9 +70,10 @@ import onnx
 from onnx import TensorProto, helper
 
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes
+from pytest_ortperf.canary import Canary
 from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
 from pytest_ortperf.machine import cpu_model, usable_cores
-from pytest_ortperf.measure import MeasureSettings, measure
+from pytest_ortperf.measure import CANARY_SHARE, MeasureSettings, measure
 from pytest_ortperf.models import ModelResolver, ModelSource
 from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.providers import resolve_provider
@@ -76,6 +81,7 @@ from pytest_ortperf.runtime import import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.variants import OptLevel, Variant
+from pytest_ortperf.watchdog import Watchdog
 
 RESNET50 = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_resnet50.onnx"
 BARE_WARMUP_RUNS = 5
@@ -148,20 +154,24 @@ def build(model: Any, rootdir: Path) -> tuple[BuiltSession, Feeds]:
     return built, feeds
 
 
-def measure_pairs(built: BuiltSession, feeds: Feeds, pairs: int, name: str) -> list[Pair]:
+def measure_pairs(built: BuiltSession, feeds: Feeds, pairs: int, name: str, *, canary_on: bool) -> list[Pair]:
     session = built.session
     inputs = dict(feeds)
-    settings = MeasureSettings()  # what CheckPolicy() hands to measure: 2 s budget
+    settings = MeasureSettings()  # what CheckPolicy() hands to measure
+    ort = import_onnxruntime()
+    watchdog = Watchdog(ort, 300.0)  # the plugin's default --ortperf-run-timeout
+    canary = Canary.build(ort, built.variant, built.settings).run if canary_on else None
+    model_share_s = settings.budget_s * ((1.0 - CANARY_SHARE) if canary_on else 1.0)
 
-    def run() -> object:  # the plugin's callable: perf.py times `lambda: session.run(None, inputs)`
-        return session.run(None, inputs)
+    def run() -> object:  # what perf.py times: the watchdog-armed session.run
+        return watchdog.run(session, None, inputs)
 
     def plugin() -> tuple[float, int, int]:
-        stats = measure(run, settings)
+        stats = measure(run, settings, canary=canary)
         return stats.median_ms, stats.count, stats.rounds
 
     def bare() -> float:
-        return bare_loop_ms(session, inputs, settings.budget_s)
+        return bare_loop_ms(session, inputs, model_share_s)
 
     results = []
     for index in range(pairs):
@@ -363,7 +373,9 @@ def report(
             f"- sessions: plugin defaults ({SessionSettings().describe()}), CPU, ORT_ENABLE_ALL; "
             "feeds: the plugin's seeded synthetic feeds",
             f"- {args.pairs} interleaved pairs per model (plugin `measure()` with `MeasureSettings()`, "
-            "2 s budget, vs bare loop for 2 s; order alternates within pairs); "
+            f"{MeasureSettings().budget_s:g} s budget, {MeasureSettings().rounds} rounds, "
+            f"canary {'on' if args.canary else 'off'}, around the watchdog-armed run, vs a bare loop "
+            "for the model's share of the budget; order alternates within pairs); "
             f"pytest-benchmark: {args.bench_reps} tests per model, each paired with a 1 s bare loop "
             "in the same process",
             f"- total run time {elapsed_s / 60:.1f} min",
@@ -435,6 +447,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=16)
     parser.add_argument("--bench-reps", type=int, default=6)
     parser.add_argument("--models", default="tiny,resnet50")
+    parser.add_argument(
+        "--no-canary", dest="canary", action="store_false", help="measure as --ortperf-canary=off does"
+    )
     args = parser.parse_args(argv)
     import onnxruntime as ort
 
@@ -455,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in names:
             built, feeds = build(paths[name], root)
             log(f"{name}: built in {built.build_seconds:.2f} s, feeds {feeds.source}")
-            pairs[name] = measure_pairs(built, feeds, args.pairs, name)
+            pairs[name] = measure_pairs(built, feeds, args.pairs, name, canary_on=args.canary)
             del built
         bench = run_pytest_benchmark({n: paths[n] for n in names}, args.bench_reps)
     text = report(pairs, bench, args, load_start, sampler.stop(), time.monotonic() - started)
