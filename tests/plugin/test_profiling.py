@@ -239,12 +239,13 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
             "  to accept the new latency: ortperf update *",
         ]
     )
-    (grown,) = [line for line in result.outlines if "op types whose time grew most" in line]
-    assert "Relu" not in grown, "only the op type that slowed down is named"
-    assert "Identity" not in grown
-    (nodes,) = [line for line in result.outlines if "nodes whose time grew most" in line]
-    assert "relu" not in nodes
-    assert "out " not in nodes
+    # The message shows in the failure and, on a wide terminal, again in the short summary.
+    grown = [line for line in result.outlines if "op types whose time grew most" in line]
+    assert grown
+    assert not any("Relu" in line or "Identity" in line for line in grown), "only the op type that slowed down"
+    nodes = [line for line in result.outlines if "nodes whose time grew most" in line]
+    assert nodes
+    assert not any("relu" in line or "out " in line for line in nodes)
 
 
 def test_unprofiled_baselines_carry_no_operator_profile(pytester: pytest.Pytester, model: Path) -> None:
@@ -346,11 +347,18 @@ def test_parallel_execution_mode_traces_hold_their_nodes(pytester: pytest.Pytest
     summary = json.loads((parallel / "summary.json").read_text())
     assert summary["warnings"] == []
     assert {row["name"] for row in summary["by_op"]} == {"MatMul", "Relu", "Identity"}
+    # Whether two parallel-mode runs overlap, and whether ORT puts their nodes on pool threads, is up
+    # to the scheduler; what must hold is that no trace holds a wrong set of nodes silently.
     (overlapping,) = [d for name, d in dirs.items() if "py_test_overlapping" in name]
     warnings = json.loads((overlapping / "summary.json").read_text())["warnings"]
-    assert warnings, "overlapping parallel-mode runs are flagged"
     assert all("ambiguous" in w for w in warnings)
-    result.stdout.fnmatch_lines(["  WARNING: run-*.json: its nodes ran on inter-op threads while another run overlapped it*"])
+    slow_nodes = 6 * 2 + 1
+    for path in sorted(overlapping.glob("run-*.json")):
+        nodes = sum(e["cat"] == "Node" for e in json.loads(path.read_text()))
+        flagged = [w for w in warnings if w.startswith(f"{path.name}: ")]
+        assert nodes == slow_nodes or flagged, f"{path.name} holds {nodes} nodes and is not flagged"
+        if flagged:
+            result.stdout.fnmatch_lines([f"  WARNING: {path.name}: its nodes ran on inter-op threads while another run overlapped it*"])
 
 
 def test_unmarked_tests_build_no_profiling_session(
