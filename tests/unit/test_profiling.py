@@ -295,29 +295,37 @@ def test_overlapping_parallel_runs_are_marked_ambiguous(tmp_path: Path, slow_mod
 
     from pytest_ortperf.profiling import EmulatedRunProfiler
 
-    folder = prepare_directory(tmp_path / "t")
-    profiler = EmulatedRunProfiler(
-        lambda prefix: _profiling_session(slow_model, prefix, parallel=True),
-        folder / "session",
-        folder,
-        events_per_run=SLOW_NODES + 4,
-    )
-    barrier = threading.Barrier(2)
+    # Whether two runs really overlap is up to the scheduler (2 shared cores): try a few times.
+    for attempt in range(5):
+        folder = prepare_directory(tmp_path / f"t{attempt}")
+        profiler = EmulatedRunProfiler(
+            lambda prefix: _profiling_session(slow_model, prefix, parallel=True),
+            folder / "session",
+            folder,
+            events_per_run=SLOW_NODES + 4,
+        )
+        barrier = threading.Barrier(2)
 
-    def work() -> None:
-        for _ in range(3):
-            barrier.wait()
-            profiler.run(None, _feeds())
+        def work(barrier: threading.Barrier = barrier, profiler: EmulatedRunProfiler = profiler) -> None:
+            for _ in range(3):
+                barrier.wait()
+                profiler.run(None, _feeds())
 
-    threads = [threading.Thread(target=work) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    files = profiler.finish()[folder]
-    runs = [next(e for e in _load(p) if e["name"] == "model_run") for p in files]
-    overlapped = {p.name for p, r in zip(files, runs, strict=True) if any(_overlap(r, o) for o in runs if o is not r)}
-    assert overlapped, "the two threads' runs overlapped"
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        files = profiler.finish()[folder]
+        runs = [next(e for e in _load(p) if e["name"] == "model_run") for p in files]
+        overlapped = {
+            p.name for p, r in zip(files, runs, strict=True) if any(_overlap(r, o) for o in runs if o is not r)
+        }
+        if overlapped:
+            break
+        assert profiler.warnings.get(folder, []) == [], "runs that did not overlap are not ambiguous"
+    else:
+        pytest.skip("the two threads' runs never overlapped in 5 attempts on this machine")
     warned = {w.split(":")[0] for w in profiler.warnings.get(folder, [])}
     assert warned == overlapped
     assert all("ambiguous" in w for w in profiler.warnings[folder])
