@@ -23,7 +23,7 @@ class TestResNet50:
     def test_runs_entirely_on_the_requested_provider(self, ort_session_info, ort_variant):
         placement = ort_session_info.placement
         if placement is None:
-            pytest.skip("this onnxruntime does not record node placement (no get_provider_graph_assignment_info)")
+            pytest.skip("this onnxruntime cannot report node placement (get_provider_graph_assignment_info)")
         assert placement.nodes_not_on(ort_variant.provider) == ()
 
 
