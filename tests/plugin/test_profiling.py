@@ -27,24 +27,29 @@ def _profile_dirs(pytester: pytest.Pytester) -> dict[str, Path]:
     return {d.name: d for d in root.iterdir()} if root.exists() else {}
 
 
+def _marked_and_unmarked(*, runs: int) -> str:
+    """A test file: one marked test making ``runs`` runs, one unmarked test making one."""
+    return f"""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={{"batch": 2}})
+
+        @pytest.mark.ort_profile
+        def test_marked(ort_session, ort_inputs):
+            for _ in range({runs}):
+                ort_session.run(None, ort_inputs)
+
+        def test_unmarked(ort_session, ort_inputs):
+            ort_session.run(None, ort_inputs)
+        """
+
+
 def _traces(directory: Path) -> list[list[dict]]:
     return [json.loads(p.read_text()) for p in sorted(directory.glob("run-*.json"))]
 
 
 def test_each_run_of_a_marked_test_gets_its_own_trace(pytester: pytest.Pytester, model: Path) -> None:
     pytester.makepyfile(
-        """
-        import pytest
-        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
-
-        @pytest.mark.ort_profile
-        def test_marked(ort_session, ort_inputs):
-            for _ in range(3):
-                ort_session.run(None, ort_inputs)
-
-        def test_unmarked(ort_session, ort_inputs):
-            ort_session.run(None, ort_inputs)
-        """
+        _marked_and_unmarked(runs=3)
     )
     result = pytester.runpytest("--ort-opt-levels=disabled", "--junitxml=report.xml")
     result.assert_outcomes(passed=2)
@@ -561,18 +566,7 @@ def test_iobinding_in_a_marked_test_warns_that_it_is_not_profiled(pytester: pyte
 @pytest.mark.skipif(pytest.importorskip("xdist") is None, reason="needs pytest-xdist")
 def test_xdist_controller_shows_the_profile_section(pytester: pytest.Pytester, model: Path) -> None:
     pytester.makepyfile(
-        """
-        import pytest
-        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
-
-        @pytest.mark.ort_profile
-        def test_marked(ort_session, ort_inputs):
-            for _ in range(2):
-                ort_session.run(None, ort_inputs)
-
-        def test_unmarked(ort_session, ort_inputs):
-            ort_session.run(None, ort_inputs)
-        """
+        _marked_and_unmarked(runs=2)
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=2)
