@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -164,20 +164,21 @@ def check_accuracy(
     model_reference: Reference | None,
     environment: Mapping[str, Any],
     today: str,
+    more_data_sets: Sequence[tuple[Mapping[str, Array], Reference]] = (),
 ) -> AccuracyResult:
     """Compare ``actual`` with every available reference; record the baseline under update.
 
-    The model's data set may ship only some outputs: the others are "not in the data set".
+    ``model_reference`` is the model's data set whose inputs gave ``actual``; ``more_data_sets``
+    are its other data sets, each with the outputs its own inputs gave. A data set may ship only
+    some outputs: the others are "not in the data set".
     """
     judge = _Judge(tolerances=tolerances, provider_short=provider_short, variant=key.variant)
-    outcomes = [
-        outcome
-        for outcome in (
-            judge.compare(actual, variant_reference),
-            judge.compare(actual, model_reference, absent_note=NOT_IN_DATA_SET),
-        )
-        if outcome is not None
+    compared = [
+        judge.compare(actual, variant_reference),
+        judge.compare(actual, model_reference, absent_note=NOT_IN_DATA_SET),
+        *(judge.compare(out, reference, absent_note=NOT_IN_DATA_SET) for out, reference in more_data_sets),
     ]
+    outcomes = [outcome for outcome in compared if outcome is not None]
     entry = store.lookup(key.test_file, key.test, key.machine)
     record = entry.accuracy if entry is not None else None
     if policy.update:

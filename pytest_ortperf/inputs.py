@@ -69,15 +69,21 @@ def specs_from_session(session: Any) -> tuple[InputSpec, ...]:
         raise InputsError(f"the model's input names or dims are not valid UTF-8 ({exc}).") from None
 
 
+def data_sets(directory: Path) -> list[Path]:
+    """The ``test_data_set_<n>`` folders beside a model, in number order."""
+    found = sorted(
+        (int(m.group(1)), p) for p in directory.iterdir() if (m := _DATA_SET.match(p.name)) and p.is_dir()
+    )
+    return [path for _, path in found]
+
+
 def load_feeds(model: ModelSource, specs: Sequence[InputSpec], options: InputOptions) -> Feeds:
-    """Feeds for ``model`` from its test data, an ``.npz`` beside it, or synthetic data."""
+    """Feeds for ``model`` from its first test data set, an ``.npz`` beside it, or synthetic data."""
     directory = model.directory
     if directory is not None and model.path is not None:
-        data_sets = sorted(
-            (int(m.group(1)), p) for p in directory.iterdir() if (m := _DATA_SET.match(p.name)) and p.is_dir()
-        )
-        if data_sets:
-            return _from_data_set(data_sets[0][1], specs)
+        found = data_sets(directory)
+        if found:
+            return feeds_from_data_set(found[0], specs)
         npz = model.path.with_suffix(".npz")
         if npz.is_file():
             return _from_npz(npz, specs)
@@ -160,7 +166,7 @@ def read_npz(path: Path) -> dict[str, Array]:
             return {name: archive[name] for name in archive.files}
 
 
-def _from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
+def feeds_from_data_set(directory: Path, specs: Sequence[InputSpec]) -> Feeds:
     tensors = read_tensors(directory, "input")
     if len(tensors) != len(specs):
         raise InputsError(

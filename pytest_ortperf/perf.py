@@ -24,7 +24,7 @@ from pytest_ortperf.checks import (
 from pytest_ortperf.ci_reports import ERROR, accuracy_record, error_record, latency_record
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import InputsError, OrtperfError
-from pytest_ortperf.inputs import Array
+from pytest_ortperf.inputs import Array, data_sets, feeds_from_data_set, specs_from_session
 from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.naming import check_name, with_check_name
 from pytest_ortperf.profiles import MarkedProfile
@@ -179,6 +179,18 @@ class OrtPerf:
             self._skip("\n\n".join(skips))
         return results
 
+    def _other_data_sets(
+        self, first: Path, output_names: list[str]
+    ) -> list[tuple[dict[str, Array], Reference]]:
+        """Every data set beside the model after the one the test's inputs come from."""
+        built, watchdog = self._context.built, self._context.run.watchdog
+        found = [
+            _data_set_outputs(built, data_set, output_names, watchdog)
+            for data_set in data_sets(first.parent)
+            if data_set != first
+        ]
+        return [pair for pair in found if pair is not None]
+
     def _inputs(self, feeds: Mapping[str, Array] | None) -> dict[str, Array]:
         return dict(self._context.feeds if feeds is None else feeds)
 
@@ -321,10 +333,12 @@ class OrtPerf:
             else None
         )
         model_reference = None
+        more_data_sets: list[tuple[dict[str, Array], Reference]] = []
         if context.data_set is not None and feeds is None:
             expected, defaults = zoo_expected(context.data_set, list(actual))
             if expected:  # a data set may ship inputs only
                 model_reference = Reference(context.data_set.name, expected, defaults)
+            more_data_sets = self._other_data_sets(context.data_set, list(actual))
         result = check_accuracy(
             actual,
             inputs_sha256=feeds_digest(inputs),
@@ -337,11 +351,23 @@ class OrtPerf:
             model_reference=model_reference,
             environment=self._environment(inputs),
             today=datetime.date.today().isoformat(),
+            more_data_sets=more_data_sets,
         )
         context.run.accuracy_results.append(result)
         context.run.records.append(accuracy_record(result, context.nodeid))
         context.add_property("ortperf_accuracy_verdict", result.status)
         return result
+
+
+def _data_set_outputs(
+    built: BuiltSession, data_set: Path, output_names: list[str], watchdog: Watchdog
+) -> tuple[dict[str, Array], Reference] | None:
+    """The outputs for a data set's own inputs, with the outputs it ships; None when it ships none."""
+    expected, defaults = zoo_expected(data_set, output_names)
+    if not expected:
+        return None
+    feeds = feeds_from_data_set(data_set, specs_from_session(built.session))
+    return _run_outputs(built, feeds, watchdog), Reference(data_set.name, expected, defaults)
 
 
 def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog) -> dict[str, Array]:

@@ -121,6 +121,40 @@ def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none").assert_outcomes(passed=1)
 
 
+def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester) -> None:
+    """Inputs come from test_data_set_0; test_data_set_1 is run on its own inputs and compared too."""
+    import onnxruntime as ort
+
+    zoo = pytester.path / "zoo"
+    zoo.mkdir()
+    model = mlp_model(layers=2, width=8)
+    onnx.save(model, zoo / "model.onnx")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for index, scale in enumerate((1.0, -0.5)):
+        folder = zoo / f"test_data_set_{index}"
+        folder.mkdir()
+        x = (np.linspace(-1, 1, 16, dtype=np.float32) * scale).reshape(2, 8)
+        (y,) = session.run(None, {"x": x})
+        (folder / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
+        (folder / "output_0.pb").write_bytes(numpy_helper.from_array(y, "y").SerializeToString())
+    pytester.makepyfile(
+        """
+        import pytest
+        @pytest.mark.ort_model("zoo")
+        def test_zoo(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    options = ("--ortperf-missing=pass", "--ortperf-reference-variant=none")
+    pytester.runpytest(*options).assert_outcomes(passed=1)
+    (y,) = session.run(None, {"x": (np.linspace(-1, 1, 16, dtype=np.float32) * -0.5).reshape(2, 8)})
+    (zoo / "test_data_set_1" / "output_0.pb").write_bytes(numpy_helper.from_array(y + 0.01, "y").SerializeToString())
+    result = pytester.runpytest(*options)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["    output 'y' vs test_data_set_1: FAILED on isclose*"])
+    result.stdout.no_fnmatch_line("*vs test_data_set_0: FAILED*")
+
+
 def test_tolerances_from_marker_option_and_per_output(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
     _nudge_weights(pytester.path / "model.onnx", 1.001)
