@@ -118,26 +118,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:  # an xdist worker: the controller writes
-        run.profiles.close()
+        try:
+            run.profiles.close()
+        except (OrtperfError, OSError) as exc:
+            run.finish_error = f"cannot finish profiling: {exc}"
         workeroutput[xdist_bridge.KEY] = xdist_bridge.export(run)
         return
-    try:
+    errors = []
+    try:  # profiling first, but a failure there must not cost the baselines
         run.profiles.close()
+    except (OrtperfError, OSError) as exc:
+        errors.append(f"cannot finish profiling: {exc}")
+    try:
         run.finish()
         if run.config.strict:
             run.strict_unused = run.unused()
             if run.strict_unused:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
     except OrtperfError as exc:
-        run.finish_error = str(exc)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        errors.append(str(exc))
     except OSError as exc:
-        run.finish_error = f"cannot finish the ortperf run: {exc}"
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        errors.append(f"cannot finish the ortperf run: {exc}")
     try:  # also after a failed finish: CI uploads the reports of a failed run
         _write_ci_reports(run, _lost_workers(session.config))
-    except OSError as exc:
-        run.finish_error = "; ".join(filter(None, [run.finish_error, f"cannot write a report: {exc}"]))
+    except (OrtperfError, OSError) as exc:
+        errors.append(f"cannot write a report: {exc}")
+    run.finish_error = "; ".join(filter(None, [run.finish_error, *errors]))  # workers' errors come first
+    if run.finish_error:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.baselines import BaselineEntry
+from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.report import latency_rows, profile_lines
 from pytest_ortperf.run import OrtperfRun
 
@@ -42,6 +43,7 @@ def export(run: OrtperfRun) -> str:
             "records": run.records,
             "traces": run.traces(),
             "profile_lines": [line for report in run.profiles.reports for line in profile_lines(report)],
+            "error": run.finish_error,
         }
     )
 
@@ -49,10 +51,14 @@ def export(run: OrtperfRun) -> str:
 def merge(run: OrtperfRun, payload: str) -> None:
     """Fold one worker's export into the controller's run."""
     data: dict[str, Any] = json.loads(payload)
+    errors = [data["error"]] if data.get("error") else []
     for path, test, machine, entry in data["staged"]:
-        run.store.stage_at(
-            Path(path), test, machine, None if entry is None else BaselineEntry.from_dict(entry)
-        )
+        try:
+            staged = None if entry is None else BaselineEntry.from_dict(entry)
+        except (OrtperfError, KeyError, TypeError, ValueError) as exc:
+            errors.append(f"{path}: the entry measured for {test} on {machine} cannot be stored ({exc})")
+            continue
+        run.store.stage_at(Path(path), test, machine, staged)
     for path, encoded in data["files"].items():
         run.store.stage_file_at(Path(path), base64.b64decode(encoded))
     for path in data["damaged"]:
@@ -66,3 +72,4 @@ def merge(run: OrtperfRun, payload: str) -> None:
     run.records += data["records"]
     run.remote_traces.update(data["traces"])
     run.remote_profile_lines += data["profile_lines"]
+    run.finish_error = "; ".join(filter(None, [run.finish_error, *errors]))

@@ -172,3 +172,14 @@ def test_reports_are_written_when_every_check_errors_and_when_there_is_none(pyte
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     assert (report["checks"], report["failed"]) == ([], 0)
     assert "0 checks, **0 failed**." in (pytester.path / "out" / "summary.md").read_text()
+
+
+def test_a_report_that_cannot_be_built_is_an_error_line_not_a_traceback(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORTPERF_MACHINE", "bad name/x")
+    pytester.makepyfile("def test_plain(): pass")
+    result = pytester.runpytest_subprocess("--ortperf-report=report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*ERROR: cannot write a report: *ORTPERF_MACHINE*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()

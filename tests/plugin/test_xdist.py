@@ -117,3 +117,36 @@ def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytes
     )
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines(["8 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box)*"])
+
+
+def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        test_acc="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+        def test_outputs(ort_perf):
+            ort_perf.check_accuracy()
+        """
+    )
+    levels = "--ort-opt-levels=disabled,all"
+    pytester.runpytest_subprocess("--ortperf-update", levels).assert_outcomes(passed=2)
+    baselines = pytester.path / "baselines"
+    entry = json.loads((baselines / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
+    npz = baselines / next(iter(entry.values()))["accuracy"]["file"]
+    npz.write_bytes(b"garbage")
+    pytester.makeconftest(
+        f"""
+        import os
+        def pytest_sessionfinish(session):
+            if hasattr(session.config, "workeroutput"):
+                assert os.path.exists({str(npz)!r}), "a worker moved the damaged outputs"
+        """
+    )
+    result = pytester.runpytest_subprocess("--ortperf-update", "--ortperf-repair", "-n", "2", levels)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"repaired *{npz.name}: the damaged file was kept as {npz.name}.damaged-*"])
+    (backup,) = npz.parent.glob(f"{npz.name}.damaged-*")
+    assert backup.read_bytes() == b"garbage"
+    assert npz.read_bytes()[:2] == b"PK"  # recorded afresh: a zip archive again

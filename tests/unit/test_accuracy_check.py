@@ -499,6 +499,19 @@ def test_an_exact_output_changed_outside_the_subsample_fails(root: Path) -> None
     assert "FAILED on exact values outside the subsample (whole-tensor sha256)" in result.message
 
 
+def test_exact_float_tolerances_with_a_mismatch_allowance_are_judged_by_the_subsample(root: Path) -> None:
+    values = {"y": np.linspace(-1, 1, 100_001, dtype=np.float32)}
+    store = BaselineStore(root)
+    check(store, values, update=True)
+    store.write()
+    changed = values["y"].copy()
+    changed[UNSAMPLED] += 1e-3
+    exact = ToleranceSpec(overall={"atol": 0.0, "rtol": 0.0})
+    assert check(BaselineStore(root), {"y": changed}, tolerances=exact).failed
+    allowance = ToleranceSpec(overall={"atol": 0.0, "rtol": 0.0, "mismatch": 0.01})
+    assert not check(BaselineStore(root), {"y": changed}, tolerances=allowance).failed
+
+
 def test_an_entry_without_counts_or_sampling_compares_what_it_stored(big: Path) -> None:
     path = big / f"{TEST_FILE}.json"
     document = json.loads(path.read_text(encoding="utf-8"))
