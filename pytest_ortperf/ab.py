@@ -32,15 +32,9 @@ _TINY = 1e-6  # ms: one nanosecond
 AB_STATISTIC = "median of paired round ratios, sign-test interval"
 
 
-@dataclass(frozen=True)
-class ABSettings:
-    """How long and how finely to measure one A/B check (both models together)."""
-
-    budget_s: float = 3.0
-    rounds: int = 40
-    min_rounds: int = 12
-    warmup_runs: int = 5
-    warmup_s: float = 0.2
+# How long and how finely to measure one A/B check (both models together): more rounds at the
+# least than a stored measurement, since every round gives one paired ratio.
+AB_SETTINGS = MeasureSettings(budget_s=3.0, rounds=40, min_rounds=12)
 
 
 @dataclass(frozen=True)
@@ -67,7 +61,7 @@ class PairedRounds:
         )
 
 
-def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: ABSettings) -> tuple[int, int]:
+def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: MeasureSettings) -> tuple[int, int]:
     """(rounds, runs per round per model) that fill the budget; at least ``min_rounds`` rounds."""
     pair_ns = max(cost_current_ns, 1.0) + max(cost_reference_ns, 1.0)
     pairs = max(settings.min_rounds, int(settings.budget_s * 1e9 / pair_ns))
@@ -78,17 +72,15 @@ def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: ABSett
 def measure_pair(
     current: Callable[[], object],
     reference: Callable[[], object],
-    settings: ABSettings | None = None,
+    settings: MeasureSettings = AB_SETTINGS,
     *,
     rng: random.Random | None = None,
     clock: Clock = time.perf_counter_ns,
 ) -> PairedRounds:
     """Warm both up, then time interleaved rounds, half of them in each order, shuffled."""
-    settings = settings or ABSettings()
     rng = rng or random.Random()
-    warm = MeasureSettings(warmup_runs=settings.warmup_runs, warmup_s=settings.warmup_s)
-    cost_reference = warm_up(reference, warm, clock)
-    cost_current = warm_up(current, warm, clock)
+    cost_reference = warm_up(reference, settings, clock)
+    cost_current = warm_up(current, settings, clock)
     rounds, runs = plan_pair(cost_current, cost_reference, settings)
     samples: dict[bool, list[int]] = {True: [], False: []}  # keyed by "is current"
     # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pytest_ortperf.ab import ABSettings, PairedRounds, judge_pair, measure_pair
+from pytest_ortperf.ab import AB_SETTINGS, PairedRounds, judge_pair, measure_pair
 from pytest_ortperf.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.compare import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.environment import what_changed
@@ -38,7 +38,7 @@ class CheckPolicy:
     confidence: float = DEFAULT_CONFIDENCE
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     ab_threshold: float = 0.03
-    ab: ABSettings = field(default_factory=ABSettings)
+    ab: MeasureSettings = AB_SETTINGS
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def check_ab(
     label: str,
     policy: CheckPolicy,
     measure_fn: Callable[
-        [Callable[[], object], Callable[[], object], ABSettings], PairedRounds
+        [Callable[[], object], Callable[[], object], MeasureSettings], PairedRounds
     ] = measure_pair,
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.ab import ABSettings
+from pytest_ortperf.ab import AB_SETTINGS
 from pytest_ortperf.accuracy import ToleranceSpec, parse_tolerance_key, parse_tolerance_values
 from pytest_ortperf.checks import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.compare import parse_threshold
@@ -232,7 +232,7 @@ def _policy(config: Any) -> CheckPolicy:
         max_cv=parse_threshold(max_cv, source=cv_where),
         measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),
         ab_threshold=parse_threshold(ab_threshold, source=ab_where),
-        ab=ABSettings(budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
+        ab=replace(AB_SETTINGS, budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
     )
 
 

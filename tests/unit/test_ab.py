@@ -14,7 +14,6 @@ import pytest
 
 from pytest_ortperf.ab import (
     AB_STATISTIC,
-    ABSettings,
     PairedRounds,
     judge_pair,
     measure_pair,
@@ -25,6 +24,7 @@ from pytest_ortperf.ab import (
 from pytest_ortperf.checks import CheckKey, CheckPolicy, ab_without_reference, check_ab
 from pytest_ortperf.ci_reports import latency_record, markdown
 from pytest_ortperf.compare import Comparison, RatioEstimate, Verdict, decide, judge
+from pytest_ortperf.measure import MeasureSettings
 from pytest_ortperf.report import latency_rows
 from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
 
@@ -150,13 +150,13 @@ def test_paired_interval_rejects_empty_and_non_positive_ratios(ratios: list[floa
 
 
 def test_plan_pair_fills_the_budget_with_the_configured_rounds() -> None:
-    settings = ABSettings(budget_s=1.0, rounds=40, min_rounds=12)
+    settings = MeasureSettings(budget_s=1.0, rounds=40, min_rounds=12)
     # 1 ms + 4 ms per pair: 200 pairs in one second, 40 rounds of 5 runs each.
     assert plan_pair(4e6, 1e6, settings) == (40, 5)
 
 
 def test_plan_pair_keeps_min_rounds_for_slow_models() -> None:
-    settings = ABSettings(budget_s=1.0, rounds=40, min_rounds=12)
+    settings = MeasureSettings(budget_s=1.0, rounds=40, min_rounds=12)
     # 0.5 s per pair: only 2 pairs fit the budget, but the verdict needs min_rounds rounds.
     assert plan_pair(0.25e9, 0.25e9, settings) == (12, 1)
     # Between min_rounds and rounds: one run per model per round.
@@ -164,7 +164,7 @@ def test_plan_pair_keeps_min_rounds_for_slow_models() -> None:
 
 
 def test_plan_pair_treats_zero_cost_as_one_nanosecond() -> None:
-    rounds, runs = plan_pair(0.0, 0.0, ABSettings(budget_s=1e-6, rounds=40, min_rounds=12))
+    rounds, runs = plan_pair(0.0, 0.0, MeasureSettings(budget_s=1e-6, rounds=40, min_rounds=12))
     assert (rounds, runs) == (40, 12)  # 1000 ns fit 500 "pairs" of 2 ns: 40 rounds of 12
 
 
@@ -206,10 +206,10 @@ class FakeMachine:
         return run
 
 
-SETTINGS = ABSettings(budget_s=0.3, rounds=40, min_rounds=12, warmup_runs=3, warmup_s=0.0)
+SETTINGS = MeasureSettings(budget_s=0.3, rounds=40, min_rounds=12, warmup_runs=3, warmup_s=0.0)
 
 
-def _measure(machine: FakeMachine, seed: int, settings: ABSettings = SETTINGS) -> PairedRounds:
+def _measure(machine: FakeMachine, seed: int, settings: MeasureSettings = SETTINGS) -> PairedRounds:
     return measure_pair(
         machine.model("c", 2.0),
         machine.model("r", 1.0),
@@ -270,7 +270,7 @@ def test_measure_pair_stats_are_per_model_and_per_round() -> None:
     [(0.01, (12, 1)), (0.3, (40, 2)), (3.0, (40, 25))],
 )
 def test_measure_pair_round_counts_follow_the_budget(budget_s: float, expected: tuple[int, int]) -> None:
-    settings = ABSettings(budget_s=budget_s, rounds=40, min_rounds=12, warmup_runs=3, warmup_s=0.0)
+    settings = MeasureSettings(budget_s=budget_s, rounds=40, min_rounds=12, warmup_runs=3, warmup_s=0.0)
     assert plan_pair(2e6, 1e6, settings) == expected
     paired = _measure(FakeMachine(), seed=0, settings=settings)
     rounds, runs = expected
@@ -280,7 +280,7 @@ def test_measure_pair_round_counts_follow_the_budget(budget_s: float, expected: 
 
 def test_measure_pair_warmup_runs_until_the_warmup_time_is_reached() -> None:
     machine = FakeMachine()
-    settings = ABSettings(budget_s=0.01, rounds=40, min_rounds=12, warmup_runs=2, warmup_s=0.01)
+    settings = MeasureSettings(budget_s=0.01, rounds=40, min_rounds=12, warmup_runs=2, warmup_s=0.01)
     measure_pair(machine.model("c", 2.0), machine.model("r", 1.0), settings, clock=machine.clock)
     # 10 ms of warmup each: 10 runs of the 1 ms reference, then 5 of the 2 ms current.
     assert machine.calls[:15] == ["r"] * 10 + ["c"] * 5
@@ -445,10 +445,10 @@ class FakePair:
 
     def __init__(self, *results: PairedRounds) -> None:
         self._results = list(results)
-        self.calls: list[tuple[Callable[[], object], Callable[[], object], ABSettings]] = []
+        self.calls: list[tuple[Callable[[], object], Callable[[], object], MeasureSettings]] = []
 
     def __call__(
-        self, current: Callable[[], object], reference: Callable[[], object], settings: ABSettings
+        self, current: Callable[[], object], reference: Callable[[], object], settings: MeasureSettings
     ) -> PairedRounds:
         self.calls.append((current, reference, settings))
         return self._results.pop(0)
@@ -462,7 +462,7 @@ def reference_model() -> None:
     pass
 
 
-POLICY = CheckPolicy(threshold=0.5, ab_threshold=0.03, ab=ABSettings(budget_s=1.5))
+POLICY = CheckPolicy(threshold=0.5, ab_threshold=0.03, ab=MeasureSettings(budget_s=1.5))
 
 
 def _check(measure: FakePair, policy: CheckPolicy = POLICY):  # type: ignore[no-untyped-def]

@@ -261,7 +261,7 @@ class _RecordingParser:
 
 def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
     """The benchmarks measure CheckPolicy() and MeasureSettings(); a run with no options must use them."""
-    from pytest_ortperf.ab import ABSettings
+    from pytest_ortperf.ab import AB_SETTINGS
     from pytest_ortperf.checks import CheckPolicy
     from pytest_ortperf.measure import MeasureSettings
     from pytest_ortperf.options import register
@@ -273,4 +273,4 @@ def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
     policy = build_config(config).policy
     assert policy == CheckPolicy()
     assert policy.measure == MeasureSettings()
-    assert policy.ab == ABSettings()
+    assert policy.ab == AB_SETTINGS
