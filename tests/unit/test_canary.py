@@ -39,6 +39,7 @@ from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.variants import OptLevel, Variant
+from tests.unit.test_stats import STATS_KEYS
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -258,22 +259,6 @@ def test_plan_rounds_share_scales_the_runs() -> None:
 
 # LatencyStats with canary medians ---------------------------------------------
 
-OLD_KEYS = [
-    "count",
-    "rounds",
-    "min_ms",
-    "median_ms",
-    "mean_ms",
-    "stdev_ms",
-    "iqr_ms",
-    "p90_ms",
-    "p95_ms",
-    "p99_ms",
-    "cv",
-    "round_cv",
-    "throughput_per_s",
-    "round_medians_ms",
-]
 SAMPLES_NS = [ms * NS_PER_MS for ms in range(1, 11)]
 
 
@@ -281,7 +266,7 @@ def test_stats_with_canary_medians_round_trip_through_json() -> None:
     stats = summarize(SAMPLES_NS, [4, 6], [0.5, 0.25])
     data = json.loads(json.dumps(stats.as_dict()))
     assert data["canary_round_medians_ms"] == [0.5, 0.25]
-    assert list(data) == [*OLD_KEYS, "canary_round_medians_ms"]
+    assert list(data) == [*STATS_KEYS, "canary_round_medians_ms"]
     again = LatencyStats.from_dict(data)
     assert again == stats
     assert again.canary_round_medians_ms == (0.5, 0.25)
@@ -291,7 +276,7 @@ def test_stats_with_canary_medians_round_trip_through_json() -> None:
 def test_stats_without_canary_medians_keep_the_old_format() -> None:
     stats = summarize(SAMPLES_NS, [4, 6])
     data = stats.as_dict()
-    assert list(data) == OLD_KEYS  # no key at all, not an empty list
+    assert list(data) == STATS_KEYS  # no key at all, not an empty list
     again = LatencyStats.from_dict(json.loads(json.dumps(data)))
     assert again == stats
     assert again.canary_round_medians_ms == ()
@@ -318,7 +303,7 @@ def test_an_old_baseline_file_renders_back_byte_for_byte(tmp_path: Path) -> None
     text = render(entries)
     assert "canary" not in text
     latency = json.loads(text)["entries"]["test_a[cpu-all]"]["ci"]["latency"]
-    assert sorted(latency) == sorted(OLD_KEYS)  # rendered with sorted keys
+    assert sorted(latency) == sorted(STATS_KEYS)  # rendered with sorted keys
     parsed = parse(text, path=tmp_path / "old.json")
     assert render(parsed) == text
     with_canary = {"test_a[cpu-all]": {"ci": BaselineEntry("cpu-all", "2025-01-02", _with_canary(stats), {})}}
