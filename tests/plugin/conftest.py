@@ -32,3 +32,22 @@ def count_builds(pytester: pytest.Pytester) -> None:
             print(f"BUILT {built.model.label} {built.variant.id} threads={built.settings.intra_op_threads}")
         """
     )
+
+
+# One latency check on an 8-layer MLP: the test file of the latency-gate and canary tests.
+LATENCY_MODEL = {"layers": 8, "width": 128}
+LATENCY_TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+@pytest.fixture
+def latency_suite(pytester: pytest.Pytester) -> Path:
+    """``test_gate.py`` (:data:`LATENCY_TEST_FILE`) beside its model; returns its baseline file's path."""
+    onnx.save(mlp_model(**LATENCY_MODEL), pytester.path / "model.onnx")
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
+    return pytester.path / "baselines" / "test_gate.py.json"

@@ -7,10 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import onnx
 import pytest
-
-from tests.models import mlp_model
 
 # The verdict does not matter here, only what decided it: a threshold no busy machine reaches.
 QUICK = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
@@ -18,20 +15,6 @@ LENIENT = (*QUICK, "--ortperf-latency-threshold=500%")
 PASSING = {"ok", "inconclusive", "inconclusive (not confirmed)", "improved"}
 TEST = "test_latency[cpu-all]"
 
-TEST_FILE = """
-import pytest
-pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
-
-def test_latency(ort_perf):
-    ort_perf.check_latency()
-"""
-
-
-@pytest.fixture
-def suite(pytester: pytest.Pytester) -> Path:
-    onnx.save(mlp_model(layers=8, width=128), pytester.path / "model.onnx")
-    pytester.makepyfile(test_gate=TEST_FILE)
-    return pytester.path / "baselines" / "test_gate.py.json"
 
 
 def _latency(baseline_file: Path) -> dict[str, Any]:
@@ -71,9 +54,9 @@ def test_a_bad_canary_ini_value_names_the_ini_key(pytester: pytest.Pytester) -> 
 # recording -------------------------------------------------------------------
 
 
-def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, suite: Path) -> None:
+def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    latency = _latency(suite)
+    latency = _latency(latency_suite)
     canary = latency["canary_round_medians_ms"]
     assert len(canary) == latency["rounds"] == len(latency["round_medians_ms"])
     assert latency["rounds"] == 40  # the default: a fast model fills every round
@@ -94,7 +77,7 @@ def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, s
     assert record["change"]["ratio"] > 0
 
 
-def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Pytester, suite: Path) -> None:
+def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Pytester, latency_suite: Path) -> None:
     missing = pytester.runpytest("--ortperf-canary=off", *QUICK)
     missing.assert_outcomes(failed=1)
     # The command that records the baseline measures it the same way.
@@ -103,10 +86,10 @@ def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Py
     )
 
     pytester.runpytest("--ortperf-update", "--ortperf-canary=off", *QUICK).assert_outcomes(passed=1)
-    latency = _latency(suite)
+    latency = _latency(latency_suite)
     assert "canary_round_medians_ms" not in latency
-    assert "canary_round_medians_ms" not in suite.read_text()
-    (entry,) = json.loads(suite.read_text())["entries"]["test_latency[cpu-all]"].values()
+    assert "canary_round_medians_ms" not in latency_suite.read_text()
+    (entry,) = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"].values()
     assert entry["environment"]["measurement"]["canary"] is False  # how it was measured, recorded
     assert len(latency["round_medians_ms"]) == latency["rounds"]
 

@@ -11,39 +11,26 @@ import pytest
 
 from pytest_ortperf.measure import MeasureSettings
 from tests.models import mlp_model
+from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE
 
 # A fast model whose cost quadruples with four times the layers: a real slowdown that stays
 # unmistakable even when a busy shared machine swings timings by 2x between runs. The noise
 # limit is lifted so that recording never depends on how quiet the machine is.
-FAST = {"layers": 8, "width": 128}
+FAST = LATENCY_MODEL
 SLOW = {"layers": 32, "width": 128}
 QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
 
-TEST_FILE = """
-import pytest
-pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
-
-def test_latency(ort_perf):
-    ort_perf.check_latency()
-"""
-
-
-@pytest.fixture
-def suite(pytester: pytest.Pytester) -> Path:
-    onnx.save(mlp_model(**FAST), pytester.path / "model.onnx")
-    pytester.makepyfile(test_gate=TEST_FILE)
-    return pytester.path / "baselines" / "test_gate.py.json"
 
 
 def _slow_down(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(**SLOW), pytester.path / "model.onnx")
 
 
-def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) -> None:
+def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite: Path) -> None:
     recorded = pytester.runpytest("--ortperf-update", *QUICK)
     recorded.assert_outcomes(passed=1)
     recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused", "wrote *test_gate.py.json"])
-    first = suite.read_bytes()
+    first = latency_suite.read_bytes()
     entry = json.loads(first)["entries"]["test_latency[cpu-all]"]
     (machine,) = entry
     assert entry[machine]["variant"] == "cpu-all"
@@ -68,39 +55,39 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, suite: Path) 
             "  to accept the new latency: ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-budget=0.2 --ortperf-latency-threshold=50% --ortperf-max-cv=1000%",
         ]
     )
-    assert suite.read_bytes() == first, "a failing comparison must not touch the baseline"
+    assert latency_suite.read_bytes() == first, "a failing comparison must not touch the baseline"
 
     updated = pytester.runpytest("--ortperf-update", *QUICK)
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged, 0 unused"])
-    assert suite.read_bytes() != first
+    assert latency_suite.read_bytes() != first
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
 
 
-def test_update_keeps_an_unchanged_baseline_byte_for_byte(pytester: pytest.Pytester, suite: Path) -> None:
+def test_update_keeps_an_unchanged_baseline_byte_for_byte(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    first, stamp = suite.read_bytes(), suite.stat().st_mtime_ns
+    first, stamp = latency_suite.read_bytes(), latency_suite.stat().st_mtime_ns
     again = pytester.runpytest("--ortperf-update", *QUICK)
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
-    assert suite.read_bytes() == first
-    assert suite.stat().st_mtime_ns == stamp
+    assert latency_suite.read_bytes() == first
+    assert latency_suite.stat().st_mtime_ns == stamp
 
 
 @pytest.mark.parametrize(("policy", "outcome"), [("fail", "failed"), ("skip", "skipped"), ("pass", "passed")])
-def test_missing_baseline_policy(pytester: pytest.Pytester, suite: Path, policy: str, outcome: str) -> None:
+def test_missing_baseline_policy(pytester: pytest.Pytester, latency_suite: Path, policy: str, outcome: str) -> None:
     result = pytester.runpytest("-rs", f"--ortperf-missing={policy}", *QUICK)
     result.assert_outcomes(**{outcome: 1})
     if policy == "pass":  # measured and listed, with the hint to record
         result.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  - * ms  - * missing", "1 check(s) have no baseline for machine *"])
     else:
         result.stdout.fnmatch_lines(["*no latency baseline for test_latency[[]cpu-all[]] on machine '*' (no machine has one yet)*"])
-    assert not suite.parent.exists(), "nothing is written without --ortperf-update"
+    assert not latency_suite.parent.exists(), "nothing is written without --ortperf-update"
 
 
-def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, suite: Path) -> None:
+def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-large", *QUICK).assert_outcomes(passed=1)
-    assert "ci-large" in json.loads(suite.read_text())["entries"]["test_latency[cpu-all]"]
+    assert "ci-large" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
     result = pytester.runpytest("--ortperf-machine=laptop", *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -111,32 +98,32 @@ def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, s
     )
 
 
-def test_machine_from_environment(pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_machine_from_environment(pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    assert list(json.loads(suite.read_text())["entries"]["test_latency[cpu-all]"]) == ["runner-class-a"]
+    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == ["runner-class-a"]
 
 
-def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, suite: Path) -> None:
+def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     _slow_down(pytester)
-    pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='2000%')\ndef test_latency"))
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='2000%')\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(passed=1)
 
 
-def test_bad_thresholds_marker(pytester: pytest.Pytester, suite: Path) -> None:
-    pytester.makepyfile(test_gate=TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
+def test_bad_thresholds_marker(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
 
 
-def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
+def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, latency_suite: Path) -> None:
     result = pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-max-cv=0.0001%")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*is too noisy to record as a baseline: round medians * vary *", "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)"])
-    assert not suite.exists()
+    assert not latency_suite.exists()
 
 
 @pytest.mark.parametrize(
@@ -144,34 +131,34 @@ def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, suite: Path
     [b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {', b'{"schema": 9, "kind": "pytest-ortperf baselines", "entries": {}}', b"[]"],
 )
 def test_damaged_baseline_fails_its_tests_and_is_never_overwritten(
-    pytester: pytest.Pytester, suite: Path, damage: bytes
+    pytester: pytest.Pytester, latency_suite: Path, damage: bytes
 ) -> None:
-    suite.parent.mkdir()
-    suite.write_bytes(damage)
+    latency_suite.parent.mkdir()
+    latency_suite.write_bytes(damage)
     pytester.makepyfile(test_other="def test_unrelated():\n    pass\n")
     for args in ((), ("--ortperf-update",)):
         result = pytester.runpytest(*args, *QUICK)
         result.assert_outcomes(failed=1, passed=1)
-        result.stdout.fnmatch_lines([f"*baseline file '{suite}'*"])
+        result.stdout.fnmatch_lines([f"*baseline file '{latency_suite}'*"])
         result.stdout.no_fnmatch_line("*Traceback*")
-        assert suite.read_bytes() == damage
+        assert latency_suite.read_bytes() == damage
 
 
-def test_unused_baselines_are_reported_and_pruned_on_request(pytester: pytest.Pytester, suite: Path) -> None:
-    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+def test_unused_baselines_are_reported_and_pruned_on_request(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
-    pytester.makepyfile(test_gate=TEST_FILE)
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
     kept = pytester.runpytest("--ortperf-update", *QUICK)
     kept.stdout.fnmatch_lines(
         ["ortperf update: 0 updated, 0 new, 1 unchanged, 1 unused", "unused baselines (kept; --ortperf-prune deletes them):", "  test_gate.py::test_latency_two[[]cpu-all[]]"]
     )
-    assert "test_latency_two[cpu-all]" in json.loads(suite.read_text())["entries"]
+    assert "test_latency_two[cpu-all]" in json.loads(latency_suite.read_text())["entries"]
     pytester.runpytest("--ortperf-update", "--ortperf-prune", *QUICK).stdout.fnmatch_lines(["unused baselines (pruned):"])
-    assert list(json.loads(suite.read_text())["entries"]) == ["test_latency[cpu-all]"]
+    assert list(json.loads(latency_suite.read_text())["entries"]) == ["test_latency[cpu-all]"]
 
 
-def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, suite: Path) -> None:
-    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
     result = pytester.runpytest("--ortperf-update", "-k", "two", *QUICK)
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
@@ -194,17 +181,17 @@ def test_bad_gate_options(pytester: pytest.Pytester, option: str, message: str) 
     result.stderr.fnmatch_lines([message])
 
 
-def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, suite: Path) -> None:
+def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_suite: Path) -> None:
     ortperf = Path(sys.executable).parent / "ortperf"
     result = pytester.run(ortperf, "update", "-q", *QUICK)
     assert result.ret == 0, result.stdout.str()
-    assert suite.exists()
+    assert latency_suite.exists()
     shown = pytester.run(ortperf, "show")
     assert shown.ret == 0
     shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * rounds * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms * + canary *"])
 
 
-def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite: Path) -> None:
+def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytest.importorskip("pytest_benchmark")
     result = pytester.runpytest(
         "--ortperf-missing=pass", "--ortperf-machine=ci-box", "--benchmark-json=bench.json", *QUICK
@@ -223,37 +210,37 @@ def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, suite
     assert entry["stats"]["rounds"] == MeasureSettings().rounds
 
 
-def test_node_id_selection_never_marks_siblings_unused(pytester: pytest.Pytester, suite: Path) -> None:
-    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+def test_node_id_selection_never_marks_siblings_unused(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
     result = pytester.runpytest("--ortperf-update", "--ortperf-prune", "test_gate.py::test_latency", *QUICK)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
-    assert sorted(json.loads(suite.read_text())["entries"]) == ["test_latency[cpu-all]", "test_latency_two[cpu-all]"]
+    assert sorted(json.loads(latency_suite.read_text())["entries"]) == ["test_latency[cpu-all]", "test_latency_two[cpu-all]"]
 
 
-def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(pytester: pytest.Pytester, suite: Path) -> None:
-    pytester.makepyfile(test_gate=TEST_FILE.replace("check_latency", "check"))
-    suite.parent.mkdir()
-    (suite.parent / "test_gate.py.outputs").write_text("a file where the outputs directory must go")
+def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("check_latency", "check"))
+    latency_suite.parent.mkdir()
+    (latency_suite.parent / "test_gate.py.outputs").write_text("a file where the outputs directory must go")
     result = pytester.runpytest("--ortperf-update", *QUICK)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: cannot write baseline file '*test_gate.py.outputs*': *"])
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Pytester, suite: Path) -> None:
-    suite.parent.mkdir()
+def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    latency_suite.parent.mkdir()
     damage = b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {'
-    suite.write_bytes(damage)
+    latency_suite.write_bytes(damage)
     pytester.runpytest("--ortperf-repair", *QUICK).assert_outcomes(failed=1)  # no update: untouched
-    assert suite.read_bytes() == damage
+    assert latency_suite.read_bytes() == damage
     result = pytester.runpytest("--ortperf-update", "--ortperf-repair", *QUICK)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["repaired *test_gate.py.json: the damaged file was kept as test_gate.py.json.damaged-*"])
-    (backup,) = suite.parent.glob("test_gate.py.json.damaged-*")
+    (backup,) = latency_suite.parent.glob("test_gate.py.json.damaged-*")
     assert backup.read_bytes() == damage
-    assert "test_latency[cpu-all]" in json.loads(suite.read_text())["entries"]
+    assert "test_latency[cpu-all]" in json.loads(latency_suite.read_text())["entries"]
 
 
 TWO_CHECKS = """
@@ -268,12 +255,12 @@ def test_two(ort_perf, ort_inputs):
 """
 
 
-def test_each_check_in_a_test_has_its_own_baseline(pytester: pytest.Pytester, suite: Path) -> None:
+def test_each_check_in_a_test_has_its_own_baseline(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(test_gate=TWO_CHECKS)
     recorded = pytester.runpytest("--ortperf-update", *QUICK)
     recorded.assert_outcomes(passed=1)
     recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 3 new, 0 unchanged, 0 unused"])
-    entries = json.loads(suite.read_text())["entries"]
+    entries = json.loads(latency_suite.read_text())["entries"]
     assert sorted(entries) == ["test_two[cpu-all]", "test_two[cpu-all]#2", "test_two[cpu-all]#single"]
     # Each check compares with its own measurement, and none of them is an unused entry.
     again = pytester.runpytest("--ortperf-strict", *QUICK)
@@ -281,9 +268,9 @@ def test_each_check_in_a_test_has_its_own_baseline(pytester: pytest.Pytester, su
     again.stdout.fnmatch_lines(["test_gate.py::test_two#2 *", "test_gate.py::test_two#single *"])
 
 
-def test_a_check_name_used_twice_or_malformed_fails_the_test(pytester: pytest.Pytester, suite: Path) -> None:
+def test_a_check_name_used_twice_or_malformed_fails_the_test(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(
-        test_gate=TEST_FILE.replace("ort_perf.check_latency()", "ort_perf.check_latency(name='a')\n    ort_perf.check(name='a')")
+        test_gate=LATENCY_TEST_FILE.replace("ort_perf.check_latency()", "ort_perf.check_latency(name='a')\n    ort_perf.check(name='a')")
         + "\ndef test_bad_name(ort_perf):\n    ort_perf.check_accuracy(name='a b')\n"
     )
     result = pytester.runpytest("--ortperf-missing=pass", *QUICK)
@@ -291,11 +278,11 @@ def test_a_check_name_used_twice_or_malformed_fails_the_test(pytester: pytest.Py
     result.stdout.fnmatch_lines(["*check name 'a' is used twice in this test*", "*check name 'a b': use 1 to 64 letters*"])
 
 
-def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.Pytester, suite: Path) -> None:
+def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytest.importorskip("xdist")
-    pytester.makepyfile(test_gate=TEST_FILE + "\ndef test_crash(ort_perf):\n    import os\n    os._exit(1)\n")
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_crash(ort_perf):\n    import os\n    os._exit(1)\n")
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "1", *QUICK)
     result.stdout.fnmatch_lines(
         ["ERROR: worker gw0 went down: its staged baselines were not written; rerun the update for the tests it ran"]
     )
-    assert not suite.exists()
+    assert not latency_suite.exists()
