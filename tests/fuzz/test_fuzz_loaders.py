@@ -1402,15 +1402,7 @@ def test_regression_baseline_profile_overflow(profile: dict[str, Any]) -> None:
         parse(_baseline_document(profile=profile), path=BASELINE_PATH)
 
 
-@pytest.mark.parametrize(
-    "environment",
-    [{"x": Raw("NaN")}, {"x": [Raw("-Infinity")]}, {"x": Raw("1e999")}, Raw('{"x": ' * 500 + "1" + "}" * 500)],
-    ids=["nan", "infinity", "1e999", "500-deep"],
-)
-def test_regression_baseline_environment_that_cannot_be_written_back(environment: Any) -> None:
-    """Loaded, then crashed the next --ortperf-update when the kept entry was rendered."""
-    with pytest.raises(BaselineError, match=r"test_x\.py\.json.* is damaged \(environment"):
-        parse(_baseline_document(environment=environment), path=BASELINE_PATH)
+# Non-finite or too deeply nested environments: tests/unit/test_baselines.py (same inputs, exact messages).
 
 
 def test_regression_baseline_profile_nan_cannot_be_written_back() -> None:
@@ -1540,8 +1532,12 @@ def test_regression_model_non_utf8_node_name() -> None:
     pool = SessionPool(onnxruntime, ProviderProber(onnxruntime.get_available_providers(), "x"))
     variant = Variant(resolve_provider("cpu", source="x"), OptLevel.ALL)
     result = _outcome(lambda: pool.get(model, variant, SessionSettings()), SessionBuildError)
-    if isinstance(result, SessionBuildError):
+    # ORT hands back node names undecoded only through the placement API (not in 1.23 and older).
+    if hasattr(onnxruntime.InferenceSession, "get_provider_graph_assignment_info"):
+        assert isinstance(result, SessionBuildError)
         assert model.label in str(result)
+    else:
+        assert not isinstance(result, SessionBuildError)
 
 
 def test_regression_tolerance_int_over_4300_digits() -> None:

@@ -6,7 +6,7 @@ import gc
 import math
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -39,11 +39,8 @@ KEY = CheckKey(
 LABEL = "HEAD:models/resnet.onnx"
 
 
-@pytest.fixture(autouse=True)
-def _gc_stays_enabled() -> Iterator[None]:
-    """measure_pair switches the collector off; whatever a test does, leave it on afterwards."""
-    yield
-    gc.enable()
+# measure_pair switches the collector off: whatever a test does, it is put back afterwards.
+pytestmark = pytest.mark.usefixtures("gc_state")
 
 
 # --- sign_test_rank -------------------------------------------------------------------------------

@@ -32,13 +32,13 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.inputs import InputOptions
 from pytest_ortperf.measure import CANARY_SHARE, MIN_CANARY_RUNS, MeasureSettings, Plan, measure, plan_rounds
 from pytest_ortperf.models import ModelSource
-from pytest_ortperf.options import OPTIONS
 from pytest_ortperf.providers import resolve_provider
 from pytest_ortperf.run import OrtperfRun
 from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.settings import SessionSettings
 from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.variants import OptLevel, Variant
+from tests.unit.test_config import FakeConfig
 from tests.unit.test_stats import STATS_KEYS
 
 ort = pytest.importorskip("onnxruntime")
@@ -508,21 +508,6 @@ def test_default_threshold_is_six_percent() -> None:
 
 
 # --ortperf-canary / ortperf_canary -------------------------------------------
-
-
-class FakeConfig:
-    """Just enough of pytest's Config: command-line values (None when not given) and ini values."""
-
-    def __init__(self, rootpath: Path, cli: dict[str, Any], ini: dict[str, Any]) -> None:
-        self.rootpath = rootpath
-        self._cli = cli
-        self._ini = {o.ini: o.default for o in OPTIONS} | ini
-
-    def getoption(self, dest: str) -> Any:
-        return self._cli.get(dest)
-
-    def getini(self, name: str) -> Any:
-        return self._ini[name]
 
 
 @pytest.mark.parametrize(
