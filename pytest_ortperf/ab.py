@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_ortperf.compare import DEFAULT_CONFIDENCE, Comparison, RatioEstimate, decide
-from pytest_ortperf.measure import Clock, MeasureSettings, gc_paused, time_runs, warm_up
+from pytest_ortperf.measure import Clock, MeasureSettings, gc_paused, plan_rounds, time_runs, warm_up
 from pytest_ortperf.stats import LatencyStats, summarize
 
 _TINY = 1e-6  # ms: one nanosecond
@@ -62,11 +62,9 @@ class PairedRounds:
 
 
 def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: MeasureSettings) -> tuple[int, int]:
-    """(rounds, runs per round per model) that fill the budget; at least ``min_rounds`` rounds."""
-    pair_ns = max(cost_current_ns, 1.0) + max(cost_reference_ns, 1.0)
-    pairs = max(settings.min_rounds, int(settings.budget_s * 1e9 / pair_ns))
-    rounds = max(settings.min_rounds, min(settings.rounds, pairs))
-    return rounds, max(1, pairs // rounds)
+    """(rounds, runs per round per model): a round of pairs planned like any round of runs."""
+    plan = plan_rounds(max(cost_current_ns, 1.0) + max(cost_reference_ns, 1.0), settings)
+    return plan.rounds, plan.runs_per_round
 
 
 def measure_pair(

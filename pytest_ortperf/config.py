@@ -19,7 +19,16 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.inputs import InputOptions
 from pytest_ortperf.machine import validate_name
 from pytest_ortperf.measure import MeasureSettings
-from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed, safe_repr
+from pytest_ortperf.options import (
+    OPTIONS,
+    on_off,
+    option_text,
+    parse_dims,
+    parse_int_range,
+    parse_seconds,
+    parse_seed,
+    safe_repr,
+)
 from pytest_ortperf.providers import parse_providers, resolve_provider
 from pytest_ortperf.settings import SessionSettings, parse_assignments
 from pytest_ortperf.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
@@ -125,16 +134,12 @@ def _ab_outputs(config: Any) -> bool:
     return text == "check"
 
 
-_ON = ("on", "true", "yes", "1")
-_OFF = ("off", "false", "no", "0")
-
-
 def _on_off(config: Any, ini: str) -> bool:
     value, where = _value(config, ini)
-    text = str(value).strip().lower()
-    if text not in _ON + _OFF:
+    switch = on_off(option_text(value, source=where))
+    if switch is None:
         raise UsageError(f"{where}: expected on or off, got {safe_repr(value)}.")
-    return text in _ON
+    return switch
 
 
 def _ab_rev(config: Any) -> str:

@@ -161,8 +161,6 @@ def read_npz(path: Path) -> dict[str, Array]:
             raise NotNpzError("not a .npz archive")
         handle.seek(0)
         with np.load(handle, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):  # np.load reads a lone .npy too
-                raise NotNpzError("not a .npz archive")
             return {name: archive[name] for name in archive.files}
 
 

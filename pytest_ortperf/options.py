@@ -25,6 +25,16 @@ def option_text(value: Any, *, source: str) -> str:
         raise UsageError(f"{source}: the value {safe_repr(value)} is far too large.") from None
 
 
+_ON = ("on", "true", "yes", "1")
+_OFF = ("off", "false", "no", "0")
+
+
+def on_off(text: str) -> bool | None:
+    """The switch a word names (on/true/yes/1, off/false/no/0, any case and spacing); None otherwise."""
+    word = text.strip().lower()
+    return True if word in _ON else False if word in _OFF else None
+
+
 def safe_repr(value: Any, limit: int = 60) -> str:
     """``repr`` for error messages: shortened, and never failing (huge ints refuse str())."""
     try:

@@ -149,10 +149,6 @@ class AccuracyRecord:
         )
 
 
-def subsample_indices(size: int, sampling: Sampling | None = None) -> Array:
-    return (sampling or Sampling.current()).indices(size)
-
-
 def nonfinite_count(array: Array) -> int:
     """NaN and Inf values in the whole tensor (0 for integers, booleans and text)."""
     if array.dtype.kind not in "fc":

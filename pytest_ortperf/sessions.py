@@ -98,7 +98,6 @@ class SessionPool:
         self._sessions: dict[SessionKey, BuiltSession] = {}
         self._failures: dict[SessionKey, OrtperfError] = {}
         self.builds = 0
-        self.profiling_builds = 0
         self.reuses = 0
         self.build_seconds = 0.0
 
@@ -124,7 +123,6 @@ class SessionPool:
         options = session_options(self._ort, built.variant, built.settings)
         options.enable_profiling = True
         options.profile_file_prefix = prefix
-        self.profiling_builds += 1
         return self._ort.InferenceSession(
             built.model.ort_input,
             options,

@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.options import on_off, option_text
 from pytest_ortperf.providers import resolve_provider
 
 ConfigItems = tuple[tuple[str, str], ...]
 
 _EXECUTION_MODES = ("sequential", "parallel")
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
@@ -102,12 +101,13 @@ def _coerce(key: str, value: Any, *, source: str) -> Any:
     kind = _SCALAR_FIELDS.get(key)
     if kind is None:
         raise UsageError(f"{source}: unknown session setting {key!r}. Valid settings: {setting_names()}.")
-    text = _safe_str(value, source).strip().lower()
+    text = option_text(value, source=source).strip().lower()
     if kind == "bool":
         if isinstance(value, bool):
             return value
-        if text in _TRUE | _FALSE:
-            return text in _TRUE
+        switch = on_off(text)
+        if switch is not None:
+            return switch
         raise UsageError(f"{source}: {key}={value!r} is not a boolean (use 1/0, true/false, on/off).")
     if kind == "int":
         if isinstance(value, bool) or not (
@@ -118,13 +118,6 @@ def _coerce(key: str, value: Any, *, source: str) -> Any:
     if key == "execution_mode" and text not in _EXECUTION_MODES:
         raise UsageError(f"{source}: execution_mode={value!r}; use one of {', '.join(_EXECUTION_MODES)}.")
     return text if key == "execution_mode" else _config_text(str(value).strip(), source, key)
-
-
-def _safe_str(value: Any, source: str) -> str:
-    try:
-        return str(value)
-    except ValueError:  # an int of more than 4300 digits
-        raise UsageError(f"{source}: a value is far too large.") from None
 
 
 def _is_whole(text: str) -> bool:
