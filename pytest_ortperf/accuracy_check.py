@@ -335,34 +335,31 @@ def _with_recorded_shapes(
 
 
 def _previous_outputs(store: BaselineStore, record: AccuracyRecord) -> dict[str, Array] | None:
-    """The recorded outputs an update may keep; None when missing or (under repair) set aside.
+    """The recorded outputs an update may keep; None when there are none to keep.
 
     A damaged file is never silently replaced: like a damaged baseline file it fails the
-    test, and only ``--ortperf-repair`` records afresh, keeping the old file aside.
+    test, and only ``--ortperf-repair`` records afresh, keeping the old file aside (when the
+    store writes). Outputs out of step with their entry (an interrupted update) are recorded
+    afresh, as the check's message asks.
     """
     path = store.root / record.file
     if not path.exists():
         return None
     try:
-        return load_npz(path)
+        stored = load_npz(path)
     except BaselineError as exc:
-        if not _repairing(store):
+        if not store.repair:
             raise BaselineError(
                 f"{exc} It is not overwritten: re-record with --ortperf-update --ortperf-repair "
                 "(which keeps it aside) or remove it."
             ) from None
-    _set_aside(store, path)
-    return None
-
-
-def _repairing(store: BaselineStore) -> bool:
-    return store.repair  # --ortperf-repair, given only with --ortperf-update
-
-
-def _set_aside(store: BaselineStore, path: Path) -> None:
-    """A damaged outputs file: write() keeps it as ``<name>.damaged-<time>`` before it writes the new
-    one, reported like a repaired baseline (under xdist the controller does it; workers move nothing)."""
-    store.mark_damaged(path)
+        store.mark_damaged(path)
+        return None
+    try:
+        _verify(stored, record, path, path)
+    except BaselineError:
+        return None
+    return stored
 
 
 def _record(

@@ -708,6 +708,23 @@ def test_outputs_file_from_another_version_is_detected(recorded: Path) -> None:
         check(BaselineStore(recorded), OUT)
 
 
+def test_an_update_rerecords_outputs_out_of_step_with_their_entry(recorded: Path) -> None:
+    """What the check above asks for works: the update records afresh, and the check passes."""
+    from pytest_ortperf.references import npz_bytes
+
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.write_bytes(npz_bytes(OUT))  # outputs equal to the actual ones, but not what the entry names
+    entry = (recorded / f"{TEST_FILE}.json").read_text()
+    document = json.loads(entry)
+    for output in document["entries"][TEST]["ci"]["accuracy"]["outputs"]:
+        output["sha256"] = "0" * 64
+    (recorded / f"{TEST_FILE}.json").write_text(json.dumps(document))
+    store = BaselineStore(recorded)
+    assert check(store, OUT, update=True).status == "updated"
+    store.write()
+    assert not check(BaselineStore(recorded), OUT).failed
+
+
 # a damaged outputs file is never silently replaced ------------------------------
 
 
