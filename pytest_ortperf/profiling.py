@@ -199,7 +199,7 @@ class EmulatedRunProfiler:
             for window in generation.runs:
                 if window.directory is None:
                     continue
-                path, ambiguous = _write_run(window, events, base_ns, callers, overlapping)
+                path, ambiguous = _write_run(window, events, runs, base_ns, callers, overlapping)
                 written.setdefault(window.directory, {})[window.number] = path
                 if ambiguous:
                     self.warnings.setdefault(window.directory, []).append(
@@ -217,11 +217,17 @@ class EmulatedRunProfiler:
 
 
 def _write_run(
-    window: RunWindow, events: list[TraceEvent], base_ns: int, callers: set[int], overlapping: set[int]
+    window: RunWindow,
+    events: list[TraceEvent],
+    runs: Sequence[TraceEvent],
+    base_ns: int,
+    callers: set[int],
+    overlapping: set[int],
 ) -> tuple[Path, bool]:
-    """Write one run's slice; whether it is ambiguous (pool-thread nodes while runs overlapped)."""
+    """Write one run's slice; whether it is ambiguous (pool-thread nodes while runs overlapped).
+    ``runs``: the trace's ``model_run`` events, found once for every window."""
     assert window.directory is not None
-    run = match_run(events, window, base_ns)
+    run = match_run(runs, window, base_ns)
     selected = slice_run(events, run, callers=callers) if run is not None else []
     ambiguous = run is not None and id(run) in overlapping and any(e.tid != run.tid for e in selected)
     path = window.directory / f"run-{window.number}.json"
@@ -241,13 +247,14 @@ def run_warnings(name: str, events: Sequence[TraceEvent]) -> list[str]:
     return []
 
 
-def match_run(events: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> TraceEvent | None:
-    """The ``model_run`` event of this thread inside the run's wall window (microseconds from base)."""
+def match_run(runs: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> TraceEvent | None:
+    """The ``model_run`` event (of ``runs``, the trace's) of this thread inside the run's wall window
+    (microseconds from base)."""
     start_us = (window.start_ns - base_ns) // 1000 - 1
     end_us = (window.end_ns - base_ns) // 1000 + 1
     inside = [
         run
-        for run in model_runs(events)
+        for run in runs
         if run.tid == window.tid and start_us <= run.ts and run.ts + run.dur <= end_us
     ]
     return inside[0] if len(inside) == 1 else None
