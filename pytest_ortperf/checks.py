@@ -280,7 +280,9 @@ def stored_comparison(
 
 def decision_cv(stats: LatencyStats) -> float:
     """How much the rounds the comparison reads vary: relative to the canary when it ran."""
-    values = stats.relative_round_medians or stats.round_medians_ms
+    values = stats.relative_round_medians
+    if not values:
+        return stats.round_cv
     if len(values) < 2:
         return 0.0
     mean = statistics.fmean(values)

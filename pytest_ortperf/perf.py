@@ -269,10 +269,7 @@ class OrtPerf:
             )
             self._publish(result)
             return [result]
-        try:
-            other = context.run.session(reference.source, built.variant, built.settings)
-        except OrtperfError as exc:
-            return [self._error(key, LATENCY, f"A/B reference {reference.label} of {key.test}: {exc}")]
+        other = context.run.session(reference.source, built.variant, built.settings)
         with timing.held():
             result = check_ab(
                 lambda: watchdog.run(built.session, None, inputs),

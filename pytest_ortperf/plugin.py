@@ -121,7 +121,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         try:
             run.profiles.close()
         except (OrtperfError, OSError) as exc:
-            run.finish_error = f"cannot finish profiling: {exc}"
+            run.add_errors(f"cannot finish profiling: {exc}")
         workeroutput[xdist_bridge.KEY] = xdist_bridge.export(run)
         return
     errors = []
@@ -143,7 +143,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         _write_ci_reports(run, _lost_workers(session.config))
     except (OrtperfError, OSError) as exc:
         errors.append(f"cannot write a report: {exc}")
-    run.finish_error = "; ".join(filter(None, [run.finish_error, *errors]))  # workers' errors come first
+    run.add_errors(*errors)  # after the workers' errors
     if run.finish_error:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -85,7 +85,7 @@ class OrtperfRun:
         )
         self.collected: set[str] = set()
         self.update_report: UpdateReport | None = None
-        self.finish_error = ""
+        self.finish_error = ""  # errors of the run as a whole: see add_errors
         self.partially_selected: set[str] = set()
         # What pytest-xdist workers reported (the controller runs no test itself).
         self.remote_statuses: list[str] = []
@@ -259,6 +259,10 @@ class OrtperfRun:
         """Trace paths per marked test, from this process and from xdist workers."""
         local = {r.nodeid: [str(p) for p in r.traces] for r in self.profiles.reports}
         return {**self.remote_traces, **local}
+
+    def add_errors(self, *messages: str) -> None:
+        """Errors of the run as a whole (profiling, baselines, reports, workers), in order."""
+        self.finish_error = "; ".join(filter(None, [self.finish_error, *messages]))
 
     def unused_entries(self) -> list[tuple[str, str]]:
         """(node id, machine) of the entries, in baseline files of collected test files, whose test

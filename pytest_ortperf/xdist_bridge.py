@@ -72,4 +72,4 @@ def merge(run: OrtperfRun, payload: str) -> None:
     run.records += data["records"]
     run.remote_traces.update(data["traces"])
     run.remote_profile_lines += data["profile_lines"]
-    run.finish_error = "; ".join(filter(None, [run.finish_error, *errors]))
+    run.add_errors(*errors)
