@@ -66,7 +66,6 @@ class UpdateReport:
     unchanged: int = 0
     refused: int = 0
     unused: list[str] = field(default_factory=list)
-    pruned: int = 0
     written: list[Path] = field(default_factory=list)
 
 
@@ -93,8 +92,7 @@ class OrtperfRun:
         self.remote_missing = 0
         self.remote_missing_machines: set[str] = set()
         self.records: list[dict[str, Any]] = []
-        self.strict_unused: list[str] = []
-        self.unused_hint: list[str] = []
+        self.unused_lines: list[str] = []  # found once, by finish()
         self.remote_traces: dict[str, list[str]] = {}
         self.remote_profile_lines: list[str] = []
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
@@ -236,8 +234,9 @@ class OrtperfRun:
     def finish(self) -> None:
         """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""
         policy = self.config.policy
+        unused = self.unused_entries()
+        self.unused_lines = self._unused_lines(unused)
         if not policy.update:
-            self.unused_hint = self.unused()
             return
         report = UpdateReport()
         statuses = [r.status for r in self.results] + [r.status for r in self.accuracy_results]
@@ -246,12 +245,11 @@ class OrtperfRun:
                 setattr(report, status, getattr(report, status) + 1)
             elif status == "too noisy":
                 report.refused += 1
-        report.unused = self.unused()
+        report.unused = self.unused_lines
         if self.config.prune:
-            for nodeid, machine in self.unused_entries():
+            for nodeid, machine in unused:
                 test_file, _, test = nodeid.partition("::")
                 self.store.stage(test_file, test, machine, None)
-            report.pruned = len(report.unused)
         report.written = self.store.write()
         self.update_report = report
 
@@ -292,11 +290,18 @@ class OrtperfRun:
                 ]
         return unused
 
-    def unused(self) -> list[str]:
+    @property
+    def strict_unused(self) -> list[str]:
+        """What --ortperf-strict fails the run on: unused entries left in the files after it."""
+        if not self.config.strict or (self.config.policy.update and self.config.prune):
+            return []
+        return self.unused_lines
+
+    def _unused_lines(self, unused: list[tuple[str, str]]) -> list[str]:
         """Unused entries as reported: the node id for this machine's entry, and the node id with
         '(other machines: ...)' for entries recorded elsewhere."""
         by_test: dict[str, list[str]] = {}
-        for nodeid, machine in self.unused_entries():
+        for nodeid, machine in unused:
             by_test.setdefault(nodeid, []).append(machine)
         here = self.machine.name if by_test else ""
         lines = []
@@ -322,9 +327,9 @@ class OrtperfRun:
 
     def unused_hint_lines(self) -> list[str]:
         """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""
-        if not self.unused_hint or self.strict_unused:
+        if self.config.policy.update or not self.unused_lines or self.strict_unused:
             return []
-        count = len(self.unused_hint)
+        count = len(self.unused_lines)
         return [f"{count} unused baseline entries (ortperf update --ortperf-prune removes them)"]
 
     def summary_lines(self) -> list[str]:
