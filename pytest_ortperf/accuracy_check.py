@@ -39,6 +39,7 @@ from pytest_ortperf.references import (
     tensor_sha256,
 )
 
+REPORTED_DIFFERENCE = "differs (reported)"  # --ortperf-ab-outputs=report
 NOT_IN_DATA_SET = "not in the data set"
 IDENTICAL = "identical (sha256 of the whole tensor)"
 # Summaries are stored with 6 significant digits (baselines.render): allow that rounding.
@@ -97,33 +98,6 @@ def outputs_file(key: CheckKey) -> str:
     return f"{key.test_file}.outputs/{file_slug(key.test)}@{key.machine}.npz"
 
 
-def _compare(
-    label: str,
-    actual: Mapping[str, Array],
-    reference: Reference | None,
-    *,
-    tolerances: ToleranceSpec,
-    provider_short: str,
-    variant: str = "",
-    absent_note: str = "",
-) -> ReferenceOutcome | None:
-    if reference is None:
-        return None
-    if reference.note:
-        return ReferenceOutcome(label, note=reference.note)
-    spec = ToleranceSpec(dict(reference.tolerance_defaults), {}).merged(tolerances)
-    comparisons = compare_outputs(
-        actual,
-        reference.outputs,
-        reference=label,
-        tolerances=spec,
-        provider_short=provider_short,
-        variant=variant,
-        absent_note=absent_note,
-    )
-    return ReferenceOutcome(label, tuple(comparisons))
-
-
 def compare_with(
     actual: Mapping[str, Array],
     reference: Reference,
@@ -131,23 +105,22 @@ def compare_with(
     key: CheckKey,
     tolerances: ToleranceSpec,
     provider_short: str,
+    fail: bool = True,
 ) -> AccuracyResult:
-    """Outputs against one in-run reference (the A/B reference model): no baseline involved."""
-    outcome = _compare(
-        reference.label,
-        actual,
-        reference,
-        tolerances=tolerances,
-        provider_short=provider_short,
-        variant=key.variant,
-    )
+    """Outputs against one in-run reference (the A/B reference model): no baseline involved.
+
+    ``fail=False`` (``--ortperf-ab-outputs=report``): a difference is reported, not failed.
+    """
+    outcome = _Judge(tolerances, provider_short, key.variant).compare(actual, reference)
     assert outcome is not None
-    failed = outcome.failed
-    lines = [f"accuracy of {key.test} against {reference.label}" + (" FAILED" if failed else "")]
+    differs = outcome.failed
+    status = ("failed" if fail else REPORTED_DIFFERENCE) if differs else "ok"
+    lines = [
+        f"accuracy of {key.test} against {reference.label}"
+        + ((" FAILED" if fail else " differs") if differs else "")
+    ]
     lines += outcome.lines()
-    return AccuracyResult(
-        key, "failed" if failed else "ok", (outcome,), failed=failed, message="\n".join(lines)
-    )
+    return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))
 
 
 def check_accuracy(
@@ -220,15 +193,21 @@ class _Judge:
     def compare(
         self, actual: Mapping[str, Array], reference: Reference | None, *, absent_note: str = ""
     ) -> ReferenceOutcome | None:
-        return _compare(
-            reference.label if reference else "",
+        if reference is None:
+            return None
+        if reference.note:
+            return ReferenceOutcome(reference.label, note=reference.note)
+        spec = ToleranceSpec(dict(reference.tolerance_defaults), {}).merged(self.tolerances)
+        comparisons = compare_outputs(
             actual,
-            reference,
-            tolerances=self.tolerances,
+            reference.outputs,
+            reference=reference.label,
+            tolerances=spec,
             provider_short=self.provider_short,
             variant=self.variant,
             absent_note=absent_note,
         )
+        return ReferenceOutcome(reference.label, tuple(comparisons))
 
     def against_baseline(
         self, actual: Mapping[str, Array], stored: Mapping[str, Array], record: AccuracyRecord, *, label: str

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_ortperf import __version__, ci_reports, hookspec, xdist_bridge
+from pytest_ortperf.accuracy_check import REPORTED_DIFFERENCE
 from pytest_ortperf.benchmark_bridge import publish
 from pytest_ortperf.checks import LatencyResult
 from pytest_ortperf.config import (
@@ -26,7 +27,7 @@ from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.inputs import Feeds
 from pytest_ortperf.models import ModelSource
 from pytest_ortperf.options import register
-from pytest_ortperf.perf import REPORTED_DIFFERENCE, CheckContext, OrtPerf, key_for
+from pytest_ortperf.perf import CheckContext, OrtPerf, key_for
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.profiling import ProfiledSession
 from pytest_ortperf.report import latency_rows, latency_table, lost_worker_line, profile_lines, update_lines
