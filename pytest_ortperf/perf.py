@@ -24,12 +24,11 @@ from pytest_ortperf.checks import (
 from pytest_ortperf.ci_reports import ERROR, accuracy_record, error_record, latency_record
 from pytest_ortperf.environment import environment, feeds_digest
 from pytest_ortperf.errors import InputsError, OrtperfError
-from pytest_ortperf.inputs import Array, data_sets, feeds_from_data_set, specs_from_session
+from pytest_ortperf.inputs import Array, data_sets
 from pytest_ortperf.measure import MeasureSettings, measure
 from pytest_ortperf.naming import check_name, with_check_name
 from pytest_ortperf.profiles import MarkedProfile
 from pytest_ortperf.providers import CPU
-from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.run import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.sessions import BuiltSession
 from pytest_ortperf.stats import LatencyStats
@@ -182,13 +181,18 @@ class OrtPerf:
         self, first: Path, output_names: list[str]
     ) -> list[tuple[dict[str, Array], Reference]]:
         """Every data set beside the model after the one the test's inputs come from."""
-        built, watchdog = self._context.built, self._context.run.watchdog
-        found = [
-            _data_set_outputs(built, data_set, output_names, watchdog)
-            for data_set in data_sets(first.parent)
-            if data_set != first
-        ]
-        return [pair for pair in found if pair is not None]
+        context = self._context
+        found = []
+        for data_set in data_sets(first.parent):
+            if data_set == first:  # compared with the outputs of the test's own inputs
+                continue
+            expected, defaults = context.run.data_set_outputs(data_set, output_names)
+            if not expected:  # a data set may ship inputs only
+                continue
+            feeds = context.run.data_set_feeds(data_set, context.built)
+            outputs = _run_outputs(context.built, feeds, context.run.watchdog)
+            found.append((outputs, Reference(data_set.name, expected, defaults)))
+        return found
 
     def _inputs(self, feeds: Mapping[str, Array] | None) -> dict[str, Array]:
         return dict(self._context.feeds if feeds is None else feeds)
@@ -329,7 +333,7 @@ class OrtPerf:
         model_reference = None
         more_data_sets: list[tuple[dict[str, Array], Reference]] = []
         if context.data_set is not None and feeds is None:
-            expected, defaults = zoo_expected(context.data_set, list(actual))
+            expected, defaults = context.run.data_set_outputs(context.data_set, list(actual))
             if expected:  # a data set may ship inputs only
                 model_reference = Reference(context.data_set.name, expected, defaults)
             more_data_sets = self._other_data_sets(context.data_set, list(actual))
@@ -351,17 +355,6 @@ class OrtPerf:
         context.run.records.append(accuracy_record(result, context.nodeid))
         context.add_property("ortperf_accuracy_verdict", result.status)
         return result
-
-
-def _data_set_outputs(
-    built: BuiltSession, data_set: Path, output_names: list[str], watchdog: Watchdog
-) -> tuple[dict[str, Array], Reference] | None:
-    """The outputs for a data set's own inputs, with the outputs it ships; None when it ships none."""
-    expected, defaults = zoo_expected(data_set, output_names)
-    if not expected:
-        return None
-    feeds = feeds_from_data_set(data_set, specs_from_session(built.session))
-    return _run_outputs(built, feeds, watchdog), Reference(data_set.name, expected, defaults)
 
 
 def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog) -> dict[str, Array]:

@@ -7,7 +7,7 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,14 @@ from pytest_ortperf.canary import Canary
 from pytest_ortperf.config import OrtperfConfig
 from pytest_ortperf.errors import ProviderUnavailable
 from pytest_ortperf.git_refs import GitRevision
-from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
+from pytest_ortperf.inputs import (
+    Feeds,
+    InputOptions,
+    InputSpec,
+    feeds_from_data_set,
+    load_feeds,
+    specs_from_session,
+)
 from pytest_ortperf.machine import Machine, detect_machine
 from pytest_ortperf.models import ModelResolver, ModelSource, uses_external_data
 from pytest_ortperf.naming import split_check_name
@@ -30,6 +37,7 @@ from pytest_ortperf.probe import ProviderProber
 from pytest_ortperf.profiles import ProfileBook, operator_profile
 from pytest_ortperf.profiling import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.providers import CPU
+from pytest_ortperf.references import zoo_expected
 from pytest_ortperf.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.sessions import BuiltSession, SessionPool
 from pytest_ortperf.settings import SessionSettings
@@ -108,6 +116,8 @@ class OrtperfRun:
         self._revisions: dict[str, GitRevision] = {}
         self._canaries: dict[SessionSettings, Canary] = {}
         self._external: dict[str, bool] = {}
+        self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
+        self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -227,6 +237,22 @@ class OrtperfRun:
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
         """Per-run time by op type and node from a short-lived profiling session (never timed)."""
         return operator_profile(self.pool, built, feeds, runner=self._profiled_run, runs=runs)
+
+    def data_set_outputs(
+        self, data_set: Path, output_names: Sequence[str]
+    ) -> tuple[dict[str, Any], dict[str, float]]:
+        """A model-zoo data set's expected outputs and data.json tolerances, read once per run."""
+        key = (data_set, tuple(output_names))
+        if key not in self._data_sets:
+            self._data_sets[key] = zoo_expected(data_set, output_names)
+        return self._data_sets[key]
+
+    def data_set_feeds(self, data_set: Path, built: BuiltSession) -> Feeds:
+        """A model-zoo data set's inputs for ``built``'s model, read once per run."""
+        key = (data_set, specs_from_session(built.session))
+        if key not in self._data_set_feeds:
+            self._data_set_feeds[key] = feeds_from_data_set(data_set, key[1])
+        return self._data_set_feeds[key]
 
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)

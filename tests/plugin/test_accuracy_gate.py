@@ -121,7 +121,7 @@ def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none").assert_outcomes(passed=1)
 
 
-def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester) -> None:
+def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Inputs come from test_data_set_0; test_data_set_1 is run on its own inputs and compared too."""
     import onnxruntime as ort
 
@@ -153,6 +153,14 @@ def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester) -> N
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["    output 'y' vs test_data_set_1: FAILED on isclose*"])
     result.stdout.no_fnmatch_line("*vs test_data_set_0: FAILED*")
+    # Data sets are read once per run, not once per check and variant.
+    import pytest_ortperf.run
+
+    reads: list[str] = []
+    real = pytest_ortperf.run.zoo_expected
+    monkeypatch.setattr(pytest_ortperf.run, "zoo_expected", lambda path, names: reads.append(path.name) or real(path, names))
+    pytester.runpytest(*options, "--ort-opt-levels=disabled,basic,extended,all").assert_outcomes(failed=4)
+    assert sorted(reads) == ["test_data_set_0", "test_data_set_1"]
 
 
 def test_tolerances_from_marker_option_and_per_output(pytester: pytest.Pytester, suite: Path) -> None:
