@@ -35,7 +35,6 @@ class GitRevision:
     def __init__(self, rev: str, cwd: Path, *, source: str = "--ortperf-ab") -> None:
         self.rev = rev
         self._source = source
-        self._read: dict[Path, RevisionFile] = {}
         if shutil.which("git") is None:
             raise UsageError(f"{source}={rev}: same-job A/B needs git, and no 'git' is on PATH.")
         top = self._git(["rev-parse", "--show-toplevel"], cwd)
@@ -52,12 +51,7 @@ class GitRevision:
         self.commit = commit.stdout.decode().strip()
 
     def model_at(self, path: Path) -> RevisionFile:
-        """The bytes of ``path`` at the revision, or why there are none (read once per path)."""
-        if path not in self._read:
-            self._read[path] = self._model_at(path)
-        return self._read[path]
-
-    def _model_at(self, path: Path) -> RevisionFile:
+        """The bytes of ``path`` at the revision, or why there are none."""
         try:
             relative = path.resolve().relative_to(self.toplevel)
         except ValueError:

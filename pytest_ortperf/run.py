@@ -115,7 +115,7 @@ class OrtperfRun:
         self._watchdog: Watchdog | None = None
         self._revisions: dict[str, GitRevision] = {}
         self._canaries: dict[SessionSettings, Canary] = {}
-        self._external: dict[str, bool] = {}
+        self._revision_references: dict[tuple[str, Path, str], ABReference] = {}
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
 
@@ -193,19 +193,24 @@ class OrtperfRun:
             return ABReference(
                 f"{rev}:{model.label}", None, "the model is not a file, so git has no earlier version"
             )
-        if model.sha256 not in self._external:
-            self._external[model.sha256] = uses_external_data(model.path)
-        if self._external[model.sha256]:
+        key = (rev, model.path, model.sha256)
+        if key not in self._revision_references:  # read and hashed once per run, not once per check
+            self._revision_references[key] = self._reference_at(revision, model, model.path, rev)
+        return self._revision_references[key]
+
+    def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path, rev: str) -> ABReference:
+        """``model``'s file at ``rev`` as an A/B reference, or why there is none."""
+        if uses_external_data(path):
             return ABReference(
                 f"{rev}:{model.label}",
                 None,
                 "the model keeps tensors in external data files, which A/B mode cannot read from a "
                 "revision yet (compare with ort_ab('path/to/reference.onnx') instead)",
             )
-        found = revision.model_at(model.path)
+        found = revision.model_at(path)
         if found.data is None:
             return ABReference(found.label, None, found.reason)
-        source = self.model(found.data, test_dir=test_dir, origin=origin)
+        source = self.model(found.data, test_dir=path.parent, origin=found.label)
         return ABReference(found.label, replace(source, label=found.label))
 
     def reference_choice(self, built: BuiltSession) -> ReferenceChoice:

@@ -321,3 +321,22 @@ def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester
     plain = pytester.runpytest("--ortperf-latency-threshold=50%", *QUICK)
     plain.assert_outcomes(passed=1)
     plain.stdout.re_match_lines([r"test_ab\.py::test_model +cpu-all +stored +\S+ ms +\S+ ms +[-+]\d"])
+
+
+def test_the_reference_at_a_revision_is_read_once_per_run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ortperf.git_refs import GitRevision
+
+    commit_model(pytester, **FAST)
+    save(pytester, "model.onnx", **SLOW)
+    pytester.makepyfile(
+        test_ab=TEST_FILE.format(model="model.onnx") + "\ndef test_again(ort_perf):\n    ort_perf.check()\n"
+    )
+    reads: list[Path] = []
+    real = GitRevision.model_at
+    monkeypatch.setattr(GitRevision, "model_at", lambda self, path: reads.append(path) or real(self, path))
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ort-opt-levels=disabled,all", *QUICK)
+    result.assert_outcomes(failed=4)  # four times the layers, and outputs that differ
+    result.stdout.fnmatch_lines(["latency regression in test_again[[]cpu-all[]] against HEAD:model.onnx*"])
+    assert len(reads) == 1, "one git read for the four checks of the same model"
