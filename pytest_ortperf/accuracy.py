@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import numpy.typing as npt
@@ -131,16 +131,20 @@ def parse_tolerance_key(key: str, *, source: str) -> tuple[str, str, str]:
         return "", "", metric
     scope, colon, value = selector.partition(":")
     if not colon or scope not in SCOPES:
-        return ("output", selector, metric) if selector else _bad_key(where, "an empty output name")
+        if not selector:
+            _bad_key(where, "an empty output name")
+        return "output", selector, metric
+    return scope, parse_selector(scope, value, where=where), metric
+
+
+def parse_selector(scope: str, value: str, *, where: str) -> str:
+    """What a ``dtype:``/``variant:``/``output:`` tolerance applies to, checked; variants as ids spell
+    them (``cuda``, ``cuda-all``)."""
     if not value:
-        return _bad_key(where, f"an empty {scope}")
-    if scope == "dtype":
-        if value not in SELECTOR_DTYPES:
-            return _bad_key(where, f"unknown dtype {value!r}; use {', '.join(SELECTOR_DTYPES)}")
-        return scope, value, metric
-    if scope == "variant":
-        return scope, _variant_selector(value, where=where), metric
-    return scope, value, metric
+        _bad_key(where, f"an empty {scope}")
+    if scope == "dtype" and value not in SELECTOR_DTYPES:
+        _bad_key(where, f"unknown dtype {value!r}; use {', '.join(SELECTOR_DTYPES)}")
+    return _variant_selector(value, where=where) if scope == "variant" else value
 
 
 def _variant_selector(text: str, *, where: str) -> str:
@@ -154,7 +158,7 @@ def _variant_selector(text: str, *, where: str) -> str:
     return f"{resolve_provider(provider, source=where).short}-{parse_opt_level(level, source=where).value}"
 
 
-def _bad_key(where: str, why: str) -> tuple[str, str, str]:
+def _bad_key(where: str, why: str) -> NoReturn:
     raise UsageError(f"{where}: {why}.")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.ab import AB_SETTINGS
-from pytest_ortperf.accuracy import ToleranceSpec, parse_tolerance_key, parse_tolerance_values
+from pytest_ortperf.accuracy import ToleranceSpec, parse_selector, parse_tolerance_key, parse_tolerance_values
 from pytest_ortperf.checks import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.compare import parse_threshold
 from pytest_ortperf.errors import UsageError
@@ -299,9 +299,8 @@ def _marker_scope(values: Any, *, scope: str, origin: str) -> dict[str, dict[str
     parsed: dict[str, dict[str, float]] = {}
     for name, metrics in values.items():
         where = f"{origin} {scope}[{name!r}]"
-        selector = str(name) if scope == "outputs" else None
-        if selector is None:  # dtypes and variants are checked like the option's dtype:/variant: keys
-            selector = parse_tolerance_key(f"{prefix}:{name}.atol", source=where)[1]
+        # dtypes and variants are checked like the option's dtype:/variant: keys
+        selector = str(name) if scope == "outputs" else parse_selector(prefix, str(name), where=where)
         parsed[selector] = parse_tolerance_values(metrics, source=where)
     return parsed
 

@@ -602,7 +602,7 @@ def test_marker_dtypes_and_variants_are_checked_like_the_option() -> None:
     _, spec = thresholds_for(CheckPolicy(), ToleranceSpec(), [marker], origin="m")
     assert spec.dtypes == {"float16": {"atol": 0.01}}
     assert spec.variants == {"cuda": {"rtol": 0.001}}
-    with pytest.raises(UsageError, match=r"m dtypes\['bf8'\]: key 'dtype:bf8.atol': unknown dtype 'bf8'"):
+    with pytest.raises(UsageError, match=r"m dtypes\['bf8'\]: unknown dtype 'bf8'; use float16"):
         thresholds_for(CheckPolicy(), ToleranceSpec(), [((), {"dtypes": {"bf8": {"atol": 1}}})], origin="m")
     with pytest.raises(UsageError, match=r"m: variants must map variants or providers to tolerances"):
         thresholds_for(CheckPolicy(), ToleranceSpec(), [((), {"variants": {"cuda": 1e-3}})], origin="m")
