@@ -1,6 +1,6 @@
 """How much does pytest-ortperf's measurement harness add to the latency it reports?
 
-Question: does the plugin's reported median (``pytest_ortperf.measure.measure``
+Question: does the plugin's reported median (``pytest_ortperf.latency.measure.measure``
 with the settings ``check_latency`` uses) equal what a bare
 ``perf_counter_ns`` loop around ``session.run`` sees on the same session, and
 how does pytest-benchmark's figure for the same work compare?
@@ -70,18 +70,18 @@ import onnx
 from onnx import TensorProto, helper
 
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes
-from pytest_ortperf.canary import Canary
-from pytest_ortperf.inputs import Feeds, InputOptions, load_feeds, specs_from_session
-from pytest_ortperf.machine import cpu_model, usable_cores
-from pytest_ortperf.measure import CANARY_SHARE, MeasureSettings, measure
-from pytest_ortperf.models import ModelResolver, ModelSource
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.runtime import import_onnxruntime, runtime_info
-from pytest_ortperf.sessions import BuiltSession, SessionPool
-from pytest_ortperf.settings import SessionSettings
-from pytest_ortperf.variants import OptLevel, Variant
-from pytest_ortperf.watchdog import Watchdog
+from pytest_ortperf.latency.canary import Canary
+from pytest_ortperf.latency.measure import CANARY_SHARE, MeasureSettings, measure
+from pytest_ortperf.ort.inputs import Feeds, InputOptions, load_feeds, specs_from_session
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
+from pytest_ortperf.ort.variants import OptLevel, Variant
+from pytest_ortperf.ort.watchdog import Watchdog
+from pytest_ortperf.store.machine import cpu_model, usable_cores
 
 RESNET50 = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_resnet50.onnx"
 BARE_WARMUP_RUNS = 5
@@ -200,14 +200,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ortperf.inputs import InputOptions, load_feeds, specs_from_session
-from pytest_ortperf.models import ModelResolver
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.runtime import import_onnxruntime, runtime_info
-from pytest_ortperf.sessions import SessionPool
-from pytest_ortperf.settings import SessionSettings
-from pytest_ortperf.variants import OptLevel, Variant
+from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session
+from pytest_ortperf.ort.models import ModelResolver
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info
+from pytest_ortperf.ort.sessions import SessionPool
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.variants import OptLevel, Variant
 
 MODELS = json.loads(os.environ["HO_MODELS"])
 REPS = int(os.environ["HO_REPS"])

@@ -30,13 +30,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from pytest_ortperf.canary import Canary  # noqa: E402
-from pytest_ortperf.measure import time_runs  # noqa: E402
-from pytest_ortperf.providers import resolve_provider  # noqa: E402
-from pytest_ortperf.runtime import import_onnxruntime  # noqa: E402
-from pytest_ortperf.sessions import session_options  # noqa: E402
-from pytest_ortperf.settings import SessionSettings  # noqa: E402
-from pytest_ortperf.variants import OptLevel, Variant  # noqa: E402
+from pytest_ortperf.latency.canary import Canary  # noqa: E402
+from pytest_ortperf.latency.measure import time_runs  # noqa: E402
+from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
+from pytest_ortperf.ort.runtime import import_onnxruntime  # noqa: E402
+from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
+from pytest_ortperf.ort.sessions import session_options  # noqa: E402
+from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
 from tests.models import mlp_model  # noqa: E402
 
 LAYERS = (20, 21, 22, 24)

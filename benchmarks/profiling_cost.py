@@ -26,18 +26,18 @@ from typing import Any
 
 import onnx
 
-from pytest_ortperf.inputs import InputOptions, load_feeds, specs_from_session
-from pytest_ortperf.machine import cpu_model, usable_cores
-from pytest_ortperf.measure import MeasureSettings, measure
-from pytest_ortperf.models import ModelResolver
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.profiles import operator_profile
-from pytest_ortperf.profiling import EmulatedRunProfiler, prepare_directory
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.runtime import import_onnxruntime, runtime_info
-from pytest_ortperf.sessions import BuiltSession, SessionPool
-from pytest_ortperf.settings import SessionSettings
-from pytest_ortperf.variants import OptLevel, Variant
+from pytest_ortperf.latency.measure import MeasureSettings, measure
+from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session
+from pytest_ortperf.ort.models import ModelResolver
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
+from pytest_ortperf.ort.variants import OptLevel, Variant
+from pytest_ortperf.profiling.book import operator_profile
+from pytest_ortperf.profiling.run_profilers import EmulatedRunProfiler, prepare_directory
+from pytest_ortperf.store.machine import cpu_model, usable_cores
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = {"squeezenet": LIGHT / "light_squeezenet.onnx", "resnet50": LIGHT / "light_resnet50.onnx"}

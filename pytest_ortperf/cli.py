@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_ortperf import __version__
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.providers import KNOWN_PROVIDERS, parse_providers, resolve_provider
-from pytest_ortperf.runtime import installed_distributions
+from pytest_ortperf.ort.providers import KNOWN_PROVIDERS, parse_providers, resolve_provider
+from pytest_ortperf.ort.runtime import installed_distributions
+from pytest_ortperf.version import __version__
 
 
 def _version_text() -> str:
@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 def _profile(trace: str, top: int, as_json: bool, provider: str | None) -> int:
     import json
 
-    from pytest_ortperf.trace import load_trace, summarize, summary_lines
+    from pytest_ortperf.profiling.trace import load_trace, summarize, summary_lines
 
     requested = resolve_provider(provider, source="--provider").name if provider else None
     summary = summarize(load_trace(Path(trace)), requested_provider=requested)
@@ -92,7 +92,7 @@ def _update(pytest_args: Sequence[str]) -> int:
 
 
 def _show(directory: str | None, as_json: bool) -> int:
-    from pytest_ortperf.showing import configured_baseline_dir, show_baselines
+    from pytest_ortperf.reports.show import configured_baseline_dir, show_baselines
 
     where = Path(directory) if directory is not None else configured_baseline_dir(Path.cwd())
     lines, problems = show_baselines(where, as_json=as_json)
@@ -104,8 +104,8 @@ def _show(directory: str | None, as_json: bool) -> int:
 
 
 def _providers(names: str | None) -> int:
-    from pytest_ortperf.probe import ProviderProber
-    from pytest_ortperf.runtime import runtime_info
+    from pytest_ortperf.ort.probe import ProviderProber
+    from pytest_ortperf.ort.runtime import runtime_info
 
     info = runtime_info()
     print(f"onnxruntime: {info.describe()}")

@@ -29,13 +29,13 @@ from typing import Any
 import onnxruntime
 
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.inputs import InputOptions, resolve_shape, specs_from_session, synthesize
-from pytest_ortperf.models import ModelResolver, ModelSource
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.sessions import SessionPool
-from pytest_ortperf.settings import SessionSettings
-from pytest_ortperf.variants import Variant, parse_opt_level
+from pytest_ortperf.ort.inputs import InputOptions, resolve_shape, specs_from_session, synthesize
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import SessionPool
+from pytest_ortperf.ort.variants import Variant, parse_opt_level
 
 MAX_FEED_ELEMENTS = 1_000_000
 

@@ -75,14 +75,18 @@ from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_ortperf import cli
-from pytest_ortperf.accuracy import (
-    ToleranceSpec,
-    parse_tolerance_values,
-)
-from pytest_ortperf.baselines import KIND, SCHEMA, BaselineStore, parse, render
-from pytest_ortperf.checks import CheckPolicy
-from pytest_ortperf.compare import judge, parse_threshold
-from pytest_ortperf.config import (
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec, parse_tolerance_values
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.errors import BaselineError, InputsError, OrtperfError, SessionBuildError, UsageError
+from pytest_ortperf.latency.decision import judge, parse_threshold
+from pytest_ortperf.ort.inputs import InputOptions, InputSpec, load_feeds, specs_from_session
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import parse_providers, resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
+from pytest_ortperf.ort.sessions import SessionPool, session_options
+from pytest_ortperf.ort.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels
+from pytest_ortperf.plugin.config import (
     OPTIONS,
     build_config,
     input_options,
@@ -92,19 +96,19 @@ from pytest_ortperf.config import (
     settings_for,
     thresholds_for,
 )
-from pytest_ortperf.errors import BaselineError, InputsError, OrtperfError, SessionBuildError, UsageError
-from pytest_ortperf.inputs import InputOptions, InputSpec, load_feeds, specs_from_session
-from pytest_ortperf.machine import validate_name
-from pytest_ortperf.models import ModelResolver, ModelSource
-from pytest_ortperf.opdiff import explain
-from pytest_ortperf.options import parse_dims, parse_int_range, parse_seconds, parse_seed
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.providers import parse_providers, resolve_provider
-from pytest_ortperf.references import AccuracyRecord, load_npz, zoo_expected
-from pytest_ortperf.sessions import SessionPool, session_options
-from pytest_ortperf.settings import SessionSettings, parse_assignments
-from pytest_ortperf.trace import TraceError, model_runs, parse_trace, slice_run, summarize, summary_lines
-from pytest_ortperf.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels
+from pytest_ortperf.plugin.options import parse_dims, parse_int_range, parse_seconds, parse_seed
+from pytest_ortperf.profiling.operators import explain
+from pytest_ortperf.profiling.trace import (
+    TraceError,
+    model_runs,
+    parse_trace,
+    slice_run,
+    summarize,
+    summary_lines,
+)
+from pytest_ortperf.store.baselines import KIND, SCHEMA, BaselineStore, parse, render
+from pytest_ortperf.store.machine import validate_name
+from pytest_ortperf.store.outputs import AccuracyRecord, load_npz, zoo_expected
 from tests.fuzz._support import COUNTS, DEFAULT_PROFILE, LONG_PROFILE, profile_name
 from tests.models import mlp_model
 

@@ -326,7 +326,7 @@ def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester
 def test_the_reference_at_a_revision_is_read_once_per_run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.git_refs import GitRevision
+    from pytest_ortperf.ort.git_models import GitRevision
 
     commit_model(pytester, **FAST)
     save(pytester, "model.onnx", **SLOW)

@@ -7,13 +7,13 @@ import math
 
 import pytest
 
-from pytest_ortperf.benchmark_bridge import publish
+from pytest_ortperf.plugin.benchmark import publish
 
 # Inner tests publish hand-made numbers; nothing here runs a model or ortperf's check flow.
 # Round medians in ms (min 1, max 4, median 2.5, mean 2.5) over 4 rounds x 10 runs.
 _INNER = """
 import pytest
-from pytest_ortperf.benchmark_bridge import publish
+from pytest_ortperf.plugin.benchmark import publish
 
 EXTRA = {"variant": "cpu-all", "machine": "ci-box", "verdict": "ok",
          "baseline_median_ms": 2.4, "change": "+4.2% [+1.0%, +7.5%]"}
@@ -131,7 +131,7 @@ def test_params_and_repeated_checks_in_one_test(pytester: pytest.Pytester) -> No
     pytester.makepyfile(
         test_params="""
         import pytest
-        from pytest_ortperf.benchmark_bridge import publish
+        from pytest_ortperf.plugin.benchmark import publish
 
         @pytest.mark.parametrize("variant", ["cpu-basic"])
         def test_model(request, variant):
@@ -164,7 +164,7 @@ def test_unknown_pytest_benchmark_shape_is_skipped_quietly(pytester: pytest.Pyte
         import warnings
 
         import pytest_benchmark.stats
-        from pytest_ortperf.benchmark_bridge import publish, unusable_reason
+        from pytest_ortperf.plugin.benchmark import publish, unusable_reason
 
         class Changed:
             def __init__(self, fixture, iterations):  # no 'options' any more

@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from pytest_ortperf.measure import MeasureSettings
+from pytest_ortperf.latency.measure import MeasureSettings
 from tests.models import mlp_model
 from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE
 

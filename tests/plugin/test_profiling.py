@@ -369,7 +369,7 @@ def test_parallel_execution_mode_traces_hold_their_nodes(pytester: pytest.Pytest
 def test_unmarked_tests_build_no_profiling_session(
     pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.sessions import SessionPool
+    from pytest_ortperf.ort.sessions import SessionPool
 
     builds: list[str] = []
     real = SessionPool.build_profiling
@@ -409,7 +409,7 @@ def test_unmarked_tests_build_no_profiling_session(
 def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
     pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.run import OrtperfRun
+    from pytest_ortperf.plugin.state import OrtperfRun
 
     profiled: list[str] = []
     real = OrtperfRun.op_profile
@@ -497,7 +497,7 @@ def test_native_run_profiling_is_used_when_ort_exposes_it(
     each run writes its own file through ORT, renamed to run-<k>.json; no profiling session."""
     import onnxruntime as ort
 
-    from pytest_ortperf.sessions import SessionPool
+    from pytest_ortperf.ort.sessions import SessionPool
 
     class RunOptions(ort.RunOptions):  # type: ignore[misc]
         enable_profiling = False

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.runtime import runtime_info
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.runtime import runtime_info
 
 TEST_FILE = """
 import pytest
@@ -75,7 +75,7 @@ def test_fallback_printed_by_onnxruntime_is_never_accepted(
         """
         import pytest
         from pytest_ortperf.plugin import RUN_KEY
-        from pytest_ortperf.probe import ProbeResult
+        from pytest_ortperf.ort.probe import ProbeResult
 
         @pytest.hookimpl(trylast=True)
         def pytest_configure(config):

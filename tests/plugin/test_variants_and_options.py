@@ -96,8 +96,8 @@ def test_user_parametrization_of_the_variant_is_respected(pytester: pytest.Pytes
     pytester.makepyfile(
         """
         import pytest
-        from pytest_ortperf.providers import resolve_provider
-        from pytest_ortperf.variants import OptLevel, Variant
+        from pytest_ortperf.ort.providers import resolve_provider
+        from pytest_ortperf.ort.variants import OptLevel, Variant
 
         ONLY = Variant(resolve_provider("cpu", source="test"), OptLevel.BASIC)
 

@@ -12,7 +12,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_ortperf.ab import (
+from pytest_ortperf.checks.latency import ab_without_reference, check_ab
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict, decide, judge
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.paired import (
     AB_STATISTIC,
     PairedRounds,
     judge_pair,
@@ -21,12 +25,10 @@ from pytest_ortperf.ab import (
     plan_pair,
     sign_test_rank,
 )
-from pytest_ortperf.checks import CheckKey, CheckPolicy, ab_without_reference, check_ab
-from pytest_ortperf.ci_reports import latency_record, markdown
-from pytest_ortperf.compare import Comparison, RatioEstimate, Verdict, decide, judge
-from pytest_ortperf.measure import MeasureSettings
-from pytest_ortperf.report import latency_rows
-from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.reports.ci_files import latency_record, markdown
+from pytest_ortperf.reports.terminal import latency_rows
+from pytest_ortperf.store.keys import CheckKey
 
 TEST = "test_resnet[cpu-all]"
 KEY = CheckKey(

@@ -8,14 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ortperf.accuracy import (
+from pytest_ortperf.accuracy.metrics import compare_output, compare_outputs
+from pytest_ortperf.accuracy.tolerances import (
     DTYPE_TOLERANCES,
     EXACT,
     PROVIDER_TOLERANCES,
     Tolerance,
     ToleranceSpec,
-    compare_output,
-    compare_outputs,
     parse_tolerance_values,
 )
 from pytest_ortperf.errors import UsageError
@@ -505,7 +504,7 @@ def test_merged_merges_every_scope() -> None:
 
 
 def test_tolerance_lines_parse_every_scope() -> None:
-    from pytest_ortperf.config import parse_tolerance_lines
+    from pytest_ortperf.plugin.config import parse_tolerance_lines
 
     spec = parse_tolerance_lines(
         [
@@ -562,7 +561,7 @@ def test_tolerance_lines_parse_every_scope() -> None:
     ],
 )
 def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str) -> None:
-    from pytest_ortperf.config import parse_tolerance_lines
+    from pytest_ortperf.plugin.config import parse_tolerance_lines
 
     with pytest.raises(UsageError) as info:
         parse_tolerance_lines([line], source="--ortperf-tolerance")
@@ -573,8 +572,8 @@ def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str)
 
 
 def test_marker_tolerances_reach_every_output_and_the_closest_marker_wins() -> None:
-    from pytest_ortperf.checks import CheckPolicy
-    from pytest_ortperf.config import thresholds_for
+    from pytest_ortperf.checks.policy import CheckPolicy
+    from pytest_ortperf.plugin.config import thresholds_for
 
     base = ToleranceSpec({"atol": 0.5}, {"y": {"rtol": 0.5}})
     farthest: tuple[tuple[Any, ...], dict[str, Any]] = (
@@ -592,8 +591,8 @@ def test_marker_tolerances_reach_every_output_and_the_closest_marker_wins() -> N
 
 
 def test_marker_dtypes_and_variants_are_checked_like_the_option() -> None:
-    from pytest_ortperf.checks import CheckPolicy
-    from pytest_ortperf.config import thresholds_for
+    from pytest_ortperf.checks.policy import CheckPolicy
+    from pytest_ortperf.plugin.config import thresholds_for
 
     marker = (
         (),

@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ortperf.accuracy import ToleranceSpec
-from pytest_ortperf.accuracy_check import AccuracyResult, Reference, check_accuracy, outputs_file
-from pytest_ortperf.baselines import BaselineEntry, BaselineError, BaselineStore
-from pytest_ortperf.checks import CheckKey, CheckPolicy, Missing, check_latency
-from pytest_ortperf.references import AccuracyRecord, for_storage, load_npz, npz_bytes
-from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, outputs_file
+from pytest_ortperf.checks.latency import check_latency
+from pytest_ortperf.checks.policy import CheckPolicy, Missing
+from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore
+from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.outputs import AccuracyRecord, for_storage, load_npz, npz_bytes
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
@@ -698,7 +700,7 @@ def test_distinct_tests_get_distinct_outputs_files(first: str, second: str) -> N
 
 
 def test_outputs_file_from_another_version_is_detected(recorded: Path) -> None:
-    from pytest_ortperf.references import npz_bytes
+    from pytest_ortperf.store.outputs import npz_bytes
 
     npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
     npz.write_bytes(npz_bytes({name: np.asarray(a) + 1 for name, a in OUT.items()}))
@@ -710,7 +712,7 @@ def test_outputs_file_from_another_version_is_detected(recorded: Path) -> None:
 
 def test_an_update_rerecords_outputs_out_of_step_with_their_entry(recorded: Path) -> None:
     """What the check above asks for works: the update records afresh, and the check passes."""
-    from pytest_ortperf.references import npz_bytes
+    from pytest_ortperf.store.outputs import npz_bytes
 
     npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
     npz.write_bytes(npz_bytes(OUT))  # outputs equal to the actual ones, but not what the entry names

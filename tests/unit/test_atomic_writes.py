@@ -75,10 +75,10 @@ from typing import Any, BinaryIO
 import numpy as np
 import pytest
 
-from pytest_ortperf.baselines import BaselineEntry, BaselineStore, Entries, parse, render
-from pytest_ortperf.references import load_npz, npz_bytes
-from pytest_ortperf.showing import baseline_rows
-from pytest_ortperf.stats import LatencyStats
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.reports.show import baseline_rows
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Entries, parse, render
+from pytest_ortperf.store.outputs import load_npz, npz_bytes
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(socket, "send_fds"), reason="needs fork, SIGKILL and fd passing"
@@ -138,7 +138,7 @@ def _say(line: str) -> None:
 
 def _server_main(root_arg: str, socket_fd: str) -> None:  # pragma: no cover - runs in the fork server
     """Import and prepare once, then fork one writer per byte received; each gets a fresh pipe as stdout."""
-    from pytest_ortperf import baselines
+    from pytest_ortperf.store import baselines
 
     root = Path(root_arg)
     built = {which: contents(which) for which in ("old", "new")}

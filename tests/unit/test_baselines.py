@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.baselines import (
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.store.baselines import (
     KIND,
     SCHEMA,
     BaselineEntry,
@@ -21,7 +22,6 @@ from pytest_ortperf.baselines import (
     render,
     write_atomically,
 )
-from pytest_ortperf.stats import LatencyStats
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
@@ -448,7 +448,7 @@ def test_write_removes_only_stale_temporaries_of_its_own_files(tmp_path: Path) -
     import os
     import time
 
-    from pytest_ortperf.baselines import BaselineStore, remove_stale_temporaries
+    from pytest_ortperf.store.baselines import BaselineStore, remove_stale_temporaries
 
     target = tmp_path / "t.py.json"
     old = tmp_path / ".t.py.json.abc123.tmp"
@@ -526,8 +526,8 @@ def test_write_turns_an_unrenderable_value_into_an_error_naming_the_file(tmp_pat
 def test_pruning_deletes_the_outputs_only_after_the_json_no_longer_names_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf import baselines
-    from pytest_ortperf.references import AccuracyRecord
+    from pytest_ortperf.store import baselines
+    from pytest_ortperf.store.outputs import AccuracyRecord
 
     outputs = tmp_path / "outputs.npz"
     outputs.write_bytes(b"arrays")

@@ -16,28 +16,30 @@ import numpy as np
 import onnx
 import pytest
 
-from pytest_ortperf.baselines import BaselineEntry, BaselineStore, parse, render
-from pytest_ortperf.canary import BATCH, LAYERS, WIDTH, Canary, canary_model
-from pytest_ortperf.checks import (
-    CheckKey,
-    CheckPolicy,
-    check_latency,
-    decision_cv,
-    fastest_share,
-    stored_comparison,
-)
-from pytest_ortperf.compare import Verdict, judge
-from pytest_ortperf.config import OrtperfConfig, build_config
+from pytest_ortperf.checks.latency import check_latency, decision_cv, fastest_share, stored_comparison
+from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.inputs import InputOptions
-from pytest_ortperf.measure import CANARY_SHARE, MIN_CANARY_RUNS, MeasureSettings, Plan, measure, plan_rounds
-from pytest_ortperf.models import ModelSource
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.run import OrtperfRun
-from pytest_ortperf.sessions import BuiltSession
-from pytest_ortperf.settings import SessionSettings
-from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
-from pytest_ortperf.variants import OptLevel, Variant
+from pytest_ortperf.latency.canary import BATCH, LAYERS, WIDTH, Canary, canary_model
+from pytest_ortperf.latency.decision import Verdict, judge
+from pytest_ortperf.latency.measure import (
+    CANARY_SHARE,
+    MIN_CANARY_RUNS,
+    MeasureSettings,
+    Plan,
+    measure,
+    plan_rounds,
+)
+from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.ort.inputs import InputOptions
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.variants import OptLevel, Variant
+from pytest_ortperf.plugin.config import OrtperfConfig, build_config
+from pytest_ortperf.plugin.state import OrtperfRun
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, parse, render
+from pytest_ortperf.store.keys import CheckKey
 from tests.unit.test_config import FakeConfig
 from tests.unit.test_stats import STATS_KEYS
 

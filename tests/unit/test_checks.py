@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ortperf.baselines import BaselineEntry, BaselineError, BaselineStore, render
-from pytest_ortperf.checks import CheckKey, CheckPolicy, LatencyResult, Missing, check_latency
-from pytest_ortperf.compare import Verdict
-from pytest_ortperf.measure import MeasureSettings
-from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.checks.latency import LatencyResult, check_latency
+from pytest_ortperf.checks.policy import CheckPolicy, Missing
+from pytest_ortperf.latency.decision import Verdict
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, render
+from pytest_ortperf.store.keys import CheckKey
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"

@@ -9,14 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from pytest_ortperf.compare import (
-    RatioEstimate,
-    Verdict,
-    judge,
-    parse_threshold,
-    ratio_interval,
-)
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.latency.decision import RatioEstimate, Verdict, judge, parse_threshold, ratio_interval
 
 SRC = "--ortperf-threshold"
 

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.config import (
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.ort.inputs import InputOptions
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.plugin.config import (
     MODEL_MARKER_KWARGS,
     OrtperfConfig,
     build_config,
@@ -15,10 +18,7 @@ from pytest_ortperf.config import (
     model_marker_spec,
     settings_for,
 )
-from pytest_ortperf.errors import UsageError
-from pytest_ortperf.inputs import InputOptions
-from pytest_ortperf.options import OPTIONS
-from pytest_ortperf.settings import SessionSettings
+from pytest_ortperf.plugin.options import OPTIONS
 
 ORIGIN = "ort_model marker of tests/test_m.py::test_a"
 
@@ -261,10 +261,10 @@ class _RecordingParser:
 
 def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
     """The benchmarks measure CheckPolicy() and MeasureSettings(); a run with no options must use them."""
-    from pytest_ortperf.ab import AB_SETTINGS
-    from pytest_ortperf.checks import CheckPolicy
-    from pytest_ortperf.measure import MeasureSettings
-    from pytest_ortperf.options import register
+    from pytest_ortperf.checks.policy import CheckPolicy
+    from pytest_ortperf.latency.measure import MeasureSettings
+    from pytest_ortperf.latency.paired import AB_SETTINGS
+    from pytest_ortperf.plugin.options import register
 
     parser = _RecordingParser()
     register(parser)

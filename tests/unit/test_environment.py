@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 from pytest_ortperf import __version__
-from pytest_ortperf.baselines import BaselineEntry, parse, render
-from pytest_ortperf.environment import describe_inputs, environment, feeds_digest, what_changed
-from pytest_ortperf.machine import Machine
-from pytest_ortperf.models import ModelSource
-from pytest_ortperf.providers import resolve_provider
-from pytest_ortperf.runtime import RuntimeInfo
-from pytest_ortperf.sessions import BuiltSession
-from pytest_ortperf.settings import SessionSettings
-from pytest_ortperf.stats import LatencyStats
-from pytest_ortperf.variants import OptLevel, Variant
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.runtime import RuntimeInfo
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.variants import OptLevel, Variant
+from pytest_ortperf.store.baselines import BaselineEntry, parse, render
+from pytest_ortperf.store.environment import describe_inputs, environment, feeds_digest, what_changed
+from pytest_ortperf.store.machine import Machine
 
 
 def feeds() -> dict[str, np.ndarray[Any, Any]]:

@@ -9,12 +9,12 @@ from typing import Any
 import onnx
 import pytest
 
-from pytest_ortperf.accuracy import ToleranceSpec
-from pytest_ortperf.checks import CheckPolicy
-from pytest_ortperf.config import ab_marker, build_config, thresholds_for
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.git_refs import LFS_POINTER, GitRevision
-from pytest_ortperf.options import OPTIONS
+from pytest_ortperf.ort.git_models import LFS_POINTER, GitRevision
+from pytest_ortperf.plugin.config import ab_marker, build_config, thresholds_for
+from pytest_ortperf.plugin.options import OPTIONS
 from tests.models import mlp_model
 from tests.unit.test_config import FakeConfig
 
@@ -168,7 +168,7 @@ def test_a_directory_outside_any_work_tree_is_a_usage_error(tmp_path: Path) -> N
 
 
 def test_no_git_on_path_is_a_usage_error(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_ortperf.git_refs.shutil.which", lambda name: None)
+    monkeypatch.setattr("pytest_ortperf.ort.git_models.shutil.which", lambda name: None)
     with pytest.raises(
         UsageError, match=r"^--ortperf-ab=HEAD: same-job A/B needs git, and no 'git' is on PATH"
     ):
@@ -179,7 +179,7 @@ def test_git_that_cannot_run_is_a_usage_error(repo: Path, monkeypatch: pytest.Mo
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied", "git")
 
-    monkeypatch.setattr("pytest_ortperf.git_refs.subprocess.run", broken)
+    monkeypatch.setattr("pytest_ortperf.ort.git_models.subprocess.run", broken)
     with pytest.raises(UsageError, match=r"^--ortperf-ab=HEAD: running git failed \(.*Permission denied"):
         GitRevision("HEAD", repo)
 

@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, numpy_helper
 
 from pytest_ortperf.errors import InputsError
-from pytest_ortperf.inputs import (
+from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
     InputSpec,
@@ -26,7 +26,7 @@ from pytest_ortperf.inputs import (
     specs_from_session,
     synthesize,
 )
-from pytest_ortperf.models import ModelSource
+from pytest_ortperf.ort.models import ModelSource
 
 ModelFactory = Callable[[Sequence[tuple[str, int, Sequence[Any]]]], onnx.ModelProto]
 

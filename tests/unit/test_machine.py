@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ortperf import machine as machine_module
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.machine import MACHINE_ENV, Machine, cpu_model, detect_machine, slug, validate_name
+from pytest_ortperf.store import machine as machine_module
+from pytest_ortperf.store.machine import MACHINE_ENV, Machine, cpu_model, detect_machine, slug, validate_name
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from pytest_ortperf.measure import MeasureSettings, Plan, measure, plan_rounds, warm_up
-from pytest_ortperf.stats import NS_PER_MS
+from pytest_ortperf.latency.measure import MeasureSettings, Plan, measure, plan_rounds, warm_up
+from pytest_ortperf.latency.stats import NS_PER_MS
 
 
 class FakeTimer:

@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
 
 ORIGIN = "ort_model marker of tests/test_x.py::test_a"
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_ortperf.opdiff import OpProfile, explain, op_profile
-from pytest_ortperf.trace import OpTime, ProfileSummary
+from pytest_ortperf.profiling.operators import OpProfile, explain, op_profile
+from pytest_ortperf.profiling.trace import OpTime, ProfileSummary
 
 
 def _summary(runs: int, nodes: list[tuple[str, str, str, int]]) -> ProfileSummary:
@@ -60,7 +60,7 @@ def test_identical_profiles_explain_nothing() -> None:
 
 
 def test_noise_beside_the_real_growth_is_not_listed() -> None:
-    from pytest_ortperf.opdiff import OpProfile, explain
+    from pytest_ortperf.profiling.operators import OpProfile, explain
 
     before = OpProfile(runs=5, ops={"MatMul": (100.0, 8), "Relu": (10.0, 1)}, nodes={})
     after = OpProfile(runs=5, ops={"MatMul": (900.0, 32), "Relu": (13.0, 1)}, nodes={})

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.options import OPTIONS, parse_dims, parse_int_range, parse_seed, register
+from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, parse_seed, register
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from pytest_ortperf.placement import RECORD_PLACEMENT_KEY, NodePlacement, Placement, placement_of
+from pytest_ortperf.ort.placement import RECORD_PLACEMENT_KEY, NodePlacement, Placement, placement_of
 
 CPU = "CPUExecutionProvider"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import onnx
 
-from pytest_ortperf import probe
-from pytest_ortperf.probe import (
+from pytest_ortperf.ort import probe
+from pytest_ortperf.ort.probe import (
     PROBE_TIMEOUT_S,
     ProbeResult,
     ProviderProber,
@@ -20,7 +20,7 @@ from pytest_ortperf.probe import (
     interpret_child,
     probe_model_bytes,
 )
-from pytest_ortperf.providers import CPU, CUDA, TENSORRT, resolve_provider
+from pytest_ortperf.ort.providers import CPU, CUDA, TENSORRT, resolve_provider
 
 # Captured on a CPU-only machine with onnxruntime-gpu 1.31.1:
 #   python -c "import onnxruntime as ort; ort.InferenceSession(SQUEEZENET, providers=[EP])"

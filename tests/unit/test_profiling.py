@@ -9,14 +9,14 @@ from types import SimpleNamespace
 import onnxruntime as ort
 import pytest
 
-from pytest_ortperf.profiling import (
+from pytest_ortperf.profiling.run_profilers import (
     ProfileDirError,
     RunWindow,
     match_run,
     native_run_profiling,
     prepare_directory,
 )
-from pytest_ortperf.trace import TraceEvent
+from pytest_ortperf.profiling.trace import TraceEvent
 
 
 class _PropertyRunOptions:
@@ -92,7 +92,7 @@ class _FakeSession:
 
 @pytest.mark.parametrize("run_options", [_PropertyRunOptions, _MethodRunOptions])
 def test_native_backend_writes_one_file_per_run(tmp_path: Path, run_options: type) -> None:
-    from pytest_ortperf.profiling import NativeRunProfiler
+    from pytest_ortperf.profiling.run_profilers import NativeRunProfiler
 
     shape = native_run_profiling(SimpleNamespace(RunOptions=run_options))
     assert shape is not None
@@ -109,7 +109,7 @@ def test_native_backend_writes_one_file_per_run(tmp_path: Path, run_options: typ
 
 def test_native_backend_refuses_a_run_that_wrote_no_file(tmp_path: Path) -> None:
     from pytest_ortperf.errors import OrtperfError
-    from pytest_ortperf.profiling import NativeRunProfiler
+    from pytest_ortperf.profiling.run_profilers import NativeRunProfiler
 
     class Silent(_FakeSession):
         def run(self, names: object, feeds: object, options: object = None) -> list[int]:
@@ -164,7 +164,7 @@ def test_concurrent_profiled_and_unprofiled_runs_on_one_profiling_session(tmp_pa
     same profiling session at once, two routed to their own folders, two to none."""
     import threading
 
-    from pytest_ortperf.profiling import EmulatedRunProfiler
+    from pytest_ortperf.profiling.run_profilers import EmulatedRunProfiler
 
     (tmp_path / "session").mkdir()
     profiler = EmulatedRunProfiler(
@@ -217,7 +217,7 @@ def test_rebuilds_give_each_generation_its_own_trace(tmp_path: Path, slow_model:
     with sequential and concurrent runs; every per-run file and every session trace survives."""
     import threading
 
-    from pytest_ortperf.profiling import EmulatedRunProfiler
+    from pytest_ortperf.profiling.run_profilers import EmulatedRunProfiler
 
     per_run = SLOW_NODES + 4
     (tmp_path / "session").mkdir()
@@ -270,7 +270,7 @@ def test_rebuilds_give_each_generation_its_own_trace(tmp_path: Path, slow_model:
 
 def test_parallel_execution_mode_keeps_the_nodes_of_each_run(tmp_path: Path, slow_model: bytes) -> None:
     """ORT_PARALLEL runs nodes on inter-op threads, not on the caller's: they are still the run's."""
-    from pytest_ortperf.profiling import EmulatedRunProfiler
+    from pytest_ortperf.profiling.run_profilers import EmulatedRunProfiler
 
     folder = prepare_directory(tmp_path / "t")
     profiler = EmulatedRunProfiler(
@@ -293,7 +293,7 @@ def test_parallel_execution_mode_keeps_the_nodes_of_each_run(tmp_path: Path, slo
 def test_overlapping_parallel_runs_are_marked_ambiguous(tmp_path: Path, slow_model: bytes) -> None:
     import threading
 
-    from pytest_ortperf.profiling import EmulatedRunProfiler
+    from pytest_ortperf.profiling.run_profilers import EmulatedRunProfiler
 
     # Whether two runs really overlap is up to the scheduler (2 shared cores): try a few times.
     for attempt in range(5):
@@ -332,7 +332,7 @@ def test_overlapping_parallel_runs_are_marked_ambiguous(tmp_path: Path, slow_mod
 
 
 def test_overlapping_runs_are_found() -> None:
-    from pytest_ortperf.trace import overlapping_runs
+    from pytest_ortperf.profiling.trace import overlapping_runs
 
     runs = [_run(0, 10, 1), _run(20, 10, 1), _run(25, 30, 2), _run(100, 5, 1), _run(60, 50, 2)]
     assert overlapping_runs(runs) == {1, 2, 3, 4}
@@ -340,7 +340,7 @@ def test_overlapping_runs_are_found() -> None:
 
 
 def test_slicing_with_callers_takes_pool_thread_nodes_only() -> None:
-    from pytest_ortperf.trace import slice_run
+    from pytest_ortperf.profiling.trace import slice_run
 
     run = _run(100, 50, tid=1)
     node = TraceEvent(cat="Node", name="mm", ts=110, dur=5, tid=9)
@@ -352,7 +352,7 @@ def test_slicing_with_callers_takes_pool_thread_nodes_only() -> None:
 
 
 def test_run_warnings_name_empty_slices() -> None:
-    from pytest_ortperf.profiling import run_warnings
+    from pytest_ortperf.profiling.run_profilers import run_warnings
 
     node = TraceEvent(cat="Node", name="mm", ts=110, dur=5, tid=1)
     assert run_warnings("run-1.json", [_run(100, 50, 1), node]) == []
@@ -363,7 +363,7 @@ def test_run_warnings_name_empty_slices() -> None:
 
 
 def test_native_backend_hands_the_callers_run_options_back(tmp_path: Path) -> None:
-    from pytest_ortperf.profiling import NativeRunProfiler
+    from pytest_ortperf.profiling.run_profilers import NativeRunProfiler
 
     options = _PropertyRunOptions()
     profiler = NativeRunProfiler(SimpleNamespace(RunOptions=_PropertyRunOptions), _FakeSession(), tmp_path, shape="property")
@@ -373,7 +373,7 @@ def test_native_backend_hands_the_callers_run_options_back(tmp_path: Path) -> No
 
 
 def test_unprofiled_run_methods_warn_in_marked_tests(tmp_path: Path) -> None:
-    from pytest_ortperf.profiling import ProfiledSession, ProfilingWarning
+    from pytest_ortperf.profiling.run_profilers import ProfiledSession, ProfilingWarning
 
     class Plain:
         def run_with_iobinding(self, binding: object) -> str:
@@ -387,9 +387,9 @@ def test_unprofiled_run_methods_warn_in_marked_tests(tmp_path: Path) -> None:
 
 
 def test_profile_lines_show_totals_top_nodes_fallbacks_and_warnings(tmp_path: Path) -> None:
-    from pytest_ortperf.profiles import ProfileReport
-    from pytest_ortperf.report import profile_lines
-    from pytest_ortperf.trace import summarize
+    from pytest_ortperf.profiling.book import ProfileReport
+    from pytest_ortperf.profiling.trace import summarize
+    from pytest_ortperf.reports.terminal import profile_lines
 
     events = [
         _run(0, 1000, 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.providers import (
+from pytest_ortperf.ort.providers import (
     CPU,
     CUDA,
     KNOWN_PROVIDERS,

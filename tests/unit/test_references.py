@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from onnx import numpy_helper
 
-from pytest_ortperf import references
-from pytest_ortperf.baselines import parse
 from pytest_ortperf.errors import BaselineError, InputsError
-from pytest_ortperf.references import (
+from pytest_ortperf.store import outputs as references
+from pytest_ortperf.store.baselines import parse
+from pytest_ortperf.store.outputs import (
     FULL_LIMIT,
     SUBSAMPLE,
     AccuracyRecord,

@@ -8,16 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ortperf.accuracy import Tolerance, compare_output
-from pytest_ortperf.baselines import BaselineEntry
-from pytest_ortperf.checks import CheckKey, LatencyResult
-from pytest_ortperf.ci_reports import error_record, markdown, output_record, report_document
-from pytest_ortperf.compare import Comparison, RatioEstimate, Verdict
+from pytest_ortperf.accuracy.metrics import compare_output
+from pytest_ortperf.accuracy.tolerances import Tolerance
+from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.naming import check_name, split_check_name, with_check_name
-from pytest_ortperf.report import latency_rows, latency_table, lost_worker_line, update_lines
-from pytest_ortperf.run import UpdateReport
-from pytest_ortperf.stats import LatencyStats
+from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.plugin.state import UpdateReport
+from pytest_ortperf.reports.ci_files import error_record, markdown, output_record, report_document
+from pytest_ortperf.reports.terminal import latency_rows, latency_table, lost_worker_line, update_lines
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.keys import CheckKey, check_name, split_check_name, with_check_name
 
 
 def latency(median: float) -> LatencyStats:

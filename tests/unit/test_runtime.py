@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from pytest_ortperf import runtime
 from pytest_ortperf.errors import OnnxRuntimeMissing
-from pytest_ortperf.runtime import (
+from pytest_ortperf.ort import runtime
+from pytest_ortperf.ort.runtime import (
     ORT_DISTRIBUTIONS,
     RuntimeInfo,
     import_onnxruntime,

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from pytest_ortperf.models import ModelResolver, ModelSource
-from pytest_ortperf.probe import ProviderProber
-from pytest_ortperf.providers import CPU, CUDA, TENSORRT, resolve_provider
-from pytest_ortperf.sessions import BuiltSession, SessionPool, provider_arguments
-from pytest_ortperf.settings import SessionSettings, parse_assignments
-from pytest_ortperf.variants import OptLevel, Variant
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import CPU, CUDA, TENSORRT, resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
+from pytest_ortperf.ort.sessions import BuiltSession, SessionPool, provider_arguments
+from pytest_ortperf.ort.variants import OptLevel, Variant
 from tests.models import mlp_model
 
 # The per-EP examples the README gives, written as a user writes them in the ini file.

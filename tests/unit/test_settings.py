@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.settings import SessionSettings, parse_assignments
+from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
 
 SRC = "ini ortperf_session_options"
 

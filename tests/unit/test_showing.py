@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ortperf.baselines import BaselineEntry, BaselineStore
-from pytest_ortperf.showing import baseline_rows, show_baselines
-from pytest_ortperf.stats import LatencyStats
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.reports.show import baseline_rows, show_baselines
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
 
 
 def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> LatencyStats:
@@ -224,7 +224,7 @@ CONFIG_FILES = [
 def test_the_configured_baseline_dir_is_found_upward_and_relative_to_its_file(
     tmp_path: Path, name: str, text: str
 ) -> None:
-    from pytest_ortperf.showing import configured_baseline_dir
+    from pytest_ortperf.reports.show import configured_baseline_dir
 
     (tmp_path / name).write_text(text, encoding="utf-8")
     start = tmp_path / "tests" / "deep"
@@ -235,7 +235,7 @@ def test_the_configured_baseline_dir_is_found_upward_and_relative_to_its_file(
 def test_without_the_key_baselines_sit_beside_the_config_file_and_without_one_in_the_start(
     tmp_path: Path,
 ) -> None:
-    from pytest_ortperf.showing import configured_baseline_dir
+    from pytest_ortperf.reports.show import configured_baseline_dir
 
     start = tmp_path / "project" / "tests"
     start.mkdir(parents=True)

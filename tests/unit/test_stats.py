@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 
 # 1..10 ms, split into a round of 4 runs and a round of 6 runs.
 SAMPLES_NS = [ms * NS_PER_MS for ms in range(1, 11)]

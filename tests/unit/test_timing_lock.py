@@ -17,7 +17,7 @@ HOLDER = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from pytest_ortperf.timing_lock import TimingLock
+    from pytest_ortperf.latency.timing_lock import TimingLock
 
     lock = TimingLock(Path(sys.argv[1]))
     Path(sys.argv[2]).write_text("ready")

@@ -10,7 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from pytest_ortperf.trace import (
+from pytest_ortperf.profiling.trace import (
     TraceError,
     load_trace,
     model_runs,

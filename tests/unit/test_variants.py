@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.providers import parse_providers
-from pytest_ortperf.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels, variant_matrix
+from pytest_ortperf.ort.providers import parse_providers
+from pytest_ortperf.ort.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels, variant_matrix
 
 
 @pytest.mark.parametrize(

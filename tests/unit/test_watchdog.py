@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.watchdog import RunTimeout, Watchdog
+from pytest_ortperf.ort.watchdog import RunTimeout, Watchdog
 
 
 class FakeRunOptions:

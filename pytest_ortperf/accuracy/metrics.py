@@ -1,0 +1,208 @@
+"""Output accuracy: metrics of actual vs reference outputs, judged by a :class:`Tolerance`.
+
+Pure numpy. A comparison reports, per output, max absolute and relative error,
+mean absolute error, the fraction of elements outside ``np.isclose(atol,
+rtol)``, cosine similarity, the worst element with both values, top-1/top-k
+agreement for outputs that look like class scores, and new NaN/Inf values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
+
+Array = npt.NDArray[Any]
+TOP_K = 5
+
+
+@dataclass(frozen=True)
+class OutputComparison:
+    """One output against one reference."""
+
+    name: str
+    reference: str
+    tolerance: Tolerance
+    problem: str = ""
+    failed_metric: str = ""
+    count: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    mean_abs: float = 0.0
+    mismatches: int = 0
+    cosine: float | None = None
+    worst_index: tuple[int, ...] = ()
+    worst_actual: float = 0.0
+    worst_expected: float = 0.0
+    top1: float | None = None
+    topk: float | None = None
+    note: str = ""  # why a passing output was not compared element by element ("identical", ...)
+    sampled_from: int = 0  # the whole tensor's size when the elements compared are its subsample
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem and not self.failed_metric
+
+    @property
+    def mismatch_fraction(self) -> float:
+        return self.mismatches / self.count if self.count else 0.0
+
+    def describe(self) -> str:
+        """One line (plus detail) naming the output, metric, value, limit and worst element."""
+        head = f"output {self.name!r} vs {self.reference}"
+        if self.problem:
+            return f"{head}: {self.problem}"
+        if self.note and not self.count:
+            return f"{head}: {'ok' if self.ok else 'FAILED on ' + self.failed_metric} ({self.note})"
+        sampled = f" sampled (of {self.sampled_from})" if self.sampled_from else ""
+        numbers = (
+            f"max abs {self.max_abs:.3g}, max rel {self.max_rel:.3g}, mean abs {self.mean_abs:.3g}, "
+            f"{self.mismatches} of {self.count}{sampled} elements outside tolerance "
+            f"({self.mismatch_fraction:.2%})"
+        )
+        if self.cosine is not None:
+            shown, limit = distinct_digits(1.0 - self.cosine, 1.0 - self.tolerance.cosine)
+            numbers += f", cosine {self.cosine:.6f} (1-cos {shown}"
+            numbers += f" > {limit} allowed)" if self.cosine < self.tolerance.cosine else ")"
+        if self.top1 is not None:
+            numbers += f", top-1 agreement {self.top1:.0%}, top-{TOP_K} overlap {self.topk:.0%}"
+        status = "ok" if self.ok else f"FAILED on {self.failed_metric}"
+        worst = (
+            f"; worst at {list(self.worst_index)}: actual {self.worst_actual:.6g}, "
+            f"expected {self.worst_expected:.6g}"
+            if self.count
+            else ""
+        )
+        return f"{head}: {status} ({numbers}{worst}; {self.tolerance.describe()})"
+
+
+def distinct_digits(value: float, limit: float) -> tuple[str, str]:
+    """Both numbers with 3 significant digits, or as many more as it takes to tell them apart."""
+    for digits in range(3, 18):
+        shown, bound = f"{value:.{digits}g}", f"{limit:.{digits}g}"
+        if shown != bound or value == limit:
+            return shown, bound
+    return repr(value), repr(limit)
+
+
+def compare_output(
+    name: str, actual: Array, expected: Array, tolerance: Tolerance, reference: str
+) -> OutputComparison:
+    """All metrics of ``actual`` against ``expected`` and the first limit they break, if any."""
+    base = OutputComparison(name=name, reference=reference, tolerance=tolerance)
+    if actual.shape != expected.shape:
+        return replace(base, problem=f"shape changed: {list(expected.shape)} -> {list(actual.shape)}")
+    if actual.dtype != expected.dtype:
+        return replace(base, problem=f"dtype changed: {expected.dtype} -> {actual.dtype}")
+    if actual.size == 0:
+        return base
+    if actual.dtype.kind in "USO":  # text: exact
+        differ = np.flatnonzero(actual.ravel() != expected.ravel())
+        if differ.size == 0:
+            return replace(base, count=int(actual.size))
+        first = differ[0]
+        index = [int(i) for i in np.unravel_index(first, actual.shape)]
+        return replace(
+            base,
+            count=int(actual.size),
+            mismatches=int(differ.size),
+            problem=f"{differ.size} of {actual.size} values differ (first at {index}: "
+            f"{actual.ravel()[first].item()!r}, expected {expected.ravel()[first].item()!r})",
+        )
+    a = actual.astype(np.float64).ravel()
+    e = expected.astype(np.float64).ravel()
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # relative error vs 0 is inf
+        diff = np.abs(a - e)
+        diff[(a == e) | (np.isnan(a) & np.isnan(e))] = 0.0  # equal infinities, matching NaNs
+        rel = np.where(diff == 0.0, 0.0, diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
+    if actual.dtype.kind in "iub":  # exact, on the original values (int64 above 2**53 too)
+        close = (actual == expected).ravel()
+    else:
+        close = np.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)
+    excess = np.where(close, -np.inf, np.nan_to_num(diff, nan=np.inf, posinf=np.inf))
+    worst = int(np.argmax(excess)) if not close.all() else int(np.argmax(np.nan_to_num(diff)))
+    new_nonfinite = int(np.count_nonzero(~np.isfinite(a) & np.isfinite(e)))
+    top1, topk = _class_agreement(actual, expected)
+    finite_diff = diff[~np.isnan(diff)]
+    finite_rel = rel[~np.isnan(rel)]
+    comparison = replace(
+        base,
+        count=int(a.size),
+        max_abs=float(finite_diff.max()) if finite_diff.size else float("nan"),
+        max_rel=float(finite_rel.max()) if finite_rel.size else float("nan"),
+        mean_abs=float(finite_diff.mean()) if finite_diff.size else float("nan"),
+        mismatches=int(np.count_nonzero(~close)),
+        cosine=_cosine(a, e) if actual.dtype.kind in "fc" else None,
+        worst_index=tuple(int(i) for i in np.unravel_index(worst, actual.shape)),
+        worst_actual=float(a[worst]),
+        worst_expected=float(e[worst]),
+        top1=top1,
+        topk=topk,
+    )
+    if new_nonfinite:
+        return replace(comparison, failed_metric=f"nan/inf ({new_nonfinite} new non-finite values)")
+    if comparison.mismatch_fraction > tolerance.mismatch:
+        return replace(comparison, failed_metric="isclose")
+    if comparison.cosine is not None and comparison.cosine < tolerance.cosine:
+        return replace(comparison, failed_metric="cosine")
+    return comparison
+
+
+def _cosine(a: Array, e: Array) -> float:
+    finite = np.isfinite(a) & np.isfinite(e)
+    a, e = a[finite], e[finite]
+    norm = float(np.linalg.norm(a) * np.linalg.norm(e))
+    if norm == 0.0:
+        return 1.0 if not a.any() and not e.any() else 0.0
+    return float(np.dot(a, e) / norm)
+
+
+def _class_agreement(actual: Array, expected: Array) -> tuple[float | None, float | None]:
+    """Top-1 and top-k agreement when the output looks like class scores ([..., classes >= 10])."""
+    squeezed = expected.squeeze()
+    if expected.dtype.kind != "f" or squeezed.ndim not in (1, 2) or squeezed.shape[-1] < 2 * TOP_K:
+        return None, None
+    e = squeezed.reshape(-1, squeezed.shape[-1])
+    a = actual.squeeze().reshape(e.shape)
+    top1 = float(np.mean(np.argmax(a, axis=1) == np.argmax(e, axis=1)))
+    a_top = np.argsort(-a, axis=1)[:, :TOP_K]
+    e_top = np.argsort(-e, axis=1)[:, :TOP_K]
+    overlap = np.mean([len(set(x) & set(y)) / TOP_K for x, y in zip(a_top, e_top, strict=True)])
+    return top1, float(overlap)
+
+
+def compare_outputs(
+    actual: Mapping[str, Array],
+    expected: Mapping[str, Array],
+    *,
+    reference: str,
+    tolerances: ToleranceSpec,
+    provider_short: str,
+    variant: str = "",
+    absent_note: str = "",
+) -> list[OutputComparison]:
+    """Every expected output against the actual one; missing and new outputs are problems, unless
+    the reference covers only some outputs (``absent_note``: what to say of the others)."""
+    results = []
+    for name, reference_array in expected.items():
+        tolerance = tolerances.for_output(name, reference_array.dtype, provider_short, variant)
+        if name not in actual:
+            results.append(
+                OutputComparison(name, reference, tolerance, problem="output missing from the model now")
+            )
+            continue
+        results.append(compare_output(name, actual[name], reference_array, tolerance, reference))
+    for name in actual:
+        if name not in expected:
+            tolerance = tolerances.for_output(name, actual[name].dtype, provider_short, variant)
+            results.append(
+                OutputComparison(name, reference, tolerance, note=absent_note)
+                if absent_note
+                else OutputComparison(name, reference, tolerance, problem="new output, not in the reference")
+            )
+    return results

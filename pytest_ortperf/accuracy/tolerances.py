@@ -1,0 +1,178 @@
+"""Accuracy tolerances: the limits that judge outputs, their defaults per dtype and provider,
+and the parsers of the tolerance keys users write (options, ini lines, markers)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.variants import parse_opt_level
+from pytest_ortperf.values import safe_repr
+
+if TYPE_CHECKING:
+    import numpy as np
+
+_TOLERANCE_KEYS = ("atol", "rtol", "cosine", "mismatch")
+SELECTOR_DTYPES = ("float16", "float32", "float64")
+SCOPES = ("dtype", "variant", "output")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Limits for one output: every element within ``atol + rtol * |expected|`` (up to a
+    ``mismatch`` fraction of elements) and cosine similarity at least ``cosine``."""
+
+    atol: float
+    rtol: float
+    cosine: float
+    mismatch: float = 0.0
+
+    def describe(self) -> str:
+        extra = f", mismatch<={self.mismatch:g}" if self.mismatch else ""
+        return f"atol={self.atol:g}, rtol={self.rtol:g}, cosine>={self.cosine:g}{extra}"
+
+
+# Documented defaults per dtype (README "Accuracy"). Reduced-precision providers loosen them.
+DTYPE_TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(atol=1e-9, rtol=1e-7, cosine=0.999999),
+    "float32": Tolerance(atol=1e-5, rtol=1e-4, cosine=0.99999),
+    "float16": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+}
+# TensorRT may pick TF32/FP16 kernels; CUDA convolutions may use TF32.
+PROVIDER_TOLERANCES: dict[str, Tolerance] = {
+    "tensorrt": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+    "trtrtx": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+    "cuda": Tolerance(atol=1e-4, rtol=1e-3, cosine=0.9999),
+    "dml": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+    "coreml": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+}
+EXACT = Tolerance(atol=0.0, rtol=0.0, cosine=-1.0)
+
+
+@dataclass(frozen=True)
+class ToleranceSpec:
+    """User overrides, most specific first: per output name, per variant (``cuda-all`` before
+    ``cuda``), per dtype, then for every output. Each replaces the built-in default for the
+    metrics it names; the rest fall through to the next level."""
+
+    overall: Mapping[str, float] = field(default_factory=dict)
+    outputs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    dtypes: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    variants: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def merged(self, other: ToleranceSpec) -> ToleranceSpec:
+        return ToleranceSpec(
+            {**self.overall, **other.overall},
+            _merge(self.outputs, other.outputs),
+            _merge(self.dtypes, other.dtypes),
+            _merge(self.variants, other.variants),
+        )
+
+    def for_output(
+        self, name: str, dtype: np.dtype[Any], provider_short: str, variant: str = ""
+    ) -> Tolerance:
+        if dtype.kind not in "fc":
+            return EXACT
+        base = DTYPE_TOLERANCES.get(dtype.name, DTYPE_TOLERANCES["float32"])
+        looser = PROVIDER_TOLERANCES.get(provider_short)
+        if looser is not None and dtype.name != "float64":
+            base = Tolerance(
+                atol=max(base.atol, looser.atol),
+                rtol=max(base.rtol, looser.rtol),
+                cosine=min(base.cosine, looser.cosine),
+            )
+        return replace(
+            base,
+            **{
+                **self.overall,
+                **self.dtypes.get(dtype.name, {}),
+                **self.variants.get(provider_short, {}),
+                **(self.variants.get(variant, {}) if variant else {}),
+                **self.outputs.get(name, {}),
+            },
+        )
+
+
+def _merge(
+    first: Mapping[str, Mapping[str, float]], second: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
+    merged = {name: dict(values) for name, values in first.items()}
+    for name, values in second.items():
+        merged.setdefault(name, {}).update(values)
+    return merged
+
+
+def parse_tolerance_key(key: str, *, source: str) -> tuple[str, str, str]:
+    """``KEY`` of ``KEY=VALUE`` to (scope, selector, metric); scope "" is every output.
+
+    ``atol``; ``dtype:float16.atol``; ``variant:cuda.rtol`` or ``variant:cuda-all.rtol``;
+    ``output:NAME.atol``, or ``NAME.atol`` when NAME does not start with a scope prefix. The
+    metric follows the last dot, so output names may hold dots.
+    """
+    text = key.strip()
+    selector, dot, metric = text.rpartition(".")
+    where = f"{source}: key {text!r}"
+    if metric not in _TOLERANCE_KEYS:
+        raise UsageError(
+            f"{where}: unknown tolerance {metric!r}; use {', '.join(_TOLERANCE_KEYS)}, optionally after "
+            "OUTPUT., output:OUTPUT., dtype:DTYPE. or variant:VARIANT. (e.g. dtype:float16.atol)."
+        )
+    if not dot:
+        return "", "", metric
+    scope, colon, value = selector.partition(":")
+    if not colon or scope not in SCOPES:
+        if not selector:
+            _bad_key(where, "an empty output name")
+        return "output", selector, metric
+    return scope, parse_selector(scope, value, where=where), metric
+
+
+def parse_selector(scope: str, value: str, *, where: str) -> str:
+    """What a ``dtype:``/``variant:``/``output:`` tolerance applies to, checked; variants as ids spell
+    them (``cuda``, ``cuda-all``)."""
+    if not value:
+        _bad_key(where, f"an empty {scope}")
+    if scope == "dtype" and value not in SELECTOR_DTYPES:
+        _bad_key(where, f"unknown dtype {value!r}; use {', '.join(SELECTOR_DTYPES)}")
+    return _variant_selector(value, where=where) if scope == "variant" else value
+
+
+def _variant_selector(text: str, *, where: str) -> str:
+    """A provider (``cuda``, ``CUDAExecutionProvider``) or a variant id (``cuda-all``), as ids spell it."""
+    provider, dash, level = text.rpartition("-")
+    try:
+        return resolve_provider(text, source=where).short
+    except UsageError:
+        if not dash:
+            raise
+    return f"{resolve_provider(provider, source=where).short}-{parse_opt_level(level, source=where).value}"
+
+
+def _bad_key(where: str, why: str) -> NoReturn:
+    raise UsageError(f"{where}: {why}.")
+
+
+def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[str, float]:
+    """Validate ``atol``/``rtol``/``cosine``/``mismatch`` values (numbers >= 0; cosine <= 1)."""
+    parsed: dict[str, float] = {}
+    for key, value in values.items():
+        if key not in _TOLERANCE_KEYS:
+            raise UsageError(f"{source}: unknown tolerance {key!r}; use {', '.join(_TOLERANCE_KEYS)}.")
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = float("nan")
+        if (
+            isinstance(value, bool)
+            or not math.isfinite(number)
+            or number < 0
+            or (key == "cosine" and number > 1)
+        ):
+            limit = "between 0 and 1" if key == "cosine" else ">= 0"
+            raise UsageError(f"{source}: {key} must be a number {limit}, got {safe_repr(value)}.")
+        parsed[key] = number
+    return parsed

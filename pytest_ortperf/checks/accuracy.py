@@ -1,0 +1,396 @@
+"""The accuracy check: outputs against up to three references, each reported.
+
+1. The recorded baseline of this test, variant and machine (``.npz`` beside
+   the JSON entry), recorded by ``--ortperf-update`` like latency.
+2. A reference variant run in the same process on the same inputs (default
+   ``cpu-disabled``, the most literal execution): no baseline needed.
+3. The model's own expected outputs (``test_data_set_*/output_*.pb``), with
+   ``rtol``/``atol`` from ``data.json`` when present.
+
+A reference that was asked for but cannot be compared (its provider cannot run
+here, or it is the variant under test) is reported with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pytest_ortperf.accuracy.metrics import Array, OutputComparison, compare_outputs
+from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.errors import BaselineError
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.outputs import (
+    AccuracyRecord,
+    StoredOutput,
+    comparable,
+    for_storage,
+    load_npz,
+    nonfinite_count,
+    npz_bytes,
+    summary,
+    tensor_sha256,
+)
+from pytest_ortperf.values import file_slug
+
+REPORTED_DIFFERENCE = "differs (reported)"  # --ortperf-ab-outputs=report
+NOT_IN_DATA_SET = "not in the data set"
+IDENTICAL = "identical (sha256 of the whole tensor)"
+# Summaries are stored with 6 significant digits (baselines.render): allow that rounding.
+SUMMARY_ROUNDING = 5e-6
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Outputs to compare against, with extra tolerance defaults (from data.json)."""
+
+    label: str
+    outputs: Mapping[str, Array]
+    tolerance_defaults: Mapping[str, float] = field(default_factory=dict)
+    note: str = ""  # set: the reference was asked for but cannot be compared, and why
+
+    @classmethod
+    def unavailable(cls, label: str, note: str) -> Reference:
+        """A configured reference that is reported, not compared (e.g. its provider cannot run here)."""
+        return cls(label, {}, {}, note)
+
+
+@dataclass(frozen=True)
+class ReferenceOutcome:
+    label: str
+    comparisons: tuple[OutputComparison, ...] = ()
+    note: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return any(not c.ok for c in self.comparisons)
+
+    def lines(self) -> list[str]:
+        if self.note:
+            return [f"  vs {self.label}: {self.note}"]
+        if not self.failed:
+            plain = ", ".join(c.name for c in self.comparisons if not c.note)
+            noted = "; ".join(f"{c.name}: {c.note}" for c in self.comparisons if c.note)
+            return [f"  vs {self.label}: ok ({'; '.join(part for part in (plain, noted) if part)})"]
+        return [f"  vs {self.label}:"] + [
+            f"    {c.describe()}" for c in self.comparisons if not c.ok or c.note
+        ]
+
+
+@dataclass(frozen=True)
+class AccuracyResult:
+    key: CheckKey
+    status: str
+    references: tuple[ReferenceOutcome, ...]
+    failed: bool = False
+    skipped: bool = False
+    message: str = ""
+
+
+def outputs_file(key: CheckKey) -> str:
+    """Where the reference outputs of one entry live, relative to the baseline directory."""
+    return f"{key.test_file}.outputs/{file_slug(key.test)}@{key.machine}.npz"
+
+
+def compare_with(
+    actual: Mapping[str, Array],
+    reference: Reference,
+    *,
+    key: CheckKey,
+    tolerances: ToleranceSpec,
+    provider_short: str,
+    fail: bool = True,
+) -> AccuracyResult:
+    """Outputs against one in-run reference (the A/B reference model): no baseline involved.
+
+    ``fail=False`` (``--ortperf-ab-outputs=report``): a difference is reported, not failed.
+    """
+    outcome = _Judge(tolerances, provider_short, key.variant).compare(actual, reference)
+    assert outcome is not None
+    differs = outcome.failed
+    status = ("failed" if fail else REPORTED_DIFFERENCE) if differs else "ok"
+    lines = [
+        f"accuracy of {key.test} against {reference.label}"
+        + ((" FAILED" if fail else " differs") if differs else "")
+    ]
+    lines += outcome.lines()
+    return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))
+
+
+def check_accuracy(
+    actual: Mapping[str, Array],
+    *,
+    inputs_sha256: str,
+    key: CheckKey,
+    store: BaselineStore,
+    policy: CheckPolicy,
+    tolerances: ToleranceSpec,
+    provider_short: str,
+    variant_reference: Reference | None,
+    model_reference: Reference | None,
+    environment: Mapping[str, Any],
+    today: str,
+    more_data_sets: Sequence[tuple[Mapping[str, Array], Reference]] = (),
+) -> AccuracyResult:
+    """Compare ``actual`` with every available reference; record the baseline under update.
+
+    ``model_reference`` is the model's data set whose inputs gave ``actual``; ``more_data_sets``
+    are its other data sets, each with the outputs its own inputs gave. A data set may ship only
+    some outputs: the others are "not in the data set".
+    """
+    judge = _Judge(tolerances=tolerances, provider_short=provider_short, variant=key.variant)
+    compared = [
+        judge.compare(actual, variant_reference),
+        judge.compare(actual, model_reference, absent_note=NOT_IN_DATA_SET),
+        *(judge.compare(out, reference, absent_note=NOT_IN_DATA_SET) for out, reference in more_data_sets),
+    ]
+    outcomes = [outcome for outcome in compared if outcome is not None]
+    entry = store.lookup(key.test_file, key.test, key.machine)
+    record = entry.accuracy if entry is not None else None
+    if policy.update:
+        status, baseline_outcome = _record(
+            actual, inputs_sha256, key, store, record, environment, today, judge=judge
+        )
+        outcomes.insert(0, baseline_outcome)
+        failed = any(o.failed for o in outcomes[1:])  # an update fixes the baseline, not the other references
+        return _result(key, status, outcomes, failed=failed, skipped=False)
+    if record is None or record.inputs_sha256 != inputs_sha256:
+        others = store.machines_for(key.test_file, key.test, part="accuracy")
+        why = (
+            "no recorded outputs for this machine"
+            + (f" (machines with baselines: {', '.join(others)})" if others else "")
+            if record is None
+            else "inputs changed since the baseline (not an accuracy failure): re-record"
+        )
+        outcomes.insert(0, ReferenceOutcome("baseline", note=why))
+        failed = any(o.failed for o in outcomes) or policy.missing == "fail"
+        skipped = not failed and policy.missing == "skip"
+        status = "missing" if record is None else "inputs changed"
+        return _result(key, status, outcomes, failed=failed, skipped=skipped)
+    stored = load_npz(store.root / record.file)
+    _verify(stored, record, store.root / record.file, store.path_for(key.test_file))
+    label = f"baseline (recorded {entry.recorded if entry else '?'})"
+    outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
+    failed = any(o.failed for o in outcomes)
+    changes = what_changed(entry.environment, environment) if entry is not None and failed else []
+    return _result(key, "failed" if failed else "ok", outcomes, failed=failed, skipped=False, changes=changes)
+
+
+@dataclass(frozen=True)
+class _Judge:
+    """The tolerances of one check, applied to every reference."""
+
+    tolerances: ToleranceSpec
+    provider_short: str
+    variant: str
+
+    def compare(
+        self, actual: Mapping[str, Array], reference: Reference | None, *, absent_note: str = ""
+    ) -> ReferenceOutcome | None:
+        if reference is None:
+            return None
+        if reference.note:
+            return ReferenceOutcome(reference.label, note=reference.note)
+        spec = ToleranceSpec(dict(reference.tolerance_defaults), {}).merged(self.tolerances)
+        comparisons = compare_outputs(
+            actual,
+            reference.outputs,
+            reference=reference.label,
+            tolerances=spec,
+            provider_short=self.provider_short,
+            variant=self.variant,
+            absent_note=absent_note,
+        )
+        return ReferenceOutcome(reference.label, tuple(comparisons))
+
+    def against_baseline(
+        self, actual: Mapping[str, Array], stored: Mapping[str, Array], record: AccuracyRecord, *, label: str
+    ) -> ReferenceOutcome:
+        """Stored elements compared one by one; a subsampled output also by its whole tensor."""
+        outcome = self.compare(comparable(actual, record.outputs), Reference(label, stored))
+        assert outcome is not None
+        outcome = _with_recorded_shapes(outcome, actual, record)
+        recorded = {output.name: output for output in record.outputs}
+        comparisons = tuple(
+            _whole_tensor(comparison, actual[comparison.name], recorded[comparison.name])
+            if comparison.name in actual
+            and comparison.name in recorded
+            and recorded[comparison.name].stored == "subsample"
+            and not comparison.problem
+            else comparison
+            for comparison in outcome.comparisons
+        )
+        return replace(outcome, comparisons=comparisons)
+
+
+def _whole_tensor(comparison: OutputComparison, array: Array, stored: StoredOutput) -> OutputComparison:
+    """A subsample comparison completed by what the entry keeps of the whole tensor: its sha256,
+    NaN/Inf count and summary. The worst element is named by its index in the whole tensor."""
+    if tensor_sha256(array) == stored.sha256:
+        return OutputComparison(comparison.name, comparison.reference, comparison.tolerance, note=IDENTICAL)
+    indices = stored.sampling.indices(array.size)
+    worst = (
+        tuple(int(i) for i in np.unravel_index(int(indices[comparison.worst_index[0]]), stored.shape))
+        if comparison.count and comparison.worst_index
+        else comparison.worst_index
+    )
+    # Class agreement on evenly spaced elements says nothing about the classes.
+    comparison = replace(comparison, worst_index=worst, top1=None, topk=None, sampled_from=int(array.size))
+    now = nonfinite_count(array)
+    if stored.nonfinite is not None and now > stored.nonfinite:
+        first = np.unravel_index(int(np.flatnonzero(~np.isfinite(array.ravel()))[0]), array.shape)
+        return replace(
+            comparison,
+            failed_metric=f"nan/inf ({now - stored.nonfinite} new non-finite values in the whole tensor: "
+            f"{now} now, {stored.nonfinite} recorded; first at {[int(i) for i in first]})",
+        )
+    if not comparison.ok:
+        return comparison
+    exact = comparison.tolerance.atol == comparison.tolerance.rtol == 0.0
+    if exact and comparison.tolerance.mismatch == 0.0:  # exact dtypes: any change fails
+        return replace(comparison, failed_metric="exact values outside the subsample (whole-tensor sha256)")
+    if comparison.tolerance.mismatch == 0.0:  # with a mismatch allowance, outliers may move the summary
+        drift = summary_drift(summary(array), stored, comparison.tolerance)
+        if drift:
+            return replace(comparison, failed_metric=f"whole-tensor summary ({drift})")
+    return comparison
+
+
+def summary_drift(current: Mapping[str, float], stored: StoredOutput, tolerance: Tolerance) -> str:
+    """Which of mean/std/min/max moved further than elements within tolerance could move them.
+
+    Every element within ``atol + rtol * |e|`` moves the mean and std by at most ``atol + rtol *
+    rms(e)`` and min/max by at most ``atol + rtol * max|e|``, so these limits never fail outputs
+    whose every element passes.
+    """
+    rms = math.hypot(stored.mean, stored.std)
+    peak = max(abs(stored.min), abs(stored.max))
+    moved = []
+    for name, scale in (("mean", rms), ("std", rms), ("min", peak), ("max", peak)):
+        recorded = float(getattr(stored, name))
+        limit = tolerance.atol + tolerance.rtol * scale + SUMMARY_ROUNDING * abs(recorded)
+        if not abs(current[name] - recorded) <= limit:
+            moved.append(f"{name} {current[name]:.6g}, recorded {recorded:.6g}, allowed +/-{limit:.3g}")
+    return "; ".join(moved)
+
+
+def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:
+    """The .npz and its JSON entry are written one after the other; an interrupted update can leave
+    them from different versions. Whole tensors carry their sha256 in the entry: check it."""
+    for output in record.outputs:
+        array = stored.get(output.name)
+        if output.stored != "full" or array is None:
+            continue
+        if tensor_sha256(array) != output.sha256:
+            raise BaselineError(
+                f"reference outputs '{npz}' do not match their entry in '{entry_file}' (output "
+                f"{output.name!r}; an interrupted update?). Re-record with --ortperf-update."
+            )
+
+
+def _with_recorded_shapes(
+    outcome: ReferenceOutcome, actual: Mapping[str, Array], record: AccuracyRecord
+) -> ReferenceOutcome:
+    """Name the recorded shape/dtype when an output changed (a subsample hides the real shape)."""
+    recorded = {output.name: output for output in record.outputs}
+    comparisons = []
+    for comparison in outcome.comparisons:
+        stored, array = recorded.get(comparison.name), actual.get(comparison.name)
+        if stored is not None and array is not None:
+            if tuple(array.shape) != stored.shape:
+                comparison = replace(
+                    comparison, problem=f"shape changed: {list(stored.shape)} -> {list(array.shape)}"
+                )
+            elif array.dtype.name != stored.dtype:
+                comparison = replace(comparison, problem=f"dtype changed: {stored.dtype} -> {array.dtype}")
+        comparisons.append(comparison)
+    return replace(outcome, comparisons=tuple(comparisons))
+
+
+def _previous_outputs(store: BaselineStore, record: AccuracyRecord) -> dict[str, Array] | None:
+    """The recorded outputs an update may keep; None when there are none to keep.
+
+    A damaged file is never silently replaced: like a damaged baseline file it fails the
+    test, and only ``--ortperf-repair`` records afresh, keeping the old file aside (when the
+    store writes). Outputs out of step with their entry (an interrupted update) are recorded
+    afresh, as the check's message asks.
+    """
+    path = store.root / record.file
+    if not path.exists():
+        return None
+    try:
+        stored = load_npz(path)
+    except BaselineError as exc:
+        if not store.repair:
+            raise BaselineError(
+                f"{exc} It is not overwritten: re-record with --ortperf-update --ortperf-repair "
+                "(which keeps it aside) or remove it."
+            ) from None
+        store.mark_damaged(path)
+        return None
+    try:
+        _verify(stored, record, path, path)
+    except BaselineError:
+        return None
+    return stored
+
+
+def _record(
+    actual: Mapping[str, Array],
+    inputs_sha256: str,
+    key: CheckKey,
+    store: BaselineStore,
+    record: AccuracyRecord | None,
+    environment: Mapping[str, Any],
+    today: str,
+    *,
+    judge: _Judge,
+) -> tuple[str, ReferenceOutcome]:
+    arrays, stored = for_storage(actual)
+    previous = _previous_outputs(store, record) if record is not None else None
+    if record is not None and previous is not None and record.inputs_sha256 == inputs_sha256:
+        same = judge.against_baseline(actual, previous, record, label="baseline")
+        if not same.failed and [o.name for o in record.outputs] == list(actual):
+            return "unchanged", ReferenceOutcome("baseline", note="recorded outputs still match: kept")
+    new_record = AccuracyRecord(inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key))
+    store.stage_file(new_record.file, npz_bytes(arrays))
+    existing = store.current(key.test_file, key.test, key.machine)
+    entry = (
+        # The entry's environment describes its latency; leave it to the latency check when present.
+        replace(existing, accuracy=new_record)
+        if existing is not None and existing.latency is not None
+        else replace(existing, accuracy=new_record, recorded=today, environment=environment)
+        if existing is not None
+        else BaselineEntry(variant=key.variant, recorded=today, environment=environment, accuracy=new_record)
+    )
+    store.stage(key.test_file, key.test, key.machine, entry)
+    status = "new" if record is None else "updated"
+    return status, ReferenceOutcome("baseline", note=f"outputs recorded ({status})")
+
+
+def _result(
+    key: CheckKey,
+    status: str,
+    outcomes: list[ReferenceOutcome],
+    *,
+    failed: bool,
+    skipped: bool,
+    changes: list[str] | None = None,
+) -> AccuracyResult:
+    lines = [f"accuracy of {key.test} on machine '{key.machine}'" + (" FAILED" if failed else "")]
+    for outcome in outcomes:
+        lines += outcome.lines()
+    if changes:
+        lines.append("  changed since the baseline: " + "; ".join(changes))
+    lines.append(f"  to accept the current outputs as the baseline: {key.record_command}")
+    return AccuracyResult(
+        key, status, tuple(outcomes), failed=failed, skipped=skipped, message="\n".join(lines)
+    )

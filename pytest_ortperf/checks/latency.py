@@ -1,0 +1,360 @@
+"""The latency check: measure, compare with the baseline or record it, and explain the verdict.
+
+Plain logic; the pytest layer turns a failed :class:`LatencyResult` into a
+test failure with its message.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
+from pytest_ortperf.latency.measure import MeasureSettings, measure
+from pytest_ortperf.latency.paired import PairedRounds, judge_pair, measure_pair
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.profiling.operators import OpProfile, explain
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.keys import CheckKey
+
+FASTEST_FRACTION = 0.25
+FASTEST_MIN = 3
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    key: CheckKey
+    status: str
+    current: LatencyStats
+    baseline: BaselineEntry | None = None
+    comparison: Comparison | None = None
+    confirmation: Comparison | None = None
+    changes: tuple[str, ...] = ()
+    failed: bool = False
+    skipped: bool = False
+    message: str = ""
+    mode: str = "stored"
+    reference: LatencyStats | None = None
+    reference_label: str = ""
+
+    @property
+    def decisive(self) -> Comparison | None:
+        return self.confirmation or self.comparison
+
+    @property
+    def baseline_median_ms(self) -> float | None:
+        """The median compared against: the stored baseline's or, in A/B mode, the reference model's."""
+        if self.reference is not None:
+            return self.reference.median_ms
+        latency = self.baseline.latency if self.baseline is not None else None
+        return latency.median_ms if latency is not None else None
+
+    @property
+    def change(self) -> str:
+        decisive = self.decisive
+        if decisive is None:
+            return ""
+        text = decisive.estimate.describe()
+        if decisive.verdict is Verdict.INCONCLUSIVE:
+            text += f"; could detect >= {percent(decisive.detectable)}"
+        return text
+
+    @property
+    def basis(self) -> str:
+        """Mode and statistic that decided, e.g. ``a/b: median of paired round ratios ...``."""
+        decisive = self.decisive
+        return decisive.basis() if decisive is not None else self.mode
+
+
+def check_latency(
+    run: Callable[[], object],
+    *,
+    key: CheckKey,
+    store: BaselineStore,
+    policy: CheckPolicy,
+    environment: Mapping[str, Any],
+    today: str,
+    measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
+    profile_fn: Callable[[], OpProfile] | None = None,
+) -> LatencyResult:
+    """Measure ``run`` and decide against the stored baseline (or record one under update)."""
+    entry = store.lookup(key.test_file, key.test, key.machine)
+    baseline = entry if entry is not None and entry.latency is not None else None
+    current = measure_fn(run, policy.measure)
+    if policy.update:
+        return _record(key, store, policy, environment, today, current, baseline, profile_fn)
+    if baseline is None:
+        return _missing(key, store, policy, current)
+    changes = tuple(what_changed(baseline.environment, environment))
+    comparison = _judge(_stats(baseline), current, policy)
+    confirmation = None
+    if comparison.verdict is Verdict.REGRESSION:
+        # A regression must survive a fresh measurement before it fails the test.
+        current = measure_fn(run, policy.measure)
+        confirmation = _judge(_stats(baseline), current, policy)
+    status, failed = settle(comparison, confirmation, policy)
+    decisive = confirmation or comparison
+    result = LatencyResult(
+        key=key,
+        status=status,
+        current=current,
+        baseline=baseline,
+        comparison=comparison,
+        confirmation=confirmation,
+        changes=changes,
+        failed=failed,
+    )
+    if not failed:
+        return result
+    message = failure_message(result, policy)
+    if baseline.profile is not None and profile_fn is not None and decisive.verdict is Verdict.REGRESSION:
+        explanation = ["  at operator level (profiled runs vs the baseline's):"]
+        explanation += [f"    {line}" for line in explain(baseline.profile, profile_fn())]
+        head, _, accept = message.rpartition("\n")  # keep the command that accepts it last
+        message = "\n".join([head, *explanation, accept])
+    return _with_message(result, message)
+
+
+def settle(comparison: Comparison, confirmation: Comparison | None, policy: CheckPolicy) -> tuple[str, bool]:
+    """Status and failed flag from a first verdict and, after a regression, its confirmation."""
+    decisive = confirmation or comparison
+    if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
+        # The slowdown did not survive a fresh measurement: never a failure.
+        return f"{Verdict.INCONCLUSIVE.value} (not confirmed)", False
+    failed = decisive.verdict is Verdict.REGRESSION or (
+        decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
+    )
+    return decisive.verdict.value, failed
+
+
+def check_ab(
+    current: Callable[[], object],
+    reference: Callable[[], object],
+    *,
+    key: CheckKey,
+    label: str,
+    policy: CheckPolicy,
+    measure_fn: Callable[
+        [Callable[[], object], Callable[[], object], MeasureSettings], PairedRounds
+    ] = measure_pair,
+) -> LatencyResult:
+    """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds."""
+    rounds = measure_fn(current, reference, policy.ab)
+    comparison = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
+    confirmation = None
+    if comparison.verdict is Verdict.REGRESSION:
+        rounds = measure_fn(current, reference, policy.ab)
+        confirmation = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
+    status, failed = settle(comparison, confirmation, policy)
+    result = LatencyResult(
+        key=key,
+        status=status,
+        current=rounds.current,
+        comparison=comparison,
+        confirmation=confirmation,
+        failed=failed,
+        mode="a/b",
+        reference=rounds.reference,
+        reference_label=label,
+    )
+    return _with_message(result, ab_message(result, policy)) if failed else result
+
+
+def ab_without_reference(
+    current: LatencyStats, *, key: CheckKey, label: str, status: str, reason: str
+) -> LatencyResult:
+    """A/B mode with nothing to compare (a new model, or one identical to the reference): reported, passes."""
+    return LatencyResult(
+        key=key,
+        status=status,
+        current=current,
+        mode="a/b",
+        reference_label=label,
+        message=f"latency of {key.test}: {reason}; measured median {current.median_ms:.4g} ms.",
+    )
+
+
+def ab_message(result: LatencyResult, policy: CheckPolicy) -> str:
+    """The message of a failed A/B comparison."""
+    assert result.reference is not None
+    kind, verdict_lines = _verdict_lines(result, policy.ab_threshold, width=10)
+    return "\n".join(
+        [
+            f"latency {kind} in {result.key.test} against {result.reference_label} (same-job A/B)",
+            f"  reference: {_ms(result.reference)}",
+            f"  current:   {_ms(result.current)}",
+            *verdict_lines,
+        ]
+    )
+
+
+def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tuple[str, list[str]]:
+    """('regression' or 'improvement', the change/decided-by/confirmation lines) of a failed check."""
+    assert result.comparison is not None
+    decisive = result.confirmation or result.comparison
+    kind = "regression" if decisive.verdict is Verdict.REGRESSION else "improvement"
+    lines = [
+        f"  {'change:':<{width}} {decisive.estimate.describe()}, threshold +/-{percent(threshold)}",
+        f"  decided by {decisive.basis()}",
+    ]
+    if result.confirmation is not None:
+        lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")
+    if kind == "improvement":
+        lines.append("  (faster beyond the threshold: check that the model still does all its work)")
+    return kind, lines
+
+
+def _stats(entry: BaselineEntry) -> LatencyStats:
+    if entry.latency is None:  # callers pass only entries that hold latency
+        raise ValueError("baseline entry without latency")
+    return entry.latency
+
+
+def percent(fraction: float) -> str:
+    """0.025 -> '2.5%', 0.1 -> '10%': exact enough to match what the user typed."""
+    return f"{fraction * 100:.3g}%"
+
+
+def _judge(baseline: LatencyStats, current: LatencyStats, policy: CheckPolicy) -> Comparison:
+    return stored_comparison(baseline, current, threshold=policy.threshold, confidence=policy.confidence)
+
+
+def fastest_share(values: Sequence[float]) -> list[float]:
+    """The fastest quarter of the rounds (at least 3): the machine's fast state, like with like."""
+    ordered = sorted(values)
+    return ordered[: min(len(ordered), max(FASTEST_MIN, math.ceil(len(ordered) * FASTEST_FRACTION)))]
+
+
+def stored_comparison(
+    baseline: LatencyStats, current: LatencyStats, *, threshold: float, confidence: float = DEFAULT_CONFIDENCE
+) -> Comparison:
+    """Stored mode: the fastest quarter of each run's round medians, relative to the canary when both
+    runs measured it, compared by the Hodges-Lehmann ratio with its Mann-Whitney interval.
+
+    A shared machine's speed switches between states; the fastest well-populated state recurs in
+    every run long enough to sample it, so comparing it with the baseline's is comparing like with
+    like, whichever state each run mostly saw.
+    """
+    relative = bool(baseline.canary_round_medians_ms and current.canary_round_medians_ms)
+    base = fastest_share(baseline.relative_round_medians if relative else baseline.round_medians_ms)
+    curr = fastest_share(current.relative_round_medians if relative else current.round_medians_ms)
+    comparison = judge(base, curr, threshold=threshold, confidence=confidence)
+    what = "round medians / machine-speed canary" if relative else "round medians"
+    statistic = (
+        f"fastest quarter of {what} ({len(curr)} of {current.rounds} rounds vs {len(base)} of "
+        f"{baseline.rounds}), Hodges-Lehmann ratio"
+    )
+    return replace(comparison, statistic=statistic)
+
+
+def decision_cv(stats: LatencyStats) -> float:
+    """How much the rounds the comparison reads vary: relative to the canary when it ran."""
+    values = stats.relative_round_medians
+    if not values:
+        return stats.round_cv
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean > 0 else 0.0
+
+
+def _with_message(result: LatencyResult, message: str) -> LatencyResult:
+    return replace(result, message=message)
+
+
+def _record(
+    key: CheckKey,
+    store: BaselineStore,
+    policy: CheckPolicy,
+    environment: Mapping[str, Any],
+    today: str,
+    current: LatencyStats,
+    baseline: BaselineEntry | None,
+    profile_fn: Callable[[], OpProfile] | None = None,
+) -> LatencyResult:
+    variation = decision_cv(current)
+    if variation > policy.max_cv:
+        message = (
+            f"latency of {key.test} on machine '{key.machine}' is too noisy to record as a baseline: "
+            f"round medians{' (relative to the canary)' if current.canary_round_medians_ms else ''} vary "
+            f"{variation:.1%} (limit {percent(policy.max_cv)}; median "
+            f"{current.median_ms:.4g} ms over {current.rounds} rounds). Rerun on a quieter machine, "
+            "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
+        )
+        return LatencyResult(
+            key=key, status="too noisy", current=current, baseline=baseline, failed=True, message=message
+        )
+    existing = store.current(key.test_file, key.test, key.machine)
+    entry = (
+        replace(existing, variant=key.variant, recorded=today, latency=current, environment=environment)
+        if existing is not None
+        else BaselineEntry(variant=key.variant, recorded=today, latency=current, environment=environment)
+    )
+    if baseline is None:
+        # Profiled only when the entry is written: the profiling runs cost time.
+        entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
+        store.stage(key.test_file, key.test, key.machine, entry)
+        return LatencyResult(key=key, status="new", current=current)
+    changes = tuple(what_changed(baseline.environment, environment))
+    has_profile = (existing or baseline).profile is not None
+    if profile_fn is not None and not has_profile:
+        changes += ("operator profile added (the test is marked ort_profile)",)
+    elif profile_fn is None and has_profile:
+        changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
+    comparison = _judge(_stats(baseline), current, policy)
+    if not changes and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
+        return LatencyResult(
+            key=key, status="unchanged", current=current, baseline=baseline, comparison=comparison
+        )
+    entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
+    store.stage(key.test_file, key.test, key.machine, entry)
+    return LatencyResult(
+        key=key, status="updated", current=current, baseline=baseline, comparison=comparison, changes=changes
+    )
+
+
+def _missing(
+    key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats
+) -> LatencyResult:
+    others = store.machines_for(key.test_file, key.test, part="latency")
+    where = f"baselines exist for: {', '.join(others)}" if others else "no machine has one yet"
+    message = (
+        f"no latency baseline for {key.test} on machine '{key.machine}' ({where}); measured "
+        f"median {current.median_ms:.4g} ms, p90 {current.p90_ms:.4g} ms. Record it with:\n"
+        f"    {key.record_command}"
+    )
+    return LatencyResult(
+        key=key,
+        status="missing",
+        current=current,
+        failed=policy.missing == "fail",
+        skipped=policy.missing == "skip",
+        message=message,
+    )
+
+
+def _ms(stats: LatencyStats) -> str:
+    shape = f"{stats.rounds} rounds x {stats.count // stats.rounds} runs"
+    return f"median {stats.median_ms:.4g} ms, p90 {stats.p90_ms:.4g} ms ({shape})"
+
+
+def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
+    """The message of a failed comparison: numbers, change with its interval, threshold, why."""
+    assert result.baseline is not None
+    kind, verdict_lines = _verdict_lines(result, policy.threshold, width=9)
+    return "\n".join(
+        [
+            f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
+            f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
+            f"  current:  {_ms(result.current)}",
+            *verdict_lines,
+            "  changed since the baseline: "
+            + ("; ".join(result.changes) if result.changes else "nothing recorded"),
+            f"  to accept the new latency: {result.key.record_command}",
+        ]
+    )

@@ -1,0 +1,28 @@
+"""How checks decide: thresholds, budgets, what to do without a baseline, update mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.paired import AB_SETTINGS
+
+Missing = Literal["fail", "skip", "pass"]
+MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
+
+
+@dataclass(frozen=True)
+class CheckPolicy:
+    """How checks decide: thresholds, what to do without a baseline, update mode."""
+
+    threshold: float = 0.06
+    missing: Missing = "fail"
+    update: bool = False
+    fail_on_improvement: bool = False
+    max_cv: float = 0.10
+    confidence: float = DEFAULT_CONFIDENCE
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    ab_threshold: float = 0.03
+    ab: MeasureSettings = AB_SETTINGS

@@ -1,0 +1,139 @@
+"""Is the current latency really different from its reference? The comparison policy.
+
+A change is a ratio current/reference with a distribution-free confidence
+interval, however it was estimated (stored baseline or same-job A/B; see
+``checks`` and ``ab``). One rule turns it into a verdict:
+
+- regression: the estimate is above ``1 + threshold`` *and* the whole interval lies above 1;
+- improved: the mirror image below ``1 / (1 + threshold)``;
+- inconclusive: neither, but the interval reaches above ``1 + threshold``, so a slowdown
+  of the threshold's size cannot be ruled out: the noise decided nothing, and the
+  report says the smallest change this run could have detected instead of passing
+  on a coin flip;
+- ok: the interval rules out a slowdown beyond the threshold.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.values import option_text, safe_repr
+
+DEFAULT_CONFIDENCE = 0.99
+
+
+class Verdict(str, enum.Enum):
+    OK = "ok"
+    REGRESSION = "regression"
+    INCONCLUSIVE = "inconclusive"
+    IMPROVED = "improved"
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """current / baseline: point estimate and confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+
+    def describe(self) -> str:
+        pct = round(self.confidence * 100)
+        return f"{_signed_pct(self.ratio)} ({pct}% CI {_signed_pct(self.low)} .. {_signed_pct(self.high)})"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A verdict with what decided it: the mode (``stored`` or ``a/b``) and the statistic."""
+
+    estimate: RatioEstimate
+    threshold: float
+    verdict: Verdict
+    mode: str = "stored"
+    statistic: str = "round medians, Hodges-Lehmann ratio"
+
+    @property
+    def detectable(self) -> float:
+        """The smallest slowdown (fraction) this run could have called: the threshold or the noise."""
+        return max(self.threshold, self.estimate.ratio / self.estimate.low - 1.0)
+
+    def basis(self) -> str:
+        """Which mode and statistic decided, for every report line."""
+        return f"{self.mode}: {self.statistic}"
+
+
+def _signed_pct(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def parse_threshold(value: object, *, source: str) -> float:
+    """``"10%"``, ``"0.1"`` or ``0.1`` to the fraction 0.1. Must be > 0."""
+    text = option_text(value, source=source).strip()
+    try:
+        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{source}: expected a threshold such as '10%' or 0.1, got {safe_repr(value)}."
+        ) from None
+    if isinstance(value, bool) or not math.isfinite(fraction) or fraction <= 0:
+        raise UsageError(f"{source}: a threshold must be a positive finite amount, got {safe_repr(value)}.")
+    return fraction
+
+
+def ratio_interval(
+    baseline: Sequence[float], current: Sequence[float], confidence: float = DEFAULT_CONFIDENCE
+) -> RatioEstimate:
+    """Hodges-Lehmann ratio current/baseline with a Mann-Whitney confidence interval.
+
+    Works on logs, so the estimate is a ratio and the interval is symmetric in
+    "x times slower" and "x times faster". Needs positive values.
+    """
+    base_raw = np.asarray(baseline, dtype=np.float64)
+    curr_raw = np.asarray(current, dtype=np.float64)
+    for values in (base_raw, curr_raw):
+        if values.size == 0 or not (np.isfinite(values).all() and (values > 0).all()):
+            raise ValueError("ratio_interval needs positive finite latencies on both sides")
+    base, curr = np.log(base_raw), np.log(curr_raw)
+    diffs = np.sort(np.subtract.outer(curr, base).ravel())
+    m, n = base.size, curr.size
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12))
+    k = min(max(k, 0), diffs.size - 1)
+    return RatioEstimate(
+        ratio=float(math.exp(np.median(diffs))),
+        low=float(math.exp(diffs[k])),
+        high=float(math.exp(diffs[diffs.size - 1 - k])),
+        confidence=confidence,
+    )
+
+
+def decide(estimate: RatioEstimate, threshold: float) -> Verdict:
+    """The verdict rule of the module docstring."""
+    slower, faster = 1.0 + threshold, 1.0 / (1.0 + threshold)
+    if estimate.ratio > slower and estimate.low > 1.0:
+        return Verdict.REGRESSION
+    if estimate.ratio < faster and estimate.high < 1.0:
+        return Verdict.IMPROVED
+    if estimate.high > slower:
+        return Verdict.INCONCLUSIVE
+    return Verdict.OK
+
+
+def judge(
+    baseline: Sequence[float],
+    current: Sequence[float],
+    *,
+    threshold: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Comparison:
+    """Verdict on two independent sets of round medians (stored mode)."""
+    estimate = ratio_interval(baseline, current, confidence)
+    return Comparison(estimate=estimate, threshold=threshold, verdict=decide(estimate, threshold))

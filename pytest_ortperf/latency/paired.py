@@ -1,0 +1,139 @@
+"""Same-job A/B: the model under test against a reference model, measured side by side.
+
+On a shared machine whose speed switches state every few seconds, absolute
+latencies from different times cannot show a 5% change; the ratio of two
+models measured in the same second can. Both callables are warmed up, then
+timed in interleaved rounds whose order (current first or reference first) is
+drawn at random each round (half of the rounds each way), so a machine state hits both alike and neither
+always runs "warm after the other". Each round yields one ratio of round
+medians, current / reference; the verdict is on those paired ratios: their
+median, with the exact sign-test confidence interval for the median (no
+assumption about the noise's shape; a round spoiled by a state switch moves one
+ratio, not the verdict).
+
+Plain logic, no pytest: ``checks.check_ab`` and the benchmarks use it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, RatioEstimate, decide
+from pytest_ortperf.latency.measure import Clock, MeasureSettings, gc_paused, plan_rounds, time_runs, warm_up
+from pytest_ortperf.latency.stats import LatencyStats, summarize
+
+_TINY = 1e-6  # ms: one nanosecond
+AB_STATISTIC = "median of paired round ratios, sign-test interval"
+
+
+# How long and how finely to measure one A/B check (both models together): more rounds at the
+# least than a stored measurement, since every round gives one paired ratio.
+AB_SETTINGS = MeasureSettings(budget_s=3.0, rounds=40, min_rounds=12)
+
+
+@dataclass(frozen=True)
+class PairedRounds:
+    """Round medians (ms) of current and reference, round by round, and how each round was run."""
+
+    current: LatencyStats
+    reference: LatencyStats
+    current_first: tuple[bool, ...]
+
+    @property
+    def current_ms(self) -> tuple[float, ...]:
+        return self.current.round_medians_ms
+
+    @property
+    def reference_ms(self) -> tuple[float, ...]:
+        return self.reference.round_medians_ms
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        # A coarse clock can report 0 for a whole round; the smallest positive value keeps ratios finite.
+        return tuple(
+            max(c, _TINY) / max(r, _TINY) for c, r in zip(self.current_ms, self.reference_ms, strict=True)
+        )
+
+
+def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: MeasureSettings) -> tuple[int, int]:
+    """(rounds, runs per round per model): a round of pairs planned like any round of runs."""
+    plan = plan_rounds(max(cost_current_ns, 1.0) + max(cost_reference_ns, 1.0), settings)
+    return plan.rounds, plan.runs_per_round
+
+
+def measure_pair(
+    current: Callable[[], object],
+    reference: Callable[[], object],
+    settings: MeasureSettings = AB_SETTINGS,
+    *,
+    rng: random.Random | None = None,
+    clock: Clock = time.perf_counter_ns,
+) -> PairedRounds:
+    """Warm both up, then time interleaved rounds, half of them in each order, shuffled."""
+    rng = rng or random.Random()
+    cost_reference = warm_up(reference, settings, clock)
+    cost_current = warm_up(current, settings, clock)
+    rounds, runs = plan_pair(cost_current, cost_reference, settings)
+    samples: dict[bool, list[int]] = {True: [], False: []}  # keyed by "is current"
+    # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.
+    firsts = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
+    rng.shuffle(firsts)
+    with gc_paused():
+        for current_first in firsts:
+            for is_current in (current_first, not current_first):
+                time_runs(current if is_current else reference, runs, clock, samples[is_current])
+    sizes = [runs] * rounds
+    return PairedRounds(summarize(samples[True], sizes), summarize(samples[False], sizes), tuple(firsts))
+
+
+def sign_test_rank(n: int, confidence: float) -> int:
+    """0-based rank k: sorted ``[x[k], x[n-1-k]]`` covers the median with probability >= ``confidence``.
+
+    Coverage is ``1 - 2 P(Binomial(n, 1/2) <= k)``; the largest such k gives the
+    narrowest interval. Too few values for the confidence: 0 (the whole range).
+    """
+    alpha = 1.0 - confidence
+    best, cdf = 0, 0.0
+    for k in range(n // 2):
+        cdf += math.comb(n, k) / 2**n
+        if 2 * cdf > alpha:
+            break
+        best = k
+    return best
+
+
+def paired_interval(ratios: Sequence[float], confidence: float = DEFAULT_CONFIDENCE) -> RatioEstimate:
+    """Median ratio with the distribution-free sign-test interval for the median.
+
+    With too few rounds for the requested confidence the interval is the whole
+    observed range (and so usually decides nothing).
+    """
+    values = np.sort(np.asarray(ratios, dtype=np.float64))
+    if values.size == 0 or not (np.isfinite(values).all() and (values > 0).all()):
+        raise ValueError("paired_interval needs positive finite ratios")
+    k = sign_test_rank(values.size, confidence)
+    return RatioEstimate(
+        ratio=float(np.median(values)),
+        low=float(values[k]),
+        high=float(values[values.size - 1 - k]),
+        confidence=confidence,
+    )
+
+
+def judge_pair(
+    rounds: PairedRounds, *, threshold: float, confidence: float = DEFAULT_CONFIDENCE
+) -> Comparison:
+    estimate = paired_interval(rounds.ratios, confidence)
+    return Comparison(
+        estimate=estimate,
+        threshold=threshold,
+        verdict=decide(estimate, threshold),
+        mode="a/b",
+        statistic=f"{AB_STATISTIC} over {len(rounds.ratios)} rounds",
+    )

@@ -1,0 +1,128 @@
+"""The model under test: resolving a marker argument to bytes on disk or in memory.
+
+A model is identified by the sha256 of its serialized bytes; that digest keys
+the session cache and, later, tells a baseline that the model changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.errors import ModelError, UsageError
+from pytest_ortperf.values import safe_repr
+
+ZOO_MODEL_NAME = "model.onnx"
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A resolved model: a file (ORT loads it by path, so external data works) or bytes."""
+
+    label: str
+    sha256: str
+    path: Path | None = None
+    data: bytes | None = None
+
+    @property
+    def ort_input(self) -> str | bytes:
+        """What ``InferenceSession`` takes."""
+        if self.path is not None:
+            return str(self.path)
+        assert self.data is not None
+        return self.data
+
+    @property
+    def directory(self) -> Path | None:
+        return None if self.path is None else self.path.parent
+
+
+class ModelResolver:
+    """Resolves marker/fixture values to :class:`ModelSource`, hashing each file once."""
+
+    def __init__(self, rootdir: Path) -> None:
+        self._rootdir = rootdir
+        self._digests: dict[tuple[Path, int, int], str] = {}
+
+    def resolve(self, spec: Any, *, test_dir: Path, origin: str) -> ModelSource:
+        """Resolve a path (relative to ``test_dir``, then rootdir), a ModelProto or bytes.
+
+        ``origin`` names where the value came from, for error messages.
+        """
+        if isinstance(spec, ModelSource):
+            return spec
+        if isinstance(spec, (str, os.PathLike)):
+            if not os.fspath(spec).strip():
+                raise UsageError(f"{origin}: the model path is empty.")
+            return self._from_path(Path(os.fspath(spec)), test_dir=test_dir, origin=origin)
+        if isinstance(spec, (bytes, bytearray)):
+            data = bytes(spec)
+            return ModelSource(label=f"<{len(data)} bytes>", sha256=_digest_bytes(data), data=data)
+        serialize = getattr(spec, "SerializeToString", None)
+        if type(spec).__name__ == "ModelProto" and callable(serialize):
+            data = serialize(deterministic=True)
+            name = getattr(getattr(spec, "graph", None), "name", "") or "model"
+            return ModelSource(label=f"<ModelProto {name}>", sha256=_digest_bytes(data), data=data)
+        raise UsageError(
+            f"{origin}: expected a model path (str or os.PathLike), an onnx.ModelProto or bytes, "
+            f"got {type(spec).__name__} ({safe_repr(spec)})."
+        )
+
+    def _from_path(self, given: Path, *, test_dir: Path, origin: str) -> ModelSource:
+        candidates = [given] if given.is_absolute() else [test_dir / given, self._rootdir / given]
+        try:
+            found = next((c for c in candidates if c.exists()), None)
+        except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL
+            raise ModelError(f"{origin}: model path {safe_repr(str(given))} is not usable: {exc}.") from None
+        if found is None:
+            tried = " or ".join(f"'{c}'" for c in dict.fromkeys(candidates))
+            raise ModelError(f"{origin}: model file '{given}' not found (looked for {tried}).")
+        if found.is_dir():
+            if not (found / ZOO_MODEL_NAME).is_file():
+                raise ModelError(
+                    f"{origin}: '{found}' is a directory without a {ZOO_MODEL_NAME} "
+                    "(a model-zoo directory holds model.onnx and test_data_set_*/)."
+                )
+            found = found / ZOO_MODEL_NAME
+        path = found.resolve()
+        return ModelSource(label=self._label(path), sha256=self._digest_file(path, origin), path=path)
+
+    def _label(self, path: Path) -> str:
+        try:
+            return path.relative_to(self._rootdir.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def _digest_file(self, path: Path, origin: str) -> str:
+        try:
+            stat = path.stat()
+            key = (path, stat.st_mtime_ns, stat.st_size)
+            if key not in self._digests:
+                digest = hashlib.sha256()
+                with path.open("rb") as handle:
+                    while chunk := handle.read(_HASH_CHUNK):
+                        digest.update(chunk)
+                self._digests[key] = digest.hexdigest()
+            return self._digests[key]
+        except OSError as exc:
+            raise ModelError(f"{origin}: cannot read model '{path}': {exc.strerror or exc}.") from exc
+
+
+def _digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def uses_external_data(path: Path) -> bool:
+    """Whether the model keeps tensors in separate files (``git show`` of the .onnx alone lacks them)."""
+    import onnx  # a dependency; imported here so resolving a path stays cheap
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # unreadable here: ORT reports it when the session is built
+        return False
+    constants = [a.t for node in proto.graph.node for a in node.attribute if a.HasField("t")]
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in [*proto.graph.initializer, *constants])

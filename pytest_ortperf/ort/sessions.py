@@ -1,0 +1,180 @@
+"""Building ORT sessions for (model, variant, settings) once per run, and reusing them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, SessionBuildError
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.placement import RECORD_PLACEMENT_KEY, Placement, placement_of
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.variants import Variant
+
+_MAX_MESSAGE = 600
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """What makes two sessions interchangeable. The path matters for external data."""
+
+    model_sha256: str
+    model_path: str | None
+    variant: Variant
+    settings: SessionSettings
+
+
+@dataclass(frozen=True)
+class BuiltSession:
+    """A ready session and the facts about how it was built."""
+
+    session: Any
+    model: ModelSource
+    variant: Variant
+    settings: SessionSettings
+    providers: tuple[str, ...]
+    placement: Placement | None
+    build_seconds: float
+
+
+def session_options(ort: ModuleType, variant: Variant, settings: SessionSettings) -> Any:
+    """``SessionOptions`` with every latency-relevant setting pinned explicitly."""
+    level = getattr(ort.GraphOptimizationLevel, variant.opt_level.ort_name, None)
+    if level is None:
+        raise SessionBuildError(
+            f"optimization level '{variant.opt_level.value}' needs an onnxruntime with "
+            f"GraphOptimizationLevel.{variant.opt_level.ort_name}; this is {ort.__version__}."
+        )
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    options.intra_op_num_threads = settings.intra_op_threads
+    options.inter_op_num_threads = settings.inter_op_threads
+    options.execution_mode = (
+        ort.ExecutionMode.ORT_PARALLEL
+        if settings.execution_mode == "parallel"
+        else ort.ExecutionMode.ORT_SEQUENTIAL
+    )
+    options.enable_cpu_mem_arena = settings.cpu_mem_arena
+    options.enable_mem_pattern = settings.mem_pattern
+    entries = {
+        "session.intra_op.allow_spinning": "1" if settings.intra_op_spinning else "0",
+        "session.inter_op.allow_spinning": "1" if settings.inter_op_spinning else "0",
+        "session.set_denormal_as_zero": "1" if settings.denormal_as_zero else "0",
+        RECORD_PLACEMENT_KEY: "1",
+    }
+    if settings.intra_op_thread_affinities:
+        entries["session.intra_op_thread_affinities"] = settings.intra_op_thread_affinities
+    entries.update(settings.config_entries)
+    for key, value in entries.items():
+        options.add_session_config_entry(key, value)
+    return options
+
+
+def provider_arguments(variant: Variant, settings: SessionSettings) -> list[tuple[str, dict[str, str]]]:
+    return [(name, settings.options_for(name)) for name in variant.provider_spec.providers]
+
+
+def _first_lines(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "..."
+
+
+class SessionPool:
+    """Builds each distinct session once per run; failures are remembered too."""
+
+    def __init__(
+        self,
+        ort: ModuleType,
+        prober: ProviderProber,
+        on_build: Callable[[BuiltSession], None] | None = None,
+    ) -> None:
+        self._ort = ort
+        self._prober = prober
+        self._on_build = on_build
+        self._sessions: dict[SessionKey, BuiltSession] = {}
+        self._failures: dict[SessionKey, OrtperfError] = {}
+        self.builds = 0
+        self.reuses = 0
+        self.build_seconds = 0.0
+
+    def get(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
+        key = SessionKey(model.sha256, None if model.path is None else str(model.path), variant, settings)
+        if key in self._sessions:
+            self.reuses += 1
+            return self._sessions[key]
+        if key in self._failures:
+            raise self._failures[key]
+        try:
+            built = self._build(model, variant, settings)
+        except OrtperfError as exc:
+            self._failures[key] = exc
+            raise
+        self._sessions[key] = built
+        if self._on_build is not None:
+            self._on_build(built)
+        return built
+
+    def build_profiling(self, built: BuiltSession, prefix: str) -> Any:
+        """A fresh, uncached session like ``built`` with session-level profiling (never timed)."""
+        options = session_options(self._ort, built.variant, built.settings)
+        options.enable_profiling = True
+        options.profile_file_prefix = prefix
+        return self._ort.InferenceSession(
+            built.model.ort_input,
+            options,
+            providers=provider_arguments(built.variant, built.settings),
+            enable_fallback=0,
+        )
+
+    def close(self) -> None:
+        """Release every session (ORT frees a session when its last reference goes)."""
+        self._sessions.clear()
+        self._failures.clear()
+
+    def _build(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
+        probe = self._prober.probe(variant.provider_spec)
+        if not probe.available:
+            raise ProviderUnavailable(variant.provider, probe.reason)
+        started = time.perf_counter()
+        try:
+            options = session_options(self._ort, variant, settings)
+            session = self._ort.InferenceSession(
+                model.ort_input,
+                options,
+                providers=provider_arguments(variant, settings),
+                enable_fallback=0,
+            )
+        except Exception as exc:  # ORT raises Fail, InvalidProtobuf, RuntimeError, ...
+            raise SessionBuildError(
+                f"ONNX Runtime could not build a session for '{model.label}' [{variant.id}]: "
+                f"{_first_lines(exc)}"
+            ) from exc
+        elapsed = time.perf_counter() - started
+        self.builds += 1
+        self.build_seconds += elapsed
+        providers = tuple(session.get_providers())
+        if variant.provider not in providers:
+            raise ProviderUnavailable(
+                variant.provider,
+                f"ORT dropped it while building the session for '{model.label}' "
+                f"(the session would run on {', '.join(providers)})",
+            )
+        try:
+            placement = placement_of(session)
+        except UnicodeDecodeError as exc:
+            raise SessionBuildError(
+                f"'{model.label}' [{variant.id}]: node names are not valid UTF-8 ({exc})."
+            ) from None
+        return BuiltSession(
+            session=session,
+            model=model,
+            variant=variant,
+            settings=settings,
+            providers=providers,
+            placement=placement,
+            build_seconds=elapsed,
+        )

@@ -1,0 +1,396 @@
+"""Turning pytest's options, ini keys and markers into frozen ortperf values.
+
+Only the pytest layer calls this; everything below sees the frozen
+:class:`OrtperfConfig`, never pytest's ``Config``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.accuracy.tolerances import (
+    ToleranceSpec,
+    parse_selector,
+    parse_tolerance_key,
+    parse_tolerance_values,
+)
+from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.latency.decision import parse_threshold
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.paired import AB_SETTINGS
+from pytest_ortperf.ort.inputs import InputOptions
+from pytest_ortperf.ort.providers import parse_providers, resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
+from pytest_ortperf.ort.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
+from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
+from pytest_ortperf.store.machine import validate_name
+from pytest_ortperf.values import on_off, option_text, safe_repr
+
+MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
+AB_MARKER_KWARGS = ("reference", "rev")
+THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs", "dtypes", "variants")
+
+
+@dataclass(frozen=True)
+class OrtperfConfig:
+    """The whole run's ortperf configuration, resolved once in ``pytest_configure``."""
+
+    variants: tuple[Variant, ...]
+    settings: SessionSettings
+    inputs: InputOptions
+    rootdir: Path
+    baseline_dir: Path
+    policy: CheckPolicy
+    machine: str | None = None
+    prune: bool = False
+    tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
+    reference_variant: Variant | None = None
+    profile_dir: Path = Path(".ortperf/profiles")
+    session_profile: bool = False
+    parallel_timing: bool = False
+    report_path: Path | None = None
+    markdown_path: Path | None = None
+    strict: bool = False
+    run_timeout_s: float = 300.0
+    repair: bool = False
+    ab_rev: str = ""
+    canary: bool = True
+    ab_outputs_fail: bool = True
+
+
+def _value(config: Any, ini: str) -> tuple[Any, str]:
+    """The command-line value if given, else the ini value; with a label for errors."""
+    option = next(o for o in OPTIONS if o.ini == ini)
+    cli = config.getoption(option.dest)
+    if cli is not None:
+        return cli, option.flag
+    return config.getini(ini), f"ini {ini}"
+
+
+def build_config(config: Any) -> OrtperfConfig:
+    providers, where = _value(config, "ortperf_providers")
+    specs = parse_providers(providers, source=where)
+    levels_value, where = _value(config, "ortperf_opt_levels")
+    levels = parse_opt_levels(levels_value, source=where)
+
+    settings = SessionSettings().with_overrides(
+        parse_assignments(config.getini("ortperf_session_options"), source="ini ortperf_session_options"),
+        source="ini ortperf_session_options",
+    )
+    cli_settings = config.getoption("ortperf_session_options")
+    if cli_settings:
+        settings = settings.with_overrides(
+            parse_assignments(cli_settings, source="--ortperf-session-option"),
+            source="--ortperf-session-option",
+        )
+
+    dims_value, dims_where = _value(config, "ortperf_dims")
+    range_value, range_where = _value(config, "ortperf_int_range")
+    seed_value, seed_where = _value(config, "ortperf_seed")
+    inputs = InputOptions(
+        seed=parse_seed(seed_value, source=seed_where),
+        dims=parse_dims(dims_value, source=dims_where),
+        int_range=parse_int_range(range_value, source=range_where),
+    )
+    return OrtperfConfig(
+        variants=variant_matrix(specs, levels),
+        settings=settings,
+        inputs=inputs,
+        rootdir=Path(config.rootpath),
+        baseline_dir=_baseline_dir(config),
+        policy=_policy(config),
+        machine=_machine(config),
+        prune=_flag(config, "ortperf_prune"),
+        tolerances=_tolerances(config),
+        reference_variant=_reference_variant(config),
+        profile_dir=_directory(
+            config, "ortperf_profile_dir", Path(config.rootpath) / ".ortperf" / "profiles"
+        ),
+        session_profile=_flag(config, "ortperf_session_profile"),
+        parallel_timing=_flag(config, "ortperf_parallel_timing"),
+        report_path=_optional_path(config, "ortperf_report"),
+        markdown_path=_optional_path(config, "ortperf_markdown"),
+        strict=_flag(config, "ortperf_strict"),
+        run_timeout_s=_seconds(config, "ortperf_run_timeout"),
+        repair=_flag(config, "ortperf_repair"),
+        ab_rev=_ab_rev(config),
+        canary=_on_off(config, "ortperf_canary"),
+        ab_outputs_fail=_ab_outputs(config),
+    )
+
+
+def _ab_outputs(config: Any) -> bool:
+    value, where = _value(config, "ortperf_ab_outputs")
+    text = str(value).strip().lower()
+    if text not in ("check", "report"):
+        raise UsageError(f"{where}: expected check or report, got {safe_repr(value)}.")
+    return text == "check"
+
+
+def _on_off(config: Any, ini: str) -> bool:
+    value, where = _value(config, ini)
+    switch = on_off(option_text(value, source=where))
+    if switch is None:
+        raise UsageError(f"{where}: expected on or off, got {safe_repr(value)}.")
+    return switch
+
+
+def _ab_rev(config: Any) -> str:
+    value, where = _value(config, "ortperf_ab")
+    text = str(value or "").strip()
+    if text.startswith("-"):
+        raise UsageError(f"{where}: {text!r} is not a git revision.")
+    return text
+
+
+def ab_marker(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> tuple[Any, str]:
+    """``ort_ab(reference)`` or ``ort_ab(rev="origin/main")``: (reference model spec or None, revision)."""
+    unknown = sorted(set(kwargs) - set(AB_MARKER_KWARGS))
+    reference = args[0] if args else kwargs.get("reference")
+    rev = kwargs.get("rev", "")
+    if unknown or len(args) > 1 or (args and "reference" in kwargs) or (reference is None) == (not rev):
+        raise UsageError(
+            f"{origin}: ort_ab takes one reference model (a path or ModelProto) or rev='REVISION', "
+            "e.g. ort_ab('models/resnet50_v1.onnx') or ort_ab(rev='origin/main')"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            + "."
+        )
+    if rev and (not isinstance(rev, str) or rev.strip().startswith("-") or not rev.strip()):
+        raise UsageError(f"{origin}: ort_ab rev must be a git revision, got {rev!r}.")
+    return reference, str(rev).strip()
+
+
+def _reference_variant(config: Any) -> Variant | None:
+    value, where = _value(config, "ortperf_reference_variant")
+    return parse_variant(str(value), source=where)
+
+
+def _tolerances(config: Any) -> ToleranceSpec:
+    spec = parse_tolerance_lines(config.getini("ortperf_tolerances"), source="ini ortperf_tolerances")
+    cli = config.getoption("ortperf_tolerances")
+    if cli:
+        spec = spec.merged(parse_tolerance_lines(cli, source="--ortperf-tolerance"))
+    return spec
+
+
+def _baseline_dir(config: Any) -> Path:
+    return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / "baselines")
+
+
+def _seconds(config: Any, ini: str) -> float:
+    value, where = _value(config, ini)
+    return parse_seconds(value, source=where)
+
+
+def _optional_path(config: Any, ini: str) -> Path | None:
+    if not (config.getoption(ini) or config.getini(ini)):
+        return None
+    return _directory(config, ini, Path())
+
+
+def _directory(config: Any, ini: str, default: Path) -> Path:
+    """A directory option: command line relative to where pytest ran, ini relative to the ini file."""
+    cli = config.getoption(ini)
+    if cli:
+        return Path(config.invocation_params.dir) / str(cli)
+    value = config.getini(ini)
+    if value:
+        base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+        try:
+            return (base / str(value)).resolve()
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"ini {ini}: {str(value)!r} is not a usable directory ({exc}).") from None
+    return default
+
+
+def _machine(config: Any) -> str | None:
+    value, where = _value(config, "ortperf_machine")
+    return validate_name(str(value), source=where) if value else None
+
+
+def _flag(config: Any, ini: str) -> bool:
+    value, _ = _value(config, ini)
+    return bool(value)
+
+
+def _policy(config: Any) -> CheckPolicy:
+    threshold, where = _value(config, "ortperf_latency_threshold")
+    max_cv, cv_where = _value(config, "ortperf_max_cv")
+    budget, budget_where = _value(config, "ortperf_budget")
+    ab_threshold, ab_where = _value(config, "ortperf_ab_threshold")
+    ab_budget, ab_budget_where = _value(config, "ortperf_ab_budget")
+    missing, missing_where = _value(config, "ortperf_missing")
+    if missing not in MISSING_CHOICES:
+        raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
+    return CheckPolicy(
+        threshold=parse_threshold(threshold, source=where),
+        missing=missing,
+        update=_flag(config, "ortperf_update"),
+        fail_on_improvement=_flag(config, "ortperf_fail_on_improvement"),
+        max_cv=parse_threshold(max_cv, source=cv_where),
+        measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),
+        ab_threshold=parse_threshold(ab_threshold, source=ab_where),
+        ab=replace(AB_SETTINGS, budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
+    )
+
+
+def thresholds_for(
+    base: CheckPolicy,
+    base_tolerances: ToleranceSpec,
+    markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+    *,
+    origin: str,
+) -> tuple[CheckPolicy, ToleranceSpec]:
+    """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins.
+
+    ``latency`` sets the latency threshold; ``atol``, ``rtol``, ``cosine`` and
+    ``mismatch`` the accuracy tolerances of every output; ``outputs``, ``dtypes``
+    and ``variants`` map an output name, a dtype (``float16``) or a variant or
+    provider (``cuda-all``, ``cuda``) to their own tolerances.
+    """
+    policy, tolerances = base, base_tolerances
+    for args, kwargs in markers:
+        unknown = sorted(set(kwargs) - set(THRESHOLD_KWARGS))
+        if args or unknown:
+            raise UsageError(
+                f"{origin}: ort_thresholds takes keyword arguments {', '.join(THRESHOLD_KWARGS)}"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                + ", e.g. ort_thresholds(latency='15%', atol=1e-4)."
+            )
+        if "latency" in kwargs:
+            policy = replace(policy, threshold=parse_threshold(kwargs["latency"], source=origin))
+        if "ab" in kwargs:
+            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=origin))
+        overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
+        scoped = {
+            scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)
+            for scope in ("outputs", "dtypes", "variants")
+        }
+        tolerances = tolerances.merged(
+            ToleranceSpec(
+                parse_tolerance_values(overall, source=origin),
+                scoped["outputs"],
+                scoped["dtypes"],
+                scoped["variants"],
+            )
+        )
+    return policy, tolerances
+
+
+_MARKER_SCOPES = {
+    "outputs": ("output", "output names", "{'logits': {'atol': 1e-3}}"),
+    "dtypes": ("dtype", "dtypes", "{'float16': {'atol': 1e-2}}"),
+    "variants": ("variant", "variants or providers", "{'cuda': {'rtol': 1e-3}}"),
+}
+
+
+def _marker_scope(values: Any, *, scope: str, origin: str) -> dict[str, dict[str, float]]:
+    """``ort_thresholds(outputs=/dtypes=/variants={selector: {metric: value}})``, checked."""
+    prefix, what, example = _MARKER_SCOPES[scope]
+    if not isinstance(values, Mapping) or not all(isinstance(v, Mapping) for v in values.values()):
+        raise UsageError(f"{origin}: {scope} must map {what} to tolerances, e.g. {example}.")
+    parsed: dict[str, dict[str, float]] = {}
+    for name, metrics in values.items():
+        where = f"{origin} {scope}[{name!r}]"
+        # dtypes and variants are checked like the option's dtype:/variant: keys
+        selector = str(name) if scope == "outputs" else parse_selector(prefix, str(name), where=where)
+        parsed[selector] = parse_tolerance_values(metrics, source=where)
+    return parsed
+
+
+def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec:
+    """``atol=1e-4`` for every output; ``logits.atol=1e-3`` or ``output:logits.atol=1e-3`` for one
+    output; ``dtype:float16.atol=1e-2`` per dtype; ``variant:cuda.rtol=1e-3`` (a provider) or
+    ``variant:cuda-all.rtol=1e-3`` (one variant) per variant. See :class:`ToleranceSpec` for which wins.
+    """
+    scopes: dict[str, dict[str, dict[str, Any]]] = {"": {"": {}}, "output": {}, "dtype": {}, "variant": {}}
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UsageError(
+                f"{source}: expected KEY=VALUE such as atol=1e-4, logits.rtol=1e-3 or "
+                f"dtype:float16.atol=1e-2, got {raw!r}."
+            )
+        scope, selector, metric = parse_tolerance_key(key, source=source)
+        scopes[scope].setdefault(selector, {})[metric] = value.strip()
+
+    def parsed(scope: str) -> dict[str, dict[str, float]]:
+        return {
+            selector: parse_tolerance_values(values, source=f"{source} ({scope}:{selector})")
+            for selector, values in scopes[scope].items()
+        }
+
+    return ToleranceSpec(
+        parse_tolerance_values(scopes[""][""], source=source),
+        parsed("output"),
+        parsed("dtype"),
+        parsed("variant"),
+    )
+
+
+def parse_variant(text: str, *, source: str) -> Variant | None:
+    """``cpu-disabled`` to a variant; ``none`` turns the reference variant off."""
+    if text.strip().lower() in ("", "none", "off"):
+        return None
+    provider, sep, level = text.strip().rpartition("-")
+    if not sep:
+        raise UsageError(f"{source}: expected PROVIDER-LEVEL such as cpu-disabled, or none; got {text!r}.")
+    return Variant(resolve_provider(provider, source=source), parse_opt_level(level, source=source))
+
+
+def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> Any:
+    """The model argument of ``@pytest.mark.ort_model(...)``, checked for shape."""
+    unknown = sorted(set(kwargs) - set(MODEL_MARKER_KWARGS))
+    if unknown:
+        raise UsageError(
+            f"{origin}: unknown argument(s) {', '.join(unknown)}; "
+            f"ort_model takes a model and optionally {', '.join(MODEL_MARKER_KWARGS[1:])}."
+        )
+    given = list(args) + ([kwargs["path"]] if "path" in kwargs else [])
+    if len(given) != 1:
+        raise UsageError(
+            f"{origin}: ort_model takes exactly one model (a path or an onnx.ModelProto), got {len(given)}."
+        )
+    return given[0]
+
+
+def input_options(base: InputOptions, kwargs: Mapping[str, Any], *, origin: str) -> InputOptions:
+    """Apply ``dims=``, ``int_range=`` and ``seed=`` from an ``ort_model`` marker.
+
+    ``int_range`` is one range for every integer input, or a mapping of input
+    name to range.
+    """
+    options = base
+    if "dims" in kwargs:
+        options = replace(options, dims={**base.dims, **parse_dims(kwargs["dims"], source=origin)})
+    if "seed" in kwargs:
+        options = replace(options, seed=parse_seed(kwargs["seed"], source=origin))
+    if "int_range" in kwargs:
+        value = kwargs["int_range"]
+        if isinstance(value, Mapping):
+            ranges = {
+                str(k): parse_int_range(v, source=f"{origin} int_range[{k!r}]") for k, v in value.items()
+            }
+            options = replace(options, int_ranges={**base.int_ranges, **ranges})
+        else:
+            options = replace(options, int_range=parse_int_range(value, source=origin))
+    return options
+
+
+def settings_for(
+    base: SessionSettings, markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], *, origin: str
+) -> SessionSettings:
+    """Apply ``ort_settings`` markers, farthest first, so the closest one wins."""
+    settings = base
+    for args, kwargs in markers:
+        if args:
+            raise UsageError(f"{origin}: ort_settings takes keyword arguments only, e.g. intra_op_threads=2.")
+        settings = settings.with_overrides(kwargs, source=origin)
+    return settings

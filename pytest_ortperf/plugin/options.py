@@ -1,0 +1,368 @@
+"""Command-line options and ini keys: one table, and the pure parsers behind them.
+
+``register`` takes pytest's parser duck-typed, so this module does not import
+pytest; the console script reuses the same parsers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.ort.providers import valid_provider_names
+from pytest_ortperf.values import option_text, safe_repr
+
+_WHOLE = re.compile(r"[0-9]{1,9}")  # a billion is far past any dim; int() stays cheap
+
+
+@dataclass(frozen=True)
+class OptionDef:
+    """One setting: ``--flag`` on the command line and ``ini`` key, with its default."""
+
+    flag: str
+    ini: str
+    help: str
+    default: str | list[str]
+    metavar: str = "VALUE"
+    ini_type: str = "string"
+
+    @property
+    def dest(self) -> str:
+        return self.ini
+
+
+OPTIONS: tuple[OptionDef, ...] = (
+    OptionDef(
+        "--ort-providers",
+        "ortperf_providers",
+        f"Execution providers to test, comma separated (default: cpu). Names: {valid_provider_names()}.",
+        "cpu",
+        "LIST",
+    ),
+    OptionDef(
+        "--ort-opt-levels",
+        "ortperf_opt_levels",
+        "Graph optimization levels to test, comma separated: disabled, basic, extended, layout, all "
+        "(default: all).",
+        "all",
+        "LIST",
+    ),
+    OptionDef(
+        "--ortperf-session-option",
+        "ortperf_session_options",
+        "Session setting KEY=VALUE (repeatable): intra_op_threads, inter_op_threads, execution_mode, "
+        "intra_op_spinning, inter_op_spinning, cpu_mem_arena, mem_pattern, denormal_as_zero, "
+        "intra_op_thread_affinities; config.KEY=VALUE for an ORT session config entry; "
+        "PROVIDER:KEY=VALUE for a provider option (e.g. cuda:cudnn_conv_algo_search=DEFAULT).",
+        [],
+        "KEY=VALUE",
+        "linelist",
+    ),
+    OptionDef(
+        "--ortperf-dims",
+        "ortperf_dims",
+        "Sizes for symbolic input dims in synthetic feeds, e.g. batch=1,sequence=128 "
+        "(unnamed or unlisted dims are 1).",
+        "",
+        "NAME=N,...",
+    ),
+    OptionDef(
+        "--ortperf-int-range",
+        "ortperf_int_range",
+        "Half-open range LOW:HIGH of synthetic integer inputs such as token ids (default: 0:100).",
+        "0:100",
+        "LOW:HIGH",
+    ),
+    OptionDef(
+        "--ortperf-seed",
+        "ortperf_seed",
+        "Seed of synthetic feeds (default: 0).",
+        "0",
+        "N",
+    ),
+    OptionDef(
+        "--ortperf-update",
+        "ortperf_update",
+        "Record or refresh the latency baselines of the selected tests (they pass). "
+        "Nothing is ever written without this flag.",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-baseline-dir",
+        "ortperf_baseline_dir",
+        "Directory of baseline files (default: baselines/ at rootdir; an ini value is relative "
+        "to the ini file).",
+        "",
+        "DIR",
+    ),
+    OptionDef(
+        "--ortperf-machine",
+        "ortperf_machine",
+        "Machine identity for baselines (default: $ORTPERF_MACHINE, else derived from the "
+        "hardware, e.g. linux-x86_64-amd-epyc-2c). Name CI runner classes with it.",
+        "",
+        "NAME",
+    ),
+    OptionDef(
+        "--ortperf-latency-threshold",
+        "ortperf_latency_threshold",
+        "Slowdown against the stored baseline that fails a latency check when it is also significant "
+        "and confirmed by a second measurement (default: 6%).",
+        "6%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-canary",
+        "ortperf_canary",
+        "on: on the CPU provider, follow every measured round with a short round of a fixed "
+        "machine-speed canary workload and compare latencies relative to it; off: absolute "
+        "latencies (default: on).",
+        "on",
+        "on|off",
+    ),
+    OptionDef(
+        "--ortperf-ab",
+        "ortperf_ab",
+        "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main), "
+        "both measured side by side in interleaved rounds, instead of with the stored baseline.",
+        "",
+        "REV",
+    ),
+    OptionDef(
+        "--ortperf-ab-outputs",
+        "ortperf_ab_outputs",
+        "check: in A/B mode, outputs that differ from the reference model's fail the test; report: "
+        "they are reported and pass (for pull requests that change outputs on purpose) "
+        "(default: check).",
+        "check",
+        "check|report",
+    ),
+    OptionDef(
+        "--ortperf-ab-threshold",
+        "ortperf_ab_threshold",
+        "Slowdown against the A/B reference that fails a latency check when it is also significant "
+        "(default: 3%).",
+        "3%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-ab-budget",
+        "ortperf_ab_budget",
+        "Seconds of timed runs per A/B check, both models together, after warmup (default: 3).",
+        "3",
+        "SECONDS",
+    ),
+    OptionDef(
+        "--ortperf-budget",
+        "ortperf_budget",
+        "Seconds per latency measurement, after warmup: many short rounds spread over it, so the "
+        "machine's speed states are sampled rather than one burst (default: 4).",
+        "4",
+        "SECONDS",
+    ),
+    OptionDef(
+        "--ortperf-missing",
+        "ortperf_missing",
+        "What a latency or accuracy check without a baseline for this machine does: fail (default, with the "
+        "command that records it), skip, or pass (measured and reported).",
+        "fail",
+        "fail|skip|pass",
+    ),
+    OptionDef(
+        "--ortperf-fail-on-improvement",
+        "ortperf_fail_on_improvement",
+        "Fail a latency check that got faster beyond the threshold (catches a model that silently "
+        "skips work).",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-max-cv",
+        "ortperf_max_cv",
+        "Refuse to record a baseline whose round medians (relative to the machine-speed canary when it "
+        "runs) vary more than this (default: 10%).",
+        "10%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-prune",
+        "ortperf_prune",
+        "With --ortperf-update, delete unused baseline entries: entries in the baseline files of "
+        "collected test files whose test no longer exists, for every machine (entries of other machines "
+        "are listed as '(other machines: ...)'). Without it they are only reported.",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-reference-variant",
+        "ortperf_reference_variant",
+        "Variant whose outputs every other variant's outputs are compared with in check_accuracy "
+        "(default: cpu-disabled, the most literal execution; none turns it off).",
+        "cpu-disabled",
+        "VARIANT",
+    ),
+    OptionDef(
+        "--ortperf-tolerance",
+        "ortperf_tolerances",
+        "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
+        "mismatch (allowed fraction of elements outside atol/rtol), for every output; "
+        "OUTPUT.KEY or output:OUTPUT.KEY for one output, dtype:float16.KEY per dtype, "
+        "variant:cuda.KEY or variant:cuda-all.KEY per provider or variant. Most specific wins: "
+        "output > variant > provider > dtype > every output > built-in defaults (a value given "
+        "here replaces the built-in provider floor too).",
+        [],
+        "KEY=VALUE",
+        "linelist",
+    ),
+    OptionDef(
+        "--ortperf-profile-dir",
+        "ortperf_profile_dir",
+        "Where tests marked ort_profile write their traces: <dir>/<test id>/run-<k>.json and "
+        "summary.json (default: .ortperf/profiles at rootdir).",
+        "",
+        "DIR",
+    ),
+    OptionDef(
+        "--ortperf-session-profile",
+        "ortperf_session_profile",
+        "Also profile every ort_session at session level for the whole run: one trace per model "
+        "and variant in <profile dir>/session/, beside the per-run traces of marked tests.",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-parallel-timing",
+        "ortperf_parallel_timing",
+        "Let latency measurements of several processes (pytest-xdist workers) run at once; by "
+        "default they take turns through a lock, since parallel timing on shared cores is distorted.",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-report",
+        "ortperf_report",
+        "Write every check's result as JSON (test, variant, machine, metrics, baseline, verdict, traces).",
+        "",
+        "PATH.json",
+    ),
+    OptionDef(
+        "--ortperf-markdown",
+        "ortperf_markdown",
+        "Write a markdown summary of the checks (also appended to $GITHUB_STEP_SUMMARY when set).",
+        "",
+        "PATH.md",
+    ),
+    OptionDef(
+        "--ortperf-strict",
+        "ortperf_strict",
+        "Fail the run when baselines are unused (their tests were renamed or deleted).",
+        "false",
+        ini_type="bool",
+    ),
+    OptionDef(
+        "--ortperf-run-timeout",
+        "ortperf_run_timeout",
+        "Seconds one session.run made by ort_perf checks or profiled runs may take before it is "
+        "terminated and the test fails (default: 300).",
+        "300",
+        "SECONDS",
+    ),
+    OptionDef(
+        "--ortperf-repair",
+        "ortperf_repair",
+        "With --ortperf-update, set a damaged baseline file aside as <file>.damaged-<time> and record "
+        "it afresh; without this flag a damaged file is never touched.",
+        "false",
+        ini_type="bool",
+    ),
+)
+
+
+def register(parser: Any) -> None:
+    """Add every option and ini key to pytest's ``parser``."""
+    group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
+    for option in OPTIONS:
+        if option.ini_type == "bool":
+            group.addoption(
+                option.flag,
+                action="store_const",
+                const=True,
+                dest=option.dest,
+                default=None,
+                help=option.help,
+            )
+        else:
+            action = "append" if option.ini_type == "linelist" else "store"
+            group.addoption(
+                option.flag,
+                action=action,
+                dest=option.dest,
+                metavar=option.metavar,
+                default=None,
+                help=option.help,
+            )
+        default = option.default == "true" if option.ini_type == "bool" else option.default
+        parser.addini(option.ini, option.help, type=option.ini_type, default=default)
+
+
+def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]:
+    """``"batch=1,sequence=128"`` (or a mapping) to ``{"batch": 1, "sequence": 128}``."""
+    items: Iterable[tuple[str, Any]]
+    if isinstance(value, Mapping):
+        items = value.items()
+    else:
+        items = [
+            part.partition("=")[::2] for part in option_text(value, source=source).split(",") if part.strip()
+        ]
+    dims: dict[str, int] = {}
+    for name, size in items:
+        text = option_text(size, source=source).strip()
+        if not option_text(name, source=source).strip() or not _WHOLE.fullmatch(text) or int(text) < 1:
+            raise UsageError(
+                f"{source}: expected NAME=N with N >= 1 for each dim, got {name}={safe_repr(size)}."
+            )
+        dims[str(name).strip()] = int(text)
+    return dims
+
+
+def parse_int_range(value: Any, *, source: str) -> tuple[int, int]:
+    """``"0:100"``, ``"0,100"`` or ``(0, 100)`` to a half-open ``(low, high)`` with low < high."""
+    parts = (
+        [option_text(p, source=source) for p in value]
+        if isinstance(value, (tuple, list))
+        else option_text(value, source=source).replace(",", ":").split(":")
+    )
+    try:
+        low, high = (int(p.strip()) for p in parts)
+    except ValueError:
+        raise UsageError(
+            f"{source}: expected an integer range LOW:HIGH such as 0:1000, got {safe_repr(value)}."
+        ) from None
+    if low >= high:
+        raise UsageError(f"{source}: integer range {low}:{high} is empty (LOW must be < HIGH).")
+    return low, high
+
+
+def parse_seconds(value: Any, *, source: str) -> float:
+    try:
+        seconds = float(option_text(value, source=source).strip())
+    except (ValueError, OverflowError):
+        seconds = float("nan")
+    if isinstance(value, bool) or not (0 < seconds <= 86400):
+        raise UsageError(
+            f"{source}: expected a number of seconds above 0 (at most a day), got {safe_repr(value)}."
+        )
+    return seconds
+
+
+def parse_seed(value: Any, *, source: str) -> int:
+    text = option_text(value, source=source).strip()
+    if isinstance(value, bool) or not re.fullmatch(r"[0-9]{1,19}", text.removeprefix("-")):
+        raise UsageError(
+            f"{source}: seed must be a whole number of at most 19 digits, got {safe_repr(value)}."
+        )
+    return int(text)

@@ -1,0 +1,371 @@
+"""``ort_perf``: the checks a test runs against its baselines and references."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from itertools import count
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+import numpy as np
+
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
+from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.errors import InputsError, OrtperfError
+from pytest_ortperf.latency.measure import MeasureSettings, measure
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.ort.inputs import Array, data_sets
+from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.watchdog import Watchdog
+from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
+from pytest_ortperf.profiling.book import MarkedProfile
+from pytest_ortperf.reports.ci_files import ERROR, accuracy_record, error_record, latency_record
+from pytest_ortperf.store.environment import environment, feeds_digest
+from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
+
+Abort = Callable[[str], NoReturn]
+T = TypeVar("T")
+PROFILED_RUNS = 3
+GLANCE_S = 0.5
+LATENCY, ACCURACY = "latency", "accuracy"
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything the checks of one test instance need, resolved by the pytest layer."""
+
+    run: OrtperfRun
+    built: BuiltSession
+    feeds: Mapping[str, Array]
+    key: CheckKey
+    policy: CheckPolicy
+    tolerances: ToleranceSpec
+    reference: Callable[[], ReferenceChoice]  # the configured reference variant, or why there is none
+    data_set: Path | None = None
+    profiler: MarkedProfile | None = None
+    nodeid: str = ""
+    add_property: Callable[[str, object], None] = lambda name, value: None
+    ab: Callable[[], ABReference | None] = lambda: None  # the A/B reference; None: stored mode
+
+
+class OrtPerf:
+    """Latency and accuracy checks for one test x variant, against this machine's baseline.
+
+    ``check_latency()`` times ``ort_session`` (never a profiled session);
+    ``check_accuracy()`` compares outputs with the recorded baseline, the
+    reference variant and the model's own test data; ``check()`` does both and
+    fails once with every problem.
+
+    Each check of a test has its own baseline: the first unnamed one the test's
+    own, later unnamed ones ``#2``, ``#3``... in call order, and ``name="big"``
+    one of its own (``#big``) whatever the order.
+    """
+
+    def __init__(
+        self,
+        context: CheckContext,
+        *,
+        fail: Abort,
+        skip: Abort,
+        on_result: Callable[[LatencyResult], object] | None = None,
+    ) -> None:
+        self._context = context
+        self._fail = fail
+        self._skip = skip
+        self._on_result = on_result
+        self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set()}
+
+    @property
+    def session(self) -> BuiltSession:
+        return self._context.built
+
+    def check_latency(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> LatencyResult:
+        """Against the stored baseline or, in A/B mode, against the reference model (and its outputs)."""
+        __tracebackhide__ = True
+        key = self._key(name, LATENCY)
+        return self._finish(self._latency_checks(feeds, key))[0]  # type: ignore[return-value]
+
+    def check_accuracy(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> AccuracyResult:
+        __tracebackhide__ = True
+        key = self._key(name, ACCURACY)
+        return self._finish([self._guard(lambda: self._accuracy(feeds, key), key, ACCURACY)])[0]  # type: ignore[return-value]
+
+    def check(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> tuple[LatencyResult, AccuracyResult]:
+        """Latency and accuracy; the test fails once, with both messages, if either failed."""
+        __tracebackhide__ = True
+        key = self._key(name, LATENCY, ACCURACY)
+        latency = self._latency_checks(feeds, key)
+        results = self._finish([*latency, self._guard(lambda: self._accuracy(feeds, key), key, ACCURACY)])
+        return results[0], results[-1]  # type: ignore[return-value]
+
+    def _key(self, name: str | None, *kinds: str) -> CheckKey:
+        """This check's baseline key: the test's own, ``#2``, ``#3``... or ``#name``."""
+        __tracebackhide__ = True
+        taken = set().union(*(self._names[kind] for kind in kinds))
+        if name is None:
+            suffix = "" if "" not in taken else next(str(n) for n in count(2) if str(n) not in taken)
+        else:
+            try:
+                suffix = check_name(name)
+            except OrtperfError as exc:
+                self._fail(str(exc))
+            if suffix in taken:
+                self._fail(f"check name {name!r} is used twice in this test: each check needs its own name.")
+        for kind in kinds:
+            self._names[kind].add(suffix)
+        key = self._context.key
+        return replace(key, test=with_check_name(key.test, suffix))
+
+    def _latency_checks(
+        self, feeds: Mapping[str, Array] | None, key: CheckKey
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        """The latency check of this mode: stored baseline, or A/B (latency plus outputs vs the reference)."""
+        context = self._context
+        # Updates always record stored baselines: no A/B reference then.
+        reference = None if context.policy.update else self._guard(context.ab, key, LATENCY)
+        if isinstance(reference, str):
+            return [reference]
+        if reference is None:
+            return [self._guard(lambda: self._latency(feeds, key), key, LATENCY)]
+        # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
+        # a message, as in stored mode, naming the reference.
+        label = f"same-job A/B of {key.test} against {reference.label}: "
+        checks = self._guard(lambda: self._ab(reference, self._inputs(feeds), key), key, LATENCY, label)
+        return [checks] if isinstance(checks, str) else checks
+
+    def _guard(self, action: Callable[[], T], key: CheckKey, kind: str, prefix: str = "") -> T | str:
+        """The action's result or, when it ends in an error instead of a verdict, the error's message,
+        recorded for the reports like a failed check."""
+        try:
+            return action()
+        except OrtperfError as exc:
+            return self._error(key, kind, f"{prefix}{exc}")
+
+    def _error(self, key: CheckKey, kind: str, message: str) -> str:
+        context = self._context
+        context.run.records.append(error_record(key, kind=kind, nodeid=context.nodeid, message=message))
+        context.add_property(f"ortperf_{kind}_verdict", ERROR)
+        context.add_property("ortperf_error", message)
+        return message
+
+    def _finish(
+        self, results: list[LatencyResult | AccuracyResult | str]
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        __tracebackhide__ = True
+        failures = [r if isinstance(r, str) else r.message for r in results if isinstance(r, str) or r.failed]
+        if failures:
+            self._fail("\n\n".join(failures))
+        skips = [r.message for r in results if not isinstance(r, str) and r.skipped]
+        if skips:
+            self._skip("\n\n".join(skips))
+        return results
+
+    def _other_data_sets(
+        self, first: Path, output_names: list[str]
+    ) -> list[tuple[dict[str, Array], Reference]]:
+        """Every data set beside the model after the one the test's inputs come from."""
+        context = self._context
+        found = []
+        for data_set in data_sets(first.parent):
+            if data_set == first:  # compared with the outputs of the test's own inputs
+                continue
+            expected, defaults = context.run.data_set_outputs(data_set, output_names)
+            if not expected:  # a data set may ship inputs only
+                continue
+            feeds = context.run.data_set_feeds(data_set, context.built)
+            outputs = _run_outputs(context.built, feeds, context.run.watchdog)
+            found.append((outputs, Reference(data_set.name, expected, defaults)))
+        return found
+
+    def _inputs(self, feeds: Mapping[str, Array] | None) -> dict[str, Array]:
+        return dict(self._context.feeds if feeds is None else feeds)
+
+    def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
+        run = self._context.run
+        return environment(
+            self._context.built,
+            inputs,
+            machine=run.machine,
+            runtime=run.runtime,
+            measurement={**self._context.policy.measure.as_dict(), "canary": self._canary_on()},
+        )
+
+    def _canary_on(self) -> bool:
+        """Whether latency is measured with the machine-speed canary: when on, for the CPU provider."""
+        context = self._context
+        return context.run.config.canary and context.built.variant.provider == CPU
+
+    def _canary(self) -> Callable[[], object] | None:
+        return self._context.run.canary(self._context.built) if self._canary_on() else None
+
+    def _latency(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> LatencyResult:
+        context, inputs = self._context, self._inputs(feeds)
+        session = context.built.session
+        profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
+        timing = context.run.timing
+
+        canary = self._canary()
+
+        def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
+            with timing.held():
+                return measure(run, settings, canary=canary)
+
+        watchdog = context.run.watchdog
+        result = check_latency(
+            lambda: watchdog.run(session, None, inputs),
+            measure_fn=measured,
+            profile_fn=profile_fn,
+            key=key,
+            store=context.run.store,
+            policy=context.policy,
+            environment=self._environment(inputs),
+            today=datetime.date.today().isoformat(),
+        )
+        if context.profiler is not None:
+            # Timed runs stay on the unprofiled session; these untimed runs explain where time went.
+            for _ in range(PROFILED_RUNS):
+                context.profiler.run(None, inputs)
+        self._publish(result)
+        return result
+
+    def _ab(
+        self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        context = self._context
+        built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
+        if reference.source is None or reference.source.sha256 == built.model.sha256:
+            # Nothing to compare: a short measurement, for the report only.
+            glance = replace(
+                context.policy.measure,
+                budget_s=min(GLANCE_S, context.policy.measure.budget_s),
+                min_rounds=1,
+                warmup_runs=1,
+            )
+            with timing.held():
+                stats = measure(lambda: watchdog.run(built.session, None, inputs), glance)
+            identical = reference.source is not None
+            result = ab_without_reference(
+                stats,
+                key=key,
+                label=reference.label,
+                status="identical to reference" if identical else "no reference",
+                reason=f"identical to {reference.label}, nothing to compare"
+                if identical
+                else reference.reason,
+            )
+            self._publish(result)
+            return [result]
+        other = context.run.session(reference.source, built.variant, built.settings)
+        with timing.held():
+            result = check_ab(
+                lambda: watchdog.run(built.session, None, inputs),
+                lambda: watchdog.run(other.session, None, inputs),
+                key=key,
+                label=reference.label,
+                policy=context.policy,
+            )
+        self._publish(result)
+        outputs = self._guard(lambda: self._ab_accuracy(other, reference.label, inputs, key), key, ACCURACY)
+        return [result, outputs]
+
+    def _ab_accuracy(
+        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
+    ) -> AccuracyResult:
+        """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
+        context, watchdog = self._context, self._context.run.watchdog
+        actual = _run_outputs(context.built, inputs, watchdog)
+        expected = Reference(label, _run_outputs(other, inputs, watchdog), {})
+        result = compare_with(
+            actual,
+            expected,
+            key=key,
+            tolerances=context.tolerances,
+            provider_short=context.built.variant.provider_spec.short,
+            fail=context.run.config.ab_outputs_fail,
+        )
+        context.run.accuracy_results.append(result)
+        context.run.records.append(accuracy_record(result, context.nodeid))
+        context.add_property("ortperf_ab_accuracy_verdict", result.status)
+        return result
+
+    def _publish(self, result: LatencyResult) -> None:
+        """A latency result into the run's report, the JUnit properties and pytest-benchmark."""
+        context = self._context
+        context.run.results.append(result)
+        context.run.records.append(latency_record(result, context.nodeid))
+        context.add_property("ortperf_latency_verdict", result.status)
+        context.add_property("ortperf_latency_mode", result.basis)
+        context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
+        if result.change:
+            context.add_property("ortperf_latency_change", result.change)
+        if self._on_result is not None:
+            self._on_result(result)
+
+    def _accuracy(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> AccuracyResult:
+        context, inputs = self._context, self._inputs(feeds)
+        watchdog = context.run.watchdog
+        actual = _run_outputs(context.built, inputs, watchdog)
+        choice = context.reference()
+        variant_reference = (
+            Reference(choice.label, _run_outputs(choice.session, inputs, watchdog), {})
+            if choice.session is not None
+            else Reference.unavailable(choice.label, choice.note)
+            if choice.note
+            else None
+        )
+        model_reference = None
+        more_data_sets: list[tuple[dict[str, Array], Reference]] = []
+        if context.data_set is not None and feeds is None:
+            expected, defaults = context.run.data_set_outputs(context.data_set, list(actual))
+            if expected:  # a data set may ship inputs only
+                model_reference = Reference(context.data_set.name, expected, defaults)
+            more_data_sets = self._other_data_sets(context.data_set, list(actual))
+        result = check_accuracy(
+            actual,
+            inputs_sha256=feeds_digest(inputs),
+            key=key,
+            store=context.run.store,
+            policy=context.policy,
+            tolerances=context.tolerances,
+            provider_short=context.built.variant.provider_spec.short,
+            variant_reference=variant_reference,
+            model_reference=model_reference,
+            environment=self._environment(inputs),
+            today=datetime.date.today().isoformat(),
+            more_data_sets=more_data_sets,
+        )
+        context.run.accuracy_results.append(result)
+        context.run.records.append(accuracy_record(result, context.nodeid))
+        context.add_property("ortperf_accuracy_verdict", result.status)
+        return result
+
+
+def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog) -> dict[str, Array]:
+    """Tensor outputs by name; strings as fixed-width text. Sequence and map outputs are not compared."""
+    try:
+        names = [output.name for output in built.session.get_outputs()]
+    except UnicodeDecodeError as exc:
+        raise InputsError(f"the model's output names are not valid UTF-8 ({exc}).") from None
+    outputs = {}
+    for name, value in zip(names, watchdog.run(built.session, names, dict(inputs)), strict=True):
+        if isinstance(value, np.ndarray):
+            outputs[name] = value.astype(str) if value.dtype == object else value
+    return outputs
+
+
+def key_for(nodeid: str, selector: str, variant: str, machine: str, extra_args: str) -> CheckKey:
+    """Split a node id into baseline file and test name; build the command that records it."""
+    test_file, _, test = nodeid.partition("::")
+    command = f"ortperf update '{selector}'" + (f" {extra_args}" if extra_args else "")
+    return CheckKey(test_file=test_file, test=test, variant=variant, machine=machine, record_command=command)

@@ -1,0 +1,387 @@
+"""The state of one pytest run: lazily imported ORT, provider probes, sessions, models, baselines.
+
+Plain Python; the pytest layer owns one instance per run and hands work to it.
+Nothing here touches ONNX Runtime until a test actually asks for a session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.profiling.operators import OpProfile
+from pytest_ortperf.store.baselines import BaselineError, BaselineStore
+
+if TYPE_CHECKING:
+    from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.errors import ProviderUnavailable
+from pytest_ortperf.latency.canary import Canary
+from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
+from pytest_ortperf.ort.git_models import GitRevision
+from pytest_ortperf.ort.inputs import (
+    Feeds,
+    InputOptions,
+    InputSpec,
+    feeds_from_data_set,
+    load_feeds,
+    specs_from_session,
+)
+from pytest_ortperf.ort.models import ModelResolver, ModelSource, uses_external_data
+from pytest_ortperf.ort.probe import ProviderProber
+from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.runtime import RuntimeInfo, import_onnxruntime, runtime_info
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
+from pytest_ortperf.ort.variants import Variant
+from pytest_ortperf.ort.watchdog import Watchdog
+from pytest_ortperf.plugin.config import OrtperfConfig
+from pytest_ortperf.profiling.book import ProfileBook, operator_profile
+from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
+from pytest_ortperf.store.keys import split_check_name
+from pytest_ortperf.store.machine import Machine, detect_machine
+from pytest_ortperf.store.outputs import zoo_expected
+
+
+@dataclass(frozen=True)
+class ABReference:
+    """The reference model of a same-job A/B check; ``source`` None with a ``reason`` when there is none."""
+
+    label: str
+    source: ModelSource | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """The configured reference variant of one check: a session to compare with, or the reason
+    there is none (``note``). An empty label: no reference variant is configured."""
+
+    label: str = ""
+    session: BuiltSession | None = None
+    note: str = ""
+
+
+@dataclass
+class UpdateReport:
+    """What an ``--ortperf-update`` run did, for the summary line."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    unused: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+
+
+class OrtperfRun:
+    def __init__(self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None) -> None:
+        self.config = config
+        self.results: list[LatencyResult] = []
+        self.accuracy_results: list[AccuracyResult] = []
+        self.profiles = ProfileBook(
+            lambda: self.pool,
+            config.profile_dir,
+            session_profile=config.session_profile,
+            native=self._native_profiler,
+            runner=self._profiled_run,
+            worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
+        )
+        self.collected: set[str] = set()
+        self.update_report: UpdateReport | None = None
+        self.finish_error = ""  # errors of the run as a whole: see add_errors
+        self.partially_selected: set[str] = set()
+        # What pytest-xdist workers reported (the controller runs no test itself).
+        self.remote_statuses: list[str] = []
+        self.remote_rows: list[tuple[str, ...]] = []
+        self.remote_missing = 0
+        self.remote_missing_machines: set[str] = set()
+        self.records: list[dict[str, Any]] = []
+        self.unused_lines: list[str] = []  # found once, by finish()
+        self.remote_traces: dict[str, list[str]] = {}
+        self.remote_profile_lines: list[str] = []
+        self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
+        # Repair only ever happens while updating: a plain run never moves a file.
+        self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
+        self._on_build = on_build
+        self._models = ModelResolver(config.rootdir)
+        self._pool: SessionPool | None = None
+        self._prober: ProviderProber | None = None
+        self._runtime: RuntimeInfo | None = None
+        self._machine: Machine | None = None
+        self._watchdog: Watchdog | None = None
+        self._revisions: dict[str, GitRevision] = {}
+        self._canaries: dict[SessionSettings, Canary] = {}
+        self._revision_references: dict[tuple[str, Path, str], ABReference] = {}
+        self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
+        self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
+
+    @property
+    def runtime(self) -> RuntimeInfo:
+        if self._runtime is None:
+            self._runtime = runtime_info()
+        return self._runtime
+
+    @property
+    def machine(self) -> Machine:
+        if self._machine is None:
+            self._machine = detect_machine(self.config.machine)
+        return self._machine
+
+    @property
+    def pool(self) -> SessionPool:
+        if self._pool is None:
+            self._pool = SessionPool(import_onnxruntime(), self.prober, self._on_build)
+        return self._pool
+
+    @property
+    def prober(self) -> ProviderProber:
+        if self._prober is None:
+            self._prober = ProviderProber(self.runtime.available_providers, self.runtime.describe())
+        return self._prober
+
+    @property
+    def watchdog(self) -> Watchdog:
+        if self._watchdog is None:
+            self._watchdog = Watchdog(import_onnxruntime(), self.config.run_timeout_s)
+        return self._watchdog
+
+    def require_available(self, variant: Variant) -> Variant:
+        """Raise :class:`ProviderUnavailable` before any model work if the EP cannot run."""
+        result = self.prober.probe(variant.provider_spec)
+        if not result.available:
+            raise ProviderUnavailable(variant.provider, result.reason)
+        return variant
+
+    def model(self, spec: Any, *, test_dir: Path, origin: str) -> ModelSource:
+        return self._models.resolve(spec, test_dir=test_dir, origin=origin)
+
+    def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
+        return self.pool.get(model, variant, settings)
+
+    def canary(self, built: BuiltSession) -> Callable[[], object] | None:
+        """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,
+        whose speed a CPU workload does not track."""
+        if built.variant.provider != CPU:
+            return None
+        if built.settings not in self._canaries:
+            self._canaries[built.settings] = Canary.build(import_onnxruntime(), built.variant, built.settings)
+        return self._canaries[built.settings].run
+
+    def git_revision(self, rev: str, *, source: str = "--ortperf-ab") -> GitRevision:
+        """The revision, checked once per run (usage error: no git, not a repository, unknown revision)."""
+        if rev not in self._revisions:
+            self._revisions[rev] = GitRevision(rev, self.config.rootdir, source=source)
+        return self._revisions[rev]
+
+    def ab_reference(
+        self, model: ModelSource, marker: tuple[Any, str] | None, *, test_dir: Path, origin: str
+    ) -> ABReference | None:
+        """What ``model`` is compared with in A/B mode: the ``ort_ab`` marker's reference or revision,
+        else ``--ortperf-ab``; None when A/B mode is off for this test."""
+        spec, rev = marker if marker is not None else (None, self.config.ab_rev)
+        if spec is not None:
+            source = self.model(spec, test_dir=test_dir, origin=origin)
+            return ABReference(source.label, source)
+        if not rev:
+            return None
+        revision = self.git_revision(rev, source=origin if marker is not None else "--ortperf-ab")
+        if model.path is None:
+            return ABReference(
+                f"{rev}:{model.label}", None, "the model is not a file, so git has no earlier version"
+            )
+        key = (rev, model.path, model.sha256)
+        if key not in self._revision_references:  # read and hashed once per run, not once per check
+            self._revision_references[key] = self._reference_at(revision, model, model.path, rev)
+        return self._revision_references[key]
+
+    def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path, rev: str) -> ABReference:
+        """``model``'s file at ``rev`` as an A/B reference, or why there is none."""
+        if uses_external_data(path):
+            return ABReference(
+                f"{rev}:{model.label}",
+                None,
+                "the model keeps tensors in external data files, which A/B mode cannot read from a "
+                "revision yet (compare with ort_ab('path/to/reference.onnx') instead)",
+            )
+        found = revision.model_at(path)
+        if found.data is None:
+            return ABReference(found.label, None, found.reason)
+        source = self.model(found.data, test_dir=path.parent, origin=found.label)
+        return ABReference(found.label, replace(source, label=found.label))
+
+    def reference_choice(self, built: BuiltSession) -> ReferenceChoice:
+        """The reference variant of ``built``'s check: its session, or why it is not compared."""
+        reference = self.config.reference_variant
+        if reference is None:
+            return ReferenceChoice()
+        label = f"variant {reference.id}"
+        if reference == built.variant:
+            return ReferenceChoice(label, note="this variant is the reference")
+        probe = self.prober.probe(reference.provider_spec)
+        if not probe.available:
+            reason = probe.reason or "the provider probe failed"
+            return ReferenceChoice(label, note=f"not available here ({reason})")
+        return ReferenceChoice(label, self.pool.get(built.model, reference, built.settings))
+
+    def _native_profiler(self, built: BuiltSession, directory: Path) -> NativeRunProfiler | None:
+        """ORT's own run-level profiling when this onnxruntime's Python API has it."""
+        ort = import_onnxruntime()
+        shape = native_run_profiling(ort)
+        if shape is None:
+            return None
+        return NativeRunProfiler(ort, built.session, directory, shape=shape, runner=self._profiled_run)
+
+    def _profiled_run(self, session: Any, output_names: Any, feeds: Any, run_options: Any) -> Any:
+        """Profiled runs are untimed but still under --ortperf-run-timeout, and fail as RunFailed."""
+        return self.watchdog.run(session, output_names, feeds, run_options)
+
+    def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
+        """Per-run time by op type and node from a short-lived profiling session (never timed)."""
+        return operator_profile(self.pool, built, feeds, runner=self._profiled_run, runs=runs)
+
+    def data_set_outputs(
+        self, data_set: Path, output_names: Sequence[str]
+    ) -> tuple[dict[str, Any], dict[str, float]]:
+        """A model-zoo data set's expected outputs and data.json tolerances, read once per run."""
+        key = (data_set, tuple(output_names))
+        if key not in self._data_sets:
+            self._data_sets[key] = zoo_expected(data_set, output_names)
+        return self._data_sets[key]
+
+    def data_set_feeds(self, data_set: Path, built: BuiltSession) -> Feeds:
+        """A model-zoo data set's inputs for ``built``'s model, read once per run."""
+        key = (data_set, specs_from_session(built.session))
+        if key not in self._data_set_feeds:
+            self._data_set_feeds[key] = feeds_from_data_set(data_set, key[1])
+        return self._data_set_feeds[key]
+
+    def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
+        return load_feeds(built.model, specs_from_session(built.session), options)
+
+    def finish(self) -> None:
+        """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""
+        policy = self.config.policy
+        unused = self.unused_entries()
+        self.unused_lines = self._unused_lines(unused)
+        if not policy.update:
+            return
+        report = UpdateReport()
+        statuses = [r.status for r in self.results] + [r.status for r in self.accuracy_results]
+        for status in statuses + self.remote_statuses:
+            if status in ("new", "updated", "unchanged"):
+                setattr(report, status, getattr(report, status) + 1)
+            elif status == "too noisy":
+                report.refused += 1
+        report.unused = self.unused_lines
+        if self.config.prune:
+            for nodeid, machine in unused:
+                test_file, _, test = nodeid.partition("::")
+                self.store.stage(test_file, test, machine, None)
+        report.written = self.store.write()
+        self.update_report = report
+
+    def traces(self) -> dict[str, list[str]]:
+        """Trace paths per marked test, from this process and from xdist workers."""
+        local = {r.nodeid: [str(p) for p in r.traces] for r in self.profiles.reports}
+        return {**self.remote_traces, **local}
+
+    def add_errors(self, *messages: str) -> None:
+        """Errors of the run as a whole (profiling, baselines, reports, workers), in order."""
+        self.finish_error = "; ".join(filter(None, [self.finish_error, *messages]))
+
+    def unused_entries(self) -> list[tuple[str, str]]:
+        """(node id, machine) of the entries, in baseline files of collected test files, whose test
+        was not collected: it was renamed or deleted. Every machine's entries are judged: one counts
+        when its variant is in this run's matrix (the test would have been collected with it), and,
+        whatever its variant, when no test of its name (with any parameters) is left in the file."""
+        variants = {variant.id for variant in self.config.variants}
+        # A file selected by node id was only partly collected: its other entries are not unused.
+        files = sorted({nodeid.partition("::")[0] for nodeid in self.collected} - self.partially_selected)
+        names = {_test_name(nodeid) for nodeid in self.collected}
+        unused = []
+        for test_file in files:
+            try:
+                entries = self.store.entries(test_file)
+            except BaselineError:
+                continue  # reported by the tests that use the file
+            for test, machines in sorted(entries.items()):
+                nodeid = f"{test_file}::{test}"
+                # a test's second, third... check (test#2, test#name) belongs to the test
+                if split_check_name(nodeid)[0] in self.collected:
+                    continue
+                gone = _test_name(nodeid) not in names
+                unused += [
+                    (nodeid, machine)
+                    for machine, entry in sorted(machines.items())
+                    if gone or entry.variant in variants
+                ]
+        return unused
+
+    @property
+    def strict_unused(self) -> list[str]:
+        """What --ortperf-strict fails the run on: unused entries left in the files after it."""
+        if not self.config.strict or (self.config.policy.update and self.config.prune):
+            return []
+        return self.unused_lines
+
+    def _unused_lines(self, unused: list[tuple[str, str]]) -> list[str]:
+        """Unused entries as reported: the node id for this machine's entry, and the node id with
+        '(other machines: ...)' for entries recorded elsewhere."""
+        by_test: dict[str, list[str]] = {}
+        for nodeid, machine in unused:
+            by_test.setdefault(nodeid, []).append(machine)
+        here = self.machine.name if by_test else ""
+        lines = []
+        for nodeid, machines in by_test.items():
+            if here in machines:
+                lines.append(nodeid)
+            others = [m for m in machines if m != here]
+            if others:
+                lines.append(f"{nodeid} (other machines: {', '.join(others)})")
+        return lines
+
+    def machines_with_missing_baselines(self) -> list[str]:
+        """Machines that do have a latency baseline for a check that has none on this machine."""
+        machines = set(self.remote_missing_machines)
+        for result in self.results:
+            if result.status == "missing":
+                key = result.key
+                try:
+                    machines.update(self.store.machines_for(key.test_file, key.test, part="latency"))
+                except BaselineError:
+                    continue  # reported by the test itself
+        return sorted(machines)
+
+    def unused_hint_lines(self) -> list[str]:
+        """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""
+        if self.config.policy.update or not self.unused_lines or self.strict_unused:
+            return []
+        count = len(self.unused_lines)
+        return [f"{count} unused baseline entries (ortperf update --ortperf-prune removes them)"]
+
+    def summary_lines(self) -> list[str]:
+        """Terminal summary: sessions built and reused, providers that could not run."""
+        if self._pool is None:
+            return []
+        pool = self._pool
+        lines = [f"sessions: {pool.builds} built in {pool.build_seconds:.2f} s, reused {pool.reuses} time(s)"]
+        if self._prober is not None:
+            lines += [
+                f"{result.provider} unavailable: {result.reason}"
+                for result in self._prober.results
+                if not result.available
+            ]
+        return lines
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
+def _test_name(nodeid: str) -> str:
+    """The test function of a node id or baseline key, without parameters (or check name)."""
+    return split_check_name(nodeid)[0].partition("[")[0]

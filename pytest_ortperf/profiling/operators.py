@@ -1,0 +1,112 @@
+"""Operator-level profiles stored with latency baselines, and what changed between two of them.
+
+When a profiled test's latency is recorded, its per-run time by op type and by
+node, each node's provider and the node count per op type are stored with the
+entry. When that test's latency later fails, the message names the op types
+and nodes whose time grew most, nodes that moved to another provider, and op
+types whose node count changed after optimization (a lost fusion shows as a
+fused op disappearing and its parts coming back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_ortperf.profiling.trace import ProfileSummary
+
+MAX_NODES = 200  # the slowest nodes kept in a baseline entry
+MIN_SHARE = 0.05  # of the total growth: an op type or node growing less is not listed
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    """Per-run averages: op type -> (us, nodes); node -> (op type, provider, us)."""
+
+    runs: int
+    ops: Mapping[str, tuple[float, int]]
+    nodes: Mapping[str, tuple[str, str, float]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "ops": {op: {"us": us, "nodes": count} for op, (us, count) in sorted(self.ops.items())},
+            "nodes": {
+                name: {"op": op, "provider": provider, "us": us}
+                for name, (op, provider, us) in sorted(self.nodes.items())
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> OpProfile:
+        if not isinstance(data, Mapping):
+            raise TypeError("profile must be an object")
+        ops = {str(op): (float(v["us"]), int(v["nodes"])) for op, v in data["ops"].items()}
+        nodes = {str(n): (str(v["op"]), str(v["provider"]), float(v["us"])) for n, v in data["nodes"].items()}
+        return cls(int(data["runs"]), ops, nodes)
+
+
+def op_profile(summary: ProfileSummary) -> OpProfile:
+    runs = max(summary.runs, 1)
+    node_counts: dict[str, int] = {}
+    for node in summary.by_node:
+        node_counts[node.op] = node_counts.get(node.op, 0) + 1
+    ops = {op.name: (op.us / runs, node_counts.get(op.name, 0)) for op in summary.by_op}
+    nodes = {n.name: (n.op, n.provider, n.us / runs) for n in summary.by_node[:MAX_NODES]}
+    return OpProfile(runs=summary.runs, ops=ops, nodes=nodes)
+
+
+def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> list[str]:
+    """Lines that say what changed at operator level between two profiles."""
+    lines = []
+    recounted = {
+        op for op in set(baseline.ops) | set(current.ops)
+        if baseline.ops.get(op, (0.0, 0))[1] != current.ops.get(op, (0.0, 0))[1]
+    }  # fmt: skip
+    grown = _grown(
+        {op: us for op, (us, _) in baseline.ops.items()},
+        {op: us for op, (us, _) in current.ops.items()},
+        keep=recounted,
+    )
+    if grown:
+        lines.append("op types whose time grew most: " + ", ".join(_delta(*g) for g in grown[:top]))
+    node_grown = _grown(
+        {n: v[2] for n, v in baseline.nodes.items()},
+        {n: v[2] for n, v in current.nodes.items()},
+        keep=set(current.nodes) - set(baseline.nodes),  # a new node is news however small its share
+    )
+    if node_grown:
+        lines.append("nodes whose time grew most: " + ", ".join(_delta(*g) for g in node_grown[:top]))
+    moved = [
+        f"{name} {baseline.nodes[name][1]} -> {current.nodes[name][1]}"
+        for name in sorted(set(baseline.nodes) & set(current.nodes))
+        if baseline.nodes[name][1] != current.nodes[name][1]
+    ]
+    if moved:
+        lines.append("nodes that changed provider: " + ", ".join(moved[:top]))
+    counts = [
+        f"{op} {baseline.ops.get(op, (0.0, 0))[1]} -> {current.ops.get(op, (0.0, 0))[1]}"
+        for op in sorted(set(baseline.ops) | set(current.ops))
+        if baseline.ops.get(op, (0.0, 0))[1] != current.ops.get(op, (0.0, 0))[1]
+    ]
+    if counts:
+        lines.append("node count per op type changed after optimization: " + ", ".join(counts[: top * 2]))
+    return lines
+
+
+def _grown(
+    before: Mapping[str, float], after: Mapping[str, float], *, keep: Collection[str] = ()
+) -> list[tuple[str, float, float]]:
+    rows = [(name, before.get(name, 0.0), after.get(name, 0.0)) for name in set(before) | set(after)]
+    rows = [row for row in rows if row[2] > row[1]]
+    total = sum(after - before for _, before, after in rows)
+    # Growth that is a sliver of the whole is run-to-run noise, not what explains the regression,
+    # unless the op type's node count changed too (a lost fusion).
+    rows = [row for row in rows if row[2] - row[1] >= MIN_SHARE * total or row[0] in keep]
+    return sorted(rows, key=lambda row: (row[1] - row[2], row[0]))
+
+
+def _delta(name: str, before: float, after: float) -> str:
+    change = f"{(after / before - 1):+.0%}" if before > 0 else "new"
+    return f"{name} {before / 1000:.3f} -> {after / 1000:.3f} ms/run ({change})"

@@ -1,0 +1,239 @@
+"""Results in the forms CI systems read: a JSON report, a markdown summary, JUnit properties.
+
+Each check becomes one plain record; the JSON report lists them all, the
+markdown summary puts failures first in a table (GitHub Actions shows it when
+it is appended to ``$GITHUB_STEP_SUMMARY``), and JUnit XML gets a few key
+figures per test as properties.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.accuracy.metrics import OutputComparison
+from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.store.keys import CheckKey
+
+ERROR = "error"
+
+
+def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
+    current = result.current
+    decisive = result.confirmation or result.comparison
+    return {
+        "test": nodeid,
+        "kind": "latency",
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": result.status,
+        "failed": result.failed,
+        "mode": result.mode,
+        "decided_by": result.basis,
+        "reference": (
+            {
+                "label": result.reference_label,
+                "median_ms": result.reference.median_ms if result.reference is not None else None,
+            }
+            if result.mode == "a/b"
+            else None
+        ),
+        "current": {
+            "median_ms": current.median_ms,
+            "p90_ms": current.p90_ms,
+            "rounds": current.rounds,
+            "runs": current.count,
+            "round_cv": current.round_cv,
+        },
+        "baseline": (
+            {
+                "median_ms": result.baseline.latency.median_ms,
+                "p90_ms": result.baseline.latency.p90_ms,
+                "recorded": result.baseline.recorded,
+            }
+            if result.baseline is not None and result.baseline.latency is not None
+            else None
+        ),
+        "change": (
+            {
+                "ratio": decisive.estimate.ratio,
+                "low": decisive.estimate.low,
+                "high": decisive.estimate.high,
+                "confidence": decisive.estimate.confidence,
+                "threshold": decisive.threshold,
+                "detectable": decisive.detectable,
+                "text": result.change,
+            }
+            if decisive is not None
+            else None
+        ),
+        "changed_since_baseline": list(result.changes),
+        "message": result.message,
+    }
+
+
+def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
+    references = [
+        {
+            "reference": outcome.label,
+            "failed": outcome.failed,
+            "note": outcome.note,
+            "outputs": [output_record(c) for c in outcome.comparisons],
+        }
+        for outcome in result.references
+    ]
+    return {
+        "test": nodeid,
+        "kind": "accuracy",
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": result.status,
+        "failed": result.failed,
+        "references": references,
+        "message": result.message,
+    }
+
+
+def output_record(comparison: OutputComparison) -> dict[str, Any]:
+    """One output against one reference: every metric, the worst element and the limits applied."""
+    compared = bool(comparison.count) and not comparison.problem
+    return {
+        "name": comparison.name,
+        "ok": comparison.ok,
+        "problem": comparison.problem,
+        "failed_metric": comparison.failed_metric,
+        "max_abs": _number(comparison.max_abs),
+        "max_rel": _number(comparison.max_rel),
+        "mean_abs": _number(comparison.mean_abs),
+        "mismatches": comparison.mismatches,
+        "count": comparison.count,
+        "cosine": _number(comparison.cosine),
+        "top1": _number(comparison.top1),
+        "topk": _number(comparison.topk),
+        "worst": (
+            {
+                "index": list(comparison.worst_index),
+                "actual": _number(comparison.worst_actual),
+                "expected": _number(comparison.worst_expected),
+            }
+            if compared
+            else None
+        ),
+        "tolerance": {name: _number(value) for name, value in asdict(comparison.tolerance).items()},
+    }
+
+
+def error_record(key: CheckKey, *, kind: str, nodeid: str, message: str) -> dict[str, Any]:
+    """A check that ended in an error (a timeout, a failed run, an unreadable file) rather than a verdict."""
+    return {
+        "test": nodeid,
+        "kind": kind,
+        "variant": key.variant,
+        "machine": key.machine,
+        "verdict": ERROR,
+        "failed": True,
+        "message": message,
+    }
+
+
+def _number(value: object) -> object:
+    """JSON has no NaN or infinity: those are written as the strings "nan", "inf", "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def report_document(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    machine: str,
+    runtime: str,
+    version: str,
+    traces: Mapping[str, Sequence[str]],
+    unused: Sequence[str],
+    run_errors: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The whole run; ``run_errors`` are problems of the run rather than of one check (a baseline
+    that could not be written, an xdist worker that went down)."""
+    checks = [dict(r, traces=list(traces.get(str(r["test"]), []))) for r in records]
+    return {
+        "plugin_version": version,
+        "machine": machine,
+        "onnxruntime": runtime,
+        "checks": checks,
+        "failed": sum(bool(r["failed"]) for r in records),
+        "errors": sum(r["verdict"] == ERROR for r in records),
+        "run_errors": list(run_errors),
+        "unused_baselines": list(unused),
+    }
+
+
+def _change(record: Mapping[str, Any]) -> str:
+    change = record.get("change")
+    if not change:
+        return "-"
+    if isinstance(change.get("text"), str):
+        return str(change["text"])
+    ratio, low, high = ((change[k] - 1) * 100 for k in ("ratio", "low", "high"))
+    return f"{ratio:+.1f}% ({low:+.1f}% .. {high:+.1f}%)"
+
+
+def markdown(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    machine: str,
+    unused: Sequence[str],
+    run_errors: Sequence[str] = (),
+) -> str:
+    """A markdown summary: counts, then one table row per check, failures first; then what errored."""
+    failed = [r for r in records if r["failed"]]
+    errors = [r for r in failed if r["verdict"] == ERROR]
+    counts = f"Machine `{machine}`: {len(records)} checks, **{len(failed)} failed**"
+    counts += f" ({len(errors)} with an error)." if errors else "."
+    lines = ["## pytest-ortperf", ""]
+    lines += [f"**ERROR**: {_first_line(error)}" for error in run_errors]
+    lines += [
+        counts,
+        "",
+        "| | test | variant | check | reference | current | change | verdict | decided by |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for record in sorted(records, key=lambda r: (not r["failed"], str(r["test"]))):
+        mark = "❌" if record["failed"] else "✅"
+        reference = record.get("reference") or record.get("baseline") or {}
+        current = record.get("current") or {}
+        lines.append(
+            f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
+            f"{_ms(reference.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
+            f"{record['verdict']} | {record.get('decided_by', '')} |"
+        )
+    if errors:
+        lines += ["", "Checks that ended in an error:", ""]
+        lines += [f"- `{r['test']}` ({r['kind']}): {_first_line(str(r['message']))}" for r in errors]
+    if unused:
+        lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
+    return "\n".join(lines) + "\n"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
+
+
+def _ms(value: object) -> str:
+    return f"{value:.4g} ms" if isinstance(value, (int, float)) else "-"
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def append_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write(text)

@@ -1,0 +1,121 @@
+"""Report data turned into lines; the terminal writer only prints them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.plugin.state import UpdateReport
+from pytest_ortperf.profiling.book import ProfileReport
+from pytest_ortperf.reports.show import format_table
+from pytest_ortperf.store.keys import split_check_name
+
+_HEADERS = ("test", "variant", "mode", "reference", "current", "change", "verdict")
+
+
+def _ms(value: float) -> str:
+    return f"{value:.4g} ms"
+
+
+def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for result in results:
+        median = result.baseline_median_ms
+        baseline = _ms(median) if median is not None else "-"
+        test, check = split_check_name(result.key.test)
+        test = test.rsplit(f"[{result.key.variant}]", 1)[0] + check
+        rows.append(
+            (
+                f"{result.key.test_file}::{test}",
+                result.key.variant,
+                result.mode,
+                baseline,
+                _ms(result.current.median_ms),
+                result.change or "-",
+                result.status,
+            )
+        )
+    return rows
+
+
+def latency_table(
+    rows: Sequence[tuple[str, ...]], machine: str, *, missing: int, elsewhere: Sequence[str] = ()
+) -> list[str]:
+    """One row per latency check: test, variant, mode, reference median, current median, change, verdict.
+
+    ``elsewhere``: machines that have baselines for the checks missing here."""
+    if not rows:
+        return []
+    table: list[tuple[str, ...]] = [_HEADERS, *rows]
+    lines = [
+        f"latency on machine '{machine}' (reference and current: medians of all runs; change: the "
+        "statistic that decided, current/reference with its interval; reference = the stored baseline, "
+        "or in mode a/b the reference model measured side by side)"
+    ]
+    lines += format_table(table)
+    inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive"))
+    if inconclusive:
+        lines.append(
+            f"{inconclusive} check(s) inconclusive: the noise could not rule out a slowdown beyond the "
+            "threshold ('could detect' = the smallest change that run would have caught); give them "
+            "more time (--ortperf-budget, --ortperf-ab-budget in mode a/b) or compare side by side "
+            "(--ortperf-ab)."
+        )
+    if missing:
+        lines.append(
+            f"{missing} check(s) have no baseline for machine '{machine}'"
+            + (f" (baselines exist for: {', '.join(elsewhere)})" if elsewhere else "")
+            + "; record them with "
+            "'ortperf update' and the same arguments (or pytest --ortperf-update)."
+        )
+    return lines
+
+
+def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
+    counts = (
+        f"ortperf update: {report.updated} updated, {report.new} new, {report.unchanged} unchanged, "
+        f"{len(report.unused)} unused"
+    )
+    if report.refused:
+        counts += f", {report.refused} refused (too noisy)"
+    lines = [counts]
+    if report.unused:
+        action = "pruned" if prune else "kept; --ortperf-prune deletes them"
+        lines.append(f"unused baselines ({action}):")
+        lines += [f"  {nodeid}" for nodeid in report.unused]
+    lines += [f"wrote {path}" for path in report.written]
+    return lines
+
+
+def lost_worker_line(worker: str, *, update: bool) -> str:
+    """An xdist worker that went down before handing over what it had."""
+    if update:
+        return (
+            f"worker {worker} went down: its staged baselines were not written; rerun the update "
+            "for the tests it ran"
+        )
+    return f"worker {worker} went down: its ortperf results are missing from this summary and the reports"
+
+
+def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
+    """A marked test's profile in a few lines: runs, total and per-run time, top op types and nodes,
+    providers, fallbacks, warnings, where."""
+    summary = report.summary
+    if not report.traces:
+        return [f"profile {report.nodeid}: the test made no run through ort_session; no trace written"]
+    per_run = summary.run_us / summary.runs / 1000 if summary.runs else 0.0
+    total = summary.node_us or 1
+    ops = ", ".join(f"{op.name} {op.us / total:.0%}" for op in summary.by_op[:top])
+    providers = ", ".join(f"{p.name} {p.us / total:.0%}" for p in summary.by_provider)
+    nodes = ", ".join(f"{n.name} ({n.op}) {n.us / total:.0%}" for n in summary.by_node[:top])
+    lines = [
+        f"profile {report.nodeid}: {len(report.traces)} run(s), {summary.run_us / 1000:.3f} ms in total, "
+        f"{per_run:.3f} ms per run; top ops: {ops}; providers: {providers}",
+        f"  top nodes: {nodes}",
+    ]
+    if summary.fallback_nodes:
+        names = ", ".join(summary.fallback_nodes[:top])
+        lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
+    lines += [f"  WARNING: {warning}" for warning in report.warnings]
+    lines.append(f"  traces and summary.json in {report.summary_path.parent}")
+    return lines

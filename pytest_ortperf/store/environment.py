@@ -1,0 +1,99 @@
+"""What a measurement depended on, recorded beside every baseline, and what changed since.
+
+A changed model, ORT version or setting never makes a baseline unusable: it is
+exactly what a user wants to catch, so a comparison still happens and the
+report names the differences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pytest_ortperf.ort.runtime import RuntimeInfo
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.store.machine import Machine
+from pytest_ortperf.version import __version__
+
+# Keys compared for "what changed", with how they are named in reports.
+_EXPLAINED = (
+    ("model_sha256", "model sha256"),
+    ("ort_version", "onnxruntime"),
+    ("ort_flavour", "onnxruntime wheel"),
+    ("providers_used", "providers used"),
+    ("settings", "session settings"),
+    ("inputs", "inputs"),
+    ("inputs_sha256", "input data"),
+    ("cpu", "CPU"),
+    ("cores", "cores"),
+    ("gpu", "GPU"),
+    ("measurement", "measurement"),
+)
+
+
+def feeds_digest(feeds: Mapping[str, np.ndarray[Any, Any]]) -> str:
+    """sha256 over input names, dtypes, shapes and bytes: stable across runs and machines."""
+    digest = hashlib.sha256()
+    for name in sorted(feeds):
+        array = np.ascontiguousarray(feeds[name])
+        digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def describe_inputs(feeds: Mapping[str, np.ndarray[Any, Any]]) -> dict[str, str]:
+    return {name: f"{feeds[name].dtype}{list(feeds[name].shape)}" for name in sorted(feeds)}
+
+
+def environment(
+    built: BuiltSession,
+    feeds: Mapping[str, np.ndarray[Any, Any]],
+    *,
+    machine: Machine,
+    runtime: RuntimeInfo,
+    measurement: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Everything that changes latency or explains a change, as plain JSON values."""
+    return {
+        "plugin_version": __version__,
+        "ort_version": runtime.version,
+        "ort_flavour": runtime.flavour,
+        "model": built.model.label,
+        "model_sha256": built.model.sha256,
+        "variant": built.variant.id,
+        "providers_requested": list(built.variant.provider_spec.providers),
+        "providers_used": list(built.providers),
+        "settings": built.settings.as_dict(),
+        "inputs": describe_inputs(feeds),
+        "inputs_sha256": feeds_digest(feeds),
+        "cpu": machine.cpu,
+        "cores": machine.cores,
+        "gpu": machine.gpu,
+        "measurement": dict(measurement or {}),
+    }
+
+
+def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Human-readable differences in the keys that explain a latency change."""
+    changes = []
+    for key, label in _EXPLAINED:
+        before, after = old.get(key), new.get(key)
+        if before == after:
+            continue
+        if key in ("settings", "measurement") and before is None and isinstance(after, Mapping):
+            before = {}  # recorded before this key existed
+        if key in ("settings", "measurement") and isinstance(before, Mapping) and isinstance(after, Mapping):
+            diffs = [
+                f"{k} {before.get(k)!r} -> {after.get(k)!r}"
+                for k in sorted(set(before) | set(after))
+                if before.get(k) != after.get(k)
+            ]
+            changes.append(f"{label}: {', '.join(diffs)}")
+        elif key.endswith("sha256"):
+            changes.append(f"{label} {str(before)[:12]} -> {str(after)[:12]}")
+        else:
+            changes.append(f"{label} {before} -> {after}")
+    return changes

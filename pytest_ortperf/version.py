@@ -1,0 +1,3 @@
+"""The version of pytest-ortperf, in a module of its own so that any layer can read it."""
+
+__version__ = "0.1.0"
