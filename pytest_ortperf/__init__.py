@@ -1,12 +1,70 @@
 """pytest-ortperf: a latency and accuracy regression gate for ONNX Runtime models.
 
-The package is split into plain modules that never import pytest and a thin
-pytest layer (``plugin``, ``hookspec``, ``benchmark_bridge``; ``config`` turns
-pytest's options into frozen values). The console script lives in ``cli``.
+The types a test sees are importable from here (``from pytest_ortperf import
+OrtPerf``). They load on first use: pytest imports this package in every run
+of an environment that has the plugin, and most of those runs never need them.
+The package map is in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["__version__"]
+from pytest_ortperf.version import __version__
+
+if TYPE_CHECKING:
+    from pytest_ortperf.accuracy.metrics import OutputComparison
+    from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
+    from pytest_ortperf.checks.accuracy import AccuracyResult, ReferenceOutcome
+    from pytest_ortperf.checks.latency import LatencyResult
+    from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.errors import OrtperfError
+    from pytest_ortperf.latency.decision import Comparison, Verdict
+    from pytest_ortperf.latency.stats import LatencyStats
+    from pytest_ortperf.ort.inputs import Feeds
+    from pytest_ortperf.ort.models import ModelSource
+    from pytest_ortperf.ort.session_settings import SessionSettings
+    from pytest_ortperf.ort.sessions import BuiltSession
+    from pytest_ortperf.ort.variants import OptLevel, Variant
+    from pytest_ortperf.plugin.ort_perf import OrtPerf
+    from pytest_ortperf.profiling.book import MarkedProfile
+    from pytest_ortperf.store.keys import CheckKey
+
+_PUBLIC = {
+    "AccuracyResult": "pytest_ortperf.checks.accuracy",
+    "BuiltSession": "pytest_ortperf.ort.sessions",
+    "CheckKey": "pytest_ortperf.store.keys",
+    "Comparison": "pytest_ortperf.latency.decision",
+    "Feeds": "pytest_ortperf.ort.inputs",
+    "LatencyResult": "pytest_ortperf.checks.latency",
+    "LatencyStats": "pytest_ortperf.latency.stats",
+    "MarkedProfile": "pytest_ortperf.profiling.book",
+    "ModelSource": "pytest_ortperf.ort.models",
+    "OptLevel": "pytest_ortperf.ort.variants",
+    "OrtPerf": "pytest_ortperf.plugin.ort_perf",
+    "OrtperfError": "pytest_ortperf.errors",
+    "OutputComparison": "pytest_ortperf.accuracy.metrics",
+    "ReferenceOutcome": "pytest_ortperf.checks.accuracy",
+    "SessionSettings": "pytest_ortperf.ort.session_settings",
+    "Status": "pytest_ortperf.checks.status",
+    "Tolerance": "pytest_ortperf.accuracy.tolerances",
+    "ToleranceSpec": "pytest_ortperf.accuracy.tolerances",
+    "Variant": "pytest_ortperf.ort.variants",
+    "Verdict": "pytest_ortperf.latency.decision",
+}
+
+__all__ = ["__version__", *sorted(_PUBLIC)]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_ortperf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -36,7 +36,7 @@ class Tolerance:
         return f"atol={self.atol:g}, rtol={self.rtol:g}, cosine>={self.cosine:g}{extra}"
 
 
-# Documented defaults per dtype (README "Accuracy"). Reduced-precision providers loosen them.
+# Documented defaults per dtype (docs/accuracy.md, "Tolerances"). Reduced-precision providers loosen them.
 DTYPE_TOLERANCES: dict[str, Tolerance] = {
     "float64": Tolerance(atol=1e-9, rtol=1e-7, cosine=0.999999),
     "float32": Tolerance(atol=1e-5, rtol=1e-4, cosine=0.99999),

@@ -24,6 +24,7 @@ import numpy as np
 from pytest_ortperf.accuracy.metrics import Array, OutputComparison, compare_outputs
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.store.environment import what_changed
@@ -41,7 +42,6 @@ from pytest_ortperf.store.outputs import (
 )
 from pytest_ortperf.values import file_slug
 
-REPORTED_DIFFERENCE = "differs (reported)"  # --ortperf-ab-outputs=report
 NOT_IN_DATA_SET = "not in the data set"
 IDENTICAL = "identical (sha256 of the whole tensor)"
 # Summaries are stored with 6 significant digits (baselines.render): allow that rounding.
@@ -88,7 +88,7 @@ class ReferenceOutcome:
 @dataclass(frozen=True)
 class AccuracyResult:
     key: CheckKey
-    status: str
+    status: Status
     references: tuple[ReferenceOutcome, ...]
     failed: bool = False
     skipped: bool = False
@@ -116,7 +116,7 @@ def compare_with(
     outcome = _Judge(tolerances, provider_short, key.variant).compare(actual, reference)
     assert outcome is not None
     differs = outcome.failed
-    status = ("failed" if fail else REPORTED_DIFFERENCE) if differs else "ok"
+    status = (Status.FAILED if fail else Status.DIFFERS_REPORTED) if differs else Status.OK
     lines = [
         f"accuracy of {key.test} against {reference.label}"
         + ((" FAILED" if fail else " differs") if differs else "")
@@ -173,7 +173,7 @@ def check_accuracy(
         outcomes.insert(0, ReferenceOutcome("baseline", note=why))
         failed = any(o.failed for o in outcomes) or policy.missing == "fail"
         skipped = not failed and policy.missing == "skip"
-        status = "missing" if record is None else "inputs changed"
+        status = Status.MISSING if record is None else Status.INPUTS_CHANGED
         return _result(key, status, outcomes, failed=failed, skipped=skipped)
     stored = load_npz(store.root / record.file)
     _verify(stored, record, store.root / record.file, store.path_for(key.test_file))
@@ -181,7 +181,9 @@ def check_accuracy(
     outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
     failed = any(o.failed for o in outcomes)
     changes = what_changed(entry.environment, environment) if entry is not None and failed else []
-    return _result(key, "failed" if failed else "ok", outcomes, failed=failed, skipped=False, changes=changes)
+    return _result(
+        key, Status.FAILED if failed else Status.OK, outcomes, failed=failed, skipped=False, changes=changes
+    )
 
 
 @dataclass(frozen=True)
@@ -353,13 +355,13 @@ def _record(
     today: str,
     *,
     judge: _Judge,
-) -> tuple[str, ReferenceOutcome]:
+) -> tuple[Status, ReferenceOutcome]:
     arrays, stored = for_storage(actual)
     previous = _previous_outputs(store, record) if record is not None else None
     if record is not None and previous is not None and record.inputs_sha256 == inputs_sha256:
         same = judge.against_baseline(actual, previous, record, label="baseline")
         if not same.failed and [o.name for o in record.outputs] == list(actual):
-            return "unchanged", ReferenceOutcome("baseline", note="recorded outputs still match: kept")
+            return Status.UNCHANGED, ReferenceOutcome("baseline", note="recorded outputs still match: kept")
     new_record = AccuracyRecord(inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key))
     store.stage_file(new_record.file, npz_bytes(arrays))
     existing = store.current(key.test_file, key.test, key.machine)
@@ -372,13 +374,13 @@ def _record(
         else BaselineEntry(variant=key.variant, recorded=today, environment=environment, accuracy=new_record)
     )
     store.stage(key.test_file, key.test, key.machine, entry)
-    status = "new" if record is None else "updated"
+    status = Status.NEW if record is None else Status.UPDATED
     return status, ReferenceOutcome("baseline", note=f"outputs recorded ({status})")
 
 
 def _result(
     key: CheckKey,
-    status: str,
+    status: Status,
     outcomes: list[ReferenceOutcome],
     *,
     failed: bool,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, judge_pair, measure_pair
@@ -29,7 +30,7 @@ FASTEST_MIN = 3
 @dataclass(frozen=True)
 class LatencyResult:
     key: CheckKey
-    status: str
+    status: Status
     current: LatencyStats
     baseline: BaselineEntry | None = None
     comparison: Comparison | None = None
@@ -120,16 +121,18 @@ def check_latency(
     return _with_message(result, message)
 
 
-def settle(comparison: Comparison, confirmation: Comparison | None, policy: CheckPolicy) -> tuple[str, bool]:
+def settle(
+    comparison: Comparison, confirmation: Comparison | None, policy: CheckPolicy
+) -> tuple[Status, bool]:
     """Status and failed flag from a first verdict and, after a regression, its confirmation."""
     decisive = confirmation or comparison
     if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
         # The slowdown did not survive a fresh measurement: never a failure.
-        return f"{Verdict.INCONCLUSIVE.value} (not confirmed)", False
+        return Status.NOT_CONFIRMED, False
     failed = decisive.verdict is Verdict.REGRESSION or (
         decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
     )
-    return decisive.verdict.value, failed
+    return Status.of(decisive.verdict), failed
 
 
 def check_ab(
@@ -166,7 +169,7 @@ def check_ab(
 
 
 def ab_without_reference(
-    current: LatencyStats, *, key: CheckKey, label: str, status: str, reason: str
+    current: LatencyStats, *, key: CheckKey, label: str, status: Status, reason: str
 ) -> LatencyResult:
     """A/B mode with nothing to compare (a new model, or one identical to the reference): reported, passes."""
     return LatencyResult(
@@ -287,7 +290,7 @@ def _record(
             "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
         )
         return LatencyResult(
-            key=key, status="too noisy", current=current, baseline=baseline, failed=True, message=message
+            key=key, status=Status.TOO_NOISY, current=current, baseline=baseline, failed=True, message=message
         )
     existing = store.current(key.test_file, key.test, key.machine)
     entry = (
@@ -299,7 +302,7 @@ def _record(
         # Profiled only when the entry is written: the profiling runs cost time.
         entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
         store.stage(key.test_file, key.test, key.machine, entry)
-        return LatencyResult(key=key, status="new", current=current)
+        return LatencyResult(key=key, status=Status.NEW, current=current)
     changes = tuple(what_changed(baseline.environment, environment))
     has_profile = (existing or baseline).profile is not None
     if profile_fn is not None and not has_profile:
@@ -309,12 +312,17 @@ def _record(
     comparison = _judge(_stats(baseline), current, policy)
     if not changes and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
         return LatencyResult(
-            key=key, status="unchanged", current=current, baseline=baseline, comparison=comparison
+            key=key, status=Status.UNCHANGED, current=current, baseline=baseline, comparison=comparison
         )
     entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
     store.stage(key.test_file, key.test, key.machine, entry)
     return LatencyResult(
-        key=key, status="updated", current=current, baseline=baseline, comparison=comparison, changes=changes
+        key=key,
+        status=Status.UPDATED,
+        current=current,
+        baseline=baseline,
+        comparison=comparison,
+        changes=changes,
     )
 
 
@@ -330,7 +338,7 @@ def _missing(
     )
     return LatencyResult(
         key=key,
-        status="missing",
+        status=Status.MISSING,
         current=current,
         failed=policy.missing == "fail",
         skipped=policy.missing == "skip",

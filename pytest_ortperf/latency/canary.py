@@ -4,8 +4,8 @@ Built in code (no file to ship or lose), always the same bytes and inputs,
 run on the CPU provider with the same thread settings as the checks.
 ``benchmarks/machine_states.py`` measures it interleaved with real models to
 decide whether latency relative to the canary is steadier than absolute
-latency on a shared machine (see the README's performance section for the
-answer on ours).
+latency on a shared machine (``benchmarks/README.md``, "The machine-speed
+canary", has the answer on ours).
 """
 
 from __future__ import annotations

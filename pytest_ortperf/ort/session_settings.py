@@ -27,7 +27,8 @@ class SessionSettings:
 
     One intra-op and one inter-op thread with spinning off: on 2-core shared
     runners a second thread mostly measures the neighbours, and spinning burns
-    a core between runs. See the README for the measurements behind this.
+    a core between runs. ``benchmarks/README.md`` ("Session settings") has the
+    measurements behind this.
     """
 
     intra_op_threads: int = 1

@@ -18,6 +18,22 @@ from pytest_ortperf.values import option_text, safe_repr
 _WHOLE = re.compile(r"[0-9]{1,9}")  # a billion is far past any dim; int() stays cheap
 
 
+# The markers, as pytest --markers shows them: name(arguments): what it does.
+MARKERS = (
+    "ort_model(model, *, dims=None, int_range=None, seed=None): the ONNX model a test, class "
+    "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
+    "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
+    "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
+    "ort_thresholds(latency='10%', ab='3%', atol=..., rtol=..., cosine=..., outputs={...}): per-test "
+    "limits for ort_perf checks.",
+    "ort_ab(reference) or ort_ab(rev='origin/main'): same-job A/B for ort_perf latency checks: the "
+    "model is measured side by side with this reference model (a path or onnx.ModelProto) or with its "
+    "own file at that git revision, and compared by paired ratios instead of the stored baseline.",
+    "ort_profile: run-level profiling; every run of ort_session (and a few untimed runs of each "
+    "ort_perf latency check) writes its own trace, summarized per operator and provider.",
+)
+
+
 @dataclass(frozen=True)
 class OptionDef:
     """One setting: ``--flag`` on the command line and ``ini`` key, with its default."""

@@ -15,6 +15,7 @@ from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
 from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency
 from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.stats import LatencyStats
@@ -24,7 +25,7 @@ from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.profiling.book import MarkedProfile
-from pytest_ortperf.reports.ci_files import ERROR, accuracy_record, error_record, latency_record
+from pytest_ortperf.reports.ci_files import ERROR
 from pytest_ortperf.store.environment import environment, feeds_digest
 from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 
@@ -154,7 +155,7 @@ class OrtPerf:
 
     def _error(self, key: CheckKey, kind: str, message: str) -> str:
         context = self._context
-        context.run.records.append(error_record(key, kind=kind, nodeid=context.nodeid, message=message))
+        context.run.results.publish_error(key, kind=kind, nodeid=context.nodeid, message=message)
         context.add_property(f"ortperf_{kind}_verdict", ERROR)
         context.add_property("ortperf_error", message)
         return message
@@ -259,7 +260,7 @@ class OrtPerf:
                 stats,
                 key=key,
                 label=reference.label,
-                status="identical to reference" if identical else "no reference",
+                status=Status.IDENTICAL_TO_REFERENCE if identical else Status.NO_REFERENCE,
                 reason=f"identical to {reference.label}, nothing to compare"
                 if identical
                 else reference.reason,
@@ -294,17 +295,15 @@ class OrtPerf:
             provider_short=context.built.variant.provider_spec.short,
             fail=context.run.config.ab_outputs_fail,
         )
-        context.run.accuracy_results.append(result)
-        context.run.records.append(accuracy_record(result, context.nodeid))
-        context.add_property("ortperf_ab_accuracy_verdict", result.status)
+        context.run.results.publish_accuracy(result, context.nodeid)
+        context.add_property("ortperf_ab_accuracy_verdict", str(result.status))
         return result
 
     def _publish(self, result: LatencyResult) -> None:
         """A latency result into the run's report, the JUnit properties and pytest-benchmark."""
         context = self._context
-        context.run.results.append(result)
-        context.run.records.append(latency_record(result, context.nodeid))
-        context.add_property("ortperf_latency_verdict", result.status)
+        context.run.results.publish_latency(result, context.nodeid)
+        context.add_property("ortperf_latency_verdict", str(result.status))
         context.add_property("ortperf_latency_mode", result.basis)
         context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
         if result.change:
@@ -345,9 +344,8 @@ class OrtPerf:
             today=datetime.date.today().isoformat(),
             more_data_sets=more_data_sets,
         )
-        context.run.accuracy_results.append(result)
-        context.run.records.append(accuracy_record(result, context.nodeid))
-        context.add_property("ortperf_accuracy_verdict", result.status)
+        context.run.results.publish_accuracy(result, context.nodeid)
+        context.add_property("ortperf_accuracy_verdict", str(result.status))
         return result
 
 

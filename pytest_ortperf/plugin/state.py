@@ -8,17 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_ortperf.checks.latency import LatencyResult
-from pytest_ortperf.profiling.operators import OpProfile
-from pytest_ortperf.store.baselines import BaselineError, BaselineStore
-
-if TYPE_CHECKING:
-    from pytest_ortperf.checks.accuracy import AccuracyResult
-from pytest_ortperf.errors import ProviderUnavailable
+from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.latency.canary import Canary
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.git_models import GitRevision
@@ -40,10 +34,16 @@ from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.plugin.config import OrtperfConfig
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
+from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
-from pytest_ortperf.store.keys import split_check_name
+from pytest_ortperf.reports.ci_files import write_reports
+from pytest_ortperf.reports.results import RunResults, UpdateReport
+from pytest_ortperf.reports.terminal import RunSummary, profile_lines
+from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
 from pytest_ortperf.store.outputs import zoo_expected
+from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
+from pytest_ortperf.version import __version__
 
 
 @dataclass(frozen=True)
@@ -65,23 +65,11 @@ class ReferenceChoice:
     note: str = ""
 
 
-@dataclass
-class UpdateReport:
-    """What an ``--ortperf-update`` run did, for the summary line."""
-
-    new: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    refused: int = 0
-    unused: list[str] = field(default_factory=list)
-    written: list[Path] = field(default_factory=list)
-
-
 class OrtperfRun:
     def __init__(self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None) -> None:
         self.config = config
-        self.results: list[LatencyResult] = []
-        self.accuracy_results: list[AccuracyResult] = []
+        self.results = RunResults()  # every check result goes through this sink
+        self.selection = Selection()  # what pytest collected: unused entries are judged against it
         self.profiles = ProfileBook(
             lambda: self.pool,
             config.profile_dir,
@@ -90,22 +78,12 @@ class OrtperfRun:
             runner=self._profiled_run,
             worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
         )
-        self.collected: set[str] = set()
-        self.update_report: UpdateReport | None = None
-        self.finish_error = ""  # errors of the run as a whole: see add_errors
-        self.partially_selected: set[str] = set()
-        # What pytest-xdist workers reported (the controller runs no test itself).
-        self.remote_statuses: list[str] = []
-        self.remote_rows: list[tuple[str, ...]] = []
-        self.remote_missing = 0
-        self.remote_missing_machines: set[str] = set()
-        self.records: list[dict[str, Any]] = []
-        self.unused_lines: list[str] = []  # found once, by finish()
-        self.remote_traces: dict[str, list[str]] = {}
-        self.remote_profile_lines: list[str] = []
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
+        self.update_report: UpdateReport | None = None  # set by finish() under --ortperf-update
+        self.finish_error = ""  # errors of the run as a whole: see add_errors
+        self._unused: list[str] = []  # found once, by finish()
         self._on_build = on_build
         self._models = ModelResolver(config.rootdir)
         self._pool: SessionPool | None = None
@@ -265,106 +243,114 @@ class OrtperfRun:
     def finish(self) -> None:
         """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""
         policy = self.config.policy
-        unused = self.unused_entries()
-        self.unused_lines = self._unused_lines(unused)
+        variants = {variant.id for variant in self.config.variants}
+        unused = unused_entries(self.store, self.selection, variants)
+        self._unused = unused_lines(unused, here=self.machine.name if unused else "")
         if not policy.update:
             return
-        report = UpdateReport()
-        statuses = [r.status for r in self.results] + [r.status for r in self.accuracy_results]
-        for status in statuses + self.remote_statuses:
-            if status in ("new", "updated", "unchanged"):
-                setattr(report, status, getattr(report, status) + 1)
-            elif status == "too noisy":
-                report.refused += 1
-        report.unused = self.unused_lines
         if self.config.prune:
             for nodeid, machine in unused:
                 test_file, _, test = nodeid.partition("::")
                 self.store.stage(test_file, test, machine, None)
-        report.written = self.store.write()
-        self.update_report = report
+        written = self.store.write()
+        self.update_report = UpdateReport.tally(self.results.statuses(), unused=self._unused, written=written)
+
+    def end(self, lost_workers: Sequence[str]) -> bool:
+        """The end of the run in the process that writes (serial, or the xdist controller): close the
+        profiles, finish, write the CI files. Nothing raises; every problem becomes a run error.
+        True when the run must fail (a run error, or unused entries under --ortperf-strict)."""
+        errors = []
+        try:  # profiling first, but a failure there must not cost the baselines
+            self.profiles.close()
+        except (OrtperfError, OSError) as exc:
+            errors.append(f"cannot finish profiling: {exc}")
+        try:
+            self.finish()
+        except OrtperfError as exc:
+            errors.append(str(exc))
+        except OSError as exc:
+            errors.append(f"cannot finish the ortperf run: {exc}")
+        try:  # also after a failed finish: CI uploads the reports of a failed run
+            self.write_ci_files(lost_workers)
+        except (OrtperfError, OSError) as exc:
+            errors.append(f"cannot write a report: {exc}")
+        self.add_errors(*errors)  # after the workers' errors
+        return bool(self.finish_error or self.strict_unused)
+
+    def write_ci_files(self, lost_workers: Sequence[str]) -> None:
+        config = self.config
+        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        write_reports(
+            self.results.records,
+            report_path=config.report_path,
+            markdown_path=config.markdown_path,
+            step_summary=Path(step_summary) if step_summary else None,
+            machine=lambda: self.machine.name,
+            runtime=lambda: self.runtime.describe(),
+            version=__version__,
+            traces=self.traces(),
+            unused=self.update_report.unused if self.update_report else self.strict_unused,
+            run_errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
+        )
+
+    def summary(self, lost_workers: Sequence[str]) -> RunSummary:
+        """What the terminal summary shows."""
+        rows = self.results.latency_rows()
+        return RunSummary(
+            machine=self.machine.name if rows else "",
+            sessions=self._session_lines(),
+            errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
+            repaired=list(self.store.repaired),
+            strict_unused=self.strict_unused,
+            unused_hint=self._unused_hint(),
+            rows=rows,
+            missing=self.results.missing_count(),
+            elsewhere=self.machines_with_missing_baselines() if rows else [],
+            timing_mode=self.timing.mode,
+            update=self.update_report,
+            prune=self.config.prune,
+            reported_differences=self.results.reported_differences(),
+            profile_lines=[
+                *(line for report in self.profiles.reports for line in profile_lines(report)),
+                *self.results.worker_profile_lines(),
+            ],
+        )
 
     def traces(self) -> dict[str, list[str]]:
         """Trace paths per marked test, from this process and from xdist workers."""
         local = {r.nodeid: [str(p) for p in r.traces] for r in self.profiles.reports}
-        return {**self.remote_traces, **local}
+        return {**self.results.worker_traces(), **local}
 
     def add_errors(self, *messages: str) -> None:
         """Errors of the run as a whole (profiling, baselines, reports, workers), in order."""
         self.finish_error = "; ".join(filter(None, [self.finish_error, *messages]))
-
-    def unused_entries(self) -> list[tuple[str, str]]:
-        """(node id, machine) of the entries, in baseline files of collected test files, whose test
-        was not collected: it was renamed or deleted. Every machine's entries are judged: one counts
-        when its variant is in this run's matrix (the test would have been collected with it), and,
-        whatever its variant, when no test of its name (with any parameters) is left in the file."""
-        variants = {variant.id for variant in self.config.variants}
-        # A file selected by node id was only partly collected: its other entries are not unused.
-        files = sorted({nodeid.partition("::")[0] for nodeid in self.collected} - self.partially_selected)
-        names = {_test_name(nodeid) for nodeid in self.collected}
-        unused = []
-        for test_file in files:
-            try:
-                entries = self.store.entries(test_file)
-            except BaselineError:
-                continue  # reported by the tests that use the file
-            for test, machines in sorted(entries.items()):
-                nodeid = f"{test_file}::{test}"
-                # a test's second, third... check (test#2, test#name) belongs to the test
-                if split_check_name(nodeid)[0] in self.collected:
-                    continue
-                gone = _test_name(nodeid) not in names
-                unused += [
-                    (nodeid, machine)
-                    for machine, entry in sorted(machines.items())
-                    if gone or entry.variant in variants
-                ]
-        return unused
 
     @property
     def strict_unused(self) -> list[str]:
         """What --ortperf-strict fails the run on: unused entries left in the files after it."""
         if not self.config.strict or (self.config.policy.update and self.config.prune):
             return []
-        return self.unused_lines
-
-    def _unused_lines(self, unused: list[tuple[str, str]]) -> list[str]:
-        """Unused entries as reported: the node id for this machine's entry, and the node id with
-        '(other machines: ...)' for entries recorded elsewhere."""
-        by_test: dict[str, list[str]] = {}
-        for nodeid, machine in unused:
-            by_test.setdefault(nodeid, []).append(machine)
-        here = self.machine.name if by_test else ""
-        lines = []
-        for nodeid, machines in by_test.items():
-            if here in machines:
-                lines.append(nodeid)
-            others = [m for m in machines if m != here]
-            if others:
-                lines.append(f"{nodeid} (other machines: {', '.join(others)})")
-        return lines
+        return self._unused
 
     def machines_with_missing_baselines(self) -> list[str]:
         """Machines that do have a latency baseline for a check that has none on this machine."""
-        machines = set(self.remote_missing_machines)
-        for result in self.results:
-            if result.status == "missing":
-                key = result.key
-                try:
-                    machines.update(self.store.machines_for(key.test_file, key.test, part="latency"))
-                except BaselineError:
-                    continue  # reported by the test itself
+        machines = self.results.machines_reported_missing
+        for key in self.results.missing_latency():
+            try:
+                machines.update(self.store.machines_for(key.test_file, key.test, part="latency"))
+            except BaselineError:
+                continue  # reported by the test itself
         return sorted(machines)
 
-    def unused_hint_lines(self) -> list[str]:
+    def _unused_hint(self) -> list[str]:
         """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""
-        if self.config.policy.update or not self.unused_lines or self.strict_unused:
+        if self.config.policy.update or not self._unused or self.strict_unused:
             return []
-        count = len(self.unused_lines)
+        count = len(self._unused)
         return [f"{count} unused baseline entries (ortperf update --ortperf-prune removes them)"]
 
-    def summary_lines(self) -> list[str]:
-        """Terminal summary: sessions built and reused, providers that could not run."""
+    def _session_lines(self) -> list[str]:
+        """Sessions built and reused, providers that could not run."""
         if self._pool is None:
             return []
         pool = self._pool
@@ -380,8 +366,3 @@ class OrtperfRun:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
-
-
-def _test_name(nodeid: str) -> str:
-    """The test function of a node id or baseline key, without parameters (or check name)."""
-    return split_check_name(nodeid)[0].partition("[")[0]

@@ -259,9 +259,7 @@ def match_run(runs: Sequence[TraceEvent], window: RunWindow, base_ns: int) -> Tr
     start_us = (window.start_ns - base_ns) // 1000 - 1
     end_us = (window.end_ns - base_ns) // 1000 + 1
     inside = [
-        run
-        for run in runs
-        if run.tid == window.tid and start_us <= run.ts and run.ts + run.dur <= end_us
+        run for run in runs if run.tid == window.tid and start_us <= run.ts and run.ts + run.dur <= end_us
     ]
     return inside[0] if len(inside) == 1 else None
 

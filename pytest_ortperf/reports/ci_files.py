@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "kind": "latency",
         "variant": result.key.variant,
         "machine": result.key.machine,
-        "verdict": result.status,
+        "verdict": str(result.status),
         "failed": result.failed,
         "mode": result.mode,
         "decided_by": result.basis,
@@ -92,7 +92,7 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
         "kind": "accuracy",
         "variant": result.key.variant,
         "machine": result.key.machine,
-        "verdict": result.status,
+        "verdict": str(result.status),
         "failed": result.failed,
         "references": references,
         "message": result.message,
@@ -237,3 +237,40 @@ def append_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as stream:
         stream.write(text)
+
+
+def write_reports(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    report_path: Path | None,
+    markdown_path: Path | None,
+    step_summary: Path | None,
+    machine: Callable[[], str],
+    runtime: Callable[[], str],
+    version: str,
+    traces: Mapping[str, Sequence[str]],
+    unused: Sequence[str],
+    run_errors: Sequence[str],
+) -> None:
+    """The JSON report and the markdown summary whenever asked for, even with no check at all;
+    GitHub's step summary (``step_summary``) only when there is something to show: the plugin
+    loads in every suite. ``machine`` and ``runtime`` are asked only when a file is written."""
+    if not (report_path or markdown_path or (step_summary and (records or run_errors))):
+        return
+    if report_path:
+        document = report_document(
+            records,
+            machine=machine(),
+            runtime=runtime(),
+            version=version,
+            traces=traces,
+            unused=unused,
+            run_errors=run_errors,
+        )
+        write_json(report_path, document)
+    text = markdown(records, machine=machine(), unused=unused, run_errors=run_errors)
+    if markdown_path:
+        markdown_path.parent.mkdir(parents=True, exist_ok=True)
+        markdown_path.write_text(text, encoding="utf-8")
+    if step_summary and (records or run_errors):
+        append_text(step_summary, text)

@@ -122,4 +122,3 @@ def _ini_options(path: Path) -> dict[str, Any] | None:
     if parser.has_section(section):
         return dict(parser.items(section))
     return {} if path.name in ("pytest.ini", ".pytest.ini") else None
-

@@ -1,14 +1,19 @@
-"""Report data turned into lines; the terminal writer only prints them."""
+"""The run's terminal summary: report data turned into lines; the pytest layer only prints them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_ortperf.checks.latency import LatencyResult
-from pytest_ortperf.plugin.state import UpdateReport
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.store.keys import split_check_name
+
+if TYPE_CHECKING:
+    from pytest_ortperf.reports.results import UpdateReport
 
 _HEADERS = ("test", "variant", "mode", "reference", "current", "change", "verdict")
 
@@ -32,7 +37,7 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
                 baseline,
                 _ms(result.current.median_ms),
                 result.change or "-",
-                result.status,
+                str(result.status),
             )
         )
     return rows
@@ -118,4 +123,46 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
         lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
     lines += [f"  WARNING: {warning}" for warning in report.warnings]
     lines.append(f"  traces and summary.json in {report.summary_path.parent}")
+    return lines
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Everything the terminal summary shows, gathered by the run at its end."""
+
+    machine: str
+    sessions: Sequence[str] = ()  # sessions built and reused, providers that could not run
+    errors: Sequence[str] = ()  # errors of the run as a whole, lost xdist workers included
+    repaired: Sequence[tuple[Path, Path]] = ()  # (damaged file, where it was set aside)
+    strict_unused: Sequence[str] = ()
+    unused_hint: Sequence[str] = ()
+    rows: Sequence[tuple[str, ...]] = ()
+    missing: int = 0
+    elsewhere: Sequence[str] = ()  # machines with baselines for the checks missing here
+    timing_mode: str = ""
+    update: UpdateReport | None = None
+    prune: bool = False
+    reported_differences: Sequence[str] = ()
+    profile_lines: Sequence[str] = field(default_factory=list)
+
+
+def summary_lines(summary: RunSummary) -> list[str]:
+    """The ortperf section of the terminal summary, in order; empty when there is nothing to say."""
+    lines = list(summary.sessions)
+    lines += [f"ERROR: {error}" for error in summary.errors]
+    for damaged, backup in summary.repaired:
+        lines.append(f"repaired {damaged}: the damaged file was kept as {backup.name}")
+    if summary.strict_unused:
+        lines.append(f"ERROR: {len(summary.strict_unused)} unused baseline entries (--ortperf-strict):")
+        lines += [f"  {nodeid}" for nodeid in summary.strict_unused]
+    lines += summary.unused_hint
+    if summary.rows:
+        lines += latency_table(
+            summary.rows, summary.machine, missing=summary.missing, elsewhere=summary.elsewhere
+        )
+        lines.append(f"timing: {summary.timing_mode}")
+    if summary.update is not None:
+        lines += update_lines(summary.update, prune=summary.prune)
+    lines += summary.reported_differences
+    lines += summary.profile_lines
     return lines

@@ -29,6 +29,7 @@ FULL_LIMIT = 100_000
 SUBSAMPLE = 10_000
 SAMPLE_METHOD = "linspace"
 
+
 @dataclass(frozen=True)
 class Sampling:
     """How a subsample was taken: ``count`` evenly spaced elements of tensors over ``limit``."""

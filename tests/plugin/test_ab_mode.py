@@ -212,9 +212,7 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     commit_model(pytester, **FAST, seed=0)
     save(pytester, "model.onnx", **FAST, seed=1)  # same architecture and cost, other weights
     suite(pytester)
-    result = pytester.runpytest(
-        "--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK
-    )
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED", "*  vs HEAD:model.onnx:"]

@@ -14,8 +14,8 @@ from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.plugin.state import UpdateReport
 from pytest_ortperf.reports.ci_files import error_record, markdown, output_record, report_document
+from pytest_ortperf.reports.results import UpdateReport
 from pytest_ortperf.reports.terminal import latency_rows, latency_table, lost_worker_line, update_lines
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey, check_name, split_check_name, with_check_name
@@ -94,7 +94,9 @@ def _table(results: list, machine: str) -> list[str]:
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
     lines = _table(RESULTS, "ci-large")
-    assert lines[0].startswith("latency on machine 'ci-large' (reference and current: medians of all runs; change:")
+    assert lines[0].startswith(
+        "latency on machine 'ci-large' (reference and current: medians of all runs; change:"
+    )
     header, *rows = lines[1:5]
     assert header.split() == ["test", "variant", "mode", "reference", "current", "change", "verdict"]
     assert rows[0].split("  ")[0] == "tests/test_perf.py::test_squeezenet"
@@ -197,7 +199,9 @@ KEY = CheckKey("tests/test_perf.py", "test_a[cpu-all]#2", "cpu-all", "ci", "ortp
 
 
 def test_an_error_is_a_failed_check_in_every_report() -> None:
-    error = error_record(KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore")
+    error = error_record(
+        KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore"
+    )
     assert error == {
         "test": "tests/test_perf.py::test_a[cpu-all]",
         "kind": "latency",
@@ -252,6 +256,8 @@ def test_output_records_of_a_changed_shape_have_no_worst_element_and_stay_valid_
     assert changed["worst"] is None
     assert changed["problem"].startswith("shape changed")
     nan = output_record(
-        compare_output("y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline")
+        compare_output(
+            "y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline"
+        )
     )
     json.dumps(nan, allow_nan=False)

@@ -40,8 +40,8 @@ from pytest_ortperf.plugin.config import OrtperfConfig, build_config
 from pytest_ortperf.plugin.state import OrtperfRun
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, parse, render
 from pytest_ortperf.store.keys import CheckKey
-from tests.unit.test_config import FakeConfig
-from tests.unit.test_stats import STATS_KEYS
+from tests.unit.latency.test_stats import STATS_KEYS
+from tests.unit.plugin.test_config import FakeConfig
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -16,7 +16,7 @@ from pytest_ortperf.ort.git_models import LFS_POINTER, GitRevision
 from pytest_ortperf.plugin.config import ab_marker, build_config, thresholds_for
 from pytest_ortperf.plugin.options import OPTIONS
 from tests.models import mlp_model
-from tests.unit.test_config import FakeConfig
+from tests.unit.plugin.test_config import FakeConfig
 
 LFS_FILE = (
     LFS_POINTER

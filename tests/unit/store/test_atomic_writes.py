@@ -37,7 +37,7 @@ How many kills: exactly :data:`DEFAULT_KILLS` (100: about 4 s on an idle disk, a
 10 s on a busy one), whatever the machine's speed, so every default run tries
 the same schedule. The environment variable ``ORTPERF_KILLS`` sets the number of
 kills for a long run, e.g.
-``ORTPERF_KILLS=2000 pytest tests/unit/test_atomic_writes.py -s`` (``-s`` shows the
+``ORTPERF_KILLS=2000 pytest tests/unit/store/test_atomic_writes.py -s`` (``-s`` shows the
 summary: where the kills landed, survivors old/new, leftover temp files, write
 timings). ``ORTPERF_KILLS_SEED`` changes the schedule.
 
@@ -92,7 +92,7 @@ LEFTOVER_BUDGET = 64 * 1024 * 1024  # bytes of leftover temp files kept before t
 TEST_FILE = "tests/perf/test_models.py"
 NPZ = f"{TEST_FILE}.outputs/test_model[cpu-all]@ci-x86_64.npz"
 MACHINE = "ci-x86_64"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WRITER_ITERATIONS = 200  # a writer that is never killed stops by itself
 
 
@@ -217,7 +217,7 @@ class ForkServer:
         self.socket, theirs = socket.socketpair()
         code = (
             f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
-            "from tests.unit.test_atomic_writes import _server_main; _server_main(*sys.argv[1:])"
+            "from tests.unit.store.test_atomic_writes import _server_main; _server_main(*sys.argv[1:])"
         )
         with theirs, log.open("wb") as stderr:
             self.process = subprocess.Popen(

@@ -28,7 +28,7 @@ from pytest_ortperf.ort.sessions import BuiltSession, SessionPool, provider_argu
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from tests.models import mlp_model
 
-# The per-EP examples the README gives, written as a user writes them in the ini file.
+# The per-EP examples docs/reference.md gives, written as a user writes them in the ini file.
 PROVIDER_OPTION_LINES = (
     "cuda:cudnn_conv_algo_search = DEFAULT",
     "trt:trt_fp16_enable = 1",

@@ -314,7 +314,9 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
     )
     assert result.comparison is not None
     assert lines[4] == f"  decided by {result.confirmation.basis()}"
-    assert lines[4].startswith("  decided by stored: fastest quarter of round medians (4 of 15 rounds vs 4 of 15)")
+    assert lines[4].startswith(
+        "  decided by stored: fastest quarter of round medians (4 of 15 rounds vs 4 of 15)"
+    )
     assert lines[5] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
     assert lines[6] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
     assert lines[7] == f"  to accept the new latency: {RECORD}"

@@ -1,0 +1,44 @@
+"""How a check ended: one enum for the latency and the accuracy check.
+
+A ``str`` enum whose value is what the terminal table, the CI files, JUnit
+properties and pytest-benchmark's ``extra_info`` show, so reports and JSON read
+the same words as before the enum existed.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from pytest_ortperf.latency.decision import Verdict
+
+
+class Status(str, enum.Enum):
+    # a comparison decided (latency: the verdict; accuracy: ok or failed)
+    OK = "ok"
+    REGRESSION = "regression"
+    IMPROVED = "improved"
+    INCONCLUSIVE = "inconclusive"
+    NOT_CONFIRMED = "inconclusive (not confirmed)"  # a regression a second measurement did not repeat
+    FAILED = "failed"
+    DIFFERS_REPORTED = "differs (reported)"  # --ortperf-ab-outputs=report
+    # nothing to compare with
+    MISSING = "missing"
+    INPUTS_CHANGED = "inputs changed"
+    NO_REFERENCE = "no reference"
+    IDENTICAL_TO_REFERENCE = "identical to reference"
+    # --ortperf-update
+    NEW = "new"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    TOO_NOISY = "too noisy"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> Status:
+        """The status a comparison's verdict gives."""
+        return cls(verdict.value)

@@ -1,0 +1,125 @@
+"""The two roles a pytest process plays for ortperf, each a small plugin object registered in
+``pytest_configure`` (as pytest-xdist keeps its controller and worker apart).
+
+* :class:`Controller`, in the process that writes: a serial run, or xdist's
+  controller, which runs no test itself. It takes over what each worker hands
+  over, ends the run once (profiles, unused entries, baseline files, CI files)
+  and prints the summary. With ``-n 4`` it records exactly what a serial update
+  would, with no lock on the files and nothing lost; a worker that went down
+  without handing over is named.
+* :class:`Worker`, in an xdist worker, never writes baselines. At its end it
+  hands the controller what it staged (entries and reference-output bytes),
+  which tests its files define and what its checks reported, through xdist's
+  ``workeroutput``.
+
+Under ``--ortperf-repair`` a worker treats a damaged file as empty and names it;
+the controller sets it aside just before it writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.plugin.state import OrtperfRun
+from pytest_ortperf.reports.terminal import lost_worker_line, profile_lines, summary_lines
+from pytest_ortperf.store.baselines import BaselineEntry
+
+KEY = "ortperf"
+
+
+class Controller:
+    """The process that writes: takes over workers' results, ends the run, prints the summary."""
+
+    def __init__(self, run: OrtperfRun) -> None:
+        self._run = run
+        self.lost: list[str] = []  # xdist workers that went down without handing over
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist: a worker finished; take over what it staged and reported."""
+        payload = getattr(node, "workeroutput", {}).get(KEY)
+        if payload is not None:
+            merge(self._run, payload)
+        if error is not None or payload is None:
+            self.lost.append(lost_worker_line(_worker_id(node), update=self._run.config.policy.update))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self._run.end(self.lost):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        lines = summary_lines(self._run.summary(self.lost))
+        if lines:
+            terminalreporter.write_sep("-", "ortperf")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+class Worker:
+    """An xdist worker: hands everything to the controller at the end of the session."""
+
+    def __init__(self, run: OrtperfRun) -> None:
+        self._run = run
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist sends the worker's output to the controller
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        run = self._run
+        try:
+            run.profiles.close()
+        except (OrtperfError, OSError) as exc:
+            run.add_errors(f"cannot finish profiling: {exc}")
+        session.config.workeroutput[KEY] = export(run)  # type: ignore[attr-defined]
+
+
+def export(run: OrtperfRun) -> str:
+    """Everything the controller needs from one worker, as JSON."""
+    return json.dumps(
+        {
+            "staged": [
+                [str(path), test, machine, None if entry is None else entry.as_dict()]
+                for path, test, machine, entry in run.store.staged()
+            ],
+            "files": {str(path): base64.b64encode(data).decode() for path, data in run.store.staged_files()},
+            "damaged": [str(path) for path in run.store.damaged()],  # --ortperf-repair: set aside here
+            "collected": sorted(run.selection.collected),
+            "partially_selected": sorted(run.selection.partially_selected),
+            "results": run.results.handover(
+                missing_machines=run.machines_with_missing_baselines(),
+                traces=run.traces(),
+                profile_lines=[line for report in run.profiles.reports for line in profile_lines(report)],
+            ),
+            "error": run.finish_error,
+        }
+    )
+
+
+def merge(run: OrtperfRun, payload: str) -> None:
+    """Fold one worker's export into the controller's run."""
+    data: dict[str, Any] = json.loads(payload)
+    errors = [data["error"]] if data.get("error") else []
+    for path, test, machine, entry in data["staged"]:
+        try:
+            staged = None if entry is None else BaselineEntry.from_dict(entry)
+        except (OrtperfError, KeyError, TypeError, ValueError) as exc:
+            errors.append(f"{path}: the entry measured for {test} on {machine} cannot be stored ({exc})")
+            continue
+        run.store.stage_at(Path(path), test, machine, staged)
+    for path, encoded in data["files"].items():
+        run.store.stage_file_at(Path(path), base64.b64decode(encoded))
+    for path in data["damaged"]:
+        run.store.recheck(Path(path))
+    run.selection.add(data["collected"], partially_selected=data["partially_selected"])
+    run.results.take_over(data["results"])
+    run.add_errors(*errors)
+
+
+def _worker_id(node: Any) -> str:
+    gateway = getattr(node, "gateway", None)
+    return str(getattr(gateway, "id", None) or "an xdist worker")

@@ -1,0 +1,155 @@
+"""The results of one run, published through one sink: this process's checks and what xdist
+workers handed over.
+
+Every check result enters here once, by :meth:`RunResults.publish_latency`,
+:meth:`RunResults.publish_accuracy` or :meth:`RunResults.publish_error`; the
+record the CI files read is made at the same moment. A pytest-xdist controller
+runs no test: it folds each worker's :meth:`RunResults.handover` in with
+:meth:`RunResults.take_over`. The terminal summary, the CI files and the update
+tally read from here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.reports.ci_files import accuracy_record, error_record, latency_record
+from pytest_ortperf.reports.terminal import latency_rows
+from pytest_ortperf.store.keys import CheckKey
+
+
+@dataclass
+class UpdateReport:
+    """What an ``--ortperf-update`` run did, for the summary line."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    unused: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+
+    @classmethod
+    def tally(
+        cls, statuses: Sequence[str], *, unused: Sequence[str], written: Sequence[Path]
+    ) -> UpdateReport:
+        report = cls(unused=list(unused), written=list(written))
+        for status in statuses:
+            if status == Status.NEW:
+                report.new += 1
+            elif status == Status.UPDATED:
+                report.updated += 1
+            elif status == Status.UNCHANGED:
+                report.unchanged += 1
+            elif status == Status.TOO_NOISY:
+                report.refused += 1
+        return report
+
+
+@dataclass
+class _Handed:
+    """What the xdist workers reported, already in the form the summary and reports use."""
+
+    statuses: list[str] = field(default_factory=list)
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    missing: int = 0
+    missing_machines: set[str] = field(default_factory=set)
+    traces: dict[str, list[str]] = field(default_factory=dict)
+    profile_lines: list[str] = field(default_factory=list)
+
+
+class RunResults:
+    """The sink every check result of a run goes through."""
+
+    def __init__(self) -> None:
+        self._latency: list[LatencyResult] = []
+        self._accuracy: list[AccuracyResult] = []
+        self._records: list[dict[str, Any]] = []
+        self._handed = _Handed()
+
+    def publish_latency(self, result: LatencyResult, nodeid: str) -> None:
+        self._latency.append(result)
+        self._records.append(latency_record(result, nodeid))
+
+    def publish_accuracy(self, result: AccuracyResult, nodeid: str) -> None:
+        self._accuracy.append(result)
+        self._records.append(accuracy_record(result, nodeid))
+
+    def publish_error(self, key: CheckKey, *, kind: str, nodeid: str, message: str) -> None:
+        """A check that ended in an error instead of a verdict: reported like a failed check."""
+        self._records.append(error_record(key, kind=kind, nodeid=nodeid, message=message))
+
+    @property
+    def latency(self) -> tuple[LatencyResult, ...]:
+        """This process's latency results."""
+        return tuple(self._latency)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """One plain record per check, this process's and the workers', for the CI files."""
+        return list(self._records)
+
+    def statuses(self) -> list[str]:
+        """The status of every check of the run, latency and accuracy, workers' included."""
+        local = [str(r.status) for r in self._latency] + [str(r.status) for r in self._accuracy]
+        return local + self._handed.statuses
+
+    def latency_rows(self) -> list[tuple[str, ...]]:
+        return latency_rows(self._latency) + self._handed.rows
+
+    def missing_latency(self) -> list[CheckKey]:
+        """Keys of this process's latency checks that had no baseline on this machine."""
+        return [r.key for r in self._latency if r.status == Status.MISSING]
+
+    def missing_count(self) -> int:
+        return len(self.missing_latency()) + self._handed.missing
+
+    @property
+    def machines_reported_missing(self) -> set[str]:
+        """Machines with baselines for checks missing here, as the workers found them."""
+        return set(self._handed.missing_machines)
+
+    def reported_differences(self) -> list[str]:
+        """A/B output differences reported, not failed (``--ortperf-ab-outputs=report``)."""
+        return [
+            f"{r.message} (reported, --ortperf-ab-outputs=report)"
+            for r in self._accuracy
+            if r.status == Status.DIFFERS_REPORTED
+        ]
+
+    def worker_traces(self) -> dict[str, list[str]]:
+        return dict(self._handed.traces)
+
+    def worker_profile_lines(self) -> list[str]:
+        return list(self._handed.profile_lines)
+
+    def handover(
+        self, *, missing_machines: Sequence[str], traces: dict[str, list[str]], profile_lines: Sequence[str]
+    ) -> dict[str, Any]:
+        """What an xdist worker hands the controller, as JSON-able data."""
+        return {
+            "statuses": self.statuses(),
+            "rows": [list(row) for row in self.latency_rows()],
+            "missing": self.missing_count(),
+            "missing_machines": sorted(missing_machines),
+            "records": self.records,
+            "traces": traces,
+            "profile_lines": list(profile_lines),
+        }
+
+    def take_over(self, data: dict[str, Any]) -> None:
+        """Fold one worker's :meth:`handover` into this (the controller's) sink."""
+        handed = self._handed
+        handed.statuses += data["statuses"]
+        handed.rows += [tuple(row) for row in data["rows"]]
+        handed.missing += data["missing"]
+        handed.missing_machines.update(data["missing_machines"])
+        handed.traces.update(data["traces"])
+        handed.profile_lines += data["profile_lines"]
+        self._records += data["records"]

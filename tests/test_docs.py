@@ -1,0 +1,340 @@
+"""The documentation keeps up with the code.
+
+README.md, docs/*.md and benchmarks/README.md are plain Markdown; these tests
+check them against what the plugin really defines: every option with its ini
+key, every marker, fixture and console-script command is in docs/reference.md;
+no page names an option or ini key that does not exist; every relative link
+leads to a file (and a heading) that exists; README.md stays a short first
+page that still opens with the two commands CI runs (.ci/run reads them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+REFERENCE = DOCS / "reference.md"
+BENCHMARKS_README = ROOT / "benchmarks" / "README.md"
+PACKAGE = ROOT / "pytest_ortperf"
+PLUGIN = PACKAGE / "plugin"
+
+README_MAX_BYTES = 10 * 1024
+README_COMMANDS = (
+    'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu]" && .venv/bin/pytest examples',
+    'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu,test]" && .venv/bin/pytest tests',
+)
+
+FLAG = re.compile(r"(?<![\w-])--ort(?:perf)?-[a-z0-9]+(?:-[a-z0-9]+)*")
+INI_KEY = re.compile(r"(?<!\w)ortperf_[a-z0-9_]*[a-z0-9]")
+FENCE = re.compile(r"^(```|~~~)")
+INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE_LINK = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$")
+HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:pytest_ortperf|benchmarks)/[\w./-]*[\w/])")
+EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # https:, mailto:, ...
+
+
+def pages() -> list[Path]:
+    """Every Markdown page of the user documentation."""
+    found = [README, *sorted(DOCS.glob("*.md"))]
+    if BENCHMARKS_README.exists():
+        found.append(BENCHMARKS_README)
+    return found
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) outside fenced code blocks."""
+    lines, inside = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line.lstrip()):
+            inside = not inside
+            continue
+        if not inside:
+            lines.append((number, line))
+    return lines
+
+
+def options() -> tuple:
+    from pytest_ortperf.plugin.options import OPTIONS
+
+    assert OPTIONS, "pytest_ortperf.plugin.options.OPTIONS is empty"
+    return OPTIONS
+
+
+def marker_names() -> list[str]:
+    from pytest_ortperf.plugin.options import MARKERS
+
+    names = [re.split(r"[(:]", line, maxsplit=1)[0].strip() for line in MARKERS]
+    assert names, "pytest_ortperf.plugin.options.MARKERS is empty"
+    assert all(names), f"cannot read marker names from MARKERS: {MARKERS!r}"
+    return names
+
+
+def fixture_names() -> set[str]:
+    """Functions decorated with ``pytest.fixture`` (or ``fixture``) in the pytest layer, by their name."""
+    names: set[str] = set()
+    for source in sorted(PLUGIN.rglob("*.py")):
+        tree = ast.parse(read(source), filename=str(source))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for decorator in node.decorator_list:
+                call = decorator if isinstance(decorator, ast.Call) else None
+                target = call.func if call else decorator
+                is_fixture = (isinstance(target, ast.Attribute) and target.attr == "fixture") or (
+                    isinstance(target, ast.Name) and target.id == "fixture"
+                )
+                if not is_fixture:
+                    continue
+                name = node.name
+                for keyword in call.keywords if call else ():
+                    if keyword.arg == "name" and isinstance(keyword.value, ast.Constant):
+                        name = str(keyword.value.value)
+                names.add(name)
+    assert names, f"found no pytest fixtures in {rel(PLUGIN)}"
+    return names
+
+
+def console_parser() -> argparse.ArgumentParser:
+    from pytest_ortperf import cli
+
+    for name in ("_parser", "build_parser", "make_parser", "parser"):
+        factory = getattr(cli, name, None)
+        if callable(factory):
+            parser = factory()
+            if isinstance(parser, argparse.ArgumentParser):
+                return parser
+    raise AssertionError("pytest_ortperf.cli has no function that builds its argparse parser (_parser)")
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found.update(action.choices)
+    return found
+
+
+def console_commands() -> list[str]:
+    commands = sorted(subparsers(console_parser()))
+    assert commands, "the ortperf console script defines no subcommands"
+    return commands
+
+
+def console_flags() -> set[str]:
+    parser = console_parser()
+    flags: set[str] = set()
+    for each in (parser, *subparsers(parser).values()):
+        for action in each._actions:
+            flags.update(s for s in action.option_strings if s.startswith("--"))
+    return flags
+
+
+def package_string_literals() -> set[str]:
+    """Every ``ortperf_...`` string the package writes (JUnit properties, user properties, keys)."""
+    found: set[str] = set()
+    for source in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(read(source), filename=str(source))):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and re.fullmatch(r"ortperf_[a-z0-9_]+", node.value)
+            ):
+                found.add(node.value)
+    return found
+
+
+def mentions(text: str, word: str) -> bool:
+    """``word`` appears as a whole token (``--ortperf-ab`` is not found in ``--ortperf-ab-budget``)."""
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: markup dropped, lower case, punctuation removed, spaces to '-'."""
+    text = INLINE_CODE.sub(lambda m: m.group(2), heading)
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link's text only
+    text = text.strip().lower()
+    kept = "".join(
+        ch
+        for ch in text
+        if ch in " -_" or unicodedata.category(ch)[0] in ("L", "N") or unicodedata.category(ch) == "Mn"
+    )
+    return kept.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    found: set[str] = set()
+    for _, line in prose_lines(read(path)):
+        match = HEADING.match(line)
+        if not match:
+            continue
+        slug = github_slug(match.group(2))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def links(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for number, line in prose_lines(read(path)):
+        line = INLINE_CODE.sub("", line)
+        found += [(number, m.group(1)) for m in LINK.finditer(line)]
+        reference = REFERENCE_LINK.match(line)
+        if reference:
+            found.append((number, reference.group(1)))
+    return found
+
+
+# The reference holds everything the plugin defines ---------------------------------------------
+
+
+def test_reference_lists_every_option_with_its_ini_key():
+    text = read(REFERENCE)
+    missing = [
+        f"{item} (option {option.flag} / ini {option.ini})"
+        for option in options()
+        for item in (option.flag, option.ini)
+        if not mentions(text, item)
+    ]
+    assert not missing, f"{rel(REFERENCE)} does not mention: " + "; ".join(missing)
+
+
+def test_reference_lists_every_marker():
+    text = read(REFERENCE)
+    missing = [name for name in marker_names() if not re.search(rf"`{re.escape(name)}(?![\w])", text)]
+    assert not missing, f"{rel(REFERENCE)} does not document the marker(s): {', '.join(missing)}"
+
+
+def test_reference_lists_every_fixture():
+    text = read(REFERENCE)
+    missing = sorted(name for name in fixture_names() if f"`{name}`" not in text)
+    assert not missing, f"{rel(REFERENCE)} does not document the fixture(s): {', '.join(missing)}"
+
+
+def test_reference_lists_every_console_command():
+    text = read(REFERENCE)
+    missing = [command for command in console_commands() if not mentions(text, f"ortperf {command}")]
+    assert not missing, f"{rel(REFERENCE)} does not document the console command(s): " + ", ".join(
+        f"ortperf {command}" for command in missing
+    )
+
+
+# No page names something that does not exist --------------------------------------------------
+
+
+@pytest.mark.parametrize("page", pages(), ids=rel)
+def test_every_flag_named_in_the_docs_exists(page):
+    known = {option.flag for option in options()} | console_flags()
+    unknown = sorted(
+        {
+            f"{flag} (line {number})"
+            for number, line in enumerate(read(page).splitlines(), 1)
+            for flag in FLAG.findall(line)
+            if flag not in known
+        }
+    )
+    assert not unknown, f"{rel(page)} names option(s) the plugin does not define: {'; '.join(unknown)}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=rel)
+def test_every_ini_key_named_in_the_docs_exists(page):
+    known = {option.ini for option in options()} | package_string_literals()
+    unknown = sorted(
+        {
+            f"{key} (line {number})"
+            for number, line in enumerate(read(page).splitlines(), 1)
+            for key in INI_KEY.findall(line)
+            if key not in known
+        }
+    )
+    assert not unknown, (
+        f"{rel(page)} names ini key(s) or property name(s) the plugin does not define: {'; '.join(unknown)}"
+    )
+
+
+@pytest.mark.parametrize("page", pages(), ids=rel)
+def test_every_package_path_named_in_the_docs_exists(page):
+    missing = sorted(
+        {
+            f"{found} (line {number})"
+            for number, line in enumerate(read(page).splitlines(), 1)
+            for found in REPO_PATH.findall(line)
+            if not (ROOT / found).exists()
+        }
+    )
+    assert not missing, f"{rel(page)} names path(s) that do not exist: {'; '.join(missing)}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=rel)
+def test_relative_links_lead_to_existing_files_and_headings(page):
+    broken = []
+    for number, target in links(page):
+        if EXTERNAL.match(target):
+            continue
+        path_part, _, fragment = target.partition("#")
+        destination = (page.parent / path_part).resolve() if path_part else page
+        if not destination.exists():
+            broken.append(f"{target} (line {number}): no file {path_part}")
+        elif fragment and destination.suffix == ".md" and fragment not in anchors(destination):
+            broken.append(f"{target} (line {number}): no heading #{fragment} in {rel(destination)}")
+    assert not broken, f"{rel(page)} has broken link(s): {'; '.join(broken)}"
+
+
+# README.md stays a first page ------------------------------------------------------------------
+
+
+def test_readme_is_short():
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, (
+        f"{rel(README)} is {size} bytes, over {README_MAX_BYTES}: move details to a page under docs/"
+    )
+
+
+def test_readme_opens_with_the_two_commands_ci_runs():
+    text = read(README)
+    assert text.startswith("# pytest-ortperf\n"), (
+        f"{rel(README)} must start with the '# pytest-ortperf' title"
+    )
+    lines = text.splitlines()
+    assert "```bash" in lines, f"{rel(README)} has no ```bash block"
+    start = lines.index("```bash") + 1
+    end = lines.index("```", start)
+    block = lines[start:end]
+    assert tuple(block[:2]) == README_COMMANDS, (
+        f"{rel(README)}: the first two lines of the first ```bash block are {block[:2]!r}, "
+        f"expected {list(README_COMMANDS)!r} (.ci/run runs them)"
+    )
+    before = lines[: start - 1]
+    assert all(not line.strip() or line.startswith("# ") for line in before), (
+        f"{rel(README)}: only the title may come before the ```bash block"
+    )
+
+
+def test_readme_links_every_docs_page():
+    text = read(README)
+    pages_linked = {m.group(1).partition("#")[0] for m in LINK.finditer(text)}
+    expected = {f"docs/{page.name}" for page in sorted(DOCS.glob("*.md"))} | {
+        "docs/architecture.md",
+        "benchmarks/README.md",
+    }
+    missing = sorted(expected - pages_linked)
+    assert not missing, f"{rel(README)} does not link: {', '.join(missing)}"

@@ -1,0 +1,119 @@
+"""The run's result sink: what goes in once comes out in the summary, the CI records and the
+update tally, and an xdist worker's handover survives the trip through JSON to the controller."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.reports.results import RunResults, UpdateReport
+from pytest_ortperf.reports.terminal import RunSummary, summary_lines
+from pytest_ortperf.store.keys import CheckKey
+from tests.unit.reports.test_terminal import result
+
+
+def accuracy(status: Status, message: str = "accuracy of test_x differs") -> AccuracyResult:
+    key = CheckKey("tests/test_perf.py", "test_x[cpu-all]", "cpu-all", "ci", "ortperf update 'x'")
+    return AccuracyResult(key, status, (), message=message)
+
+
+def filled() -> RunResults:
+    results = RunResults()
+    results.publish_latency(
+        result("test_a", "cpu-all", Status.OK, 10.0, 10.0), "tests/test_perf.py::test_a[cpu-all]"
+    )
+    results.publish_latency(
+        result("test_b", "cpu-all", Status.MISSING, 5.0), "tests/test_perf.py::test_b[cpu-all]"
+    )
+    results.publish_accuracy(accuracy(Status.DIFFERS_REPORTED), "tests/test_perf.py::test_x[cpu-all]")
+    key = CheckKey("tests/test_perf.py", "test_c[cpu-all]", "cpu-all", "ci", "ortperf update 'c'")
+    results.publish_error(key, kind="latency", nodeid="tests/test_perf.py::test_c[cpu-all]", message="boom")
+    return results
+
+
+def test_every_published_result_has_one_record_in_publishing_order() -> None:
+    records = filled().records
+    assert [(r["kind"], r["verdict"]) for r in records] == [
+        ("latency", "ok"),
+        ("latency", "missing"),
+        ("accuracy", "differs (reported)"),
+        ("latency", "error"),
+    ]
+    assert all(type(r["verdict"]) is str for r in records)  # plain text in JSON and JUnit
+
+
+def test_statuses_missing_and_reported_differences_read_the_published_results() -> None:
+    results = filled()
+    assert results.statuses() == ["ok", "missing", "differs (reported)"]
+    assert results.missing_count() == 1
+    assert [key.test for key in results.missing_latency()] == ["test_b[cpu-all]"]
+    assert results.reported_differences() == [
+        "accuracy of test_x differs (reported, --ortperf-ab-outputs=report)"
+    ]
+
+
+def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() -> None:
+    worker = filled()
+    handover = worker.handover(
+        missing_machines=["box-b"], traces={"t::x": ["/tmp/a.json"]}, profile_lines=["profile t::x"]
+    )
+    controller = RunResults()
+    controller.publish_latency(
+        result("test_z", "cpu-all", Status.NEW, 1.0), "tests/test_perf.py::test_z[cpu-all]"
+    )
+    controller.take_over(json.loads(json.dumps(handover)))
+    assert controller.statuses() == ["new", "ok", "missing", "differs (reported)"]
+    assert controller.latency_rows()[1:] == worker.latency_rows()
+    assert controller.missing_count() == 1
+    assert controller.machines_reported_missing == {"box-b"}
+    assert controller.worker_traces() == {"t::x": ["/tmp/a.json"]}
+    assert controller.worker_profile_lines() == ["profile t::x"]
+    assert len(controller.records) == 1 + len(worker.records)
+    assert len(controller.latency) == 1  # the workers' results are rows and records, not objects
+
+
+def test_the_update_tally_counts_what_was_written_and_refused() -> None:
+    statuses = [Status.NEW, Status.NEW, Status.UPDATED, Status.UNCHANGED, Status.TOO_NOISY, Status.OK, "new"]
+    report = UpdateReport.tally(statuses, unused=["t::gone"], written=[Path("b/t.json")])
+    assert (report.new, report.updated, report.unchanged, report.refused) == (3, 1, 1, 1)
+    assert report.unused == ["t::gone"]
+    assert report.written == [Path("b/t.json")]
+
+
+def test_the_summary_keeps_its_order_and_is_empty_when_nothing_happened() -> None:
+    assert summary_lines(RunSummary(machine="ci")) == []
+    results = filled()
+    lines = summary_lines(
+        RunSummary(
+            machine="ci",
+            sessions=["sessions: 2 built in 0.10 s, reused 3 time(s)"],
+            errors=["cannot write a report: disk full", "worker gw1 went down: ..."],
+            repaired=[(Path("b/t.json"), Path("b/t.json.damaged-1"))],
+            strict_unused=["t::gone"],
+            rows=results.latency_rows(),
+            missing=results.missing_count(),
+            timing_mode="serialized",
+            update=UpdateReport(new=1),
+            reported_differences=results.reported_differences(),
+            profile_lines=["profile t::x: 3 run(s)"],
+        )
+    )
+    firsts = [
+        "sessions:",
+        "ERROR: cannot write a report",
+        "ERROR: worker gw1",
+        "repaired b/t.json",
+        "ERROR: 1 unused baseline entries (--ortperf-strict):",
+        "  t::gone",
+        "latency on machine 'ci'",
+    ]
+    assert [line[: len(first)] for line, first in zip(lines, firsts, strict=False)] == firsts
+    assert lines.index("timing: serialized") < lines.index(
+        "ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused"
+    )
+    assert lines[-2:] == [
+        "accuracy of test_x differs (reported, --ortperf-ab-outputs=report)",
+        "profile t::x: 3 run(s)",
+    ]
