@@ -34,14 +34,16 @@ from pytest_ortperf.store.machine import cpu_model, usable_cores
 REPO = Path(__file__).resolve().parent.parent
 
 
-def import_times(source: Path) -> tuple[float, float]:
-    """(entry point, pytest) cumulative import time in ms, with ``source`` first on the path."""
+def import_times(source: Path, folder: Path) -> tuple[float, float]:
+    """(entry point, pytest) cumulative import time in ms, with ``source`` first on the path (run in
+    ``folder``: ``python -c`` puts its working directory before PYTHONPATH)."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     err = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import pytest_ortperf.plugin"],
         capture_output=True,
         text=True,
         env=env,
+        cwd=folder,
         check=True,
     ).stderr
     found: dict[str, float] = {}
@@ -65,7 +67,9 @@ def collect_time(source: Path, folder: Path, *, plugin: bool) -> float:
 
 
 def worktree(rev: str, into: Path) -> Path:
-    subprocess.run(["git", "worktree", "add", "--detach", str(into), rev], cwd=REPO, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", str(into), rev], cwd=REPO, check=True, capture_output=True
+    )
     return into
 
 
@@ -86,14 +90,17 @@ def main() -> None:
         try:
             for _ in range(args.repeat):
                 for name, source in sides.items():
-                    imports[name].append(import_times(source))
+                    imports[name].append(import_times(source, folder))
                     for plugin in (True, False):
                         collects[name, plugin].append(collect_time(source, folder, plugin=plugin))
         finally:
             if args.rev:
-                subprocess.run(["git", "worktree", "remove", "--force", str(sides[f"revision {args.rev}"])], cwd=REPO)
+                subprocess.run(
+                    ["git", "worktree", "remove", "--force", str(sides[f"revision {args.rev}"])], cwd=REPO
+                )
     print(f"# Import and start-up cost of the plugin ({dt.date.today().isoformat()})\n")
-    print(f"Machine: {cpu_model()}, {usable_cores()} usable cores; load {loadavg()}; Python {sys.version.split()[0]}.")
+    python = sys.version.split()[0]
+    print(f"Machine: {cpu_model()}, {usable_cores()} usable cores; load {loadavg()}; Python {python}.")
     print(f"Code: {code_state()}. {args.repeat} alternated repeats, medians (min..max).\n")
     print("| code | `import pytest_ortperf.plugin` (ms) | of which pytest (ms) | plugin's own (ms) |")
     print("| --- | --- | --- | --- |")
@@ -102,7 +109,7 @@ def main() -> None:
         own = [s[0] - s[1] for s in samples]
         pytest_ms = [s[1] for s in samples]
         print(f"| {name} | {_cell(total)} | {_cell(pytest_ms)} | {_cell(own)} |")
-    print("\n| code | `pytest --collect-only`, one plain test (s) | with `-p no:ortperf` (s) | the plugin costs (s) |")
+    print("\n| code | `pytest --collect-only`, one plain test (s) | with `-p no:ortperf` (s) | plugin (s) |")
     print("| --- | --- | --- | --- |")
     for name in sides:
         with_plugin, without = collects[name, True], collects[name, False]

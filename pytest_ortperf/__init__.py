@@ -54,7 +54,29 @@ _PUBLIC = {
     "Verdict": "pytest_ortperf.latency.decision",
 }
 
-__all__ = ["__version__", *sorted(_PUBLIC)]
+__all__ = [
+    "AccuracyResult",
+    "BuiltSession",
+    "CheckKey",
+    "Comparison",
+    "Feeds",
+    "LatencyResult",
+    "LatencyStats",
+    "MarkedProfile",
+    "ModelSource",
+    "OptLevel",
+    "OrtPerf",
+    "OrtperfError",
+    "OutputComparison",
+    "ReferenceOutcome",
+    "SessionSettings",
+    "Status",
+    "Tolerance",
+    "ToleranceSpec",
+    "Variant",
+    "Verdict",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,10 +10,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
-from pytest_ortperf.latency.canary import Canary
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.git_models import GitRevision
 from pytest_ortperf.ort.inputs import (
@@ -44,6 +43,9 @@ from pytest_ortperf.store.machine import Machine, detect_machine
 from pytest_ortperf.store.outputs import zoo_expected
 from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
 from pytest_ortperf.version import __version__
+
+if TYPE_CHECKING:
+    from pytest_ortperf.latency.canary import Canary
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,10 @@ class OrtperfRun:
         if built.variant.provider != CPU:
             return None
         if built.settings not in self._canaries:
+            # Imported here: the canary builds its model with onnx, which a run without a CPU latency
+            # check never needs.
+            from pytest_ortperf.latency.canary import Canary
+
             self._canaries[built.settings] = Canary.build(import_onnxruntime(), built.variant, built.settings)
         return self._canaries[built.settings].run
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +28,7 @@ def test_the_types_a_test_sees_are_importable_from_the_package() -> None:
 
 
 def test_every_public_name_resolves_and_an_unknown_one_is_an_attribute_error() -> None:
+    assert set(pytest_ortperf.__all__) == {"__version__", *pytest_ortperf._PUBLIC}
     for name in pytest_ortperf.__all__:
         assert getattr(pytest_ortperf, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
@@ -40,3 +42,21 @@ def test_importing_the_entry_point_loads_neither_numpy_nor_onnx_nor_onnxruntime(
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
+
+
+def test_a_suite_that_never_uses_the_plugin_loads_neither_onnx_nor_onnxruntime(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n\n"
+        "def pytest_sessionfinish():\n"
+        "    print('LOADED', sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))\n"
+    )
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-s", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "ortperf: onnxruntime" in run.stdout, run.stdout  # the plugin was active: its header line
+    assert "LOADED []" in run.stdout, run.stdout
