@@ -1,4 +1,4 @@
-"""benchmark_bridge.publish: finished measurements show up in pytest-benchmark's table, JSON and compare."""
+"""plugin.benchmark.publish: finished measurements show up in pytest-benchmark's table, JSON and compare."""
 
 from __future__ import annotations
 
