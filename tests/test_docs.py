@@ -241,31 +241,29 @@ def test_reference_lists_every_console_command():
 # No page names something that does not exist --------------------------------------------------
 
 
+def named_in(page, pattern, *, unless):
+    """Each match of ``pattern`` on ``page`` for which ``unless`` is false, with its line number."""
+    return sorted(
+        {
+            f"{found} (line {number})"
+            for number, line in enumerate(read(page).splitlines(), 1)
+            for found in pattern.findall(line)
+            if not unless(found)
+        }
+    )
+
+
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_flag_named_in_the_docs_exists(page):
     known = {option.flag for option in options()} | console_flags()
-    unknown = sorted(
-        {
-            f"{flag} (line {number})"
-            for number, line in enumerate(read(page).splitlines(), 1)
-            for flag in FLAG.findall(line)
-            if flag not in known
-        }
-    )
+    unknown = named_in(page, FLAG, unless=known.__contains__)
     assert not unknown, f"{rel(page)} names option(s) the plugin does not define: {'; '.join(unknown)}"
 
 
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_ini_key_named_in_the_docs_exists(page):
     known = {option.ini for option in options()} | package_string_literals()
-    unknown = sorted(
-        {
-            f"{key} (line {number})"
-            for number, line in enumerate(read(page).splitlines(), 1)
-            for key in INI_KEY.findall(line)
-            if key not in known
-        }
-    )
+    unknown = named_in(page, INI_KEY, unless=known.__contains__)
     assert not unknown, (
         f"{rel(page)} names ini key(s) or property name(s) the plugin does not define: {'; '.join(unknown)}"
     )
@@ -273,14 +271,7 @@ def test_every_ini_key_named_in_the_docs_exists(page):
 
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_package_path_named_in_the_docs_exists(page):
-    missing = sorted(
-        {
-            f"{found} (line {number})"
-            for number, line in enumerate(read(page).splitlines(), 1)
-            for found in REPO_PATH.findall(line)
-            if not (ROOT / found).exists()
-        }
-    )
+    missing = named_in(page, REPO_PATH, unless=lambda found: (ROOT / found).exists())
     assert not missing, f"{rel(page)} names path(s) that do not exist: {'; '.join(missing)}"
 
 

@@ -36,8 +36,8 @@ from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.reports.ci_files import write_reports
-from pytest_ortperf.reports.results import RunResults, UpdateReport
-from pytest_ortperf.reports.terminal import RunSummary, profile_lines
+from pytest_ortperf.reports.results import RunResults
+from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, profile_lines
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
 from pytest_ortperf.store.outputs import zoo_expected

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.checks.accuracy import AccuracyResult
@@ -22,34 +21,6 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.reports.ci_files import accuracy_record, error_record, latency_record
 from pytest_ortperf.reports.terminal import latency_rows
 from pytest_ortperf.store.keys import CheckKey
-
-
-@dataclass
-class UpdateReport:
-    """What an ``--ortperf-update`` run did, for the summary line."""
-
-    new: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    refused: int = 0
-    unused: list[str] = field(default_factory=list)
-    written: list[Path] = field(default_factory=list)
-
-    @classmethod
-    def tally(
-        cls, statuses: Sequence[str], *, unused: Sequence[str], written: Sequence[Path]
-    ) -> UpdateReport:
-        report = cls(unused=list(unused), written=list(written))
-        for status in statuses:
-            if status == Status.NEW:
-                report.new += 1
-            elif status == Status.UPDATED:
-                report.updated += 1
-            elif status == Status.UNCHANGED:
-                report.unchanged += 1
-            elif status == Status.TOO_NOISY:
-                report.refused += 1
-        return report
 
 
 @dataclass

@@ -5,17 +5,42 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.store.keys import split_check_name
 
-if TYPE_CHECKING:
-    from pytest_ortperf.reports.results import UpdateReport
-
 _HEADERS = ("test", "variant", "mode", "reference", "current", "change", "verdict")
+
+
+@dataclass
+class UpdateReport:
+    """What an ``--ortperf-update`` run did, for the summary line."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    refused: int = 0
+    unused: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+
+    @classmethod
+    def tally(
+        cls, statuses: Sequence[str], *, unused: Sequence[str], written: Sequence[Path]
+    ) -> UpdateReport:
+        report = cls(unused=list(unused), written=list(written))
+        for status in statuses:
+            if status == Status.NEW:
+                report.new += 1
+            elif status == Status.UPDATED:
+                report.updated += 1
+            elif status == Status.UNCHANGED:
+                report.unchanged += 1
+            elif status == Status.TOO_NOISY:
+                report.refused += 1
+        return report
 
 
 def _ms(value: float) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from pytest_ortperf.checks.accuracy import AccuracyResult
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.reports.results import RunResults, UpdateReport
-from pytest_ortperf.reports.terminal import RunSummary, summary_lines
+from pytest_ortperf.reports.results import RunResults
+from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, summary_lines
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.reports.test_terminal import result
 

@@ -15,8 +15,13 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.ci_files import error_record, markdown, output_record, report_document
-from pytest_ortperf.reports.results import UpdateReport
-from pytest_ortperf.reports.terminal import latency_rows, latency_table, lost_worker_line, update_lines
+from pytest_ortperf.reports.terminal import (
+    UpdateReport,
+    latency_rows,
+    latency_table,
+    lost_worker_line,
+    update_lines,
+)
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey, check_name, split_check_name, with_check_name
 
