@@ -6,6 +6,11 @@ usage error naming ``--ortperf-ab``. Then ``model_at(path)`` reads the file at
 that commit with ``git show`` - or says why there is none (a model added
 since, a file outside the repository), which A/B mode reports instead of
 failing.
+
+``--ortperf-ab=auto`` (:meth:`GitRevision.pull_request_base`) is the merge-base
+of ``HEAD`` and the pull request's target branch, taken from the CI system's
+own variables, else ``origin/HEAD``: what the pull request changed, not what
+the base branch gained since.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +26,16 @@ from pytest_ortperf.errors import ModelError, UsageError
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 _TIMEOUT_S = 60
+AUTO = "auto"
+# Where CI systems name a pull request's target: (variable, what it holds), first set wins.
+PULL_REQUEST_BASES = (
+    ("GITHUB_BASE_REF", "branch"),  # GitHub Actions, pull_request events
+    ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "commit"),  # GitLab merge request pipelines
+    ("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "branch"),
+    ("SYSTEM_PULLREQUEST_TARGETBRANCH", "branch"),  # Azure Pipelines (may be refs/heads/NAME)
+    ("BITBUCKET_PR_DESTINATION_BRANCH", "branch"),  # Bitbucket Pipelines
+    ("BUILDKITE_PULL_REQUEST_BASE_BRANCH", "branch"),  # Buildkite
+)
 
 
 @dataclass(frozen=True)
@@ -32,23 +48,77 @@ class RevisionFile:
 
 
 class GitRevision:
-    def __init__(self, rev: str, cwd: Path, *, source: str = "--ortperf-ab") -> None:
+    def __init__(
+        self, rev: str, cwd: Path, *, source: str = "--ortperf-ab", name: str = "", where: str = ""
+    ) -> None:
         self.rev = rev
-        self._source = source
+        self.name = name or rev  # how reports name the revision
+        self._where = where or f"{source}={rev}"  # how errors name the option or marker at fault
         if shutil.which("git") is None:
-            raise UsageError(f"{source}={rev}: same-job A/B needs git, and no 'git' is on PATH.")
+            raise UsageError(f"{self._where}: same-job A/B needs git, and no 'git' is on PATH.")
         top = self._git(["rev-parse", "--show-toplevel"], cwd)
         if top.returncode != 0:
-            raise UsageError(f"{source}={rev}: '{cwd}' is not inside a git work tree ({_first(top.stderr)}).")
+            raise UsageError(f"{self._where}: '{cwd}' is not inside a git work tree ({_first(top.stderr)}).")
         self.toplevel = Path(os.fsdecode(top.stdout).strip()).resolve()
         # Revisions starting with '-' are refused by the option parsers, so none is read as an option.
         commit = self._git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd)
         if commit.returncode != 0:
             raise UsageError(
-                f"{source}={rev}: git does not know this revision in '{self.toplevel}' "
+                f"{self._where}: git does not know this revision in '{self.toplevel}' "
                 "(a typo, or a branch this clone has not fetched: try 'git fetch origin')."
             )
         self.commit = commit.stdout.decode().strip()
+
+    @classmethod
+    def pull_request_base(
+        cls, cwd: Path, *, env: Mapping[str, str] = os.environ, source: str = "--ortperf-ab"
+    ) -> GitRevision:
+        """The merge-base of HEAD and the pull request's target (see :data:`PULL_REQUEST_BASES`),
+        else of HEAD and ``origin/HEAD``; a usage error that says what to set when there is none."""
+        where = f"{source}={AUTO}"
+        head = cls("HEAD", cwd, where=where)
+        found = next(
+            ((var, kind, env[var].strip()) for var, kind in PULL_REQUEST_BASES if env.get(var, "").strip()),
+            None,
+        )
+        if found is None:
+            given, candidates = "origin/HEAD", ["origin/HEAD"]
+        else:
+            var, kind, value = found
+            given = f"{var}={value}"
+            branch = value.removeprefix("refs/heads/")
+            candidates = [value] if kind == "commit" else [f"origin/{branch}", branch]
+        target = next((c for c in candidates if not c.startswith("-") and head.resolves(c)), None)
+        if target is None:
+            if found is None:
+                variables = ", ".join(var for var, _ in PULL_REQUEST_BASES)
+                raise UsageError(
+                    f"{where}: no pull request base: none of {variables} is set and origin/HEAD does not "
+                    "resolve. Run in a pull request pipeline, set origin/HEAD (git remote set-head origin "
+                    "--auto), or name the base: --ortperf-ab=origin/main."
+                )
+            raise UsageError(
+                f"{where}: {given} names {' or '.join(candidates)}, which this clone does not have: fetch "
+                "it (git fetch origin; on GitHub Actions, actions/checkout with fetch-depth: 0)."
+            )
+        base = head.merge_base(target)
+        if base is None:
+            raise UsageError(
+                f"{where}: HEAD and {target} have no common commit in this clone (a shallow clone? "
+                "fetch the history: git fetch --unshallow, or fetch-depth: 0 on GitHub Actions)."
+            )
+        return cls(base, cwd, where=where, name=f"merge-base with {target} ({base[:12]}, from {given})")
+
+    def resolves(self, rev: str) -> bool:
+        """Whether ``rev`` names a commit in this repository."""
+        done = self._git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], self.toplevel)
+        return done.returncode == 0
+
+    def merge_base(self, rev: str) -> str | None:
+        """The best common ancestor of this revision and ``rev``; None when they share no history."""
+        done = self._git(["merge-base", self.commit, rev], self.toplevel)
+        base = done.stdout.decode().strip() if done.returncode == 0 else ""
+        return base or None
 
     def model_at(self, path: Path) -> RevisionFile:
         """The bytes of ``path`` at the revision, or why there are none."""
@@ -56,12 +126,12 @@ class GitRevision:
             relative = path.resolve().relative_to(self.toplevel)
         except ValueError:
             return RevisionFile(
-                f"{self.rev}:{path}", None, f"'{path}' is outside the repository {self.toplevel}"
+                f"{self.name}:{path}", None, f"'{path}' is outside the repository {self.toplevel}"
             )
-        label = f"{self.rev}:{relative.as_posix()}"
+        label = f"{self.name}:{relative.as_posix()}"
         listed = self._git(["ls-tree", "--name-only", self.commit, "--", relative.as_posix()], self.toplevel)
         if listed.returncode == 0 and not listed.stdout.strip():
-            return RevisionFile(label, None, f"no file '{relative.as_posix()}' at {self.rev} (a new model?)")
+            return RevisionFile(label, None, f"no file '{relative.as_posix()}' at {self.name} (a new model?)")
         shown = self._git(["show", f"{self.commit}:{relative.as_posix()}"], self.toplevel)
         if listed.returncode != 0 or shown.returncode != 0:
             failed = listed if listed.returncode != 0 else shown
@@ -79,7 +149,7 @@ class GitRevision:
                 ["git", *args], cwd=cwd, capture_output=True, timeout=_TIMEOUT_S, check=False
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise UsageError(f"{self._source}={self.rev}: running git failed ({exc}).") from None
+            raise UsageError(f"{self._where}: running git failed ({exc}).") from None
 
 
 def _first(stderr: bytes) -> str:

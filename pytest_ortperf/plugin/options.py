@@ -143,8 +143,10 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-ab",
         "ortperf_ab",
-        "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main), "
-        "both measured side by side in interleaved rounds, instead of with the stored baseline.",
+        "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main; "
+        "auto: the merge-base with the pull request's target branch, from the CI's variables, else "
+        "origin/HEAD), both measured side by side in interleaved rounds, instead of with the stored "
+        "baseline.",
         "",
         "REV",
     ),

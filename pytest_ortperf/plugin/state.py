@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
-from pytest_ortperf.ort.git_models import GitRevision
+from pytest_ortperf.ort.git_models import AUTO, GitRevision
 from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
@@ -156,9 +156,15 @@ class OrtperfRun:
         return self._canaries[built.settings].run
 
     def git_revision(self, rev: str, *, source: str = "--ortperf-ab") -> GitRevision:
-        """The revision, checked once per run (usage error: no git, not a repository, unknown revision)."""
+        """The revision, checked once per run (usage error: no git, not a repository, unknown revision);
+        ``auto``: the pull request's base, found once per run."""
         if rev not in self._revisions:
-            self._revisions[rev] = GitRevision(rev, self.config.rootdir, source=source)
+            root = self.config.rootdir
+            self._revisions[rev] = (
+                GitRevision.pull_request_base(root, source=source)
+                if rev == AUTO
+                else GitRevision(rev, root, source=source)
+            )
         return self._revisions[rev]
 
     def ab_reference(
@@ -175,18 +181,20 @@ class OrtperfRun:
         revision = self.git_revision(rev, source=origin if marker is not None else "--ortperf-ab")
         if model.path is None:
             return ABReference(
-                f"{rev}:{model.label}", None, "the model is not a file, so git has no earlier version"
+                f"{revision.name}:{model.label}",
+                None,
+                "the model is not a file, so git has no earlier version",
             )
         key = (rev, model.path, model.sha256)
         if key not in self._revision_references:  # read and hashed once per run, not once per check
-            self._revision_references[key] = self._reference_at(revision, model, model.path, rev)
+            self._revision_references[key] = self._reference_at(revision, model, model.path)
         return self._revision_references[key]
 
-    def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path, rev: str) -> ABReference:
-        """``model``'s file at ``rev`` as an A/B reference, or why there is none."""
+    def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path) -> ABReference:
+        """``model``'s file at ``revision`` as an A/B reference, or why there is none."""
         if uses_external_data(path):
             return ABReference(
-                f"{rev}:{model.label}",
+                f"{revision.name}:{model.label}",
                 None,
                 "the model keeps tensors in external data files, which A/B mode cannot read from a "
                 "revision yet (compare with ort_ab('path/to/reference.onnx') instead)",

@@ -104,6 +104,41 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
     assert latency["baseline"] is None
 
 
+def test_auto_compares_with_the_pull_requests_base(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit_model(pytester, **FAST)
+    git(pytester, "branch", "-M", "main")
+    base = git(pytester, "rev-parse", "HEAD")
+    git(pytester, "checkout", "-q", "-b", "feature")
+    save(pytester, "model.onnx", **SLOW)
+    git(pytester, "commit", "-q", "-am", "slower model")
+    suite(pytester)
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")  # as GitHub Actions sets it on pull_request events
+    result = pytester.runpytest("--ortperf-ab=auto", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(failed=1)
+    label = f"merge-base with main ({base[:12]}, from GITHUB_BASE_REF=main):model.onnx"
+    result.stdout.fnmatch_lines(
+        [f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)"]
+    )
+    (latency,) = report(pytester)["latency"]
+    assert latency["reference"]["label"] == label
+    assert latency["verdict"] == "regression"
+
+
+def test_auto_without_a_base_stops_the_run_before_any_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit_model(pytester, **FAST)
+    suite(pytester)
+    monkeypatch.setenv("GITHUB_BASE_REF", "release")
+    result = pytester.runpytest("--ortperf-ab=auto", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--ortperf-ab=auto: GITHUB_BASE_REF=release names origin/release or release*"]
+    )
+
+
 def test_an_unchanged_model_is_identical_to_its_reference_and_passes(pytester: pytest.Pytester) -> None:
     commit_model(pytester, **FAST)
     suite(pytester)

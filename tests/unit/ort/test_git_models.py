@@ -297,3 +297,96 @@ def test_a_bad_ort_thresholds_ab_is_a_usage_error(value: object) -> None:
         thresholds_for(
             CheckPolicy(), ToleranceSpec(), [((), {"ab": value})], origin="ort_thresholds of t.py::t"
         )
+
+
+# --- --ortperf-ab=auto: the pull request's base ----------------------------------------------------
+
+
+@pytest.fixture
+def pull_request(repo: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A clone of ``repo`` (its origin) on a feature branch one commit past the branch point, while
+    the origin's main line moved on by a commit of its own. Returns (clone, branch point)."""
+    git(repo, "branch", "-M", "main")
+    branch_point = git(repo, "rev-parse", "HEAD")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    for where in (repo, clone):
+        git(where, "config", "user.name", "Test")
+        git(where, "config", "user.email", "test@example.com")
+        git(where, "config", "commit.gpgsign", "false")
+    onnx.save(mlp_model(3, 16, seed=3), repo / "models" / "model.onnx")
+    commit_all(repo, "main moves on")
+    git(clone, "checkout", "-q", "-b", "feature")
+    onnx.save(mlp_model(4, 16, seed=4), clone / "models" / "model.onnx")
+    commit_all(clone, "the pull request's change")
+    git(clone, "fetch", "-q", "origin")
+    return clone, branch_point
+
+
+@pytest.mark.parametrize(
+    ("env", "target", "given"),
+    [
+        ({"GITHUB_BASE_REF": "main"}, "origin/main", "GITHUB_BASE_REF=main"),
+        (
+            {"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"},
+            "origin/main",
+            "CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main",
+        ),
+        (
+            {"SYSTEM_PULLREQUEST_TARGETBRANCH": "refs/heads/main"},
+            "origin/main",
+            "SYSTEM_PULLREQUEST_TARGETBRANCH=",
+        ),
+        ({"BITBUCKET_PR_DESTINATION_BRANCH": "main"}, "origin/main", "BITBUCKET_PR_DESTINATION_BRANCH=main"),
+        ({"BUILDKITE_PULL_REQUEST_BASE_BRANCH": "main", "GITHUB_BASE_REF": ""}, "origin/main", "BUILDKITE_"),
+        ({}, "origin/HEAD", "origin/HEAD"),
+    ],
+)
+def test_auto_is_the_merge_base_with_the_target_the_ci_names(
+    pull_request: tuple[Path, str], env: dict[str, str], target: str, given: str
+) -> None:
+    clone, branch_point = pull_request
+    revision = GitRevision.pull_request_base(clone, env=env)
+    assert revision.commit == branch_point  # not the target's tip, which moved on since
+    assert revision.name.startswith(f"merge-base with {target} ({branch_point[:12]}, from {given}")
+    found = revision.model_at(clone / "models" / "model.onnx")
+    assert found.label == f"{revision.name}:models/model.onnx"
+    assert found.data is not None
+    assert onnx.load_from_string(found.data).graph.name == "mlp2"  # the model at the branch point
+
+
+def test_auto_takes_a_base_commit_as_it_is(pull_request: tuple[Path, str]) -> None:
+    clone, branch_point = pull_request
+    revision = GitRevision.pull_request_base(clone, env={"CI_MERGE_REQUEST_DIFF_BASE_SHA": branch_point})
+    assert revision.commit == branch_point
+    assert f"from CI_MERGE_REQUEST_DIFF_BASE_SHA={branch_point}" in revision.name
+
+
+def test_auto_with_a_branch_the_clone_lacks_says_what_to_fetch(pull_request: tuple[Path, str]) -> None:
+    clone, _ = pull_request
+    with pytest.raises(UsageError) as caught:
+        GitRevision.pull_request_base(clone, env={"GITHUB_BASE_REF": "release"})
+    assert str(caught.value) == (
+        "--ortperf-ab=auto: GITHUB_BASE_REF=release names origin/release or release, which this clone does "
+        "not have: fetch it (git fetch origin; on GitHub Actions, actions/checkout with fetch-depth: 0)."
+    )
+
+
+def test_auto_outside_a_pull_request_without_origin_head_is_a_usage_error(repo: Path) -> None:
+    with pytest.raises(
+        UsageError, match=r"^--ortperf-ab=auto: no pull request base: none of GITHUB_BASE_REF, "
+    ):
+        GitRevision.pull_request_base(repo, env={})
+
+
+def test_auto_without_common_history_says_to_fetch_it(pull_request: tuple[Path, str]) -> None:
+    clone, _ = pull_request
+    git(clone, "checkout", "-q", "--orphan", "unrelated")
+    commit_all(clone, "a history of its own")
+    with pytest.raises(UsageError, match="HEAD and origin/main have no common commit in this clone"):
+        GitRevision.pull_request_base(clone, env={"GITHUB_BASE_REF": "main"})
+
+
+def test_auto_names_the_marker_that_asked(repo: Path) -> None:
+    with pytest.raises(UsageError, match=r"^ort_ab marker of t::x=auto: no pull request base"):
+        GitRevision.pull_request_base(repo, env={}, source="ort_ab marker of t::x")
