@@ -55,6 +55,20 @@ def _parser() -> argparse.ArgumentParser:
         "that file; without such a file ./baselines)",
     )
     show.add_argument("--json", action="store_true", help="machine-readable output")
+    merge = commands.add_parser(
+        "merge",
+        help="merge baseline directories recorded on several runners into one",
+        description="Take into the target every entry a source directory changed (new or re-recorded); "
+        "report entries two sources changed differently instead of picking one. Additive and "
+        "deterministic; a damaged input stops it before anything is written.",
+    )
+    merge.add_argument("sources", nargs="+", metavar="DIR", help="baseline directories to merge")
+    merge.add_argument(
+        "--into",
+        default=None,
+        metavar="DIR",
+        help="the directory to merge into (default: the configured baseline directory, as for 'show')",
+    )
     profile = commands.add_parser(
         "profile",
         help="summarize an ONNX Runtime trace by operator, node and provider",
@@ -103,6 +117,23 @@ def _show(directory: str | None, as_json: bool) -> int:
     return 1 if problems else 0
 
 
+def _merge(sources: Sequence[str], into: str | None) -> int:
+    from pytest_ortperf.reports.show import configured_baseline_dir
+    from pytest_ortperf.store.merge import merge
+
+    target = Path(into) if into is not None else configured_baseline_dir(Path.cwd())
+    report = merge([Path(source) for source in sources], target)
+    print(
+        f"ortperf merge: {report.taken} entries taken into {target}, {report.unchanged} unchanged, "
+        f"{len(report.conflicts)} conflicting"
+    )
+    for path in report.written:
+        print(f"wrote {path}")
+    for conflict in report.conflicts:
+        print(f"ortperf: conflict: {conflict}", file=sys.stderr)
+    return 1 if report.conflicts else 0
+
+
 def _providers(names: str | None) -> int:
     from pytest_ortperf.ort.probe import ProviderProber
     from pytest_ortperf.ort.runtime import runtime_info
@@ -141,9 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _providers(args.names)
         if args.command == "show":
             return _show(args.baseline_dir, args.json)
+        if args.command == "merge":
+            return _merge(args.sources, args.into)
         if args.command == "profile":
             return _profile(args.trace, args.top, args.json, args.provider)
-    except OrtperfError as exc:
+    except (OrtperfError, OSError) as exc:
         print(f"ortperf: error: {exc}", file=sys.stderr)
         return 2
     parser.print_help()
