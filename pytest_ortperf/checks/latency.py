@@ -20,7 +20,7 @@ from pytest_ortperf.latency.paired import PairedRounds, judge_pair, measure_pair
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
-from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.environment import recorded_elsewhere, what_changed
 from pytest_ortperf.store.keys import CheckKey
 
 FASTEST_FRACTION = 0.25
@@ -91,6 +91,9 @@ def check_latency(
         return _record(key, store, policy, environment, today, current, baseline, profile_fn)
     if baseline is None:
         return _missing(key, store, policy, current)
+    elsewhere = recorded_elsewhere(baseline.environment, environment)
+    if elsewhere:  # stored figures are never compared across hardware identities
+        return _missing(key, store, policy, current, elsewhere=elsewhere)
     changes = tuple(what_changed(baseline.environment, environment))
     comparison = _judge(_stats(baseline), current, policy)
     confirmation = None
@@ -304,6 +307,9 @@ def _record(
         store.stage(key.test_file, key.test, key.machine, entry)
         return LatencyResult(key=key, status=Status.NEW, current=current)
     changes = tuple(what_changed(baseline.environment, environment))
+    elsewhere = recorded_elsewhere(baseline.environment, environment)
+    if elsewhere:  # figures of other hardware are replaced, never kept as "unchanged"
+        changes += (f"hardware: {elsewhere}",)
     has_profile = (existing or baseline).profile is not None
     if profile_fn is not None and not has_profile:
         changes += ("operator profile added (the test is marked ort_profile)",)
@@ -327,12 +333,17 @@ def _record(
 
 
 def _missing(
-    key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats
+    key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats, *, elsewhere: str = ""
 ) -> LatencyResult:
-    others = store.machines_for(key.test_file, key.test, part="latency")
-    where = f"baselines exist for: {', '.join(others)}" if others else "no machine has one yet"
+    if elsewhere:
+        where = f"its baseline was {elsewhere}; stored figures are not compared across hardware"
+        what = f"no latency baseline for {key.test} on machine '{key.machine}' for this hardware"
+    else:
+        others = store.machines_for(key.test_file, key.test, part="latency")
+        where = f"baselines exist for: {', '.join(others)}" if others else "no machine has one yet"
+        what = f"no latency baseline for {key.test} on machine '{key.machine}'"
     message = (
-        f"no latency baseline for {key.test} on machine '{key.machine}' ({where}); measured "
+        f"{what} ({where}); measured "
         f"median {current.median_ms:.4g} ms, p90 {current.p90_ms:.4g} ms. Record it with:\n"
         f"    {key.record_command}"
     )

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
 
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.store.hardware import Hardware, differences
 from pytest_ortperf.store.machine import Machine
 from pytest_ortperf.version import __version__
 
@@ -61,7 +63,7 @@ def environment(
         "plugin_version": __version__,
         "ort_version": runtime.version,
         "ort_flavour": runtime.flavour,
-        "model": built.model.label,
+        "model": portable_label(built.model.label),
         "model_sha256": built.model.sha256,
         "variant": built.variant.id,
         "providers_requested": list(built.variant.provider_spec.providers),
@@ -72,8 +74,37 @@ def environment(
         "cpu": machine.cpu,
         "cores": machine.cores,
         "gpu": machine.gpu,
+        "hardware": machine.hardware.as_dict(),
         "measurement": dict(measurement or {}),
     }
+
+
+def portable_label(label: str) -> str:
+    """A model's label without a path of the machine that recorded it: paths under the rootdir are
+    relative already; an installed package's file is named from ``site-packages/``; any other
+    absolute path by its file name."""
+    path = PurePosixPath(label)
+    if not path.is_absolute():
+        return label
+    parts = path.parts
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            return "/".join(["<site-packages>", *parts[parts.index(marker) + 1 :]])
+    return f"<outside the rootdir>/{path.name}"
+
+
+def recorded_elsewhere(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+    """Why stored figures of an entry do not apply here, or "": the entry was measured on other
+    hardware (an entry recorded before hardware identities has none, and is compared as before)."""
+    before, after = recorded.get("hardware"), current.get("hardware")
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return ""
+    if before.get("digest") == after.get("digest"):
+        return ""
+    try:
+        return "; ".join(differences(Hardware.from_dict(before), Hardware.from_dict(after)))
+    except TypeError:
+        return "recorded on other hardware (its identity in the baseline is damaged)"
 
 
 def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -1,9 +1,11 @@
-"""Which machine this is: baselines are compared only within one machine identity.
+"""Which machine this is: baselines are keyed by machine, and stored figures are compared only
+within one hardware identity (:mod:`pytest_ortperf.store.hardware`).
 
-The automatic identity is a readable slug of OS, architecture, CPU model,
-core count and GPU, e.g. ``linux-x86_64-amd-epyc-2c``. CI runner classes whose
-hardware varies slightly should name themselves (``--ortperf-machine`` or
-``ORTPERF_MACHINE``).
+The automatic name is OS, architecture and the hardware slug, e.g.
+``linux-x86_64-zen3-avx2-2c-1a2b3c``: two CPU generations that report the same
+model name get two names. A CI runner class names itself (``--ortperf-machine``
+or ``ORTPERF_MACHINE``); its entries still record the hardware they were
+measured on, and a run on other hardware does not compare with them.
 """
 
 from __future__ import annotations
@@ -11,12 +13,11 @@ from __future__ import annotations
 import os
 import platform
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.store.hardware import DIGEST_LENGTH, Hardware, detect_hardware
 
 MACHINE_ENV = "ORTPERF_MACHINE"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
@@ -29,6 +30,7 @@ class Machine:
     cores: int
     arch: str
     system: str
+    hardware: Hardware
     gpu: str = ""
 
 
@@ -52,25 +54,6 @@ def usable_cores() -> int:
     return len(getter(0)) if getter is not None else (os.cpu_count() or 1)
 
 
-def gpu_names() -> str:
-    """``name (driver x)`` of NVIDIA GPUs when ``nvidia-smi`` answers, else empty."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return ""
-    try:
-        done = subprocess.run(
-            [exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    rows = [line.split(",") for line in done.stdout.splitlines() if line.strip()]
-    return "; ".join(f"{r[0].strip()} (driver {r[1].strip()})" for r in rows if len(r) >= 2)
-
-
 def validate_name(name: str, *, source: str) -> str:
     if not _NAME.fullmatch(name):
         raise UsageError(
@@ -82,15 +65,17 @@ def validate_name(name: str, *, source: str) -> str:
 
 def detect_machine(override: str | None = None, *, source: str = "--ortperf-machine") -> Machine:
     """This machine, named by ``override``, else ``$ORTPERF_MACHINE``, else its hardware."""
-    cpu, cores, gpu = cpu_model(), usable_cores(), gpu_names()
+    cpu, cores = cpu_model(), usable_cores()
     arch, system = platform.machine().lower() or "unknown", platform.system().lower() or "unknown"
+    hardware = detect_hardware(cores, arch=arch)
     if override:
         name = validate_name(override, source=source)
     elif os.environ.get(MACHINE_ENV):
         name = validate_name(os.environ[MACHINE_ENV], source=f"${MACHINE_ENV}")
     else:
-        parts = [system, arch, slug(cpu) or "cpu", f"{cores}c"]
-        if gpu:
-            parts.append(slug(gpu.split(" (driver")[0]))
-        name = "-".join(parts)[:80].rstrip("-")
-    return Machine(name=name, cpu=cpu, cores=cores, arch=arch, system=system, gpu=gpu)
+        name = f"{system}-{arch}-{hardware.slug}"
+        if len(name) > 80:  # keep the digest: it tells identities with one readable slug apart
+            name = f"{name[: 79 - DIGEST_LENGTH].rstrip('-')}-{hardware.digest}"
+    return Machine(
+        name=name, cpu=cpu, cores=cores, arch=arch, system=system, hardware=hardware, gpu=hardware.gpu
+    )

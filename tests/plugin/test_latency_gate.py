@@ -10,6 +10,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.store.hardware import Hardware
 from tests.models import mlp_model
 from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE
 
@@ -63,6 +64,55 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
     updated.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged, 0 unused"])
     assert latency_suite.read_bytes() != first
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
+
+
+def test_a_baseline_recorded_on_another_cpu_generation_is_not_compared(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    """The same runner class on another CPU generation: no regression, no improvement; missing here."""
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
+    document = json.loads(latency_suite.read_text())
+    entry = document["entries"]["test_latency[cpu-all]"]["ci-class"]
+    here = entry["environment"]["hardware"]
+    assert here["digest"]
+    assert here["cores"] >= 1
+    other = {
+        "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/17/1", "generation": "zen4", "gpu": "",
+        "features": ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"], "cores": here["cores"],
+    }  # fmt: skip
+    other["digest"] = Hardware.from_dict(other).digest
+    entry["environment"]["hardware"] = other
+    entry["latency"]["round_medians_ms"] = [
+        m / 3 for m in entry["latency"]["round_medians_ms"]
+    ]  # 3x faster CPU
+    latency_suite.write_text(json.dumps(document))
+    recorded = latency_suite.read_bytes()
+
+    result = pytester.runpytest("--ortperf-machine=ci-class", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*no latency baseline for test_latency[[]cpu-all[]] on machine 'ci-class' for this hardware (its "
+            f"baseline was recorded on avx512/zen4, {here['cores']} cores, running on *; stored figures are not "
+            "compared across hardware)*",
+        ]
+    )
+    assert "regression" not in result.stdout.str()
+    passed = pytester.runpytest("--ortperf-machine=ci-class", "--ortperf-missing=pass", *QUICK)
+    passed.assert_outcomes(passed=1)
+    passed.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  -* ms  *-  *missing"])
+    assert latency_suite.read_bytes() == recorded, "a plain run never writes"
+
+    updated = pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK)
+    updated.assert_outcomes(passed=1)
+    updated.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged, 0 unused"])
+    assert (
+        json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["ci-class"]["environment"][
+            "hardware"
+        ]
+        == here
+    )
+    pytester.runpytest("--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
 
 
 def test_update_keeps_an_unchanged_baseline_byte_for_byte(

@@ -13,10 +13,12 @@ import pytest
 
 from pytest_ortperf.checks.latency import LatencyResult, check_latency
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import Verdict
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, render
+from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.keys import CheckKey
 
 TEST_FILE = "tests/perf/test_models.py"
@@ -426,3 +428,52 @@ def test_a_baseline_with_impossible_numbers_is_reported_as_damaged(
     with pytest.raises(BaselineError) as info:
         check(BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)))
     assert str(path) in str(info.value)
+
+
+# hardware identities -------------------------------------------------------
+
+ZEN4 = Hardware("x86_64", "AuthenticAMD", "25/17/1", "zen4", ("avx2", "avx512f", "avx512_vnni"), 2).as_dict()
+ZEN3 = Hardware("x86_64", "AuthenticAMD", "25/1/1", "zen3", ("avx2",), 2).as_dict()
+
+
+@pytest.mark.parametrize(("missing", "failed", "skipped"), [("fail", True, False), ("pass", False, False)])
+def test_figures_recorded_on_other_hardware_are_not_compared_and_count_as_missing(
+    root: Path, missing: str, failed: bool, skipped: bool
+) -> None:
+    store = BaselineStore(root)
+    record(root, stats(10.0, seed=1), environment=ENV | {"hardware": ZEN4})
+    # 40% slower and 40% faster: neither is a verdict on other hardware
+    for scale in (14.0, 6.0):
+        result = check(
+            BaselineStore(root), FakeMeasure(stats(scale, seed=2)), ENV | {"hardware": ZEN3}, missing=missing
+        )
+        assert result.status == Status.MISSING
+        assert (result.failed, result.skipped, result.comparison) == (failed, skipped, None)
+        assert result.message.startswith(
+            f"no latency baseline for {TEST} on machine 'ci' for this hardware (its baseline was recorded on "
+            "avx512/zen4, 2 cores, running on avx2/zen3, 2 cores; stored figures are not compared across hardware)"
+        )
+    assert not list(store.staged())
+
+
+def test_figures_recorded_on_the_same_hardware_or_before_identities_are_compared(root: Path) -> None:
+    record(root, stats(10.0, seed=1), environment=ENV | {"hardware": ZEN3})
+    same = check(
+        BaselineStore(root), FakeMeasure(stats(14.0, seed=2), stats(14.0, seed=3)), ENV | {"hardware": ZEN3}
+    )
+    assert same.status == Status.REGRESSION
+    record(root, stats(10.0, seed=1), environment=ENV)  # an entry from before hardware identities
+    old = check(
+        BaselineStore(root), FakeMeasure(stats(14.0, seed=2), stats(14.0, seed=3)), ENV | {"hardware": ZEN3}
+    )
+    assert old.status == Status.REGRESSION
+
+
+def test_update_on_other_hardware_replaces_the_entry_however_close_the_figures(root: Path) -> None:
+    record(root, stats(10.0, seed=1), environment=ENV | {"hardware": ZEN4})
+    store = BaselineStore(root)
+    result = check(store, FakeMeasure(stats(10.0, seed=2)), ENV | {"hardware": ZEN3}, update=True)
+    assert result.status == Status.UPDATED
+    assert result.changes == ("hardware: recorded on avx512/zen4, 2 cores, running on avx2/zen3, 2 cores",)
+    store.write()
+    assert BaselineStore(root).lookup(TEST_FILE, TEST, "ci").environment["hardware"] == ZEN3

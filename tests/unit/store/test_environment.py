@@ -17,7 +17,14 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from pytest_ortperf.store.baselines import BaselineEntry, parse, render
-from pytest_ortperf.store.environment import describe_inputs, environment, feeds_digest, what_changed
+from pytest_ortperf.store.environment import (
+    describe_inputs,
+    environment,
+    feeds_digest,
+    portable_label,
+    what_changed,
+)
+from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import Machine
 
 
@@ -102,7 +109,16 @@ def built_session(settings: SessionSettings) -> BuiltSession:
     )
 
 
-MACHINE = Machine(name="ci", cpu="AMD EPYC 7R13 Processor", cores=4, arch="x86_64", system="linux", gpu="")
+HARDWARE = Hardware("x86_64", "AuthenticAMD", "25/1/1", "zen3", ("avx", "avx2"), 4)
+MACHINE = Machine(
+    name="ci",
+    cpu="AMD EPYC 7R13 Processor",
+    cores=4,
+    arch="x86_64",
+    system="linux",
+    hardware=HARDWARE,
+    gpu="",
+)
 RUNTIME = RuntimeInfo(
     version="1.31.1",
     flavour="onnxruntime-gpu",
@@ -126,6 +142,24 @@ def test_environment_records_what_latency_depends_on() -> None:
     assert env["inputs"] == {"mask": "int64[1, 3]", "pixels": "float32[1, 3, 4]"}
     assert env["inputs_sha256"] == feeds_digest(feeds())
     assert (env["cpu"], env["cores"], env["gpu"]) == ("AMD EPYC 7R13 Processor", 4, "")
+    assert env["hardware"] == {**HARDWARE.as_dict(), "digest": HARDWARE.digest}
+
+
+@pytest.mark.parametrize(
+    ("label", "portable"),
+    [
+        ("models/resnet50.onnx", "models/resnet50.onnx"),
+        (
+            "/tmp/venv/lib/python3.11/site-packages/onnx/backend/test/data/light/light_resnet50.onnx",
+            "<site-packages>/onnx/backend/test/data/light/light_resnet50.onnx",
+        ),
+        ("/usr/lib/python3/dist-packages/pkg/m.onnx", "<site-packages>/pkg/m.onnx"),
+        ("/home/me/elsewhere/model.onnx", "<outside the rootdir>/model.onnx"),
+        ("<ModelProto mlp>", "<ModelProto mlp>"),
+    ],
+)
+def test_no_baseline_holds_a_path_of_the_recording_machine(label: str, portable: str) -> None:
+    assert portable_label(label) == portable
 
 
 def test_environment_read_back_from_a_baseline_file_shows_no_change(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import platform
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.store import machine as machine_module
+from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import MACHINE_ENV, Machine, cpu_model, detect_machine, slug, validate_name
 
 
@@ -95,36 +97,50 @@ def test_validate_name_rejects_names_unfit_for_a_file_key(name: str) -> None:
     assert "starting with a letter or digit" in message
 
 
+ZEN3 = Hardware("x86_64", "AuthenticAMD", "25/1/1", "zen3", ("avx", "avx2", "fma", "f16c"), 4)
+
+
 @pytest.fixture
 def fake_hardware(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fixed CPU, core count and GPU, without reading the real machine or running nvidia-smi."""
+    """A fixed CPU, core count and hardware identity, without reading the real machine or nvidia-smi."""
     monkeypatch.setattr(machine_module, "cpu_model", lambda: "AMD EPYC 7R13 Processor")
     monkeypatch.setattr(machine_module, "usable_cores", lambda: 4)
-    monkeypatch.setattr(machine_module, "gpu_names", lambda: "")
+    monkeypatch.setattr(
+        machine_module, "detect_hardware", lambda cores, arch: replace(ZEN3, cores=cores, arch=arch)
+    )
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(platform, "system", lambda: "Linux")
     monkeypatch.delenv(MACHINE_ENV, raising=False)
 
 
 @pytest.mark.usefixtures("fake_hardware")
-def test_detect_machine_derives_a_name_from_the_hardware() -> None:
+def test_detect_machine_derives_a_name_from_the_hardware_identity() -> None:
     assert detect_machine() == Machine(
-        name="linux-x86_64-amd-epyc-7r13-4c",
+        name=f"linux-x86_64-zen3-avx2-4c-{ZEN3.digest}",
         cpu="AMD EPYC 7R13 Processor",
         cores=4,
         arch="x86_64",
         system="linux",
+        hardware=ZEN3,
         gpu="",
     )
 
 
 @pytest.mark.usefixtures("fake_hardware")
-def test_detect_machine_adds_the_first_gpu_without_its_driver(monkeypatch: pytest.MonkeyPatch) -> None:
-    gpus = "NVIDIA H100 80GB HBM3 (driver 550.54); NVIDIA H100 80GB HBM3 (driver 550.54)"
-    monkeypatch.setattr(machine_module, "gpu_names", lambda: gpus)
+def test_detect_machine_adds_the_first_gpu_and_keeps_the_digest_within_80_characters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gpus = "NVIDIA H100 80GB HBM3, sm 9.0, driver 580.65; NVIDIA H100 80GB HBM3, sm 9.0, driver 580.65"
+    with_gpu = replace(ZEN3, gpu=gpus)
+    monkeypatch.setattr(machine_module, "detect_hardware", lambda cores, arch: with_gpu)
     found = detect_machine()
-    assert found.name == "linux-x86_64-amd-epyc-7r13-4c-nvidia-h100-80gb-hbm3"
+    assert found.name == f"linux-x86_64-zen3-avx2-4c-nvidia-h100-80gb-hbm3-{with_gpu.digest}"
     assert found.gpu == gpus
+    long = replace(ZEN3, generation="x" * 70)
+    monkeypatch.setattr(machine_module, "detect_hardware", lambda cores, arch: long)
+    name = detect_machine().name
+    assert len(name) == 80
+    assert name.endswith(f"-{long.digest}")
 
 
 @pytest.mark.usefixtures("fake_hardware")
@@ -145,7 +161,7 @@ def test_the_override_wins_over_the_environment_variable(monkeypatch: pytest.Mon
 @pytest.mark.usefixtures("fake_hardware")
 def test_an_empty_environment_variable_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MACHINE_ENV, "")
-    assert detect_machine().name == "linux-x86_64-amd-epyc-7r13-4c"
+    assert detect_machine().name == f"linux-x86_64-zen3-avx2-4c-{ZEN3.digest}"
 
 
 @pytest.mark.usefixtures("fake_hardware")
