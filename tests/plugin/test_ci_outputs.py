@@ -34,18 +34,11 @@ def suite(pytester: pytest.Pytester) -> Path:
     return pytester.path
 
 
-def test_json_report_markdown_and_step_summary(
-    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_json_report_markdown_and_step_summary(pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     step_summary = suite / "step-summary.md"
     step_summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
-    result = pytester.runpytest(
-        *QUICK,
-        "--ortperf-report=out/report.json",
-        "--ortperf-markdown=out/summary.md",
-        "--junitxml=junit.xml",
-    )
+    result = pytester.runpytest(*QUICK, "--ortperf-report=out/report.json", "--ortperf-markdown=out/summary.md", "--junitxml=junit.xml")
     result.assert_outcomes(passed=1, failed=2)  # no baselines: latency and accuracy fail by default
     report = json.loads((suite / "out" / "report.json").read_text())
     assert report["failed"] == 2
@@ -71,12 +64,7 @@ def test_report_after_an_update_passes_and_lists_traces(pytester: pytest.Pyteste
     result.assert_outcomes(passed=3)
     report = json.loads((suite / "report.json").read_text())
     assert report["failed"] == 0
-    assert {c["verdict"] for c in report["checks"]} <= {
-        "ok",
-        "inconclusive",
-        "inconclusive (not confirmed)",
-        "improved",
-    }
+    assert {c["verdict"] for c in report["checks"]} <= {"ok", "inconclusive", "inconclusive (not confirmed)", "improved"}
 
 
 def test_strict_fails_the_run_on_unused_baselines(pytester: pytest.Pytester, suite: Path) -> None:
@@ -84,13 +72,9 @@ def test_strict_fails_the_run_on_unused_baselines(pytester: pytest.Pytester, sui
     pytester.makepyfile(test_ci=TESTS.replace("def test_accuracy", "def test_outputs"))
     relaxed = pytester.runpytest(*QUICK, "--ortperf-latency-threshold=500%", "-k", "latency")
     assert relaxed.ret == pytest.ExitCode.OK
-    strict = pytester.runpytest(
-        *QUICK, "--ortperf-latency-threshold=500%", "-k", "latency", "--ortperf-strict"
-    )
+    strict = pytester.runpytest(*QUICK, "--ortperf-latency-threshold=500%", "-k", "latency", "--ortperf-strict")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines(
-        ["ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_ci.py::test_accuracy[[]cpu-all[]]"]
-    )
+    strict.stdout.fnmatch_lines(["ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_ci.py::test_accuracy[[]cpu-all[]]"])
 
 
 def test_unwritable_report_path_is_an_error_not_a_traceback(pytester: pytest.Pytester, suite: Path) -> None:
@@ -171,9 +155,7 @@ def test_checks_that_end_in_an_error_are_failed_checks_in_every_report(pytester:
     assert 'name="ortperf_latency_verdict" value="error"' in junit
 
 
-def test_reports_are_written_when_every_check_errors_and_when_there_is_none(
-    pytester: pytest.Pytester,
-) -> None:
+def test_reports_are_written_when_every_check_errors_and_when_there_is_none(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=2, width=8), pytester.path / "model.onnx")
     pytester.makepyfile(test_damage=DAMAGED)
     (pytester.path / "baselines").mkdir()
@@ -183,10 +165,7 @@ def test_reports_are_written_when_every_check_errors_and_when_there_is_none(
     result.assert_outcomes(failed=1)
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     assert (report["failed"], [c["verdict"] for c in report["checks"]]) == (1, ["error"])
-    assert (
-        "| ❌ | `test_damage.py::test_damaged[cpu-all]` |"
-        in (pytester.path / "out" / "summary.md").read_text()
-    )
+    assert "| ❌ | `test_damage.py::test_damaged[cpu-all]` |" in (pytester.path / "out" / "summary.md").read_text()
 
     pytester.makepyfile(test_damage="def test_plain():\n    pass\n")
     pytester.runpytest(*QUICK, *reports).assert_outcomes(passed=1)

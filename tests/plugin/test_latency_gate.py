@@ -22,6 +22,7 @@ SLOW = {"layers": 32, "width": 128}
 QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
 
 
+
 def _slow_down(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(**SLOW), pytester.path / "model.onnx")
 
@@ -29,9 +30,7 @@ def _slow_down(pytester: pytest.Pytester) -> None:
 def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite: Path) -> None:
     recorded = pytester.runpytest("--ortperf-update", *QUICK)
     recorded.assert_outcomes(passed=1)
-    recorded.stdout.fnmatch_lines(
-        ["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused", "wrote *test_gate.py.json"]
-    )
+    recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused", "wrote *test_gate.py.json"])
     first = latency_suite.read_bytes()
     entry = json.loads(first)["entries"]["test_latency[cpu-all]"]
     (machine,) = entry
@@ -115,9 +114,7 @@ def test_a_baseline_recorded_on_another_cpu_generation_is_not_compared(
     pytester.runpytest("--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
 
 
-def test_update_keeps_an_unchanged_baseline_byte_for_byte(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
+def test_update_keeps_an_unchanged_baseline_byte_for_byte(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     first, stamp = latency_suite.read_bytes(), latency_suite.stat().st_mtime_ns
     again = pytester.runpytest("--ortperf-update", *QUICK)
@@ -128,22 +125,13 @@ def test_update_keeps_an_unchanged_baseline_byte_for_byte(
 
 
 @pytest.mark.parametrize(("policy", "outcome"), [("fail", "failed"), ("skip", "skipped"), ("pass", "passed")])
-def test_missing_baseline_policy(
-    pytester: pytest.Pytester, latency_suite: Path, policy: str, outcome: str
-) -> None:
+def test_missing_baseline_policy(pytester: pytest.Pytester, latency_suite: Path, policy: str, outcome: str) -> None:
     result = pytester.runpytest("-rs", f"--ortperf-missing={policy}", *QUICK)
     result.assert_outcomes(**{outcome: 1})
     if policy == "pass":  # measured and listed, with the hint to record
-        result.stdout.fnmatch_lines(
-            [
-                "test_gate.py::test_latency  cpu-all  stored  -* ms  *-  *missing",  # columns fit the numbers
-                "1 check(s) have no baseline for machine *",
-            ]
-        )
+        result.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  -* ms  *-  *missing", "1 check(s) have no baseline for machine *"])
     else:
-        result.stdout.fnmatch_lines(
-            ["*no latency baseline for test_latency[[]cpu-all[]] on machine '*' (no machine has one yet)*"]
-        )
+        result.stdout.fnmatch_lines(["*no latency baseline for test_latency[[]cpu-all[]] on machine '*' (no machine has one yet)*"])
     assert not latency_suite.parent.exists(), "nothing is written without --ortperf-update"
 
 
@@ -160,62 +148,37 @@ def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, l
     )
 
 
-def test_machine_from_environment(
-    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_machine_from_environment(pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == [
-        "runner-class-a"
-    ]
+    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == ["runner-class-a"]
 
 
 def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     _slow_down(pytester)
-    pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE.replace(
-            "def test_latency", "@pytest.mark.ort_thresholds(latency='2000%')\ndef test_latency"
-        )
-    )
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='2000%')\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(passed=1)
 
 
 def test_bad_thresholds_marker(pytester: pytest.Pytester, latency_suite: Path) -> None:
-    pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE.replace(
-            "def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"
-        )
-    )
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"
-        ]
-    )
+    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
 
 
 def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, latency_suite: Path) -> None:
     result = pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-max-cv=0.0001%")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*is too noisy to record as a baseline: round medians * vary *",
-            "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)",
-        ]
-    )
+    result.stdout.fnmatch_lines(["*is too noisy to record as a baseline: round medians * vary *", "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)"])
     assert not latency_suite.exists()
 
 
 @pytest.mark.parametrize(
     "damage",
-    [
-        b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {',
-        b'{"schema": 9, "kind": "pytest-ortperf baselines", "entries": {}}',
-        b"[]",
-    ],
+    [b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {', b'{"schema": 9, "kind": "pytest-ortperf baselines", "entries": {}}', b"[]"],
 )
 def test_damaged_baseline_fails_its_tests_and_is_never_overwritten(
     pytester: pytest.Pytester, latency_suite: Path, damage: bytes
@@ -231,33 +194,21 @@ def test_damaged_baseline_fails_its_tests_and_is_never_overwritten(
         assert latency_suite.read_bytes() == damage
 
 
-def test_unused_baselines_are_reported_and_pruned_on_request(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
-    pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n"
-    )
+def test_unused_baselines_are_reported_and_pruned_on_request(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
     kept = pytester.runpytest("--ortperf-update", *QUICK)
     kept.stdout.fnmatch_lines(
-        [
-            "ortperf update: 0 updated, 0 new, 1 unchanged, 1 unused",
-            "unused baselines (kept; --ortperf-prune deletes them):",
-            "  test_gate.py::test_latency_two[[]cpu-all[]]",
-        ]
+        ["ortperf update: 0 updated, 0 new, 1 unchanged, 1 unused", "unused baselines (kept; --ortperf-prune deletes them):", "  test_gate.py::test_latency_two[[]cpu-all[]]"]
     )
     assert "test_latency_two[cpu-all]" in json.loads(latency_suite.read_text())["entries"]
-    pytester.runpytest("--ortperf-update", "--ortperf-prune", *QUICK).stdout.fnmatch_lines(
-        ["unused baselines (pruned):"]
-    )
+    pytester.runpytest("--ortperf-update", "--ortperf-prune", *QUICK).stdout.fnmatch_lines(["unused baselines (pruned):"])
     assert list(json.loads(latency_suite.read_text())["entries"]) == ["test_latency[cpu-all]"]
 
 
 def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, latency_suite: Path) -> None:
-    pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n"
-    )
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
     result = pytester.runpytest("--ortperf-update", "-k", "two", *QUICK)
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
@@ -267,18 +218,9 @@ def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, latency_suit
     ("option", "message"),
     [
         ("--ortperf-missing=maybe", "*--ortperf-missing: expected one of fail, skip, pass, got 'maybe'.*"),
-        (
-            "--ortperf-latency-threshold=fast",
-            "*--ortperf-latency-threshold: expected a threshold such as '10%' or 0.1, got 'fast'.*",
-        ),
-        (
-            "--ortperf-latency-threshold=-5%",
-            "*--ortperf-latency-threshold: a threshold must be a positive finite amount*",
-        ),
-        (
-            "--ortperf-budget=0",
-            "*--ortperf-budget: expected a number of seconds above 0 (at most a day), got '0'.*",
-        ),
+        ("--ortperf-latency-threshold=fast", "*--ortperf-latency-threshold: expected a threshold such as '10%' or 0.1, got 'fast'.*"),
+        ("--ortperf-latency-threshold=-5%", "*--ortperf-latency-threshold: a threshold must be a positive finite amount*"),
+        ("--ortperf-budget=0", "*--ortperf-budget: expected a number of seconds above 0 (at most a day), got '0'.*"),
         ("--ortperf-machine=my machine", "*--ortperf-machine: machine name 'my machine' must be*"),
     ],
 )
@@ -296,12 +238,7 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_sui
     assert latency_suite.exists()
     shown = pytester.run(ortperf, "show")
     assert shown.ret == 0
-    shown.stdout.fnmatch_lines(
-        [
-            "test * variant * machine * median * p90 * rounds * recorded * onnxruntime",
-            "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms * + canary *",
-        ]
-    )
+    shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * rounds * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms * + canary *"])
 
 
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, latency_suite: Path) -> None:
@@ -323,25 +260,16 @@ def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, laten
     assert entry["stats"]["rounds"] == MeasureSettings().rounds
 
 
-def test_node_id_selection_never_marks_siblings_unused(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
-    pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n"
-    )
+def test_node_id_selection_never_marks_siblings_unused(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
     result = pytester.runpytest("--ortperf-update", "--ortperf-prune", "test_gate.py::test_latency", *QUICK)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
-    assert sorted(json.loads(latency_suite.read_text())["entries"]) == [
-        "test_latency[cpu-all]",
-        "test_latency_two[cpu-all]",
-    ]
+    assert sorted(json.loads(latency_suite.read_text())["entries"]) == ["test_latency[cpu-all]", "test_latency_two[cpu-all]"]
 
 
-def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
+def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("check_latency", "check"))
     latency_suite.parent.mkdir()
     (latency_suite.parent / "test_gate.py.outputs").write_text("a file where the outputs directory must go")
@@ -351,9 +279,7 @@ def test_a_baseline_that_cannot_be_written_is_an_error_not_a_traceback(
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
-def test_repair_sets_a_damaged_file_aside_and_records_afresh(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
+def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Pytester, latency_suite: Path) -> None:
     latency_suite.parent.mkdir()
     damage = b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {'
     latency_suite.write_bytes(damage)
@@ -361,9 +287,7 @@ def test_repair_sets_a_damaged_file_aside_and_records_afresh(
     assert latency_suite.read_bytes() == damage
     result = pytester.runpytest("--ortperf-update", "--ortperf-repair", *QUICK)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        ["repaired *test_gate.py.json: the damaged file was kept as test_gate.py.json.damaged-*"]
-    )
+    result.stdout.fnmatch_lines(["repaired *test_gate.py.json: the damaged file was kept as test_gate.py.json.damaged-*"])
     (backup,) = latency_suite.parent.glob("test_gate.py.json.damaged-*")
     assert backup.read_bytes() == damage
     assert "test_latency[cpu-all]" in json.loads(latency_suite.read_text())["entries"]
@@ -394,33 +318,21 @@ def test_each_check_in_a_test_has_its_own_baseline(pytester: pytest.Pytester, la
     again.stdout.fnmatch_lines(["test_gate.py::test_two#2 *", "test_gate.py::test_two#single *"])
 
 
-def test_a_check_name_used_twice_or_malformed_fails_the_test(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
+def test_a_check_name_used_twice_or_malformed_fails_the_test(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE.replace(
-            "ort_perf.check_latency()", "ort_perf.check_latency(name='a')\n    ort_perf.check(name='a')"
-        )
+        test_gate=LATENCY_TEST_FILE.replace("ort_perf.check_latency()", "ort_perf.check_latency(name='a')\n    ort_perf.check(name='a')")
         + "\ndef test_bad_name(ort_perf):\n    ort_perf.check_accuracy(name='a b')\n"
     )
     result = pytester.runpytest("--ortperf-missing=pass", *QUICK)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(
-        ["*check name 'a' is used twice in this test*", "*check name 'a b': use 1 to 64 letters*"]
-    )
+    result.stdout.fnmatch_lines(["*check name 'a' is used twice in this test*", "*check name 'a b': use 1 to 64 letters*"])
 
 
-def test_a_worker_that_goes_down_during_an_update_is_reported(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
+def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytest.importorskip("xdist")
-    pytester.makepyfile(
-        test_gate=LATENCY_TEST_FILE + "\ndef test_crash(ort_perf):\n    import os\n    os._exit(1)\n"
-    )
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_crash(ort_perf):\n    import os\n    os._exit(1)\n")
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "1", *QUICK)
     result.stdout.fnmatch_lines(
-        [
-            "ERROR: worker gw0 went down: its staged baselines were not written; rerun the update for the tests it ran"
-        ]
+        ["ERROR: worker gw0 went down: its staged baselines were not written; rerun the update for the tests it ran"]
     )
     assert not latency_suite.exists()

@@ -64,9 +64,7 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
 def test_parallel_timing_can_be_allowed(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "--ortperf-parallel-timing", "--ortperf-missing=pass", *QUICK
-    )
+    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-parallel-timing", "--ortperf-missing=pass", *QUICK)
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines(["timing: parallel (timed sections are not serialized)"])
 
@@ -77,9 +75,7 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK).assert_outcomes(passed=8)
     pytester.makepyfile(test_par=TESTS.replace("def test_other", "def test_renamed"))
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK)
-    result.stdout.fnmatch_lines(
-        ["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"]
-    )
+    result.stdout.fnmatch_lines(["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"])
 
 
 def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pytest.Pytester) -> None:
@@ -115,16 +111,12 @@ def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pyt
 def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
-    pytester.runpytest_subprocess("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(
-        passed=8
-    )
+    pytester.runpytest_subprocess("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=8)
     result = pytester.runpytest_subprocess(
         "-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK
     )
     result.assert_outcomes(passed=8)
-    result.stdout.fnmatch_lines(
-        ["8 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box)*"]
-    )
+    result.stdout.fnmatch_lines(["8 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box)*"])
 
 
 def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pytester: pytest.Pytester) -> None:

@@ -214,9 +214,7 @@ def test_a_missing_directory_is_a_problem(tmp_path: Path) -> None:
 
 CONFIG_FILES = [
     pytest.param("pytest.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="pytest.ini"),
-    pytest.param(
-        "pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"
-    ),
+    pytest.param("pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"),
     pytest.param("tox.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="tox.ini"),
     pytest.param("setup.cfg", "[tool:pytest]\nortperf_baseline_dir = perf/base\n", id="setup.cfg"),
 ]
@@ -241,9 +239,7 @@ def test_without_the_key_baselines_sit_beside_the_config_file_and_without_one_in
 
     start = tmp_path / "project" / "tests"
     start.mkdir(parents=True)
-    (tmp_path / "project" / "setup.cfg").write_text(
-        "[metadata]\nname = x\n", encoding="utf-8"
-    )  # not pytest's
+    (tmp_path / "project" / "setup.cfg").write_text("[metadata]\nname = x\n", encoding="utf-8")  # not pytest's
     (tmp_path / "project" / "pyproject.toml").write_text("[tool.black]\n", encoding="utf-8")  # not pytest's
     outer = tmp_path / "pytest.ini"
     outer.write_text("[pytest]\n", encoding="utf-8")
@@ -261,10 +257,7 @@ def test_ortperf_show_reads_the_configured_dir_from_a_subdirectory(
     (tmp_path / "pytest.ini").write_text("[pytest]\nortperf_baseline_dir = perf/base\n", encoding="utf-8")
     store = BaselineStore(tmp_path / "perf" / "base")
     store.stage(
-        "tests/test_m.py",
-        "test_m[cpu-all]",
-        "ci-box",
-        BaselineEntry("cpu-all", "2025-01-02", latency(1.5, 1.75)),
+        "tests/test_m.py", "test_m[cpu-all]", "ci-box", BaselineEntry("cpu-all", "2025-01-02", latency(1.5, 1.75))
     )
     store.write()
     (tmp_path / "tests").mkdir()

@@ -99,9 +99,7 @@ def _table(results: list, machine: str) -> list[str]:
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
     lines = _table(RESULTS, "ci-large")
-    assert lines[0].startswith(
-        "latency on machine 'ci-large' (reference and current: medians of all runs; change:"
-    )
+    assert lines[0].startswith("latency on machine 'ci-large' (reference and current: medians of all runs; change:")
     header, *rows = lines[1:5]
     assert header.split() == ["test", "variant", "mode", "reference", "current", "change", "verdict"]
     assert rows[0].split("  ")[0] == "tests/test_perf.py::test_squeezenet"
@@ -204,9 +202,7 @@ KEY = CheckKey("tests/test_perf.py", "test_a[cpu-all]#2", "cpu-all", "ci", "ortp
 
 
 def test_an_error_is_a_failed_check_in_every_report() -> None:
-    error = error_record(
-        KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore"
-    )
+    error = error_record(KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore")
     assert error == {
         "test": "tests/test_perf.py::test_a[cpu-all]",
         "kind": "latency",
@@ -261,8 +257,6 @@ def test_output_records_of_a_changed_shape_have_no_worst_element_and_stay_valid_
     assert changed["worst"] is None
     assert changed["problem"].startswith("shape changed")
     nan = output_record(
-        compare_output(
-            "y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline"
-        )
+        compare_output("y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline")
     )
     json.dumps(nan, allow_nan=False)

@@ -218,9 +218,7 @@ def _latency_without(key: str) -> dict[str, Any]:
         pytest.param(_latency(count=-1), "count must be a whole number >= 0, got -1", id="count-negative"),
         pytest.param(_latency(count=30.5), "count must be a whole number >= 0, got 30.5", id="count-float"),
         pytest.param(_latency(rounds=True), "rounds must be a whole number >= 0, got True", id="rounds-bool"),
-        pytest.param(
-            _latency(round_medians_ms=[]), "round_medians_ms must be a non-empty list", id="no-rounds"
-        ),
+        pytest.param(_latency(round_medians_ms=[]), "round_medians_ms must be a non-empty list", id="no-rounds"),
         pytest.param(
             _latency(round_medians_ms=[1, "2"]), "round_medians_ms must be a finite number", id="round-str"
         ),
@@ -506,9 +504,7 @@ def test_an_update_beside_an_unwritable_entry_is_refused_naming_the_file(tmp_pat
     store = BaselineStore(tmp_path)
     path = store.path_for(TEST_FILE)
     path.parent.mkdir(parents=True)
-    text = render({"test_old": {"ci": make_entry()}}).replace(
-        '"environment": {', '"environment": {"x": NaN, ', 1
-    )
+    text = render({"test_old": {"ci": make_entry()}}).replace('"environment": {', '"environment": {"x": NaN, ', 1)
     path.write_text(text, encoding="utf-8")
     with pytest.raises(BaselineError, match=f"baseline file '{path}': entry 'test_old' .* is damaged"):
         store.stage(TEST_FILE, TEST, "ci", make_entry())

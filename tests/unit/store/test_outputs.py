@@ -324,14 +324,8 @@ def test_records_from_before_the_counts_and_sampling_still_load() -> None:
         ({"outputs": [stored_output(nonfinite=True)]}, "nonfinite must be a whole number >= 0"),
         ({"outputs": [stored_output(nonfinite=1.5)]}, "nonfinite must be a whole number >= 0"),
         ({"outputs": [stored_output(sample={"limit": 10, "count": 7})]}, "method 'linspace'"),
-        (
-            {"outputs": [stored_output(sample={"limit": 0, "count": 7, "method": "linspace"})]},
-            "positive whole",
-        ),
-        (
-            {"outputs": [stored_output(sample={"limit": 10, "count": 10**30, "method": "linspace"})]},
-            "positive whole",
-        ),
+        ({"outputs": [stored_output(sample={"limit": 0, "count": 7, "method": "linspace"})]}, "positive whole"),
+        ({"outputs": [stored_output(sample={"limit": 10, "count": 10**30, "method": "linspace"})]}, "positive whole"),
         ({"outputs": [stored_output(sample=[10, 7])]}, "method 'linspace'"),
     ],
 )
