@@ -6,7 +6,7 @@ traceback from the plugin's internals:
 - baseline JSON (``baselines.parse``, ``BaselineStore.entries``, ``ortperf show``): ``BaselineError``
   naming the file; ``AccuracyRecord.from_dict`` only the ``KeyError``/``TypeError``/``ValueError``
   that ``parse`` turns into one;
-- reference ``.npz`` (``references.load_npz``): ``BaselineError`` naming the file;
+- reference ``.npz`` (``store.outputs.load_npz``): ``BaselineError`` naming the file;
 - ORT trace JSON (``trace.parse_trace``, ``ortperf profile``): ``TraceError`` naming the source,
   and ``summarize``/``summary_lines`` never fail on events it accepted;
 - option, ini and marker values (thresholds, tolerances, variants, providers, levels, dims,
@@ -588,21 +588,21 @@ def _check_npz(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
 @given(data=st.binary(max_size=2048) | st.binary(max_size=64).map(lambda b: b"PK\x03\x04" + b))
 @fuzz()
 def test_load_npz_random_bytes(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
-    tried("references.load_npz")
+    tried("outputs.load_npz")
     _check_npz(tmp_path_factory, data)
 
 
 @given(data=byte_mutated(NPZ_ARRAYS.map(_npz)))
 @fuzz()
 def test_load_npz_mutated_archive(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
-    tried("references.load_npz")
+    tried("outputs.load_npz")
     _check_npz(tmp_path_factory, data)
 
 
 @given(data=crafted_npz())
 @fuzz()
 def test_load_npz_crafted_headers(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
-    tried("references.load_npz")
+    tried("outputs.load_npz")
     _check_npz(tmp_path_factory, data)
 
 
@@ -628,7 +628,7 @@ def _data_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @given(text=DATA_JSON_TEXTS)
 @fuzz(0.5)
 def test_zoo_data_json(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
-    tried("references.zoo_expected(data.json)")
+    tried("outputs.zoo_expected(data.json)")
     folder = _data_set(tmp_path_factory)
     (folder / "output_0.pb").write_bytes(OUTPUT_PB)
     (folder / "data.json").write_bytes(text.encode("utf-8", "surrogatepass"))
@@ -645,7 +645,7 @@ def test_zoo_data_json(tmp_path_factory: pytest.TempPathFactory, text: str) -> N
 @given(data=st.binary(max_size=512) | byte_mutated(st.just(OUTPUT_PB)))
 @fuzz(0.5)
 def test_zoo_output_pb(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
-    tried("references.zoo_expected(output_*.pb)")
+    tried("outputs.zoo_expected(output_*.pb)")
     folder = _data_set(tmp_path_factory)
     (folder / "output_0.pb").write_bytes(data)
     result = _outcome(lambda: zoo_expected(folder, ["y"]), InputsError)
@@ -860,7 +860,7 @@ def _usage(call: Callable[[], Any]) -> Any:
 
 
 TEXT_PARSERS: dict[str, Callable[[Any], Any]] = {
-    "compare.parse_threshold": lambda v: parse_threshold(v, source="--opt"),
+    "decision.parse_threshold": lambda v: parse_threshold(v, source="--opt"),
     "config.parse_variant": lambda v: parse_variant(v, source="--opt"),
     "options.parse_dims": lambda v: parse_dims(v, source="--opt"),
     "options.parse_int_range": lambda v: parse_int_range(v, source="--opt"),
@@ -900,7 +900,7 @@ def test_option_text(name: str, data: st.DataObject) -> None:
         assert "--opt" in str(result), f"the message does not name the option: {result}"
 
 
-@pytest.mark.parametrize("name", ["compare.parse_threshold", "options.parse_int_range", "options.parse_seconds",
+@pytest.mark.parametrize("name", ["decision.parse_threshold", "options.parse_int_range", "options.parse_seconds",
                                   "options.parse_seed", "options.parse_dims"])  # fmt: skip
 @given(value=PY_VALUES)
 @fuzz(0.5)
@@ -914,7 +914,7 @@ def test_option_python_values(name: str, value: Any) -> None:
 @fuzz()
 def test_session_option_lines(lines: list[str], level: OptLevel) -> None:
     """--ortperf-session-option lines through to the SessionOptions a session would be built with."""
-    tried("settings.parse_assignments + session_options")
+    tried("session_settings.parse_assignments + session_options")
     overrides = _usage(lambda: parse_assignments(lines, source="--ortperf-session-option"))
     if isinstance(overrides, OrtperfError):
         return
