@@ -310,6 +310,11 @@ def _record(
     elsewhere = recorded_elsewhere(baseline.environment, environment)
     if elsewhere:  # figures of other hardware are replaced, never kept as "unchanged"
         changes += (f"hardware: {elsewhere}",)
+    # An entry from before these were recorded is re-recorded once to gain them.
+    if environment.get("hardware") and not baseline.environment.get("hardware"):
+        changes += ("hardware identity recorded",)
+    if environment.get("model_git_blob") and not baseline.environment.get("model_git_blob"):
+        changes += ("git object id of the model recorded (its reference can be rebuilt)",)
     has_profile = (existing or baseline).profile is not None
     if profile_fn is not None and not has_profile:
         changes += ("operator profile added (the test is marked ort_profile)",)

@@ -16,6 +16,7 @@ the base branch gained since.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from pytest_ortperf.errors import ModelError, UsageError
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 _TIMEOUT_S = 60
 AUTO = "auto"
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}")
 # Where CI systems name a pull request's target: (variable, what it holds), first set wins.
 PULL_REQUEST_BASES = (
     ("GITHUB_BASE_REF", "branch"),  # GitHub Actions, pull_request events
@@ -150,6 +152,22 @@ class GitRevision:
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise UsageError(f"{self._where}: running git failed ({exc}).") from None
+
+
+def read_blob(cwd: Path, oid: str) -> bytes | None:
+    """The bytes git keeps under ``oid`` in the repository around ``cwd``; None when there is no git,
+    no repository, or no such object (never committed, or not fetched)."""
+    if shutil.which("git") is None or not _OBJECT_ID.fullmatch(oid):
+        return None
+    try:
+        done = subprocess.run(
+            ["git", "cat-file", "blob", oid], cwd=cwd, capture_output=True, timeout=_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0 or done.stdout.startswith(LFS_POINTER):
+        return None
+    return done.stdout
 
 
 def _first(stderr: bytes) -> str:

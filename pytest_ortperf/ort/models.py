@@ -27,6 +27,7 @@ class ModelSource:
     sha256: str
     path: Path | None = None
     data: bytes | None = None
+    git_blob: str = ""  # the id git gives these bytes (``git hash-object``): where a commit keeps them
 
     @property
     def ort_input(self) -> str | bytes:
@@ -46,7 +47,7 @@ class ModelResolver:
 
     def __init__(self, rootdir: Path) -> None:
         self._rootdir = rootdir
-        self._digests: dict[tuple[Path, int, int], str] = {}
+        self._digests: dict[tuple[Path, int, int], tuple[str, str]] = {}
 
     def resolve(self, spec: Any, *, test_dir: Path, origin: str) -> ModelSource:
         """Resolve a path (relative to ``test_dir``, then rootdir), a ModelProto or bytes.
@@ -61,7 +62,8 @@ class ModelResolver:
             return self._from_path(Path(os.fspath(spec)), test_dir=test_dir, origin=origin)
         if isinstance(spec, (bytes, bytearray)):
             data = bytes(spec)
-            return ModelSource(label=f"<{len(data)} bytes>", sha256=_digest_bytes(data), data=data)
+            label = f"<{len(data)} bytes>"
+            return ModelSource(label=label, sha256=_digest_bytes(data), data=data, git_blob=git_blob_id(data))
         serialize = getattr(spec, "SerializeToString", None)
         if type(spec).__name__ == "ModelProto" and callable(serialize):
             data = serialize(deterministic=True)
@@ -89,7 +91,8 @@ class ModelResolver:
                 )
             found = found / ZOO_MODEL_NAME
         path = found.resolve()
-        return ModelSource(label=self._label(path), sha256=self._digest_file(path, origin), path=path)
+        sha256, blob = self._digest_file(path, origin)
+        return ModelSource(label=self._label(path), sha256=sha256, path=path, git_blob=blob)
 
     def _label(self, path: Path) -> str:
         try:
@@ -97,16 +100,19 @@ class ModelResolver:
         except ValueError:
             return str(path)
 
-    def _digest_file(self, path: Path, origin: str) -> str:
+    def _digest_file(self, path: Path, origin: str) -> tuple[str, str]:
+        """(sha256, git blob id) of the file, read once per content."""
         try:
             stat = path.stat()
             key = (path, stat.st_mtime_ns, stat.st_size)
             if key not in self._digests:
                 digest = hashlib.sha256()
+                blob = hashlib.sha1(f"blob {stat.st_size}\0".encode(), usedforsecurity=False)
                 with path.open("rb") as handle:
                     while chunk := handle.read(_HASH_CHUNK):
                         digest.update(chunk)
-                self._digests[key] = digest.hexdigest()
+                        blob.update(chunk)
+                self._digests[key] = (digest.hexdigest(), blob.hexdigest())
             return self._digests[key]
         except OSError as exc:
             raise ModelError(f"{origin}: cannot read model '{path}': {exc.strerror or exc}.") from exc
@@ -114,6 +120,11 @@ class ModelResolver:
 
 def _digest_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def git_blob_id(data: bytes) -> str:
+    """The object id git gives ``data`` as a file's content (what ``git hash-object`` prints)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def uses_external_data(path: Path) -> bool:

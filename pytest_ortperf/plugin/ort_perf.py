@@ -138,6 +138,11 @@ class OrtPerf:
         if isinstance(reference, str):
             return [reference]
         if reference is None:
+            rebuilt = self._rebuilt_reference(key)
+            if rebuilt is not None:
+                label = f"latency of {key.test} side by side with {rebuilt.label}: "
+                inputs = self._inputs(feeds)
+                return [self._guard(lambda: self._side_by_side(rebuilt, inputs, key), key, LATENCY, label)]
             return [self._guard(lambda: self._latency(feeds, key), key, LATENCY)]
         # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
         # a message, as in stored mode, naming the reference.
@@ -279,6 +284,44 @@ class OrtPerf:
         self._publish(result)
         outputs = self._guard(lambda: self._ab_accuracy(other, reference.label, inputs, key), key, ACCURACY)
         return [result, outputs]
+
+    def _rebuilt_reference(self, key: CheckKey) -> ABReference | None:
+        """The model this check's baseline measured, when it has changed since and git still keeps
+        the recorded bytes: then the two are measured side by side instead of comparing with figures
+        of another time. None otherwise (the stored figures decide, as before)."""
+        context = self._context
+        try:
+            entry = context.run.store.lookup(key.test_file, key.test, key.machine)
+        except OrtperfError:
+            return None  # reported by the stored check, which reads the same file
+        if entry is None or entry.latency is None:
+            return None
+        recorded = entry.environment
+        blob = recorded.get("model_git_blob")
+        if (
+            not isinstance(blob, str)
+            or not blob
+            or recorded.get("model_sha256") == context.built.model.sha256
+        ):
+            return None
+        return context.run.recorded_model(context.built.model, blob)
+
+    def _side_by_side(self, reference: ABReference, inputs: dict[str, Array], key: CheckKey) -> LatencyResult:
+        """The current model against the rebuilt reference, in interleaved rounds (the A/B rule)."""
+        context = self._context
+        assert reference.source is not None
+        built, watchdog = context.built, context.run.watchdog
+        other = context.run.session(reference.source, built.variant, built.settings)
+        with context.run.timing.held():
+            result = check_ab(
+                lambda: watchdog.run(built.session, None, inputs),
+                lambda: watchdog.run(other.session, None, inputs),
+                key=key,
+                label=reference.label,
+                policy=context.policy,
+            )
+        self._publish(result)
+        return result
 
     def _ab_accuracy(
         self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey

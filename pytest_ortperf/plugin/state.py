@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
-from pytest_ortperf.ort.git_models import AUTO, GitRevision
+from pytest_ortperf.ort.git_models import AUTO, GitRevision, read_blob
 from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
@@ -96,6 +96,7 @@ class OrtperfRun:
         self._revisions: dict[str, GitRevision] = {}
         self._canaries: dict[SessionSettings, Canary] = {}
         self._revision_references: dict[tuple[str, Path, str], ABReference] = {}
+        self._recorded_models: dict[str, ABReference | None] = {}
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
 
@@ -189,6 +190,23 @@ class OrtperfRun:
         if key not in self._revision_references:  # read and hashed once per run, not once per check
             self._revision_references[key] = self._reference_at(revision, model, model.path)
         return self._revision_references[key]
+
+    def recorded_model(self, model: ModelSource, blob: str) -> ABReference | None:
+        """The model a baseline was recorded with, rebuilt from the git object ``blob``; None when git
+        does not keep it here or the model's weights live in external files the blob lacks."""
+        if model.path is not None and uses_external_data(model.path):
+            return None
+        if blob not in self._recorded_models:
+            data = read_blob(self.config.rootdir, blob)
+            self._recorded_models[blob] = (
+                None
+                if data is None
+                else ABReference(
+                    f"the recorded model (git {blob[:12]})",
+                    self.model(data, test_dir=self.config.rootdir, origin=f"git object {blob}"),
+                )
+            )
+        return self._recorded_models[blob]
 
     def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path) -> ABReference:
         """``model``'s file at ``revision`` as an A/B reference, or why there is none."""

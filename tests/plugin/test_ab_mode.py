@@ -373,3 +373,45 @@ def test_the_reference_at_a_revision_is_read_once_per_run(
     result.assert_outcomes(failed=4)  # four times the layers, and outputs that differ
     result.stdout.fnmatch_lines(["latency regression in test_again[[]cpu-all[]] against HEAD:model.onnx*"])
     assert len(reads) == 1, "one git read for the four checks of the same model"
+
+
+# A changed model against the one its baseline recorded, rebuilt from git ------------------------
+
+
+def test_a_changed_model_is_measured_side_by_side_with_the_recorded_one_from_git(
+    pytester: pytest.Pytester,
+) -> None:
+    commit_model(pytester, **FAST)
+    suite(pytester)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / "baselines" / "test_ab.py.json").read_text())["entries"]
+    (recorded,) = entry["test_model[cpu-all]"].values()
+    blob = git(pytester, "rev-parse", "HEAD:model.onnx")
+    assert recorded["environment"]["model_git_blob"] == blob  # where git keeps the measured model
+
+    save(pytester, "model.onnx", **SLOW)  # changed in the work tree, not committed
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(failed=1)
+    label = f"the recorded model (git {blob[:12]})"
+    result.stdout.fnmatch_lines(
+        [f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)"]
+    )
+    (latency,) = report(pytester)["latency"]
+    assert (latency["mode"], latency["reference"]["label"], latency["verdict"]) == (
+        "a/b",
+        label,
+        "regression",
+    )
+    assert latency["current"]["median_ms"] > 2 * latency["reference"]["median_ms"]
+
+
+def test_without_the_recorded_model_in_git_the_stored_figures_decide(pytester: pytest.Pytester) -> None:
+    save(pytester, "model.onnx", **FAST)  # never committed: git cannot give it back
+    suite(pytester)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    save(pytester, "model.onnx", **SLOW)
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-latency-threshold=50%", *QUICK)
+    result.assert_outcomes(failed=1)
+    (latency,) = report(pytester)["latency"]
+    assert latency["mode"] == "stored"
+    assert latency["verdict"] == "regression"

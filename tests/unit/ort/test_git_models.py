@@ -12,7 +12,8 @@ import pytest
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.ort.git_models import LFS_POINTER, GitRevision
+from pytest_ortperf.ort.git_models import LFS_POINTER, GitRevision, read_blob
+from pytest_ortperf.ort.models import ModelResolver, git_blob_id
 from pytest_ortperf.plugin.config import ab_marker, build_config, thresholds_for
 from pytest_ortperf.plugin.options import OPTIONS
 from tests.models import mlp_model
@@ -390,3 +391,26 @@ def test_auto_without_common_history_says_to_fetch_it(pull_request: tuple[Path, 
 def test_auto_names_the_marker_that_asked(repo: Path) -> None:
     with pytest.raises(UsageError, match=r"^ort_ab marker of t::x=auto: no pull request base"):
         GitRevision.pull_request_base(repo, env={}, source="ort_ab marker of t::x")
+
+
+# --- a recorded model, rebuilt from the git object its baseline names -----------------------------
+
+
+def test_the_resolver_gives_a_files_git_object_id_and_git_gives_the_bytes_back(repo: Path) -> None:
+    model = repo / "models" / "model.onnx"
+    source = ModelResolver(repo).resolve(model, test_dir=repo, origin="test")
+    assert source.git_blob == git(repo, "hash-object", str(model)) == git_blob_id(model.read_bytes())
+    committed = model.read_bytes()
+    onnx.save(mlp_model(4, 16, seed=1), model)  # changed since: the recorded bytes are still in git
+    assert read_blob(repo / "models", source.git_blob) == committed
+
+
+def test_no_object_no_repository_or_a_malformed_id_gives_nothing(repo: Path, tmp_path: Path) -> None:
+    never_committed = git_blob_id(b"not in any commit")
+    assert read_blob(repo, never_committed) is None
+    outside = tmp_path / "no-repo"
+    outside.mkdir()
+    blob = git(repo, "rev-parse", "HEAD:models/model.onnx")
+    assert read_blob(outside, blob) is None
+    assert read_blob(repo, "HEAD") is None  # only object ids, never revisions or options
+    assert read_blob(repo, "--help") is None
