@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,7 +41,9 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
 
     same = pytester.runpytest(*QUICK)
     same.assert_outcomes(passed=1)
-    same.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  * ms  * ms  *% (99% CI *)  ok"])
+    # An unchanged model passes: ok, or inconclusive when a busy machine widens the interval.
+    same.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  * ms  * ms  *% (99% CI *)  *"])
+    assert re.search(r"test_gate.py::test_latency .*  (ok|inconclusive)$", same.stdout.str(), re.MULTILINE)
 
     _slow_down(pytester)
     slower = pytester.runpytest(*QUICK)
