@@ -194,10 +194,9 @@ class OrtperfRun:
     def recorded_model(self, model: ModelSource, blob: str) -> ABReference | None:
         """The model a baseline was recorded with, rebuilt from the git object ``blob``; None when git
         does not keep it here or the model's weights live in external files the blob lacks."""
-        if model.path is not None and uses_external_data(model.path):
-            return None
-        if blob not in self._recorded_models:
-            data = read_blob(self.config.rootdir, blob)
+        if blob not in self._recorded_models:  # read (and checked for external data) once per run
+            external = model.path is not None and uses_external_data(model.path)
+            data = None if external else read_blob(self.config.rootdir, blob)
             self._recorded_models[blob] = (
                 None
                 if data is None
