@@ -146,6 +146,12 @@ def log(message: str) -> None:
 
 
 @dataclass
+def stored_figures_only(recorded: dict[str, object]) -> dict[str, object]:
+    """The environment without the hardware identity: an A/A trial (the same model again) then takes the
+    stored-figures rule this campaign measures, not the ``unchanged`` path that would pass it unjudged."""
+    return {key: value for key, value in recorded.items() if key != "hardware"}
+
+
 class Bench:
     """Everything that stays the same across trials: models on disk, runtime, machine."""
 
@@ -202,7 +208,9 @@ class Bench:
                 key=self.key(),
                 store=store,
                 policy=policy,
-                environment=environment(built, inputs, machine=self.machine, runtime=self.runtime),
+                environment=stored_figures_only(
+                    environment(built, inputs, machine=self.machine, runtime=self.runtime)
+                ),
                 today=dt.date.today().isoformat(),
                 measure_fn=measure_fn,
             )

@@ -25,6 +25,19 @@ from pytest_ortperf.store.keys import CheckKey
 
 FASTEST_FRACTION = 0.25
 FASTEST_MIN = 3
+GLANCE_S = 0.5  # how long an unchanged check measures: the figures only inform
+# What the repository controls. When none of these changed since the baseline, on the same hardware,
+# there is nothing to judge: figures of another time would only measure the machine.
+CONTROLLED = (
+    "model_sha256",
+    "settings",
+    "inputs",
+    "inputs_sha256",
+    "ort_version",
+    "ort_flavour",
+    "providers_used",
+    "variant",
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,7 @@ class LatencyResult:
     mode: str = "stored"
     reference: LatencyStats | None = None
     reference_label: str = ""
+    drift: float | None = None  # unchanged: current / recorded median, for information
 
     @property
     def decisive(self) -> Comparison | None:
@@ -57,6 +71,8 @@ class LatencyResult:
 
     @property
     def change(self) -> str:
+        if self.drift is not None:
+            return f"machine {drift_text(self.drift)}; nothing changed"
         decisive = self.decisive
         if decisive is None:
             return ""
@@ -86,6 +102,8 @@ def check_latency(
     """Measure ``run`` and decide against the stored baseline (or record one under update)."""
     entry = store.lookup(key.test_file, key.test, key.machine)
     baseline = entry if entry is not None and entry.latency is not None else None
+    if not policy.update and baseline is not None and nothing_changed(baseline.environment, environment):
+        return _unchanged(key, baseline, measure_fn(run, glance(policy.measure)), policy)
     current = measure_fn(run, policy.measure)
     if policy.update:
         return _record(key, store, policy, environment, today, current, baseline, profile_fn)
@@ -121,6 +139,70 @@ def check_latency(
         explanation += [f"    {line}" for line in explain(baseline.profile, profile_fn())]
         head, _, accept = message.rpartition("\n")  # keep the command that accepts it last
         message = "\n".join([head, *explanation, accept])
+    return _with_message(result, message)
+
+
+def nothing_changed(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Whether everything the repository controls is as recorded, on the same hardware. An entry that
+    lacks one of them (recorded by an older version) does not qualify."""
+    before, after = recorded.get("hardware"), current.get("hardware")
+    if (
+        not isinstance(before, Mapping)
+        or not isinstance(after, Mapping)
+        or before.get("digest") != after.get("digest")
+    ):
+        return False
+    return all(key in recorded and recorded[key] == current.get(key) for key in CONTROLLED)
+
+
+def glance(settings: MeasureSettings) -> MeasureSettings:
+    """A short measurement: enough to show the figures, not to decide anything."""
+    return replace(
+        settings,
+        budget_s=min(GLANCE_S, settings.budget_s),
+        min_rounds=min(settings.min_rounds, 3),
+        warmup_runs=min(settings.warmup_runs, 2),
+        warmup_s=min(settings.warmup_s, 0.05),
+    )
+
+
+def drift_text(ratio: float) -> str:
+    """2.8 -> '2.80x slower than at recording'; 0.5 -> '2.00x faster than at recording'."""
+    if ratio >= 1:
+        return f"{ratio:.2f}x slower than at recording"
+    return f"{1 / ratio:.2f}x faster than at recording"
+
+
+def _unchanged(
+    key: CheckKey, baseline: BaselineEntry, current: LatencyStats, policy: CheckPolicy
+) -> LatencyResult:
+    """Nothing the repository controls changed: the check passes, with the drift as information,
+    unless --ortperf-drift-threshold gates on it."""
+    drift = current.median_ms / _stats(baseline).median_ms
+    limit = policy.drift_threshold
+    drifted = limit is not None and not (1 / (1 + limit) <= drift <= 1 + limit)
+    result = LatencyResult(
+        key=key,
+        status=Status.DRIFTED if drifted else Status.UNCHANGED,
+        current=current,
+        baseline=baseline,
+        failed=drifted,
+        mode="unchanged",
+        drift=drift,
+    )
+    if not drifted:
+        return result
+    assert limit is not None
+    message = "\n".join(
+        [
+            f"latency of {key.test} on machine '{key.machine}' drifted: {drift_text(drift)}, with nothing "
+            f"changed since the baseline (model, settings, inputs, onnxruntime, providers, hardware)",
+            f"  baseline: {_ms(_stats(baseline))}, recorded {baseline.recorded}",
+            f"  current:  {_ms(current)}",
+            f"  drift threshold: {percent(limit)} (--ortperf-drift-threshold)",
+            f"  to accept the new latency: {key.record_command}",
+        ]
+    )
     return _with_message(result, message)
 
 

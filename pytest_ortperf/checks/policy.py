@@ -26,3 +26,4 @@ class CheckPolicy:
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     ab_threshold: float = 0.03
     ab: MeasureSettings = AB_SETTINGS
+    drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift

@@ -20,6 +20,8 @@ class Status(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
     NOT_CONFIRMED = "inconclusive (not confirmed)"  # a regression a second measurement did not repeat
     FAILED = "failed"
+    UNCHANGED = "unchanged"  # nothing the repository controls changed (also: an update that kept the entry)
+    DRIFTED = "drifted"  # unchanged, but beyond --ortperf-drift-threshold
     DIFFERS_REPORTED = "differs (reported)"  # --ortperf-ab-outputs=report
     # nothing to compare with
     MISSING = "missing"
@@ -29,7 +31,6 @@ class Status(str, enum.Enum):
     # --ortperf-update
     NEW = "new"
     UPDATED = "updated"
-    UNCHANGED = "unchanged"
     TOO_NOISY = "too noisy"
 
     def __str__(self) -> str:

@@ -224,6 +224,7 @@ def _policy(config: Any) -> CheckPolicy:
     ab_threshold, ab_where = _value(config, "ortperf_ab_threshold")
     ab_budget, ab_budget_where = _value(config, "ortperf_ab_budget")
     missing, missing_where = _value(config, "ortperf_missing")
+    drift, drift_where = _value(config, "ortperf_drift_threshold")
     if missing not in MISSING_CHOICES:
         raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
     return CheckPolicy(
@@ -235,6 +236,7 @@ def _policy(config: Any) -> CheckPolicy:
         measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),
         ab_threshold=parse_threshold(ab_threshold, source=ab_where),
         ab=replace(AB_SETTINGS, budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
+        drift_threshold=parse_threshold(drift, source=drift_where) if str(drift or "").strip() else None,
     )
 
 

@@ -132,6 +132,16 @@ OPTIONS: tuple[OptionDef, ...] = (
         "PCT",
     ),
     OptionDef(
+        "--ortperf-drift-threshold",
+        "ortperf_drift_threshold",
+        "When nothing the repository controls changed since the baseline (model, session settings, "
+        "inputs, onnxruntime, providers, hardware), the check passes after a short look and shows how far "
+        "the machine drifted from the recorded figures. With this threshold (e.g. 20%), a drift beyond it "
+        "fails the check: for a machine you keep steady. Default: off.",
+        "",
+        "PCT",
+    ),
+    OptionDef(
         "--ortperf-canary",
         "ortperf_canary",
         "on: on the CPU provider, follow every measured round with a short round of a fixed "

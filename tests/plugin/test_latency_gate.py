@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -41,9 +40,10 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
 
     same = pytester.runpytest(*QUICK)
     same.assert_outcomes(passed=1)
-    # An unchanged model passes: ok, or inconclusive when a busy machine widens the interval.
-    same.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  * ms  * ms  *% (99% CI *)  *"])
-    assert re.search(r"test_gate.py::test_latency .*  (ok|inconclusive)$", same.stdout.str(), re.MULTILINE)
+    # Nothing changed: a short look, the drift shown as information, no verdict to get wrong.
+    same.stdout.fnmatch_lines(
+        ["test_gate.py::test_latency  cpu-all  unchanged  * ms  * ms  machine *x * than at recording; nothing changed  unchanged"]
+    )
 
     _slow_down(pytester)
     slower = pytester.runpytest(*QUICK)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ortperf.checks.latency import LatencyResult, check_latency
+from pytest_ortperf.checks.latency import LatencyResult, check_latency, glance, nothing_changed
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import Verdict
@@ -477,3 +477,68 @@ def test_update_on_other_hardware_replaces_the_entry_however_close_the_figures(r
     assert result.changes == ("hardware: recorded on avx512/zen4, 2 cores, running on avx2/zen3, 2 cores",)
     store.write()
     assert BaselineStore(root).lookup(TEST_FILE, TEST, "ci").environment["hardware"] == ZEN3
+
+
+# nothing changed: unchanged ------------------------------------------------
+
+SAME = ENV | {"hardware": ZEN3, "inputs": {"x": "float32[1, 4]"}, "inputs_sha256": "c" * 64,
+              "ort_flavour": "onnxruntime-gpu", "providers_used": ["CPUExecutionProvider"], "variant": "cpu-all"}  # fmt: skip
+
+
+def test_with_nothing_changed_a_slower_machine_is_unchanged_after_a_short_look(root: Path) -> None:
+    record(root, stats(10.0, seed=1), environment=SAME)
+    measure = FakeMeasure(stats(28.0, seed=2))
+    result = check(BaselineStore(root), measure, SAME | {"measurement": {"budget_s": 9}})  # not controlled
+    assert (result.status, result.failed, result.mode) == (Status.UNCHANGED, False, "unchanged")
+    assert measure.calls == 1
+    assert measure.settings[0].budget_s == 0.01  # min(0.5 s, the policy's budget)
+    assert result.drift == pytest.approx(2.8, rel=0.05)
+    assert result.change.startswith("machine 2.")
+    assert result.change.endswith("x slower than at recording; nothing changed")
+    assert result.basis == "unchanged"
+
+
+def test_a_short_look_is_at_most_half_a_second() -> None:
+    assert glance(MeasureSettings(budget_s=4.0)).budget_s == 0.5
+    assert glance(MeasureSettings(budget_s=0.2)).budget_s == 0.2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model_sha256": "b" * 64},
+        {"settings": {"intra_op_threads": 2}},
+        {"inputs_sha256": "d" * 64},
+        {"ort_version": "1.32.0"},
+        {"ort_flavour": "onnxruntime"},
+        {"providers_used": ["CUDAExecutionProvider"]},
+    ],
+)
+def test_any_controlled_change_is_judged_by_the_stored_figures(root: Path, change: dict[str, Any]) -> None:
+    record(root, stats(10.0, seed=1), environment=SAME)
+    result = check(BaselineStore(root), FakeMeasure(stats(14.0, seed=2), stats(14.0, seed=3)), SAME | change)
+    assert (result.status, result.mode) == (Status.REGRESSION, "stored")
+
+
+def test_an_entry_without_a_hardware_identity_is_never_unchanged() -> None:
+    without = {k: v for k, v in SAME.items() if k != "hardware"}
+    assert not nothing_changed(without, SAME)
+    assert not nothing_changed(SAME, without)
+    assert not nothing_changed({k: v for k, v in SAME.items() if k != "settings"}, SAME)
+    assert nothing_changed(SAME, dict(SAME))
+
+
+@pytest.mark.parametrize(("scale", "failed"), [(10.5, False), (13.0, True), (7.5, True)])
+def test_the_drift_threshold_gates_an_unchanged_check_both_ways(
+    root: Path, scale: float, failed: bool
+) -> None:
+    record(root, stats(10.0, seed=1, noise=0.0), environment=SAME)
+    result = check(
+        BaselineStore(root), FakeMeasure(stats(scale, seed=2, noise=0.0)), SAME, drift_threshold=0.2
+    )
+    assert result.failed is failed
+    assert result.status == (Status.DRIFTED if failed else Status.UNCHANGED)
+    if failed:
+        assert result.message.splitlines()[0].startswith(f"latency of {TEST} on machine 'ci' drifted: 1.3")
+        assert "  drift threshold: 20% (--ortperf-drift-threshold)" in result.message
+        assert result.message.endswith(RECORD)
