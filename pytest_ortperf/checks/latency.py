@@ -82,6 +82,15 @@ class LatencyResult:
         return text
 
     @property
+    def path(self) -> str:
+        """Which path decided: ``unchanged``, ``side by side vs <reference>`` or ``stored figures``."""
+        if self.mode == "unchanged":
+            return "unchanged"
+        if self.mode == "a/b":
+            return f"side by side vs {self.reference_label}"
+        return "stored figures"
+
+    @property
     def basis(self) -> str:
         """Mode and statistic that decided, e.g. ``a/b: median of paired round ratios ...``."""
         decisive = self.decisive

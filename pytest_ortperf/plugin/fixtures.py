@@ -184,6 +184,7 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
             "baseline_median_ms": result.baseline_median_ms,
             "change": result.change,
             "mode": result.mode,
+            "path": result.path,
             "decided_by": result.basis,
             "reference": result.reference_label,
         },

@@ -348,6 +348,7 @@ class OrtPerf:
         context.run.results.publish_latency(result, context.nodeid)
         context.add_property("ortperf_latency_verdict", str(result.status))
         context.add_property("ortperf_latency_mode", result.basis)
+        context.add_property("ortperf_latency_path", result.path)
         context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
         if result.change:
             context.add_property("ortperf_latency_change", result.change)

@@ -34,6 +34,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "verdict": str(result.status),
         "failed": result.failed,
         "mode": result.mode,
+        "path": result.path,
         "decided_by": result.basis,
         "reference": (
             {
@@ -210,7 +211,7 @@ def markdown(
         lines.append(
             f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
             f"{_ms(reference.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
-            f"{record['verdict']} | {record.get('decided_by', '')} |"
+            f"{record['verdict']} | {_decided(record)} |"
         )
     if errors:
         lines += ["", "Checks that ended in an error:", ""]
@@ -218,6 +219,14 @@ def markdown(
     if unused:
         lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
     return "\n".join(lines) + "\n"
+
+
+def _decided(record: Mapping[str, Any]) -> str:
+    """The path that decided and, where there was a comparison, the statistic."""
+    path, basis = str(record.get("path") or ""), str(record.get("decided_by") or "")
+    if not path or basis in ("", path, "unchanged"):
+        return path or basis
+    return f"{path}; {basis}"
 
 
 def _first_line(text: str) -> str:

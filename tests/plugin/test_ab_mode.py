@@ -404,6 +404,7 @@ def test_a_changed_model_is_measured_side_by_side_with_the_recorded_one_from_git
         "regression",
     )
     assert latency["current"]["median_ms"] > 2 * latency["reference"]["median_ms"]
+    assert latency["path"] == f"side by side vs {label}"
 
 
 def test_without_the_recorded_model_in_git_the_stored_figures_decide(pytester: pytest.Pytester) -> None:
@@ -415,4 +416,5 @@ def test_without_the_recorded_model_in_git_the_stored_figures_decide(pytester: p
     result.assert_outcomes(failed=1)
     (latency,) = report(pytester)["latency"]
     assert latency["mode"] == "stored"
+    assert latency["path"] == "stored figures"
     assert latency["verdict"] == "regression"

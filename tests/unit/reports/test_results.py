@@ -3,11 +3,15 @@ update tally, and an xdist worker's handover survives the trip through JSON to t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from pytest_ortperf.checks.accuracy import AccuracyResult
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.reports.ci_files import latency_record, markdown
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, summary_lines
 from pytest_ortperf.store.keys import CheckKey
@@ -117,3 +121,21 @@ def test_the_summary_keeps_its_order_and_is_empty_when_nothing_happened() -> Non
         "accuracy of test_x differs (reported, --ortperf-ab-outputs=report)",
         "profile t::x: 3 run(s)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("mode", "label", "path", "decided"),
+    [
+        ("unchanged", "", "unchanged", "unchanged"),
+        ("stored", "", "stored figures", "stored figures; stored"),
+        ("a/b", "HEAD:m.onnx", "side by side vs HEAD:m.onnx", "side by side vs HEAD:m.onnx; a/b"),
+    ],
+)
+def test_every_record_names_the_path_that_decided(mode: str, label: str, path: str, decided: str) -> None:
+    checked = dataclasses.replace(
+        result("test_a", "cpu-all", Status.OK, 1.0), mode=mode, reference_label=label
+    )
+    record = latency_record(checked, "t.py::test_a[cpu-all]")
+    assert record["path"] == path
+    row = markdown([record], machine="ci", unused=[]).splitlines()[-1]
+    assert row.endswith(f"| {decided} |")
