@@ -25,7 +25,7 @@ from pytest_ortperf.store.keys import CheckKey
 
 FASTEST_FRACTION = 0.25
 FASTEST_MIN = 3
-GLANCE_S = 0.5  # how long an unchanged check measures: the figures only inform
+GLANCE_S = 0.5  # how long a check measures when its figures only inform (unchanged; A/B with no reference)
 # What the repository controls. When none of these changed since the baseline, on the same hardware,
 # there is nothing to judge: figures of another time would only measure the machine.
 CONTROLLED = (
@@ -169,8 +169,8 @@ def glance(settings: MeasureSettings) -> MeasureSettings:
     return replace(
         settings,
         budget_s=min(GLANCE_S, settings.budget_s),
-        min_rounds=min(settings.min_rounds, 3),
-        warmup_runs=min(settings.warmup_runs, 2),
+        min_rounds=1,
+        warmup_runs=1,
         warmup_s=min(settings.warmup_s, 0.05),
     )
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
-from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency
+from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency, glance
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
@@ -32,7 +32,6 @@ from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 Abort = Callable[[str], NoReturn]
 T = TypeVar("T")
 PROFILED_RUNS = 3
-GLANCE_S = 0.5
 LATENCY, ACCURACY = "latency", "accuracy"
 
 
@@ -142,7 +141,9 @@ class OrtPerf:
             if rebuilt is not None:
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
                 inputs = self._inputs(feeds)
-                return [self._guard(lambda: self._side_by_side(rebuilt, inputs, key), key, LATENCY, label)]
+                return [
+                    self._guard(lambda: self._against_recorded(rebuilt, inputs, key), key, LATENCY, label)
+                ]
             return [self._guard(lambda: self._latency(feeds, key), key, LATENCY)]
         # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
         # a message, as in stored mode, naming the reference.
@@ -252,14 +253,10 @@ class OrtPerf:
         built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
         if reference.source is None or reference.source.sha256 == built.model.sha256:
             # Nothing to compare: a short measurement, for the report only.
-            glance = replace(
-                context.policy.measure,
-                budget_s=min(GLANCE_S, context.policy.measure.budget_s),
-                min_rounds=1,
-                warmup_runs=1,
-            )
             with timing.held():
-                stats = measure(lambda: watchdog.run(built.session, None, inputs), glance)
+                stats = measure(
+                    lambda: watchdog.run(built.session, None, inputs), glance(context.policy.measure)
+                )
             identical = reference.source is not None
             result = ab_without_reference(
                 stats,
@@ -273,15 +270,7 @@ class OrtPerf:
             self._publish(result)
             return [result]
         other = context.run.session(reference.source, built.variant, built.settings)
-        with timing.held():
-            result = check_ab(
-                lambda: watchdog.run(built.session, None, inputs),
-                lambda: watchdog.run(other.session, None, inputs),
-                key=key,
-                label=reference.label,
-                policy=context.policy,
-            )
-        self._publish(result)
+        result = self._side_by_side(other, reference.label, inputs, key)
         outputs = self._guard(lambda: self._ab_accuracy(other, reference.label, inputs, key), key, ACCURACY)
         return [result, outputs]
 
@@ -306,18 +295,27 @@ class OrtPerf:
             return None
         return context.run.recorded_model(context.built.model, blob)
 
-    def _side_by_side(self, reference: ABReference, inputs: dict[str, Array], key: CheckKey) -> LatencyResult:
-        """The current model against the rebuilt reference, in interleaved rounds (the A/B rule)."""
-        context = self._context
+    def _against_recorded(
+        self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
+    ) -> LatencyResult:
+        """The current model against the model its baseline recorded, rebuilt from git."""
+        built = self._context.built
         assert reference.source is not None
+        other = self._context.run.session(reference.source, built.variant, built.settings)
+        return self._side_by_side(other, reference.label, inputs, key)
+
+    def _side_by_side(
+        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
+    ) -> LatencyResult:
+        """The current model against ``other``, in interleaved rounds decided by the A/B rule."""
+        context = self._context
         built, watchdog = context.built, context.run.watchdog
-        other = context.run.session(reference.source, built.variant, built.settings)
         with context.run.timing.held():
             result = check_ab(
                 lambda: watchdog.run(built.session, None, inputs),
                 lambda: watchdog.run(other.session, None, inputs),
                 key=key,
-                label=reference.label,
+                label=label,
                 policy=context.policy,
             )
         self._publish(result)

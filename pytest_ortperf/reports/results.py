@@ -57,11 +57,6 @@ class RunResults:
         self._records.append(error_record(key, kind=kind, nodeid=nodeid, message=message))
 
     @property
-    def latency(self) -> tuple[LatencyResult, ...]:
-        """This process's latency results."""
-        return tuple(self._latency)
-
-    @property
     def records(self) -> list[dict[str, Any]]:
         """One plain record per check, this process's and the workers', for the CI files."""
         return list(self._records)

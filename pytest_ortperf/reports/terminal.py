@@ -168,7 +168,7 @@ class RunSummary:
     update: UpdateReport | None = None
     prune: bool = False
     reported_differences: Sequence[str] = ()
-    profile_lines: Sequence[str] = field(default_factory=list)
+    profile_lines: Sequence[str] = ()
 
 
 def summary_lines(summary: RunSummary) -> list[str]:

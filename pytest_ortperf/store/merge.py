@@ -39,14 +39,16 @@ class MergeReport:
 
 @dataclass(frozen=True)
 class _Offer:
-    """One source's entry for a key, with where it came from."""
+    """One source's entry for a key, with where it came from and its canonical text."""
 
     source: Path
     entry: BaselineEntry
+    text: str
 
-    @property
-    def text(self) -> str:
-        return render({"t": {"m": self.entry}})
+
+def _canonical(entry: BaselineEntry) -> str:
+    """The entry as a baseline file writes it: two entries are the same when these are equal."""
+    return render({"t": {"m": entry}})
 
 
 def merge(sources: Sequence[Path], into: Path) -> MergeReport:
@@ -66,11 +68,13 @@ def merge(sources: Sequence[Path], into: Path) -> MergeReport:
             if (source / name).is_file():
                 for test, machines in _read(source / name).items():
                     for machine, entry in machines.items():
-                        offers.setdefault((test, machine), []).append(_Offer(source, entry))
+                        offers.setdefault((test, machine), []).append(
+                            _Offer(source, entry, _canonical(entry))
+                        )
         taken = report.taken
         for (test, machine), offered in sorted(offers.items()):
             current = target.get(test, {}).get(machine)
-            kept = render({"t": {"m": current}}) if current is not None else None
+            kept = _canonical(current) if current is not None else None
             changed = {offer.text: offer for offer in offered if offer.text != kept}
             if not changed:
                 report.unchanged += 1

@@ -501,6 +501,8 @@ def test_with_nothing_changed_a_slower_machine_is_unchanged_after_a_short_look(r
 def test_a_short_look_is_at_most_half_a_second() -> None:
     assert glance(MeasureSettings(budget_s=4.0)).budget_s == 0.5
     assert glance(MeasureSettings(budget_s=0.2)).budget_s == 0.2
+    short = glance(MeasureSettings(budget_s=4.0, rounds=40, warmup_s=0.2))
+    assert (short.rounds, short.min_rounds, short.warmup_runs, short.warmup_s) == (40, 1, 1, 0.05)
 
 
 @pytest.mark.parametrize(
