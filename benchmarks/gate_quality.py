@@ -145,13 +145,13 @@ def log(message: str) -> None:
 # Sessions, the plugin's way -------------------------------------------------
 
 
-@dataclass
 def stored_figures_only(recorded: dict[str, object]) -> dict[str, object]:
     """The environment without the hardware identity: an A/A trial (the same model again) then takes the
     stored-figures rule this campaign measures, not the ``unchanged`` path that would pass it unjudged."""
     return {key: value for key, value in recorded.items() if key != "hardware"}
 
 
+@dataclass
 class Bench:
     """Everything that stays the same across trials: models on disk, runtime, machine."""
 

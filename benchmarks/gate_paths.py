@@ -1,0 +1,519 @@
+"""Gate quality by decision path, across workload families: the defaults of the path a check takes.
+
+Question: a plain run decides each latency check by one of three paths (``docs/latency.md``):
+``unchanged`` (nothing the repository controls changed: a short look, passes),
+``side by side`` (the model or its settings changed and the recorded reference can be
+rebuilt: both measured in interleaved rounds, the A/B rule decides) and ``stored figures``
+(nothing to rebuild: today's figures against the baseline's). At the defaults, does each
+stay quiet when nothing that matters changed, and catch a real +5% (side by side) or +20%
+(stored figures)? Which stored-figures rule, if any, keeps A/A false alarms at <= 2% in
+every family? And how does pytest-benchmark's ``median:10%`` gate do on the same runs?
+
+Targets: 0 false alarms in every family on A/A, on a re-export (same graph, other bytes)
+and on a settings change that does not change latency; +5% caught in >= 95% side by side.
+
+Method:
+
+1. Families (``tests.models``), each a base model and one grown by a known amount of work:
+   ``mlp`` (20 x MatMul+Relu, 1024 wide, batch 16; +5%: 21 layers, +20%: 24),
+   ``conv`` (20 x Conv3x3+Relu, 32 channels, 32x32; 21 and 24 layers),
+   ``small-ops`` (600 Mul/Add/Tanh on [1, 64]; 630 and 720 operators).
+   Sessions are built as the plugin builds them (``SessionPool``, default settings).
+2. Per campaign, per family: the base model's baseline is recorded by the plugin's record
+   path (``check_latency`` under update, a real ``BaselineStore``) and pytest-benchmark
+   saves its own. Then every trial of every family and condition runs in one shuffled
+   order, each with fresh sessions, as a new CI run builds them:
+
+   - ``unchanged``: the base model, its recorded environment intact: path 1.
+   - ``re-export``, ``settings``, ``+5%``: path 2, ``check_ab`` (the plugin's side-by-side
+     engine at its defaults) of the re-exported model / the base model under
+     ``inter_op_threads=2`` (sequential execution: no effect expected) / the grown model,
+     against the base model under the recorded settings.
+   - ``stored A/A``, ``stored +20%``: path 4, ``check_latency`` with the hardware identity
+     dropped from the environment, so the stored rule judges (its first measurement and,
+     after a first regression, its confirmation are kept for the offline rule table).
+   - ``bench A/A``, ``bench +5%``: a real ``pytest`` subprocess under pytest-benchmark
+     with ``--benchmark-compare-fail=median:10%`` against the campaign's saved run.
+
+3. Counts are pooled per family over campaigns; the stored-figures rule table re-judges the
+   same stored measurements at wider thresholds (first and confirmation both regressions).
+
+Run from the repository root, on a machine doing nothing else (about 45 minutes with the
+defaults)::
+
+    python -m benchmarks.gate_paths --out benchmarks/results/gate_paths.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.gate_quality import BENCH_TEST, log, wilson  # noqa: E402
+from benchmarks.gate_quality import run_pytest_benchmark as _run_bench  # noqa: E402
+from pytest_ortperf.checks.latency import check_ab, check_latency, stored_comparison  # noqa: E402
+from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
+from pytest_ortperf.latency.canary import Canary  # noqa: E402
+from pytest_ortperf.latency.decision import Verdict  # noqa: E402
+from pytest_ortperf.latency.measure import MeasureSettings, measure  # noqa: E402
+from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
+from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402
+from pytest_ortperf.ort.models import ModelResolver  # noqa: E402
+from pytest_ortperf.ort.probe import ProviderProber  # noqa: E402
+from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
+from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info  # noqa: E402
+from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
+from pytest_ortperf.ort.sessions import BuiltSession, SessionPool  # noqa: E402
+from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
+from pytest_ortperf.store.baselines import BaselineStore  # noqa: E402
+from pytest_ortperf.store.environment import environment  # noqa: E402
+from pytest_ortperf.store.keys import CheckKey  # noqa: E402
+from pytest_ortperf.store.machine import detect_machine  # noqa: E402
+from tests.models import conv_stack_model, mlp_model, reexported, small_ops_model  # noqa: E402
+
+CONDITIONS = (
+    "unchanged",
+    "re-export",
+    "settings",
+    "+5%",
+    "stored A/A",
+    "stored +20%",
+    "bench A/A",
+    "bench +5%",
+)
+STORED_RULES = (0.06, 0.10, 0.15, 0.20, 0.30)  # thresholds re-judged offline on the stored trials
+CHANGED_SETTINGS = SessionSettings(inter_op_threads=2)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    build: Callable[[int], onnx.ModelProto]
+    base: int
+    plus5: int
+    plus20: int
+    batch: int = 1
+
+
+FAMILIES = (
+    Family("mlp", lambda n: mlp_model(n, 1024), 20, 21, 24, batch=16),
+    Family("conv", lambda n: conv_stack_model(n, 32, 32), 20, 21, 24),
+    Family("small-ops", small_ops_model, 600, 630, 720),
+)
+
+
+@dataclass(frozen=True)
+class Trial:
+    campaign: int
+    family: str
+    condition: str
+    failed: bool
+    status: str
+    ratio: float  # the decisive estimate (current / reference); nan where there is none
+    low: float
+    high: float
+    seconds: float
+    first_ratio: float = math.nan  # stored trials: the first measurement, for the rule table
+    first_low: float = math.nan
+    confirm_ratio: float = math.nan
+    confirm_low: float = math.nan
+    measured: tuple[LatencyStats, ...] = ()  # stored trials: what was measured, for other baselines
+
+
+@dataclass
+class Models:
+    """A family's model files: base, re-export, +5%, +20%."""
+
+    family: Family
+    root: Path
+    paths: dict[str, Path] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        base = self.family.build(self.family.base)
+        for name, model in (
+            ("base", base),
+            ("re-export", reexported(base)),
+            ("+5%", self.family.build(self.family.plus5)),
+            ("+20%", self.family.build(self.family.plus20)),
+        ):
+            self.paths[name] = self.root / f"{self.family.name}-{name.strip('+%')}.onnx".replace("-.", ".")
+            onnx.save(model, self.paths[name])
+
+
+def fresh(
+    models: Models, name: str, settings: SessionSettings | None = None
+) -> tuple[SessionPool, BuiltSession]:
+    runtime = runtime_info()
+    pool = SessionPool(import_onnxruntime(), ProviderProber(runtime.available_providers, runtime.describe()))
+    source = ModelResolver(models.root).resolve(models.paths[name], test_dir=models.root, origin="gate_paths")
+    variant = Variant(resolve_provider("cpu", source="gate_paths"), OptLevel.ALL)
+    return pool, pool.get(source, variant, settings or SessionSettings())
+
+
+def feeds_of(models: Models, built: BuiltSession) -> dict[str, Any]:
+    options = InputOptions(dims={"batch": models.family.batch})
+    return dict(load_feeds(built.model, specs_from_session(built.session), options))
+
+
+def key(family: str) -> CheckKey:
+    return CheckKey(
+        test_file=f"test_{family}.py",
+        test="test_latency[cpu-all]",
+        variant="cpu-all",
+        machine="bench",
+        record_command="ortperf update",
+    )
+
+
+def stored_check(
+    models: Models, name: str, store: BaselineStore, policy: CheckPolicy, *, keep_hardware: bool
+) -> tuple[Any, list[LatencyStats]]:
+    """``ort_perf.check_latency()`` minus pytest: the stored path, or (hardware kept) path 1."""
+    pool, built = fresh(models, name)
+    canary = Canary.build(import_onnxruntime(), built.variant, built.settings)
+    measured: list[LatencyStats] = []
+
+    def measure_fn(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
+        stats = measure(run, settings, canary=canary.run)
+        measured.append(stats)
+        return stats
+
+    try:
+        inputs = feeds_of(models, built)
+        env = environment(built, inputs, machine=detect_machine(), runtime=runtime_info())
+        if not keep_hardware:
+            env = {k: v for k, v in env.items() if k != "hardware"}
+        session = built.session
+        result = check_latency(
+            lambda: session.run(None, inputs),
+            key=key(models.family.name),
+            store=store,
+            policy=policy,
+            environment=env,
+            today=dt.date.today().isoformat(),
+            measure_fn=measure_fn,
+        )
+        return result, measured
+    finally:
+        pool.close()
+
+
+def side_by_side(models: Models, name: str, settings: SessionSettings | None, policy: CheckPolicy) -> Any:
+    """Path 2: ``name`` (under ``settings``) against the recorded base model, default settings."""
+    pool, built = fresh(models, name, settings)
+    ref_pool, reference = fresh(models, "base")
+    try:
+        inputs = feeds_of(models, built)
+        current, other = built.session, reference.session
+        return check_ab(
+            lambda: current.run(None, inputs),
+            lambda: other.run(None, inputs),
+            key=key(models.family.name),
+            label="the recorded model",
+            policy=policy,
+        )
+    finally:
+        pool.close()
+        ref_pool.close()
+
+
+def bench_run(models: Models, name: str, work: Path, extra: Sequence[str]) -> Any:
+    """One pytest-benchmark run of ``name`` (reuses gate_quality's runner through a stand-in bench)."""
+    stand_in = argparse.Namespace(paths={0: models.paths[name]}, batch=models.family.batch)
+    return _run_bench(stand_in, work, 0, extra)  # type: ignore[arg-type]
+
+
+BASELINES: dict[tuple[int, str], LatencyStats] = {}  # (campaign, family) -> the recorded figures
+
+
+def run_campaign(
+    index: int, all_models: list[Models], root: Path, rng: random.Random, reps: int
+) -> list[Trial]:
+    log(f"campaign {index}: load {loadavg()}, other pytest processes {other_pytest_processes()}")
+    policy = CheckPolicy()
+    stores: dict[str, Path] = {}
+    works: dict[str, Path] = {}
+    bench_base: dict[str, float] = {}
+    for models in all_models:
+        name = models.family.name
+        stores[name] = root / f"c{index}" / name / "baselines"
+        for attempt in range(1, 6):
+            store = BaselineStore(stores[name])
+            recorded, _ = stored_check(models, "base", store, CheckPolicy(update=True), keep_hardware=True)
+            log(f"  {name}: record attempt {attempt}: {recorded.status}, {recorded.current.median_ms:.4g} ms")
+            if not recorded.failed:
+                store.write()
+                BASELINES[(index, name)] = recorded.current
+                break
+        else:
+            raise RuntimeError(f"{name}: no baseline in 5 attempts (too noisy)")
+        works[name] = root / f"c{index}" / name / "bench"
+        works[name].mkdir(parents=True)
+        (works[name] / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        (works[name] / "test_bench.py").write_text(BENCH_TEST, encoding="utf-8")
+        bench_base[name] = bench_run(models, "base", works[name], ["--benchmark-save=baseline"]).median_ms
+    plan = [(m, c) for m in all_models for c in CONDITIONS for _ in range(reps)]
+    rng.shuffle(plan)
+    trials = []
+    compare = ["--benchmark-compare", "--benchmark-compare-fail=median:10%"]
+    for number, (models, condition) in enumerate(plan, 1):
+        name, started = models.family.name, time.monotonic()
+        extra: dict[str, Any] = {}
+        if condition.startswith("bench"):
+            outcome = bench_run(models, "base" if condition == "bench A/A" else "+5%", works[name], compare)
+            ratio = outcome.median_ms / bench_base[name]
+            failed, status, low, high = (
+                outcome.failed,
+                "regressed" if outcome.failed else "passed",
+                ratio,
+                ratio,
+            )
+        elif condition in ("unchanged", "stored A/A", "stored +20%"):
+            model = "+20%" if condition == "stored +20%" else "base"
+            result, measured = stored_check(
+                models, model, BaselineStore(stores[name]), policy, keep_hardware=condition == "unchanged"
+            )
+            failed, status = result.failed, str(result.status)
+            ratio = low = high = result.drift if result.drift is not None else math.nan
+            if result.comparison is not None:
+                decisive = result.confirmation or result.comparison
+                ratio, low, high = decisive.estimate.ratio, decisive.estimate.low, decisive.estimate.high
+                extra = {
+                    "first_ratio": result.comparison.estimate.ratio,
+                    "first_low": result.comparison.estimate.low,
+                }
+                if result.confirmation is not None:
+                    extra |= {
+                        "confirm_ratio": result.confirmation.estimate.ratio,
+                        "confirm_low": result.confirmation.estimate.low,
+                    }
+            extra["measured"] = tuple(measured)  # type: ignore[assignment]
+        else:
+            model = {"re-export": "re-export", "settings": "base", "+5%": "+5%"}[condition]
+            settings = CHANGED_SETTINGS if condition == "settings" else None
+            result = side_by_side(models, model, settings, policy)
+            decisive = result.confirmation or result.comparison
+            assert decisive is not None, result.status
+            failed, status = result.failed, str(result.status)
+            ratio, low, high = decisive.estimate.ratio, decisive.estimate.low, decisive.estimate.high
+        seconds = time.monotonic() - started
+        trials.append(Trial(index, name, condition, failed, status, ratio, low, high, seconds, **extra))
+        log(
+            f"  [{number}/{len(plan)}] {name:<9} {condition:<11} {status:<16} "
+            f"{(ratio - 1) * 100:+.1f}% {'FAILED' if failed else ''} ({seconds:.1f} s)"
+        )
+    return trials
+
+
+def stored_rule_fails(trial: Trial, threshold: float) -> bool:
+    """Would the stored rule at ``threshold`` have failed this trial? First measurement and its
+    confirmation must both be regressions (a confirmation exists whenever the 6% rule asked for one,
+    which every wider threshold's regression implies)."""
+
+    def regression(ratio: float, low: float) -> bool:
+        return ratio > 1 + threshold and low > 1.0
+
+    if math.isnan(trial.first_ratio) or not regression(trial.first_ratio, trial.first_low):
+        return False
+    return not math.isnan(trial.confirm_ratio) and regression(trial.confirm_ratio, trial.confirm_low)
+
+
+def pct(values: Sequence[float]) -> str:
+    finite = [v for v in values if not math.isnan(v)]
+    if not finite:
+        return "-"
+    middle, low, high = ((v - 1) * 100 for v in (statistics.median(finite), min(finite), max(finite)))
+    return f"{middle:+.1f}% ({low:+.1f} .. {high:+.1f})"
+
+
+def rate(hits: int, n: int) -> str:
+    if n == 0:
+        return "-"
+    low, high = wilson(hits, n)
+    return f"{hits}/{n} ({hits / n:.0%}; {low:.0%}-{high:.0%})"
+
+
+def seconds(trials: Sequence[Trial]) -> str:
+    values = sorted(t.seconds for t in trials)
+    if not values:
+        return "-"
+    p90 = values[min(len(values) - 1, math.ceil(0.9 * len(values)) - 1)]
+    return f"{statistics.median(values):.2f} / {p90:.2f}"
+
+
+def report(trials: list[Trial], header: list[str]) -> str:
+    families = [f.name for f in FAMILIES]
+    lines = [*header, "", "## Fails / trials per family (Wilson 95% interval), pooled over campaigns", ""]
+    lines += ["| condition | path | " + " | ".join(families) + " | estimate, all families: median (range) |"]
+    lines += ["| --- | --- | " + " | ".join("---" for _ in families) + " | --- |"]
+    paths = {
+        "unchanged": "1 unchanged",
+        "re-export": "2 side by side",
+        "settings": "2 side by side",
+        "+5%": "2 side by side",
+        "stored A/A": "4 stored figures (6% rule)",
+        "stored +20%": "4 stored figures (6% rule)",
+        "bench A/A": "pytest-benchmark median:10%",
+        "bench +5%": "pytest-benchmark median:10%",
+    }
+    for condition in CONDITIONS:
+        cells = []
+        for family in families:
+            chosen = [t for t in trials if t.family == family and t.condition == condition]
+            cells.append(rate(sum(t.failed for t in chosen), len(chosen)))
+        every = [t.ratio for t in trials if t.condition == condition]
+        lines.append(f"| {condition} | {paths[condition]} | " + " | ".join(cells) + f" | {pct(every)} |")
+    lines += ["", "## Stored figures: the same measurements re-judged at wider thresholds", ""]
+    lines += ["Failed = first measurement and confirmation both regressions at the threshold.", ""]
+    lines += [
+        "| threshold | "
+        + " | ".join(f"A/A {f}" for f in families)
+        + " | A/A all | "
+        + " | ".join(f"+20% {f}" for f in families)
+        + " |"
+    ]
+    lines += ["| --- |" + " --- |" * (2 * len(families) + 1)]
+    for threshold in STORED_RULES:
+        cells = []
+        for condition in ("stored A/A", "stored +20%"):
+            for family in families:
+                chosen = [t for t in trials if t.family == family and t.condition == condition]
+                cells.append(rate(sum(stored_rule_fails(t, threshold) for t in chosen), len(chosen)))
+            if condition == "stored A/A":
+                chosen = [t for t in trials if t.condition == condition]
+                cells.append(rate(sum(stored_rule_fails(t, threshold) for t in chosen), len(chosen)))
+        lines.append(f"| {threshold:.0%} | " + " | ".join(cells) + " |")
+    lines += ["", "## Stored figures against the baselines of the other campaigns", ""]
+    lines += [
+        "Each stored trial's first measurement judged against the baselines the other campaigns "
+        "recorded (figures of another time, 10-40 minutes apart); regressions of the first "
+        "measurement only, so an upper bound on what confirmation would let through.",
+        "",
+    ]
+    lines += [
+        "| threshold | "
+        + " | ".join(f"A/A {f}" for f in families)
+        + " | "
+        + " | ".join(f"+20% {f}" for f in families)
+        + " |"
+    ]
+    lines += ["| --- |" + " --- |" * (2 * len(families))]
+    for threshold in STORED_RULES:
+        cells = []
+        for condition in ("stored A/A", "stored +20%"):
+            for family in families:
+                hits = n = 0
+                for t in trials:
+                    if t.family != family or t.condition != condition or not t.measured:
+                        continue
+                    for (campaign, name), base in BASELINES.items():
+                        if name != family or campaign == t.campaign:
+                            continue
+                        comparison = stored_comparison(base, t.measured[0], threshold=threshold)
+                        n += 1
+                        hits += comparison.verdict is Verdict.REGRESSION
+                cells.append(rate(hits, n))
+        lines.append(f"| {threshold:.0%} | " + " | ".join(cells) + " |")
+    lines += ["", "## Seconds per check: median / p90 (session builds included)", ""]
+    lines += ["| condition | " + " | ".join(families) + " |", "| --- |" + " --- |" * len(families)]
+    for condition in CONDITIONS:
+        cells = [seconds([t for t in trials if t.family == f and t.condition == condition]) for f in families]
+        lines.append(f"| {condition} | " + " | ".join(cells) + " |")
+    lines += ["", "## Per campaign (fails / trials)", ""]
+    campaigns = sorted({t.campaign for t in trials})
+    lines += ["| family | condition | " + " | ".join(f"campaign {c}" for c in campaigns) + " |"]
+    lines += ["| --- | --- |" + " --- |" * len(campaigns)]
+    for family in families:
+        for condition in CONDITIONS:
+            cells = []
+            for c in campaigns:
+                chosen = [
+                    t for t in trials if t.family == family and t.condition == condition and t.campaign == c
+                ]
+                cells.append(f"{sum(t.failed for t in chosen)}/{len(chosen)}")
+            lines.append(f"| {family} | {condition} | " + " | ".join(cells) + " |")
+    statuses: dict[str, dict[str, int]] = {}
+    for t in trials:
+        statuses.setdefault(t.condition, {}).setdefault(t.status, 0)
+        statuses[t.condition][t.status] += 1
+    lines += ["", "## Statuses per condition", ""]
+    for condition in CONDITIONS:
+        counted = ", ".join(f"{s} {n}" for s, n in sorted(statuses.get(condition, {}).items()))
+        lines.append(f"- {condition}: {counted}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--campaigns", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=7, help="trials per condition per family per campaign")
+    parser.add_argument("--out", type=Path, help="write the report here (also after every campaign)")
+    parser.add_argument("--raw", type=Path, help="write every trial as JSON here")
+    parser.add_argument("--seed", type=int, default=2026)
+    args = parser.parse_args(argv)
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(3)
+    rng = random.Random(args.seed)
+    started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    started, load_start = time.monotonic(), loadavg()
+    code = code_state()
+    sampler = Sampler()
+    sampler.start()
+    machine = detect_machine()
+    runtime = runtime_info()
+    trials: list[Trial] = []
+    text = ""
+    with tempfile.TemporaryDirectory(prefix="ortperf-paths-") as tmp:
+        root = Path(tmp)
+        all_models = [Models(family, root) for family in FAMILIES]
+        for index in range(1, args.campaigns + 1):
+            trials += run_campaign(index, all_models, root, rng, args.reps)
+            last = index == args.campaigns
+            header = [
+                "# Gate quality by decision path, three workload families",
+                "",
+                f"- started {started_at}; {'finished' if last else 'partial, after campaign ' + str(index)} "
+                f"after {(time.monotonic() - started) / 60:.1f} min",
+                f"- machine: {machine.name} ({machine.cpu}; {machine.hardware.slug})",
+                f"- {runtime.describe()}, python {sys.version.split()[0]}",
+                f"- load average at start: {load_start}; {sampler.stop() if last else 'sampling'}",
+                f"- code: {code}",
+                f"- {args.campaigns} campaigns x {args.reps} trials per condition per family, "
+                f"seed {args.seed}",
+                "- defaults: `CheckPolicy()` (side by side: A/B rule, 3% threshold; stored: 6%, 4 s, canary)",
+                "",
+                "Method: see the docstring of `benchmarks/gate_paths.py`.",
+            ]
+            text = report(trials, header)
+            if args.out is not None:
+                args.out.write_text(text, encoding="utf-8")
+            if args.raw is not None:
+                rows = [{k: v for k, v in asdict(t).items() if k != "measured"} for t in trials]
+                args.raw.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
