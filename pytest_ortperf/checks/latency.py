@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_ortperf.checks.paths import nothing_changed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
@@ -22,22 +23,11 @@ from pytest_ortperf.profiling.operators import OpProfile, explain
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.store.environment import recorded_elsewhere, what_changed
 from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.machine import runner_class
 
 FASTEST_FRACTION = 0.25
 FASTEST_MIN = 3
 GLANCE_S = 0.5  # how long a check measures when its figures only inform (unchanged; A/B with no reference)
-# What the repository controls. When none of these changed since the baseline, on the same hardware,
-# there is nothing to judge: figures of another time would only measure the machine.
-CONTROLLED = (
-    "model_sha256",
-    "settings",
-    "inputs",
-    "inputs_sha256",
-    "ort_version",
-    "ort_flavour",
-    "providers_used",
-    "variant",
-)
 
 
 @dataclass(frozen=True)
@@ -56,6 +46,7 @@ class LatencyResult:
     reference: LatencyStats | None = None
     reference_label: str = ""
     drift: float | None = None  # unchanged: current / recorded median, for information
+    stored_reason: str = ""  # stored figures: why no reference could be rebuilt
 
     @property
     def decisive(self) -> Comparison | None:
@@ -107,8 +98,12 @@ def check_latency(
     today: str,
     measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
     profile_fn: Callable[[], OpProfile] | None = None,
+    stored_reason: str = "",
 ) -> LatencyResult:
-    """Measure ``run`` and decide against the stored baseline (or record one under update)."""
+    """Measure ``run`` and decide against the stored baseline (or record one under update).
+
+    ``stored_reason`` says why the stored figures decide, when a reference could not be rebuilt
+    (``checks.paths``)."""
     entry = store.lookup(key.test_file, key.test, key.machine)
     baseline = entry if entry is not None and entry.latency is not None else None
     if not policy.update and baseline is not None and nothing_changed(baseline.environment, environment):
@@ -117,7 +112,7 @@ def check_latency(
     if policy.update:
         return _record(key, store, policy, environment, today, current, baseline, profile_fn)
     if baseline is None:
-        return _missing(key, store, policy, current)
+        return _missing(key, store, policy, current, elsewhere=_class_elsewhere(key, store, environment))
     elsewhere = recorded_elsewhere(baseline.environment, environment)
     if elsewhere:  # stored figures are never compared across hardware identities
         return _missing(key, store, policy, current, elsewhere=elsewhere)
@@ -139,6 +134,7 @@ def check_latency(
         confirmation=confirmation,
         changes=changes,
         failed=failed,
+        stored_reason=stored_reason,
     )
     if not failed:
         return result
@@ -149,19 +145,6 @@ def check_latency(
         head, _, accept = message.rpartition("\n")  # keep the command that accepts it last
         message = "\n".join([head, *explanation, accept])
     return _with_message(result, message)
-
-
-def nothing_changed(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
-    """Whether everything the repository controls is as recorded, on the same hardware. An entry that
-    lacks one of them (recorded by an older version) does not qualify."""
-    before, after = recorded.get("hardware"), current.get("hardware")
-    if (
-        not isinstance(before, Mapping)
-        or not isinstance(after, Mapping)
-        or before.get("digest") != after.get("digest")
-    ):
-        return False
-    return all(key in recorded and recorded[key] == current.get(key) for key in CONTROLLED)
 
 
 def glance(settings: MeasureSettings) -> MeasureSettings:
@@ -428,10 +411,26 @@ def _record(
     )
 
 
+def _class_elsewhere(key: CheckKey, store: BaselineStore, environment: Mapping[str, Any]) -> str:
+    """For a runner class without an entry for this hardware: how the class's other hardware differs
+    from this one (its first entry that holds latency), or ""."""
+    name = runner_class(key.machine)
+    for other in store.machines_for(key.test_file, key.test, part="latency"):
+        if other != key.machine and runner_class(other) == name:
+            entry = store.lookup(key.test_file, key.test, other)
+            why = recorded_elsewhere(entry.environment, environment) if entry is not None else ""
+            if why:
+                return f"runner class '{name}' has one {why}"
+    return ""
+
+
 def _missing(
     key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats, *, elsewhere: str = ""
 ) -> LatencyResult:
-    if elsewhere:
+    if elsewhere.startswith("runner class"):
+        where = f"{elsewhere}; stored figures are not compared across hardware"
+        what = f"no latency baseline for {key.test} on machine '{key.machine}'"
+    elif elsewhere:
         where = f"its baseline was {elsewhere}; stored figures are not compared across hardware"
         what = f"no latency baseline for {key.test} on machine '{key.machine}' for this hardware"
     else:

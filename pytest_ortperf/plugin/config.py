@@ -60,6 +60,7 @@ class OrtperfConfig:
     ab_rev: str = ""
     canary: bool = True
     ab_outputs_fail: bool = True
+    model_cache: Path | None = None
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -114,6 +115,7 @@ def build_config(config: Any) -> OrtperfConfig:
         parallel_timing=_flag(config, "ortperf_parallel_timing"),
         report_path=_optional_path(config, "ortperf_report"),
         markdown_path=_optional_path(config, "ortperf_markdown"),
+        model_cache=_optional_path(config, "ortperf_model_cache"),
         strict=_flag(config, "ortperf_strict"),
         run_timeout_s=_seconds(config, "ortperf_run_timeout"),
         repair=_flag(config, "ortperf_repair"),

@@ -136,7 +136,7 @@ def ort_perf(
         request.node.nodeid,
         _selector(request),
         ort_session_info.variant.id,
-        machine.name,
+        machine.key,
         " ".join(_carried_options(request.config.invocation_params.args)),
     )
     directory = ort_session_info.model.directory

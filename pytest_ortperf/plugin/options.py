@@ -116,6 +116,15 @@ OPTIONS: tuple[OptionDef, ...] = (
         "DIR",
     ),
     OptionDef(
+        "--ortperf-model-cache",
+        "ortperf_model_cache",
+        "Directory where every measured model is kept by its sha256, so that a check of a changed model "
+        "can rebuild the recorded one when git does not keep it (persist it between CI runs). "
+        "Default: off.",
+        "",
+        "DIR",
+    ),
+    OptionDef(
         "--ortperf-machine",
         "ortperf_machine",
         "Machine identity for baselines (default: $ORTPERF_MACHINE, else derived from the "

@@ -14,25 +14,37 @@ import numpy as np
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
 from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency, glance
+from pytest_ortperf.checks.paths import Route, choose
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array, data_sets
+from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.reports.ci_files import ERROR
-from pytest_ortperf.store.environment import environment, feeds_digest
+from pytest_ortperf.store.environment import environment, feeds_digest, what_changed
 from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 
 Abort = Callable[[str], NoReturn]
 T = TypeVar("T")
 PROFILED_RUNS = 3
 LATENCY, ACCURACY = "latency", "accuracy"
+
+
+@dataclass(frozen=True)
+class RecordedReference:
+    """What a baseline measured, rebuilt: its model under its session settings."""
+
+    label: str
+    model: ModelSource
+    settings: SessionSettings
 
 
 @dataclass(frozen=True)
@@ -137,14 +149,17 @@ class OrtPerf:
         if isinstance(reference, str):
             return [reference]
         if reference is None:
-            rebuilt = self._rebuilt_reference(key)
+            inputs = self._inputs(feeds)
+            found = self._guard(lambda: self._rebuilt_reference(key, inputs), key, LATENCY)
+            if isinstance(found, str):
+                return [found]
+            rebuilt, why = found
             if rebuilt is not None:
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
-                inputs = self._inputs(feeds)
                 return [
                     self._guard(lambda: self._against_recorded(rebuilt, inputs, key), key, LATENCY, label)
                 ]
-            return [self._guard(lambda: self._latency(feeds, key), key, LATENCY)]
+            return [self._guard(lambda: self._latency(feeds, key, stored_reason=why), key, LATENCY)]
         # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
         # a message, as in stored mode, naming the reference.
         label = f"same-job A/B of {key.test} against {reference.label}: "
@@ -216,7 +231,9 @@ class OrtPerf:
     def _canary(self) -> Callable[[], object] | None:
         return self._context.run.canary(self._context.built) if self._canary_on() else None
 
-    def _latency(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> LatencyResult:
+    def _latency(
+        self, feeds: Mapping[str, Array] | None, key: CheckKey, *, stored_reason: str = ""
+    ) -> LatencyResult:
         context, inputs = self._context, self._inputs(feeds)
         session = context.built.session
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
@@ -238,6 +255,7 @@ class OrtPerf:
             policy=context.policy,
             environment=self._environment(inputs),
             today=datetime.date.today().isoformat(),
+            stored_reason=stored_reason,
         )
         if context.profiler is not None:
             # Timed runs stay on the unprofiled session; these untimed runs explain where time went.
@@ -274,34 +292,53 @@ class OrtPerf:
         outputs = self._guard(lambda: self._ab_accuracy(other, reference.label, inputs, key), key, ACCURACY)
         return [result, outputs]
 
-    def _rebuilt_reference(self, key: CheckKey) -> ABReference | None:
-        """The model this check's baseline measured, when it has changed since and git still keeps
-        the recorded bytes: then the two are measured side by side instead of comparing with figures
-        of another time. None otherwise (the stored figures decide, as before)."""
+    def _rebuilt_reference(
+        self, key: CheckKey, inputs: dict[str, Array]
+    ) -> tuple[RecordedReference | None, str]:
+        """What this check's baseline measured, rebuilt when the model or its settings changed since
+        (``checks.paths``): then the two are measured side by side instead of comparing with figures
+        of another time. Otherwise (None, why the stored figures decide): "" when they need no reason
+        (an update, no baseline, nothing changed)."""
         context = self._context
+        context.run.keep_model(context.built.model)  # so that a later change can be measured against it
+        if context.policy.update:
+            return None, ""
         try:
             entry = context.run.store.lookup(key.test_file, key.test, key.machine)
         except OrtperfError:
-            return None  # reported by the stored check, which reads the same file
+            return None, ""  # reported by the stored check, which reads the same file
         if entry is None or entry.latency is None:
-            return None
-        recorded = entry.environment
-        blob = recorded.get("model_git_blob")
-        if (
-            not isinstance(blob, str)
-            or not blob
-            or recorded.get("model_sha256") == context.built.model.sha256
-        ):
-            return None
-        return context.run.recorded_model(context.built.model, blob)
+            return None, ""
+        plan = choose(entry.environment, self._environment(inputs))
+        if plan.route is not Route.SIDE_BY_SIDE:
+            return None, plan.reason
+        built = context.built
+        model, labels = built.model, []
+        if plan.model_changed:
+            found = context.run.recorded_model(built.model, plan.model_blob, plan.model_sha256)
+            if found is None or found.source is None:
+                return None, (
+                    f"the model changed (sha256 {plan.model_sha256[:12]} -> {built.model.sha256[:12]}) and "
+                    "the recorded one is neither in git here nor in the model cache (--ortperf-model-cache)"
+                )
+            model = found.source
+            labels.append(found.label)
+        settings = built.settings
+        if plan.settings is not None:
+            try:
+                settings = SessionSettings().with_overrides(plan.settings, source="the baseline's settings")
+            except OrtperfError as exc:
+                return None, f"the recorded session settings cannot be rebuilt ({exc})"
+            changed = what_changed({"settings": plan.settings}, {"settings": built.settings.as_dict()})
+            labels.append(f"the recorded settings ({changed[0].partition(': ')[2]})" if changed else "")
+        return RecordedReference(" under ".join(label for label in labels if label), model, settings), ""
 
     def _against_recorded(
-        self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
+        self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
     ) -> LatencyResult:
-        """The current model against the model its baseline recorded, rebuilt from git."""
+        """The current model against what its baseline recorded, rebuilt."""
         built = self._context.built
-        assert reference.source is not None
-        other = self._context.run.session(reference.source, built.variant, built.settings)
+        other = self._context.run.session(reference.model, built.variant, reference.settings)
         return self._side_by_side(other, reference.label, inputs, key)
 
     def _side_by_side(

@@ -40,6 +40,7 @@ from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, profile_lines
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
+from pytest_ortperf.store.model_cache import ModelCache
 from pytest_ortperf.store.outputs import zoo_expected
 from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
 from pytest_ortperf.version import __version__
@@ -96,7 +97,9 @@ class OrtperfRun:
         self._revisions: dict[str, GitRevision] = {}
         self._canaries: dict[SessionSettings, Canary] = {}
         self._revision_references: dict[tuple[str, Path, str], ABReference] = {}
-        self._recorded_models: dict[str, ABReference | None] = {}
+        self._recorded_models: dict[tuple[str, str], ABReference | None] = {}
+        self._cached: set[str] = set()  # sha256 of the models this run put into the model cache
+        self.model_cache = ModelCache(config.model_cache) if config.model_cache is not None else None
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
 
@@ -191,21 +194,34 @@ class OrtperfRun:
             self._revision_references[key] = self._reference_at(revision, model, model.path)
         return self._revision_references[key]
 
-    def recorded_model(self, model: ModelSource, blob: str) -> ABReference | None:
-        """The model a baseline was recorded with, rebuilt from the git object ``blob``; None when git
-        does not keep it here or the model's weights live in external files the blob lacks."""
-        if blob not in self._recorded_models:  # read (and checked for external data) once per run
+    def recorded_model(self, model: ModelSource, blob: str, sha256: str) -> ABReference | None:
+        """The model a baseline was recorded with: from the git object ``blob``, else from the model
+        cache by ``sha256``; None when neither keeps it here, or when the model's weights live in
+        external files that neither holds."""
+        if (blob, sha256) not in self._recorded_models:  # read (and checked for external data) once
             external = model.path is not None and uses_external_data(model.path)
-            data = None if external else read_blob(self.config.rootdir, blob)
-            self._recorded_models[blob] = (
-                None
-                if data is None
-                else ABReference(
-                    f"the recorded model (git {blob[:12]})",
-                    self.model(data, test_dir=self.config.rootdir, origin=f"git object {blob}"),
-                )
-            )
-        return self._recorded_models[blob]
+            found: ABReference | None = None
+            data = None if external or not blob else read_blob(self.config.rootdir, blob)
+            if data is not None:
+                label, origin = f"the recorded model (git {blob[:12]})", f"git object {blob}"
+            elif not external and self.model_cache is not None and sha256:
+                data = self.model_cache.get(sha256)
+                label, origin = f"the recorded model (cache {sha256[:12]})", f"model cache {sha256}"
+            if data is not None:
+                found = ABReference(label, self.model(data, test_dir=self.config.rootdir, origin=origin))
+            self._recorded_models[(blob, sha256)] = found
+        return self._recorded_models[(blob, sha256)]
+
+    def keep_model(self, model: ModelSource) -> None:
+        """Put a measured model into the model cache (when one is configured), once per run."""
+        if self.model_cache is None or model.sha256 in self._cached:
+            return
+        self._cached.add(model.sha256)
+        if model.path is not None and uses_external_data(model.path):
+            return  # its bytes alone are not the model
+        data = model.data if model.data is not None else model.path.read_bytes() if model.path else None
+        if data is not None:
+            self.model_cache.put(model.sha256, data)
 
     def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path) -> ABReference:
         """``model``'s file at ``revision`` as an A/B reference, or why there is none."""
@@ -276,7 +292,7 @@ class OrtperfRun:
         policy = self.config.policy
         variants = {variant.id for variant in self.config.variants}
         unused = unused_entries(self.store, self.selection, variants)
-        self._unused = unused_lines(unused, here=self.machine.name if unused else "")
+        self._unused = unused_lines(unused, here=self.machine.key if unused else "")
         if not policy.update:
             return
         if self.config.prune:
@@ -316,7 +332,7 @@ class OrtperfRun:
             report_path=config.report_path,
             markdown_path=config.markdown_path,
             step_summary=Path(step_summary) if step_summary else None,
-            machine=lambda: self.machine.name,
+            machine=lambda: self.machine.key,
             runtime=lambda: self.runtime.describe(),
             version=__version__,
             traces=self.traces(),
@@ -328,7 +344,7 @@ class OrtperfRun:
         """What the terminal summary shows."""
         rows = self.results.latency_rows()
         return RunSummary(
-            machine=self.machine.name if rows else "",
+            machine=self.machine.key if rows else "",
             sessions=self._session_lines(),
             errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
             repaired=list(self.store.repaired),

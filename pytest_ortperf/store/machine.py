@@ -4,8 +4,9 @@ within one hardware identity (:mod:`pytest_ortperf.store.hardware`).
 The automatic name is OS, architecture and the hardware slug, e.g.
 ``linux-x86_64-zen3-avx2-2c-1a2b3c``: two CPU generations that report the same
 model name get two names. A CI runner class names itself (``--ortperf-machine``
-or ``ORTPERF_MACHINE``); its entries still record the hardware they were
-measured on, and a run on other hardware does not compare with them.
+or ``ORTPERF_MACHINE``); its entries are keyed ``<class>@<hardware slug>``, so one
+class holds entries for every hardware identity that serves it, and a run
+compares only with those of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.store.hardware import DIGEST_LENGTH, Hardware, detect_hardware
 
 MACHINE_ENV = "ORTPERF_MACHINE"
+CLASS_SEPARATOR = "@"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 
@@ -32,6 +34,13 @@ class Machine:
     system: str
     hardware: Hardware
     gpu: str = ""
+    named: bool = False  # named by --ortperf-machine / $ORTPERF_MACHINE: a runner class
+
+    @property
+    def key(self) -> str:
+        """What baselines are keyed by: the automatic name, which already tells hardware apart, or
+        ``<class>@<hardware slug>``, so one runner class holds entries for each hardware it runs on."""
+        return f"{self.name}{CLASS_SEPARATOR}{self.hardware.slug}" if self.named else self.name
 
 
 def slug(text: str) -> str:
@@ -77,5 +86,18 @@ def detect_machine(override: str | None = None, *, source: str = "--ortperf-mach
         if len(name) > 80:  # keep the digest: it tells identities with one readable slug apart
             name = f"{name[: 79 - DIGEST_LENGTH].rstrip('-')}-{hardware.digest}"
     return Machine(
-        name=name, cpu=cpu, cores=cores, arch=arch, system=system, hardware=hardware, gpu=hardware.gpu
+        name=name,
+        cpu=cpu,
+        cores=cores,
+        arch=arch,
+        system=system,
+        hardware=hardware,
+        gpu=hardware.gpu,
+        named=bool(override or os.environ.get(MACHINE_ENV)),
     )
+
+
+def runner_class(key: str) -> str:
+    """The runner class of a baseline key (``gha-x64@zen3-avx2-2c-1a2b3c`` -> ``gha-x64``), or ""."""
+    name, separator, _ = key.partition(CLASS_SEPARATOR)
+    return name if separator else ""

@@ -418,3 +418,44 @@ def test_without_the_recorded_model_in_git_the_stored_figures_decide(pytester: p
     assert latency["mode"] == "stored"
     assert latency["path"] == "stored figures"
     assert latency["verdict"] == "regression"
+
+
+def test_the_model_cache_gives_back_a_recorded_model_git_does_not_keep(pytester: pytest.Pytester) -> None:
+    recorded = save(pytester, "model.onnx", **FAST)  # never committed: only the cache can give it back
+    sha256 = hashlib.sha256(recorded.read_bytes()).hexdigest()
+    suite(pytester)
+    pytester.runpytest("--ortperf-update", "--ortperf-model-cache=cache", *QUICK).assert_outcomes(passed=1)
+    kept = pytester.path / "cache" / sha256[:2] / f"{sha256}.onnx"
+    assert kept.read_bytes() == recorded.read_bytes()
+
+    save(pytester, "model.onnx", **SLOW)
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-model-cache=cache", *QUICK)
+    result.assert_outcomes(failed=1)
+    label = f"the recorded model (cache {sha256[:12]})"
+    (latency,) = report(pytester)["latency"]
+    assert (latency["path"], latency["verdict"]) == (f"side by side vs {label}", "regression")
+    # The current model went into the cache too: the next change can be measured against it.
+    assert len(list((pytester.path / "cache").glob("*/*.onnx"))) == 2
+
+    kept.write_bytes(b"damaged")  # a damaged entry is never measured: the stored figures decide
+    save(pytester, "model.onnx", layers=8, width=256)
+    damaged = pytester.runpytest("--ortperf-report=report.json", "--ortperf-model-cache=cache", *QUICK)
+    (latency,) = report(pytester)["latency"]
+    assert latency["path"] == "stored figures", damaged.stdout.str()
+
+
+def test_changed_settings_are_measured_side_by_side_with_the_recorded_settings(
+    pytester: pytest.Pytester,
+) -> None:
+    commit_model(pytester, **FAST)
+    suite(pytester)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    # Sequential execution never uses the inter-op pool: a settings change that costs nothing.
+    result = pytester.runpytest(
+        "--ortperf-report=report.json", "--ortperf-session-option=inter_op_threads=2", *QUICK
+    )
+    result.assert_outcomes(passed=1)
+    (latency,) = report(pytester)["latency"]
+    assert latency["path"] == "side by side vs the recorded settings (inter_op_threads 1 -> 2)"
+    assert latency["verdict"] in ("ok", "inconclusive")  # a pass either way; never a false alarm
+    assert latency["reference"]["median_ms"] > 0

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.store.hardware import Hardware
+from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
 from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE
 
@@ -20,6 +21,8 @@ from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE
 FAST = LATENCY_MODEL
 SLOW = {"layers": 32, "width": 128}
 QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
+
+HERE = detect_machine().hardware.slug  # a runner class keys its entries <class>@<this hardware>
 
 
 
@@ -68,25 +71,26 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
 
 
-def test_a_baseline_recorded_on_another_cpu_generation_is_not_compared(
+def test_a_runner_class_holds_an_entry_per_hardware_and_compares_only_its_own(
     pytester: pytest.Pytester, latency_suite: Path
 ) -> None:
-    """The same runner class on another CPU generation: no regression, no improvement; missing here."""
+    """The same runner class on another CPU generation: no regression, no improvement; missing here,
+    and recording here keeps the other generation's entry."""
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
     document = json.loads(latency_suite.read_text())
-    entry = document["entries"]["test_latency[cpu-all]"]["ci-class"]
+    entries = document["entries"]["test_latency[cpu-all]"]
+    (key,) = entries
+    entry = entries.pop(key)
     here = entry["environment"]["hardware"]
-    assert here["digest"]
-    assert here["cores"] >= 1
+    assert key == f"ci-class@{Hardware.from_dict(here).slug}"
     other = {
         "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/17/1", "generation": "zen4", "gpu": "",
         "features": ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"], "cores": here["cores"],
     }  # fmt: skip
     other["digest"] = Hardware.from_dict(other).digest
     entry["environment"]["hardware"] = other
-    entry["latency"]["round_medians_ms"] = [
-        m / 3 for m in entry["latency"]["round_medians_ms"]
-    ]  # 3x faster CPU
+    entry["latency"]["round_medians_ms"] = [m / 3 for m in entry["latency"]["round_medians_ms"]]  # 3x faster
+    entries[f"ci-class@{Hardware.from_dict(other).slug}"] = entry
     latency_suite.write_text(json.dumps(document))
     recorded = latency_suite.read_bytes()
 
@@ -94,8 +98,8 @@ def test_a_baseline_recorded_on_another_cpu_generation_is_not_compared(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*no latency baseline for test_latency[[]cpu-all[]] on machine 'ci-class' for this hardware (its "
-            f"baseline was recorded on avx512/zen4, {here['cores']} cores, running on *; stored figures are not "
+            f"*no latency baseline for test_latency[[]cpu-all[]] on machine '{key}' (runner class 'ci-class' "
+            f"has one recorded on avx512/zen4, {here['cores']} cores, running on *; stored figures are not "
             "compared across hardware)*",
         ]
     )
@@ -107,13 +111,12 @@ def test_a_baseline_recorded_on_another_cpu_generation_is_not_compared(
 
     updated = pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK)
     updated.assert_outcomes(passed=1)
-    updated.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged, 0 unused"])
-    assert (
-        json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["ci-class"]["environment"][
-            "hardware"
-        ]
-        == here
-    )
+    updated.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused"])
+    both = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
+    assert both[key]["environment"]["hardware"] == here
+    kept = both[f"ci-class@{Hardware.from_dict(other).slug}"]
+    assert kept["environment"]["hardware"] == other, "the other hardware's entry is kept"
+    assert kept["latency"]["round_medians_ms"] == pytest.approx(entry["latency"]["round_medians_ms"], rel=1e-4)
     pytester.runpytest("--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
 
 
@@ -140,12 +143,13 @@ def test_missing_baseline_policy(pytester: pytest.Pytester, latency_suite: Path,
 
 def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-large", *QUICK).assert_outcomes(passed=1)
-    assert "ci-large" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
+    assert f"ci-large@{HERE}" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
     result = pytester.runpytest("--ortperf-machine=laptop", *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop' (baselines exist for: ci-large)*",
+            f"no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop@{HERE}' (baselines exist "
+            f"for: ci-large@{HERE})*",
             "    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=laptop --ortperf-budget=0.2 *",
         ]
     )
@@ -154,7 +158,7 @@ def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, l
 def test_machine_from_environment(pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == ["runner-class-a"]
+    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == [f"runner-class-a@{HERE}"]
 
 
 def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, latency_suite: Path) -> None:
@@ -255,7 +259,7 @@ def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, laten
     assert entry["fullname"] == "test_gate.py::test_latency[cpu-all]"
     extra_info = entry["extra_info"]
     assert extra_info["variant"] == "cpu-all"
-    assert extra_info["machine"] == "ci-box"
+    assert extra_info["machine"] == f"ci-box@{HERE}"
     assert extra_info["verdict"] == "missing"
     assert extra_info["mode"] == "stored"
     assert extra_info["decided_by"] == "stored"  # no baseline: no statistic decided

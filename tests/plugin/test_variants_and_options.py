@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from pytest_ortperf.store.machine import detect_machine
+
 TEST_USING_SESSION = """
 import json
 
@@ -18,6 +20,8 @@ def test_session(ort_session):
 def test_plain():
     pass
 """
+
+HERE = detect_machine().hardware.slug  # a runner class keys its entries <class>@<this hardware>
 
 
 def test_default_matrix_is_cpu_at_all(pytester: pytest.Pytester, write_model) -> None:
@@ -211,8 +215,8 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
         [
             "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused",
             "unused baselines (kept; --ortperf-prune deletes them):",
-            "  test_gate.py::test_two[[]cpu-all[]] (other machines: ci-box)",
-            "  test_gate.py::test_two[[]cpu-disabled[]] (other machines: ci-box)",
+            f"  test_gate.py::test_two[[]cpu-all[]] (other machines: ci-box@{HERE})",
+            f"  test_gate.py::test_two[[]cpu-disabled[]] (other machines: ci-box@{HERE})",
         ]
     )
     assert {"test_two[cpu-all]", "test_two[cpu-disabled]"} <= set(json.loads(baseline.read_text())["entries"])
@@ -221,7 +225,7 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     pruned.stdout.fnmatch_lines(["unused baselines (pruned):"])
     entries = json.loads(baseline.read_text())["entries"]
     assert sorted(entries) == ["test_one[cpu-all]", "test_one[cpu-disabled]"]
-    assert sorted(entries["test_one[cpu-all]"]) == ["ci-box", "laptop"]
+    assert sorted(entries["test_one[cpu-all]"]) == [f"ci-box@{HERE}", f"laptop@{HERE}"]
     pytester.runpytest(*laptop).stdout.no_fnmatch_line("*unused baseline entries*")
 
 
@@ -234,5 +238,5 @@ def test_missing_pass_or_skip_names_the_machines_that_have_baselines(
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=1)
     result = pytester.runpytest("--ortperf-machine=laptop", f"--ortperf-missing={policy}", *QUICK)
     result.stdout.fnmatch_lines(
-        ["1 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box); record them with *"]
+        [f"1 check(s) have no baseline for machine 'laptop@{HERE}' (baselines exist for: ci-box@{HERE}); record them with *"]
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
 
 pytest.importorskip("xdist")
@@ -25,6 +26,8 @@ def test_other(ort_perf):
     ort_perf.check_latency()
 """
 QUICK = ("--ortperf-budget=0.05", "--ortperf-max-cv=1000%", "--ort-opt-levels=disabled,all")
+
+HERE = detect_machine().hardware.slug  # a runner class keys its entries <class>@<this hardware>
 
 
 def _masked(path: Path) -> str:
@@ -116,7 +119,7 @@ def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytes
         "-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK
     )
     result.assert_outcomes(passed=8)
-    result.stdout.fnmatch_lines(["8 check(s) have no baseline for machine 'laptop' (baselines exist for: ci-box)*"])
+    result.stdout.fnmatch_lines([f"8 check(s) have no baseline for machine 'laptop@{HERE}' (baselines exist for: ci-box@{HERE})*"])
 
 
 def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pytester: pytest.Pytester) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ortperf.checks.latency import LatencyResult, check_latency, glance, nothing_changed
+from pytest_ortperf.checks.latency import LatencyResult, check_latency, glance
+from pytest_ortperf.checks.paths import nothing_changed
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import Verdict
