@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
@@ -27,3 +27,9 @@ class CheckPolicy:
     ab_threshold: float = 0.03
     ab: MeasureSettings = AB_SETTINGS
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift
+    update_missing: bool = False  # under update: record only entries this hardware lacks
+
+    def for_entry(self, kept: bool) -> CheckPolicy:
+        """This policy for one check: under ``--ortperf-update=missing`` a check whose entry this
+        hardware already has is checked as in a plain run, and its entry left byte for byte."""
+        return replace(self, update=False, update_missing=False) if self.update_missing and kept else self

@@ -232,7 +232,8 @@ def _policy(config: Any) -> CheckPolicy:
     return CheckPolicy(
         threshold=parse_threshold(threshold, source=where),
         missing=missing,
-        update=_flag(config, "ortperf_update"),
+        update=_flag(config, "ortperf_update") or bool(config.getoption("ortperf_update_missing")),
+        update_missing=bool(config.getoption("ortperf_update_missing")),
         fail_on_improvement=_flag(config, "ortperf_fail_on_improvement"),
         max_cv=parse_threshold(max_cv, source=cv_where),
         measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),

@@ -34,6 +34,13 @@ MARKERS = (
 )
 
 
+UPDATE_MISSING = "--ortperf-update=missing"
+UPDATE_MISSING_HELP = (
+    "Record only the baseline entries this hardware lacks; every other entry is checked as in a plain "
+    "run and left byte for byte."
+)
+
+
 @dataclass(frozen=True)
 class OptionDef:
     """One setting: ``--flag`` on the command line and ``ini`` key, with its default."""
@@ -344,6 +351,11 @@ def register(parser: Any) -> None:
             )
         default = option.default == "true" if option.ini_type == "bool" else option.default
         parser.addini(option.ini, option.help, type=option.ini_type, default=default)
+    # Its own option string: a flag with an optional value would take the next argument
+    # (`pytest --ortperf-update tests/`) as its value.
+    group.addoption(
+        UPDATE_MISSING, action="store_true", dest="ortperf_update_missing", help=UPDATE_MISSING_HELP
+    )
 
 
 def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]:

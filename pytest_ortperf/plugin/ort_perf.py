@@ -144,13 +144,14 @@ class OrtPerf:
     ) -> list[LatencyResult | AccuracyResult | str]:
         """The latency check of this mode: stored baseline, or A/B (latency plus outputs vs the reference)."""
         context = self._context
+        policy = self._policy(key, LATENCY)
         # Updates always record stored baselines: no A/B reference then.
-        reference = None if context.policy.update else self._guard(context.ab, key, LATENCY)
+        reference = None if policy.update else self._guard(context.ab, key, LATENCY)
         if isinstance(reference, str):
             return [reference]
         if reference is None:
             inputs = self._inputs(feeds)
-            found = self._guard(lambda: self._rebuilt_reference(key, inputs), key, LATENCY)
+            found = self._guard(lambda: self._rebuilt_reference(key, inputs, policy), key, LATENCY)
             if isinstance(found, str):
                 return [found]
             rebuilt, why = found
@@ -159,12 +160,31 @@ class OrtPerf:
                 return [
                     self._guard(lambda: self._against_recorded(rebuilt, inputs, key), key, LATENCY, label)
                 ]
-            return [self._guard(lambda: self._latency(feeds, key, stored_reason=why), key, LATENCY)]
+            return [self._guard(lambda: self._latency(feeds, key, policy, stored_reason=why), key, LATENCY)]
         # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
         # a message, as in stored mode, naming the reference.
         label = f"same-job A/B of {key.test} against {reference.label}: "
         checks = self._guard(lambda: self._ab(reference, self._inputs(feeds), key), key, LATENCY, label)
         return [checks] if isinstance(checks, str) else checks
+
+    def _policy(self, key: CheckKey, part: str) -> CheckPolicy:
+        """The run's policy for this check: under ``--ortperf-update=missing``, a plain run's for a
+        check whose ``part`` this hardware's entry already holds."""
+        context = self._context
+        if not context.policy.update_missing:
+            return context.policy
+        try:
+            entry = context.run.store.lookup(key.test_file, key.test, key.machine)
+        except OrtperfError:
+            return context.policy  # reported by the check, which reads the same file
+        recorded = entry.environment.get("hardware") if entry is not None else None
+        kept = (
+            entry is not None
+            and getattr(entry, part) is not None
+            and isinstance(recorded, Mapping)
+            and recorded.get("digest") == context.run.machine.hardware.digest
+        )
+        return context.policy.for_entry(kept)
 
     def _guard(self, action: Callable[[], T], key: CheckKey, kind: str, prefix: str = "") -> T | str:
         """The action's result or, when it ends in an error instead of a verdict, the error's message,
@@ -232,7 +252,12 @@ class OrtPerf:
         return self._context.run.canary(self._context.built) if self._canary_on() else None
 
     def _latency(
-        self, feeds: Mapping[str, Array] | None, key: CheckKey, *, stored_reason: str = ""
+        self,
+        feeds: Mapping[str, Array] | None,
+        key: CheckKey,
+        policy: CheckPolicy,
+        *,
+        stored_reason: str = "",
     ) -> LatencyResult:
         context, inputs = self._context, self._inputs(feeds)
         session = context.built.session
@@ -252,7 +277,7 @@ class OrtPerf:
             profile_fn=profile_fn,
             key=key,
             store=context.run.store,
-            policy=context.policy,
+            policy=policy,
             environment=self._environment(inputs),
             today=datetime.date.today().isoformat(),
             stored_reason=stored_reason,
@@ -293,7 +318,7 @@ class OrtPerf:
         return [result, outputs]
 
     def _rebuilt_reference(
-        self, key: CheckKey, inputs: dict[str, Array]
+        self, key: CheckKey, inputs: dict[str, Array], policy: CheckPolicy
     ) -> tuple[RecordedReference | None, str]:
         """What this check's baseline measured, rebuilt when the model or its settings changed since
         (``checks.paths``): then the two are measured side by side instead of comparing with figures
@@ -301,7 +326,7 @@ class OrtPerf:
         (an update, no baseline, nothing changed)."""
         context = self._context
         context.run.keep_model(context.built.model)  # so that a later change can be measured against it
-        if context.policy.update:
+        if policy.update:
             return None, ""
         try:
             entry = context.run.store.lookup(key.test_file, key.test, key.machine)
@@ -391,6 +416,7 @@ class OrtPerf:
             self._on_result(result)
 
     def _accuracy(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> AccuracyResult:
+        policy = self._policy(key, ACCURACY)
         context, inputs = self._context, self._inputs(feeds)
         watchdog = context.run.watchdog
         actual = _run_outputs(context.built, inputs, watchdog)
@@ -414,7 +440,7 @@ class OrtPerf:
             inputs_sha256=feeds_digest(inputs),
             key=key,
             store=context.run.store,
-            policy=context.policy,
+            policy=policy,
             tolerances=context.tolerances,
             provider_short=context.built.variant.provider_spec.short,
             variant_reference=variant_reference,

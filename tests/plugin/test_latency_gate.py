@@ -343,3 +343,33 @@ def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.P
         ["ERROR: worker gw0 went down: its staged baselines were not written; rerun the update for the tests it ran"]
     )
     assert not latency_suite.exists()
+
+
+def test_update_missing_records_only_what_this_hardware_lacks(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_second(ort_perf):\n    ort_perf.check()\n")
+    pytester.runpytest("--ortperf-update", "-k", "test_latency", *QUICK).assert_outcomes(passed=1, deselected=1)
+    before = json.loads(latency_suite.read_text())["entries"]
+    assert list(before) == ["test_latency[cpu-all]"]
+
+    # The value only in '=' form: a plain --ortperf-update still leaves the next argument alone.
+    result = pytester.runpytest("--ortperf-update=missing", "test_gate.py", *QUICK)
+    result.assert_outcomes(passed=2)
+    after = json.loads(latency_suite.read_text())["entries"]
+    assert after["test_latency[cpu-all]"] == before["test_latency[cpu-all]"], "kept byte for byte"
+    second = after["test_second[cpu-all]"]
+    (entry,) = second.values()
+    assert entry["latency"]["median_ms"] > 0
+    assert entry["accuracy"]["outputs"]
+    # The kept entry was checked as in a plain run: nothing changed since it was recorded.
+    result.stdout.re_match_lines([r"test_gate\.py::test_latency +cpu-all +unchanged .* unchanged"])
+
+    again = latency_suite.read_bytes()
+    pytester.runpytest("--ortperf-update=missing", *QUICK).assert_outcomes(passed=2)
+    assert latency_suite.read_bytes() == again, "nothing missing: nothing written"
+
+
+def test_update_takes_no_other_value(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    result = pytester.runpytest("--ortperf-update=all", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ortperf-update: ignored explicit argument 'all'*"])
+    assert not latency_suite.exists()
