@@ -139,12 +139,15 @@ def check_accuracy(
     environment: Mapping[str, Any],
     today: str,
     more_data_sets: Sequence[tuple[Mapping[str, Array], Reference]] = (),
+    rebuilt_reference: Reference | None = None,
 ) -> AccuracyResult:
     """Compare ``actual`` with every available reference; record the baseline under update.
 
     ``model_reference`` is the model's data set whose inputs gave ``actual``; ``more_data_sets``
     are its other data sets, each with the outputs its own inputs gave. A data set may ship only
-    some outputs: the others are "not in the data set".
+    some outputs: the others are "not in the data set". ``rebuilt_reference``: when the inputs
+    changed since the baseline, the recorded model's outputs on today's inputs, which then stand in
+    for the recorded outputs (or, without them, why not).
     """
     judge = _Judge(tolerances=tolerances, provider_short=provider_short, variant=key.variant)
     compared = [
@@ -162,6 +165,13 @@ def check_accuracy(
         outcomes.insert(0, baseline_outcome)
         failed = any(o.failed for o in outcomes[1:])  # an update fixes the baseline, not the other references
         return _result(key, status, outcomes, failed=failed, skipped=False)
+    if record is not None and record.inputs_sha256 != inputs_sha256 and rebuilt_reference is not None:
+        rebuilt = judge.compare(actual, rebuilt_reference)
+        if rebuilt is not None and not rebuilt_reference.note:
+            outcomes.insert(0, rebuilt)
+            failed = any(o.failed for o in outcomes)
+            status = Status.FAILED if failed else Status.OK
+            return _result(key, status, outcomes, failed=failed, skipped=False)
     if record is None or record.inputs_sha256 != inputs_sha256:
         others = store.machines_for(key.test_file, key.test, part="accuracy")
         why = (
@@ -169,6 +179,7 @@ def check_accuracy(
             + (f" (machines with baselines: {', '.join(others)})" if others else "")
             if record is None
             else "inputs changed since the baseline (not an accuracy failure): re-record"
+            + (f"; no recorded model to compare with: {rebuilt_reference.note}" if rebuilt_reference else "")
         )
         outcomes.insert(0, ReferenceOutcome("baseline", note=why))
         failed = any(o.failed for o in outcomes) or policy.missing == "fail"

@@ -74,10 +74,11 @@ def nothing_changed(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> 
     )
 
 
-def choose(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
-    """The path of the module docstring for a baseline that recorded ``recorded``."""
-    if nothing_changed(recorded, current):
-        return Plan(Route.UNCHANGED)
+def rebuild_plan(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
+    """What rebuilding the recorded reference takes, on any hardware and today's inputs: the recorded
+    model when it changed, the recorded settings when they changed (neither: the current model is
+    the reference). Stored figures, with the reason, when the recorded runtime or providers would be
+    needed, or the entry predates these fields."""
     missing = [key for key in CONTROLLED if key not in recorded]
     if missing:
         return Plan(
@@ -85,8 +86,7 @@ def choose(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
             reason=f"the baseline predates what a reference is rebuilt from ({', '.join(missing)}); "
             "re-record it once to gain them",
         )
-    runtime = [key for key in _RUNTIME if recorded[key] != current.get(key)]
-    if runtime:
+    if any(recorded[key] != current.get(key) for key in _RUNTIME):
         before = " ".join(str(recorded[k]) for k in ("ort_flavour", "ort_version"))
         after = " ".join(str(current.get(k)) for k in ("ort_flavour", "ort_version"))
         return Plan(
@@ -98,16 +98,25 @@ def choose(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
     if providers[0] != providers[1]:
         return Plan(Route.STORED, reason=f"the providers used changed ({providers[0]} -> {providers[1]})")
     model_changed = recorded["model_sha256"] != current.get("model_sha256")
-    settings_changed = recorded["settings"] != current.get("settings")
-    if model_changed or settings_changed:
-        blob = recorded.get("model_git_blob")
-        settings = recorded["settings"]
-        return Plan(
-            Route.SIDE_BY_SIDE,
-            model_blob=blob if model_changed and isinstance(blob, str) else "",
-            model_sha256=str(recorded["model_sha256"]) if model_changed else "",
-            settings=settings if settings_changed and isinstance(settings, Mapping) else None,
-        )
+    settings = recorded["settings"]
+    if settings != current.get("settings") and not isinstance(settings, Mapping):
+        return Plan(Route.STORED, reason="the recorded session settings are damaged")
+    blob = recorded.get("model_git_blob")
+    return Plan(
+        Route.SIDE_BY_SIDE,
+        model_blob=blob if model_changed and isinstance(blob, str) else "",
+        model_sha256=str(recorded["model_sha256"]) if model_changed else "",
+        settings=settings if settings != current.get("settings") else None,
+    )
+
+
+def choose(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
+    """The path of the module docstring for a baseline that recorded ``recorded``."""
+    if nothing_changed(recorded, current):
+        return Plan(Route.UNCHANGED)
+    plan = rebuild_plan(recorded, current)
+    if plan.route is Route.STORED or plan.model_changed or plan.settings is not None:
+        return plan
     if not same_hardware(recorded, current):
         return Plan(Route.STORED, reason="recorded on other hardware")
     return Plan(Route.STORED, reason="the inputs changed, and the recorded inputs cannot be rebuilt")

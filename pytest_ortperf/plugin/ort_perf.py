@@ -14,7 +14,7 @@ import numpy as np
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
 from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency, glance
-from pytest_ortperf.checks.paths import Route, choose
+from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
@@ -337,10 +337,14 @@ class OrtPerf:
         plan = choose(entry.environment, self._environment(inputs))
         if plan.route is not Route.SIDE_BY_SIDE:
             return None, plan.reason
-        built = context.built
+        return self._rebuild(plan)
+
+    def _rebuild(self, plan: Plan) -> tuple[RecordedReference | None, str]:
+        """The reference a side-by-side ``plan`` names, or (None, why it cannot be rebuilt here)."""
+        built = self._context.built
         model, labels = built.model, []
         if plan.model_changed:
-            found = context.run.recorded_model(built.model, plan.model_blob, plan.model_sha256)
+            found = self._context.run.recorded_model(built.model, plan.model_blob, plan.model_sha256)
             if found is None or found.source is None:
                 return None, (
                     f"the model changed (sha256 {plan.model_sha256[:12]} -> {built.model.sha256[:12]}) and "
@@ -356,7 +360,8 @@ class OrtPerf:
                 return None, f"the recorded session settings cannot be rebuilt ({exc})"
             changed = what_changed({"settings": plan.settings}, {"settings": built.settings.as_dict()})
             labels.append(f"the recorded settings ({changed[0].partition(': ')[2]})" if changed else "")
-        return RecordedReference(" under ".join(label for label in labels if label), model, settings), ""
+        label = " under ".join(label for label in labels if label) or "the recorded model (the same bytes)"
+        return RecordedReference(label, model, settings), ""
 
     def _against_recorded(
         self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
@@ -415,6 +420,25 @@ class OrtPerf:
         if self._on_result is not None:
             self._on_result(result)
 
+    def _recorded_outputs(self, key: CheckKey, inputs: dict[str, Array], digest: str) -> Reference | None:
+        """When today's inputs differ from those the baseline's outputs were recorded on: the outputs
+        of the recorded model (rebuilt, under its recorded settings) on today's inputs, or why there
+        are none. None when the inputs are the recorded ones, or there is no baseline."""
+        context = self._context
+        try:
+            entry = context.run.store.lookup(key.test_file, key.test, key.machine)
+        except OrtperfError:
+            return None  # reported by the accuracy check, which reads the same file
+        if entry is None or entry.accuracy is None or entry.accuracy.inputs_sha256 == digest:
+            return None
+        plan = rebuild_plan(entry.environment, self._environment(inputs))
+        rebuilt, why = self._rebuild(plan) if plan.route is Route.SIDE_BY_SIDE else (None, plan.reason)
+        if rebuilt is None:
+            return Reference.unavailable("the recorded model on today's inputs", why)
+        other = context.run.session(rebuilt.model, context.built.variant, rebuilt.settings)
+        outputs = _run_outputs(other, inputs, context.run.watchdog)
+        return Reference(f"{rebuilt.label} on today's inputs", outputs, {})
+
     def _accuracy(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> AccuracyResult:
         policy = self._policy(key, ACCURACY)
         context, inputs = self._context, self._inputs(feeds)
@@ -435,9 +459,10 @@ class OrtPerf:
             if expected:  # a data set may ship inputs only
                 model_reference = Reference(context.data_set.name, expected, defaults)
             more_data_sets = self._other_data_sets(context.data_set, list(actual))
+        digest = feeds_digest(inputs)
         result = check_accuracy(
             actual,
-            inputs_sha256=feeds_digest(inputs),
+            inputs_sha256=digest,
             key=key,
             store=context.run.store,
             policy=policy,
@@ -448,6 +473,7 @@ class OrtPerf:
             environment=self._environment(inputs),
             today=datetime.date.today().isoformat(),
             more_data_sets=more_data_sets,
+            rebuilt_reference=None if policy.update else self._recorded_outputs(key, inputs, digest),
         )
         context.run.results.publish_accuracy(result, context.nodeid)
         context.add_property("ortperf_accuracy_verdict", str(result.status))

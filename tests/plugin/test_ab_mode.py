@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -459,3 +460,34 @@ def test_changed_settings_are_measured_side_by_side_with_the_recorded_settings(
     assert latency["path"] == "side by side vs the recorded settings (inter_op_threads 1 -> 2)"
     assert latency["verdict"] in ("ok", "inconclusive")  # a pass either way; never a false alarm
     assert latency["reference"]["median_ms"] > 0
+
+
+def test_with_new_inputs_outputs_are_compared_with_the_recorded_model_on_todays_inputs(
+    pytester: pytest.Pytester,
+) -> None:
+    commit_model(pytester, **FAST)
+    pytester.makepyfile(test_ab=TEST_FILE.format(model="model.onnx").replace("check_latency", "check_accuracy"))
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+
+    # Another input generator (seed): the recorded outputs no longer apply, the recorded model does.
+    same = pytester.runpytest("--ortperf-seed=5", "--ortperf-report=report.json", *QUICK)
+    same.assert_outcomes(passed=1)
+    (accuracy,) = report(pytester)["accuracy"]
+    assert accuracy["verdict"] == "ok"
+    assert accuracy["references"][0]["reference"] == "the recorded model (the same bytes) on today's inputs"
+
+    save(pytester, "model.onnx", **FAST, seed=3)  # other weights: other outputs
+    changed = pytester.runpytest("--ortperf-seed=5", "--ortperf-report=report.json", *QUICK)
+    changed.assert_outcomes(failed=1)
+    blob = git(pytester, "rev-parse", "HEAD:model.onnx")
+    (accuracy,) = report(pytester)["accuracy"]
+    assert accuracy["verdict"] == "failed"
+    assert accuracy["references"][0]["reference"] == f"the recorded model (git {blob[:12]}) on today's inputs"
+
+    shutil.rmtree(pytester.path / ".git")  # a copy without the history: nothing keeps the recorded model
+    lost = pytester.runpytest("--ortperf-seed=5", "--ortperf-report=report.json", "--ortperf-missing=pass", *QUICK)
+    lost.assert_outcomes(passed=1)
+    (accuracy,) = report(pytester)["accuracy"]
+    assert accuracy["verdict"] == "inputs changed"
+    note = accuracy["references"][0]["note"]
+    assert "no recorded model to compare with: the model changed" in note
