@@ -26,7 +26,8 @@ Method:
 
    - ``unchanged``: the base model, its recorded environment intact: path 1.
    - ``re-export``, ``settings``, ``+5%``: path 2, ``check_ab`` (the plugin's side-by-side
-     engine at its defaults) of the re-exported model / the base model under
+     engine at its defaults, two sessions a side, a regression confirmed on fresh sessions,
+     as ``OrtPerf._side_by_side`` calls it) of the re-exported model / the base model under
      ``inter_op_threads=2`` (sequential execution: no effect expected) / the grown model,
      against the base model under the recorded settings.
    - ``stored A/A``, ``stored +20%``: path 4, ``check_latency`` with the hardware identity
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import math
 import random
@@ -74,6 +76,7 @@ from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
 from pytest_ortperf.latency.decision import Verdict  # noqa: E402
 from pytest_ortperf.latency.measure import MeasureSettings, measure  # noqa: E402
+from pytest_ortperf.latency.paired import INSTANCES, alternating  # noqa: E402
 from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
 from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver  # noqa: E402
@@ -222,13 +225,24 @@ def side_by_side(models: Models, name: str, settings: SessionSettings | None, po
     ref_pool, reference = fresh(models, "base")
     try:
         inputs = feeds_of(models, built)
-        current, other = built.session, reference.session
+
+        def side(*sessions: BuiltSession) -> Callable[[], object]:
+            return alternating([functools.partial(b.session.run, None, inputs) for b in sessions])
+
+        def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+            return (
+                side(*(pool.fresh(built) for _ in range(INSTANCES))),
+                side(*(ref_pool.fresh(reference) for _ in range(INSTANCES))),
+            )
+
+        # As ``OrtPerf._side_by_side``: two sessions a side, a regression confirmed on fresh ones.
         return check_ab(
-            lambda: current.run(None, inputs),
-            lambda: other.run(None, inputs),
+            side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1))),
+            side(reference, *(ref_pool.fresh(reference) for _ in range(INSTANCES - 1))),
             key=key(models.family.name),
             label="the recorded model",
             policy=policy,
+            fresh_pair=fresh_pair,
         )
     finally:
         pool.close()
@@ -245,7 +259,7 @@ BASELINES: dict[tuple[int, str], LatencyStats] = {}  # (campaign, family) -> the
 
 
 def run_campaign(
-    index: int, all_models: list[Models], root: Path, rng: random.Random, reps: int
+    index: int, all_models: list[Models], root: Path, rng: random.Random, reps: int, conditions: Sequence[str]
 ) -> list[Trial]:
     log(f"campaign {index}: load {loadavg()}, other pytest processes {other_pytest_processes()}")
     policy = CheckPolicy()
@@ -270,7 +284,7 @@ def run_campaign(
         (works[name] / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         (works[name] / "test_bench.py").write_text(BENCH_TEST, encoding="utf-8")
         bench_base[name] = bench_run(models, "base", works[name], ["--benchmark-save=baseline"]).median_ms
-    plan = [(m, c) for m in all_models for c in CONDITIONS for _ in range(reps)]
+    plan = [(m, c) for m in all_models for c in conditions for _ in range(reps)]
     rng.shuffle(plan)
     trials = []
     compare = ["--benchmark-compare", "--benchmark-compare-fail=median:10%"]
@@ -470,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the report here (also after every campaign)")
     parser.add_argument("--raw", type=Path, help="write every trial as JSON here")
     parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--families", type=lambda v: v.split(","), default=[f.name for f in FAMILIES])
+    parser.add_argument("--conditions", type=lambda v: v.split(","), default=list(CONDITIONS))
     args = parser.parse_args(argv)
     import onnxruntime as ort
 
@@ -486,9 +502,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = ""
     with tempfile.TemporaryDirectory(prefix="ortperf-paths-") as tmp:
         root = Path(tmp)
-        all_models = [Models(family, root) for family in FAMILIES]
+        all_models = [Models(family, root) for family in FAMILIES if family.name in args.families]
         for index in range(1, args.campaigns + 1):
-            trials += run_campaign(index, all_models, root, rng, args.reps)
+            trials += run_campaign(index, all_models, root, rng, args.reps, args.conditions)
             last = index == args.campaigns
             header = [
                 "# Gate quality by decision path, three workload families",

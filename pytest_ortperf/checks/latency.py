@@ -222,12 +222,19 @@ def check_ab(
     measure_fn: Callable[
         [Callable[[], object], Callable[[], object], MeasureSettings], PairedRounds
     ] = measure_pair,
+    fresh_pair: Callable[[], tuple[Callable[[], object], Callable[[], object]]] | None = None,
 ) -> LatencyResult:
-    """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds."""
+    """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds.
+
+    A regression is measured again before it fails the test, on ``fresh_pair()`` when given: new
+    sessions of both sides, so that the placement of one pair of sessions in memory, which can
+    favour one side by a few percent for as long as they live, cannot decide twice."""
     rounds = measure_fn(current, reference, policy.ab)
     comparison = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
     confirmation = None
     if comparison.verdict is Verdict.REGRESSION:
+        if fresh_pair is not None:
+            current, reference = fresh_pair()
         rounds = measure_fn(current, reference, policy.ab)
         confirmation = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
     status, failed = settle(comparison, confirmation, policy)
@@ -469,6 +476,7 @@ def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
             *verdict_lines,
             "  changed since the baseline: "
             + ("; ".join(result.changes) if result.changes else "nothing recorded"),
+            *([f"  decided by stored figures: {result.stored_reason}"] if result.stored_reason else []),
             f"  to accept the new latency: {result.key.record_command}",
         ]
     )

@@ -61,6 +61,27 @@ class PairedRounds:
         )
 
 
+INSTANCES = 2  # sessions per side in side-by-side measurement
+
+
+def alternating(runs: Sequence[Callable[[], object]]) -> Callable[[], object]:
+    """One run of each of ``runs`` in turn, call by call: several sessions of one side measured as one.
+
+    Two sessions of the same model can differ by a few percent for as long as they live (where
+    their weights landed in memory; ``benchmarks/README.md``, "Gate quality by path"). Every
+    round of a side then averages its sessions, so no single placement decides."""
+    if not runs:
+        raise ValueError("alternating needs at least one run")
+    turn = [0]
+
+    def run() -> object:
+        index = turn[0]
+        turn[0] = (index + 1) % len(runs)
+        return runs[index]()
+
+    return run
+
+
 def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: MeasureSettings) -> tuple[int, int]:
     """(rounds, runs per round per model): a round of pairs planned like any round of runs."""
     plan = plan_rounds(max(cost_current_ns, 1.0) + max(cost_reference_ns, 1.0), settings)

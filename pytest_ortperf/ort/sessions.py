@@ -118,6 +118,13 @@ class SessionPool:
             self._on_build(built)
         return built
 
+    def fresh(self, built: BuiltSession) -> BuiltSession:
+        """Another, uncached session like ``built``: its own memory, so its own placement of the
+        weights. Two sessions of one model can differ by a few percent for as long as they live
+        (memory-bound models; ``benchmarks/README.md``), so a side-by-side regression is confirmed
+        on fresh sessions of both sides."""
+        return self._build(built.model, built.variant, built.settings)
+
     def build_profiling(self, built: BuiltSession, prefix: str) -> Any:
         """A fresh, uncached session like ``built`` with session-level profiling (never timed)."""
         options = session_options(self._ort, built.variant, built.settings)

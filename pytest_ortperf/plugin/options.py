@@ -143,8 +143,9 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-latency-threshold",
         "ortperf_latency_threshold",
         "Slowdown against the stored baseline that fails a latency check when it is also significant "
-        "and confirmed by a second measurement (default: 6%).",
-        "6%",
+        "and confirmed by a second measurement (default: 10%). Used only when no reference can be "
+        "rebuilt and measured side by side.",
+        "10%",
         "PCT",
     ),
     OptionDef(

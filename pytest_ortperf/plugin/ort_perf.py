@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from itertools import count
@@ -19,6 +20,7 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
 from pytest_ortperf.latency.measure import MeasureSettings, measure
+from pytest_ortperf.latency.paired import INSTANCES, alternating
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array, data_sets
 from pytest_ortperf.ort.models import ModelSource
@@ -377,13 +379,25 @@ class OrtPerf:
         """The current model against ``other``, in interleaved rounds decided by the A/B rule."""
         context = self._context
         built, watchdog = context.built, context.run.watchdog
+        pool = context.run.pool
+
+        def side(*sessions: BuiltSession) -> Callable[[], object]:
+            return alternating([functools.partial(watchdog.run, b.session, None, inputs) for b in sessions])
+
+        def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+            return (
+                side(*(pool.fresh(built) for _ in range(INSTANCES))),
+                side(*(pool.fresh(other) for _ in range(INSTANCES))),
+            )
+
         with context.run.timing.held():
             result = check_ab(
-                lambda: watchdog.run(built.session, None, inputs),
-                lambda: watchdog.run(other.session, None, inputs),
+                side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1))),
+                side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1))),
                 key=key,
                 label=label,
                 policy=context.policy,
+                fresh_pair=fresh_pair,
             )
         self._publish(result)
         return result

@@ -505,8 +505,8 @@ def test_recording_refuses_by_the_noise_the_comparison_will_read(tmp_path: Path)
     assert f"round medians vary {stats.round_cv:.1%} (limit 10%;" in message
 
 
-def test_default_threshold_is_six_percent() -> None:
-    assert CheckPolicy().threshold == 0.06
+def test_default_stored_threshold_is_ten_percent() -> None:
+    assert CheckPolicy().threshold == 0.10
 
 
 # --ortperf-canary / ortperf_canary -------------------------------------------
