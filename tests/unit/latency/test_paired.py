@@ -19,6 +19,7 @@ from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import (
     AB_STATISTIC,
     PairedRounds,
+    alternating,
     judge_pair,
     measure_pair,
     paired_interval,
@@ -621,3 +622,55 @@ def test_reports_of_an_ab_check_without_reference() -> None:
     (terminal,) = latency_rows([result])
     assert terminal[2:4] == ("a/b", "-")
     assert terminal[-1] == "no reference"
+
+
+def test_a_regression_is_confirmed_on_the_fresh_pair_when_one_is_given() -> None:
+    fresh_current, fresh_reference = (lambda: None), (lambda: None)
+    made: list[int] = []
+
+    def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+        made.append(1)
+        return fresh_current, fresh_reference
+
+    measure = FakePair(paired(1.2, 0.01, seed=8), paired(1.0, 0.01, seed=9))
+    result = check_ab(
+        current_model,
+        reference_model,
+        key=KEY,
+        label=LABEL,
+        policy=POLICY,
+        measure_fn=measure,
+        fresh_pair=fresh_pair,
+    )
+    assert made == [1]
+    assert measure.calls[0][:2] == (current_model, reference_model)
+    assert measure.calls[1][:2] == (fresh_current, fresh_reference)
+    assert result.status == "inconclusive (not confirmed)"
+
+
+def test_no_fresh_pair_is_built_without_a_first_regression() -> None:
+    def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+        raise AssertionError("built although nothing needed confirming")
+
+    measure = FakePair(paired(1.0, 0.01, seed=10))
+    result = check_ab(
+        current_model,
+        reference_model,
+        key=KEY,
+        label=LABEL,
+        policy=POLICY,
+        measure_fn=measure,
+        fresh_pair=fresh_pair,
+    )
+    assert result.status == "ok"
+
+
+def test_alternating_runs_each_in_turn_and_returns_its_result() -> None:
+    seen: list[str] = []
+    run = alternating(
+        [lambda: seen.append("a") or "A", lambda: seen.append("b") or "B", lambda: seen.append("c") or "C"]
+    )
+    assert [run() for _ in range(7)] == ["A", "B", "C", "A", "B", "C", "A"]
+    assert seen == ["a", "b", "c", "a", "b", "c", "a"]
+    with pytest.raises(ValueError, match="at least one"):
+        alternating([])

@@ -90,6 +90,18 @@ def test_non_default_settings_reach_the_real_session() -> None:
     assert output.shape == (3, 8)
 
 
+def test_a_fresh_session_is_another_real_session_with_the_same_settings_never_cached() -> None:
+    pool = SessionPool(ort, ProviderProber(ort.get_available_providers(), "onnxruntime"))
+    built = pool.get(_model(), _variant("cpu"), _settings(["intra_op_threads = 1"]))
+    fresh = pool.fresh(built)
+    assert fresh.session is not built.session
+    assert (fresh.model, fresh.variant, fresh.settings) == (built.model, built.variant, built.settings)
+    assert pool.get(built.model, built.variant, built.settings) is built, "the pool keeps the first"
+    assert pool.builds == 2
+    feeds = {"x": np.ones((3, 8), dtype=np.float32)}
+    np.testing.assert_array_equal(fresh.session.run(None, feeds)[0], built.session.run(None, feeds)[0])
+
+
 class _AllAvailable:
     """A probe runner whose child reports that every provider in the chain works."""
 
