@@ -46,9 +46,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     try:
         ortperf_config = build_config(config)
+        run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
-    run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
     if ortperf_config.ab_rev and not ortperf_config.policy.update:
         try:  # no git or an unknown revision stops the run before any test: a usage error
             run.git_revision(ortperf_config.ab_rev)

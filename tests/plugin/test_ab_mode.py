@@ -491,3 +491,13 @@ def test_with_new_inputs_outputs_are_compared_with_the_recorded_model_on_todays_
     assert accuracy["verdict"] == "inputs changed"
     note = accuracy["references"][0]["note"]
     assert "no recorded model to compare with: the model changed" in note
+
+
+def test_a_model_cache_that_is_a_file_is_a_usage_error_naming_it(pytester: pytest.Pytester) -> None:
+    save(pytester, "model.onnx", **FAST)
+    suite(pytester)
+    (pytester.path / "cache").write_text("not a directory")
+    result = pytester.runpytest("--ortperf-model-cache=cache", *QUICK)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*model cache '*cache' is not a directory.*"])
+    assert (pytester.path / "cache").read_text() == "not a directory"
