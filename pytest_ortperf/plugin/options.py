@@ -355,7 +355,12 @@ def register(parser: Any) -> None:
     # Its own option string: a flag with an optional value would take the next argument
     # (`pytest --ortperf-update tests/`) as its value.
     group.addoption(
-        UPDATE_MISSING, action="store_true", dest="ortperf_update_missing", help=UPDATE_MISSING_HELP
+        UPDATE_MISSING,
+        action="store_const",
+        const=True,
+        dest="ortperf_update_missing",
+        default=None,
+        help=UPDATE_MISSING_HELP,
     )
 
 

@@ -174,11 +174,31 @@ def test_tolerances_from_marker_option_and_per_output(pytester: pytest.Pytester,
     pytester.runpytest(LEVELS).assert_outcomes(passed=2)
 
 
-def test_changed_inputs_are_not_an_accuracy_failure(pytester: pytest.Pytester, suite: Path) -> None:
+def test_changed_inputs_compare_with_the_recorded_model_on_todays_inputs(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    result = pytester.runpytest(LEVELS, "--ortperf-seed=7", "--ortperf-report=report.json")
+    result.assert_outcomes(passed=2)
+    checks = json.loads((pytester.path / "report.json").read_text())["checks"]
+    firsts = {c["references"][0]["reference"] for c in checks if c["kind"] == "accuracy"}
+    assert firsts == {"the recorded model (the same bytes) on today's inputs"}
+
+
+def test_changed_inputs_and_a_model_that_cannot_be_rebuilt_are_not_an_accuracy_failure(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
+    _nudge_weights(pytester.path / "model.onnx", 1.0001)  # changed, and git keeps no copy of the recorded one
     result = pytester.runpytest(LEVELS, "--ortperf-seed=7")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["  vs baseline: inputs changed since the baseline (not an accuracy failure): re-record"])
+    result.stdout.fnmatch_lines(
+        [
+            "  vs baseline: inputs changed since the baseline (not an accuracy failure): re-record; no recorded "
+            "model to compare with: the model changed (sha256 * -> *) and the recorded one is neither in git here "
+            "nor in the model cache (--ortperf-model-cache)"
+        ]
+    )
     result.stdout.no_fnmatch_line("*FAILED on*")
 
 

@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, parse_seed, register
+from pytest_ortperf.plugin.options import (
+    OPTIONS,
+    UPDATE_MISSING,
+    parse_dims,
+    parse_int_range,
+    parse_seed,
+    register,
+)
 
 
 @pytest.mark.parametrize(
@@ -137,13 +144,14 @@ def test_register_adds_every_flag_and_ini_key() -> None:
     parser = _Recorder()
     register(parser)
     assert parser.group_name == "ortperf"
-    assert [flag for flag, _ in parser.options] == [o.flag for o in OPTIONS]
+    assert [flag for flag, _ in parser.options] == [*(o.flag for o in OPTIONS), UPDATE_MISSING]
     assert [name for name, _, _ in parser.inis] == [o.ini for o in OPTIONS]
     by_flag = dict(parser.options)
     # CLI defaults are None so "not given" can fall back to the ini value
     assert all(kwargs["default"] is None for kwargs in by_flag.values())
     assert by_flag["--ortperf-session-option"]["action"] == "append"
     assert by_flag["--ort-providers"]["action"] == "store"
+    assert by_flag[UPDATE_MISSING]["action"] == "store_const"  # its own option string: takes no value
     ini_types = {name: kwargs["type"] for name, _, kwargs in parser.inis}
     assert ini_types["ortperf_session_options"] == "linelist"
     assert ini_types["ortperf_providers"] == "string"
