@@ -223,12 +223,14 @@ def check_ab(
         [Callable[[], object], Callable[[], object], MeasureSettings], PairedRounds
     ] = measure_pair,
     fresh_pair: Callable[[], tuple[Callable[[], object], Callable[[], object]]] | None = None,
+    accept: str = "",
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds.
 
     A regression is measured again before it fails the test, on ``fresh_pair()`` when given: new
     sessions of both sides, so that the placement of one pair of sessions in memory, which can
-    favour one side by a few percent for as long as they live, cannot decide twice."""
+    favour one side by a few percent for as long as they live, cannot decide twice. ``accept``:
+    the command that accepts the new latency, when the reference is a recorded baseline's."""
     rounds = measure_fn(current, reference, policy.ab)
     comparison = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
     confirmation = None
@@ -249,7 +251,10 @@ def check_ab(
         reference=rounds.reference,
         reference_label=label,
     )
-    return _with_message(result, ab_message(result, policy)) if failed else result
+    if not failed:
+        return result
+    message = ab_message(result, policy)
+    return _with_message(result, f"{message}\n  to accept the new latency: {accept}" if accept else message)
 
 
 def ab_without_reference(

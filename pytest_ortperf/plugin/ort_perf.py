@@ -371,10 +371,10 @@ class OrtPerf:
         """The current model against what its baseline recorded, rebuilt."""
         built = self._context.built
         other = self._context.run.session(reference.model, built.variant, reference.settings)
-        return self._side_by_side(other, reference.label, inputs, key)
+        return self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)
 
     def _side_by_side(
-        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
+        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
     ) -> LatencyResult:
         """The current model against ``other``, in interleaved rounds decided by the A/B rule."""
         context = self._context
@@ -398,6 +398,7 @@ class OrtPerf:
                 label=label,
                 policy=context.policy,
                 fresh_pair=fresh_pair,
+                accept=accept,
             )
         self._publish(result)
         return result

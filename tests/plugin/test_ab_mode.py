@@ -120,7 +120,10 @@ def test_auto_compares_with_the_pull_requests_base(
     result.assert_outcomes(failed=1)
     label = f"merge-base with main ({base[:12]}, from GITHUB_BASE_REF=main):model.onnx"
     result.stdout.fnmatch_lines(
-        [f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)"]
+        [
+            f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)",
+            "*  to accept the new latency: ortperf update 'test_ab.py::test_model[[]cpu-all[]]'*",
+        ]
     )
     (latency,) = report(pytester)["latency"]
     assert latency["reference"]["label"] == label
@@ -396,7 +399,10 @@ def test_a_changed_model_is_measured_side_by_side_with_the_recorded_one_from_git
     result.assert_outcomes(failed=1)
     label = f"the recorded model (git {blob[:12]})"
     result.stdout.fnmatch_lines(
-        [f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)"]
+        [
+            f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)",
+            "*  to accept the new latency: ortperf update 'test_ab.py::test_model[[]cpu-all[]]'*",
+        ]
     )
     (latency,) = report(pytester)["latency"]
     assert (latency["mode"], latency["reference"]["label"], latency["verdict"]) == (
