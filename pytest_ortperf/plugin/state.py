@@ -219,9 +219,12 @@ class OrtperfRun:
         self._cached.add(model.sha256)
         if model.path is not None and uses_external_data(model.path):
             return  # its bytes alone are not the model
-        data = model.data if model.data is not None else model.path.read_bytes() if model.path else None
-        if data is not None:
-            self.model_cache.put(model.sha256, data)
+        try:
+            data = model.data if model.data is not None else model.path.read_bytes() if model.path else None
+            if data is not None:
+                self.model_cache.put(model.sha256, data)
+        except (OSError, ValueError):
+            return  # the file changed or vanished since it was hashed: nothing trustworthy to keep
 
     def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path) -> ABReference:
         """``model``'s file at ``revision`` as an A/B reference, or why there is none."""
