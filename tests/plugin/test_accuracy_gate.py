@@ -11,6 +11,7 @@ import pytest
 from onnx import numpy_helper
 
 from tests.models import mlp_model
+from tests.plugin.conftest import CUDA_UNAVAILABLE
 
 TEST_FILE = """
 import pytest
@@ -396,8 +397,8 @@ def test_outputs(request, ort_perf):
         pytest.param(
             "cuda-disabled",
             [
-                "*CHOICE variant cuda-disabled: not available here (*CUDA*) session=False",
-                "*CHOICE variant cuda-disabled: not available here (*CUDA*) session=False",
+                f"*CHOICE variant cuda-disabled: not available here (*{CUDA_UNAVAILABLE}) session=False",
+                f"*CHOICE variant cuda-disabled: not available here (*{CUDA_UNAVAILABLE}) session=False",
             ],
             id="unavailable",
         ),
@@ -530,4 +531,4 @@ def test_an_unavailable_reference_variant_is_reported_in_the_check(pytester: pyt
     )
     result = pytester.runpytest("--ort-opt-levels=all", "--ortperf-reference-variant=cuda-disabled")
     result.assert_outcomes(failed=1)  # no baseline recorded: the default --ortperf-missing=fail
-    result.stdout.fnmatch_lines(["*vs variant cuda-disabled: not available here (*CUDA*)*"])
+    result.stdout.fnmatch_lines([f"*vs variant cuda-disabled: not available here (*{CUDA_UNAVAILABLE})*"])

@@ -42,9 +42,23 @@ def test_runtime_info_without_onnxruntime_raises_the_same_advice(monkeypatch: py
         runtime_info()
 
 
-def test_installed_distributions_lists_onnxruntime_gpu_here() -> None:
+def _wheel() -> str:
+    """The onnxruntime wheel this suite runs with (`.[gpu]` or `.[cpu]`)."""
+    (name,) = [d for d in ORT_DISTRIBUTIONS if _has(d)]
+    return name
+
+
+def _has(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_installed_distributions_lists_the_installed_wheel() -> None:
     found = dict(installed_distributions())
-    assert found["onnxruntime-gpu"] == importlib.metadata.version("onnxruntime-gpu")
+    assert found == {_wheel(): importlib.metadata.version(_wheel())}
     assert set(found) <= set(ORT_DISTRIBUTIONS)
 
 
@@ -67,9 +81,9 @@ def test_runtime_info_describes_this_environment() -> None:
     assert info.version == ort.__version__
     assert info.available_providers == tuple(ort.get_available_providers())
     assert "CPUExecutionProvider" in info.available_providers
-    assert info.flavour == "onnxruntime-gpu"
+    assert info.flavour == _wheel()
     assert info.conflict is None
-    assert info.describe() == f"onnxruntime-gpu {ort.__version__}"
+    assert info.describe() == f"{_wheel()} {ort.__version__}"
 
 
 def _info(*dists: tuple[str, str]) -> RuntimeInfo:
