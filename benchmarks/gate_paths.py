@@ -39,7 +39,7 @@ Method:
 3. Counts are pooled per family over campaigns; the stored-figures rule table re-judges the
    same stored measurements at wider thresholds (first and confirmation both regressions).
 
-Run from the repository root, on a machine doing nothing else (about 45 minutes with the
+Run from the repository root, on a machine doing nothing else (about 35 minutes with the
 defaults)::
 
     python -m benchmarks.gate_paths --out benchmarks/results/gate_paths.md

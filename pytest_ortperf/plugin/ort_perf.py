@@ -15,7 +15,7 @@ import numpy as np
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
 from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency, glance
-from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan
+from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan, same_hardware
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
@@ -153,7 +153,8 @@ class OrtPerf:
             return [reference]
         if reference is None:
             inputs = self._inputs(feeds)
-            found = self._guard(lambda: self._rebuilt_reference(key, inputs, policy), key, LATENCY)
+            measured_in = self._environment(inputs)  # once: it hashes the inputs
+            found = self._guard(lambda: self._rebuilt_reference(key, measured_in, policy), key, LATENCY)
             if isinstance(found, str):
                 return [found]
             rebuilt, why = found
@@ -162,7 +163,11 @@ class OrtPerf:
                 return [
                     self._guard(lambda: self._against_recorded(rebuilt, inputs, key), key, LATENCY, label)
                 ]
-            return [self._guard(lambda: self._latency(feeds, key, policy, stored_reason=why), key, LATENCY)]
+            return [
+                self._guard(
+                    lambda: self._latency(inputs, key, policy, measured_in, stored_reason=why), key, LATENCY
+                )
+            ]
         # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test with
         # a message, as in stored mode, naming the reference.
         label = f"same-job A/B of {key.test} against {reference.label}: "
@@ -179,14 +184,10 @@ class OrtPerf:
             entry = context.run.store.lookup(key.test_file, key.test, key.machine)
         except OrtperfError:
             return context.policy  # reported by the check, which reads the same file
-        recorded = entry.environment.get("hardware") if entry is not None else None
-        kept = (
-            entry is not None
-            and getattr(entry, part) is not None
-            and isinstance(recorded, Mapping)
-            and recorded.get("digest") == context.run.machine.hardware.digest
-        )
-        return context.policy.for_entry(kept)
+        here = {"hardware": context.run.machine.hardware.as_dict()}
+        if entry is None or getattr(entry, part) is None:
+            return context.policy
+        return context.policy.for_entry(same_hardware(entry.environment, here))
 
     def _guard(self, action: Callable[[], T], key: CheckKey, kind: str, prefix: str = "") -> T | str:
         """The action's result or, when it ends in an error instead of a verdict, the error's message,
@@ -255,13 +256,14 @@ class OrtPerf:
 
     def _latency(
         self,
-        feeds: Mapping[str, Array] | None,
+        inputs: dict[str, Array],
         key: CheckKey,
         policy: CheckPolicy,
+        measured_in: Mapping[str, object],
         *,
         stored_reason: str = "",
     ) -> LatencyResult:
-        context, inputs = self._context, self._inputs(feeds)
+        context = self._context
         session = context.built.session
         profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
         timing = context.run.timing
@@ -280,7 +282,7 @@ class OrtPerf:
             key=key,
             store=context.run.store,
             policy=policy,
-            environment=self._environment(inputs),
+            environment=measured_in,
             today=datetime.date.today().isoformat(),
             stored_reason=stored_reason,
         )
@@ -320,7 +322,7 @@ class OrtPerf:
         return [result, outputs]
 
     def _rebuilt_reference(
-        self, key: CheckKey, inputs: dict[str, Array], policy: CheckPolicy
+        self, key: CheckKey, measured_in: Mapping[str, object], policy: CheckPolicy
     ) -> tuple[RecordedReference | None, str]:
         """What this check's baseline measured, rebuilt when the model or its settings changed since
         (``checks.paths``): then the two are measured side by side instead of comparing with figures
@@ -336,7 +338,7 @@ class OrtPerf:
             return None, ""  # reported by the stored check, which reads the same file
         if entry is None or entry.latency is None:
             return None, ""
-        plan = choose(entry.environment, self._environment(inputs))
+        plan = choose(entry.environment, measured_in)
         if plan.route is not Route.SIDE_BY_SIDE:
             return None, plan.reason
         return self._rebuild(plan)
@@ -390,10 +392,13 @@ class OrtPerf:
                 side(*(pool.fresh(other) for _ in range(INSTANCES))),
             )
 
+        # Built before the timing lock is taken: other processes time while these build.
+        current = side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1)))
+        reference = side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1)))
         with context.run.timing.held():
             result = check_ab(
-                side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1))),
-                side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1))),
+                current,
+                reference,
                 key=key,
                 label=label,
                 policy=context.policy,

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 
 import onnx
 import pytest
 
 from tests.models import mlp_model
-
-
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
+from tests.wheels import GPU_WHEEL
 
 # The suite runs with either wheel (`.[gpu]` or `.[cpu]`). The GPU wheel lists CUDA and, on a machine
 # without its libraries, cannot load it; the CPU wheel does not list it at all. Tests of what a skip
 # says expect the reason of the wheel installed.
-GPU_WHEEL = _installed("onnxruntime-gpu")
 CUDA_UNAVAILABLE = "*.so* failed to load*" if GPU_WHEEL else "not built into the installed onnxruntime*"
 needs_gpu_wheel = pytest.mark.skipif(
     not GPU_WHEEL, reason="needs the onnxruntime-gpu wheel, whose provider list names CUDA"

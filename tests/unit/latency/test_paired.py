@@ -465,8 +465,16 @@ def reference_model() -> None:
 POLICY = CheckPolicy(threshold=0.5, ab_threshold=0.03, ab=MeasureSettings(budget_s=1.5))
 
 
-def _check(measure: FakePair, policy: CheckPolicy = POLICY):  # type: ignore[no-untyped-def]
-    return check_ab(current_model, reference_model, key=KEY, label=LABEL, policy=policy, measure_fn=measure)
+def _check(measure: FakePair, policy: CheckPolicy = POLICY, fresh_pair=None):  # type: ignore[no-untyped-def]
+    return check_ab(
+        current_model,
+        reference_model,
+        key=KEY,
+        label=LABEL,
+        policy=policy,
+        measure_fn=measure,
+        fresh_pair=fresh_pair,
+    )
 
 
 def test_check_ab_ok_measures_once_with_the_ab_settings() -> None:
@@ -633,15 +641,7 @@ def test_a_regression_is_confirmed_on_the_fresh_pair_when_one_is_given() -> None
         return fresh_current, fresh_reference
 
     measure = FakePair(paired(1.2, 0.01, seed=8), paired(1.0, 0.01, seed=9))
-    result = check_ab(
-        current_model,
-        reference_model,
-        key=KEY,
-        label=LABEL,
-        policy=POLICY,
-        measure_fn=measure,
-        fresh_pair=fresh_pair,
-    )
+    result = _check(measure, fresh_pair=fresh_pair)
     assert made == [1]
     assert measure.calls[0][:2] == (current_model, reference_model)
     assert measure.calls[1][:2] == (fresh_current, fresh_reference)
@@ -653,15 +653,7 @@ def test_no_fresh_pair_is_built_without_a_first_regression() -> None:
         raise AssertionError("built although nothing needed confirming")
 
     measure = FakePair(paired(1.0, 0.01, seed=10))
-    result = check_ab(
-        current_model,
-        reference_model,
-        key=KEY,
-        label=LABEL,
-        policy=POLICY,
-        measure_fn=measure,
-        fresh_pair=fresh_pair,
-    )
+    result = _check(measure, fresh_pair=fresh_pair)
     assert result.status == "ok"
 
 

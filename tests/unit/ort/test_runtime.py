@@ -16,6 +16,7 @@ from pytest_ortperf.ort.runtime import (
     installed_distributions,
     runtime_info,
 )
+from tests.wheels import installed
 
 
 def test_import_onnxruntime_returns_the_module() -> None:
@@ -44,16 +45,8 @@ def test_runtime_info_without_onnxruntime_raises_the_same_advice(monkeypatch: py
 
 def _wheel() -> str:
     """The onnxruntime wheel this suite runs with (`.[gpu]` or `.[cpu]`)."""
-    (name,) = [d for d in ORT_DISTRIBUTIONS if _has(d)]
+    (name,) = [d for d in ORT_DISTRIBUTIONS if installed(d)]
     return name
-
-
-def _has(distribution: str) -> bool:
-    try:
-        importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def test_installed_distributions_lists_the_installed_wheel() -> None:
