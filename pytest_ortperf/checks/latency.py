@@ -17,7 +17,7 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.latency.measure import MeasureSettings, measure
-from pytest_ortperf.latency.paired import PairedRounds, judge_pair, measure_pair
+from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
@@ -47,6 +47,7 @@ class LatencyResult:
     reference_label: str = ""
     drift: float | None = None  # unchanged: current / recorded median, for information
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
+    runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
 
     @property
     def decisive(self) -> Comparison | None:
@@ -78,7 +79,8 @@ class LatencyResult:
         if self.mode == "unchanged":
             return "unchanged"
         if self.mode == "a/b":
-            return f"side by side vs {self.reference_label}"
+            across = f" ({self.runtimes})" if self.runtimes else ""
+            return f"side by side vs {self.reference_label}{across}"
         return "stored figures"
 
     @property
@@ -213,19 +215,19 @@ def settle(
 
 
 def check_ab(
-    current: Callable[[], object],
-    reference: Callable[[], object],
+    current: Side,
+    reference: Side,
     *,
     key: CheckKey,
     label: str,
     policy: CheckPolicy,
-    measure_fn: Callable[
-        [Callable[[], object], Callable[[], object], MeasureSettings], PairedRounds
-    ] = measure_pair,
-    fresh_pair: Callable[[], tuple[Callable[[], object], Callable[[], object]]] | None = None,
+    measure_fn: Callable[[Side, Side, MeasureSettings], PairedRounds] = measure_pair,
+    fresh_pair: Callable[[], tuple[Side, Side]] | None = None,
     accept: str = "",
+    runtimes: str = "",
 ) -> LatencyResult:
-    """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds.
+    """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds; each
+    side a callable timed here or a measuring worker (``runtimes`` names the two ONNX Runtimes then).
 
     A regression is measured again before it fails the test, on ``fresh_pair()`` when given: new
     sessions of both sides, so that the placement of one pair of sessions in memory, which can
@@ -250,6 +252,7 @@ def check_ab(
         mode="a/b",
         reference=rounds.reference,
         reference_label=label,
+        runtimes=runtimes,
     )
     if not failed:
         return result
@@ -278,6 +281,7 @@ def ab_message(result: LatencyResult, policy: CheckPolicy) -> str:
     return "\n".join(
         [
             f"latency {kind} in {result.key.test} against {result.reference_label} (same-job A/B)",
+            *([f"  runtimes:  {result.runtimes} (both in measuring workers)"] if result.runtimes else []),
             f"  reference: {_ms(result.reference)}",
             f"  current:   {_ms(result.current)}",
             *verdict_lines,

@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -82,6 +83,41 @@ def alternating(runs: Sequence[Callable[[], object]]) -> Callable[[], object]:
     return run
 
 
+@runtime_checkable
+class TimedSide(Protocol):
+    """One side of a side-by-side measurement that times its own runs: a measuring worker
+    (``ort.workers.LoadedModel``), whose runs are timed inside its process."""
+
+    def warm_up(self, runs: int, seconds: float) -> float:
+        """Run until ``runs`` and ``seconds`` are both reached; the typical run cost (ns)."""
+        ...
+
+    def time_runs(self, count: int, expected_ns: float) -> list[int]:
+        """``count`` runs, each timed on its own (ns); ``expected_ns`` is the cost seen in warm-up."""
+        ...
+
+
+class LocalSide:
+    """A callable timed in this process, as a :class:`TimedSide`."""
+
+    def __init__(self, run: Callable[[], object], clock: Clock = time.perf_counter_ns) -> None:
+        self._run = run
+        self._clock = clock
+
+    def warm_up(self, runs: int, seconds: float) -> float:
+        return warm_up(self._run, MeasureSettings(warmup_runs=runs, warmup_s=seconds), self._clock)
+
+    def time_runs(self, count: int, expected_ns: float) -> list[int]:
+        return time_runs(self._run, count, self._clock, [])
+
+
+Side = Callable[[], object] | TimedSide
+
+
+def as_timed(side: Side, clock: Clock = time.perf_counter_ns) -> TimedSide:
+    return side if isinstance(side, TimedSide) else LocalSide(side, clock)
+
+
 def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: MeasureSettings) -> tuple[int, int]:
     """(rounds, runs per round per model): a round of pairs planned like any round of runs."""
     plan = plan_rounds(max(cost_current_ns, 1.0) + max(cost_reference_ns, 1.0), settings)
@@ -89,26 +125,30 @@ def plan_pair(cost_current_ns: float, cost_reference_ns: float, settings: Measur
 
 
 def measure_pair(
-    current: Callable[[], object],
-    reference: Callable[[], object],
+    current: Side,
+    reference: Side,
     settings: MeasureSettings = AB_SETTINGS,
     *,
     rng: random.Random | None = None,
     clock: Clock = time.perf_counter_ns,
 ) -> PairedRounds:
-    """Warm both up, then time interleaved rounds, half of them in each order, shuffled."""
+    """Warm both up, then time interleaved rounds, half of them in each order, shuffled.
+
+    Each side is a callable timed here, or a :class:`TimedSide` that times its own runs (a worker
+    process): the rounds are planned, ordered and judged the same way."""
     rng = rng or random.Random()
-    cost_reference = warm_up(reference, settings, clock)
-    cost_current = warm_up(current, settings, clock)
-    rounds, runs = plan_pair(cost_current, cost_reference, settings)
-    samples: dict[bool, list[int]] = {True: [], False: []}  # keyed by "is current"
+    sides = {True: as_timed(current, clock), False: as_timed(reference, clock)}  # keyed by "is current"
+    cost = {False: sides[False].warm_up(settings.warmup_runs, settings.warmup_s)}
+    cost[True] = sides[True].warm_up(settings.warmup_runs, settings.warmup_s)
+    rounds, runs = plan_pair(cost[True], cost[False], settings)
+    samples: dict[bool, list[int]] = {True: [], False: []}
     # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.
     firsts = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
     rng.shuffle(firsts)
     with gc_paused():
         for current_first in firsts:
             for is_current in (current_first, not current_first):
-                time_runs(current if is_current else reference, runs, clock, samples[is_current])
+                samples[is_current] += sides[is_current].time_runs(runs, cost[is_current])
     sizes = [runs] * rounds
     return PairedRounds(summarize(samples[True], sizes), summarize(samples[False], sizes), tuple(firsts))
 

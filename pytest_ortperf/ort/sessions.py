@@ -9,6 +9,7 @@ from types import ModuleType
 from typing import Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, SessionBuildError
+from pytest_ortperf.ort import worker_program
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.placement import RECORD_PLACEMENT_KEY, Placement, placement_of
 from pytest_ortperf.ort.probe import ProviderProber
@@ -41,25 +42,9 @@ class BuiltSession:
     build_seconds: float
 
 
-def session_options(ort: ModuleType, variant: Variant, settings: SessionSettings) -> Any:
-    """``SessionOptions`` with every latency-relevant setting pinned explicitly."""
-    level = getattr(ort.GraphOptimizationLevel, variant.opt_level.ort_name, None)
-    if level is None:
-        raise SessionBuildError(
-            f"optimization level '{variant.opt_level.value}' needs an onnxruntime with "
-            f"GraphOptimizationLevel.{variant.opt_level.ort_name}; this is {ort.__version__}."
-        )
-    options = ort.SessionOptions()
-    options.graph_optimization_level = level
-    options.intra_op_num_threads = settings.intra_op_threads
-    options.inter_op_num_threads = settings.inter_op_threads
-    options.execution_mode = (
-        ort.ExecutionMode.ORT_PARALLEL
-        if settings.execution_mode == "parallel"
-        else ort.ExecutionMode.ORT_SEQUENTIAL
-    )
-    options.enable_cpu_mem_arena = settings.cpu_mem_arena
-    options.enable_mem_pattern = settings.mem_pattern
+def session_recipe(variant: Variant, settings: SessionSettings) -> dict[str, Any]:
+    """Everything a session is built from, as plain JSON values: what a measuring worker in another
+    Python environment receives, and what this process builds its own sessions from."""
     entries = {
         "session.intra_op.allow_spinning": "1" if settings.intra_op_spinning else "0",
         "session.inter_op.allow_spinning": "1" if settings.inter_op_spinning else "0",
@@ -69,9 +54,27 @@ def session_options(ort: ModuleType, variant: Variant, settings: SessionSettings
     if settings.intra_op_thread_affinities:
         entries["session.intra_op_thread_affinities"] = settings.intra_op_thread_affinities
     entries.update(settings.config_entries)
-    for key, value in entries.items():
-        options.add_session_config_entry(key, value)
-    return options
+    return {
+        "opt_level": variant.opt_level.ort_name,
+        "intra_op_threads": settings.intra_op_threads,
+        "inter_op_threads": settings.inter_op_threads,
+        "execution_mode": settings.execution_mode,
+        "cpu_mem_arena": settings.cpu_mem_arena,
+        "mem_pattern": settings.mem_pattern,
+        "config_entries": sorted(entries.items()),
+        "providers": [[name, options] for name, options in provider_arguments(variant, settings)],
+    }
+
+
+def session_options(ort: ModuleType, variant: Variant, settings: SessionSettings) -> Any:
+    """``SessionOptions`` with every latency-relevant setting pinned explicitly."""
+    try:
+        return worker_program.session_options(ort, session_recipe(variant, settings))
+    except ValueError:
+        raise SessionBuildError(
+            f"optimization level '{variant.opt_level.value}' needs an onnxruntime with "
+            f"GraphOptimizationLevel.{variant.opt_level.ort_name}; this is {ort.__version__}."
+        ) from None
 
 
 def provider_arguments(variant: Variant, settings: SessionSettings) -> list[tuple[str, dict[str, str]]]:

@@ -40,6 +40,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             {
                 "label": result.reference_label,
                 "median_ms": result.reference.median_ms if result.reference is not None else None,
+                **({"runtimes": result.runtimes} if result.runtimes else {}),
             }
             if result.mode == "a/b"
             else None

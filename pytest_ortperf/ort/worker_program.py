@@ -1,0 +1,355 @@
+"""The measuring worker: a small program that times ONNX Runtime sessions for a parent process.
+
+It runs in any Python environment that has ``onnxruntime`` and ``numpy``: pytest and this
+package need not be installed there, because the parent starts it by file path
+(``python -I worker_program.py``). So this module imports nothing from ``pytest_ortperf``
+and keeps to what Python 3.8 understands; the package imports it for the wire format and for
+:func:`session_options`, so one piece of code builds sessions in and out of process.
+
+Commands arrive on stdin and answers leave on stdout, as messages: a 4-byte big-endian
+length, a JSON header, then the raw bytes of every array the header lists (dtype and
+shape in the header). Arrays, never pickles: either side can be any Python or numpy version,
+and a message cannot run code. What the worker or a native library prints goes to stderr,
+which the parent keeps and shows when a command fails.
+
+Commands: ``hello``; ``load`` (a model by path or bytes, a session recipe, the feeds, how many
+sessions); ``warm_up``; ``time`` (k runs, timed here with ``perf_counter_ns``, returned as an
+int64 array); ``outputs``; ``release``; ``exit``. Every answer has ``ok``; a failed command
+answers ``ok: false`` with the error, and the worker waits for the next one.
+
+The worker ends when its parent does: stdin reaches end of file when the parent exits, and a
+watcher thread notices a new parent process id while a long command runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import struct
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+MAX_HEADER = 64 * 1024 * 1024
+PROTOCOL = 1
+_LENGTH = struct.Struct(">I")
+# Distributions that install the `onnxruntime` import package (as ``ort/runtime.py`` lists them).
+_FLAVOURS = (
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "onnxruntime-directml",
+    "onnxruntime-openvino",
+    "onnxruntime-qnn",
+    "onnxruntime-rocm",
+    "onnxruntime-migraphx",
+    "onnxruntime-training",
+)
+
+
+class ProtocolError(Exception):
+    """A message that is not one: the other side is gone, or speaks something else."""
+
+
+def _read_exact(stream: IO[bytes], size: int) -> bytearray:
+    data = bytearray()
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            raise EOFError(f"the stream ended after {len(data)} of {size} bytes")
+        data += chunk
+    return data
+
+
+def write_message(stream: IO[bytes], header: dict[str, Any], arrays: Sequence[Any] = ()) -> None:
+    """One message: the header (with the arrays' dtypes and shapes added), then each array's bytes."""
+    packed = []
+    if arrays:
+        import numpy as np
+    for array in arrays:
+        value = np.asarray(array)
+        if value.dtype == object:  # strings as fixed-width text; anything else has no byte form
+            value = value.astype(str)
+        packed.append(np.ascontiguousarray(value))
+    header = dict(header, arrays=[{"dtype": a.dtype.str, "shape": list(a.shape)} for a in packed])
+    data = json.dumps(header).encode("utf-8")
+    stream.write(_LENGTH.pack(len(data)) + data)
+    for value in packed:
+        stream.write(value.tobytes())
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], list[Any]] | None:
+    """The next message, or None at a clean end of the stream (between messages)."""
+    import numpy as np
+
+    first = stream.read(_LENGTH.size)
+    if not first:
+        return None
+    try:
+        raw = first + _read_exact(stream, _LENGTH.size - len(first)) if len(first) < _LENGTH.size else first
+        (size,) = _LENGTH.unpack(bytes(raw))
+        if size > MAX_HEADER:
+            raise ProtocolError(f"a header of {size} bytes is not a message")
+        header = json.loads(bytes(_read_exact(stream, size)).decode("utf-8"))
+        if not isinstance(header, dict):
+            raise ProtocolError("a message header must be a JSON object")
+        arrays = []
+        for spec in header.get("arrays", []):
+            dtype = np.dtype(spec["dtype"])
+            if dtype.hasobject:
+                raise ProtocolError(f"dtype {spec['dtype']} has no byte form")
+            shape = tuple(int(n) for n in spec["shape"])
+            count = 1
+            for n in shape:
+                count *= n
+            data = _read_exact(stream, count * dtype.itemsize)
+            arrays.append(np.frombuffer(data, dtype=dtype).reshape(shape))
+    except (EOFError, ValueError, KeyError, TypeError) as exc:
+        raise ProtocolError(f"not a worker message: {exc}") from None
+    return header, arrays
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+def session_options(ort: Any, recipe: dict[str, Any]) -> Any:
+    """``SessionOptions`` from a recipe (``ort.sessions.session_recipe``): every setting explicit."""
+    level = getattr(ort.GraphOptimizationLevel, recipe["opt_level"], None)
+    if level is None:
+        raise ValueError(
+            f"this onnxruntime {ort.__version__} has no GraphOptimizationLevel.{recipe['opt_level']}"
+        )
+    options = ort.SessionOptions()
+    options.graph_optimization_level = level
+    options.intra_op_num_threads = int(recipe["intra_op_threads"])
+    options.inter_op_num_threads = int(recipe["inter_op_threads"])
+    options.execution_mode = (
+        ort.ExecutionMode.ORT_PARALLEL
+        if recipe["execution_mode"] == "parallel"
+        else ort.ExecutionMode.ORT_SEQUENTIAL
+    )
+    options.enable_cpu_mem_arena = bool(recipe["cpu_mem_arena"])
+    options.enable_mem_pattern = bool(recipe["mem_pattern"])
+    for key, value in recipe["config_entries"]:
+        options.add_session_config_entry(key, value)
+    return options
+
+
+def _runtime(ort: Any) -> dict[str, Any]:
+    import platform
+
+    try:
+        from importlib import metadata
+
+        found = []
+        for name in _FLAVOURS:
+            try:
+                found.append([name, metadata.version(name)])
+            except metadata.PackageNotFoundError:
+                continue
+    except ImportError:  # Python 3.7 has no importlib.metadata
+        found = []
+    flavour = found[0][0] if len(found) == 1 else ("unknown" if not found else "+".join(n for n, _ in found))
+    import numpy as np
+
+    return {
+        "ort_version": str(ort.__version__),
+        "ort_flavour": flavour,
+        "distributions": found,
+        "providers": list(ort.get_available_providers()),
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        "numpy": np.__version__,
+        "pid": os.getpid(),
+        "protocol": PROTOCOL,
+    }
+
+
+class _Model:
+    """The sessions of one loaded model (run in turn, run by run) and its feeds."""
+
+    def __init__(self, sessions: list[Any], feeds: dict[str, Any]) -> None:
+        self.sessions = sessions
+        self.feeds = feeds
+        self.turn = 0
+
+
+class _Deadline:
+    """Terminates a run past the run timeout (``RunOptions.terminate``), like the in-process watchdog;
+    a run that still does not end ends the worker, and the parent reports what it printed."""
+
+    def __init__(self, ort: Any, timeout_s: float) -> None:
+        self.options = ort.RunOptions()
+        self.timeout_s = timeout_s
+        self.grace_s = max(1.0, timeout_s / 2)  # the parent waits twice the timeout: exit before
+        self.ends = 0.0  # monotonic deadline of the run in progress; 0: none
+        self.fired = False
+        threading.Thread(target=self._watch, name="ortperf-worker-deadline", daemon=True).start()
+
+    def _watch(self) -> None:
+        poll = min(0.1, self.timeout_s / 4)
+        while True:
+            time.sleep(poll)
+            ends = self.ends
+            if not ends or time.monotonic() <= ends:
+                continue
+            if not self.fired:
+                self.fired = True
+                self.options.terminate = True
+            elif time.monotonic() > ends + self.grace_s:
+                sys.stderr.write(f"ortperf worker: a run ignored termination for {self.grace_s:g} s\n")
+                sys.stderr.flush()
+                os._exit(3)
+
+
+class Worker:
+    def __init__(self, ort: Any, timeout_s: float) -> None:
+        self.ort = ort
+        self.models: dict[int, _Model] = {}
+        self.next_handle = 1
+        self.deadline = _Deadline(ort, timeout_s)
+
+    def run(self, model: _Model, output_names: list[str] | None = None) -> Any:
+        session = model.sessions[model.turn]
+        model.turn = (model.turn + 1) % len(model.sessions)
+        deadline = self.deadline
+        deadline.ends = time.monotonic() + deadline.timeout_s
+        try:
+            return session.run(output_names, model.feeds, deadline.options)
+        except Exception:
+            if deadline.fired:
+                raise RuntimeError(
+                    f"session.run took longer than {deadline.timeout_s:g} s and was terminated "
+                    "(--ortperf-run-timeout)"
+                ) from None
+            raise
+        finally:
+            deadline.ends = 0.0
+            if deadline.fired:
+                deadline.fired = False
+                deadline.options = self.ort.RunOptions()  # a terminated RunOptions stays terminated
+
+    def handle(self, header: dict[str, Any], arrays: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+        command = header.get("cmd")
+        if command == "hello":
+            return _runtime(self.ort), []
+        if command == "load":
+            return self.load(header, arrays), []
+        if command == "release":
+            self.models.pop(int(header["handle"]), None)
+            gc.collect()
+            return {}, []
+        model = self.models.get(int(header.get("handle", 0)))
+        if model is None:
+            raise ValueError(f"no loaded model with handle {header.get('handle')!r}")
+        if command == "warm_up":
+            return {"cost_ns": self.warm_up(model, int(header["runs"]), float(header["seconds"]))}, []
+        if command == "time":
+            return {}, [self.time_runs(model, int(header["count"]))]
+        if command == "outputs":
+            names = [output.name for output in model.sessions[0].get_outputs()]
+            values = self.run(model, names)
+            kept = [(n, v) for n, v in zip(names, values) if type(v).__name__ == "ndarray"]
+            return {"names": [n for n, _ in kept]}, [v for _, v in kept]
+        raise ValueError(f"unknown command {command!r}")
+
+    def load(self, header: dict[str, Any], arrays: list[Any]) -> dict[str, Any]:
+        ort = self.ort
+        recipe = header["recipe"]
+        names = header["feeds"]
+        if header.get("model_path"):
+            model_input: Any = header["model_path"]
+            feed_arrays = arrays
+        else:
+            model_input, feed_arrays = arrays[0].tobytes(), arrays[1:]
+        feeds = dict(zip(names, feed_arrays))
+        providers = [(name, dict(options)) for name, options in recipe["providers"]]
+        sessions = []
+        started = time.perf_counter()
+        for _ in range(int(header.get("instances", 1))):
+            options = session_options(ort, recipe)
+            sessions.append(
+                ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+            )
+        build_s = time.perf_counter() - started
+        handle = self.next_handle
+        self.next_handle += 1
+        self.models[handle] = _Model(sessions, feeds)
+        return {"handle": handle, "providers": list(sessions[0].get_providers()), "build_s": build_s}
+
+    def warm_up(self, model: _Model, runs: int, seconds: float) -> float:
+        """Run until ``runs`` and ``seconds`` are both reached; the typical cost of a later run (ns),
+        as ``latency.measure.warm_up`` computes it in process."""
+        clock = time.perf_counter_ns
+        durations: list[int] = []
+        deadline = clock() + int(seconds * 1e9)
+        while len(durations) < runs or clock() < deadline:
+            t0 = clock()
+            self.run(model)
+            durations.append(clock() - t0)
+        recent = sorted(durations[len(durations) // 2 :])
+        return float(recent[len(recent) // 2])
+
+    def time_runs(self, model: _Model, count: int) -> Any:
+        """``count`` runs, each timed on its own (the garbage collector is off in the worker)."""
+        import numpy as np
+
+        clock = time.perf_counter_ns
+        durations = []
+        for _ in range(count):
+            t0 = clock()
+            self.run(model)
+            durations.append(clock() - t0)
+        return np.asarray(durations, dtype=np.int64)
+
+
+def _watch_parent(parent: int) -> None:
+    """End the worker when the process that started it is gone (its children are re-parented)."""
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(70)
+
+
+def main() -> int:
+    # The protocol gets its own copy of stdout; fd 1 then points at stderr, so nothing a native
+    # library prints can land inside a message.
+    channel = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    commands = sys.stdin.buffer
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), name="ortperf-parent", daemon=True).start()
+    timeout_s = float(sys.argv[1]) if len(sys.argv) > 1 else 300.0
+    try:
+        import numpy  # noqa: F401  (the wire format needs it)
+        import onnxruntime as ort
+
+        worker = Worker(ort, timeout_s)
+    except Exception as exc:
+        error = f"cannot import onnxruntime and numpy in {sys.executable}: {type(exc).__name__}: {exc}"
+        write_message(channel, {"ok": False, "error": error})
+        return 2
+    # No collection can land inside a timed run: the worker's few cycles are collected on release.
+    gc.collect()
+    gc.disable()
+    while True:
+        try:
+            message = read_message(commands)
+        except ProtocolError as exc:
+            sys.stderr.write(f"ortperf worker: {exc}\n")
+            return 2
+        if message is None or message[0].get("cmd") == "exit":
+            return 0
+        try:
+            answer, arrays = worker.handle(*message)
+            answer = dict(answer, ok=True)
+        except Exception as exc:
+            answer, arrays = {"ok": False, "error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}, []
+        write_message(channel, answer, arrays)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

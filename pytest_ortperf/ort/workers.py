@@ -1,0 +1,338 @@
+"""Measuring workers: ONNX Runtime sessions timed in child processes, possibly in another Python.
+
+The parent side of ``worker_program.py``. A :class:`WorkerProcess` starts the program by file
+path in an interpreter (``python -I``: neither this package nor pytest needs to be installed
+there), speaks its message protocol over pipes, and bounds every request by a deadline. A worker
+that crashes, hangs or cannot load a model raises :class:`WorkerError` with what it printed; the
+caller fails that one check and the run goes on. Workers end with the run (:meth:`WorkerPool.close`,
+and at interpreter exit), and on their own when their parent dies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.ort import worker_program
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import session_recipe
+from pytest_ortperf.ort.variants import Variant
+
+PROGRAM = Path(worker_program.__file__)
+START_TIMEOUT_S = 60.0  # importing onnxruntime (and CUDA's libraries) on a busy machine
+_STDERR_TAIL = 2000
+_LIVE: weakref.WeakSet[WorkerProcess] = weakref.WeakSet()
+
+
+class WorkerError(OrtperfError):
+    """A measuring worker crashed, hung, or refused a command; the message says what it printed."""
+
+
+@dataclass(frozen=True)
+class WorkerRuntime:
+    """What ONNX Runtime a worker's environment has."""
+
+    version: str
+    flavour: str
+    providers: tuple[str, ...]
+    python: str
+    executable: str
+
+    def describe(self) -> str:
+        return f"{self.flavour} {self.version}"
+
+
+class WorkerProcess:
+    """One worker: requests in order, each answered within its deadline or the worker is killed."""
+
+    def __init__(self, python: str, *, timeout_s: float, program: Path = PROGRAM) -> None:
+        self.python = python
+        self.timeout_s = timeout_s
+        # What the worker prints, kept for the message of a failed command; closed with the pool.
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        self._tail = ""  # the end of what it printed, kept when the file is closed
+        try:
+            self._process = subprocess.Popen(
+                [python, "-I", str(program), repr(float(timeout_s))],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                close_fds=True,
+            )
+        except OSError as exc:
+            self._stderr.close()
+            raise WorkerError(f"cannot start a measuring worker with {python}: {exc}") from None
+        self._answers: queue.Queue[tuple[dict[str, Any], list[Any]] | BaseException | None] = queue.Queue()
+        reader = threading.Thread(target=self._read, name="ortperf-worker-reader", daemon=True)
+        reader.start()
+        _LIVE.add(self)
+        self.runtime = self._hello()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def request(
+        self, header: Mapping[str, Any], arrays: Sequence[Any] = (), *, work_s: float = 0.0
+    ) -> tuple[dict[str, Any], list[Any]]:
+        """Send one command; its answer within four times the expected ``work_s`` plus twice the run
+        timeout (the worker itself terminates a run past the run timeout, and answers why)."""
+        if not self.alive:
+            raise self._died(f"'{header.get('cmd')}'")
+        try:
+            assert self._process.stdin is not None
+            worker_program.write_message(self._process.stdin, dict(header), arrays)
+        except (BrokenPipeError, OSError):
+            raise self._died(f"'{header.get('cmd')}'") from None
+        return self._answer(str(header.get("cmd")), 2 * self.timeout_s + 4 * work_s + 2.0)
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill it if it does not within a second. Safe to call twice."""
+        process = self._process
+        if process.poll() is None:
+            try:
+                assert process.stdin is not None
+                worker_program.write_message(process.stdin, {"cmd": "exit"})
+                process.stdin.close()
+                process.wait(timeout=1.0)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self._cleanup()
+
+    def kill(self) -> None:
+        process = self._process
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if not self._stderr.closed:
+            self._tail = self._read_tail()
+            self._stderr.close()
+        _LIVE.discard(self)
+
+    def _hello(self) -> WorkerRuntime:
+        try:
+            answer, _ = self._answer_to("hello", max(self.timeout_s, START_TIMEOUT_S))
+        except WorkerError:
+            self.kill()
+            raise
+        return WorkerRuntime(
+            version=str(answer.get("ort_version", "?")),
+            flavour=str(answer.get("ort_flavour", "?")),
+            providers=tuple(answer.get("providers", ())),
+            python=str(answer.get("python", "?")),
+            executable=str(answer.get("executable", self.python)),
+        )
+
+    def _answer_to(self, command: str, timeout_s: float) -> tuple[dict[str, Any], list[Any]]:
+        try:
+            assert self._process.stdin is not None
+            worker_program.write_message(self._process.stdin, {"cmd": command})
+        except (BrokenPipeError, OSError):
+            pass  # a worker that failed at start has already written why: read it
+        return self._answer(command, timeout_s)
+
+    def _answer(self, command: str, timeout_s: float) -> tuple[dict[str, Any], list[Any]]:
+        try:
+            answer = self._answers.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            raise WorkerError(
+                f"the measuring worker ({self.python}) did not answer '{command}' within {timeout_s:.3g} s "
+                f"(--ortperf-run-timeout) and was stopped{self._printed()}"
+            ) from None
+        if answer is None:
+            raise self._died(f"'{command}'")
+        if isinstance(answer, BaseException):
+            self.kill()
+            raise WorkerError(
+                f"the measuring worker ({self.python}) answered '{command}' with something that is not a "
+                f"message ({answer}) and was stopped{self._printed()}"
+            )
+        header, arrays = answer
+        if not header.get("ok"):
+            error = str(header.get("error", "no reason given"))
+            raise WorkerError(f"the measuring worker ({self.python}) failed '{command}': {error}")
+        return header, arrays
+
+    def _died(self, command: str) -> WorkerError:
+        try:
+            code = self._process.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self._process.returncode
+        self._cleanup()
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                how += f" ({signal.Signals(-code).name})"
+        return WorkerError(f"the measuring worker ({self.python}) {how} during {command}{self._printed()}")
+
+    def _read_tail(self) -> str:
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - _STDERR_TAIL))
+            return self._stderr.read().decode("utf-8", "backslashreplace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def _printed(self) -> str:
+        """What the worker wrote to stderr, its tail, as the end of an error message."""
+        text = self._tail if self._stderr.closed else self._read_tail()
+        if not text:
+            return "; it printed nothing"
+        return f"; it printed:\n{text}"
+
+    def _read(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        while True:
+            try:
+                message = worker_program.read_message(stdout)
+            except worker_program.ProtocolError as exc:
+                self._answers.put(exc)
+                return
+            except (OSError, ValueError):
+                message = None
+            self._answers.put(message)
+            if message is None:
+                return
+
+
+@dataclass
+class LoadedModel:
+    """A model loaded in a worker: ``instances`` sessions run in turn, and the feeds they run on."""
+
+    worker: WorkerProcess
+    handle: int
+    providers: tuple[str, ...]
+    build_seconds: float
+    label: str
+
+    def warm_up(self, runs: int, seconds: float) -> float:
+        """Run until ``runs`` and ``seconds`` are both reached; the typical run cost (ns). The first
+        runs of a session may take long, so the deadline allows one more run timeout."""
+        answer, _ = self.worker.request(
+            {"cmd": "warm_up", "handle": self.handle, "runs": runs, "seconds": seconds},
+            work_s=seconds + self.worker.timeout_s / 4,
+        )
+        return float(answer["cost_ns"])
+
+    def time_runs(self, count: int, expected_ns: float) -> list[int]:
+        _, arrays = self.worker.request(
+            {"cmd": "time", "handle": self.handle, "count": count}, work_s=count * expected_ns / 1e9
+        )
+        return [int(value) for value in arrays[0]]
+
+    def outputs(self) -> dict[str, Any]:
+        answer, arrays = self.worker.request({"cmd": "outputs", "handle": self.handle})
+        return dict(zip(answer["names"], arrays, strict=True))
+
+    def release(self) -> None:
+        if self.worker.alive:
+            self.worker.request({"cmd": "release", "handle": self.handle})
+
+
+def load(
+    worker: WorkerProcess,
+    model: ModelSource,
+    variant: Variant,
+    settings: SessionSettings,
+    feeds: Mapping[str, Any],
+    *,
+    instances: int = 1,
+) -> LoadedModel:
+    """Build ``instances`` sessions of ``model`` in ``worker``; the provider must really be used."""
+    names = sorted(feeds)
+    arrays = [np.asarray(feeds[name]) for name in names]
+    header: dict[str, Any] = {
+        "cmd": "load",
+        "recipe": session_recipe(variant, settings),
+        "feeds": names,
+        "instances": instances,
+    }
+    if model.path is not None:
+        header["model_path"] = str(model.path)
+    else:
+        data = model.data if model.data is not None else b""
+        arrays.insert(0, np.frombuffer(data, dtype=np.uint8))
+    try:
+        answer, _ = worker.request(header, arrays, work_s=max(worker.timeout_s, START_TIMEOUT_S))
+    except WorkerError as exc:
+        raise WorkerError(
+            f"'{model.label}' [{variant.id}] in {worker.runtime.describe()} ({worker.python}): {exc}"
+        ) from None
+    providers = tuple(answer.get("providers", ()))
+    if variant.provider not in providers:
+        raise WorkerError(
+            f"'{model.label}' [{variant.id}] in {worker.runtime.describe()} ({worker.python}): ORT dropped "
+            f"{variant.provider} while building the session (it would run on {', '.join(providers)})"
+        )
+    build_s = float(answer.get("build_s", 0.0))
+    return LoadedModel(worker, int(answer["handle"]), providers, build_s, model.label)
+
+
+class WorkerPool:
+    """The run's workers, one per (interpreter, role), started on first use and restarted after a
+    failure. Both sides of a comparison run in workers, so neither pays a different process cost."""
+
+    def __init__(self, timeout_s: float, program: Path = PROGRAM) -> None:
+        self.timeout_s = timeout_s
+        self.program = program
+        self._workers: dict[tuple[str, str], WorkerProcess] = {}
+
+    def get(self, python: str, role: str) -> WorkerProcess:
+        key = (python, role)
+        worker = self._workers.get(key)
+        if worker is None or not worker.alive:
+            worker = WorkerProcess(python, timeout_s=self.timeout_s, program=self.program)
+            self._workers[key] = worker
+        return worker
+
+    def discard(self, worker: WorkerProcess) -> None:
+        """Stop a worker that failed a command, so the next check starts a clean one."""
+        worker.kill()
+        self._workers = {key: w for key, w in self._workers.items() if w is not worker}
+
+    def close(self) -> None:
+        for worker in self._workers.values():
+            worker.close()
+        self._workers.clear()
+
+
+def this_python() -> str:
+    return sys.executable
+
+
+@atexit.register
+def _stop_all() -> None:  # a worker never outlives the run, even one nobody closed
+    for worker in list(_LIVE):
+        worker.kill()

@@ -1,0 +1,240 @@
+"""Measuring workers as real child processes: answers, failures, and never outliving the parent.
+
+The crash and hang cases that a real model cannot produce on demand use a stand-in: the real
+worker program with one command replaced (a segfault, a sleep, bytes that are not a message).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.paired import judge_pair, measure_pair
+from pytest_ortperf.ort import worker_program
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.variants import OptLevel, Variant
+from pytest_ortperf.ort.workers import WorkerError, WorkerPool, WorkerProcess, load
+from tests.models import mlp_model
+
+CPU_ALL = Variant(resolve_provider("cpu", source="test"), OptLevel.ALL)
+FEEDS = {"x": np.linspace(-1, 1, 4 * 16, dtype=np.float32).reshape(4, 16)}
+
+
+def _source(model: onnx.ModelProto, tmp_path: Path) -> ModelSource:
+    return ModelResolver(tmp_path).resolve(model, test_dir=tmp_path, origin="test")
+
+
+@pytest.fixture
+def worker() -> WorkerProcess:
+    process = WorkerProcess(sys.executable, timeout_s=30)
+    yield process
+    process.close()
+
+
+def _stand_in(tmp_path: Path, command: str, behaviour: str) -> Path:
+    """The real worker program with ``command`` replaced by ``behaviour`` (Python statements)."""
+    program = tmp_path / "stand_in_worker.py"
+    lines = [
+        "import ctypes, os, sys, time",
+        f"sys.path.insert(0, {str(Path(worker_program.__file__).parent)!r})",
+        "import worker_program",
+        "real = worker_program.Worker.handle",
+        "def handle(self, header, arrays):",
+        f"    if header.get('cmd') == {command!r}:",
+        *(f"        {line}" for line in behaviour.splitlines()),
+        "    return real(self, header, arrays)",
+        "worker_program.Worker.handle = handle",
+        "sys.exit(worker_program.main())",
+    ]
+    program.write_text("\n".join(lines) + "\n")
+    return program
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (a zombie waiting for its reaper counts as ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_hello_reports_the_runtime_of_the_worker_environment(worker: WorkerProcess) -> None:
+    assert worker.runtime.version == ort.__version__
+    assert "CPUExecutionProvider" in worker.runtime.providers
+    assert worker.runtime.describe().endswith(ort.__version__)
+    assert worker.pid != os.getpid()
+
+
+def test_outputs_match_an_in_process_session_bit_for_bit(worker: WorkerProcess, tmp_path: Path) -> None:
+    source = _source(mlp_model(3, 16), tmp_path)
+    loaded = load(worker, source, CPU_ALL, SessionSettings(), FEEDS, instances=2)
+    assert loaded.providers == ("CPUExecutionProvider",)
+    session = ort.InferenceSession(source.data, providers=["CPUExecutionProvider"])
+    expected = session.run(None, FEEDS)[0]
+    np.testing.assert_array_equal(loaded.outputs()["y"], expected)
+    loaded.release()
+
+
+def test_a_model_file_loads_by_path(worker: WorkerProcess, tmp_path: Path) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(2, 16), path)
+    source = ModelResolver(tmp_path).resolve(str(path), test_dir=tmp_path, origin="test")
+    loaded = load(worker, source, CPU_ALL, SessionSettings(), FEEDS)
+    assert loaded.outputs()["y"].shape == (4, 16)
+
+
+def test_runs_are_timed_in_the_worker_and_judged_like_in_process_ab(tmp_path: Path) -> None:
+    pool = WorkerPool(timeout_s=30)
+    try:
+        small = load(pool.get(sys.executable, "current"), _source(mlp_model(2, 64), tmp_path), CPU_ALL,
+                     SessionSettings(), {"x": np.ones((8, 64), np.float32)})
+        big = load(pool.get(sys.executable, "reference"), _source(mlp_model(12, 64), tmp_path), CPU_ALL,
+                   SessionSettings(), {"x": np.ones((8, 64), np.float32)})
+        assert small.worker is not big.worker
+        timings = small.time_runs(5, expected_ns=1e5)
+        assert len(timings) == 5
+        assert all(t > 0 for t in timings)
+        rounds = measure_pair(small, big, MeasureSettings(budget_s=0.3, rounds=12, min_rounds=12))
+        assert len(rounds.ratios) == 12
+        # Six times the layers: far faster than the reference, whatever the machine does.
+        assert judge_pair(rounds, threshold=0.03).estimate.ratio < 0.7
+    finally:
+        pool.close()
+
+
+def test_a_model_that_cannot_load_fails_with_the_runtime_message_and_the_worker_goes_on(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    broken = ModelResolver(tmp_path).resolve(b"not an onnx model", test_dir=tmp_path, origin="test")
+    with pytest.raises(WorkerError, match=r"'<17 bytes>' \[cpu-all\] in onnxruntime.*failed 'load'.*INVALID"):
+        load(worker, broken, CPU_ALL, SessionSettings(), FEEDS)
+    assert worker.alive
+    loaded = load(worker, _source(mlp_model(1, 16), tmp_path), CPU_ALL, SessionSettings(), FEEDS)
+    assert loaded.outputs()["y"].shape == (4, 16)
+
+
+def test_a_run_past_the_run_timeout_is_terminated_and_named(tmp_path: Path) -> None:
+    # A real model that takes seconds per run: 8 x (4096 x 1024 @ 1024 x 1024) on one thread.
+    process = WorkerProcess(sys.executable, timeout_s=0.5)
+    try:
+        slow = load(process, _source(mlp_model(8, 1024), tmp_path), CPU_ALL, SessionSettings(),
+                    {"x": np.ones((4096, 1024), np.float32)})
+        started = time.monotonic()
+        with pytest.raises(WorkerError, match=r"took longer than 0.5 s and was terminated"):
+            slow.time_runs(1, expected_ns=1e6)
+        assert time.monotonic() - started < 10
+        assert process.alive  # a terminated run is an answer: the worker serves the next check
+    finally:
+        process.close()
+
+
+def test_an_interpreter_without_onnxruntime_is_a_clear_error(tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    with pytest.raises(WorkerError, match=r"cannot import onnxruntime and numpy in .*bare.*No module named"):
+        WorkerProcess(str(python), timeout_s=30)
+
+
+def test_an_interpreter_that_does_not_exist_is_named() -> None:
+    with pytest.raises(WorkerError, match=r"cannot start a measuring worker with /no/such/python"):
+        WorkerProcess("/no/such/python", timeout_s=5)
+
+
+def test_a_worker_that_crashes_fails_the_command_with_what_it_printed(tmp_path: Path) -> None:
+    program = _stand_in(tmp_path, "time", 'print("about to crash", file=sys.stderr)\nctypes.string_at(0)')
+    process = WorkerProcess(sys.executable, timeout_s=30, program=program)
+    loaded = load(process, _source(mlp_model(1, 16), tmp_path), CPU_ALL, SessionSettings(), FEEDS)
+    with pytest.raises(WorkerError, match=r"(?s)killed by signal 11 \(SIGSEGV\) during 'time'.*about to crash"):
+        loaded.time_runs(3, expected_ns=1e5)
+    assert not process.alive
+
+
+def test_a_worker_that_hangs_is_stopped_at_its_deadline(tmp_path: Path) -> None:
+    program = _stand_in(tmp_path, "time", 'print("sleeping", file=sys.stderr, flush=True)\ntime.sleep(3600)')
+    process = WorkerProcess(sys.executable, timeout_s=1.0, program=program)
+    loaded = load(process, _source(mlp_model(1, 16), tmp_path), CPU_ALL, SessionSettings(), FEEDS)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"(?s)did not answer 'time' within 4 s.*was stopped.*sleeping"):
+        loaded.time_runs(3, expected_ns=1e3)
+    assert time.monotonic() - started < 10  # twice the run timeout, and a little
+    assert not process.alive
+    assert _gone(process.pid)
+
+
+def test_what_a_worker_prints_never_reaches_the_protocol(tmp_path: Path) -> None:
+    # Native libraries print to fd 1; the worker points fd 1 at stderr, so the answer still parses.
+    program = _stand_in(tmp_path, "outputs", 'os.write(1, b"garbage on fd 1")\nprint("and on stdout")')
+    process = WorkerProcess(sys.executable, timeout_s=30, program=program)
+    loaded = load(process, _source(mlp_model(1, 16), tmp_path), CPU_ALL, SessionSettings(), FEEDS)
+    assert loaded.outputs()["y"].shape == (4, 16)
+    process.close()
+
+
+def test_closing_the_pool_ends_every_worker() -> None:
+    pool = WorkerPool(timeout_s=30)
+    workers = [pool.get(sys.executable, "current"), pool.get(sys.executable, "reference")]
+    assert pool.get(sys.executable, "current") is workers[0]  # one per role, reused
+    pool.close()
+    for process in workers:
+        assert not process.alive
+        assert _gone(process.pid)
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "in-a-long-command"])
+def test_a_worker_never_outlives_a_killed_parent(tmp_path: Path, busy: bool) -> None:
+    path = tmp_path / "mlp.onnx"
+    onnx.save(mlp_model(4, 256), path)
+    parent = textwrap.dedent(
+        f"""
+        import sys, numpy as np
+        from pytest_ortperf.ort import worker_program
+        from pytest_ortperf.ort.models import ModelResolver
+        from pytest_ortperf.ort.providers import resolve_provider
+        from pytest_ortperf.ort.session_settings import SessionSettings
+        from pytest_ortperf.ort.variants import OptLevel, Variant
+        from pytest_ortperf.ort.workers import WorkerProcess, load
+        from pathlib import Path
+
+        worker = WorkerProcess(sys.executable, timeout_s=600)
+        source = ModelResolver(Path(".")).resolve({str(path)!r}, test_dir=Path("."), origin="t")
+        model = load(worker, source, Variant(resolve_provider("cpu", source="t"), OptLevel.ALL),
+                     SessionSettings(), {{"x": np.ones((64, 256), np.float32)}})
+        if {busy!r}:  # a command that runs for minutes, sent without waiting for its answer
+            worker_program.write_message(worker._process.stdin, {{"cmd": "time", "handle": model.handle,
+                                                                 "count": 10**8}})
+        print(worker.pid, flush=True)
+        import time
+        time.sleep(600)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        pid = int(process.stdout.readline())
+        assert not _gone(pid)
+        time.sleep(0.3)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(pid)
