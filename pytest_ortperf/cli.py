@@ -82,6 +82,52 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="the provider that was requested, to list nodes that fell back to CPU",
     )
+    env = commands.add_parser(
+        "env",
+        help="create, list and remove cached reference environments holding another ONNX Runtime",
+        description="Cached virtual environments, each holding one reference ONNX Runtime, in "
+        ".ortperf/envs of the project root (the nearest directory upward holding pytest.ini, "
+        "pyproject.toml, tox.ini or setup.cfg). The same specs, in any order, give the same one.",
+    )
+    env_commands = env.add_subparsers(dest="env_command", metavar="ENV_COMMAND", required=True)
+    env_dir_help = "the environment cache (default: .ortperf/envs in the project root)"
+    env_create = env_commands.add_parser(
+        "create",
+        help="create (or reuse) the environment for these package specs and print its python",
+        description="Create a virtual environment and pip install the specs into it, or reuse the "
+        "one already made for them. Prints only the environment's python on stdout; pip's output "
+        "goes to stderr.",
+    )
+    env_create.add_argument(
+        "specs",
+        nargs="+",
+        metavar="SPEC",
+        help="package specs such as onnxruntime==1.31.1 or onnxruntime-gpu==1.30.0 (one must be "
+        "an ONNX Runtime), and others such as numpy<2",
+    )
+    env_create.add_argument("--dir", default=None, help=env_dir_help)
+    env_create.add_argument(
+        "--python",
+        default=None,
+        help="the interpreter to base the environment on (default: the one running ortperf)",
+    )
+    env_list = env_commands.add_parser("list", help="list the environments, incomplete ones marked")
+    env_list.add_argument("--dir", default=None, help=env_dir_help)
+    env_list.add_argument("--json", action="store_true", help="machine-readable output")
+    env_remove = env_commands.add_parser(
+        "remove",
+        help="remove an environment by key, key prefix or specs, or all of them",
+    )
+    env_remove.add_argument(
+        "what",
+        nargs="*",
+        metavar="KEY|SPEC",
+        help="a key, a unique key prefix of 4 or more characters, or the specs it was created with",
+    )
+    env_remove.add_argument(
+        "--all", action="store_true", help="remove every environment, incomplete ones too"
+    )
+    env_remove.add_argument("--dir", default=None, help=env_dir_help)
     return parser
 
 
@@ -155,6 +201,48 @@ def _providers(names: str | None) -> int:
     return 0 if usable else 1
 
 
+def _env(args: argparse.Namespace) -> int:
+    import json
+
+    from pytest_ortperf.errors import UsageError
+    from pytest_ortperf.ort.envs import EnvCache, project_env_root
+    from pytest_ortperf.reports.show import format_table
+
+    root = Path(args.dir) if args.dir is not None else project_env_root(Path.cwd())
+    cache = EnvCache(root)
+    if args.env_command == "create":
+        python = args.python if args.python is not None else sys.executable
+        created = cache.create(args.specs, python=python, log=sys.stderr)
+        print(created.python)
+        return 0
+    if args.env_command == "list":
+        envs, incomplete = cache.list(), cache.incomplete()
+        if args.json:
+            listing = {
+                "root": str(cache.root),
+                "envs": [env.as_dict() for env in envs],
+                "incomplete": [str(path) for path in incomplete],
+            }
+            print(json.dumps(listing, indent=1, sort_keys=True))
+            return 0
+        rows = [(e.key, e.runtime, " ".join(e.specs), str(e.python), e.created) for e in envs]
+        rows += [(path.name, "incomplete", "-", str(path), "-") for path in incomplete]
+        if not rows:
+            print(f"no environments in '{cache.root}'")
+            return 0
+        for line in format_table([("KEY", "RUNTIME", "SPECS", "PYTHON", "CREATED"), *rows]):
+            print(line)
+        return 0
+    if args.all == bool(args.what):
+        raise UsageError("ortperf env remove: give a key, a key prefix or specs, or --all (not both)")
+    removed = cache.remove_all() if args.all else cache.remove(" ".join(args.what))
+    for path in removed:
+        print(f"removed {path}")
+    if not removed:
+        print(f"no environments in '{cache.root}'")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         # Names from traces and baselines may hold undecodable bytes: show them, never crash on them.
@@ -176,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _merge(args.sources, args.into)
         if args.command == "profile":
             return _profile(args.trace, args.top, args.json, args.provider)
+        if args.command == "env":
+            return _env(args)
     except (OrtperfError, OSError) as exc:
         print(f"ortperf: error: {exc}", file=sys.stderr)
         return 2

@@ -5,8 +5,10 @@
 2. ``side by side``: the model or its session settings changed, and the recorded reference can
    be rebuilt (the model from git or the model cache, the settings from the baseline): both are
    measured in interleaved rounds and the A/B rule decides.
-3. The onnxruntime version or wheel changed: the reference needs the recorded runtime, which
-   this process cannot load; until worker processes can, the stored figures decide and say so.
+3. ``side by side`` across runtimes: the onnxruntime version or wheel changed. The reference
+   runs in an environment with the recorded runtime (``--ortperf-ab-python`` or an ``ortperf env``),
+   both sides in measuring workers; when no such environment exists, the stored figures decide
+   and the reason names the command that creates one.
 4. ``stored figures``: nothing to rebuild (inputs changed, an entry recorded before these
    fields existed, a model neither in git nor in the cache): today's figures against the
    baseline's, which may not fail a test on their own (``checks.latency``).
@@ -51,7 +53,8 @@ class Plan:
     model_blob: str = ""  # the recorded model's git object id, when the model changed
     model_sha256: str = ""  # the recorded model's sha256 (the model cache's key), when it changed
     settings: Mapping[str, Any] | None = None  # the recorded session settings, when they changed
-    reason: str = ""  # why the stored figures decide
+    runtime: tuple[str, str] | None = None  # the recorded (wheel, version) of onnxruntime, when it changed
+    reason: str = ""  # why the stored figures decide (for a runtime change: if no environment has it)
 
     @property
     def model_changed(self) -> bool:
@@ -86,14 +89,11 @@ def rebuild_plan(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Pla
             reason=f"the baseline predates what a reference is rebuilt from ({', '.join(missing)}); "
             "re-record it once to gain them",
         )
+    runtime, reason = None, ""
     if any(recorded[key] != current.get(key) for key in _RUNTIME):
-        before = " ".join(str(recorded[k]) for k in ("ort_flavour", "ort_version"))
+        runtime = (str(recorded["ort_flavour"]), str(recorded["ort_version"]))
         after = " ".join(str(current.get(k)) for k in ("ort_flavour", "ort_version"))
-        return Plan(
-            Route.STORED,
-            reason=f"onnxruntime changed ({before} -> {after}): the reference needs the recorded "
-            "runtime, which this process cannot load",
-        )
+        reason = f"onnxruntime changed ({' '.join(runtime)} -> {after})"
     providers = recorded["providers_used"], current.get("providers_used")
     if providers[0] != providers[1]:
         return Plan(Route.STORED, reason=f"the providers used changed ({providers[0]} -> {providers[1]})")
@@ -107,6 +107,8 @@ def rebuild_plan(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Pla
         model_blob=blob if model_changed and isinstance(blob, str) else "",
         model_sha256=str(recorded["model_sha256"]) if model_changed else "",
         settings=settings if settings != current.get("settings") else None,
+        runtime=runtime,
+        reason=reason,
     )
 
 
@@ -115,7 +117,7 @@ def choose(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
     if nothing_changed(recorded, current):
         return Plan(Route.UNCHANGED)
     plan = rebuild_plan(recorded, current)
-    if plan.route is Route.STORED or plan.model_changed or plan.settings is not None:
+    if plan.route is Route.STORED or plan.model_changed or plan.settings is not None or plan.runtime:
         return plan
     if not same_hardware(recorded, current):
         return Plan(Route.STORED, reason="recorded on other hardware")

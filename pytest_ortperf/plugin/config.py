@@ -6,6 +6,8 @@ Only the pytest layer calls this; everything below sees the frozen
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -31,7 +33,7 @@ from pytest_ortperf.store.machine import validate_name
 from pytest_ortperf.values import on_off, option_text, safe_repr
 
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
-AB_MARKER_KWARGS = ("reference", "rev")
+AB_MARKER_KWARGS = ("reference", "rev", "python")
 THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs", "dtypes", "variants")
 
 
@@ -58,6 +60,7 @@ class OrtperfConfig:
     run_timeout_s: float = 300.0
     repair: bool = False
     ab_rev: str = ""
+    ab_python: str = ""  # the reference side's interpreter (A/B across runtimes)
     canary: bool = True
     ab_outputs_fail: bool = True
     model_cache: Path | None = None
@@ -120,6 +123,7 @@ def build_config(config: Any) -> OrtperfConfig:
         run_timeout_s=_seconds(config, "ortperf_run_timeout"),
         repair=_flag(config, "ortperf_repair"),
         ab_rev=_ab_rev(config),
+        ab_python=_ab_python(config),
         canary=_on_off(config, "ortperf_canary"),
         ab_outputs_fail=_ab_outputs(config),
     )
@@ -149,21 +153,62 @@ def _ab_rev(config: Any) -> str:
     return text
 
 
-def ab_marker(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> tuple[Any, str]:
-    """``ort_ab(reference)`` or ``ort_ab(rev="origin/main")``: (reference model spec or None, revision)."""
+def _ab_python(config: Any) -> str:
+    value, where = _value(config, "ortperf_ab_python")
+    text = str(value or "").strip()
+    return python_path(text, source=where, rootdir=Path(config.rootpath)) if text else ""
+
+
+def python_path(text: str, *, source: str, rootdir: Path) -> str:
+    """An interpreter to run a measuring worker with: a path (relative to rootdir) or a command on
+    PATH, which must exist; a usage error naming ``source`` otherwise."""
+    candidate = Path(text).expanduser()
+    if not candidate.is_absolute() and (os.sep in text or (os.altsep or os.sep) in text):
+        candidate = rootdir / candidate
+    found = str(candidate) if os.sep in str(candidate) else shutil.which(text)
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise UsageError(
+            f"{source}: {text!r} is not a Python interpreter here (no executable file by that name); "
+            "'ortperf env create onnxruntime==VERSION' makes one and prints its path."
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class ABMarker:
+    """What an ``ort_ab`` marker names: a reference model, a revision, an interpreter."""
+
+    reference: Any = None
+    rev: str = ""
+    python: str = ""
+
+
+def ab_marker(
+    args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str, rootdir: Path = Path(".")
+) -> ABMarker:
+    """``ort_ab(reference)``, ``ort_ab(rev="origin/main")``, ``ort_ab(python=PATH)``; python= combines
+    with either of the others."""
     unknown = sorted(set(kwargs) - set(AB_MARKER_KWARGS))
     reference = args[0] if args else kwargs.get("reference")
     rev = kwargs.get("rev", "")
-    if unknown or len(args) > 1 or (args and "reference" in kwargs) or (reference is None) == (not rev):
+    python = kwargs.get("python", "")
+    named = (reference is not None) + bool(rev)
+    malformed = len(args) > 1 or (args and "reference" in kwargs) or named > 1 or not (named or python)
+    if unknown or malformed:
         raise UsageError(
             f"{origin}: ort_ab takes one reference model (a path or ModelProto) or rev='REVISION', "
-            "e.g. ort_ab('models/resnet50_v1.onnx') or ort_ab(rev='origin/main')"
+            "and/or python='PATH', e.g. ort_ab('models/resnet50_v1.onnx'), ort_ab(rev='origin/main') "
+            "or ort_ab(python='.ortperf/envs/3f2a/bin/python')"
             + (f"; unknown: {', '.join(unknown)}" if unknown else "")
             + "."
         )
     if rev and (not isinstance(rev, str) or rev.strip().startswith("-") or not rev.strip()):
         raise UsageError(f"{origin}: ort_ab rev must be a git revision, got {rev!r}.")
-    return reference, str(rev).strip()
+    if python and not isinstance(python, (str, os.PathLike)):
+        raise UsageError(f"{origin}: ort_ab python must be a path to an interpreter, got {python!r}.")
+    where = f"{origin}: python"
+    interpreter = python_path(os.fspath(python), source=where, rootdir=rootdir) if python else ""
+    return ABMarker(reference, str(rev).strip(), interpreter)
 
 
 def _reference_variant(config: Any) -> Variant | None:

@@ -142,7 +142,12 @@ def ort_perf(
     directory = ort_session_info.model.directory
     ab_mark = request.node.get_closest_marker("ort_ab")
     ab_origin = f"ort_ab marker of {request.node.nodeid}"
-    ab_spec = _guarded(lambda: ab_marker(ab_mark.args, ab_mark.kwargs, origin=ab_origin)) if ab_mark else None
+    rootdir = run.config.rootdir
+    ab_spec = (
+        _guarded(lambda: ab_marker(ab_mark.args, ab_mark.kwargs, origin=ab_origin, rootdir=rootdir))
+        if ab_mark
+        else None
+    )
     ab_test_dir = _test_dir(request)
     context = CheckContext(
         run=run,

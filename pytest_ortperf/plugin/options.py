@@ -26,9 +26,11 @@ MARKERS = (
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
     "ort_thresholds(latency='10%', ab='3%', atol=..., rtol=..., cosine=..., outputs={...}): per-test "
     "limits for ort_perf checks.",
-    "ort_ab(reference) or ort_ab(rev='origin/main'): same-job A/B for ort_perf latency checks: the "
-    "model is measured side by side with this reference model (a path or onnx.ModelProto) or with its "
-    "own file at that git revision, and compared by paired ratios instead of the stored baseline.",
+    "ort_ab(reference) or ort_ab(rev='origin/main') or ort_ab(python='/path/to/python'): same-job A/B "
+    "for ort_perf latency checks: the model is measured side by side with this reference model (a path "
+    "or onnx.ModelProto), with its own file at that git revision, or in the ONNX Runtime of that "
+    "interpreter's environment (python= combines with either), and compared by paired ratios instead "
+    "of the stored baseline.",
     "ort_profile: run-level profiling; every run of ort_session (and a few untimed runs of each "
     "ort_perf latency check) writes its own trace, summarized per operator and provider.",
 )
@@ -176,6 +178,16 @@ OPTIONS: tuple[OptionDef, ...] = (
         "baseline.",
         "",
         "REV",
+    ),
+    OptionDef(
+        "--ortperf-ab-python",
+        "ortperf_ab_python",
+        "Same-job A/B across ONNX Runtime versions: the reference side runs in this Python "
+        "interpreter's environment (e.g. one made by 'ortperf env create onnxruntime==1.31.1'), the "
+        "current side in this one, both in measuring worker processes; the same model unless "
+        "--ortperf-ab or ort_ab names a reference. Outputs of the two runtimes are compared too.",
+        "",
+        "PATH",
     ),
     OptionDef(
         "--ortperf-ab-outputs",

@@ -28,6 +28,7 @@ from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
+from pytest_ortperf.ort.workers import LoadedModel, WorkerError, load, this_python
 from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.reports.ci_files import ERROR
@@ -47,6 +48,7 @@ class RecordedReference:
     label: str
     model: ModelSource
     settings: SessionSettings
+    python: str = ""  # an interpreter with the recorded onnxruntime, when it differs from this one's
 
 
 @dataclass(frozen=True)
@@ -160,9 +162,10 @@ class OrtPerf:
             rebuilt, why = found
             if rebuilt is not None:
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
-                return [
-                    self._guard(lambda: self._against_recorded(rebuilt, inputs, key), key, LATENCY, label)
-                ]
+                found_checks = self._guard(
+                    lambda: self._against_recorded(rebuilt, inputs, key), key, LATENCY, label
+                )
+                return [found_checks] if isinstance(found_checks, str) else found_checks
             return [
                 self._guard(
                     lambda: self._latency(inputs, key, policy, measured_in, stored_reason=why), key, LATENCY
@@ -298,6 +301,12 @@ class OrtPerf:
     ) -> list[LatencyResult | AccuracyResult | str]:
         context = self._context
         built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
+        if reference.across_runtimes and reference.source is not None:
+            return self._across_runtimes(
+                RecordedReference(reference.label, reference.source, built.settings, reference.python),
+                inputs,
+                key,
+            )
         if reference.source is None or reference.source.sha256 == built.model.sha256:
             # Nothing to compare: a short measurement, for the report only.
             with timing.held():
@@ -347,6 +356,12 @@ class OrtPerf:
         """The reference a side-by-side ``plan`` names, or (None, why it cannot be rebuilt here)."""
         built = self._context.built
         model, labels = built.model, []
+        python = ""
+        if plan.runtime is not None:
+            python, where = self._context.run.runtime_python(*plan.runtime)
+            if not python:
+                return None, f"{plan.reason}: {where}"
+            labels.append(f"the recorded runtime ({where})")
         if plan.model_changed:
             found = self._context.run.recorded_model(built.model, plan.model_blob, plan.model_sha256)
             if found is None or found.source is None:
@@ -365,15 +380,65 @@ class OrtPerf:
             changed = what_changed({"settings": plan.settings}, {"settings": built.settings.as_dict()})
             labels.append(f"the recorded settings ({changed[0].partition(': ')[2]})" if changed else "")
         label = " under ".join(label for label in labels if label) or "the recorded model (the same bytes)"
-        return RecordedReference(label, model, settings), ""
+        return RecordedReference(label, model, settings, python), ""
 
     def _against_recorded(
         self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
-    ) -> LatencyResult:
-        """The current model against what its baseline recorded, rebuilt."""
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        """The current model against what its baseline recorded, rebuilt (in the recorded runtime's
+        environment when onnxruntime changed since)."""
+        if reference.python:
+            return self._across_runtimes(reference, inputs, key, accept=key.record_command)
         built = self._context.built
         other = self._context.run.session(reference.model, built.variant, reference.settings)
-        return self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)
+        return [self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)]
+
+    def _across_runtimes(
+        self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
+    ) -> list[LatencyResult | AccuracyResult | str]:
+        """The current model in this environment's ONNX Runtime against ``reference`` in another's,
+        both in measuring workers (so neither pays a different process cost), in interleaved rounds
+        decided by the A/B rule; then the outputs of the two runtimes, compared with the tolerances."""
+        context = self._context
+        built, workers = context.built, context.run.workers
+        here, there = workers.get(this_python(), "current"), workers.get(reference.python, "reference")
+        runtimes = f"{there.runtime.describe()} -> {here.runtime.describe()}"
+        label = f"{reference.label} in {there.runtime.describe()}"
+        loaded: list[LoadedModel] = []
+
+        def pair() -> tuple[LoadedModel, LoadedModel]:
+            current = load(here, built.model, built.variant, built.settings, inputs, instances=INSTANCES)
+            loaded.append(current)
+            other = load(
+                there, reference.model, built.variant, reference.settings, inputs, instances=INSTANCES
+            )
+            loaded.append(other)
+            return current, other
+
+        try:
+            current, other = pair()  # built before the timing lock is taken
+            with context.run.timing.held():
+                result = check_ab(
+                    current,
+                    other,
+                    key=key,
+                    label=label,
+                    policy=context.policy,
+                    fresh_pair=pair,
+                    accept=accept,
+                    runtimes=runtimes,
+                )
+            self._publish(result)
+            outputs = self._guard(
+                lambda: self._compare_outputs(current.outputs(), other.outputs(), label, key), key, ACCURACY
+            )
+        finally:
+            for model in loaded:
+                try:
+                    model.release()
+                except WorkerError:
+                    workers.discard(model.worker)
+        return [result, outputs]
 
     def _side_by_side(
         self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
@@ -412,9 +477,16 @@ class OrtPerf:
         self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
     ) -> AccuracyResult:
         """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
-        context, watchdog = self._context, self._context.run.watchdog
-        actual = _run_outputs(context.built, inputs, watchdog)
-        expected = Reference(label, _run_outputs(other, inputs, watchdog), {})
+        watchdog = self._context.run.watchdog
+        actual = _run_outputs(self._context.built, inputs, watchdog)
+        return self._compare_outputs(actual, _run_outputs(other, inputs, watchdog), label, key)
+
+    def _compare_outputs(
+        self, actual: dict[str, Array], reference: dict[str, Array], label: str, key: CheckKey
+    ) -> AccuracyResult:
+        """Outputs of the model under test against a reference's (model or runtime), same inputs."""
+        context = self._context
+        expected = Reference(label, reference, {})
         result = compare_with(
             actual,
             expected,
@@ -455,8 +527,16 @@ class OrtPerf:
         rebuilt, why = self._rebuild(plan) if plan.route is Route.SIDE_BY_SIDE else (None, plan.reason)
         if rebuilt is None:
             return Reference.unavailable("the recorded model on today's inputs", why)
-        other = context.run.session(rebuilt.model, context.built.variant, rebuilt.settings)
-        outputs = _run_outputs(other, inputs, context.run.watchdog)
+        if rebuilt.python:
+            worker = context.run.workers.get(rebuilt.python, "reference")
+            other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
+            try:
+                outputs = other_model.outputs()
+            finally:
+                other_model.release()
+        else:
+            other = context.run.session(rebuilt.model, context.built.variant, rebuilt.settings)
+            outputs = _run_outputs(other, inputs, context.run.watchdog)
         return Reference(f"{rebuilt.label} on today's inputs", outputs, {})
 
     def _accuracy(self, feeds: Mapping[str, Array] | None, key: CheckKey) -> AccuracyResult:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
+from pytest_ortperf.ort.envs import EnvCache
 from pytest_ortperf.ort.git_models import AUTO, GitRevision, read_blob
 from pytest_ortperf.ort.inputs import (
     Feeds,
@@ -31,7 +32,8 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.ort.watchdog import Watchdog
-from pytest_ortperf.plugin.config import OrtperfConfig
+from pytest_ortperf.ort.workers import WorkerError, WorkerPool
+from pytest_ortperf.plugin.config import ABMarker, OrtperfConfig
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
@@ -45,6 +47,8 @@ from pytest_ortperf.store.outputs import zoo_expected
 from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
 from pytest_ortperf.version import __version__
 
+ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference runtimes, under rootdir
+
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
 
@@ -56,6 +60,11 @@ class ABReference:
     label: str
     source: ModelSource | None
     reason: str = ""
+    python: str = ""  # the interpreter whose ONNX Runtime runs the reference; "": this process's
+
+    @property
+    def across_runtimes(self) -> bool:
+        return bool(self.python)
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,8 @@ class OrtperfRun:
         self._recorded_models: dict[tuple[str, str], ABReference | None] = {}
         self._cached: set[str] = set()  # sha256 of the models this run put into the model cache
         self.model_cache = ModelCache(config.model_cache) if config.model_cache is not None else None
+        self._workers: WorkerPool | None = None
+        self._runtime_pythons: dict[tuple[str, str], tuple[str, str]] = {}
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
 
@@ -132,6 +143,51 @@ class OrtperfRun:
         if self._watchdog is None:
             self._watchdog = Watchdog(import_onnxruntime(), self.config.run_timeout_s)
         return self._watchdog
+
+    @property
+    def workers(self) -> WorkerPool:
+        """The run's measuring workers (A/B across runtimes), started on first use."""
+        if self._workers is None:
+            self._workers = WorkerPool(self.config.run_timeout_s)
+        return self._workers
+
+    def runtime_python(self, flavour: str, version: str) -> tuple[str, str]:
+        """An interpreter whose environment has ``flavour`` ``version`` (the configured
+        ``--ortperf-ab-python``, else an ``ortperf env`` of this project) and where it was found; or
+        ("", why there is none)."""
+        key = (flavour, version)
+        if key not in self._runtime_pythons:
+            self._runtime_pythons[key] = self._find_runtime_python(flavour, version)
+        return self._runtime_pythons[key]
+
+    def _find_runtime_python(self, flavour: str, version: str) -> tuple[str, str]:
+        wanted = f"{flavour} {version}"
+        configured = self.config.ab_python
+        if configured:
+            try:
+                if self.workers.get(configured, "reference").runtime.describe() == wanted:
+                    return configured, f"--ortperf-ab-python {configured}"
+            except WorkerError:
+                pass  # an unusable interpreter is reported by the checks that name it explicitly
+        envs = EnvCache(self.config.rootdir / ENV_DIR)
+        try:
+            found = envs.find(flavour, version)
+        except OrtperfError:
+            found = None
+        if found is not None:
+            # What the environment says it holds is checked against what its worker really imports.
+            where = f"ortperf env {found.key}"
+            try:
+                really = self.workers.get(str(found.python), "reference").runtime.describe()
+            except WorkerError as exc:
+                return "", f"{where} cannot run a measuring worker: {exc}"
+            if really != wanted:
+                return "", f"{where} claims {wanted} but its interpreter imports {really}; remove it"
+            return str(found.python), where
+        return "", (
+            f"no environment here has {wanted} (neither --ortperf-ab-python nor {ENV_DIR}); create one "
+            f"with: ortperf env create {flavour}=={version}"
+        )
 
     def require_available(self, variant: Variant) -> Variant:
         """Raise :class:`ProviderUnavailable` before any model work if the EP cannot run."""
@@ -172,17 +228,27 @@ class OrtperfRun:
         return self._revisions[rev]
 
     def ab_reference(
-        self, model: ModelSource, marker: tuple[Any, str] | None, *, test_dir: Path, origin: str
+        self, model: ModelSource, marker: ABMarker | None, *, test_dir: Path, origin: str
     ) -> ABReference | None:
-        """What ``model`` is compared with in A/B mode: the ``ort_ab`` marker's reference or revision,
-        else ``--ortperf-ab``; None when A/B mode is off for this test."""
-        spec, rev = marker if marker is not None else (None, self.config.ab_rev)
+        """What ``model`` is compared with in A/B mode: the ``ort_ab`` marker's reference, revision or
+        interpreter, else ``--ortperf-ab`` and ``--ortperf-ab-python``; None when A/B mode is off for
+        this test."""
+        if marker is None:
+            marker, origin = ABMarker(rev=self.config.ab_rev, python=self.config.ab_python), "--ortperf-ab"
+        found = self._ab_model(model, marker, test_dir=test_dir, origin=origin)
+        return replace(found, python=marker.python) if found is not None and marker.python else found
+
+    def _ab_model(
+        self, model: ModelSource, marker: ABMarker, *, test_dir: Path, origin: str
+    ) -> ABReference | None:
+        spec, rev = marker.reference, marker.rev
         if spec is not None:
             source = self.model(spec, test_dir=test_dir, origin=origin)
             return ABReference(source.label, source)
         if not rev:
-            return None
-        revision = self.git_revision(rev, source=origin if marker is not None else "--ortperf-ab")
+            # In another runtime, the model itself is the reference.
+            return ABReference("the same model", model) if marker.python else None
+        revision = self.git_revision(rev, source=origin)
         if model.path is None:
             return ABReference(
                 f"{revision.name}:{model.label}",
@@ -416,3 +482,5 @@ class OrtperfRun:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        if self._workers is not None:
+            self._workers.close()

@@ -35,6 +35,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "failed": result.failed,
         "mode": result.mode,
         "path": result.path,
+        **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
         "decided_by": result.basis,
         "reference": (
             {

@@ -59,11 +59,6 @@ def test_a_model_changed_with_its_inputs_is_still_measured_side_by_side_on_today
     ("changes", "reason"),
     [
         ({"inputs_sha256": "f" * 64}, "the inputs changed"),
-        (
-            {"ort_version": "1.32.0", "ort_flavour": "onnxruntime"},
-            "onnxruntime changed (onnxruntime-gpu 1.31.1 -> onnxruntime 1.32.0)",
-        ),
-        ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, "onnxruntime changed"),
         ({"providers_used": ["CUDAExecutionProvider"]}, "the providers used changed"),
         ({"hardware": {"digest": "other"}}, "recorded on other hardware"),
     ],
@@ -74,6 +69,28 @@ def test_without_a_reference_to_rebuild_the_stored_figures_decide_and_say_why(
     plan = choose(RECORDED, now(**changes))
     assert plan.route is Route.STORED
     assert plan.reason.startswith(reason)
+
+
+@pytest.mark.parametrize(
+    ("changes", "model_changed"),
+    [({"ort_version": "1.32.0", "ort_flavour": "onnxruntime"}, False), ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, True)],
+    ids=["runtime", "runtime-and-model"],
+)
+def test_a_changed_runtime_is_rebuilt_in_the_recorded_one_with_a_reason_for_when_none_exists(
+    changes: dict[str, Any], model_changed: bool
+) -> None:
+    plan = choose(RECORDED, now(**changes))
+    assert plan.route is Route.SIDE_BY_SIDE
+    assert plan.runtime == ("onnxruntime-gpu", "1.31.1")
+    after = f"{changes.get('ort_flavour', 'onnxruntime-gpu')} 1.32.0"
+    assert plan.reason == f"onnxruntime changed (onnxruntime-gpu 1.31.1 -> {after})"
+    assert plan.model_changed is model_changed
+
+
+def test_a_runtime_change_on_other_hardware_is_still_measured_side_by_side() -> None:
+    plan = choose(RECORDED, now(ort_version="1.32.0", hardware={"digest": "other"}))
+    assert plan.route is Route.SIDE_BY_SIDE
+    assert plan.runtime is not None
 
 
 @pytest.mark.parametrize("key", CONTROLLED)

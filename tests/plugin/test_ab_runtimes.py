@@ -1,0 +1,179 @@
+"""A/B across ONNX Runtime environments end to end: both sides in real measuring workers.
+
+The suite's own interpreter serves as the "other" environment where a second runtime is not
+installed: the same runtime on both sides must pass. Where ``ORTPERF_TEST_OTHER_PYTHON`` names an
+interpreter with another onnxruntime (``.ci/run`` sets it for the run on the CPU wheel), a baseline
+recorded there is measured here against that runtime for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+
+from tests.models import mlp_model
+
+FAST = {"layers": 4, "width": 256}
+SLOW = {"layers": 16, "width": 256}
+QUICK = ("--ortperf-ab-budget=0.5", "--ortperf-budget=0.3", "--ortperf-max-cv=1000%")
+OTHER_PYTHON = os.environ.get("ORTPERF_TEST_OTHER_PYTHON", "")
+
+TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={{"batch": 16}})
+
+{marker}
+def test_model(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+def suite(pytester: pytest.Pytester, marker: str = "", **model: int) -> None:
+    onnx.save(mlp_model(**(model or FAST)), pytester.path / "model.onnx")
+    pytester.makepyfile(test_rt=TEST_FILE.format(marker=marker))
+
+
+def checks(pytester: pytest.Pytester) -> dict[str, list[dict[str, Any]]]:
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for check in json.loads((pytester.path / "report.json").read_text())["checks"]:
+        by_kind.setdefault(check["kind"], []).append(check)
+    return by_kind
+
+
+def this_runtime() -> str:
+    from pytest_ortperf.ort.runtime import runtime_info
+
+    return runtime_info().describe()
+
+
+def test_the_same_runtime_in_another_worker_passes_and_names_both_runtimes(pytester: pytest.Pytester) -> None:
+    suite(pytester)
+    result = pytester.runpytest(f"--ortperf-ab-python={sys.executable}", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    found = checks(pytester)
+    (latency,) = found["latency"]
+    runtime = this_runtime()
+    assert latency["path"] == f"side by side vs the same model in {runtime} ({runtime} -> {runtime})"
+    assert latency["reference"]["runtimes"] == f"{runtime} -> {runtime}"
+    assert latency["verdict"] in ("ok", "inconclusive", "not confirmed")
+    (outputs,) = found["accuracy"]  # the two runtimes' outputs, compared with the tolerances
+    assert outputs["verdict"] == "ok"
+
+
+def test_a_slower_model_than_the_reference_in_the_other_environment_fails(pytester: pytest.Pytester) -> None:
+    suite(pytester, marker=f"@pytest.mark.ort_ab('fast.onnx', python={sys.executable!r})", **SLOW)
+    onnx.save(mlp_model(**FAST), pytester.path / "fast.onnx")
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(failed=1)
+    runtime = this_runtime()
+    result.stdout.fnmatch_lines(
+        [
+            "*latency regression in test_model?cpu-*? against fast.onnx in * (same-job A/B)",
+            f"*runtimes:  {runtime} -> {runtime} (both in measuring workers)",
+            "*first measurement:*(confirmed by a second)",
+        ]
+    )
+
+
+def test_an_interpreter_that_does_not_exist_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab-python=/no/such/python")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--ortperf-ab-python: '/no/such/python' is not a Python interpreter here*"])
+
+
+def test_a_marker_naming_a_missing_interpreter_fails_its_test_only(pytester: pytest.Pytester) -> None:
+    suite(pytester, marker="@pytest.mark.ort_ab(python='envs/none/bin/python')")
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    result = pytester.runpytest(*QUICK)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ort_ab marker of test_rt.py::test_model*: python: '*envs/none/bin/python' is not*"])
+
+
+def test_an_environment_without_onnxruntime_fails_each_check_and_the_run_goes_on(
+    pytester: pytest.Pytester,
+) -> None:
+    bare = pytester.path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    suite(pytester)
+    pytester.makepyfile(
+        test_two=TEST_FILE.format(marker="").replace("def test_model", "def test_again")
+    )
+    result = pytester.runpytest(f"--ortperf-ab-python={bare}/bin/python", *QUICK)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*cannot import onnxruntime and numpy in *bare*No module named*"] * 2)
+
+
+def _record(pytester: pytest.Pytester, python: str = "") -> Path:
+    """Record the suite's baseline, in another interpreter's environment when ``python`` is given."""
+    if python:
+        done = subprocess.run(
+            [python, "-m", "pytest", "-p", "no:cacheprovider", "--ortperf-update", *QUICK],
+            cwd=pytester.path, capture_output=True, text=True,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    else:
+        pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    return pytester.path / "baselines" / "test_rt.py.json"
+
+
+def _recorded_runtime(baseline: Path, flavour: str, version: str) -> None:
+    data = json.loads(baseline.read_text())
+    for entries in data["entries"].values():
+        for entry in entries.values():
+            entry["environment"].update(ort_flavour=flavour, ort_version=version)
+    baseline.write_text(json.dumps(data, indent=1))
+
+
+def test_a_changed_runtime_without_its_environment_says_which_command_creates_one(
+    pytester: pytest.Pytester,
+) -> None:
+    suite(pytester)
+    _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    (latency,) = checks(pytester)["latency"]
+    assert latency["path"] == "stored figures"
+    assert "ortperf env create onnxruntime==1.19.2" in latency["stored_reason"]
+
+
+def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pytest.Pytester) -> None:
+    suite(pytester)
+    _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
+    env = pytester.path / ".ortperf" / "envs" / "0123456789ab"
+    (env / "bin").mkdir(parents=True)
+    # Its interpreter is this one (the runtime installed here), whatever its record claims.
+    (env / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (env / "bin" / "python").chmod(0o755)
+    (env / "ortperf-env.json").write_text(
+        json.dumps(
+            {"key": "0123456789ab", "specs": ["onnxruntime==1.19.2"], "python": sys.executable,
+             "flavour": "onnxruntime", "version": "1.19.2", "providers": ["CPUExecutionProvider"],
+             "python_version": "3", "created": "2026-11-24T00:00:00+00:00"}
+        )
+    )
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    (latency,) = checks(pytester)["latency"]
+    assert latency["path"] == "stored figures"
+    assert "ortperf env 0123456789ab claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
+
+
+@pytest.mark.skipif(not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime")
+def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(pytester: pytest.Pytester) -> None:
+    suite(pytester)
+    _record(pytester, OTHER_PYTHON)
+    result = pytester.runpytest(f"--ortperf-ab-python={OTHER_PYTHON}", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
+    (latency,) = checks(pytester)["latency"]
+    assert latency["path"].startswith(f"side by side vs the recorded runtime (--ortperf-ab-python {OTHER_PYTHON})")
+    before, _, after = latency["reference"]["runtimes"].partition(" -> ")
+    assert after == this_runtime()
+    assert before != after
