@@ -61,7 +61,9 @@ class WorkerRuntime:
 class WorkerProcess:
     """One worker: requests in order, each answered within its deadline or the worker is killed."""
 
-    def __init__(self, python: str, *, timeout_s: float, program: Path = PROGRAM) -> None:
+    def __init__(self, python: str, *, timeout_s: float, program: Path = PROGRAM, wait: bool = True) -> None:
+        """Start the worker; with ``wait`` False, :meth:`ready` (or :attr:`runtime`) waits for its
+        greeting later, so that several workers start at once."""
         self.python = python
         self.timeout_s = timeout_s
         # What the worker prints, kept for the message of a failed command; closed with the pool.
@@ -82,7 +84,19 @@ class WorkerProcess:
         reader = threading.Thread(target=self._read, name="ortperf-worker-reader", daemon=True)
         reader.start()
         _LIVE.add(self)
-        self.runtime = self._hello()
+        self._runtime: WorkerRuntime | None = None
+        if wait:
+            self.ready()
+
+    def ready(self) -> WorkerRuntime:
+        """The worker's runtime, once it has started and answered its first command."""
+        if self._runtime is None:
+            self._runtime = self._hello()
+        return self._runtime
+
+    @property
+    def runtime(self) -> WorkerRuntime:
+        return self.ready()
 
     @property
     def pid(self) -> int:
@@ -138,7 +152,7 @@ class WorkerProcess:
 
     def _hello(self) -> WorkerRuntime:
         try:
-            answer, _ = self._answer_to("hello", max(self.timeout_s, START_TIMEOUT_S))
+            answer, _ = self._answer_to("hello", max(2 * self.timeout_s, START_TIMEOUT_S))
         except WorkerError:
             self.kill()
             raise
@@ -300,6 +314,78 @@ def load(
     return LoadedModel(worker, int(answer["handle"]), providers, build_s, model.label)
 
 
+PROCESSES = 2  # worker processes per side of a comparison
+
+
+class WorkerSide:
+    """One side of a comparison in several worker processes, one session each: every round's runs
+    are split between them (or, one run a round, taken in turn), so no single process decides.
+
+    Two processes of the same runtime and model can differ by a few percent for as long as they
+    live, much as two sessions of one process can (``benchmarks/README.md``, "Across ONNX Runtime
+    versions"): code and data land at other addresses in each."""
+
+    def __init__(self, models: Sequence[LoadedModel]) -> None:
+        if not models:
+            raise ValueError("a side needs at least one loaded model")
+        self.models = tuple(models)
+        self._turn = 0
+
+    def warm_up(self, runs: int, seconds: float) -> float:
+        costs = sorted(model.warm_up(runs, seconds) for model in self.models)
+        return costs[len(costs) // 2]
+
+    def time_runs(self, count: int, expected_ns: float) -> list[int]:
+        n, first = len(self.models), self._turn
+        self._turn = (first + 1) % n
+        durations: list[int] = []
+        for step in range(min(n, count)):
+            share = count // n + (1 if step < count % n else 0)
+            durations += self.models[(first + step) % n].time_runs(share, expected_ns)
+        return durations
+
+    def outputs(self) -> dict[str, Any]:
+        return self.models[0].outputs()
+
+    @property
+    def runtime(self) -> WorkerRuntime:
+        return self.models[0].worker.runtime
+
+    def release(self) -> list[WorkerProcess]:
+        """Free the sessions; the workers that failed to answer (to be discarded)."""
+        failed = []
+        for model in self.models:
+            try:
+                model.release()
+            except WorkerError:
+                failed.append(model.worker)
+        return failed
+
+
+def load_side(
+    pool: WorkerPool,
+    python: str,
+    role: str,
+    model: ModelSource,
+    variant: Variant,
+    settings: SessionSettings,
+    feeds: Mapping[str, Any],
+    *,
+    fresh: bool = False,
+) -> WorkerSide:
+    """``model`` loaded in :data:`PROCESSES` workers of ``python`` (new processes when ``fresh``)."""
+    loaded: list[LoadedModel] = []
+    try:
+        for worker in pool.side(python, role, PROCESSES, fresh=fresh):
+            loaded.append(load(worker, model, variant, settings, feeds))
+    except WorkerError:
+        for done in loaded:
+            with contextlib.suppress(WorkerError):
+                done.release()
+        raise
+    return WorkerSide(loaded)
+
+
 class WorkerPool:
     """The run's workers, one per (interpreter, role), started on first use and restarted after a
     failure. Both sides of a comparison run in workers, so neither pays a different process cost."""
@@ -316,6 +402,24 @@ class WorkerPool:
             worker = WorkerProcess(python, timeout_s=self.timeout_s, program=self.program)
             self._workers[key] = worker
         return worker
+
+    def side(self, python: str, role: str, count: int, *, fresh: bool = False) -> list[WorkerProcess]:
+        """``count`` workers of ``python`` for one side (roles ``role-0``, ``role-1``...), started
+        together; ``fresh``: new processes in place of the ones there were."""
+        keys = [(python, f"{role}-{index}") for index in range(count)]
+        for key in keys:
+            worker = self._workers.get(key)
+            if worker is not None and (fresh or not worker.alive):
+                worker.close()
+                worker = None
+            if worker is None:
+                self._workers[key] = WorkerProcess(
+                    python, timeout_s=self.timeout_s, program=self.program, wait=False
+                )
+        workers = [self._workers[key] for key in keys]
+        for worker in workers:
+            worker.ready()
+        return workers
 
     def discard(self, worker: WorkerProcess) -> None:
         """Stop a worker that failed a command, so the next check starts a clean one."""

@@ -28,7 +28,7 @@ from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
-from pytest_ortperf.ort.workers import LoadedModel, WorkerError, load, this_python
+from pytest_ortperf.ort.workers import WorkerSide, load, load_side, this_python
 from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.reports.ci_files import ERROR
@@ -401,22 +401,27 @@ class OrtPerf:
         decided by the A/B rule; then the outputs of the two runtimes, compared with the tolerances."""
         context = self._context
         built, workers = context.built, context.run.workers
-        here, there = workers.get(this_python(), "current"), workers.get(reference.python, "reference")
-        runtimes = f"{there.runtime.describe()} -> {here.runtime.describe()}"
-        label = f"{reference.label} in {there.runtime.describe()}"
-        loaded: list[LoadedModel] = []
+        sides: list[WorkerSide] = []
 
-        def pair() -> tuple[LoadedModel, LoadedModel]:
-            current = load(here, built.model, built.variant, built.settings, inputs, instances=INSTANCES)
-            loaded.append(current)
-            other = load(
-                there, reference.model, built.variant, reference.settings, inputs, instances=INSTANCES
+        def pair(fresh: bool = False) -> tuple[WorkerSide, WorkerSide]:
+            """Both sides, each in its own worker processes (new ones for a confirmation: a process,
+            like a session, can favour its side for as long as it lives)."""
+            here = load_side(
+                workers, this_python(), "current", built.model, built.variant, built.settings, inputs,
+                fresh=fresh,
             )
-            loaded.append(other)
-            return current, other
+            sides.append(here)
+            there = load_side(
+                workers, reference.python, "reference", reference.model, built.variant, reference.settings,
+                inputs, fresh=fresh,
+            )
+            sides.append(there)
+            return here, there
 
         try:
             current, other = pair()  # built before the timing lock is taken
+            runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
+            label = f"{reference.label} in {other.runtime.describe()}"
             with context.run.timing.held():
                 result = check_ab(
                     current,
@@ -424,7 +429,7 @@ class OrtPerf:
                     key=key,
                     label=label,
                     policy=context.policy,
-                    fresh_pair=pair,
+                    fresh_pair=lambda: pair(fresh=True),
                     accept=accept,
                     runtimes=runtimes,
                 )
@@ -433,11 +438,9 @@ class OrtPerf:
                 lambda: self._compare_outputs(current.outputs(), other.outputs(), label, key), key, ACCURACY
             )
         finally:
-            for model in loaded:
-                try:
-                    model.release()
-                except WorkerError:
-                    workers.discard(model.worker)
+            for side in sides:
+                for failed in side.release():
+                    workers.discard(failed)
         return [result, outputs]
 
     def _side_by_side(
@@ -528,7 +531,7 @@ class OrtPerf:
         if rebuilt is None:
             return Reference.unavailable("the recorded model on today's inputs", why)
         if rebuilt.python:
-            worker = context.run.workers.get(rebuilt.python, "reference")
+            worker = context.run.workers.side(rebuilt.python, "reference", 1)[0]
             other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
             try:
                 outputs = other_model.outputs()

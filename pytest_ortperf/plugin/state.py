@@ -165,7 +165,7 @@ class OrtperfRun:
         configured = self.config.ab_python
         if configured:
             try:
-                if self.workers.get(configured, "reference").runtime.describe() == wanted:
+                if self.workers.side(configured, "reference", 1)[0].runtime.describe() == wanted:
                     return configured, f"--ortperf-ab-python {configured}"
             except WorkerError:
                 pass  # an unusable interpreter is reported by the checks that name it explicitly
@@ -178,7 +178,7 @@ class OrtperfRun:
             # What the environment says it holds is checked against what its worker really imports.
             where = f"ortperf env {found.key}"
             try:
-                really = self.workers.get(str(found.python), "reference").runtime.describe()
+                really = self.workers.side(str(found.python), "reference", 1)[0].runtime.describe()
             except WorkerError as exc:
                 return "", f"{where} cannot run a measuring worker: {exc}"
             if really != wanted:

@@ -58,7 +58,7 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
             (
                 f"{result.key.test_file}::{test}",
                 result.key.variant,
-                result.mode,
+                f"{result.mode} ({result.runtimes})" if result.runtimes else result.mode,
                 baseline,
                 _ms(result.current.median_ms),
                 result.change or "-",
@@ -80,7 +80,8 @@ def latency_table(
     lines = [
         f"latency on machine '{machine}' (reference and current: medians of all runs; change: the "
         "statistic that decided, current/reference with its interval; reference = the stored baseline, "
-        "or in mode a/b the reference model measured side by side)"
+        "or in mode a/b the reference measured side by side; a/b (runtimes): reference and current "
+        "in measuring workers of two ONNX Runtime environments)"
     ]
     lines += format_table(table)
     inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive"))

@@ -144,21 +144,28 @@ def test_a_changed_runtime_without_its_environment_says_which_command_creates_on
     assert "ortperf env create onnxruntime==1.19.2" in latency["stored_reason"]
 
 
-def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pytest.Pytester) -> None:
-    suite(pytester)
-    _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
-    env = pytester.path / ".ortperf" / "envs" / "0123456789ab"
+def _env(pytester: pytest.Pytester, python: str, flavour: str, version: str) -> str:
+    """An ``ortperf env`` entry of the project that claims ``flavour version``; its interpreter runs
+    ``python``. Returns its key."""
+    key = "0123456789ab"
+    env = pytester.path / ".ortperf" / "envs" / key
     (env / "bin").mkdir(parents=True)
-    # Its interpreter is this one (the runtime installed here), whatever its record claims.
-    (env / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (env / "bin" / "python").write_text(f'#!/bin/sh\nexec {python} "$@"\n')
     (env / "bin" / "python").chmod(0o755)
     (env / "ortperf-env.json").write_text(
         json.dumps(
-            {"key": "0123456789ab", "specs": ["onnxruntime==1.19.2"], "python": sys.executable,
-             "flavour": "onnxruntime", "version": "1.19.2", "providers": ["CPUExecutionProvider"],
-             "python_version": "3", "created": "2026-11-24T00:00:00+00:00"}
+            {"key": key, "specs": [f"{flavour}=={version}"], "python": python, "flavour": flavour,
+             "version": version, "providers": ["CPUExecutionProvider"], "python_version": "3",
+             "created": "2026-11-24T00:00:00+00:00"}
         )
     )
+    return key
+
+
+def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pytest.Pytester) -> None:
+    suite(pytester)
+    _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
+    _env(pytester, sys.executable, "onnxruntime", "1.19.2")  # really this runtime, whatever it claims
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
@@ -169,11 +176,72 @@ def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pyt
 @pytest.mark.skipif(not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime")
 def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(pytester: pytest.Pytester) -> None:
     suite(pytester)
-    _record(pytester, OTHER_PYTHON)
-    result = pytester.runpytest(f"--ortperf-ab-python={OTHER_PYTHON}", "--ortperf-report=report.json", *QUICK)
+    baseline = _record(pytester, OTHER_PYTHON)
+    entry = next(iter(next(iter(json.loads(baseline.read_text())["entries"].values())).values()))
+    recorded = entry["environment"]["ort_flavour"], entry["environment"]["ort_version"]
+    key = _env(pytester, OTHER_PYTHON, *recorded)
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=1)
-    (latency,) = checks(pytester)["latency"]
-    assert latency["path"].startswith(f"side by side vs the recorded runtime (--ortperf-ab-python {OTHER_PYTHON})")
-    before, _, after = latency["reference"]["runtimes"].partition(" -> ")
-    assert after == this_runtime()
-    assert before != after
+    found = checks(pytester)
+    (latency,) = found["latency"]
+    other = " ".join(recorded)
+    assert latency["path"] == (
+        f"side by side vs the recorded runtime (ortperf env {key}) in {other} ({other} -> {this_runtime()})"
+    )
+    assert other != this_runtime()
+    assert any(check["verdict"] == "ok" for check in found["accuracy"])  # the two runtimes agree on it
+
+
+LINGER_FILE = """
+import os, pathlib, signal
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={{"batch": 16}})
+
+
+def workers():
+    \"\"\"Measuring workers whose parent is this pytest process.\"\"\"
+    found = []
+    for entry in pathlib.Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"worker_program.py" in command:
+            found.append(entry.name)
+    return found
+
+
+def test_model(ort_perf):
+    ort_perf.check_latency()
+    pathlib.Path("workers.txt").write_text(" ".join(workers()))
+    if {kill!r}:
+        os.kill(os.getpid(), signal.SIGKILL)  # the pytest process dies, its run unfinished
+"""
+
+
+def _gone(pid: str) -> bool:
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
+@pytest.mark.parametrize("kill", [False, True], ids=["run-ends", "pytest-killed"])
+def test_workers_never_outlive_the_pytest_run(pytester: pytest.Pytester, kill: bool) -> None:
+    import time
+
+    onnx.save(mlp_model(**FAST), pytester.path / "model.onnx")
+    pytester.makepyfile(test_linger=LINGER_FILE.format(kill=kill))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--ortperf-ab-python={sys.executable}", *QUICK],
+        cwd=pytester.path, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == (-9 if kill else 0), done.stdout + done.stderr
+    pids = (pytester.path / "workers.txt").read_text().split()
+    assert len(pids) == 2  # the current side's worker and the reference side's
+    deadline = time.monotonic() + 10
+    while not all(map(_gone, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(map(_gone, pids))

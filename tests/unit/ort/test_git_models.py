@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import ModelError, UsageError
 from pytest_ortperf.ort.git_models import LFS_POINTER, GitRevision, read_blob
 from pytest_ortperf.ort.models import ModelResolver, git_blob_id
-from pytest_ortperf.plugin.config import ab_marker, build_config, thresholds_for
+from pytest_ortperf.plugin.config import ABMarker, ab_marker, build_config, thresholds_for
 from pytest_ortperf.plugin.options import OPTIONS
 from tests.models import mlp_model
 from tests.unit.plugin.test_config import FakeConfig
@@ -191,17 +193,41 @@ ORIGIN = "ort_ab marker of tests/test_m.py::test_a"
 
 
 def test_ab_marker_positional_reference() -> None:
-    assert ab_marker(("x.onnx",), {}, origin=ORIGIN) == ("x.onnx", "")
+    assert ab_marker(("x.onnx",), {}, origin=ORIGIN) == ABMarker("x.onnx")
 
 
 def test_ab_marker_reference_keyword_and_model_proto() -> None:
     proto = mlp_model(1, 4)
-    assert ab_marker((), {"reference": proto}, origin=ORIGIN) == (proto, "")
+    assert ab_marker((), {"reference": proto}, origin=ORIGIN) == ABMarker(proto)
 
 
 def test_ab_marker_rev_is_stripped() -> None:
-    assert ab_marker((), {"rev": "HEAD"}, origin=ORIGIN) == (None, "HEAD")
-    assert ab_marker((), {"rev": " origin/main "}, origin=ORIGIN) == (None, "origin/main")
+    assert ab_marker((), {"rev": "HEAD"}, origin=ORIGIN) == ABMarker(rev="HEAD")
+    assert ab_marker((), {"rev": " origin/main "}, origin=ORIGIN) == ABMarker(rev="origin/main")
+
+
+def test_ab_marker_python_alone_or_with_a_reference_or_a_revision(tmp_path: Path) -> None:
+    python = sys.executable
+    assert ab_marker((), {"python": python}, origin=ORIGIN) == ABMarker(python=python)
+    assert ab_marker(("x.onnx",), {"python": python}, origin=ORIGIN) == ABMarker("x.onnx", python=python)
+    assert ab_marker((), {"rev": "HEAD", "python": python}, origin=ORIGIN) == ABMarker(rev="HEAD", python=python)
+    # A relative path is relative to rootdir; a bare name is looked up on PATH.
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "python").symlink_to(python)
+    found = ab_marker((), {"python": "envs/python"}, origin=ORIGIN, rootdir=tmp_path)
+    assert found.python == str(tmp_path / "envs" / "python")
+    assert ab_marker((), {"python": "sh"}, origin=ORIGIN).python == shutil.which("sh")
+
+
+@pytest.mark.parametrize("python", ["envs/none/bin/python", "/no/such/python", "no-such-command-here", "."])
+def test_ab_marker_python_must_be_an_interpreter_here(python: str, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=rf"^{ORIGIN}: python: '.*' is not a Python interpreter here .*ortperf env create"):
+        ab_marker((), {"python": python}, origin=ORIGIN, rootdir=tmp_path)
+
+
+def test_ab_marker_python_of_the_wrong_type() -> None:
+    with pytest.raises(UsageError, match=r"ort_ab python must be a path to an interpreter, got 3"):
+        ab_marker((), {"python": 3}, origin=ORIGIN)
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,15 @@ from pytest_ortperf.ort.models import ModelResolver, ModelSource
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.ort.workers import WorkerError, WorkerPool, WorkerProcess, load
+from pytest_ortperf.ort.workers import (
+    PROCESSES,
+    WorkerError,
+    WorkerPool,
+    WorkerProcess,
+    WorkerSide,
+    load,
+    load_side,
+)
 from tests.models import mlp_model
 
 CPU_ALL = Variant(resolve_provider("cpu", source="test"), OptLevel.ALL)
@@ -238,3 +246,54 @@ def test_a_worker_never_outlives_a_killed_parent(tmp_path: Path, busy: bool) -> 
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _gone(pid)
+
+
+class _StandInModel:
+    """A loaded model's interface, recording what it was asked (pure splitting logic)."""
+
+    def __init__(self, name: str, cost: float, fail_release: bool = False) -> None:
+        self.name, self.cost, self.fail_release = name, cost, fail_release
+        self.asked: list[int] = []
+        self.worker = name
+
+    def warm_up(self, runs: int, seconds: float) -> float:
+        return self.cost
+
+    def time_runs(self, count: int, expected_ns: float) -> list[int]:
+        self.asked.append(count)
+        return [int(self.cost)] * count
+
+    def release(self) -> None:
+        if self.fail_release:
+            raise WorkerError("gone")
+
+
+def test_a_side_splits_each_round_between_its_processes_and_takes_turns() -> None:
+    a, b = _StandInModel("a", 100.0), _StandInModel("b", 300.0, fail_release=True)
+    side = WorkerSide([a, b])  # type: ignore[list-item]
+    assert side.warm_up(5, 0.1) == 300.0  # the upper median of the processes' costs
+    assert len(side.time_runs(5, 1.0)) == 5
+    assert (a.asked, b.asked) == ([3], [2])
+    side.time_runs(5, 1.0)  # the other process goes first, and takes the larger share
+    assert (a.asked, b.asked) == ([3, 2], [2, 3])
+    side.time_runs(1, 1.0)
+    side.time_runs(1, 1.0)  # one run a round: the processes take turns
+    assert (a.asked[2:], b.asked[2:]) == ([1], [1])
+    assert side.release() == ["b"]  # the worker that could not free its session, to be discarded
+
+
+def test_a_side_loads_in_two_processes_and_fresh_ones_replace_them(tmp_path: Path) -> None:
+    pool = WorkerPool(timeout_s=30)
+    try:
+        source = _source(mlp_model(2, 16), tmp_path)
+        side = load_side(pool, sys.executable, "current", source, CPU_ALL, SessionSettings(), FEEDS)
+        first = {model.worker.pid for model in side.models}
+        assert len(first) == PROCESSES == 2
+        assert side.outputs()["y"].shape == (4, 16)
+        again = load_side(pool, sys.executable, "current", source, CPU_ALL, SessionSettings(), FEEDS)
+        assert {model.worker.pid for model in again.models} == first  # reused within a run
+        fresh = load_side(pool, sys.executable, "current", source, CPU_ALL, SessionSettings(), FEEDS, fresh=True)
+        assert not {model.worker.pid for model in fresh.models} & first
+        assert all(map(_gone, first))
+    finally:
+        pool.close()
