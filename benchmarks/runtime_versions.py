@@ -51,11 +51,12 @@ from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.sessions import BuiltSession  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
 from pytest_ortperf.ort.workers import (  # noqa: E402
+    SideSpec,
     WorkerPool,
     WorkerProcess,
     WorkerSide,
     load,
-    load_side,
+    load_pair,
 )
 from pytest_ortperf.store.keys import CheckKey  # noqa: E402
 from pytest_ortperf.store.machine import detect_machine  # noqa: E402
@@ -210,10 +211,9 @@ def _across_workers(models: Models, name: str, policy: CheckPolicy, python: str)
         variant = Variant(CPU, OptLevel.ALL)
 
         def pair(new: bool = False) -> tuple[WorkerSide, WorkerSide]:
-            settings = SessionSettings()
-            current = load_side(pool, python, "current", source[name], variant, settings, inputs, fresh=new)
-            other = load_side(pool, python, "reference", source["base"], variant, settings, inputs, fresh=new)
-            return current, other
+            current = SideSpec(python, source[name], SessionSettings())
+            reference = SideSpec(python, source["base"], SessionSettings())
+            return load_pair(pool, current, reference, variant, inputs, fresh=new)
 
         current, other = pair()
         return check_ab(
@@ -282,15 +282,18 @@ def gate_table(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def bias(python: str, pairs: int, repeats: int, out: Path) -> str:
+def bias(python: str, pairs: int, repeats: int, out: Path, *, swap: bool = False, families: str = "") -> str:
     """A/A across worker processes: ``pairs`` pairs of fresh workers, each pair measured ``repeats``
     times (fresh sessions in the same processes each time). A ratio that repeats within a pair and
-    differs between pairs is a bias of the process, which fresh sessions cannot remove."""
+    differs between pairs is a bias of the process, which fresh sessions cannot remove. ``swap``:
+    the reference side's process is started, and its model loaded, first."""
     policy = CheckPolicy()
     root = out.parent / "runtime_versions_models"
     root.mkdir(parents=True, exist_ok=True)
     rows = []
     for family in FAMILIES:
+        if families and family.name not in families.split(","):
+            continue
         models = Models(family, root)
         source = ModelResolver(models.root).resolve(models.paths["base"], test_dir=models.root, origin="b")
         _, built = fresh(models, "base")
@@ -298,12 +301,16 @@ def bias(python: str, pairs: int, repeats: int, out: Path) -> str:
                                  InputOptions(dims={"batch": models.family.batch})))
         variant = Variant(CPU, OptLevel.ALL)
         for pair in range(pairs):
-            here, there = WorkerProcess(python, timeout_s=300), WorkerProcess(python, timeout_s=300)
+            started = [WorkerProcess(python, timeout_s=300) for _ in range(2)]
+            here, there = started[::-1] if swap else started
             ratios = []
             try:
                 for _ in range(repeats):
+                    if swap:
+                        other = load(there, source, variant, SessionSettings(), inputs, instances=INSTANCES)
                     current = load(here, source, variant, SessionSettings(), inputs, instances=INSTANCES)
-                    other = load(there, source, variant, SessionSettings(), inputs, instances=INSTANCES)
+                    if not swap:
+                        other = load(there, source, variant, SessionSettings(), inputs, instances=INSTANCES)
                     estimate = judge_pair(measure_pair(current, other, policy.ab), threshold=0.03).estimate
                     ratios.append(estimate.ratio)
                     current.release()
@@ -331,6 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=17, help="gate: trials per family and condition")
     parser.add_argument("--in-process-trials", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=6, help="bias: pairs of worker processes per family")
+    parser.add_argument("--swap", action="store_true", help="bias: start and load the reference side first")
+    parser.add_argument("--families", default="", help="bias: comma-separated families (default: all)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/runtime_versions.json"))
     args = parser.parse_args(argv)
     machine = detect_machine()
@@ -344,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("versions needs --reference")
         table = versions(args.reference, args.current, args.out)
     elif args.part == "bias":
-        table = bias(args.current, args.pairs, 3, args.out)
+        table = bias(args.current, args.pairs, 3, args.out, swap=args.swap, families=args.families)
     else:
         table = gate(args.current, args.trials, args.in_process_trials, args.out)
     header = [

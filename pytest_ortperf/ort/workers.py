@@ -362,28 +362,53 @@ class WorkerSide:
         return failed
 
 
-def load_side(
+@dataclass(frozen=True)
+class SideSpec:
+    """What one side of a comparison runs: which interpreter, which model, under which settings."""
+
+    python: str
+    model: ModelSource
+    settings: SessionSettings
+
+
+def abba(processes: int) -> list[tuple[str, int]]:
+    """The order in which the two sides' workers start and load: current, reference, reference,
+    current... The worker started and loaded first ran a memory-bound model about 2% slower than the
+    one after it, in every one of twelve pairs, and the sign flipped with the order
+    (``benchmarks/README.md``, "Across ONNX Runtime versions"); in this order each side gets as many
+    early workers as late ones."""
+    order: list[tuple[str, int]] = []
+    for index in range(processes):
+        roles = ("current", "reference") if index % 2 == 0 else ("reference", "current")
+        order += [(role, index) for role in roles]
+    return order
+
+
+def load_pair(
     pool: WorkerPool,
-    python: str,
-    role: str,
-    model: ModelSource,
+    current: SideSpec,
+    reference: SideSpec,
     variant: Variant,
-    settings: SessionSettings,
     feeds: Mapping[str, Any],
     *,
     fresh: bool = False,
-) -> WorkerSide:
-    """``model`` loaded in :data:`PROCESSES` workers of ``python`` (new processes when ``fresh``)."""
-    loaded: list[LoadedModel] = []
+) -> tuple[WorkerSide, WorkerSide]:
+    """Both sides of a comparison, each in :data:`PROCESSES` workers with one session, started and
+    loaded in :func:`abba` order; ``fresh``: new processes in place of the run's."""
+    specs = {"current": current, "reference": reference}
+    order = abba(PROCESSES)
+    workers = pool.start([(specs[role].python, f"{role}-{index}") for role, index in order], fresh=fresh)
+    loaded: dict[str, list[LoadedModel]] = {"current": [], "reference": []}
     try:
-        for worker in pool.side(python, role, PROCESSES, fresh=fresh):
-            loaded.append(load(worker, model, variant, settings, feeds))
+        for (role, _), worker in zip(order, workers, strict=True):
+            spec = specs[role]
+            loaded[role].append(load(worker, spec.model, variant, spec.settings, feeds))
     except WorkerError:
-        for done in loaded:
+        for model in (*loaded["current"], *loaded["reference"]):
             with contextlib.suppress(WorkerError):
-                done.release()
+                model.release()
         raise
-    return WorkerSide(loaded)
+    return WorkerSide(loaded["current"]), WorkerSide(loaded["reference"])
 
 
 class WorkerPool:
@@ -404,9 +429,12 @@ class WorkerPool:
         return worker
 
     def side(self, python: str, role: str, count: int, *, fresh: bool = False) -> list[WorkerProcess]:
-        """``count`` workers of ``python`` for one side (roles ``role-0``, ``role-1``...), started
-        together; ``fresh``: new processes in place of the ones there were."""
-        keys = [(python, f"{role}-{index}") for index in range(count)]
+        """``count`` workers of ``python`` for one side (roles ``role-0``, ``role-1``...)."""
+        return self.start([(python, f"{role}-{index}") for index in range(count)], fresh=fresh)
+
+    def start(self, keys: Sequence[tuple[str, str]], *, fresh: bool = False) -> list[WorkerProcess]:
+        """The workers for these (interpreter, role) keys, started together in this order (those not
+        yet running); ``fresh``: new processes in place of the ones there were."""
         for key in keys:
             worker = self._workers.get(key)
             if worker is not None and (fresh or not worker.alive):
@@ -414,7 +442,7 @@ class WorkerPool:
                 worker = None
             if worker is None:
                 self._workers[key] = WorkerProcess(
-                    python, timeout_s=self.timeout_s, program=self.program, wait=False
+                    key[0], timeout_s=self.timeout_s, program=self.program, wait=False
                 )
         workers = [self._workers[key] for key in keys]
         for worker in workers:

@@ -28,7 +28,7 @@ from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
-from pytest_ortperf.ort.workers import WorkerSide, load, load_side, this_python
+from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load, load_pair, this_python
 from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.reports.ci_files import ERROR
@@ -401,21 +401,15 @@ class OrtPerf:
         decided by the A/B rule; then the outputs of the two runtimes, compared with the tolerances."""
         context = self._context
         built, workers = context.built, context.run.workers
+        this_side = SideSpec(this_python(), built.model, built.settings)
+        other_side = SideSpec(reference.python, reference.model, reference.settings)
         sides: list[WorkerSide] = []
 
         def pair(fresh: bool = False) -> tuple[WorkerSide, WorkerSide]:
             """Both sides, each in its own worker processes (new ones for a confirmation: a process,
             like a session, can favour its side for as long as it lives)."""
-            here = load_side(
-                workers, this_python(), "current", built.model, built.variant, built.settings, inputs,
-                fresh=fresh,
-            )
-            sides.append(here)
-            there = load_side(
-                workers, reference.python, "reference", reference.model, built.variant, reference.settings,
-                inputs, fresh=fresh,
-            )
-            sides.append(there)
+            here, there = load_pair(workers, this_side, other_side, built.variant, inputs, fresh=fresh)
+            sides.extend((here, there))
             return here, there
 
         try:

@@ -28,12 +28,14 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from pytest_ortperf.ort.workers import (
     PROCESSES,
+    SideSpec,
     WorkerError,
     WorkerPool,
     WorkerProcess,
     WorkerSide,
+    abba,
     load,
-    load_side,
+    load_pair,
 )
 from tests.models import mlp_model
 
@@ -282,18 +284,30 @@ def test_a_side_splits_each_round_between_its_processes_and_takes_turns() -> Non
     assert side.release() == ["b"]  # the worker that could not free its session, to be discarded
 
 
-def test_a_side_loads_in_two_processes_and_fresh_ones_replace_them(tmp_path: Path) -> None:
+def test_the_workers_of_two_sides_start_in_abba_order() -> None:
+    assert abba(2) == [("current", 0), ("reference", 0), ("reference", 1), ("current", 1)]
+    assert abba(1) == [("current", 0), ("reference", 0)]
+    order = abba(4)
+    for role in ("current", "reference"):  # as many early places as late ones
+        places = [i for i, (r, _) in enumerate(order) if r == role]
+        assert sum(places) == sum(range(len(order))) / 2
+
+
+def test_each_side_loads_in_two_processes_and_fresh_ones_replace_them(tmp_path: Path) -> None:
     pool = WorkerPool(timeout_s=30)
     try:
-        source = _source(mlp_model(2, 16), tmp_path)
-        side = load_side(pool, sys.executable, "current", source, CPU_ALL, SessionSettings(), FEEDS)
-        first = {model.worker.pid for model in side.models}
-        assert len(first) == PROCESSES == 2
-        assert side.outputs()["y"].shape == (4, 16)
-        again = load_side(pool, sys.executable, "current", source, CPU_ALL, SessionSettings(), FEEDS)
-        assert {model.worker.pid for model in again.models} == first  # reused within a run
-        fresh = load_side(pool, sys.executable, "current", source, CPU_ALL, SessionSettings(), FEEDS, fresh=True)
-        assert not {model.worker.pid for model in fresh.models} & first
-        assert all(map(_gone, first))
+        small = SideSpec(sys.executable, _source(mlp_model(2, 16), tmp_path), SessionSettings())
+        big = SideSpec(sys.executable, _source(mlp_model(6, 16), tmp_path), SessionSettings())
+        current, reference = load_pair(pool, small, big, CPU_ALL, FEEDS)
+        pids = {side: {m.worker.pid for m in side.models} for side in (current, reference)}
+        assert len(pids[current]) == len(pids[reference]) == PROCESSES == 2
+        assert not pids[current] & pids[reference]
+        np.testing.assert_array_equal(current.outputs()["y"], current.models[1].outputs()["y"])
+        again, _ = load_pair(pool, small, big, CPU_ALL, FEEDS)
+        assert {m.worker.pid for m in again.models} == pids[current]  # reused within a run
+        fresh, fresh_reference = load_pair(pool, small, big, CPU_ALL, FEEDS, fresh=True)
+        new = {m.worker.pid for m in (*fresh.models, *fresh_reference.models)}
+        assert not new & (pids[current] | pids[reference])
+        assert all(map(_gone, pids[current] | pids[reference]))
     finally:
         pool.close()
