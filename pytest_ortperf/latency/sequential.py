@@ -1,0 +1,70 @@
+"""Sequential side-by-side measurement: stop as soon as the verdict cannot change.
+
+A side-by-side check plans its rounds for its whole budget, but looks at the paired ratios at a
+few planned points (:data:`LOOKS`, cut to the rounds planned, the last look at the end). At each
+look the ratios so far get the sign-test interval for their median at the look's confidence,
+and the A/B rule (``latency.decision.decide``) says what it says: ``ok`` (the interval rules out
+a slowdown beyond the threshold), ``regression`` or ``improved`` end the measurement; only
+``inconclusive`` goes on to the next look. At the last look ``inconclusive`` is the verdict. The
+budget is a maximum, spent only when the change sits near the threshold.
+
+Error under repeated looks: each of the K looks uses confidence ``1 - alpha / K`` (Bonferroni).
+The chance that some look calls a regression that is not there is then at most the sum over the
+looks, ``alpha``, whatever the noise and however the looks depend on each other; the same holds
+for a missed regression called ``ok``. The price is a wider interval at every look than one
+look would have. ``tests/unit/latency/test_sequential.py`` measures both rates by simulation,
+and shows what the unadjusted looks would cost.
+
+Plain logic, no pytest: ``latency.paired.measure_pair`` calls :func:`verdict_at` at each look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_ortperf.latency.decision import Comparison, Verdict, decide
+from pytest_ortperf.latency.paired import AB_STATISTIC, paired_interval
+
+# Planned looks (rounds so far). The first is the fewest rounds whose sign-test interval at the
+# adjusted confidence of four looks (99.75%) is not the whole range.
+LOOKS = (10, 16, 24, 40)
+FINAL = (Verdict.OK, Verdict.REGRESSION, Verdict.IMPROVED)
+
+
+def looks_for(rounds: int, planned: Sequence[int] = LOOKS) -> tuple[int, ...]:
+    """The looks of a measurement of ``rounds`` rounds: the planned ones before it, then its end."""
+    if rounds < 1:
+        raise ValueError("a measurement has at least one round")
+    return (*(n for n in planned if n < rounds), rounds)
+
+
+def look_confidence(confidence: float, looks: int) -> float:
+    """The confidence of each of ``looks`` looks that keeps the error of all of them at ``1 - confidence``."""
+    return 1.0 - (1.0 - confidence) / max(1, looks)
+
+
+def verdict_at(
+    ratios: Sequence[float], *, threshold: float, confidence: float, look: int, looks: int
+) -> Comparison:
+    """The A/B verdict on the ratios so far, at look ``look`` (1-based) of ``looks``."""
+    adjusted = look_confidence(confidence, looks)
+    estimate = paired_interval(ratios, adjusted)
+    if looks == 1:
+        statistic = f"{AB_STATISTIC} over {len(ratios)} rounds"
+    else:
+        statistic = (
+            f"{AB_STATISTIC} over {len(ratios)} rounds, look {look} of {looks} "
+            f"({adjusted:.2%} each, {confidence:.0%} over all looks)"
+        )
+    return Comparison(
+        estimate=estimate,
+        threshold=threshold,
+        verdict=decide(estimate, threshold),
+        mode="a/b",
+        statistic=statistic,
+    )
+
+
+def stops(comparison: Comparison) -> bool:
+    """Whether more rounds could not change this look's verdict (it is not ``inconclusive``)."""
+    return comparison.verdict in FINAL
