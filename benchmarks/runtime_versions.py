@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
 import json
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,15 +39,14 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.conditions import Sampler, code_state, loadavg  # noqa: E402
-from benchmarks.gate_paths import FAMILIES, Models, fresh  # noqa: E402
+from benchmarks.gate_paths import FAMILIES, Models, fresh, side_by_side  # noqa: E402
 from pytest_ortperf.checks.latency import check_ab  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
-from pytest_ortperf.latency.paired import INSTANCES, alternating, judge_pair, measure_pair  # noqa: E402
+from pytest_ortperf.latency.paired import INSTANCES, judge_pair, measure_pair  # noqa: E402
 from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver, ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
-from pytest_ortperf.ort.sessions import BuiltSession  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
 from pytest_ortperf.ort.workers import (  # noqa: E402
     SideSpec,
@@ -170,33 +168,6 @@ def versions(reference: str, current: str, out: Path) -> str:
     return "\n".join(lines)
 
 
-def _in_process(models: Models, name: str, policy: CheckPolicy) -> Any:
-    """In-process A/B of ``name`` against the base model, as ``OrtPerf._side_by_side`` runs it."""
-    pool, built = fresh(models, name)
-    ref_pool, reference = fresh(models, "base")
-    try:
-        inputs = dict(load_feeds(built.model, specs_from_session(built.session),
-                                 InputOptions(dims={"batch": models.family.batch})))
-
-        def side(*sessions: BuiltSession) -> Callable[[], object]:
-            return alternating([functools.partial(b.session.run, None, inputs) for b in sessions])
-
-        def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
-            return (
-                side(*(pool.fresh(built) for _ in range(INSTANCES))),
-                side(*(ref_pool.fresh(reference) for _ in range(INSTANCES))),
-            )
-
-        return check_ab(
-            side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1))),
-            side(reference, *(ref_pool.fresh(reference) for _ in range(INSTANCES - 1))),
-            key=KEY, label="base", policy=policy, fresh_pair=fresh_pair,
-        )
-    finally:
-        pool.close()
-        ref_pool.close()
-
-
 def _across_workers(models: Models, name: str, policy: CheckPolicy, python: str) -> Any:
     """The same check with each side in measuring workers of ``python``, as ``OrtPerf._across_runtimes``
     runs it: ``PROCESSES`` workers a side, a regression confirmed in new ones. New workers per check,
@@ -241,7 +212,7 @@ def gate(python: str, trials: int, in_process_trials: int, out: Path) -> str:
             if where == "workers":
                 result = _across_workers(models, name, policy, python)
             else:
-                result = _in_process(models, name, policy)
+                result = side_by_side(models, name, None, policy)  # as OrtPerf._side_by_side runs it
             elapsed = time.perf_counter() - started
             decisive = result.decisive
             results.append(

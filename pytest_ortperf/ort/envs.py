@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pytest_ortperf.errors import OrtperfError, UsageError
+from pytest_ortperf.ort.worker_program import FLAVOURS
 
 METADATA_FILE = "ortperf-env.json"
 PROJECT_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
@@ -45,8 +46,7 @@ _EXAMPLE = "onnxruntime==1.31.1"
 _PROBE = r"""
 import importlib.metadata as md, json, platform, re
 import onnxruntime
-KNOWN = {"onnxruntime", "onnxruntime-gpu", "onnxruntime-directml", "onnxruntime-openvino",
-         "onnxruntime-qnn", "onnxruntime-rocm", "onnxruntime-migraphx", "onnxruntime-training"}
+KNOWN = set(FLAVOURS)
 dists = set()
 for dist in md.distributions():
     name = re.sub(r"[-_.]+", "-", dist.metadata["Name"] or "").lower()
@@ -61,7 +61,7 @@ print(json.dumps({
     "providers": [str(p) for p in onnxruntime.get_available_providers()],
     "distributions": sorted(dists),
 }))
-"""
+""".replace("FLAVOURS", repr(FLAVOURS))
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,11 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from pytest_ortperf.errors import OnnxRuntimeMissing
+from pytest_ortperf.ort.worker_program import FLAVOURS
 
-# Distributions that install the `onnxruntime` import package.
-ORT_DISTRIBUTIONS = (
-    "onnxruntime",
-    "onnxruntime-gpu",
-    "onnxruntime-directml",
-    "onnxruntime-openvino",
-    "onnxruntime-qnn",
-    "onnxruntime-rocm",
-    "onnxruntime-migraphx",
-    "onnxruntime-training",
-)
+# Distributions that install the `onnxruntime` import package (the measuring worker, which cannot
+# import this package, keeps the list).
+ORT_DISTRIBUTIONS = FLAVOURS
 
 MISSING_MESSAGE = (
     "pytest-ortperf needs ONNX Runtime, and neither 'onnxruntime-gpu' nor 'onnxruntime' is "

@@ -36,8 +36,8 @@ from typing import IO, Any
 MAX_HEADER = 64 * 1024 * 1024
 PROTOCOL = 1
 _LENGTH = struct.Struct(">I")
-# Distributions that install the `onnxruntime` import package (as ``ort/runtime.py`` lists them).
-_FLAVOURS = (
+# Distributions that install the `onnxruntime` import package (``ort/runtime.py`` uses this list).
+FLAVOURS = (
     "onnxruntime",
     "onnxruntime-gpu",
     "onnxruntime-directml",
@@ -145,7 +145,7 @@ def _runtime(ort: Any) -> dict[str, Any]:
         from importlib import metadata
 
         found = []
-        for name in _FLAVOURS:
+        for name in FLAVOURS:
             try:
                 found.append([name, metadata.version(name)])
             except metadata.PackageNotFoundError:
