@@ -10,11 +10,13 @@ import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pytest_ortperf.checks.paths import nothing_changed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.latency import sequential
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
@@ -221,7 +223,7 @@ def check_ab(
     key: CheckKey,
     label: str,
     policy: CheckPolicy,
-    measure_fn: Callable[[Side, Side, MeasureSettings], PairedRounds] = measure_pair,
+    measure_fn: Callable[[Side, Side, MeasureSettings], PairedRounds] | None = None,
     fresh_pair: Callable[[], tuple[Side, Side]] | None = None,
     accept: str = "",
     runtimes: str = "",
@@ -232,15 +234,27 @@ def check_ab(
     A regression is measured again before it fails the test, on ``fresh_pair()`` when given: new
     sessions of both sides, so that the placement of one pair of sessions in memory, which can
     favour one side by a few percent for as long as they live, cannot decide twice. ``accept``:
-    the command that accepts the new latency, when the reference is a recorded baseline's."""
-    rounds = measure_fn(current, reference, policy.ab)
-    comparison = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
+    the command that accepts the new latency, when the reference is a recorded baseline's.
+
+    With ``policy.sequential`` both measurements stop at the first look whose verdict more rounds
+    could not change (``latency.sequential``); the budget is then a maximum."""
+    threshold, confidence = policy.ab_threshold, policy.confidence
+
+    def measured(current: Side, reference: Side) -> tuple[PairedRounds, Comparison]:
+        if policy.sequential:
+            rounds = (measure_fn or partial(sequential.measure, threshold=threshold, confidence=confidence))(
+                current, reference, policy.ab
+            )
+            return rounds, sequential.judge(rounds, threshold=threshold, confidence=confidence)
+        rounds = (measure_fn or measure_pair)(current, reference, policy.ab)
+        return rounds, judge_pair(rounds, threshold=threshold, confidence=confidence)
+
+    rounds, comparison = measured(current, reference)
     confirmation = None
     if comparison.verdict is Verdict.REGRESSION:
         if fresh_pair is not None:
             current, reference = fresh_pair()
-        rounds = measure_fn(current, reference, policy.ab)
-        confirmation = judge_pair(rounds, threshold=policy.ab_threshold, confidence=policy.confidence)
+        rounds, confirmation = measured(current, reference)
     status, failed = settle(comparison, confirmation, policy)
     result = LatencyResult(
         key=key,

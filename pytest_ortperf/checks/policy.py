@@ -26,6 +26,7 @@ class CheckPolicy:
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     ab_threshold: float = 0.03
     ab: MeasureSettings = AB_SETTINGS
+    sequential: bool = True  # side by side: stop at the first look that decides (latency.sequential)
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift
     update_missing: bool = False  # under update: record only entries this hardware lacks
 

@@ -45,6 +45,11 @@ class PairedRounds:
     current: LatencyStats
     reference: LatencyStats
     current_first: tuple[bool, ...]
+    planned: int = 0  # the rounds planned; more than measured when a sequential look stopped early
+
+    @property
+    def planned_rounds(self) -> int:
+        return max(self.planned, len(self.current_first))
 
     @property
     def current_ms(self) -> tuple[float, ...]:
@@ -131,26 +136,45 @@ def measure_pair(
     *,
     rng: random.Random | None = None,
     clock: Clock = time.perf_counter_ns,
+    looks: Callable[[int], Sequence[int]] | None = None,
+    stop: Callable[[PairedRounds], bool] | None = None,
 ) -> PairedRounds:
     """Warm both up, then time interleaved rounds, half of them in each order, shuffled.
 
     Each side is a callable timed here, or a :class:`TimedSide` that times its own runs (a worker
-    process): the rounds are planned, ordered and judged the same way."""
+    process): the rounds are planned, ordered and judged the same way. With ``looks`` (the round
+    counts to look at, given the rounds planned) and ``stop``, the measurement ends at the first
+    look where ``stop`` says the rounds so far decide (``latency.sequential``); the order is
+    balanced within each stretch between looks, so every look sees half the rounds each way."""
     rng = rng or random.Random()
     sides = {True: as_timed(current, clock), False: as_timed(reference, clock)}  # keyed by "is current"
     cost = {False: sides[False].warm_up(settings.warmup_runs, settings.warmup_s)}
     cost[True] = sides[True].warm_up(settings.warmup_runs, settings.warmup_s)
     rounds, runs = plan_pair(cost[True], cost[False], settings)
+    points = sorted({n for n in (looks(rounds) if looks is not None else ()) if 0 < n < rounds} | {rounds})
     samples: dict[bool, list[int]] = {True: [], False: []}
-    # Balanced: exactly half the rounds (rounded down) start with the current model, in random order.
-    firsts = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
-    rng.shuffle(firsts)
+    firsts: list[bool] = []
+    done = 0
     with gc_paused():
-        for current_first in firsts:
-            for is_current in (current_first, not current_first):
-                samples[is_current] += sides[is_current].time_runs(runs, cost[is_current])
-    sizes = [runs] * rounds
-    return PairedRounds(summarize(samples[True], sizes), summarize(samples[False], sizes), tuple(firsts))
+        for point in points:
+            # Balanced: half the stretch's rounds (rounded down) start with the current model, shuffled.
+            stretch = [True] * ((point - done) // 2) + [False] * ((point - done) - (point - done) // 2)
+            rng.shuffle(stretch)
+            for current_first in stretch:
+                for is_current in (current_first, not current_first):
+                    samples[is_current] += sides[is_current].time_runs(runs, cost[is_current])
+            firsts += stretch
+            done = point
+            if stop is not None and point < rounds and stop(_paired(samples, runs, firsts, rounds)):
+                break
+    return _paired(samples, runs, firsts, rounds)
+
+
+def _paired(samples: dict[bool, list[int]], runs: int, firsts: list[bool], planned: int) -> PairedRounds:
+    sizes = [runs] * len(firsts)
+    return PairedRounds(
+        summarize(samples[True], sizes), summarize(samples[False], sizes), tuple(firsts), planned=planned
+    )
 
 
 def sign_test_rank(n: int, confidence: float) -> int:

@@ -20,10 +20,12 @@ Plain logic, no pytest: ``latency.paired.measure_pair`` calls :func:`verdict_at`
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from pytest_ortperf.latency.decision import Comparison, Verdict, decide
-from pytest_ortperf.latency.paired import AB_STATISTIC, paired_interval
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.paired import AB_STATISTIC, PairedRounds, Side, measure_pair, paired_interval
 
 # Planned looks (rounds so far). The first is the fewest rounds whose sign-test interval at the
 # adjusted confidence of four looks (99.75%) is not the whole range.
@@ -68,3 +70,41 @@ def verdict_at(
 def stops(comparison: Comparison) -> bool:
     """Whether more rounds could not change this look's verdict (it is not ``inconclusive``)."""
     return comparison.verdict in FINAL
+
+
+def judge(rounds: PairedRounds, *, threshold: float, confidence: float) -> Comparison:
+    """The verdict of a sequential measurement: the first look that stops, else the last look the
+    rounds reach. The looks are those of the rounds *planned*, so a measurement that stopped early
+    is judged at the confidence it was measured under."""
+    ratios = rounds.ratios
+    looks = looks_for(rounds.planned_rounds)
+    reached = [at for at in looks if at <= len(ratios)] or [len(ratios)]
+    comparison = None
+    for look, at in enumerate(reached, start=1):
+        comparison = verdict_at(
+            ratios[:at], threshold=threshold, confidence=confidence, look=look, looks=len(looks)
+        )
+        if stops(comparison):
+            break
+    assert comparison is not None
+    return comparison
+
+
+def measure(
+    current: Side,
+    reference: Side,
+    settings: MeasureSettings,
+    *,
+    threshold: float,
+    confidence: float,
+    rng: random.Random | None = None,
+) -> PairedRounds:
+    """``measure_pair`` that stops at the first look whose verdict more rounds could not change."""
+    return measure_pair(
+        current,
+        reference,
+        settings,
+        rng=rng,
+        looks=looks_for,
+        stop=lambda rounds: stops(judge(rounds, threshold=threshold, confidence=confidence)),
+    )

@@ -87,8 +87,8 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
             "*latency regression in test_model[[]cpu-all[]] against HEAD:model.onnx (same-job A/B)",
             "*  reference: median * ms, p90 * ms (* rounds x * runs)",
             "*  current:   median * ms, p90 * ms (* rounds x * runs)",
-            "*  change:    +*% (99% CI +*% .. +*%), threshold +/-3%",
-            "*  decided by a/b: median of paired round ratios, sign-test interval over * rounds",
+            "*  change:    +*% (99*% CI +*% .. +*%), threshold +/-3%",
+            "*  decided by a/b: median of paired round ratios, sign-test interval over * rounds*",
             "*  first measurement: +*(confirmed by a second)",
         ]
     )

@@ -463,6 +463,8 @@ def reference_model() -> None:
 
 
 POLICY = CheckPolicy(threshold=0.5, ab_threshold=0.03, ab=MeasureSettings(budget_s=1.5))
+FIRST_OF_FOUR = "look 1 of 4 (99.75% each, 99% over all looks)"
+LAST_OF_FOUR = "look 4 of 4 (99.75% each, 99% over all looks)"
 
 
 def _check(measure: FakePair, policy: CheckPolicy = POLICY, fresh_pair=None):  # type: ignore[no-untyped-def]
@@ -550,9 +552,10 @@ def test_a_confirmed_ab_regression_fails_naming_the_reference_and_the_mode() -> 
     )
     assert lines[3] == f"  change:    {result.confirmation.estimate.describe()}, threshold +/-3%"
     assert re.fullmatch(
-        r"  change:    \+2\d\.\d% \(99% CI \+2\d\.\d% \.\. \+2\d\.\d%\), threshold \+/-3%", lines[3]
+        r"  change:    \+2\d\.\d% \(99.75% CI \+2\d\.\d% \.\. \+2\d\.\d%\), threshold \+/-3%", lines[3]
     )
-    assert lines[4] == f"  decided by a/b: {AB_STATISTIC} over 40 rounds"
+    # Clear at the first of four sequential looks: decided on 10 rounds.
+    assert lines[4] == f"  decided by a/b: {AB_STATISTIC} over 10 rounds, {FIRST_OF_FOUR}"
     assert lines[5] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
     assert len(lines) == 6
 
@@ -603,7 +606,7 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     record = latency_record(result, "tests/test_models.py::test_resnet[cpu-all]")
     assert record["mode"] == "a/b"
     assert record["verdict"] == "inconclusive"
-    assert record["decided_by"] == f"a/b: {AB_STATISTIC} over 40 rounds"
+    assert record["decided_by"] == f"a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR}"
     assert record["reference"] == {"label": LABEL, "median_ms": result.reference.median_ms}  # type: ignore[union-attr]
     assert record["baseline"] is None
     assert record["change"]["detectable"] == pytest.approx(result.comparison.detectable)  # type: ignore[union-attr]
@@ -612,7 +615,7 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     row = next(line for line in table.splitlines() if "test_resnet" in line)
     assert f"{result.reference.median_ms:.4g} ms" in row  # type: ignore[union-attr]
     assert "could detect >= " in row
-    assert row.endswith(f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds |")
+    assert row.endswith(f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |")
     (terminal,) = latency_rows([result])
     assert terminal[2] == "a/b"
     assert terminal[3] == f"{result.reference.median_ms:.4g} ms"  # type: ignore[union-attr]
