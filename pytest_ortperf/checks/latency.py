@@ -159,6 +159,7 @@ def glance(settings: MeasureSettings) -> MeasureSettings:
         min_rounds=1,
         warmup_runs=1,
         warmup_s=min(settings.warmup_s, 0.05),
+        warmup_cap_s=min(settings.warmup_cap_s, 0.1),
     )
 
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from pytest_ortperf.latency.stats import LatencyStats, summarize
+from pytest_ortperf.ort.worker_program import warm_up_runs
 
 Clock = Callable[[], int]
 
@@ -34,7 +35,8 @@ class MeasureSettings:
     rounds: int = 40
     min_rounds: int = 5
     warmup_runs: int = 5
-    warmup_s: float = 0.2
+    warmup_s: float = 0.1  # the floor; then until run times settle (ort.worker_program.warm_up_runs)
+    warmup_cap_s: float = 1.0
     max_runs: int = 1_000_000
 
     def as_dict(self) -> dict[str, float | int]:
@@ -43,6 +45,7 @@ class MeasureSettings:
             "rounds": self.rounds,
             "warmup_runs": self.warmup_runs,
             "warmup_s": self.warmup_s,
+            "warmup_cap_s": self.warmup_cap_s,
         }
 
 
@@ -69,18 +72,9 @@ def plan_rounds(run_cost_ns: float, settings: MeasureSettings, *, share: float =
 
 
 def warm_up(run: Callable[[], object], settings: MeasureSettings, clock: Clock) -> float:
-    """Run until ``warmup_runs`` and ``warmup_s`` are both reached; return the typical run cost (ns)."""
-    durations: list[int] = []
-    started = clock()
-    deadline = started + int(settings.warmup_s * 1e9)
-    while len(durations) < settings.warmup_runs or clock() < deadline:
-        t0 = clock()
-        run()
-        durations.append(clock() - t0)
-        if len(durations) >= settings.max_runs:
-            break
-    recent = sorted(durations[len(durations) // 2 :])  # the later half: past first-run effects
-    return float(recent[len(recent) // 2])
+    """Warm up until run times settle: at least ``warmup_runs`` runs and ``warmup_s``, at most
+    ``warmup_cap_s`` (the rule the measuring worker uses too); return the typical run cost (ns)."""
+    return warm_up_runs(run, settings.warmup_runs, settings.warmup_s, settings.warmup_cap_s, clock)
 
 
 def measure(
@@ -97,7 +91,13 @@ def measure(
     if canary is not None:
         # The canary is tiny and its session is reused all run long: a short warmup is enough.
         canary_cost = warm_up(
-            canary, replace(settings, warmup_s=min(settings.warmup_s, CANARY_WARMUP_S)), clock
+            canary,
+            replace(
+                settings,
+                warmup_s=min(settings.warmup_s, CANARY_WARMUP_S),
+                warmup_cap_s=min(settings.warmup_cap_s, 4 * CANARY_WARMUP_S),
+            ),
+            clock,
         )
         plan = plan_rounds(cost, settings, share=1.0 - CANARY_SHARE)
         round_ns = plan.runs_per_round * max(cost, 1.0)

@@ -93,8 +93,9 @@ class TimedSide(Protocol):
     """One side of a side-by-side measurement that times its own runs: a measuring worker
     (``ort.workers.LoadedModel``), whose runs are timed inside its process."""
 
-    def warm_up(self, runs: int, seconds: float) -> float:
-        """Run until ``runs`` and ``seconds`` are both reached; the typical run cost (ns)."""
+    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+        """Warm up until run times settle: at least ``runs`` and ``seconds``, at most ``cap_s``
+        (``worker_program.warm_up_runs``); the typical run cost (ns)."""
         ...
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
@@ -109,8 +110,10 @@ class LocalSide:
         self._run = run
         self._clock = clock
 
-    def warm_up(self, runs: int, seconds: float) -> float:
-        return warm_up(self._run, MeasureSettings(warmup_runs=runs, warmup_s=seconds), self._clock)
+    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+        cap = seconds if cap_s is None else cap_s
+        settings = MeasureSettings(warmup_runs=runs, warmup_s=seconds, warmup_cap_s=cap)
+        return warm_up(self._run, settings, self._clock)
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
         return time_runs(self._run, count, self._clock, [])
@@ -148,8 +151,8 @@ def measure_pair(
     balanced within each stretch between looks, so every look sees half the rounds each way."""
     rng = rng or random.Random()
     sides = {True: as_timed(current, clock), False: as_timed(reference, clock)}  # keyed by "is current"
-    cost = {False: sides[False].warm_up(settings.warmup_runs, settings.warmup_s)}
-    cost[True] = sides[True].warm_up(settings.warmup_runs, settings.warmup_s)
+    cost = {False: sides[False].warm_up(settings.warmup_runs, settings.warmup_s, settings.warmup_cap_s)}
+    cost[True] = sides[True].warm_up(settings.warmup_runs, settings.warmup_s, settings.warmup_cap_s)
     rounds, runs = plan_pair(cost[True], cost[False], settings)
     points = sorted({n for n in (looks(rounds) if looks is not None else ()) if 0 < n < rounds} | {rounds})
     samples: dict[bool, list[int]] = {True: [], False: []}

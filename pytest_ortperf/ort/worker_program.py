@@ -30,7 +30,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 MAX_HEADER = 64 * 1024 * 1024
@@ -110,6 +110,52 @@ def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], list[Any]] | None:
     except (EOFError, ValueError, KeyError, TypeError) as exc:
         raise ProtocolError(f"not a worker message: {exc}") from None
     return header, arrays
+
+
+# --- warm-up --------------------------------------------------------------------------------------
+
+SETTLED = 0.05  # two windows of runs whose medians differ by no more than this: settled
+SETTLE_WINDOW = 3  # runs per window
+
+
+def warm_up_runs(
+    run: Callable[[], object],
+    runs: int,
+    floor_s: float,
+    cap_s: float,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> float:
+    """Warm ``run`` up until its run times have settled; the typical cost of a later run (ns).
+
+    At least ``runs`` runs and ``floor_s`` seconds; then until the median of the last
+    :data:`SETTLE_WINDOW` runs is within :data:`SETTLED` of the median of the ones before them, or
+    ``cap_s`` seconds have passed. First runs are slow (allocation, kernel selection, caches);
+    how many depends on the model, so a count and a time alone either waste time on a model that
+    settled at once or stop before a slow one has. Used in process (``latency.measure``) and in
+    the worker, so both sides of a comparison warm up by one rule."""
+    window = SETTLE_WINDOW
+    durations: list[int] = []
+    started = clock()
+    floor_end, cap_end = started + int(floor_s * 1e9), started + int(max(cap_s, floor_s) * 1e9)
+    while True:
+        t0 = clock()
+        run()
+        now = clock()
+        durations.append(now - t0)
+        if len(durations) < runs or now < floor_end:
+            continue
+        if now >= cap_end or _settled(durations, window):
+            break
+    recent = sorted(durations[len(durations) // 2 :])  # the later half: past first-run effects
+    return float(recent[len(recent) // 2])
+
+
+def _settled(durations: list[int], window: int) -> bool:
+    if len(durations) < 2 * window:
+        return False
+    last = sorted(durations[-window:])[window // 2]
+    before = sorted(durations[-2 * window : -window])[window // 2]
+    return abs(last - before) <= SETTLED * max(before, 1)
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -246,7 +292,8 @@ class Worker:
         if model is None:
             raise ValueError(f"no loaded model with handle {header.get('handle')!r}")
         if command == "warm_up":
-            return {"cost_ns": self.warm_up(model, int(header["runs"]), float(header["seconds"]))}, []
+            runs, seconds = int(header["runs"]), float(header["seconds"])
+            return {"cost_ns": self.warm_up(model, runs, seconds, float(header.get("cap", seconds)))}, []
         if command == "time":
             return {}, [self.time_runs(model, int(header["count"]))]
         if command == "outputs":
@@ -280,18 +327,8 @@ class Worker:
         self.models[handle] = _Model(sessions, feeds)
         return {"handle": handle, "providers": list(sessions[0].get_providers()), "build_s": build_s}
 
-    def warm_up(self, model: _Model, runs: int, seconds: float) -> float:
-        """Run until ``runs`` and ``seconds`` are both reached; the typical cost of a later run (ns),
-        as ``latency.measure.warm_up`` computes it in process."""
-        clock = time.perf_counter_ns
-        durations: list[int] = []
-        deadline = clock() + int(seconds * 1e9)
-        while len(durations) < runs or clock() < deadline:
-            t0 = clock()
-            self.run(model)
-            durations.append(clock() - t0)
-        recent = sorted(durations[len(durations) // 2 :])
-        return float(recent[len(recent) // 2])
+    def warm_up(self, model: _Model, runs: int, seconds: float, cap_s: float) -> float:
+        return warm_up_runs(lambda: self.run(model), runs, seconds, cap_s)
 
     def time_runs(self, model: _Model, count: int) -> Any:
         """``count`` runs, each timed on its own (the garbage collector is off in the worker)."""

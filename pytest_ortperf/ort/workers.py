@@ -251,12 +251,14 @@ class LoadedModel:
     build_seconds: float
     label: str
 
-    def warm_up(self, runs: int, seconds: float) -> float:
-        """Run until ``runs`` and ``seconds`` are both reached; the typical run cost (ns). The first
-        runs of a session may take long, so the deadline allows one more run timeout."""
+    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+        """Warm up until the run times settle (``worker_program.warm_up_runs``: at least ``runs``
+        runs and ``seconds``, at most ``cap_s``); the typical run cost (ns). The first runs of a
+        session may take long, so the deadline allows one more run timeout."""
+        cap = seconds if cap_s is None else cap_s
         answer, _ = self.worker.request(
-            {"cmd": "warm_up", "handle": self.handle, "runs": runs, "seconds": seconds},
-            work_s=seconds + self.worker.timeout_s / 4,
+            {"cmd": "warm_up", "handle": self.handle, "runs": runs, "seconds": seconds, "cap": cap},
+            work_s=max(seconds, cap) + self.worker.timeout_s / 4,
         )
         return float(answer["cost_ns"])
 
@@ -331,8 +333,8 @@ class WorkerSide:
         self.models = tuple(models)
         self._turn = 0
 
-    def warm_up(self, runs: int, seconds: float) -> float:
-        costs = sorted(model.warm_up(runs, seconds) for model in self.models)
+    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+        costs = sorted(model.warm_up(runs, seconds, cap_s) for model in self.models)
         return costs[len(costs) // 2]
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:

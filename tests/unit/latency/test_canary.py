@@ -153,17 +153,18 @@ class FakeMachine:
         self._step("c", next(self._canary, None))
 
 
-# 5 warmup runs of 1 ms each; a 40 ms budget over 5 rounds. With the canary, 75% of it (30 ms) goes to the
+# 6 warmup runs of 1 ms each (settled: the last three as the three before); a 40 ms budget over 5 rounds. With the canary, 75% of it (30 ms) goes to the
 # model: 5 rounds x 6 runs of 1 ms. A round is then 6 ms, so the canary's 25% is 2 ms a round: 4 runs of
 # 0.5 ms (the canary's warmup cost).
-SETTINGS = MeasureSettings(budget_s=0.04, rounds=5, min_rounds=2, warmup_runs=5, warmup_s=0.0)
+SETTINGS = MeasureSettings(budget_s=0.04, rounds=5, min_rounds=2, warmup_runs=6, warmup_s=0.0)
+WARMUPS = 2 * 6  # model and canary
 ROUNDS, MODEL_RUNS, CANARY_RUNS = 5, 6, 4
 # Canary round medians out of order on purpose; each round has a faster and a much slower run around its median.
 CANARY_ROUND_MS = [0.5, 0.7, 0.4, 0.9, 0.6]
 
 
 def _canary_costs() -> list[float]:
-    warmup = [0.5] * 5
+    warmup = [0.5] * 6
     timed = [ms for median in CANARY_ROUND_MS for ms in (median - 0.1, median, 9.0, median)]
     return warmup + timed
 
@@ -173,14 +174,14 @@ def test_measure_follows_every_round_with_one_canary_round(gc_state: None) -> No
     gc.enable()
     stats = measure(machine.model, SETTINGS, clock=machine.clock, canary=machine.canary)
     timed_round = "m" * MODEL_RUNS + "c" * CANARY_RUNS
-    assert "".join(machine.events) == "m" * 5 + "c" * 5 + timed_round * ROUNDS
+    assert "".join(machine.events) == "m" * 6 + "c" * 6 + timed_round * ROUNDS
     assert (stats.count, stats.rounds) == (ROUNDS * MODEL_RUNS, ROUNDS)
     assert stats.round_medians_ms == pytest.approx((1.0,) * ROUNDS)
     assert stats.canary_round_medians_ms == pytest.approx(tuple(CANARY_ROUND_MS))  # in round order
     assert stats.relative_round_medians == pytest.approx(tuple(1.0 / c for c in CANARY_ROUND_MS))
     # The collector is off for every timed run, model and canary alike, and back on afterwards.
-    warmups = machine.gc_during[:10]
-    timed = machine.gc_during[10:]
+    warmups = machine.gc_during[:WARMUPS]
+    timed = machine.gc_during[WARMUPS:]
     assert all(enabled for _, enabled in warmups)
     assert not any(enabled for _, enabled in timed)
     assert gc.isenabled()
@@ -189,7 +190,7 @@ def test_measure_follows_every_round_with_one_canary_round(gc_state: None) -> No
 def test_measure_gives_the_canary_its_share_of_the_budget(gc_state: None) -> None:
     machine = FakeMachine([1.0] * 100, [0.5] * 100)
     measure(machine.model, SETTINGS, clock=machine.clock, canary=machine.canary)
-    timed = machine.events[10:]
+    timed = machine.events[WARMUPS:]
     model_ms = timed.count("m") * 1.0
     canary_ms = timed.count("c") * 0.5
     assert canary_ms / (model_ms + canary_ms) == pytest.approx(CANARY_SHARE)
@@ -203,7 +204,7 @@ def test_canary_share_holds_roughly_for_other_costs(
     settings = MeasureSettings(budget_s=0.5, rounds=10, min_rounds=5, warmup_runs=3, warmup_s=0.0)
     machine = FakeMachine([model_ms] * 100_000, [canary_ms] * 100_000)
     stats = measure(machine.model, settings, clock=machine.clock, canary=machine.canary)
-    timed = machine.events[6:]
+    timed = machine.events[12:]  # three runs at least, six to see them settled; model and canary
     spent_model = timed.count("m") * model_ms
     spent_canary = timed.count("c") * canary_ms
     assert len(stats.canary_round_medians_ms) == stats.rounds == 10
@@ -216,14 +217,14 @@ def test_canary_share_holds_roughly_for_other_costs(
 def test_a_canary_slower_than_a_round_still_runs_its_minimum_a_round(gc_state: None) -> None:
     machine = FakeMachine([1.0] * 100, [100.0] * 100)
     stats = measure(machine.model, SETTINGS, clock=machine.clock, canary=machine.canary)
-    assert "".join(machine.events[10:]) == ("m" * MODEL_RUNS + "c" * MIN_CANARY_RUNS) * ROUNDS
+    assert "".join(machine.events[WARMUPS:]) == ("m" * MODEL_RUNS + "c" * MIN_CANARY_RUNS) * ROUNDS
     assert stats.canary_round_medians_ms == (100.0,) * ROUNDS
 
 
 def test_one_preempted_canary_run_does_not_move_its_round(gc_state: None) -> None:
     """A canary with room for one or two runs a round still runs three: the round's median is then
     a typical run, not the one slowed by another process (which would read as a fast model)."""
-    warmup = [100.0] * 5
+    warmup = [100.0] * 6
     timed = [ms for _ in range(ROUNDS) for ms in (100.0, 900.0, 100.0)]  # one preempted run a round
     machine = FakeMachine([1.0] * 100, warmup + timed)
     stats = measure(machine.model, SETTINGS, clock=machine.clock, canary=machine.canary)

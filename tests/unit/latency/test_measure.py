@@ -37,6 +37,7 @@ def test_as_dict_lists_what_is_recorded_with_a_baseline() -> None:
         "rounds": 9,
         "warmup_runs": 3,
         "warmup_s": 0.1,
+        "warmup_cap_s": 1.0,
     }
 
 
@@ -81,21 +82,33 @@ def test_plan_for_a_free_run_is_capped_by_max_runs() -> None:
 
 
 def test_warm_up_reads_the_clock_in_order_and_returns_the_later_half_median() -> None:
-    # started, (t0, t1) x 3, then one deadline check once the count is reached
-    readings = iter([0, 0, 100, 100, 150, 150, 160, 160])
+    # started, then (t0, t1) a run: 100, 10, 10 | 10, 10, 10 -> the last three's median (10) is
+    # the previous three's (10): settled after six runs.
+    readings = iter([0, 0, 100, 100, 110, 110, 120, 120, 130, 130, 140, 140, 150])
     calls: list[int] = []
     cost = warm_up(lambda: calls.append(1), MeasureSettings(warmup_runs=3, warmup_s=0.0), readings.__next__)
-    assert len(calls) == 3
+    assert len(calls) == 6
     assert next(readings, None) is None  # every prepared reading used, none more
-    # durations 100, 50, 10: later half [50, 10] -> 50 (the upper middle, not the first slow run)
-    assert cost == 50.0
+    assert cost == 10.0  # the later half [10, 10, 10]
 
 
-def test_warm_up_ignores_slow_first_runs() -> None:
-    timer = FakeTimer([9_000, 8_000, 7_000, 100, 110, 90, 100, 105])
-    cost = warm_up(timer.run, MeasureSettings(warmup_runs=8, warmup_s=0.0), timer.clock)
-    assert timer.runs == 8
-    assert cost == 105.0  # median (upper middle) of [100, 90, 100, 105]
+def test_warm_up_goes_on_until_run_times_settle() -> None:
+    # Slow first runs, then a run time that keeps falling until it stays put.
+    timer = FakeTimer([9_000, 8_000, 7_000, 4_000, 2_000, 1_000, 500, 200, 100, 100, 100, 100, 100, 100])
+    cost = warm_up(timer.run, MeasureSettings(warmup_runs=3, warmup_s=0.0), timer.clock)
+    # Runs 10-12 (100) against runs 7-9 (500, 200, 100: median 200) are not settled; runs 11-13
+    # against 8-10 (200, 100, 100: median 100) are.
+    assert timer.runs == 13
+    assert cost == 100.0
+
+
+def test_warm_up_settled_means_within_five_percent() -> None:
+    timer = FakeTimer([100, 100, 100, 104, 104, 104])  # +4%: settled
+    warm_up(timer.run, MeasureSettings(warmup_runs=1, warmup_s=0.0), timer.clock)
+    assert timer.runs == 6
+    timer = FakeTimer([100, 100, 100, 106, 106, 106, 106, 106, 106])  # +6%: one more window
+    warm_up(timer.run, MeasureSettings(warmup_runs=1, warmup_s=0.0), timer.clock)
+    assert timer.runs == 8  # runs 6-8 (106) against runs 3-5 (106 106 100: 106)
 
 
 def test_warm_up_honours_the_run_count_when_time_is_short() -> None:
@@ -104,24 +117,27 @@ def test_warm_up_honours_the_run_count_when_time_is_short() -> None:
     assert timer.runs == 20
 
 
-def test_warm_up_honours_the_time_when_the_count_is_reached_early() -> None:
+def test_warm_up_honours_the_time_floor_when_the_count_is_reached_early() -> None:
     timer = FakeTimer([1_000] * 100)
     cost = warm_up(timer.run, MeasureSettings(warmup_runs=1, warmup_s=20e-6), timer.clock)
-    assert timer.runs == 20  # 20 us at 1 us per run
+    assert timer.runs == 20  # 20 us at 1 us per run, settled all along
     assert timer.now == 20_000
     assert cost == 1_000.0
 
 
-def test_warm_up_stops_at_max_runs() -> None:
-    timer = FakeTimer([1_000] * 100)
-    warm_up(timer.run, MeasureSettings(warmup_runs=50, warmup_s=10.0, max_runs=7), timer.clock)
-    assert timer.runs == 7
+def test_warm_up_stops_at_the_cap_when_run_times_never_settle() -> None:
+    # Every run 10% slower than the one before: never settled; the cap (50 us) ends it.
+    timer = FakeTimer([int(1_000 * 1.1**i) for i in range(100)])
+    warm_up(timer.run, MeasureSettings(warmup_runs=1, warmup_s=0.0, warmup_cap_s=50e-6), timer.clock)
+    assert 50_000 <= timer.now < 50_000 + int(1_000 * 1.1**timer.runs)
+    assert timer.runs < 20
 
 
 # measure with a fake clock -------------------------------------------------
 
-# Warmup: 5 runs, later half [10, 2, 2] ms -> 2 ms a run; a 20 ms budget -> 10 runs, 2 rounds x 5.
-WARMUP_MS = [10, 10, 10, 2, 2]
+# Warmup: 6 runs, the last three settled at 2 ms; later half [2, 2, 2] ms -> 2 ms a run; a 20 ms
+# budget -> 10 runs, 2 rounds x 5.
+WARMUP_MS = [10, 2, 2, 2, 2, 2]
 TIMED_MS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 FAKE_SETTINGS = MeasureSettings(budget_s=0.02, rounds=2, min_rounds=2, warmup_runs=5, warmup_s=0.0)
 
@@ -129,7 +145,7 @@ FAKE_SETTINGS = MeasureSettings(budget_s=0.02, rounds=2, min_rounds=2, warmup_ru
 def test_measure_with_a_fake_clock_returns_the_expected_stats(gc_state: None) -> None:
     timer = FakeTimer(ms * NS_PER_MS for ms in WARMUP_MS + TIMED_MS)
     stats = measure(timer.run, FAKE_SETTINGS, clock=timer.clock)
-    assert timer.runs == 15
+    assert timer.runs == 16
     assert (stats.count, stats.rounds) == (10, 2)
     assert stats.round_medians_ms == pytest.approx((3.0, 8.0))
     assert stats.min_ms == 1.0
@@ -147,7 +163,7 @@ def test_measure_turns_the_collector_off_only_while_timing(gc_state: None) -> No
 
     gc.enable()
     measure(run, FAKE_SETTINGS, clock=timer.clock)
-    assert seen == [True] * 5 + [False] * 10
+    assert seen == [True] * 6 + [False] * 10
     assert gc.isenabled()
 
 

@@ -206,7 +206,9 @@ class FakeMachine:
         return run
 
 
-SETTINGS = MeasureSettings(budget_s=0.3, rounds=40, min_rounds=12, warmup_runs=3, warmup_s=0.0)
+# Six warm-up runs a model: at constant costs, the last three are settled against the three before.
+SETTINGS = MeasureSettings(budget_s=0.3, rounds=40, min_rounds=12, warmup_runs=6, warmup_s=0.0)
+WARMUPS = 2 * 6
 
 
 def _measure(machine: FakeMachine, seed: int, settings: MeasureSettings = SETTINGS) -> PairedRounds:
@@ -224,14 +226,14 @@ def test_measure_pair_warms_up_both_then_runs_rounds_in_the_rng_order() -> None:
     paired = _measure(machine, seed=7)
     rounds, runs = plan_pair(2e6, 1e6, SETTINGS)
     assert (rounds, runs) == (40, 2)  # 3 ms per pair, 0.3 s: 100 pairs over 40 rounds
-    assert machine.calls[:6] == ["r"] * 3 + ["c"] * 3  # warmup: reference, then current
+    assert machine.calls[:WARMUPS] == ["r"] * 6 + ["c"] * 6  # warmup: reference, then current
     draws = random.Random(7)
     expected = [True] * (rounds // 2) + [False] * (rounds - rounds // 2)
     draws.shuffle(expected)
     expected_order = tuple(expected)
     assert paired.current_first == expected_order
     assert sum(expected_order) == rounds // 2  # balanced: half the rounds start with each model
-    timed = machine.calls[6:]
+    timed = machine.calls[WARMUPS:]
     assert len(timed) == 2 * rounds * runs
     for i, current_first in enumerate(expected_order):
         block = timed[i * 2 * runs : (i + 1) * 2 * runs]
@@ -282,9 +284,10 @@ def test_measure_pair_warmup_runs_until_the_warmup_time_is_reached() -> None:
     machine = FakeMachine()
     settings = MeasureSettings(budget_s=0.01, rounds=40, min_rounds=12, warmup_runs=2, warmup_s=0.01)
     measure_pair(machine.model("c", 2.0), machine.model("r", 1.0), settings, clock=machine.clock)
-    # 10 ms of warmup each: 10 runs of the 1 ms reference, then 5 of the 2 ms current.
-    assert machine.calls[:15] == ["r"] * 10 + ["c"] * 5
-    assert len(machine.calls) == 15 + 2 * 12
+    # 10 ms of warmup each: 10 runs of the 1 ms reference, then 5 of the 2 ms current and one more
+    # to see two windows of three runs settled.
+    assert machine.calls[:16] == ["r"] * 10 + ["c"] * 6
+    assert len(machine.calls) == 16 + 2 * 12
 
 
 def test_a_machine_state_switch_between_rounds_cancels_out_of_the_paired_ratios() -> None:
@@ -305,16 +308,16 @@ def test_measure_pair_times_with_gc_off_and_restores_its_state(enabled_before: b
         gc.disable()
     _measure(machine, seed=0)
     assert gc.isenabled() is enabled_before
-    timed = machine.gc_during[6:]
+    timed = machine.gc_during[WARMUPS:]
     assert len(timed) == 160
     assert not any(timed)
     if enabled_before:
-        assert all(machine.gc_during[:6])  # warmup runs with the collector as it was
+        assert all(machine.gc_during[:WARMUPS])  # warmup runs with the collector as it was
 
 
 def test_measure_pair_restores_gc_when_a_model_fails_mid_measurement() -> None:
     machine = FakeMachine()
-    machine.fail_at = 20  # a timed run, after the 6 warmup runs
+    machine.fail_at = 20  # a timed run, after the 12 warmup runs
     with pytest.raises(RuntimeError, match="model crashed"):
         _measure(machine, seed=0)
     assert gc.isenabled()

@@ -258,7 +258,7 @@ class _StandInModel:
         self.asked: list[int] = []
         self.worker = name
 
-    def warm_up(self, runs: int, seconds: float) -> float:
+    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
         return self.cost
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
