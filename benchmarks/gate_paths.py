@@ -94,9 +94,12 @@ from tests.models import conv_stack_model, mlp_model, reexported, small_ops_mode
 
 CONDITIONS = (
     "unchanged",
+    "A/A",
     "re-export",
     "settings",
     "+5%",
+    "+10%",
+    "+20%",
     "stored A/A",
     "stored +20%",
     "bench A/A",
@@ -117,12 +120,13 @@ class Family:
     plus5: int
     plus20: int
     batch: int = 1
+    plus10: int = 0
 
 
 FAMILIES = (
-    Family("mlp", lambda n: mlp_model(n, 1024), 20, 21, 24, batch=16),
-    Family("conv", lambda n: conv_stack_model(n, 32, 32), 20, 21, 24),
-    Family("small-ops", small_ops_model, 600, 630, 720),
+    Family("mlp", lambda n: mlp_model(n, 1024), 20, 21, 24, batch=16, plus10=22),
+    Family("conv", lambda n: conv_stack_model(n, 32, 32), 20, 21, 24, plus10=22),
+    Family("small-ops", small_ops_model, 600, 630, 720, plus10=660),
 )
 
 
@@ -158,6 +162,7 @@ class Models:
             ("base", base),
             ("re-export", reexported(base)),
             ("+5%", self.family.build(self.family.plus5)),
+            ("+10%", self.family.build(self.family.plus10)),
             ("+20%", self.family.build(self.family.plus20)),
         ):
             self.paths[name] = self.root / f"{self.family.name}-{name.strip('+%')}.onnx".replace("-.", ".")
@@ -324,7 +329,7 @@ def run_campaign(
                     }
             extra["measured"] = tuple(measured)  # type: ignore[assignment]
         else:
-            model = {"re-export": "re-export", "settings": "base", "+5%": "+5%"}[condition]
+            model = {"A/A": "base", "re-export": "re-export", "settings": "base"}.get(condition, condition)
             settings = CHANGED_SETTINGS if condition == "settings" else None
             result = side_by_side(models, model, settings, policy)
             decisive = result.confirmation or result.comparison
@@ -383,9 +388,12 @@ def report(trials: list[Trial], header: list[str]) -> str:
     lines += ["| --- | --- | " + " | ".join("---" for _ in families) + " | --- |"]
     paths = {
         "unchanged": "1 unchanged",
+        "A/A": "2 side by side",
         "re-export": "2 side by side",
         "settings": "2 side by side",
         "+5%": "2 side by side",
+        "+10%": "2 side by side",
+        "+20%": "2 side by side",
         "stored A/A": f"4 stored figures ({STORED:.0%} rule)",
         "stored +20%": f"4 stored figures ({STORED:.0%} rule)",
         "bench A/A": "pytest-benchmark median:10%",
