@@ -2,11 +2,19 @@
 
 A side-by-side check plans its rounds for its whole budget, but looks at the paired ratios at a
 few planned points (:data:`LOOKS`, cut to the rounds planned, the last look at the end). At each
-look the ratios so far get the sign-test interval for their median at the look's confidence,
-and the A/B rule (``latency.decision.decide``) says what it says: ``ok`` (the interval rules out
-a slowdown beyond the threshold), ``regression`` or ``improved`` end the measurement; only
-``inconclusive`` goes on to the next look. At the last look ``inconclusive`` is the verdict. The
-budget is a maximum, spent only when the change sits near the threshold.
+look the ratios so far get the sign-test interval for their median at the look's confidence.
+Before the last look the measurement stops only when more rounds could not change the verdict:
+the interval lies wholly inside the threshold (``ok``), wholly beyond it (``regression``), or
+wholly below its mirror image (``improved``). Otherwise it goes on, and the last look decides by
+the A/B rule (``latency.decision.decide``). The budget is a maximum, spent only when the change
+sits near the threshold or the rounds disagree.
+
+Why "wholly beyond", not the A/B rule's "median beyond the threshold, interval above 1", for an
+early stop: rounds measured within a second of each other share the machine's state, and two
+sessions of one model can differ by a few percent while they live. An early look on such rounds
+read a memory-bound model +5.0% against itself, confirmed, in one of 21 A/A checks
+(``benchmarks/README.md``, "Verdicts in seconds"); the A/B rule on the whole budget had raised
+none in 63.
 
 Error under repeated looks: each of the K looks uses confidence ``1 - alpha / K`` (Bonferroni).
 The chance that some look calls a regression that is not there is then at most the sum over the
@@ -23,14 +31,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from pytest_ortperf.latency.decision import Comparison, Verdict, decide
+from pytest_ortperf.latency.decision import Comparison, decide
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_STATISTIC, PairedRounds, Side, measure_pair, paired_interval
 
-# Planned looks (rounds so far). The first is the fewest rounds whose sign-test interval at the
-# adjusted confidence of four looks (99.75%) is not the whole range.
+# Planned looks (rounds so far). The first is the fewest rounds whose whole range is an interval
+# at the adjusted confidence of four looks (99.75%).
 LOOKS = (10, 16, 24, 40)
-FINAL = (Verdict.OK, Verdict.REGRESSION, Verdict.IMPROVED)
 
 
 def looks_for(rounds: int, planned: Sequence[int] = LOOKS) -> tuple[int, ...]:
@@ -68,8 +75,12 @@ def verdict_at(
 
 
 def stops(comparison: Comparison) -> bool:
-    """Whether more rounds could not change this look's verdict (it is not ``inconclusive``)."""
-    return comparison.verdict in FINAL
+    """Whether more rounds could not change the verdict: the interval lies wholly inside the
+    threshold, wholly beyond it, or wholly below its mirror image."""
+    estimate, slower = comparison.estimate, 1.0 + comparison.threshold
+    faster = 1.0 / slower
+    inside = faster <= estimate.low and estimate.high <= slower
+    return inside or estimate.low > slower or estimate.high < faster
 
 
 def judge(rounds: PairedRounds, *, threshold: float, confidence: float) -> Comparison:
