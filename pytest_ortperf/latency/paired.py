@@ -93,7 +93,7 @@ class TimedSide(Protocol):
     """One side of a side-by-side measurement that times its own runs: a measuring worker
     (``ort.workers.LoadedModel``), whose runs are timed inside its process."""
 
-    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
         """Warm up until run times settle: at least ``runs`` and ``seconds``, at most ``cap_s``
         (``worker_program.warm_up_runs``); the typical run cost (ns)."""
         ...
@@ -110,9 +110,8 @@ class LocalSide:
         self._run = run
         self._clock = clock
 
-    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
-        cap = seconds if cap_s is None else cap_s
-        settings = MeasureSettings(warmup_runs=runs, warmup_s=seconds, warmup_cap_s=cap)
+    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
+        settings = MeasureSettings(warmup_runs=runs, warmup_s=seconds, warmup_cap_s=cap_s)
         return warm_up(self._run, settings, self._clock)
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:

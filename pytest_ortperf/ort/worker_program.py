@@ -293,7 +293,7 @@ class Worker:
             raise ValueError(f"no loaded model with handle {header.get('handle')!r}")
         if command == "warm_up":
             runs, seconds = int(header["runs"]), float(header["seconds"])
-            return {"cost_ns": self.warm_up(model, runs, seconds, float(header.get("cap", seconds)))}, []
+            return {"cost_ns": self.warm_up(model, runs, seconds, float(header["cap"]))}, []
         if command == "time":
             return {}, [self.time_runs(model, int(header["count"]))]
         if command == "outputs":

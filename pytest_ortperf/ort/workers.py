@@ -248,17 +248,14 @@ class LoadedModel:
     worker: WorkerProcess
     handle: int
     providers: tuple[str, ...]
-    build_seconds: float
-    label: str
 
-    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
         """Warm up until the run times settle (``worker_program.warm_up_runs``: at least ``runs``
         runs and ``seconds``, at most ``cap_s``); the typical run cost (ns). The first runs of a
         session may take long, so the deadline allows one more run timeout."""
-        cap = seconds if cap_s is None else cap_s
         answer, _ = self.worker.request(
-            {"cmd": "warm_up", "handle": self.handle, "runs": runs, "seconds": seconds, "cap": cap},
-            work_s=max(seconds, cap) + self.worker.timeout_s / 4,
+            {"cmd": "warm_up", "handle": self.handle, "runs": runs, "seconds": seconds, "cap": cap_s},
+            work_s=max(seconds, cap_s) + self.worker.timeout_s / 4,
         )
         return float(answer["cost_ns"])
 
@@ -312,8 +309,7 @@ def load(
             f"'{model.label}' [{variant.id}] in {worker.runtime.describe()} ({worker.python}): ORT dropped "
             f"{variant.provider} while building the session (it would run on {', '.join(providers)})"
         )
-    build_s = float(answer.get("build_s", 0.0))
-    return LoadedModel(worker, int(answer["handle"]), providers, build_s, model.label)
+    return LoadedModel(worker, int(answer["handle"]), providers)
 
 
 PROCESSES = 2  # worker processes per side of a comparison
@@ -333,7 +329,7 @@ class WorkerSide:
         self.models = tuple(models)
         self._turn = 0
 
-    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
         costs = sorted(model.warm_up(runs, seconds, cap_s) for model in self.models)
         return costs[len(costs) // 2]
 

@@ -163,9 +163,10 @@ def python_path(text: str, *, source: str, rootdir: Path) -> str:
     """An interpreter to run a measuring worker with: a path (relative to rootdir) or a command on
     PATH, which must exist; a usage error naming ``source`` otherwise."""
     candidate = Path(text).expanduser()
-    if not candidate.is_absolute() and (os.sep in text or (os.altsep or os.sep) in text):
-        candidate = rootdir / candidate
-    found = str(candidate) if os.sep in str(candidate) else shutil.which(text)
+    if candidate.is_absolute() or any(sep in text for sep in (os.sep, os.altsep) if sep):
+        found: str | None = str(rootdir / candidate)  # an absolute path stays as it is
+    else:
+        found = shutil.which(text)
     if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
         raise UsageError(
             f"{source}: {text!r} is not a Python interpreter here (no executable file by that name); "

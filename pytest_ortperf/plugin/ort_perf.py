@@ -414,6 +414,7 @@ class OrtPerf:
 
         try:
             current, other = pair()  # built before the timing lock is taken
+            # Named from the workers themselves: what their environments really import.
             runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
             label = f"{reference.label} in {other.runtime.describe()}"
             with context.run.timing.held():
@@ -428,8 +429,10 @@ class OrtPerf:
                     runtimes=runtimes,
                 )
             self._publish(result)
+            # From the last pair loaded: a confirmation replaces the first pair's processes.
+            last, last_other = sides[-2:]
             outputs = self._guard(
-                lambda: self._compare_outputs(current.outputs(), other.outputs(), label, key), key, ACCURACY
+                lambda: self._compare_outputs(last.outputs(), last_other.outputs(), label, key), key, ACCURACY
             )
         finally:
             for side in sides:

@@ -162,23 +162,27 @@ class OrtperfRun:
 
     def _find_runtime_python(self, flavour: str, version: str) -> tuple[str, str]:
         wanted = f"{flavour} {version}"
+
+        def imports(python: str) -> str:
+            """The runtime a worker of ``python`` really imports (WorkerError when none starts)."""
+            return self.workers.side(python, "reference", 1)[0].runtime.describe()
+
         configured = self.config.ab_python
         if configured:
             try:
-                if self.workers.side(configured, "reference", 1)[0].runtime.describe() == wanted:
+                if imports(configured) == wanted:
                     return configured, f"--ortperf-ab-python {configured}"
             except WorkerError:
                 pass  # an unusable interpreter is reported by the checks that name it explicitly
-        envs = EnvCache(self.config.rootdir / ENV_DIR)
         try:
-            found = envs.find(flavour, version)
+            found = EnvCache(self.config.rootdir / ENV_DIR).find(flavour, version)
         except OrtperfError:
             found = None
         if found is not None:
             # What the environment says it holds is checked against what its worker really imports.
             where = f"ortperf env {found.key}"
             try:
-                really = self.workers.side(str(found.python), "reference", 1)[0].runtime.describe()
+                really = imports(str(found.python))
             except WorkerError as exc:
                 return "", f"{where} cannot run a measuring worker: {exc}"
             if really != wanted:

@@ -75,6 +75,11 @@ def test_a_slower_model_than_the_reference_in_the_other_environment_fails(pytest
     onnx.save(mlp_model(**FAST), pytester.path / "fast.onnx")
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(failed=1)
+    # The outputs come from the pair the confirmation loaded (the first pair's workers are gone by
+    # then): compared, 4 layers against 16, not an error of a worker.
+    (outputs,) = checks(pytester)["accuracy"]
+    assert outputs["verdict"] == "failed", outputs
+    assert "the measuring worker (" not in result.stdout.str()  # no worker error
     runtime = this_runtime()
     result.stdout.fnmatch_lines(
         [

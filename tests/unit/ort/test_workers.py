@@ -258,7 +258,7 @@ class _StandInModel:
         self.asked: list[int] = []
         self.worker = name
 
-    def warm_up(self, runs: int, seconds: float, cap_s: float | None = None) -> float:
+    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
         return self.cost
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
@@ -273,7 +273,7 @@ class _StandInModel:
 def test_a_side_splits_each_round_between_its_processes_and_takes_turns() -> None:
     a, b = _StandInModel("a", 100.0), _StandInModel("b", 300.0, fail_release=True)
     side = WorkerSide([a, b])  # type: ignore[list-item]
-    assert side.warm_up(5, 0.1) == 300.0  # the upper median of the processes' costs
+    assert side.warm_up(5, 0.1, 1.0) == 300.0  # the upper median of the processes' costs
     assert len(side.time_runs(5, 1.0)) == 5
     assert (a.asked, b.asked) == ([3], [2])
     side.time_runs(5, 1.0)  # the other process goes first, and takes the larger share
