@@ -58,7 +58,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
 from pytest_ortperf.latency.decision import Verdict  # noqa: E402
 from pytest_ortperf.latency.measure import MeasureSettings, measure  # noqa: E402
-from pytest_ortperf.latency.paired import INSTANCES, alternating  # noqa: E402
+from pytest_ortperf.latency.paired import AB_SETTINGS, INSTANCES, alternating  # noqa: E402
 from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
 from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver  # noqa: E402
@@ -104,6 +104,19 @@ CONDITIONS = (
     "stored +20%",
     "bench A/A",
     "bench +5%",
+)
+# The same checks as the engine measured them before sequential looks and settled warm-up (commit
+# b22db2f): the whole budget always, a fixed warm-up of 5 runs and 0.2 s (0.05 s for the glance).
+# Chosen only with --conditions, e.g. "unchanged (before),A/A (before),+5% (before)".
+BEFORE = " (before)"
+BEFORE_CONDITIONS = tuple(f"{c}{BEFORE}" for c in ("unchanged", "A/A", "+5%", "+10%", "+20%", "stored A/A"))
+BEFORE_POLICY = CheckPolicy(
+    sequential=False,
+    measure=replace(MeasureSettings(), warmup_s=0.2, warmup_cap_s=0.2),
+    ab=replace(AB_SETTINGS, warmup_s=0.2, warmup_cap_s=0.2),
+)
+BEFORE_GLANCE_POLICY = replace(  # the glance's warm-up was 0.05 s, fixed
+    BEFORE_POLICY, measure=replace(MeasureSettings(), warmup_s=0.05, warmup_cap_s=0.05)
 )
 STORED = CheckPolicy().threshold
 # Thresholds re-judged offline on the stored trials: a confirmation exists only where the default's
@@ -227,8 +240,12 @@ def stored_check(
         pool.close()
 
 
+SESSIONS_A_SIDE = [INSTANCES]  # --instances: to compare other counts with the plugin's
+
+
 def side_by_side(models: Models, name: str, settings: SessionSettings | None, policy: CheckPolicy) -> Any:
     """Path 2: ``name`` (under ``settings``) against the recorded base model, default settings."""
+    instances = SESSIONS_A_SIDE[0]
     pool, built = fresh(models, name, settings)
     ref_pool, reference = fresh(models, "base")
     try:
@@ -239,14 +256,14 @@ def side_by_side(models: Models, name: str, settings: SessionSettings | None, po
 
         def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
             return (
-                side(*(pool.fresh(built) for _ in range(INSTANCES))),
-                side(*(ref_pool.fresh(reference) for _ in range(INSTANCES))),
+                side(*(pool.fresh(built) for _ in range(instances))),
+                side(*(ref_pool.fresh(reference) for _ in range(instances))),
             )
 
         # As ``OrtPerf._side_by_side``: two sessions a side, a regression confirmed on fresh ones.
         return check_ab(
-            side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1))),
-            side(reference, *(ref_pool.fresh(reference) for _ in range(INSTANCES - 1))),
+            side(built, *(pool.fresh(built) for _ in range(instances - 1))),
+            side(reference, *(ref_pool.fresh(reference) for _ in range(instances - 1))),
             key=key(models.family.name),
             label="the recorded model",
             policy=policy,
@@ -296,9 +313,14 @@ def run_campaign(
     rng.shuffle(plan)
     trials = []
     compare = ["--benchmark-compare", "--benchmark-compare-fail=median:10%"]
-    for number, (models, condition) in enumerate(plan, 1):
+    for number, (models, named) in enumerate(plan, 1):
         name, started = models.family.name, time.monotonic()
         extra: dict[str, Any] = {}
+        condition = named.removesuffix(BEFORE)
+        if named.endswith(BEFORE):
+            policy = BEFORE_GLANCE_POLICY if condition == "unchanged" else BEFORE_POLICY
+        else:
+            policy = CheckPolicy()
         if condition.startswith("bench"):
             outcome = bench_run(models, "base" if condition == "bench A/A" else "+5%", works[name], compare)
             ratio = outcome.median_ms / bench_base[name]
@@ -337,9 +359,9 @@ def run_campaign(
             failed, status = result.failed, str(result.status)
             ratio, low, high = decisive.estimate.ratio, decisive.estimate.low, decisive.estimate.high
         seconds = time.monotonic() - started
-        trials.append(Trial(index, name, condition, failed, status, ratio, low, high, seconds, **extra))
+        trials.append(Trial(index, name, named, failed, status, ratio, low, high, seconds, **extra))
         log(
-            f"  [{number}/{len(plan)}] {name:<9} {condition:<11} {status:<16} "
+            f"  [{number}/{len(plan)}] {name:<9} {named:<11} {status:<16} "
             f"{(ratio - 1) * 100:+.1f}% {'FAILED' if failed else ''} ({seconds:.1f} s)"
         )
     return trials
@@ -399,7 +421,9 @@ def report(trials: list[Trial], header: list[str]) -> str:
         "bench A/A": "pytest-benchmark median:10%",
         "bench +5%": "pytest-benchmark median:10%",
     }
-    for condition in CONDITIONS:
+    paths |= {f"{c}{BEFORE}": paths[c] + " (before)" for c in list(paths)}
+    ran = [c for c in (*CONDITIONS, *BEFORE_CONDITIONS) if any(t.condition == c for t in trials)]
+    for condition in ran:
         cells = []
         for family in families:
             chosen = [t for t in trials if t.family == family and t.condition == condition]
@@ -459,7 +483,7 @@ def report(trials: list[Trial], header: list[str]) -> str:
         lines.append(f"| {threshold:.0%} | " + " | ".join(cells) + " |")
     lines += ["", "## Seconds per check: median / p90 (session builds included)", ""]
     lines += ["| condition | " + " | ".join(families) + " |", "| --- |" + " --- |" * len(families)]
-    for condition in CONDITIONS:
+    for condition in ran:
         cells = [seconds([t for t in trials if t.family == f and t.condition == condition]) for f in families]
         lines.append(f"| {condition} | " + " | ".join(cells) + " |")
     lines += ["", "## Per campaign (fails / trials)", ""]
@@ -467,7 +491,7 @@ def report(trials: list[Trial], header: list[str]) -> str:
     lines += ["| family | condition | " + " | ".join(f"campaign {c}" for c in campaigns) + " |"]
     lines += ["| --- | --- |" + " --- |" * len(campaigns)]
     for family in families:
-        for condition in CONDITIONS:
+        for condition in ran:
             cells = []
             for c in campaigns:
                 chosen = [
@@ -480,7 +504,7 @@ def report(trials: list[Trial], header: list[str]) -> str:
         statuses.setdefault(t.condition, {}).setdefault(t.status, 0)
         statuses[t.condition][t.status] += 1
     lines += ["", "## Statuses per condition", ""]
-    for condition in CONDITIONS:
+    for condition in ran:
         counted = ", ".join(f"{s} {n}" for s, n in sorted(statuses.get(condition, {}).items()))
         lines.append(f"- {condition}: {counted}")
     return "\n".join(lines) + "\n"
@@ -497,7 +521,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--families", type=lambda v: v.split(","), default=[f.name for f in FAMILIES])
     parser.add_argument("--conditions", type=lambda v: v.split(","), default=list(CONDITIONS))
+    parser.add_argument("--instances", type=int, default=INSTANCES, help="sessions a side (side by side)")
     args = parser.parse_args(argv)
+    unknown = set(args.conditions) - {*CONDITIONS, *BEFORE_CONDITIONS}
+    if unknown:
+        parser.error(f"unknown conditions: {', '.join(sorted(unknown))}")
+    SESSIONS_A_SIDE[0] = args.instances
     import onnxruntime as ort
 
     ort.set_default_logger_severity(3)
@@ -530,7 +559,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"seed {args.seed}",
                 f"- defaults: `CheckPolicy()` (side by side: A/B rule, "
                 f"{CheckPolicy().ab_threshold:.0%} threshold, two sessions a side, "
-                f"confirmation on fresh sessions; stored: {STORED:.0%}, 4 s, canary)",
+                f"confirmation on fresh sessions; stored: {STORED:.0%}, 4 s, canary); "
+                f"sessions a side: {args.instances}",
                 "",
                 "Method: see the docstring of `benchmarks/gate_paths.py`.",
             ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -17,6 +17,7 @@ from pytest_ortperf.checks.paths import nothing_changed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency import sequential
+from pytest_ortperf.latency.activity import CONFIRMING, Activity, GateSeconds
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
@@ -50,6 +51,7 @@ class LatencyResult:
     drift: float | None = None  # unchanged: current / recorded median, for information
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
+    seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
 
     @property
     def decisive(self) -> Comparison | None:
@@ -103,11 +105,14 @@ def check_latency(
     measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
     profile_fn: Callable[[], OpProfile] | None = None,
     stored_reason: str = "",
+    activity: Activity | None = None,
 ) -> LatencyResult:
     """Measure ``run`` and decide against the stored baseline (or record one under update).
 
     ``stored_reason`` says why the stored figures decide, when a reference could not be rebuilt
-    (``checks.paths``)."""
+    (``checks.paths``). ``activity`` is told when the confirmation measures (``measure_fn`` tells it
+    the rest)."""
+    activity = activity or Activity()
     entry = store.lookup(key.test_file, key.test, key.machine)
     baseline = entry if entry is not None and entry.latency is not None else None
     if not policy.update and baseline is not None and nothing_changed(baseline.environment, environment):
@@ -125,7 +130,8 @@ def check_latency(
     confirmation = None
     if comparison.verdict is Verdict.REGRESSION:
         # A regression must survive a fresh measurement before it fails the test.
-        current = measure_fn(run, policy.measure)
+        with activity.phase(CONFIRMING):
+            current = measure_fn(run, policy.measure)
         confirmation = _judge(_stats(baseline), current, policy)
     status, failed = settle(comparison, confirmation, policy)
     decisive = confirmation or comparison
@@ -228,6 +234,7 @@ def check_ab(
     fresh_pair: Callable[[], tuple[Side, Side]] | None = None,
     accept: str = "",
     runtimes: str = "",
+    activity: Activity | None = None,
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds; each
     side a callable timed here or a measuring worker (``runtimes`` names the two ONNX Runtimes then).
@@ -238,24 +245,28 @@ def check_ab(
     the command that accepts the new latency, when the reference is a recorded baseline's.
 
     With ``policy.sequential`` both measurements stop at the first look whose verdict more rounds
-    could not change (``latency.sequential``); the budget is then a maximum."""
+    could not change (``latency.sequential``); the budget is then a maximum. ``activity`` hears
+    of the warm-ups, the rounds and the confirmation (with its new pair)."""
     threshold, confidence = policy.ab_threshold, policy.confidence
+    activity = activity or Activity()
 
     def measured(current: Side, reference: Side) -> tuple[PairedRounds, Comparison]:
         if policy.sequential:
-            rounds = (measure_fn or partial(sequential.measure, threshold=threshold, confidence=confidence))(
-                current, reference, policy.ab
-            )
+            rounds = (
+                measure_fn
+                or partial(sequential.measure, threshold=threshold, confidence=confidence, activity=activity)
+            )(current, reference, policy.ab)
             return rounds, sequential.judge(rounds, threshold=threshold, confidence=confidence)
-        rounds = (measure_fn or measure_pair)(current, reference, policy.ab)
+        rounds = (measure_fn or partial(measure_pair, activity=activity))(current, reference, policy.ab)
         return rounds, judge_pair(rounds, threshold=threshold, confidence=confidence)
 
     rounds, comparison = measured(current, reference)
     confirmation = None
     if comparison.verdict is Verdict.REGRESSION:
-        if fresh_pair is not None:
-            current, reference = fresh_pair()
-        rounds, confirmation = measured(current, reference)
+        with activity.phase(CONFIRMING):
+            if fresh_pair is not None:
+                current, reference = fresh_pair()
+            rounds, confirmation = measured(current, reference)
     status, failed = settle(comparison, confirmation, policy)
     result = LatencyResult(
         key=key,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from pytest_ortperf.latency.activity import MEASURING, WARMING, Activity
 from pytest_ortperf.latency.stats import LatencyStats, summarize
 from pytest_ortperf.ort.worker_program import warm_up_runs
 
@@ -83,22 +84,28 @@ def measure(
     *,
     clock: Clock = time.perf_counter_ns,
     canary: Callable[[], object] | None = None,
+    activity: Activity | None = None,
 ) -> LatencyStats:
-    """Warm up, plan rounds from the observed cost, and time every run (and the canary after each round)."""
+    """Warm up, plan rounds from the observed cost, and time every run (and the canary after each round).
+
+    ``activity`` hears of the warm-up and of every round (between rounds, never inside one)."""
     settings = settings or MeasureSettings()
-    cost = warm_up(run, settings, clock)
+    activity = activity or Activity()
+    with activity.phase(WARMING):
+        cost = warm_up(run, settings, clock)
     canary_runs = 0
     if canary is not None:
         # The canary is tiny and its session is reused all run long: a short warmup is enough.
-        canary_cost = warm_up(
-            canary,
-            replace(
-                settings,
-                warmup_s=min(settings.warmup_s, CANARY_WARMUP_S),
-                warmup_cap_s=min(settings.warmup_cap_s, 4 * CANARY_WARMUP_S),
-            ),
-            clock,
-        )
+        with activity.phase(WARMING, "canary"):
+            canary_cost = warm_up(
+                canary,
+                replace(
+                    settings,
+                    warmup_s=min(settings.warmup_s, CANARY_WARMUP_S),
+                    warmup_cap_s=min(settings.warmup_cap_s, 4 * CANARY_WARMUP_S),
+                ),
+                clock,
+            )
         plan = plan_rounds(cost, settings, share=1.0 - CANARY_SHARE)
         round_ns = plan.runs_per_round * max(cost, 1.0)
         canary_runs = max(
@@ -108,12 +115,13 @@ def measure(
         plan = plan_rounds(cost, settings)
     samples: list[int] = []
     canary_medians: list[float] = []
-    with gc_paused():
-        for _ in range(plan.rounds):
+    with gc_paused(), activity.phase(MEASURING):
+        for done in range(1, plan.rounds + 1):
             time_runs(run, plan.runs_per_round, clock, samples)
             if canary is not None:
                 canary_runs_ns = sorted(time_runs(canary, canary_runs, clock, []))
                 canary_medians.append(max(canary_runs_ns[len(canary_runs_ns) // 2], 1) / 1e6)
+            activity.rounds(done, plan.rounds)
     return summarize(samples, [plan.runs_per_round] * plan.rounds, canary_medians)
 
 

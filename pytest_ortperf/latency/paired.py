@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from pytest_ortperf.latency.activity import MEASURING, WARMING, Activity
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, RatioEstimate, decide
 from pytest_ortperf.latency.measure import Clock, MeasureSettings, gc_paused, plan_rounds, time_runs, warm_up
 from pytest_ortperf.latency.stats import LatencyStats, summarize
@@ -140,6 +141,7 @@ def measure_pair(
     clock: Clock = time.perf_counter_ns,
     looks: Callable[[int], Sequence[int]] | None = None,
     stop: Callable[[PairedRounds], bool] | None = None,
+    activity: Activity | None = None,
 ) -> PairedRounds:
     """Warm both up, then time interleaved rounds, half of them in each order, shuffled.
 
@@ -147,24 +149,31 @@ def measure_pair(
     process): the rounds are planned, ordered and judged the same way. With ``looks`` (the round
     counts to look at, given the rounds planned) and ``stop``, the measurement ends at the first
     look where ``stop`` says the rounds so far decide (``latency.sequential``); the order is
-    balanced within each stretch between looks, so every look sees half the rounds each way."""
+    balanced within each stretch between looks, so every look sees half the rounds each way.
+    ``activity`` hears of the warm-ups and of every round (between rounds, never inside one)."""
     rng = rng or random.Random()
+    activity = activity or Activity()
     sides = {True: as_timed(current, clock), False: as_timed(reference, clock)}  # keyed by "is current"
-    cost = {False: sides[False].warm_up(settings.warmup_runs, settings.warmup_s, settings.warmup_cap_s)}
-    cost[True] = sides[True].warm_up(settings.warmup_runs, settings.warmup_s, settings.warmup_cap_s)
+    cost: dict[bool, float] = {}
+    for is_current in (False, True):
+        with activity.phase(WARMING, "current" if is_current else "reference"):
+            cost[is_current] = sides[is_current].warm_up(
+                settings.warmup_runs, settings.warmup_s, settings.warmup_cap_s
+            )
     rounds, runs = plan_pair(cost[True], cost[False], settings)
     points = sorted({n for n in (looks(rounds) if looks is not None else ()) if 0 < n < rounds} | {rounds})
     samples: dict[bool, list[int]] = {True: [], False: []}
     firsts: list[bool] = []
     done = 0
-    with gc_paused():
+    with gc_paused(), activity.phase(MEASURING, "side by side"):
         for point in points:
             # Balanced: half the stretch's rounds (rounded down) start with the current model, shuffled.
             stretch = [True] * ((point - done) // 2) + [False] * ((point - done) - (point - done) // 2)
             rng.shuffle(stretch)
-            for current_first in stretch:
+            for index, current_first in enumerate(stretch, start=done + 1):
                 for is_current in (current_first, not current_first):
                     samples[is_current] += sides[is_current].time_runs(runs, cost[is_current])
+                activity.rounds(index, rounds)
             firsts += stretch
             done = point
             if stop is not None and point < rounds and stop(_paired(samples, runs, firsts, rounds)):

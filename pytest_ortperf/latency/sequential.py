@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.latency.decision import Comparison, decide
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_STATISTIC, PairedRounds, Side, measure_pair, paired_interval
@@ -109,6 +110,7 @@ def measure(
     threshold: float,
     confidence: float,
     rng: random.Random | None = None,
+    activity: Activity | None = None,
 ) -> PairedRounds:
     """``measure_pair`` that stops at the first look whose verdict more rounds could not change."""
     return measure_pair(
@@ -116,6 +118,7 @@ def measure(
         reference,
         settings,
         rng=rng,
+        activity=activity,
         looks=looks_for,
         stop=lambda rounds: stops(judge(rounds, threshold=threshold, confidence=confidence)),
     )

@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+from pytest_ortperf.latency.activity import WAITING, Activity
 
 try:
     import fcntl
@@ -38,7 +40,8 @@ class TimingLock:
         return f"serialized across processes (lock {self.path})"
 
     @contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self, activity: Activity | None = None) -> Iterator[None]:
+        """Hold the lock inside; the wait for it is told to ``activity`` as ``waiting``."""
         if self.path is None or fcntl is None:
             yield
             return
@@ -46,7 +49,8 @@ class TimingLock:
 
         with self.path.open("a") as handle:
             started = time.perf_counter()
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            with activity.phase(WAITING) if activity is not None else nullcontext():
+                fcntl.flock(handle, fcntl.LOCK_EX)
             self.waited_s += time.perf_counter() - started
             try:
                 yield

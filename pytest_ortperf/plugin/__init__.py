@@ -40,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_ortperf.plugin import fixtures
     from pytest_ortperf.plugin.config import build_config
     from pytest_ortperf.plugin.processes import Controller, Worker
+    from pytest_ortperf.plugin.progress import terminal_progress
     from pytest_ortperf.plugin.state import OrtperfRun
 
     for line in MARKERS:
@@ -54,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
             run.git_revision(ortperf_config.ab_rev)
         except OrtperfError as exc:
             raise pytest.UsageError(str(exc)) from None
+    run.progress = terminal_progress(config, ortperf_config.progress)
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(fixtures, "ortperf-fixtures")

@@ -63,6 +63,7 @@ class OrtperfConfig:
     ab_python: str = ""  # the reference side's interpreter (A/B across runtimes)
     canary: bool = True
     ab_outputs_fail: bool = True
+    progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)
     model_cache: Path | None = None
 
 
@@ -126,7 +127,19 @@ def build_config(config: Any) -> OrtperfConfig:
         ab_python=_ab_python(config),
         canary=_on_off(config, "ortperf_canary"),
         ab_outputs_fail=_ab_outputs(config),
+        progress=_progress(config),
     )
+
+
+def _progress(config: Any) -> bool | None:
+    value, where = _value(config, "ortperf_progress")
+    text = option_text(value, source=where)
+    if text.strip().lower() == "auto":
+        return None
+    switch = on_off(text)
+    if switch is None:
+        raise UsageError(f"{where}: expected auto, on or off, got {safe_repr(value)}.")
+    return switch
 
 
 def _ab_outputs(config: Any) -> bool:

@@ -190,6 +190,16 @@ OPTIONS: tuple[OptionDef, ...] = (
         "PATH",
     ),
     OptionDef(
+        "--ortperf-progress",
+        "ortperf_progress",
+        "Show what a long latency check is doing (which test, which side, rounds so far) while it runs: "
+        "auto shows it on a terminal, not under -q and not when the CI environment variable is set; on "
+        "shows it anyway (a line every few seconds in a log); off never (default: auto). xdist workers "
+        "never show it.",
+        "auto",
+        "auto|on|off",
+    ),
+    OptionDef(
         "--ortperf-ab-outputs",
         "ortperf_ab_outputs",
         "check: in A/B mode, outputs that differ from the reference model's fail the test; report: "

@@ -19,6 +19,7 @@ from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan, same_
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
+from pytest_ortperf.latency.activity import BUILDING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating
 from pytest_ortperf.latency.stats import LatencyStats
@@ -95,6 +96,7 @@ class OrtPerf:
         self._skip = skip
         self._on_result = on_result
         self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set()}
+        self._activity = Activity()  # the latency check in progress: its phases, rounds and time
 
     @property
     def session(self) -> BuiltSession:
@@ -146,6 +148,13 @@ class OrtPerf:
     def _latency_checks(
         self, feeds: Mapping[str, Array] | None, key: CheckKey
     ) -> list[LatencyResult | AccuracyResult | str]:
+        """The latency check of this mode, followed by the run's progress line and timed by phase."""
+        with self._context.run.activity(key.test) as self._activity:
+            return self._latency_paths(feeds, key)
+
+    def _latency_paths(
+        self, feeds: Mapping[str, Array] | None, key: CheckKey
+    ) -> list[LatencyResult | AccuracyResult | str]:
         """The latency check of this mode: stored baseline, or A/B (latency plus outputs vs the reference)."""
         context = self._context
         policy = self._policy(key, LATENCY)
@@ -156,7 +165,8 @@ class OrtPerf:
         if reference is None:
             inputs = self._inputs(feeds)
             measured_in = self._environment(inputs)  # once: it hashes the inputs
-            found = self._guard(lambda: self._rebuilt_reference(key, measured_in, policy), key, LATENCY)
+            with self._activity.phase(BUILDING):
+                found = self._guard(lambda: self._rebuilt_reference(key, measured_in, policy), key, LATENCY)
             if isinstance(found, str):
                 return [found]
             rebuilt, why = found
@@ -272,10 +282,11 @@ class OrtPerf:
         timing = context.run.timing
 
         canary = self._canary()
+        activity = self._activity
 
         def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
-            with timing.held():
-                return measure(run, settings, canary=canary)
+            with timing.held(activity):
+                return measure(run, settings, canary=canary, activity=activity)
 
         watchdog = context.run.watchdog
         result = check_latency(
@@ -288,12 +299,13 @@ class OrtPerf:
             environment=measured_in,
             today=datetime.date.today().isoformat(),
             stored_reason=stored_reason,
+            activity=activity,
         )
         if context.profiler is not None:
             # Timed runs stay on the unprofiled session; these untimed runs explain where time went.
             for _ in range(PROFILED_RUNS):
                 context.profiler.run(None, inputs)
-        self._publish(result)
+        result = self._publish(result)
         return result
 
     def _ab(
@@ -309,9 +321,11 @@ class OrtPerf:
             )
         if reference.source is None or reference.source.sha256 == built.model.sha256:
             # Nothing to compare: a short measurement, for the report only.
-            with timing.held():
+            with timing.held(self._activity):
                 stats = measure(
-                    lambda: watchdog.run(built.session, None, inputs), glance(context.policy.measure)
+                    lambda: watchdog.run(built.session, None, inputs),
+                    glance(context.policy.measure),
+                    activity=self._activity,
                 )
             identical = reference.source is not None
             result = ab_without_reference(
@@ -323,9 +337,10 @@ class OrtPerf:
                 if identical
                 else reference.reason,
             )
-            self._publish(result)
+            result = self._publish(result)
             return [result]
-        other = context.run.session(reference.source, built.variant, built.settings)
+        with self._activity.phase(BUILDING, "reference"):
+            other = context.run.session(reference.source, built.variant, built.settings)
         result = self._side_by_side(other, reference.label, inputs, key)
         outputs = self._guard(lambda: self._ab_accuracy(other, reference.label, inputs, key), key, ACCURACY)
         return [result, outputs]
@@ -390,7 +405,8 @@ class OrtPerf:
         if reference.python:
             return self._across_runtimes(reference, inputs, key, accept=key.record_command)
         built = self._context.built
-        other = self._context.run.session(reference.model, built.variant, reference.settings)
+        with self._activity.phase(BUILDING, "reference"):
+            other = self._context.run.session(reference.model, built.variant, reference.settings)
         return [self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)]
 
     def _across_runtimes(
@@ -413,11 +429,12 @@ class OrtPerf:
             return here, there
 
         try:
-            current, other = pair()  # built before the timing lock is taken
+            with self._activity.phase(BUILDING, "measuring workers"):
+                current, other = pair()  # built before the timing lock is taken
             # Named from the workers themselves: what their environments really import.
             runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
             label = f"{reference.label} in {other.runtime.describe()}"
-            with context.run.timing.held():
+            with context.run.timing.held(self._activity):
                 result = check_ab(
                     current,
                     other,
@@ -427,8 +444,9 @@ class OrtPerf:
                     fresh_pair=lambda: pair(fresh=True),
                     accept=accept,
                     runtimes=runtimes,
+                    activity=self._activity,
                 )
-            self._publish(result)
+            result = self._publish(result)
             # From the last pair loaded: a confirmation replaces the first pair's processes.
             last, last_other = sides[-2:]
             outputs = self._guard(
@@ -458,9 +476,10 @@ class OrtPerf:
             )
 
         # Built before the timing lock is taken: other processes time while these build.
-        current = side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1)))
-        reference = side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1)))
-        with context.run.timing.held():
+        with self._activity.phase(BUILDING, "sessions of both sides"):
+            current = side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1)))
+            reference = side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1)))
+        with context.run.timing.held(self._activity):
             result = check_ab(
                 current,
                 reference,
@@ -469,8 +488,9 @@ class OrtPerf:
                 policy=context.policy,
                 fresh_pair=fresh_pair,
                 accept=accept,
+                activity=self._activity,
             )
-        self._publish(result)
+        result = self._publish(result)
         return result
 
     def _ab_accuracy(
@@ -499,9 +519,11 @@ class OrtPerf:
         context.add_property("ortperf_ab_accuracy_verdict", str(result.status))
         return result
 
-    def _publish(self, result: LatencyResult) -> None:
-        """A latency result into the run's report, the JUnit properties and pytest-benchmark."""
+    def _publish(self, result: LatencyResult) -> LatencyResult:
+        """A latency result, with where its time went, into the run's report, the JUnit properties
+        and pytest-benchmark."""
         context = self._context
+        result = replace(result, seconds=self._activity.seconds())
         context.run.results.publish_latency(result, context.nodeid)
         context.add_property("ortperf_latency_verdict", str(result.status))
         context.add_property("ortperf_latency_mode", result.basis)
@@ -511,6 +533,7 @@ class OrtPerf:
             context.add_property("ortperf_latency_change", result.change)
         if self._on_result is not None:
             self._on_result(result)
+        return result
 
     def _recorded_outputs(self, key: CheckKey, inputs: dict[str, Array], digest: str) -> Reference | None:
         """When today's inputs differ from those the baseline's outputs were recorded on: the outputs

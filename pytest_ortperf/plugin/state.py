@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache
 from pytest_ortperf.ort.git_models import AUTO, GitRevision, read_blob
@@ -37,7 +38,7 @@ from pytest_ortperf.plugin.config import ABMarker, OrtperfConfig
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
-from pytest_ortperf.reports.ci_files import write_reports
+from pytest_ortperf.reports.ci_files import gate_time, write_reports
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, profile_lines
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
@@ -91,6 +92,7 @@ class OrtperfRun:
             worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
         )
         self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
+        self.progress: Listener | None = None  # the terminal's progress line, when shown (plugin/progress.py)
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
         self.update_report: UpdateReport | None = None  # set by finish() under --ortperf-update
@@ -202,6 +204,10 @@ class OrtperfRun:
 
     def model(self, spec: Any, *, test_dir: Path, origin: str) -> ModelSource:
         return self._models.resolve(spec, test_dir=test_dir, origin=origin)
+
+    def activity(self, check: str) -> Activity:
+        """A new check's activity: timed by phase, and shown on the progress line when there is one."""
+        return Activity(check, listener=self.progress)
 
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         return self.pool.get(model, variant, settings)
@@ -427,6 +433,7 @@ class OrtperfRun:
             missing=self.results.missing_count(),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
             timing_mode=self.timing.mode,
+            gate_time=gate_time(self.results.records),
             update=self.update_report,
             prune=self.config.prune,
             reported_differences=self.results.reported_differences(),

@@ -18,6 +18,7 @@ from typing import Any
 from pytest_ortperf.accuracy.metrics import OutputComparison
 from pytest_ortperf.checks.accuracy import AccuracyResult
 from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.store.keys import CheckKey
 
 ERROR = "error"
@@ -37,6 +38,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "path": result.path,
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
         "decided_by": result.basis,
+        "seconds": result.seconds.as_dict(),
         "reference": (
             {
                 "label": result.reference_label,
@@ -200,8 +202,9 @@ def markdown(
     counts += f" ({len(errors)} with an error)." if errors else "."
     lines = ["## pytest-ortperf", ""]
     lines += [f"**ERROR**: {_first_line(error)}" for error in run_errors]
+    timed = gate_time(records)
     lines += [
-        counts,
+        counts + (f" The {timed}." if timed else ""),
         "",
         "| | test | variant | check | reference | current | change | verdict | decided by |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -221,6 +224,22 @@ def markdown(
     if unused:
         lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
     return "\n".join(lines) + "\n"
+
+
+def gate_time(records: Sequence[Mapping[str, Any]]) -> str:
+    """Where the latency checks' time went, summed over the run (workers' checks included), with the
+    slowest check; "" without a timed check."""
+    timed = [r for r in records if r.get("kind") == "latency" and isinstance(r.get("seconds"), Mapping)]
+    if not timed:
+        return ""
+    each = [(GateSeconds.from_dict(r["seconds"]), r) for r in timed]
+    total = sum((seconds for seconds, _ in each), GateSeconds())
+    parts = [f"{name} {value:.1f} s" for name, value in total.as_dict().items() if value >= 0.05]
+    text = f"gate time: {total.total:.1f} s over {len(timed)} latency checks ({', '.join(parts) or 'none'})"
+    slowest, record = max(each, key=lambda pair: pair[0].total)
+    if len(timed) > 1:
+        text += f"; slowest {record['test']} [{record['variant']}] {slowest.total:.1f} s"
+    return text
 
 
 def _decided(record: Mapping[str, Any]) -> str:

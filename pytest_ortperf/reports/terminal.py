@@ -170,6 +170,7 @@ class RunSummary:
     prune: bool = False
     reported_differences: Sequence[str] = ()
     profile_lines: Sequence[str] = ()
+    gate_time: str = ""  # where the latency checks' time went (reports.ci_files.gate_time)
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
@@ -187,6 +188,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
             summary.rows, summary.machine, missing=summary.missing, elsewhere=summary.elsewhere
         )
         lines.append(f"timing: {summary.timing_mode}")
+    if summary.gate_time:
+        lines.append(summary.gate_time)
     if summary.update is not None:
         lines += update_lines(summary.update, prune=summary.prune)
     lines += summary.reported_differences

@@ -103,6 +103,12 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
     assert latency["change"]["low"] > 1.5
     assert latency["change"]["threshold"] == 0.03
     assert latency["baseline"] is None
+    # Where its time went: the confirmation (new sessions, warm-up, rounds) has its own share.
+    seconds = latency["seconds"]
+    assert seconds["measuring"] > 0
+    assert seconds["warming"] > 0
+    assert seconds["confirming"] > 0
+    result.stdout.fnmatch_lines(["gate time: * s over 1 latency checks (*measuring * s, confirming * s)"])
 
 
 def test_auto_compares_with_the_pull_requests_base(

@@ -221,9 +221,33 @@ def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, latency_suit
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
 
 
+def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    # No baseline: the check measures its whole budget, 1.5 s, past the second after which it shows.
+    long = ("--ortperf-budget=1.5", "--ortperf-missing=pass", "--ortperf-max-cv=1000%", "--ortperf-report=report.json")
+    asked = pytester.runpytest("--ortperf-progress=on", *long)
+    asked.assert_outcomes(passed=1)
+    asked.stdout.fnmatch_lines(["ortperf: test_latency[[]cpu-all[]]: measuring, round * of * (* s)"])
+    asked.stdout.fnmatch_lines(["gate time: * s over 1 latency checks (warming * s, measuring * s)"])
+    (check,) = [c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"]
+    seconds = check["seconds"]
+    assert set(seconds) == {"building", "warming", "measuring", "confirming", "waiting"}
+    assert 1.0 < seconds["measuring"] < 30
+    assert seconds["warming"] >= 0.1
+    assert seconds["confirming"] == 0
+
+    # Not a terminal (pytester's output is captured): auto shows nothing, and neither does -q.
+    for args in ((), ("-q",), ("--ortperf-progress=off",)):
+        plain = pytester.runpytest(*args, *long)
+        plain.assert_outcomes(passed=1)
+        plain.stdout.no_fnmatch_line("ortperf: test_latency*")
+
+
 @pytest.mark.parametrize(
     ("option", "message"),
     [
+        ("--ortperf-progress=sometimes", "*--ortperf-progress: expected auto, on or off, got 'sometimes'.*"),
         ("--ortperf-missing=maybe", "*--ortperf-missing: expected one of fail, skip, pass, got 'maybe'.*"),
         ("--ortperf-latency-threshold=fast", "*--ortperf-latency-threshold: expected a threshold such as '10%' or 0.1, got 'fast'.*"),
         ("--ortperf-latency-threshold=-5%", "*--ortperf-latency-threshold: a threshold must be a positive finite amount*"),

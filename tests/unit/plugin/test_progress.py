@@ -1,0 +1,137 @@
+"""The progress line: its text, when it shows, and that a terminal is left as pytest wrote it."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ortperf.latency.activity import Progress
+from pytest_ortperf.plugin.progress import LOG_EVERY_S, SHOW_AFTER_S, TerminalProgress, progress_text, wanted
+
+
+def moment(step: str = "measuring side by side", *, phase: str = "", rounds: int = 16, elapsed: float = 2.0) -> Progress:
+    return Progress(
+        check="test_resnet[cpu-all]",
+        phase=phase or step.split(" ")[0],
+        step=step,
+        rounds=rounds,
+        planned=40,
+        elapsed_s=elapsed,
+    )
+
+
+def render(written: str) -> str:
+    """What a terminal line shows after ``written``: backspaces move back, characters overwrite."""
+    line: list[str] = []
+    at = 0
+    for char in written:
+        if char == "\b":
+            at = max(0, at - 1)
+            continue
+        if at < len(line):
+            line[at] = char
+        else:
+            line.append(char)
+        at += 1
+    return "".join(line).rstrip()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_text_names_the_test_the_step_and_the_rounds() -> None:
+    assert progress_text(moment()) == "test_resnet[cpu-all]: measuring side by side, round 16 of at most 40 (2 s)"
+    assert progress_text(moment("measuring")) == "test_resnet[cpu-all]: measuring, round 16 of 40 (2 s)"
+    assert progress_text(moment("warming reference", rounds=0)) == "test_resnet[cpu-all]: warming reference (2 s)"
+    confirming = progress_text(moment("measuring side by side", phase="confirming"))
+    assert confirming == "test_resnet[cpu-all]: confirming: measuring side by side, round 16 of at most 40 (2 s)"
+    assert progress_text(moment("waiting")).endswith(": waiting for the timing lock (2 s)")
+
+
+@pytest.mark.parametrize("width", [70, 60, 45, 20, 16, 10])
+def test_a_narrow_line_drops_the_name_first_then_words(width: int) -> None:
+    text = progress_text(moment(), width)
+    assert len(text) <= width
+    whole = progress_text(moment())
+    if width >= 70:
+        assert text.startswith("…")
+        assert text.endswith("round 16 of at most 40 (2 s)")
+    elif width >= 16:
+        assert text in ("measuring side by side, round 16 of at most 40 (2 s)", "measuring 16/40")
+    else:
+        assert text == ""
+    assert whole.startswith("test_resnet")
+
+
+def test_on_a_terminal_the_line_is_drawn_after_pytests_and_taken_down_again() -> None:
+    written: list[str] = []
+    clock = Clock()
+    progress = TerminalProgress(written.append, transient=True, room=lambda: 60, clock=clock)
+    pytests = "tests/test_models.py .."
+    progress.update(moment(elapsed=SHOW_AFTER_S / 2))
+    assert written == []  # a short check never shows
+    for rounds in (10, 16, 24):
+        clock.now += 1.0
+        progress.update(moment(rounds=rounds))
+        shown = render(pytests + "".join(written))
+        assert shown.startswith(pytests + " [")
+        assert f"round {rounds} of" in shown
+        assert len(shown) <= len(pytests) + 59  # never past the line's room: a wrapped line cannot be erased
+    progress.clear()
+    assert render(pytests + "".join(written)) == pytests
+
+
+def test_on_a_terminal_redraws_are_throttled() -> None:
+    written: list[str] = []
+    clock = Clock()
+    progress = TerminalProgress(written.append, transient=True, room=lambda: 200, clock=clock)
+    for rounds in range(1, 40):
+        clock.now += 0.01
+        progress.update(moment(rounds=rounds))
+    assert len(written) == 2  # 0.39 s of updates at most every 0.25 s
+
+
+def test_without_room_nothing_is_shown() -> None:
+    written: list[str] = []
+    progress = TerminalProgress(written.append, transient=True, room=lambda: 5)
+    progress.update(moment())
+    progress.clear()
+    assert "".join(written) == ""
+
+
+def test_in_a_log_each_update_is_a_line_at_most_every_few_seconds_and_on_each_new_step() -> None:
+    written: list[str] = []
+    clock = Clock()
+    progress = TerminalProgress(written.append, transient=False, clock=clock)
+    progress.update(moment("warming reference", rounds=0))
+    for rounds in range(1, 30):
+        clock.now += 0.5
+        progress.update(moment(rounds=rounds))
+    assert written[0] == "ortperf: test_resnet[cpu-all]: warming reference (2 s)\n"
+    assert written[1].startswith("ortperf: test_resnet[cpu-all]: measuring side by side, round 1 of at most 40")
+    assert len(written) == 2 + int(29 * 0.5 / LOG_EVERY_S) - 0  # a new step at once, then every LOG_EVERY_S
+    progress.clear()
+    assert all(line.endswith("\n") and "\b" not in line for line in written)
+
+
+@pytest.mark.parametrize(
+    ("setting", "tty", "verbosity", "worker", "env", "shown"),
+    [
+        (None, True, 0, False, {}, True),
+        (None, True, 1, False, {}, True),
+        (None, True, -1, False, {}, False),  # -q
+        (None, False, 0, False, {}, False),  # a log
+        (None, True, 0, False, {"CI": "true"}, False),
+        (True, False, -1, False, {"CI": "true"}, True),  # asked for
+        (True, True, 0, True, {}, False),  # an xdist worker's output never reaches the terminal
+        (False, True, 0, False, {}, False),
+    ],
+)
+def test_when_progress_is_shown(
+    setting: bool | None, tty: bool, verbosity: int, worker: bool, env: dict[str, str], shown: bool
+) -> None:
+    assert wanted(setting, tty=tty, verbosity=verbosity, worker=worker, env=env) is shown
