@@ -46,7 +46,7 @@ class RatioEstimate:
     confidence: float
 
     def describe(self) -> str:
-        pct = f"{round(self.confidence * 100, 2):g}"  # 99, or 99.75 for one of several looks
+        pct = f"{round(self.confidence * 100, 2):g}"  # 99, or 99.9 at an early sequential look
         return f"{_signed_pct(self.ratio)} ({pct}% CI {_signed_pct(self.low)} .. {_signed_pct(self.high)})"
 
 

@@ -238,7 +238,9 @@ def gate_time(records: Sequence[Mapping[str, Any]]) -> str:
     text = f"gate time: {total.total:.1f} s over {len(timed)} latency checks ({', '.join(parts) or 'none'})"
     slowest, record = max(each, key=lambda pair: pair[0].total)
     if len(timed) > 1:
-        text += f"; slowest {record['test']} [{record['variant']}] {slowest.total:.1f} s"
+        test, variant = str(record["test"]), str(record["variant"])
+        named = test if variant in test else f"{test} [{variant}]"
+        text += f"; slowest {named} {slowest.total:.1f} s"
     return text
 
 

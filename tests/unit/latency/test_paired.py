@@ -466,8 +466,8 @@ def reference_model() -> None:
 
 
 POLICY = CheckPolicy(threshold=0.5, ab_threshold=0.03, ab=MeasureSettings(budget_s=1.5))
-FIRST_OF_FOUR = "look 1 of 4 (99.75% each, 99% over all looks)"
-LAST_OF_FOUR = "look 4 of 4 (99.75% each, 99% over all looks)"
+FIRST_OF_FOUR = "look 1 of 4 (at 99.9%; 99% over all looks)"
+LAST_OF_FOUR = "look 4 of 4 (at 99.3%; 99% over all looks)"
 
 
 def _check(measure: FakePair, policy: CheckPolicy = POLICY, fresh_pair=None):  # type: ignore[no-untyped-def]
@@ -555,10 +555,10 @@ def test_a_confirmed_ab_regression_fails_naming_the_reference_and_the_mode() -> 
     )
     assert lines[3] == f"  change:    {result.confirmation.estimate.describe()}, threshold +/-3%"
     assert re.fullmatch(
-        r"  change:    \+2\d\.\d% \(99.75% CI \+2\d\.\d% \.\. \+2\d\.\d%\), threshold \+/-3%", lines[3]
+        r"  change:    \+2\d\.\d% \(99.9% CI \+2\d\.\d% \.\. \+2\d\.\d%\), threshold \+/-3%", lines[3]
     )
-    # Clear at the first of four sequential looks: decided on 10 rounds.
-    assert lines[4] == f"  decided by a/b: {AB_STATISTIC} over 10 rounds, {FIRST_OF_FOUR}"
+    # Clear at the first of four sequential looks: decided on 11 rounds.
+    assert lines[4] == f"  decided by a/b: {AB_STATISTIC} over 11 rounds, {FIRST_OF_FOUR}"
     assert lines[5] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
     assert len(lines) == 6
 

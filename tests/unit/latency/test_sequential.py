@@ -36,23 +36,34 @@ def checks(rng: np.random.Generator, true_ratio: float, sigma: float, count: int
 
 def test_the_looks_are_the_planned_ones_before_the_end_then_the_end() -> None:
     assert looks_for(40) == LOOKS
-    assert looks_for(30) == (10, 16, 24, 30)
-    assert looks_for(12) == (10, 12)
+    assert looks_for(30) == (11, 16, 24, 30)
+    assert looks_for(12) == (11, 12)
     assert looks_for(8) == (8,)
     with pytest.raises(ValueError, match="at least one round"):
         looks_for(0)
 
 
-def test_each_look_spends_a_share_of_the_error() -> None:
-    assert look_confidence(0.99, 4) == pytest.approx(0.9975)
-    assert look_confidence(0.99, 1) == pytest.approx(0.99)
+def test_each_early_look_spends_a_tenth_of_the_error_and_the_last_the_rest() -> None:
+    assert [look_confidence(0.99, look, 4) for look in (1, 2, 3)] == pytest.approx([0.999] * 3)
+    assert look_confidence(0.99, 4, 4) == pytest.approx(0.993)
+    assert look_confidence(0.99, 2, 2) == pytest.approx(0.991)
+    assert look_confidence(0.99, 1, 1) == pytest.approx(0.99)
+    spent = sum(1 - look_confidence(0.99, look, 4) for look in (1, 2, 3, 4))
+    assert spent == pytest.approx(0.01)  # never more than the error of one look
+
+
+def test_the_last_look_of_forty_rounds_has_the_ranks_of_a_single_99_percent_look() -> None:
+    ratios = np.linspace(0.9, 1.1, 40)
+    last = verdict_at(ratios, threshold=THRESHOLD, confidence=0.99, look=4, looks=4)
+    single = verdict_at(ratios, threshold=THRESHOLD, confidence=0.99, look=1, looks=1)
+    assert (last.estimate.low, last.estimate.high) == (single.estimate.low, single.estimate.high)
 
 
 def test_the_first_look_can_decide_at_the_adjusted_confidence() -> None:
-    # Ten ratios all above the threshold: even the whole range lies above 1 (coverage 1 - 2/1024).
-    comparison = verdict_at([1.2] * 5 + [1.21] * 5, threshold=THRESHOLD, confidence=0.99, look=1, looks=4)
+    # Eleven ratios all above the threshold: even the whole range lies above 1 (coverage 1 - 2/2048).
+    comparison = verdict_at([1.2] * 5 + [1.21] * 6, threshold=THRESHOLD, confidence=0.99, look=1, looks=4)
     assert comparison.verdict is Verdict.REGRESSION
-    assert "look 1 of 4 (99.75% each, 99% over all looks)" in comparison.statistic
+    assert "look 1 of 4 (at 99.9%; 99% over all looks)" in comparison.statistic
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.reports.ci_files import error_record, markdown, output_record, report_document
+from pytest_ortperf.reports.ci_files import error_record, gate_time, markdown, output_record, report_document
 from pytest_ortperf.reports.terminal import (
     UpdateReport,
     latency_rows,
@@ -260,3 +260,26 @@ def test_output_records_of_a_changed_shape_have_no_worst_element_and_stay_valid_
         compare_output("y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline")
     )
     json.dumps(nan, allow_nan=False)
+
+
+def _timed(test: str, variant: str, **seconds: float) -> dict[str, object]:
+    return {"test": test, "kind": "latency", "variant": variant, "failed": False, "verdict": "ok", "seconds": seconds}
+
+
+def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest() -> None:
+    records = [
+        _timed("t.py::test_a[cpu-all]", "cpu-all", building=0.5, warming=0.25, measuring=2.0),
+        _timed("t.py::test_b", "cuda-all", warming=0.25, measuring=3.0, confirming=4.0),
+        {"test": "t.py::test_a[cpu-all]", "kind": "accuracy", "variant": "cpu-all", "failed": False, "verdict": "ok"},
+        error_record(CheckKey("t.py", "test_c", "cpu-all", "m", "u"), kind="latency", nodeid="t.py::test_c", message="x"),
+    ]
+    assert gate_time(records) == (
+        "gate time: 10.0 s over 2 latency checks (building 0.5 s, warming 0.5 s, measuring 5.0 s, "
+        "confirming 4.0 s); slowest t.py::test_b [cuda-all] 7.2 s"
+    )
+    text = markdown(records, machine="m", unused=())
+    assert "The gate time: 10.0 s over 2 latency checks" in text
+    assert gate_time(records[2:]) == ""  # no timed check: nothing to say
+    one = gate_time(records[:1])
+    assert one.startswith("gate time: 2.8 s over 1 latency checks")
+    assert "slowest" not in one
