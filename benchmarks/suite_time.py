@@ -36,13 +36,13 @@ if str(REPO) not in sys.path:
 from benchmarks.conditions import code_state, loadavg  # noqa: E402
 
 
-def run_suite(tree: Path) -> tuple[float, str, str]:
+def run_suite(tree: Path, extra: Sequence[str] = ()) -> tuple[float, str, str]:
     """(wall seconds, pytest's last line, the gate time line or "") of one run of the example suite."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("CI", None)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider", "-q"],
+        [sys.executable, "-m", "pytest", "examples", "-p", "no:cacheprovider", "-q", *extra],
         cwd=tree,
         env=env,
         capture_output=True,
@@ -58,11 +58,20 @@ def run_suite(tree: Path) -> tuple[float, str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--before", required=True, help="the earlier commit")
     parser.add_argument("--runs", type=int, default=4, help="runs of each tree")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--pytest-args",
+        default="",
+        help="more pytest arguments for both trees, e.g. '--ortperf-session-option=inter_op_threads=2' "
+        "(a changed setting: every check measured side by side with the recorded settings)",
+    )
     args = parser.parse_args(argv)
+    extra = args.pytest_args.split()
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     load = loadavg()
     walls: dict[str, list[float]] = {"before": [], "after": []}
@@ -79,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for name, tree in order if index % 2 == 0 else order[::-1]:
                     if len(walls[name]) >= args.runs:
                         continue
-                    wall, last, gate = run_suite(tree)
+                    wall, last, gate = run_suite(tree, extra)
                     walls[name].append(wall)
                     last_lines[name] = last
                     if name == "after" and gate:
@@ -92,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "",
         f"- started {started_at}; load average at start {load}",
         f"- code: after = {code_state()}; before = {args.before}",
-        f"- python {sys.version.split()[0]}; {args.runs} runs of each tree, ABBA order",
+        f"- python {sys.version.split()[0]}; {args.runs} runs of each tree, ABBA order; "
+        f"`{' '.join(['pytest examples -q', *extra])}`",
         "",
         "| tree | runs (s) | median (s) | pytest |",
         "| --- | --- | --- | --- |",

@@ -46,9 +46,9 @@ def progress_text(progress: Progress, width: int = 0) -> str:
     whole = f"{progress.check}: {doing}"
     if not width or len(whole) <= width:
         return whole
-    keep = width - len(doing) - 3
-    if keep >= 8:  # enough of the name to tell the test: its end, with the parameters
-        return f"…{progress.check[-keep:]}: {doing}"
+    keep = width - len(doing) - 5
+    if keep >= 8:  # enough of the name to tell the test: its end, with the parameters (ASCII only)
+        return f"...{progress.check[-keep:]}: {doing}"
     for text in (doing, f"{progress.phase}{short}"):
         if len(text) <= width:
             return text
@@ -148,6 +148,8 @@ def terminal_progress(config: Any, setting: bool | None) -> TerminalProgress | N
                 reporter.write(text, flush=True)
 
     def room() -> int:
+        if config.pluginmanager.get_plugin("terminalreporter") is None:  # -p no:terminal
+            return 0
         writer = config.get_terminal_writer()
         return int(writer.fullwidth - writer.width_of_current_line)
 

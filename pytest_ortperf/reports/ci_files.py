@@ -235,7 +235,8 @@ def gate_time(records: Sequence[Mapping[str, Any]]) -> str:
     each = [(GateSeconds.from_dict(r["seconds"]), r) for r in timed]
     total = sum((seconds for seconds, _ in each), GateSeconds())
     parts = [f"{name} {value:.1f} s" for name, value in total.as_dict().items() if value >= 0.05]
-    text = f"gate time: {total.total:.1f} s over {len(timed)} latency checks ({', '.join(parts) or 'none'})"
+    checks = f"{len(timed)} latency check{'s' if len(timed) != 1 else ''}"
+    text = f"gate time: {total.total:.1f} s over {checks} ({', '.join(parts) or 'none'})"
     slowest, record = max(each, key=lambda pair: pair[0].total)
     if len(timed) > 1:
         test, variant = str(record["test"]), str(record["variant"])

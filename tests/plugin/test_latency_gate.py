@@ -229,7 +229,7 @@ def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
     asked = pytester.runpytest("--ortperf-progress=on", *long)
     asked.assert_outcomes(passed=1)
     asked.stdout.fnmatch_lines(["ortperf: test_latency[[]cpu-all[]]: measuring, round * of * (* s)"])
-    asked.stdout.fnmatch_lines(["gate time: * s over 1 latency checks (warming * s, measuring * s)"])
+    asked.stdout.fnmatch_lines(["gate time: * s over 1 latency check (warming * s, measuring * s)"])
     (check,) = [c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"]
     seconds = check["seconds"]
     assert set(seconds) == {"building", "warming", "measuring", "confirming", "waiting"}

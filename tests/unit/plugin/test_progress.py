@@ -58,7 +58,7 @@ def test_a_narrow_line_drops_the_name_first_then_words(width: int) -> None:
     assert len(text) <= width
     whole = progress_text(moment())
     if width >= 70:
-        assert text.startswith("…")
+        assert text.startswith("...")
         assert text.endswith("round 16 of at most 40 (2 s)")
     elif width >= 16:
         assert text in ("measuring side by side, round 16 of at most 40 (2 s)", "measuring 16/40")

@@ -281,5 +281,5 @@ def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest(
     assert "The gate time: 10.0 s over 2 latency checks" in text
     assert gate_time(records[2:]) == ""  # no timed check: nothing to say
     one = gate_time(records[:1])
-    assert one.startswith("gate time: 2.8 s over 1 latency checks")
+    assert one.startswith("gate time: 2.8 s over 1 latency check (")
     assert "slowest" not in one
