@@ -61,9 +61,9 @@ class GateSeconds:
 class Progress:
     """A moment of a check, as a listener sees it."""
 
-    check: str  # which check: the test's node id and check name
-    phase: str  # the outermost phase open ("" before the first)
-    step: str  # the innermost phase open, with its side: "warming reference", "measuring"
+    check: str  # which check: the test's name with its parameters (and check name, if any)
+    phase: str  # the outermost phase open ("" between phases)
+    step: str  # the innermost phase open, with its side: "warming reference", "measuring side by side"
     rounds: int  # rounds measured so far in this phase's measurement
     planned: int  # the most rounds it may take (sequential looks can stop it earlier)
     elapsed_s: float  # since the check began
