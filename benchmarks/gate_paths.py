@@ -241,6 +241,7 @@ def stored_check(
 
 
 SESSIONS_A_SIDE = [INSTANCES]  # --instances: to compare other counts with the plugin's
+AB_ROUNDS = [AB_SETTINGS.rounds]  # --ab-rounds: side-by-side rounds in the budget (shorter rounds: more)
 
 
 def side_by_side(models: Models, name: str, settings: SessionSettings | None, policy: CheckPolicy) -> Any:
@@ -287,7 +288,6 @@ def run_campaign(
     index: int, all_models: list[Models], root: Path, rng: random.Random, reps: int, conditions: Sequence[str]
 ) -> list[Trial]:
     log(f"campaign {index}: load {loadavg()}, other pytest processes {other_pytest_processes()}")
-    policy = CheckPolicy()
     stores: dict[str, Path] = {}
     works: dict[str, Path] = {}
     bench_base: dict[str, float] = {}
@@ -320,7 +320,7 @@ def run_campaign(
         if named.endswith(BEFORE):
             policy = BEFORE_GLANCE_POLICY if condition == "unchanged" else BEFORE_POLICY
         else:
-            policy = CheckPolicy()
+            policy = CheckPolicy(ab=replace(AB_SETTINGS, rounds=AB_ROUNDS[0]))
         if condition.startswith("bench"):
             outcome = bench_run(models, "base" if condition == "bench A/A" else "+5%", works[name], compare)
             ratio = outcome.median_ms / bench_base[name]
@@ -522,11 +522,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--families", type=lambda v: v.split(","), default=[f.name for f in FAMILIES])
     parser.add_argument("--conditions", type=lambda v: v.split(","), default=list(CONDITIONS))
     parser.add_argument("--instances", type=int, default=INSTANCES, help="sessions a side (side by side)")
+    parser.add_argument(
+        "--ab-rounds", type=int, default=AB_SETTINGS.rounds, help="side-by-side rounds planned in the budget"
+    )
     args = parser.parse_args(argv)
     unknown = set(args.conditions) - {*CONDITIONS, *BEFORE_CONDITIONS}
     if unknown:
         parser.error(f"unknown conditions: {', '.join(sorted(unknown))}")
     SESSIONS_A_SIDE[0] = args.instances
+    AB_ROUNDS[0] = args.ab_rounds
     import onnxruntime as ort
 
     ort.set_default_logger_severity(3)
@@ -560,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"- defaults: `CheckPolicy()` (side by side: A/B rule, "
                 f"{CheckPolicy().ab_threshold:.0%} threshold, two sessions a side, "
                 f"confirmation on fresh sessions; stored: {STORED:.0%}, 4 s, canary); "
-                f"sessions a side: {args.instances}",
+                f"sessions a side: {args.instances}; side-by-side rounds in the budget: {args.ab_rounds}",
                 "",
                 "Method: see the docstring of `benchmarks/gate_paths.py`.",
             ]
