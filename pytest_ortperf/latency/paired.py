@@ -35,8 +35,10 @@ AB_STATISTIC = "median of paired round ratios, sign-test interval"
 
 
 # How long and how finely to measure one A/B check (both models together): more rounds at the
-# least than a stored measurement, since every round gives one paired ratio.
-AB_SETTINGS = MeasureSettings(budget_s=3.0, rounds=40, min_rounds=12)
+# least than a stored measurement, since every round gives one paired ratio; and short ones (80 in
+# the budget), so that the sequential looks, which come after a number of rounds, come early in
+# time (``benchmarks/README.md``, "Verdicts in seconds"). A slow model gets fewer, longer rounds.
+AB_SETTINGS = MeasureSettings(budget_s=3.0, rounds=80, min_rounds=12)
 
 
 @dataclass(frozen=True)

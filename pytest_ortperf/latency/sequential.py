@@ -17,13 +17,14 @@ read a memory-bound model +5.0% against itself, confirmed, in one of 21 A/A chec
 none in 63.
 
 Error under repeated looks: the K looks share ``alpha`` (Bonferroni with unequal shares). Each
-early look spends a tenth of it (99.9% for 99% over all looks), the last look the rest (99.3%
-with four looks). The chance that some look calls a regression that is not there is then at most
-the sum of the shares, ``alpha``, whatever the noise and however the looks depend on each other;
-the same holds for a missed regression called ``ok``. Early looks only have to stop clear cases,
-so a strict level costs them little; the last look keeps the power of a single look: at 40
-rounds its sign-test interval has the same ranks as the 99% interval of one look (an equal split,
-99.75% each, cost a rank there, and with it some +5% regressions of a noisy memory-bound model,
+early look spends a tenth of it (99.9% for 99% over all looks), the last look the rest (99.4%
+with the five looks of 80 rounds, 99.3% with four). The chance that some look calls a
+regression that is not there is then at most the sum of the shares, ``alpha``, whatever the noise
+and however the looks depend on each other; the same holds for a missed regression called
+``ok``. Early looks only have to stop clear cases, so a strict level costs them little; the last
+look keeps nearly the power of a single look: its sign-test interval is at most one rank wider
+than one 99% look's (the same ranks at 40 rounds; an equal split, 99.75% each, cost a rank at 40
+rounds, and with it some +5% regressions of a noisy memory-bound model,
 ``benchmarks/README.md``). ``tests/unit/latency/test_sequential.py`` measures both rates by
 simulation, and shows what the unadjusted looks would cost.
 
