@@ -106,14 +106,15 @@ CONDITIONS = (
     "bench +5%",
 )
 # The same checks as the engine measured them before sequential looks and settled warm-up (commit
-# b22db2f): the whole budget always, a fixed warm-up of 5 runs and 0.2 s (0.05 s for the glance).
+# b22db2f): the whole budget in 40 rounds always, a fixed warm-up of 5 runs and 0.2 s (0.05 s for
+# the glance).
 # Chosen only with --conditions, e.g. "unchanged (before),A/A (before),+5% (before)".
 BEFORE = " (before)"
 BEFORE_CONDITIONS = tuple(f"{c}{BEFORE}" for c in ("unchanged", "A/A", "+5%", "+10%", "+20%", "stored A/A"))
 BEFORE_POLICY = CheckPolicy(
     sequential=False,
     measure=replace(MeasureSettings(), warmup_s=0.2, warmup_cap_s=0.2),
-    ab=replace(AB_SETTINGS, warmup_s=0.2, warmup_cap_s=0.2),
+    ab=replace(AB_SETTINGS, rounds=40, warmup_s=0.2, warmup_cap_s=0.2),
 )
 BEFORE_GLANCE_POLICY = replace(  # the glance's warm-up was 0.05 s, fixed
     BEFORE_POLICY, measure=replace(MeasureSettings(), warmup_s=0.05, warmup_cap_s=0.05)

@@ -113,7 +113,7 @@ def test_in_a_log_each_update_is_a_line_at_most_every_few_seconds_and_on_each_ne
         progress.update(moment(rounds=rounds))
     assert written[0] == "ortperf: test_resnet[cpu-all]: warming reference (2 s)\n"
     assert written[1].startswith("ortperf: test_resnet[cpu-all]: measuring side by side, round 1 of at most 40")
-    assert len(written) == 2 + int(29 * 0.5 / LOG_EVERY_S) - 0  # a new step at once, then every LOG_EVERY_S
+    assert len(written) == 2 + int(29 * 0.5 / LOG_EVERY_S)  # a new step at once, then every LOG_EVERY_S
     progress.clear()
     assert all(line.endswith("\n") and "\b" not in line for line in written)
 
