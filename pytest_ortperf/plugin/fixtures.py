@@ -7,6 +7,7 @@ Registered as a plugin by ``pytest_configure``, so that importing the entry poin
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from pytest_ortperf.plugin.ort_perf import CheckContext, OrtPerf, key_for
 from pytest_ortperf.plugin.state import OrtperfRun
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.profiling.run_profilers import ProfiledSession
+from pytest_ortperf.store.machine import MACHINE_ENV
 
 T = TypeVar("T")
 
@@ -132,12 +134,14 @@ def ort_perf(
         lambda: thresholds_for(run.config.policy, run.config.tolerances, markers, origin=origin)
     )
     machine = _guarded(lambda: run.machine)
+    carried = _carried_options(request.config.invocation_params.args)
     key = key_for(
         request.node.nodeid,
         _selector(request),
         ort_session_info.variant.id,
         machine.key,
-        " ".join(_carried_options(request.config.invocation_params.args)),
+        " ".join(carried),
+        environment=_carried_environment(machine.name, carried),
     )
     directory = ort_session_info.model.directory
     ab_mark = request.node.get_closest_marker("ort_ab")
@@ -219,6 +223,16 @@ def _carried_options(args: Sequence[str]) -> list[str]:
                 carried.append(shlex.quote(args[position + 1]))
         position += 2 if takes_value else 1
     return carried
+
+
+def _carried_environment(machine_name: str, carried: Sequence[str]) -> str:
+    """``ORTPERF_MACHINE=<name>`` when the runner class came from the environment: the command that
+    records a baseline must record it for the same runner class, and a shell that copies it may not
+    have the variable set."""
+    from_flag = any(arg.split("=", 1)[0] == "--ortperf-machine" for arg in carried)
+    if from_flag or os.environ.get(MACHINE_ENV) != machine_name:
+        return ""
+    return f"{MACHINE_ENV}={shlex.quote(machine_name)}"
 
 
 def _selector(request: pytest.FixtureRequest) -> str:

@@ -616,8 +616,12 @@ def _run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Wat
     return outputs
 
 
-def key_for(nodeid: str, selector: str, variant: str, machine: str, extra_args: str) -> CheckKey:
-    """Split a node id into baseline file and test name; build the command that records it."""
+def key_for(
+    nodeid: str, selector: str, variant: str, machine: str, extra_args: str, *, environment: str = ""
+) -> CheckKey:
+    """Split a node id into baseline file and test name; build the command that records it
+    (``environment``: variable assignments the command needs, e.g. ``ORTPERF_MACHINE=gha-x64``)."""
     test_file, _, test = nodeid.partition("::")
     command = f"ortperf update '{selector}'" + (f" {extra_args}" if extra_args else "")
+    command = f"{environment} {command}" if environment else command
     return CheckKey(test_file=test_file, test=test, variant=variant, machine=machine, record_command=command)

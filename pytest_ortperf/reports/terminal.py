@@ -11,6 +11,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.store.keys import split_check_name
+from pytest_ortperf.store.machine import runner_class
 
 _HEADERS = ("test", "variant", "mode", "reference", "current", "change", "verdict")
 
@@ -97,7 +98,9 @@ def latency_table(
             f"{missing} check(s) have no baseline for machine '{machine}'"
             + (f" (baselines exist for: {', '.join(elsewhere)})" if elsewhere else "")
             + "; record them with "
-            "'ortperf update' and the same arguments (or pytest --ortperf-update)."
+            "'ortperf update' and the same arguments (or pytest --ortperf-update)"
+            + (f" and ORTPERF_MACHINE={runner_class(machine)}" if runner_class(machine) else "")
+            + "."
         )
     return lines
 

@@ -161,6 +161,21 @@ def test_machine_from_environment(pytester: pytest.Pytester, latency_suite: Path
     assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == [f"runner-class-a@{HERE}"]
 
 
+def test_the_record_command_carries_a_runner_class_named_in_the_environment(
+    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shell that copies the command may not have the variable: without it, it would record the entry
+    # under the hardware's own name, and the runner class would stay without one.
+    monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
+    result = pytester.runpytest(*QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["    ORTPERF_MACHINE=runner-class-a ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-budget=0.2 *"])
+    # Named on the command line, the flag is carried instead, and the variable is not repeated.
+    result = pytester.runpytest("--ortperf-machine=runner-class-b", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=runner-class-b *"])
+
+
 def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     _slow_down(pytester)

@@ -123,6 +123,11 @@ def test_latency_table_tells_how_to_record_missing_baselines() -> None:
     )
 
 
+def test_the_hint_to_record_names_the_runner_class_to_record_for() -> None:
+    lines = _table(RESULTS, "gha-x64@zen3-avx2-2c-1a2b3c")
+    assert lines[-1].endswith("(or pytest --ortperf-update) and ORTPERF_MACHINE=gha-x64.")
+
+
 def test_latency_table_without_missing_baselines_has_no_hint() -> None:
     lines = _table(RESULTS[:2], "ci")
     assert len(lines) == 4
