@@ -329,3 +329,44 @@ def test_readme_links_every_docs_page():
     }
     missing = sorted(expected - pages_linked)
     assert not missing, f"{rel(README)} does not link: {', '.join(missing)}"
+
+
+# Output the docs quote, checked against the code that prints it. A page that quotes a line the code no
+# longer prints (another wording, a count it lost or gained) fails here instead of misleading a reader.
+def _prose(path: Path) -> str:
+    """The page with line breaks folded, so a quote that wraps is found whole."""
+    return re.sub(r"\s*\n\s*", " ", read(path))
+
+
+def _shape(text: str) -> str:
+    """The line with each number replaced by '#': the same shape with other figures."""
+    return re.sub(r"[0-9]+(?:\.[0-9]+)?", "#", text)
+
+
+QUOTING_PAGES = [README, *sorted(DOCS.glob("*.md"))]
+LOOK = re.compile(r"look ([0-9]+) of ([0-9]+) (\([^)]*\))")
+UPDATE_LINE = re.compile(r"ortperf update: [0-9][^`\n]*?(?=`|$)")
+
+
+@pytest.mark.parametrize("page", QUOTING_PAGES, ids=rel)
+def test_quoted_sequential_looks_say_what_a_check_prints(page: Path) -> None:
+    from pytest_ortperf.latency.sequential import verdict_at
+
+    for look, looks, shown in LOOK.findall(_prose(page)):
+        ratios = [1.0 + 0.001 * i for i in range(11)]
+        printed = verdict_at(ratios, threshold=0.03, confidence=0.99, look=int(look), looks=int(looks)).statistic
+        expected = LOOK.search(printed)
+        assert expected is not None, printed
+        assert shown == expected.group(3), f"{rel(page)} quotes look {look} of {looks} {shown}; a check prints {printed!r}"
+
+
+def test_the_docs_quote_the_update_summary_as_it_is_printed() -> None:
+    from pytest_ortperf.reports.terminal import UpdateReport, update_lines
+
+    everything = update_lines(UpdateReport(new=2, updated=3, unchanged=1, refused=1, unused=["t"]), prune=False)[0]
+    quotes = [(page, quote) for page in QUOTING_PAGES for quote in UPDATE_LINE.findall(_prose(page))]
+    assert quotes, "the update summary is quoted in docs/latency.md"
+    for page, quote in quotes:
+        assert _shape(quote.rstrip(" .")) == _shape(everything), (
+            f"{rel(page)} quotes {quote!r}; an update prints {everything!r} (every count shown)"
+        )
