@@ -133,7 +133,10 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
     providers, fallbacks, warnings, where."""
     summary = report.summary
     if not report.traces:
-        return [f"profile {report.nodeid}: the test made no run through ort_session; no trace written"]
+        return [
+            f"profile {report.nodeid}: no run was profiled (the test made no run through ort_session "
+            "and no latency check measured); no trace written"
+        ]
     per_run = summary.run_us / summary.runs / 1000 if summary.runs else 0.0
     total = summary.node_us or 1
     ops = ", ".join(f"{op.name} {op.us / total:.0%}" for op in summary.by_op[:top])
