@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,8 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
         names = ", ".join(summary.fallback_nodes[:top])
         lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
     lines += [f"  WARNING: {warning}" for warning in report.warnings]
-    lines.append(f"  traces and summary.json in {report.summary_path.parent}")
+    where = report.summary_path.parent
+    lines.append(f"  traces and summary.json in {where} (ortperf profile {shlex.quote(str(where))})")
     return lines
 
 
