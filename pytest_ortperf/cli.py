@@ -5,12 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort.providers import KNOWN_PROVIDERS, parse_providers, resolve_provider
 from pytest_ortperf.ort.runtime import installed_distributions
 from pytest_ortperf.version import __version__
+
+if TYPE_CHECKING:
+    from pytest_ortperf.profiling.trace import SummaryFile
 
 
 def _version_text() -> str:
@@ -71,10 +76,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     profile = commands.add_parser(
         "profile",
-        help="summarize an ONNX Runtime trace by operator, node and provider",
-        description="Summarize an ORT trace (session-level or run-level) by op type, node and provider.",
+        help="summarize an ONNX Runtime trace, or a marked test's profile summary, by operator",
+        description="Summarize an ORT trace (session-level or run-level) by op type, node and provider; "
+        "or show the summary.json of a test marked ort_profile, of its folder, or of every test in the "
+        "profile dir.",
     )
-    profile.add_argument("trace", help="trace JSON written by ONNX Runtime profiling")
+    profile.add_argument(
+        "trace",
+        metavar="PATH",
+        help="a trace JSON written by ONNX Runtime profiling, a marked test's summary.json or folder, "
+        "or the profile dir",
+    )
     profile.add_argument("--top", type=int, default=10, help="rows per table (default: 10)")
     profile.add_argument("--json", action="store_true", help="machine-readable output")
     profile.add_argument(
@@ -132,17 +144,83 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _profile(trace: str, top: int, as_json: bool, provider: str | None) -> int:
+    """A trace, a marked test's summary.json, or a folder of them (a test's, or the profile dir)."""
     import json
 
-    from pytest_ortperf.profiling.trace import load_trace, summarize, summary_lines
+    from pytest_ortperf.profiling.trace import (
+        SummaryFile,
+        load_profile,
+        summarize,
+        summary_lines,
+        with_requested_provider,
+    )
 
     requested = resolve_provider(provider, source="--provider").name if provider else None
-    summary = summarize(load_trace(Path(trace)), requested_provider=requested)
-    if as_json:
-        print(json.dumps(summary.as_dict(), indent=1, sort_keys=True))
+    path = Path(trace)
+    problems: list[str] = []
+    if path.is_dir():
+        summaries = []
+        for found in _summary_files(path):
+            try:  # a damaged summary fails only itself: the others are shown
+                summaries.append(_summary_file(found))
+            except OrtperfError as exc:
+                problems.append(str(exc))
     else:
-        print("\n".join(summary_lines(summary, top=max(top, 1))))
-    return 0
+        loaded = load_profile(path)
+        if not isinstance(loaded, SummaryFile):
+            summary = summarize(loaded, requested_provider=requested)
+            if as_json:
+                print(json.dumps(summary.as_dict(), indent=1, sort_keys=True))
+            else:
+                print("\n".join(summary_lines(summary, top=max(top, 1))))
+            return 0
+        summaries = [loaded]
+    summaries = [replace(f, summary=with_requested_provider(f.summary, requested)) for f in summaries]
+    for problem in problems:
+        print(f"ortperf: error: {problem}", file=sys.stderr)
+    if as_json:
+        documents = [f.as_dict() for f in summaries]
+        print(json.dumps(documents if path.is_dir() else documents[0], indent=1, sort_keys=True))
+        return 2 if problems else 0
+    blocks = []
+    for found_summary in summaries:
+        names = found_summary.traces
+        shown = ", ".join(names) if len(names) <= 3 else f"{names[0]} .. {names[-1]}"
+        variant = found_summary.variant
+        variant = f" (variant {variant})" if variant and f"[{variant}]" not in found_summary.test else ""
+        lines = [
+            f"profile of {found_summary.test}{variant}: {found_summary.path}",
+            f"{len(names)} trace(s) in {found_summary.path.parent}" + (f": {shown}" if names else ""),
+            *summary_lines(found_summary.summary, top=max(top, 1)),
+            *(f"WARNING: {warning}" for warning in found_summary.warnings),
+        ]
+        blocks.append("\n".join(lines))
+    if blocks:
+        print("\n\n".join(blocks))
+    return 2 if problems else 0
+
+
+def _summary_file(path: Path) -> SummaryFile:
+    from pytest_ortperf.profiling.trace import SummaryFile, TraceError, load_profile
+
+    loaded = load_profile(path)
+    if not isinstance(loaded, SummaryFile):
+        raise TraceError(f"'{path}' is a trace, not the summary.json that pytest-ortperf writes.")
+    return loaded
+
+
+def _summary_files(directory: Path) -> list[Path]:
+    """The summary.json of a marked test's folder, or those of every test folder in a profile dir."""
+    own = directory / "summary.json"
+    if own.is_file():
+        return [own]
+    found = sorted(directory.glob("*/summary.json"))
+    if not found:
+        raise OrtperfError(
+            f"'{directory}' holds no summary.json: give a trace, a marked test's summary.json or folder, "
+            "or the profile dir (--ortperf-profile-dir, default .ortperf/profiles)"
+        )
+    return found
 
 
 def _update(pytest_args: Sequence[str]) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from pytest_ortperf.checks.paths import nothing_changed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency import sequential
 from pytest_ortperf.latency.activity import CONFIRMING, Activity, GateSeconds
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
@@ -134,7 +135,6 @@ def check_latency(
             current = measure_fn(run, policy.measure)
         confirmation = _judge(_stats(baseline), current, policy)
     status, failed = settle(comparison, confirmation, policy)
-    decisive = confirmation or comparison
     result = LatencyResult(
         key=key,
         status=status,
@@ -148,13 +148,37 @@ def check_latency(
     )
     if not failed:
         return result
-    message = failure_message(result, policy)
-    if baseline.profile is not None and profile_fn is not None and decisive.verdict is Verdict.REGRESSION:
-        explanation = ["  at operator level (profiled runs vs the baseline's):"]
-        explanation += [f"    {line}" for line in explain(baseline.profile, profile_fn())]
-        head, _, accept = message.rpartition("\n")  # keep the command that accepts it last
-        message = "\n".join([head, *explanation, accept])
-    return _with_message(result, message)
+    result = _with_message(result, failure_message(result, policy))
+    if baseline.profile is not None and profile_fn is not None:
+        stored, measure_profile = baseline.profile, profile_fn
+        return explained(result, "profiled runs vs the baseline's", lambda: (stored, measure_profile()))
+    return result
+
+
+ACCEPT_LINE = "  to accept the new latency:"
+
+
+def explained(
+    result: LatencyResult, source: str, profiles: Callable[[], tuple[OpProfile, OpProfile]]
+) -> LatencyResult:
+    """A failed result whose message says what changed at operator level, from ``profiles()``: the
+    (before, after) operator profiles; ``source`` says where they come from. Put before the line
+    that accepts the new latency, which stays last. A profile that cannot be made is said in the
+    section and never hides the verdict. A result that did not fail is returned as it is."""
+    decisive = result.decisive
+    if not result.failed or decisive is None:
+        return result
+    try:
+        before, after = profiles()
+        lines = explain(before, after, faster=decisive.verdict is Verdict.IMPROVED)
+        lines = lines or ["no op type, node, provider or node count changed beyond run-to-run noise"]
+    except (OrtperfError, OSError) as exc:
+        lines = [f"not available: the profiled runs failed ({exc})"]
+    section = [f"  at operator level ({source}):", *(f"    {line}" for line in lines)]
+    message = result.message.split("\n")
+    accepts = [i for i, line in enumerate(message) if line.startswith(ACCEPT_LINE)]
+    at = accepts[-1] if accepts else len(message)
+    return _with_message(result, "\n".join([*message[:at], *section, *message[at:]]))
 
 
 def glance(settings: MeasureSettings) -> MeasureSettings:
@@ -283,7 +307,7 @@ def check_ab(
     if not failed:
         return result
     message = ab_message(result, policy)
-    return _with_message(result, f"{message}\n  to accept the new latency: {accept}" if accept else message)
+    return _with_message(result, f"{message}\n{ACCEPT_LINE} {accept}" if accept else message)
 
 
 def ab_without_reference(

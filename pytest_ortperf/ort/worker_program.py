@@ -14,7 +14,9 @@ which the parent keeps and shows when a command fails.
 
 Commands: ``hello``; ``load`` (a model by path or bytes, a session recipe, the feeds, how many
 sessions); ``warm_up``; ``time`` (k runs, timed here with ``perf_counter_ns``, returned as an
-int64 array); ``outputs``; ``release``; ``exit``. Every answer has ``ok``; a failed command
+int64 array); ``outputs``; ``profile`` (untimed runs on a new session of the loaded model with
+session-level profiling, which is then dropped; answers the trace file's path); ``release``;
+``exit``. Every answer has ``ok``; a failed command
 answers ``ok: false`` with the error, and the worker waits for the next one.
 
 The worker ends when its parent does: stdin reaches end of file when the parent exits, and a
@@ -215,11 +217,15 @@ def _runtime(ort: Any) -> dict[str, Any]:
 
 
 class _Model:
-    """The sessions of one loaded model (run in turn, run by run) and its feeds."""
+    """The sessions of one loaded model (run in turn, run by run), its feeds, and what the sessions
+    were built from (for a profiling session of the same model)."""
 
-    def __init__(self, sessions: list[Any], feeds: dict[str, Any]) -> None:
+    def __init__(
+        self, sessions: list[Any], feeds: dict[str, Any], built_from: tuple[Any, dict[str, Any]]
+    ) -> None:
         self.sessions = sessions
         self.feeds = feeds
+        self.built_from = built_from  # (model path or bytes, session recipe)
         self.turn = 0
 
 
@@ -261,10 +267,13 @@ class Worker:
     def run(self, model: _Model, output_names: list[str] | None = None) -> Any:
         session = model.sessions[model.turn]
         model.turn = (model.turn + 1) % len(model.sessions)
+        return self.run_on(session, model.feeds, output_names)
+
+    def run_on(self, session: Any, feeds: dict[str, Any], output_names: list[str] | None = None) -> Any:
         deadline = self.deadline
         deadline.ends = time.monotonic() + deadline.timeout_s
         try:
-            return session.run(output_names, model.feeds, deadline.options)
+            return session.run(output_names, feeds, deadline.options)
         except Exception:
             if deadline.fired:
                 raise RuntimeError(
@@ -301,10 +310,11 @@ class Worker:
             values = self.run(model, names)
             kept = [(n, v) for n, v in zip(names, values) if type(v).__name__ == "ndarray"]
             return {"names": [n for n, _ in kept]}, [v for _, v in kept]
+        if command == "profile":
+            return {"trace": self.profile(model, int(header["runs"]), str(header["prefix"]))}, []
         raise ValueError(f"unknown command {command!r}")
 
     def load(self, header: dict[str, Any], arrays: list[Any]) -> dict[str, Any]:
-        ort = self.ort
         recipe = header["recipe"]
         names = header["feeds"]
         if header.get("model_path"):
@@ -313,19 +323,37 @@ class Worker:
         else:
             model_input, feed_arrays = arrays[0].tobytes(), arrays[1:]
         feeds = dict(zip(names, feed_arrays))
-        providers = [(name, dict(options)) for name, options in recipe["providers"]]
         sessions = []
         started = time.perf_counter()
         for _ in range(int(header.get("instances", 1))):
-            options = session_options(ort, recipe)
-            sessions.append(
-                ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
-            )
+            sessions.append(self.build(model_input, recipe))
         build_s = time.perf_counter() - started
         handle = self.next_handle
         self.next_handle += 1
-        self.models[handle] = _Model(sessions, feeds)
+        self.models[handle] = _Model(sessions, feeds, (model_input, recipe))
         return {"handle": handle, "providers": list(sessions[0].get_providers()), "build_s": build_s}
+
+    def build(self, model_input: Any, recipe: dict[str, Any], profile_prefix: str = "") -> Any:
+        ort = self.ort
+        options = session_options(ort, recipe)
+        if profile_prefix:
+            options.enable_profiling = True
+            options.profile_file_prefix = profile_prefix
+        providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
+        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+
+    def profile(self, model: _Model, runs: int, prefix: str) -> str:
+        """``runs`` untimed runs on a new session of ``model`` with session-level profiling (the
+        timed sessions are never profiled); the path of its trace, which the caller reads."""
+        session = self.build(*model.built_from, profile_prefix=prefix)
+        try:
+            for _ in range(runs):
+                self.run_on(session, model.feeds)
+        finally:
+            trace = str(session.end_profiling())
+            del session
+            gc.collect()
+        return trace
 
     def warm_up(self, model: _Model, runs: int, seconds: float, cap_s: float) -> float:
         return warm_up_runs(lambda: self.run(model), runs, seconds, cap_s)

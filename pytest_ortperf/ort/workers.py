@@ -269,6 +269,19 @@ class LoadedModel:
         answer, arrays = self.worker.request({"cmd": "outputs", "handle": self.handle})
         return dict(zip(answer["names"], arrays, strict=True))
 
+    def profile(self, runs: int, prefix: Path) -> Path:
+        """``runs`` untimed runs on a new session of this model with session-level profiling,
+        built in the worker beside the timed ones and dropped after; the path of its trace."""
+        try:
+            prefix.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkerError(f"cannot create '{prefix.parent}' for a worker's trace: {exc}") from None
+        answer, _ = self.worker.request(
+            {"cmd": "profile", "handle": self.handle, "runs": runs, "prefix": str(prefix)},
+            work_s=max(self.worker.timeout_s, START_TIMEOUT_S),
+        )
+        return Path(str(answer["trace"]))
+
     def release(self) -> None:
         if self.worker.alive:
             self.worker.request({"cmd": "release", "handle": self.handle})

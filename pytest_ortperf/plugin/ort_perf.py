@@ -14,7 +14,14 @@ import numpy as np
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, compare_with
-from pytest_ortperf.checks.latency import LatencyResult, ab_without_reference, check_ab, check_latency, glance
+from pytest_ortperf.checks.latency import (
+    LatencyResult,
+    ab_without_reference,
+    check_ab,
+    check_latency,
+    explained,
+    glance,
+)
 from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan, same_hardware
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
@@ -31,7 +38,7 @@ from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load, load_pair, this_python
 from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
-from pytest_ortperf.profiling.book import MarkedProfile
+from pytest_ortperf.profiling.book import MarkedProfile, worker_operator_profile
 from pytest_ortperf.reports.ci_files import ERROR
 from pytest_ortperf.store.environment import environment, feeds_digest, what_changed
 from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
@@ -39,6 +46,7 @@ from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 Abort = Callable[[str], NoReturn]
 T = TypeVar("T")
 PROFILED_RUNS = 3
+BOTH_SIDES = "untimed profiled runs of both sides, after measuring"
 LATENCY, ACCURACY = "latency", "accuracy"
 
 
@@ -301,12 +309,31 @@ class OrtPerf:
             stored_reason=stored_reason,
             activity=activity,
         )
-        if context.profiler is not None:
-            # Timed runs stay on the unprofiled session; these untimed runs explain where time went.
-            for _ in range(PROFILED_RUNS):
-                context.profiler.run(None, inputs)
+        self._traced_runs(inputs)
         result = self._publish(result)
         return result
+
+    def _traced_runs(self, inputs: Mapping[str, Array]) -> None:
+        """In a test marked ``ort_profile``: a few untimed runs of the model under test, after the
+        check measured, on the test's profiled session, so every route of a latency check leaves
+        per-run traces of where the time went. Timed runs never use a profiled session."""
+        profiler = self._context.profiler
+        if profiler is not None:
+            for _ in range(PROFILED_RUNS):
+                profiler.run(None, dict(inputs))
+
+    def _explained_side_by_side(
+        self, result: LatencyResult, other: BuiltSession, inputs: Mapping[str, Array]
+    ) -> LatencyResult:
+        """A failed side-by-side check of a marked test, with what changed at operator level: both
+        sides profiled now, after measuring, each on a short-lived profiling session of its own."""
+        context = self._context
+        if context.profiler is None or not result.failed:
+            return result
+        run, built = context.run, context.built
+        return explained(
+            result, BOTH_SIDES, lambda: (run.op_profile(other, inputs), run.op_profile(built, inputs))
+        )
 
     def _ab(
         self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
@@ -337,6 +364,7 @@ class OrtPerf:
                 if identical
                 else reference.reason,
             )
+            self._traced_runs(inputs)
             result = self._publish(result)
             return [result]
         with self._activity.phase(BUILDING, "reference"):
@@ -446,9 +474,21 @@ class OrtPerf:
                     runtimes=runtimes,
                     activity=self._activity,
                 )
-            result = self._publish(result)
             # From the last pair loaded: a confirmation replaces the first pair's processes.
             last, last_other = sides[-2:]
+            if context.profiler is not None and result.failed:
+                # Each side profiled in its own runtime, after the timing lock is released.
+                provider = built.variant.provider
+                result = explained(
+                    result,
+                    f"{BOTH_SIDES}, each in its own runtime",
+                    lambda: (
+                        worker_operator_profile(last_other.models[0], provider),
+                        worker_operator_profile(last.models[0], provider),
+                    ),
+                )
+            self._traced_runs(inputs)
+            result = self._publish(result)
             outputs = self._guard(
                 lambda: self._compare_outputs(last.outputs(), last_other.outputs(), label, key), key, ACCURACY
             )
@@ -490,6 +530,9 @@ class OrtPerf:
                 accept=accept,
                 activity=self._activity,
             )
+        # Profiled after the timing lock is released: untimed work, like building sessions.
+        result = self._explained_side_by_side(result, other, inputs)
+        self._traced_runs(inputs)
         result = self._publish(result)
         return result
 

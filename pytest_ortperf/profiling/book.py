@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionKey, SessionPool
@@ -35,12 +35,16 @@ from pytest_ortperf.profiling.run_profilers import (
 )
 from pytest_ortperf.profiling.trace import (
     ProfileSummary,
+    TraceEvent,
     load_trace,
     model_runs,
     slice_run,
     summarize,
 )
 from pytest_ortperf.values import file_slug
+
+if TYPE_CHECKING:
+    from pytest_ortperf.ort.workers import LoadedModel
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,20 @@ def operator_profile(
         for _ in range(runs + 1):
             runner(session, None, dict(feeds), None)
         events = load_trace(Path(session.end_profiling()))
+    return _after_first_run(events, built.variant.provider)
+
+
+def worker_operator_profile(model: LoadedModel, provider: str, *, runs: int = 5) -> OpProfile:
+    """:func:`operator_profile` of a model loaded in a measuring worker, in the worker's ONNX
+    Runtime: a profiling session of its own there, built and run after measuring (never timed)."""
+    with tempfile.TemporaryDirectory(prefix="ortperf-profile-") as temp:
+        events = load_trace(model.profile(runs + 1, Path(temp) / "profile"))
+    return _after_first_run(events, provider)
+
+
+def _after_first_run(events: list[TraceEvent], provider: str) -> OpProfile:
+    """The operator profile of a session-level trace's runs but its first (allocation, kernel choice)."""
     made = model_runs(events)
     callers = {run.tid for run in made}  # nodes on other threads: ORT_PARALLEL's inter-op pool
     counted = [event for run in made[1:] for event in slice_run(events, run, callers=callers)]
-    return op_profile(summarize(counted, requested_provider=built.variant.provider))
+    return op_profile(summarize(counted, requested_provider=provider))

@@ -3,9 +3,11 @@
 When a profiled test's latency is recorded, its per-run time by op type and by
 node, each node's provider and the node count per op type are stored with the
 entry. When that test's latency later fails, the message names the op types
-and nodes whose time grew most, nodes that moved to another provider, and op
-types whose node count changed after optimization (a lost fusion shows as a
-fused op disappearing and its parts coming back).
+and nodes whose time grew most (fell most, for a failure on an improvement),
+nodes that moved to another provider, and op types whose node count changed
+after optimization (a lost fusion shows as a fused op disappearing and its parts
+coming back). Against stored figures, the current profile is compared with the
+stored one; side by side, with the reference's, both profiled in the same job.
 """
 
 from __future__ import annotations
@@ -57,27 +59,32 @@ def op_profile(summary: ProfileSummary) -> OpProfile:
     return OpProfile(runs=summary.runs, ops=ops, nodes=nodes)
 
 
-def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> list[str]:
-    """Lines that say what changed at operator level between two profiles."""
+def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5, faster: bool = False) -> list[str]:
+    """Lines that say what changed at operator level between two profiles: the op types and nodes
+    whose time grew most or, with ``faster`` (a failure for an improvement), fell most."""
     lines = []
     recounted = {
         op for op in set(baseline.ops) | set(current.ops)
         if baseline.ops.get(op, (0.0, 0))[1] != current.ops.get(op, (0.0, 0))[1]
     }  # fmt: skip
-    grown = _grown(
+    direction = "fell" if faster else "grew"
+    grown = _changed(
         {op: us for op, (us, _) in baseline.ops.items()},
         {op: us for op, (us, _) in current.ops.items()},
         keep=recounted,
+        faster=faster,
     )
     if grown:
-        lines.append("op types whose time grew most: " + ", ".join(_delta(*g) for g in grown[:top]))
-    node_grown = _grown(
+        lines.append(f"op types whose time {direction} most: " + ", ".join(_delta(*g) for g in grown[:top]))
+    node_grown = _changed(
         {n: v[2] for n, v in baseline.nodes.items()},
         {n: v[2] for n, v in current.nodes.items()},
-        keep=set(current.nodes) - set(baseline.nodes),  # a new node is news however small its share
+        # A new (or, for an improvement, a gone) node is news however small its share.
+        keep=set(baseline.nodes) - set(current.nodes) if faster else set(current.nodes) - set(baseline.nodes),
+        faster=faster,
     )
     if node_grown:
-        lines.append("nodes whose time grew most: " + ", ".join(_delta(*g) for g in node_grown[:top]))
+        lines.append(f"nodes whose time {direction} most: " + ", ".join(_delta(*g) for g in node_grown[:top]))
     moved = [
         f"{name} {baseline.nodes[name][1]} -> {current.nodes[name][1]}"
         for name in sorted(set(baseline.nodes) & set(current.nodes))
@@ -95,6 +102,15 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> list[st
     return lines
 
 
+def _changed(
+    before: Mapping[str, float], after: Mapping[str, float], *, keep: Collection[str] = (), faster: bool
+) -> list[tuple[str, float, float]]:
+    """``(name, before, after)`` of what grew most or, ``faster``, fell most, largest change first."""
+    if not faster:
+        return _grown(before, after, keep=keep)
+    return [(name, was, now) for name, now, was in _grown(after, before, keep=keep)]
+
+
 def _grown(
     before: Mapping[str, float], after: Mapping[str, float], *, keep: Collection[str] = ()
 ) -> list[tuple[str, float, float]]:
@@ -109,4 +125,5 @@ def _grown(
 
 def _delta(name: str, before: float, after: float) -> str:
     change = f"{(after / before - 1):+.0%}" if before > 0 else "new"
+    change = "gone" if after == 0 and before > 0 else change
     return f"{name} {before / 1000:.3f} -> {after / 1000:.3f} ms/run ({change})"

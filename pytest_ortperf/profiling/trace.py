@@ -5,7 +5,9 @@ ts, ph, name, args}`` with integer microseconds. Session-level traces hold
 every run; a run is a ``model_run`` Session event, and its nodes are the
 ``Node`` events on the same thread inside its time window (exact even when
 several threads run the same session at once). Summaries key on the raw
-``provider`` string of each node, so any execution provider is reported.
+``provider`` string of each node, so any execution provider is reported. A
+marked test's ``summary.json`` (written by ``profiling.book``) reads back into
+the same summary.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +59,30 @@ class TraceEvent:
 
 
 def parse_trace(text: str, *, source: str) -> list[TraceEvent]:
-    """Events of a trace, sorted by start time; a clear :class:`TraceError` for anything else."""
+    """Events of a trace, sorted by start time; a clear :class:`TraceError` for anything else.
+
+    ONNX Runtime writes a JSON array of events; the Chrome trace format also allows an object
+    whose ``traceEvents`` holds them, which is read the same way."""
+    return _events(_decode(text, source=source), source=source)
+
+
+def _decode(text: str, *, source: str) -> Any:
     if not text.strip():
         raise TraceError(f"'{source}' is empty, not an ONNX Runtime trace.")
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge integers, deep nesting
         raise TraceError(f"'{source}' is not JSON ({exc}), so not an ONNX Runtime trace.") from None
+
+
+def _events(data: Any, *, source: str) -> list[TraceEvent]:
     if isinstance(data, Mapping) and isinstance(data.get("traceEvents"), list):
         data = data["traceEvents"]
     if not isinstance(data, list):
-        raise TraceError(f"'{source}' holds a JSON {type(data).__name__}, not a list of trace events.")
+        raise TraceError(
+            f"'{source}' holds a JSON {type(data).__name__}, not a list of trace events (nor an object "
+            "with traceEvents, nor a summary.json that pytest-ortperf writes)."
+        )
     events = []
     for position, raw in enumerate(data):
         if not isinstance(raw, Mapping):
@@ -190,6 +205,117 @@ class ProfileSummary:
             "by_op": rows(self.by_op), "by_node": rows(self.by_node), "by_provider": rows(self.by_provider),
             "fallback_nodes": list(self.fallback_nodes),
         }  # fmt: skip
+
+
+SUMMARY_TABLES = ("by_op", "by_node", "by_provider")
+
+
+@dataclass(frozen=True)
+class SummaryFile:
+    """A marked test's ``summary.json``, as pytest-ortperf writes it beside the test's traces."""
+
+    path: Path
+    test: str
+    variant: str
+    traces: tuple[str, ...]
+    warnings: tuple[str, ...]
+    summary: ProfileSummary
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "test": self.test, "variant": self.variant, "traces": list(self.traces),
+            "warnings": list(self.warnings), **self.summary.as_dict(),
+        }  # fmt: skip
+
+
+def is_summary_document(data: Any) -> bool:
+    """Whether a JSON value is a summary.json of pytest-ortperf (not a trace)."""
+    return isinstance(data, Mapping) and "test" in data and all(key in data for key in SUMMARY_TABLES)
+
+
+def parse_summary(data: Mapping[str, Any], *, path: Path) -> SummaryFile:
+    """A summary.json's content; a :class:`TraceError` naming the file and the field that is wrong."""
+    source = str(path)
+
+    def text(value: Any, field: str) -> str:
+        if not isinstance(value, str):
+            raise TraceError(f"'{source}': summary field {field} is not text.")
+        return value
+
+    def texts(field: str) -> tuple[str, ...]:
+        value = data.get(field, [])
+        if not isinstance(value, list):
+            raise TraceError(f"'{source}': summary field {field} is not a list.")
+        return tuple(text(item, field) for item in value)
+
+    def number(value: Any, field: str) -> int:
+        try:
+            found = _int(value)
+        except TypeError:
+            raise TraceError(f"'{source}': summary field {field} is not a number.") from None
+        if found < 0:
+            raise TraceError(f"'{source}': summary field {field} is negative.")
+        return found
+
+    def rows(field: str) -> tuple[OpTime, ...]:
+        value = data[field]
+        if not isinstance(value, list):
+            raise TraceError(f"'{source}': summary field {field} is not a list.")
+        found = []
+        for position, row in enumerate(value):
+            where = f"{field}[{position}]"
+            if not isinstance(row, Mapping):
+                raise TraceError(f"'{source}': summary field {where} is not an object.")
+            found.append(
+                OpTime(
+                    name=text(row.get("name"), f"{where}.name"),
+                    us=number(row.get("us"), f"{where}.us"),
+                    count=number(row.get("count"), f"{where}.count"),
+                    op=text(row.get("op", ""), f"{where}.op"),
+                    provider=text(row.get("provider", ""), f"{where}.provider"),
+                )
+            )
+        return _ranked(found)
+
+    summary = ProfileSummary(
+        runs=number(data.get("runs"), "runs"),
+        run_us=number(data.get("run_us"), "run_us"),
+        node_us=number(data.get("node_us"), "node_us"),
+        by_op=rows("by_op"),
+        by_node=rows("by_node"),
+        by_provider=rows("by_provider"),
+        fallback_nodes=texts("fallback_nodes"),
+    )
+    return SummaryFile(
+        path=path,
+        test=text(data["test"], "test"),
+        variant=text(data.get("variant", ""), "variant"),
+        traces=texts("traces"),
+        warnings=texts("warnings"),
+        summary=summary,
+    )
+
+
+def load_profile(path: Path) -> list[TraceEvent] | SummaryFile:
+    """A trace's events, or a marked test's summary.json; a clear :class:`TraceError` for anything else."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(f"cannot read trace '{path}': {exc}") from None
+    data = _decode(text, source=str(path))
+    if is_summary_document(data):
+        return parse_summary(data, path=path)
+    return _events(data, source=str(path))
+
+
+def with_requested_provider(summary: ProfileSummary, requested_provider: str | None) -> ProfileSummary:
+    """``summary`` with its CPU fallbacks found again for ``requested_provider`` (None: as it is)."""
+    if requested_provider is None:
+        return summary
+    fallback: tuple[str, ...] = ()
+    if requested_provider != CPU:
+        fallback = tuple(sorted({node.name for node in summary.by_node if node.provider == CPU}))
+    return replace(summary, fallback_nodes=fallback)
 
 
 def summarize(events: Iterable[TraceEvent], *, requested_provider: str | None = None) -> ProfileSummary:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,7 +137,10 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
     providers, fallbacks, warnings, where."""
     summary = report.summary
     if not report.traces:
-        return [f"profile {report.nodeid}: the test made no run through ort_session; no trace written"]
+        return [
+            f"profile {report.nodeid}: no run was profiled (the test made no run through ort_session "
+            "and no latency check measured); no trace written"
+        ]
     per_run = summary.run_us / summary.runs / 1000 if summary.runs else 0.0
     total = summary.node_us or 1
     ops = ", ".join(f"{op.name} {op.us / total:.0%}" for op in summary.by_op[:top])
@@ -151,7 +155,8 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
         names = ", ".join(summary.fallback_nodes[:top])
         lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
     lines += [f"  WARNING: {warning}" for warning in report.warnings]
-    lines.append(f"  traces and summary.json in {report.summary_path.parent}")
+    where = report.summary_path.parent
+    lines.append(f"  traces and summary.json in {where} (ortperf profile {shlex.quote(str(where))})")
     return lines
 
 

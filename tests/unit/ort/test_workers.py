@@ -107,6 +107,24 @@ def test_a_model_file_loads_by_path(worker: WorkerProcess, tmp_path: Path) -> No
     assert loaded.outputs()["y"].shape == (4, 16)
 
 
+def test_a_profile_runs_on_a_new_profiling_session_and_leaves_the_timed_ones_alone(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    import json
+
+    source = _source(mlp_model(3, 16), tmp_path)
+    loaded = load(worker, source, CPU_ALL, SessionSettings(), FEEDS)
+    trace = loaded.profile(4, tmp_path / "traces" / "side")
+    assert trace.parent == tmp_path / "traces"
+    assert trace.name.startswith("side")
+    events = json.loads(trace.read_text())
+    assert sum(e["name"] == "model_run" for e in events) == 4
+    assert sum(e.get("cat") == "Node" and e["args"].get("op_name") == "MatMul" for e in events) == 4 * 3
+    assert loaded.time_runs(3, 1e5)  # the loaded model still runs, on its unprofiled session
+    assert list(tmp_path.glob("traces/*.json")) == [trace], "the timed session writes no trace"
+    loaded.release()
+
+
 def test_runs_are_timed_in_the_worker_and_judged_like_in_process_ab(tmp_path: Path) -> None:
     pool = WorkerPool(timeout_s=30)
     try:

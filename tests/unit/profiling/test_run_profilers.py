@@ -410,5 +410,5 @@ def test_profile_lines_show_totals_top_nodes_fallbacks_and_warnings(tmp_path: Pa
         "  top nodes: conv (Conv) 75%, relu (Relu) 25%",
         "  1 node(s) fell back to CPU: relu",
         "  WARNING: run-2.json: no Node events: the run's operators were not captured",
-        f"  traces and summary.json in {tmp_path}",
+        f"  traces and summary.json in {tmp_path} (ortperf profile {tmp_path})",
     ]

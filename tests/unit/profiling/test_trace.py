@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -117,3 +118,46 @@ def test_chrome_object_form_is_accepted() -> None:
 def test_unreadable_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="cannot read trace"):
         load_trace(tmp_path / "missing.json")
+
+
+def _summary_document(concurrent_trace: Path) -> dict[str, object]:
+    summary = summarize(load_trace(concurrent_trace))
+    return {"test": "t.py::test_x[cpu-all]", "variant": "cpu-all", "traces": ["run-1.json"], "warnings": [],
+            **summary.as_dict()}  # fmt: skip
+
+
+def test_a_summary_json_reads_back_as_it_was_written(concurrent_trace: Path, tmp_path: Path) -> None:
+    from pytest_ortperf.profiling.trace import SummaryFile, load_profile
+
+    document = _summary_document(concurrent_trace)
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(document))
+    found = load_profile(path)
+    assert isinstance(found, SummaryFile)
+    assert found.as_dict() == document
+    assert found.summary == summarize(load_trace(concurrent_trace))
+    assert load_profile(concurrent_trace) == load_trace(concurrent_trace)  # a trace stays a trace
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("runs", -1, "summary field runs is negative"),
+        ("run_us", "1 ms", "summary field run_us is not a number"),
+        ("by_node", {}, "summary field by_node is not a list"),
+        ("by_provider", [3], "summary field by_provider[0] is not an object"),
+        ("traces", "run-1.json", "summary field traces is not a list"),
+        ("test", 7, "summary field test is not text"),
+    ],
+)
+def test_a_damaged_summary_names_the_file_and_the_field(
+    concurrent_trace: Path, tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    from pytest_ortperf.profiling.trace import load_profile
+
+    document = _summary_document(concurrent_trace)
+    document[field] = value
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(TraceError, match=re.escape(f"'{path}': {message}")):
+        load_profile(path)

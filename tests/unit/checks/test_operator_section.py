@@ -1,0 +1,124 @@
+"""The operator-level section of a failed latency check: where it goes, what it says, on every route."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ortperf.checks.latency import LatencyResult, check_ab, check_latency, explained
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.paired import PairedRounds, Side
+from pytest_ortperf.profiling.operators import OpProfile
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from tests.unit.checks.test_latency import ENV, KEY, MEASURE, RECORD, TEST, TEST_FILE, FakeMeasure, stats
+from tests.unit.latency.test_paired import paired
+
+CPU = "CPUExecutionProvider"
+SMALL = OpProfile(5, {"MatMul": (100.0, 2)}, {f"mm{i}": ("MatMul", CPU, 50.0) for i in range(2)})
+BIG = OpProfile(5, {"MatMul": (400.0, 8)}, {f"mm{i}": ("MatMul", CPU, 50.0) for i in range(8)})
+SECTION = "  at operator level (profiled runs of both sides):"
+
+
+def ab_result(factor: float, *, accept: str = "", **policy: Any) -> LatencyResult:
+    """A side-by-side check whose current side is ``factor`` times the reference's time."""
+
+    def measure(current: Side, reference: Side, settings: MeasureSettings) -> PairedRounds:
+        return paired(factor, 0.01)
+
+    return check_ab(
+        lambda: None,
+        lambda: None,
+        key=KEY,
+        label="the recorded model (git 123456789abc)",
+        policy=CheckPolicy(measure=MEASURE, sequential=False, **policy),
+        measure_fn=measure,
+        accept=accept,
+    )
+
+
+def profiles(before: OpProfile, after: OpProfile) -> Callable[[], tuple[OpProfile, OpProfile]]:
+    return lambda: (before, after)
+
+
+def test_the_section_goes_before_the_line_that_accepts_the_new_latency() -> None:
+    result = ab_result(2.0, accept=RECORD)
+    assert result.failed
+    lines = explained(result, "profiled runs of both sides", profiles(SMALL, BIG)).message.splitlines()
+    at = lines.index(SECTION)
+    assert lines[at + 1].startswith("    op types whose time grew most: MatMul 0.100 -> 0.400 ms/run (+300%)")
+    assert lines[at + 2].startswith("    nodes whose time grew most: ")
+    assert "mm2 0.000 -> 0.050 ms/run (new)" in lines[at + 2]
+    assert lines[at + 3] == "    node count per op type changed after optimization: MatMul 2 -> 8"
+    assert lines[-1] == f"  to accept the new latency: {RECORD}"
+    assert at == len(lines) - 5
+
+
+def test_without_a_line_that_accepts_it_the_section_ends_the_message() -> None:
+    result = ab_result(2.0)
+    lines = explained(result, "profiled runs of both sides", profiles(SMALL, BIG)).message.splitlines()
+    assert lines[-4] == SECTION
+    assert lines[-1] == "    node count per op type changed after optimization: MatMul 2 -> 8"
+
+
+def test_a_result_that_passed_is_not_profiled() -> None:
+    result = ab_result(1.0, ab_threshold=0.5)
+    assert not result.failed
+
+    def never() -> tuple[OpProfile, OpProfile]:
+        raise AssertionError("a check that passed pays for no profile")
+
+    assert explained(result, "x", never) is result
+
+
+def test_a_failure_on_an_improvement_says_what_fell() -> None:
+    result = ab_result(0.5, fail_on_improvement=True)
+    assert result.failed
+    lines = explained(result, "profiled runs of both sides", profiles(BIG, SMALL)).message.splitlines()
+    at = lines.index(SECTION)
+    assert lines[at + 1].startswith("    op types whose time fell most: MatMul 0.400 -> 0.100 ms/run (-75%)")
+    assert "mm2 0.050 -> 0.000 ms/run (gone)" in lines[at + 2]
+    assert lines[at + 3] == "    node count per op type changed after optimization: MatMul 8 -> 2"
+
+
+def test_identical_profiles_say_nothing_changed_at_operator_level() -> None:
+    lines = explained(ab_result(2.0), "p", profiles(SMALL, SMALL)).message.splitlines()
+    assert lines[-1] == "    no op type, node, provider or node count changed beyond run-to-run noise"
+
+
+@pytest.mark.parametrize("error", [OrtperfError("the run failed"), OSError("disk full")])
+def test_profiled_runs_that_fail_never_hide_the_verdict(error: Exception) -> None:
+    def failing() -> tuple[OpProfile, OpProfile]:
+        raise error
+
+    result = explained(ab_result(2.0, accept=RECORD), "p", failing)
+    lines = result.message.splitlines()
+    assert lines[0].startswith(f"latency regression in {TEST}")
+    assert lines[-2] == f"    not available: the profiled runs failed ({error})"
+    assert lines[-1] == f"  to accept the new latency: {RECORD}"
+
+
+def test_against_stored_figures_an_improvement_failure_is_explained_too(tmp_path: Path) -> None:
+    root = tmp_path / "baselines"
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-01-02", stats(10.0, seed=1), ENV, profile=BIG))
+    store.write()
+    result = check_latency(
+        lambda: None,
+        key=KEY,
+        store=BaselineStore(root),
+        policy=CheckPolicy(measure=MEASURE, fail_on_improvement=True),
+        environment=ENV,
+        today="2025-06-01",
+        measure_fn=FakeMeasure(stats(7.0, seed=2)),
+        profile_fn=lambda: SMALL,
+    )
+    assert result.failed
+    lines = result.message.splitlines()
+    assert "  at operator level (profiled runs vs the baseline's):" in lines
+    assert any(line.startswith("    op types whose time fell most: MatMul") for line in lines)
+    assert lines[-1] == f"  to accept the new latency: {RECORD}"
