@@ -476,15 +476,59 @@ def test_damaged_outputs_are_not_overwritten_without_repair(pytester: pytest.Pyt
     npz.write_bytes(b"garbage")
     plain = pytester.runpytest(LEVELS)
     plain.assert_outcomes(failed=1, passed=1)
-    plain.stdout.fnmatch_lines([f"*reference outputs '{npz}' are damaged: the file is not a .npz archive.*"])
+    plain.stdout.fnmatch_lines(
+        [
+            f"*reference outputs '{npz}' are damaged: the file is not a .npz archive. It is not overwritten: fix "
+            f"it, or record it afresh with --ortperf-update --ortperf-repair (which keeps the damaged file as "
+            f"{npz.name}.damaged-<time>)."
+        ]
+    )
     plain.stdout.no_fnmatch_line("*allow_pickle*")
     update = pytester.runpytest("--ortperf-update", LEVELS)
     update.assert_outcomes(failed=1, passed=1)
-    update.stdout.fnmatch_lines(["*It is not overwritten: re-record with --ortperf-update --ortperf-repair*"])
+    update.stdout.fnmatch_lines(["*It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair*"])
     assert npz.read_bytes() == b"garbage"
     pytester.runpytest("--ortperf-update", "--ortperf-repair", LEVELS).assert_outcomes(passed=2)
     assert [p.read_bytes() for p in npz.parent.glob(f"{npz.name}.damaged-*")] == [b"garbage"]
     pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+
+
+def test_a_damaged_baseline_file_is_reported_once_per_test_with_the_command_that_repairs_it(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    """check() reads the file for latency and for accuracy: one report, naming the file and the repair."""
+    pytester.makepyfile(test_acc=TEST_FILE.replace("check_accuracy()", "check()"))
+    damage = b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {'
+    suite.mkdir()
+    damaged = suite / "test_acc.py.json"
+    damaged.write_bytes(damage)
+    for args in ((), ("--ortperf-update",)):
+        result = pytester.runpytest("-rN", *args, "--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
+        result.assert_outcomes(failed=1)
+        text = result.stdout.str()
+        assert text.count(f"baseline file '{damaged}' is not valid JSON") == 1, text
+        result.stdout.fnmatch_lines(
+            [
+                f"baseline file '{damaged}' is not valid JSON (*). It is not overwritten: fix it, or record it "
+                "afresh with --ortperf-update --ortperf-repair (which keeps the damaged file as "
+                "test_acc.py.json.damaged-<time>)."
+            ]
+        )
+        assert damaged.read_bytes() == damage
+    assert not list(suite.glob("*.damaged-*"))
+
+
+def test_a_baseline_file_of_a_newer_version_asks_for_an_upgrade_not_a_repair(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    newer = b'{"schema": 9, "kind": "pytest-ortperf baselines", "entries": {}}'
+    suite.mkdir()
+    (suite / "test_acc.py.json").write_bytes(newer)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*has schema 9; this version reads 1 (written by a newer pytest-ortperf: upgrade it)."])
+    result.stdout.no_fnmatch_line("*--ortperf-repair*")
+    assert (suite / "test_acc.py.json").read_bytes() == newer
 
 
 # the model's own data set ---------------------------------------------------------------

@@ -741,7 +741,7 @@ def test_an_update_refuses_to_overwrite_damaged_outputs_naming_the_file(
         check(store, scaled(1.01), update=True)
     message = str(info.value)
     assert f"reference outputs '{npz}'" in message
-    assert "It is not overwritten: re-record with --ortperf-update --ortperf-repair" in message
+    assert "It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair" in message
     assert list(store.staged()) == []
     store.write()
     assert npz.read_bytes() == damage
@@ -752,7 +752,22 @@ def test_a_damaged_outputs_file_that_is_no_archive_says_so(recorded: Path) -> No
     npz.write_bytes(b"garbage")
     with pytest.raises(BaselineError) as info:
         check(BaselineStore(recorded), OUT)
-    assert str(info.value) == f"reference outputs '{npz}' are damaged: the file is not a .npz archive."
+    assert str(info.value) == (
+        f"reference outputs '{npz}' are damaged: the file is not a .npz archive. It is not overwritten: fix "
+        "it, or record it afresh with --ortperf-update --ortperf-repair (which keeps the damaged file as "
+        "ci-by-hand.npz.damaged-<time>)."
+    )
+
+
+def test_missing_outputs_say_that_an_update_records_them(recorded: Path) -> None:
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.unlink()
+    with pytest.raises(BaselineError) as info:
+        check(BaselineStore(recorded), OUT)
+    assert str(info.value) == (
+        f"reference outputs '{npz}' are missing (the baseline entry names them). Record them again with "
+        "--ortperf-update."
+    )
 
 
 def test_repair_keeps_damaged_outputs_aside_and_records_afresh(recorded: Path) -> None:
