@@ -73,16 +73,20 @@ class ReferenceOutcome:
     def failed(self) -> bool:
         return any(not c.ok for c in self.comparisons)
 
-    def lines(self) -> list[str]:
+    def lines(self, *, named: bool = True) -> list[str]:
+        """This reference's lines of a message, named once (``named=False``: the message's first line
+        already names it, as when a check compares with one reference only)."""
+        head = f"  vs {self.label}: " if named else "  "
         if self.note:
-            return [f"  vs {self.label}: {self.note}"]
+            return [f"{head}{self.note}"]
         if not self.failed:
             plain = ", ".join(c.name for c in self.comparisons if not c.note)
             noted = "; ".join(f"{c.name}: {c.note}" for c in self.comparisons if c.note)
-            return [f"  vs {self.label}: ok ({'; '.join(part for part in (plain, noted) if part)})"]
-        return [f"  vs {self.label}:"] + [
-            f"    {c.describe()}" for c in self.comparisons if not c.ok or c.note
-        ]
+            return [f"{head}ok ({'; '.join(part for part in (plain, noted) if part)})"]
+        listed = [c.describe() for c in self.comparisons if not c.ok or c.note]
+        if not named:
+            return [f"  {line}" for line in listed]
+        return [f"  vs {self.label}:"] + [f"    {line}" for line in listed]
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,7 @@ def compare_with(
         f"accuracy of {key.test} against {reference.label}"
         + ((" FAILED" if fail else " differs") if differs else "")
     ]
-    lines += outcome.lines()
+    lines += outcome.lines(named=False)
     return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))
 
 
