@@ -77,6 +77,8 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             if decisive is not None
             else None
         ),
+        # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
+        **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
         "message": result.message,
     }
@@ -179,9 +181,12 @@ def report_document(
 
 
 def _change(record: Mapping[str, Any]) -> str:
+    """The change that decided or, for an unchanged check, the machine's drift since recording."""
     change = record.get("change")
     if not change:
-        return "-"
+        drift = record.get("drift")
+        text = drift.get("text") if isinstance(drift, Mapping) else None
+        return text if isinstance(text, str) else "-"
     if isinstance(change.get("text"), str):
         return str(change["text"])
     ratio, low, high = ((change[k] - 1) * 100 for k in ("ratio", "low", "high"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,14 @@ from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.reports.ci_files import error_record, gate_time, markdown, output_record, report_document
+from pytest_ortperf.reports.ci_files import (
+    error_record,
+    gate_time,
+    latency_record,
+    markdown,
+    output_record,
+    report_document,
+)
 from pytest_ortperf.reports.terminal import (
     UpdateReport,
     latency_rows,
@@ -283,3 +291,17 @@ def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest(
     one = gate_time(records[:1])
     assert one.startswith("gate time: 2.8 s over 1 latency check (")
     assert "slowest" not in one
+
+
+def test_an_unchanged_check_shows_its_drift_in_the_markdown_change_column_as_in_the_terminal() -> None:
+    unchanged = replace(result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04)
+    (row,) = latency_rows([unchanged])
+    assert row[5] == "machine 1.04x slower than at recording; nothing changed"
+    record = latency_record(unchanged, "tests/test_perf.py::test_squeezenet[cpu-all]")
+    assert record["change"] is None
+    assert record["drift"] == {"ratio": 1.04, "text": row[5]}
+    text = markdown([record], machine="ci", unused=())
+    assert (
+        "| ✅ | `tests/test_perf.py::test_squeezenet[cpu-all]` | cpu-all | latency | 10 ms | 10.4 ms | "
+        "machine 1.04x slower than at recording; nothing changed | unchanged | unchanged |"
+    ) in text
