@@ -53,8 +53,9 @@ class OutputComparison:
         return self.mismatches / self.count if self.count else 0.0
 
     def describe(self) -> str:
-        """One line (plus detail) naming the output, metric, value, limit and worst element."""
-        head = f"output {self.name!r} vs {self.reference}"
+        """One line (plus detail) naming the output, metric, value, limit and worst element; the
+        reference is named once, by the line the outputs compared with it are listed under."""
+        head = f"output {self.name!r}"
         if self.problem:
             return f"{head}: {self.problem}"
         if self.note and not self.count:
@@ -116,10 +117,11 @@ def compare_output(
         )
     a = actual.astype(np.float64).ravel()
     e = expected.astype(np.float64).ravel()
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # relative error vs 0 is inf
+    floor = relative_floor(e, expected.dtype, tolerance)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # x / 0 is inf: a floor of 0
         diff = np.abs(a - e)
         diff[(a == e) | (np.isnan(a) & np.isnan(e))] = 0.0  # equal infinities, matching NaNs
-        rel = np.where(diff == 0.0, 0.0, diff / np.maximum(np.abs(e), np.finfo(np.float64).tiny))
+        rel = np.where(diff == 0.0, 0.0, diff / np.maximum(np.abs(e), floor))
     if actual.dtype.kind in "iub":  # exact, on the original values (int64 above 2**53 too)
         close = (actual == expected).ravel()
     else:
@@ -151,6 +153,24 @@ def compare_output(
     if comparison.cosine is not None and comparison.cosine < tolerance.cosine:
         return replace(comparison, failed_metric="cosine")
     return comparison
+
+
+def relative_floor(expected: Array, dtype: np.dtype[Any], tolerance: Tolerance) -> float:
+    """The magnitude below which an element's relative error is taken relative to it, not |expected|.
+
+    ``atol / rtol`` when the tolerance has an ``rtol``: below it the tolerance is absolute (``atol``
+    outweighs ``rtol * |expected|``), and with it ``rel <= rtol`` means the element is within
+    ``atol + rtol * |expected|``, and an element outside it has ``rel > rtol``. Without an ``rtol``
+    (exact dtypes, or ``rtol=0`` set), the output's resolution: one unit in the last place of its
+    largest finite value for floats, 1 for integers and booleans. A floor of 0 (``atol=0``, or an
+    all-zero float output) leaves the relative error of a changed zero infinite.
+    """
+    if tolerance.rtol > 0:
+        return tolerance.atol / tolerance.rtol
+    if dtype.kind not in "fc":
+        return 1.0
+    finite = np.abs(expected[np.isfinite(expected)])
+    return float(np.finfo(dtype).eps * finite.max()) if finite.size else 0.0
 
 
 def _cosine(a: Array, e: Array) -> float:

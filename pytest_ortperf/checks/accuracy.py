@@ -26,7 +26,7 @@ from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import BaselineError
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, repair_hint
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.outputs import (
@@ -73,16 +73,20 @@ class ReferenceOutcome:
     def failed(self) -> bool:
         return any(not c.ok for c in self.comparisons)
 
-    def lines(self) -> list[str]:
+    def lines(self, *, named: bool = True) -> list[str]:
+        """This reference's lines of a message, named once (``named=False``: the message's first line
+        already names it, as when a check compares with one reference only)."""
+        head = f"  vs {self.label}: " if named else "  "
         if self.note:
-            return [f"  vs {self.label}: {self.note}"]
+            return [f"{head}{self.note}"]
         if not self.failed:
             plain = ", ".join(c.name for c in self.comparisons if not c.note)
             noted = "; ".join(f"{c.name}: {c.note}" for c in self.comparisons if c.note)
-            return [f"  vs {self.label}: ok ({'; '.join(part for part in (plain, noted) if part)})"]
-        return [f"  vs {self.label}:"] + [
-            f"    {c.describe()}" for c in self.comparisons if not c.ok or c.note
-        ]
+            return [f"{head}ok ({'; '.join(part for part in (plain, noted) if part)})"]
+        listed = [c.describe() for c in self.comparisons if not c.ok or c.note]
+        if not named:
+            return [f"  {line}" for line in listed]
+        return [f"  vs {self.label}:"] + [f"    {line}" for line in listed]
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,7 @@ def compare_with(
         f"accuracy of {key.test} against {reference.label}"
         + ((" FAILED" if fail else " differs") if differs else "")
     ]
-    lines += outcome.lines()
+    lines += outcome.lines(named=False)
     return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))
 
 
@@ -186,7 +190,7 @@ def check_accuracy(
         skipped = not failed and policy.missing == "skip"
         status = Status.MISSING if record is None else Status.INPUTS_CHANGED
         return _result(key, status, outcomes, failed=failed, skipped=skipped)
-    stored = load_npz(store.root / record.file)
+    stored = _load_recorded(store.root / record.file)
     _verify(stored, record, store.root / record.file, store.path_for(key.test_file))
     label = f"baseline (recorded {entry.recorded if entry else '?'})"
     outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
@@ -295,6 +299,16 @@ def summary_drift(current: Mapping[str, float], stored: StoredOutput, tolerance:
     return "; ".join(moved)
 
 
+def _load_recorded(npz: Path) -> dict[str, Array]:
+    """The recorded outputs; a damaged file's error names the command that records it afresh."""
+    try:
+        return load_npz(npz)
+    except BaselineError as exc:
+        if not npz.exists():
+            raise BaselineError(f"{exc} Record them again with --ortperf-update.") from None
+        raise BaselineError(f"{exc} {repair_hint(npz)}") from None
+
+
 def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:
     """The .npz and its JSON entry are written one after the other; an interrupted update can leave
     them from different versions. Whole tensors carry their sha256 in the entry: check it."""
@@ -343,10 +357,7 @@ def _previous_outputs(store: BaselineStore, record: AccuracyRecord) -> dict[str,
         stored = load_npz(path)
     except BaselineError as exc:
         if not store.repair:
-            raise BaselineError(
-                f"{exc} It is not overwritten: re-record with --ortperf-update --ortperf-repair "
-                "(which keeps it aside) or remove it."
-            ) from None
+            raise BaselineError(f"{exc} {repair_hint(path)}") from None
         store.mark_damaged(path)
         return None
     try:

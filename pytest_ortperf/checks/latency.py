@@ -386,9 +386,7 @@ def stored_comparison(
     every run long enough to sample it, so comparing it with the baseline's is comparing like with
     like, whichever state each run mostly saw.
     """
-    relative = bool(baseline.canary_round_medians_ms and current.canary_round_medians_ms)
-    base = fastest_share(baseline.relative_round_medians if relative else baseline.round_medians_ms)
-    curr = fastest_share(current.relative_round_medians if relative else current.round_medians_ms)
+    base, curr, relative = compared_values(baseline, current)
     comparison = judge(base, curr, threshold=threshold, confidence=confidence)
     what = "round medians / machine-speed canary" if relative else "round medians"
     statistic = (
@@ -396,6 +394,15 @@ def stored_comparison(
         f"{baseline.rounds}), Hodges-Lehmann ratio"
     )
     return replace(comparison, statistic=statistic)
+
+
+def compared_values(baseline: LatencyStats, current: LatencyStats) -> tuple[list[float], list[float], bool]:
+    """What stored mode compares: each side's fastest quarter of round medians, relative to the canary
+    (the third item) when both runs measured it."""
+    relative = bool(baseline.canary_round_medians_ms and current.canary_round_medians_ms)
+    base = fastest_share(baseline.relative_round_medians if relative else baseline.round_medians_ms)
+    curr = fastest_share(current.relative_round_medians if relative else current.round_medians_ms)
+    return base, curr, relative
 
 
 def decision_cv(stats: LatencyStats) -> float:
@@ -524,7 +531,11 @@ def _ms(stats: LatencyStats) -> str:
 
 
 def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
-    """The message of a failed comparison: numbers, change with its interval, threshold, why."""
+    """The message of a failed comparison: numbers, change with its interval, threshold, why.
+
+    The medians of all runs are shown, but the stored figures decide on the fastest quarter of each
+    side's round medians: the figures compared are shown beside them, labelled, and medians that
+    disagree with the decision are said to be shown, not compared."""
     assert result.baseline is not None
     kind, verdict_lines = _verdict_lines(result, policy.threshold, width=9)
     return "\n".join(
@@ -532,10 +543,45 @@ def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
             f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
             f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
             f"  current:  {_ms(result.current)}",
-            *verdict_lines,
+            _compared_line(_stats(result.baseline), result.current),
+            *verdict_lines[:2],
+            *_medians_line(_stats(result.baseline), result.current, result.decisive),
+            *verdict_lines[2:],
             "  changed since the baseline: "
             + ("; ".join(result.changes) if result.changes else "nothing recorded"),
             *([f"  decided by stored figures: {result.stored_reason}"] if result.stored_reason else []),
             f"  to accept the new latency: {result.key.record_command}",
         ]
     )
+
+
+def _compared_line(baseline: LatencyStats, current: LatencyStats) -> str:
+    """The figures stored mode compared, labelled: the median of each side's fastest quarter."""
+    base, curr, relative = compared_values(baseline, current)
+    before, after = statistics.median(base), statistics.median(curr)
+    if relative:
+        return (
+            f"  compared: {before:.4g} -> {after:.4g} (round median / canary median, the median of each "
+            "side's fastest quarter)"
+        )
+    return (
+        f"  compared: {before:.4g} ms -> {after:.4g} ms (the median of each side's fastest quarter of round "
+        "medians)"
+    )
+
+
+def _medians_line(
+    baseline: LatencyStats, current: LatencyStats, decisive: Comparison | None
+) -> list[str]:
+    """When the medians of all runs fall outside the decisive interval: a line that says they are
+    shown, not compared, so that they do not read as contradicting the change."""
+    if decisive is None:
+        return []
+    ratio = current.median_ms / baseline.median_ms
+    if decisive.estimate.low <= ratio <= decisive.estimate.high:
+        return []
+    return [
+        f"  medians of all runs: {(ratio - 1) * 100:+.1f}%, outside the interval: shown, not compared (they "
+        "move with how long the machine was slow during each run; the fastest quarter compares like with "
+        "like)"
+    ]

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_ortperf.errors import ModelError, UsageError
+from pytest_ortperf.ort.models import is_lfs_pointer
 
-LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 _TIMEOUT_S = 60
 AUTO = "auto"
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}")
@@ -138,7 +138,7 @@ class GitRevision:
         if listed.returncode != 0 or shown.returncode != 0:
             failed = listed if listed.returncode != 0 else shown
             raise ModelError(f"git could not read {label} ({_first(failed.stderr)}).")
-        if shown.stdout.startswith(LFS_POINTER):
+        if is_lfs_pointer(shown.stdout):
             raise ModelError(
                 f"{label} is a Git LFS pointer, not the model: fetch the LFS objects of {self.rev} "
                 "(git lfs fetch origin <branch>) so A/B mode can read the reference model."
@@ -165,7 +165,7 @@ def read_blob(cwd: Path, oid: str) -> bytes | None:
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if done.returncode != 0 or done.stdout.startswith(LFS_POINTER):
+    if done.returncode != 0 or is_lfs_pointer(done.stdout):
         return None
     return done.stdout
 

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ortperf.errors import InputsError
-from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.models import LFS_FETCH, ModelSource, is_lfs_pointer
 
 Array = npt.NDArray[Any]
 Dim = int | str | None
@@ -138,8 +138,16 @@ def read_tensors(directory: Path, prefix: str) -> list[tuple[str, Array]]:
     for _, path in files:
         tensor = TensorProto()
         try:
-            tensor.ParseFromString(path.read_bytes())
+            data = path.read_bytes()
+            if is_lfs_pointer(data):
+                raise InputsError(
+                    f"'{path}' is a Git LFS pointer (a small text file that stands for the tensor), not the "
+                    f"tensor: this checkout has not fetched its LFS objects; {LFS_FETCH}."
+                )
+            tensor.ParseFromString(data)
             tensors.append((tensor.name, numpy_helper.to_array(tensor)))
+        except InputsError:
+            raise
         except Exception as exc:  # protobuf raises its own DecodeError, numpy ValueError
             raise InputsError(f"'{path}' is not a readable ONNX TensorProto: {exc}") from exc
     return tensors

@@ -17,6 +17,16 @@ from pytest_ortperf.values import safe_repr
 
 ZOO_MODEL_NAME = "model.onnx"
 _HASH_CHUNK = 1 << 20
+# What a Git LFS pointer file starts with; git-lfs keeps pointers below 1024 bytes. A checkout that has
+# not fetched the LFS objects holds these small text files where the models should be.
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+LFS_POINTER_MAX_BYTES = 1024
+LFS_FETCH = "run 'git lfs pull' in the repository (on GitHub Actions: actions/checkout with lfs: true)"
+
+
+def is_lfs_pointer(data: bytes) -> bool:
+    """Whether ``data`` is a Git LFS pointer file rather than the content it stands for."""
+    return len(data) < LFS_POINTER_MAX_BYTES and data.startswith(LFS_POINTER)
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,11 @@ class ModelResolver:
         if isinstance(spec, (bytes, bytearray)):
             data = bytes(spec)
             label = f"<{len(data)} bytes>"
+            if is_lfs_pointer(data):
+                raise ModelError(
+                    f"{origin}: the model bytes are a Git LFS pointer (a small text file that stands for "
+                    f"the model), not the model: {LFS_FETCH}."
+                )
             return ModelSource(label=label, sha256=_digest_bytes(data), data=data, git_blob=git_blob_id(data))
         serialize = getattr(spec, "SerializeToString", None)
         if type(spec).__name__ == "ModelProto" and callable(serialize):
@@ -91,6 +106,7 @@ class ModelResolver:
                 )
             found = found / ZOO_MODEL_NAME
         path = found.resolve()
+        _refuse_lfs_pointer(path, origin)
         sha256, blob = self._digest_file(path, origin)
         return ModelSource(label=self._label(path), sha256=sha256, path=path, git_blob=blob)
 
@@ -116,6 +132,21 @@ class ModelResolver:
             return self._digests[key]
         except OSError as exc:
             raise ModelError(f"{origin}: cannot read model '{path}': {exc.strerror or exc}.") from exc
+
+
+def _refuse_lfs_pointer(path: Path, origin: str) -> None:
+    """A model error naming ``git lfs pull`` when the file is a Git LFS pointer: ONNX Runtime would
+    only say that protobuf parsing failed."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(LFS_POINTER_MAX_BYTES)
+    except OSError:
+        return  # reported by the hashing that follows
+    if is_lfs_pointer(head):
+        raise ModelError(
+            f"{origin}: model file '{path}' is a Git LFS pointer ({len(head)} bytes of text that stand "
+            f"for the model), not the model: this checkout has not fetched its LFS objects; {LFS_FETCH}."
+        )
 
 
 def _digest_bytes(data: bytes) -> str:

@@ -25,9 +25,15 @@ How an entry gets in (pytest-benchmark 5.x):
   ``group``, ``param``, ``params``, ``extra_info`` and ``cprofile_stats`` from
   the fixture and later reads ``fixture.has_error``. A small stand-in object
   (:class:`_Measured`) provides exactly those, so no ``BenchmarkFixture`` (and
-  none of its timer calibration) is created. ``name``/``fullname``/``param``/
-  ``params`` default to what the ``benchmark`` fixture would record for the
-  same test: ``node.name``, ``node.nodeid`` and ``node.callspec``.
+  none of its timer calibration) is created. ``fullname``/``param``/``params``
+  default to what the ``benchmark`` fixture would record for the same test:
+  ``node.nodeid`` and ``node.callspec``. ``name``, the column pytest-benchmark's
+  table shows (``--benchmark-name=normal``, its default), defaults to the node id
+  too (``tests/test_mlp.py::test_latency[cpu-all]``) rather than the fixture's
+  ``node.name``: ortperf's checks are the same test in many files
+  (``test_latency[cpu-all]`` three times over), and rows that cannot be told
+  apart are useless. ``--benchmark-compare`` matches entries by ``fullname``,
+  which is unchanged.
 
 What a "round" is. pytest-benchmark keeps one number per round: the time of
 ``iterations`` back-to-back calls divided by ``iterations`` (``Metadata.update``),
@@ -109,8 +115,9 @@ def publish(
     ``runs_per_round``: runs timed in each round (``LatencyStats.count //
     LatencyStats.rounds``), reported as pytest-benchmark's ``iterations``.
     ``extra_info``: copied into the entry's ``extra_info`` (should be JSON-able).
-    ``name``/``fullname`` default to ``node.name``/``node.nodeid``, as the
-    ``benchmark`` fixture would record them; a second entry with the same
+    ``name``/``fullname`` default to ``node.nodeid`` (the file, the test and its
+    parameters: the fixture would name the entry ``node.name``, which repeats across
+    files); a second entry with the same
     ``fullname`` in this session gets a ``#2`` (``#3``...) suffix on both, so
     saved runs and ``--benchmark-compare`` keep telling them apart.
     ``group``: pytest-benchmark's group (table section, ``--benchmark-group-by``).
@@ -137,8 +144,9 @@ def publish(
     except (ImportError, AttributeError) as exc:
         return _give_up(config, f"pytest_benchmark.stats.Metadata unavailable: {exc!r}")
 
-    entry_name = name if name is not None else str(getattr(node, "name", "?"))
-    entry_fullname = fullname if fullname is not None else str(getattr(node, "nodeid", entry_name))
+    nodeid = str(getattr(node, "nodeid", "") or getattr(node, "name", "?"))
+    entry_name = name if name is not None else nodeid
+    entry_fullname = fullname if fullname is not None else nodeid
     taken = {getattr(bench, "fullname", None) for bench in benchmarks}
     if entry_fullname in taken:
         n = 2

@@ -231,7 +231,9 @@ class OrtPerf:
         __tracebackhide__ = True
         failures = [r if isinstance(r, str) else r.message for r in results if isinstance(r, str) or r.failed]
         if failures:
-            self._fail("\n\n".join(failures))
+            # Checks that end in the same error (check()'s latency and accuracy reading one damaged
+            # baseline file) report it once.
+            self._fail("\n\n".join(dict.fromkeys(failures)))
         skips = [r.message for r in results if not isinstance(r, str) and r.skipped]
         if skips:
             self._skip("\n\n".join(skips))

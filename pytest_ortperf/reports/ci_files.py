@@ -22,6 +22,13 @@ from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.store.keys import CheckKey
 
 ERROR = "error"
+# The JSON report's figures keep 6 significant digits, as baseline files do; a figure near 1 (a ratio,
+# a confidence, a cosine similarity) keeps 6 significant digits of its distance from 1, which is what it
+# is read by; seconds keep millisecond resolution.
+SIGNIFICANT_DIGITS = 6
+NEAR_ONE = 0.5
+MAX_DIGITS = 15  # a decimal of up to 15 significant digits reads back as exactly that float
+SECONDS_DECIMALS = 3
 
 
 def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
@@ -77,6 +84,8 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             if decisive is not None
             else None
         ),
+        # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
+        **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
         "message": result.message,
     }
@@ -153,6 +162,33 @@ def _number(value: object) -> object:
     return value
 
 
+def figure(value: float) -> float:
+    """``value`` with :data:`SIGNIFICANT_DIGITS` significant digits, or that many of its distance from
+    1 when it lies within :data:`NEAR_ONE` of 1: 0.30934310000000004 -> 0.309343, 1.0234567891 ->
+    1.0234568, 0.9999991234567 -> 0.999999123457."""
+    if not math.isfinite(value) or value == 0.0:
+        return value
+    digits = SIGNIFICANT_DIGITS
+    distance = abs(value - 1.0)
+    if 0.0 < distance < NEAR_ONE:
+        digits += max(0, math.floor(math.log10(abs(value))) - math.floor(math.log10(distance)))
+    return float(f"{value:.{min(digits, MAX_DIGITS)}g}")
+
+
+def rounded(value: Any, *, seconds: bool = False) -> Any:
+    """A report's values with every float rounded (:func:`figure`; under a ``seconds`` key to the
+    millisecond) and NaN and infinities written as strings, which JSON has no numbers for."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return round(value, SECONDS_DECIMALS) if seconds else figure(value)
+    if isinstance(value, Mapping):
+        return {key: rounded(item, seconds=seconds or key == "seconds") for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(item, seconds=seconds) for item in value]
+    return value
+
+
 def report_document(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -166,7 +202,7 @@ def report_document(
     """The whole run; ``run_errors`` are problems of the run rather than of one check (a baseline
     that could not be written, an xdist worker that went down)."""
     checks = [dict(r, traces=list(traces.get(str(r["test"]), []))) for r in records]
-    return {
+    document = {
         "plugin_version": version,
         "machine": machine,
         "onnxruntime": runtime,
@@ -176,12 +212,17 @@ def report_document(
         "run_errors": list(run_errors),
         "unused_baselines": list(unused),
     }
+    rounded_document: dict[str, Any] = rounded(document)
+    return rounded_document
 
 
 def _change(record: Mapping[str, Any]) -> str:
+    """The change that decided or, for an unchanged check, the machine's drift since recording."""
     change = record.get("change")
     if not change:
-        return "-"
+        drift = record.get("drift")
+        text = drift.get("text") if isinstance(drift, Mapping) else None
+        return text if isinstance(text, str) else "-"
     if isinstance(change.get("text"), str):
         return str(change["text"])
     ratio, low, high = ((change[k] - 1) * 100 for k in ("ratio", "low", "high"))

@@ -36,6 +36,18 @@ KIND = "pytest-ortperf baselines"
 __all__ = ["BaselineEntry", "BaselineError", "BaselineStore", "parse", "render", "write_atomically"]
 
 
+class NewerBaselineError(BaselineError):
+    """A baseline file written by a newer pytest-ortperf: to upgrade for, not to repair."""
+
+
+def repair_hint(path: Path) -> str:
+    """What a damaged file's message ends with: it is kept, and the command that records it afresh."""
+    return (
+        "It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair "
+        f"(which keeps the damaged file as {path.name}.damaged-<time>)."
+    )
+
+
 @dataclass(frozen=True)
 class BaselineEntry:
     """One test x variant x machine: its latency and/or reference outputs, and what they depended on."""
@@ -138,11 +150,12 @@ def parse(text: str, *, path: Path) -> Entries:
         raise BaselineError(f"baseline file '{path}' is not a pytest-ortperf baseline file.")
     schema = document.get("schema")
     if schema != SCHEMA:
-        newer = isinstance(schema, int) and schema > SCHEMA
-        hint = " (written by a newer pytest-ortperf: upgrade it)" if newer else ""
-        raise BaselineError(
-            f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA}{hint}."
-        )
+        if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+            raise NewerBaselineError(
+                f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA} (written by a "
+                "newer pytest-ortperf: upgrade it)."
+            )
+        raise BaselineError(f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA}.")
     raw = document.get("entries")
     if not isinstance(raw, dict):
         raise BaselineError(f"baseline file '{path}': 'entries' must be an object.")
@@ -159,6 +172,13 @@ def parse(text: str, *, path: Path) -> Entries:
                     f"baseline file '{path}': entry {test!r} for machine {machine!r} is damaged ({exc})."
                 ) from None
     return entries
+
+
+def _utf8(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"baseline file '{path}' is not UTF-8 text ({exc}).") from None
 
 
 def write_atomically(path: Path, text: str | bytes) -> None:
@@ -238,18 +258,19 @@ class BaselineStore:
             raise self._errors[path]
         if path not in self._loaded:
             try:
-                text = path.read_text(encoding="utf-8")
+                data = path.read_bytes()
             except FileNotFoundError:
-                text = None
-            except (OSError, UnicodeDecodeError) as exc:
+                data = None
+            except OSError as exc:
                 self._errors[path] = BaselineError(f"baseline file '{path}' cannot be read ({exc}).")
                 raise self._errors[path] from None
             try:
-                self._loaded[path] = {} if text is None else parse(text, path=path)
+                self._loaded[path] = {} if data is None else parse(_utf8(data, path), path=path)
             except BaselineError as exc:
                 if not self._repair:
-                    self._errors[path] = exc
-                    raise
+                    newer = isinstance(exc, NewerBaselineError)
+                    self._errors[path] = exc if newer else BaselineError(f"{exc} {repair_hint(path)}")
+                    raise self._errors[path] from None
                 # --ortperf-repair: start this file afresh. The damaged file is only set aside by
                 # write(), so an xdist worker (which never writes) leaves it for the controller.
                 self._damaged.add(path)

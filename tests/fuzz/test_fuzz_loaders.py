@@ -77,10 +77,17 @@ from onnx import TensorProto, helper, numpy_helper
 from pytest_ortperf import cli
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec, parse_tolerance_values
 from pytest_ortperf.checks.policy import CheckPolicy
-from pytest_ortperf.errors import BaselineError, InputsError, OrtperfError, SessionBuildError, UsageError
+from pytest_ortperf.errors import (
+    BaselineError,
+    InputsError,
+    ModelError,
+    OrtperfError,
+    SessionBuildError,
+    UsageError,
+)
 from pytest_ortperf.latency.decision import judge, parse_threshold
 from pytest_ortperf.ort.inputs import InputOptions, InputSpec, load_feeds, specs_from_session
-from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.models import ModelResolver, ModelSource, is_lfs_pointer
 from pytest_ortperf.ort.probe import ProviderProber
 from pytest_ortperf.ort.providers import parse_providers, resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
@@ -1041,11 +1048,16 @@ def _safe_model_name(name: str) -> bool:
 )
 @fuzz()
 def test_model_resolver_garbage_file(tmp_path_factory: pytest.TempPathFactory, data: bytes, name: str) -> None:
-    """A model file of any bytes resolves (it is only hashed); any relative name resolves or is an OrtperfError."""
+    """A model file of any bytes resolves (it is only hashed), except a Git LFS pointer, which is a
+    ModelError naming it; any relative name resolves or is an OrtperfError."""
     tried("models.ModelResolver.resolve")
     directory = tmp_path_factory.mktemp("models")
     (directory / "model.onnx").write_bytes(data)
     resolver = ModelResolver(directory)
+    if is_lfs_pointer(data):
+        with pytest.raises(ModelError, match=r"^test_x\.py: model file .* is a Git LFS pointer"):
+            resolver.resolve("model.onnx", test_dir=directory, origin="test_x.py")
+        return
     source = resolver.resolve("model.onnx", test_dir=directory, origin="test_x.py")
     assert source.path is not None
     assert source.path.read_bytes() == data

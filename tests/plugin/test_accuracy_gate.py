@@ -60,7 +60,7 @@ def test_record_then_weights_moved_one_percent_fail(pytester: pytest.Pytester, s
         [
             "accuracy of test_outputs[[]cpu-all[]] on machine '*' FAILED",
             "  vs baseline (recorded *):",
-            "    output 'y' vs baseline (recorded *): FAILED on isclose (max abs *, max rel *, * of 128 elements outside tolerance *; worst at [[]*[]]: actual *, expected *; atol=1e-05, rtol=0.0001, cosine>=0.99999)",
+            "    output 'y': FAILED on isclose (max abs *, max rel *, * of 128 elements outside tolerance *; worst at [[]*[]]: actual *, expected *; atol=1e-05, rtol=0.0001, cosine>=0.99999)",
             "  vs variant cpu-disabled: ok (y)",
             "  changed since the baseline: model sha256 * -> *",
             "  to accept the current outputs as the baseline: ortperf update 'test_acc.py::test_outputs[[]cpu-all[]]' --ort-opt-levels=disabled,all",
@@ -93,7 +93,7 @@ def test_reference_variant_catches_a_variant_that_computes_something_else(pytest
     )
     result = pytester.runpytest("--ortperf-missing=pass", LEVELS)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["  vs variant cpu-disabled:", "    output 'y' vs variant cpu-disabled: FAILED on isclose*"])
+    result.stdout.fnmatch_lines(["  vs variant cpu-disabled:", "    output 'y': FAILED on isclose*"])
 
 
 def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
@@ -117,7 +117,7 @@ def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
     )
     strict = pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none")
     strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines(["    output 'y' vs test_data_set_0: FAILED on isclose*"])
+    strict.stdout.fnmatch_lines(["    output 'y': FAILED on isclose*"])
     (zoo / "test_data_set_0" / "data.json").write_text('{"atol": 0.02, "rtol": 0}')
     pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none").assert_outcomes(passed=1)
 
@@ -152,7 +152,7 @@ def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester, monk
     (zoo / "test_data_set_1" / "output_0.pb").write_bytes(numpy_helper.from_array(y + 0.01, "y").SerializeToString())
     result = pytester.runpytest(*options)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["    output 'y' vs test_data_set_1: FAILED on isclose*"])
+    result.stdout.fnmatch_lines(["    output 'y': FAILED on isclose*"])
     result.stdout.no_fnmatch_line("*vs test_data_set_0: FAILED*")
     # Data sets are read once per run, not once per check and variant.
     import pytest_ortperf.plugin.state
@@ -213,7 +213,7 @@ def test_changed_output_shape_is_a_clear_failure(pytester: pytest.Pytester, suit
     onnx.save(model, pytester.path / "model.onnx")
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["    output 'y' vs baseline (recorded *): output missing from the model now"])
+    result.stdout.fnmatch_lines(["    output 'y': output missing from the model now"])
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
@@ -289,7 +289,7 @@ def test_string_outputs_are_compared_exactly(pytester: pytest.Pytester) -> None:
     onnx.save(model, pytester.path / "names.onnx")
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["    output 'name' vs baseline (recorded *): 2 of 2 values differ (first at [[]0[]]: 'fox', expected 'eel')"])
+    result.stdout.fnmatch_lines(["    output 'name': 2 of 2 values differ (first at [[]0[]]: 'fox', expected 'eel')"])
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
@@ -345,7 +345,7 @@ def test_ort_thresholds_marker_sets_the_tolerances_of_every_output(pytester: pyt
     pytester.makepyfile(test_acc=_with_marker("rtol=0.01, cosine=0.9"))
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["    output 'y' vs baseline (recorded *): FAILED on isclose (*; atol=1e-05, rtol=0.01, cosine>=0.9)"])
+    result.stdout.fnmatch_lines(["    output 'y': FAILED on isclose (*; atol=1e-05, rtol=0.01, cosine>=0.9)"])
 
 
 def test_tolerances_per_variant_and_dtype_from_the_option(pytester: pytest.Pytester, suite: Path) -> None:
@@ -476,15 +476,59 @@ def test_damaged_outputs_are_not_overwritten_without_repair(pytester: pytest.Pyt
     npz.write_bytes(b"garbage")
     plain = pytester.runpytest(LEVELS)
     plain.assert_outcomes(failed=1, passed=1)
-    plain.stdout.fnmatch_lines([f"*reference outputs '{npz}' are damaged: the file is not a .npz archive.*"])
+    plain.stdout.fnmatch_lines(
+        [
+            f"*reference outputs '{npz}' are damaged: the file is not a .npz archive. It is not overwritten: fix "
+            f"it, or record it afresh with --ortperf-update --ortperf-repair (which keeps the damaged file as "
+            f"{npz.name}.damaged-<time>)."
+        ]
+    )
     plain.stdout.no_fnmatch_line("*allow_pickle*")
     update = pytester.runpytest("--ortperf-update", LEVELS)
     update.assert_outcomes(failed=1, passed=1)
-    update.stdout.fnmatch_lines(["*It is not overwritten: re-record with --ortperf-update --ortperf-repair*"])
+    update.stdout.fnmatch_lines(["*It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair*"])
     assert npz.read_bytes() == b"garbage"
     pytester.runpytest("--ortperf-update", "--ortperf-repair", LEVELS).assert_outcomes(passed=2)
     assert [p.read_bytes() for p in npz.parent.glob(f"{npz.name}.damaged-*")] == [b"garbage"]
     pytester.runpytest(LEVELS).assert_outcomes(passed=2)
+
+
+def test_a_damaged_baseline_file_is_reported_once_per_test_with_the_command_that_repairs_it(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    """check() reads the file for latency and for accuracy: one report, naming the file and the repair."""
+    pytester.makepyfile(test_acc=TEST_FILE.replace("check_accuracy()", "check()"))
+    damage = b'{"schema": 1, "kind": "pytest-ortperf baselines", "entries": {'
+    suite.mkdir()
+    damaged = suite / "test_acc.py.json"
+    damaged.write_bytes(damage)
+    for args in ((), ("--ortperf-update",)):
+        result = pytester.runpytest("-rN", *args, "--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
+        result.assert_outcomes(failed=1)
+        text = result.stdout.str()
+        assert text.count(f"baseline file '{damaged}' is not valid JSON") == 1, text
+        result.stdout.fnmatch_lines(
+            [
+                f"baseline file '{damaged}' is not valid JSON (*). It is not overwritten: fix it, or record it "
+                "afresh with --ortperf-update --ortperf-repair (which keeps the damaged file as "
+                "test_acc.py.json.damaged-<time>)."
+            ]
+        )
+        assert damaged.read_bytes() == damage
+    assert not list(suite.glob("*.damaged-*"))
+
+
+def test_a_baseline_file_of_a_newer_version_asks_for_an_upgrade_not_a_repair(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    newer = b'{"schema": 9, "kind": "pytest-ortperf baselines", "entries": {}}'
+    suite.mkdir()
+    (suite / "test_acc.py.json").write_bytes(newer)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*has schema 9; this version reads 1 (written by a newer pytest-ortperf: upgrade it)."])
+    result.stdout.no_fnmatch_line("*--ortperf-repair*")
+    assert (suite / "test_acc.py.json").read_bytes() == newer
 
 
 # the model's own data set ---------------------------------------------------------------

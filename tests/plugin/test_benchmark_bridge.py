@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import math
 
+import onnx
 import pytest
 
 from pytest_ortperf.plugin.benchmark import publish
+from tests.models import mlp_model
 
-# Inner tests publish hand-made numbers; nothing here runs a model or ortperf's check flow.
+# Inner tests publish hand-made numbers; only the test of two files runs ortperf's checks.
 # Round medians in ms (min 1, max 4, median 2.5, mean 2.5) over 4 rounds x 10 runs.
 _INNER = """
 import pytest
@@ -66,7 +68,7 @@ def test_json_has_the_entry_with_our_numbers_and_extra_info(inner: pytest.Pytest
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*PUBLISHED=True*"])
     [entry] = _entries(inner.path / "out.json")
-    assert entry["name"] == "test_one"
+    assert entry["name"] == "test_inner.py::test_one"  # the node id: one test name repeats across files
     assert entry["fullname"] == "test_inner.py::test_one"
     assert entry["group"] == "ortperf"
     assert entry["param"] is None
@@ -93,7 +95,7 @@ def test_terminal_table_shows_the_entry(inner: pytest.Pytester) -> None:
         [
             "*benchmark 'ortperf': 1 tests*",
             "Name (time in ms)*Min*Median*Mean*Rounds*Iterations*",
-            "test_one*1.0000*2.5000*2.5000*4*10*",
+            "test_inner.py::test_one*1.0000*2.5000*2.5000*4*10*",
         ]
     )
 
@@ -116,7 +118,7 @@ def test_benchmark_skip_still_publishes_what_was_measured(inner: pytest.Pytester
     result = inner.runpytest("-s", "--benchmark-skip", "--benchmark-json=out.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*PUBLISHED=True*"])
-    assert [e["name"] for e in _entries(inner.path / "out.json")] == ["test_one"]
+    assert [e["name"] for e in _entries(inner.path / "out.json")] == ["test_inner.py::test_one"]
 
 
 def test_saved_run_is_compared_against(inner: pytest.Pytester) -> None:
@@ -151,11 +153,43 @@ def test_params_and_repeated_checks_in_one_test(pytester: pytest.Pytester) -> No
         "test_params.py::test_model[cpu-basic]#3",
     ]
     third = entries["test_params.py::test_model[cpu-basic]#3"]
-    assert third["name"] == "test_model[cpu-basic]#3"
+    assert third["name"] == "test_params.py::test_model[cpu-basic]#3"
     assert third["param"] == "cpu-basic"
     assert third["params"] == {"variant": "cpu-basic"}
     assert third["stats"]["median"] == pytest.approx(0.003)  # type: ignore[index]
     assert entries["custom::id"]["name"] == "custom"
+
+
+def test_checks_of_a_test_of_the_same_name_in_two_files_are_told_apart_and_compared(
+    pytester: pytest.Pytester,
+) -> None:
+    """Real ortperf checks: the table names each row by file, test and variant, and a saved run is
+    compared with the next one row by row."""
+    pytester.makeconftest(_CONFTEST)
+    onnx.save(mlp_model(layers=2, width=8), pytester.path / "model.onnx")
+    test = (
+        "import pytest\n"
+        "pytestmark = pytest.mark.ort_model('model.onnx')\n\n"
+        "def test_latency(ort_perf):\n"
+        "    ort_perf.check_latency()\n"
+    )
+    pytester.makepyfile(test_mlp=test, test_cnn=test)
+    options = ("--ortperf-missing=pass", "--ortperf-budget=0.05", "--ortperf-max-cv=1000%")
+    first = pytester.runpytest(*options, "--benchmark-json=out.json", "--benchmark-save=first")
+    first.assert_outcomes(passed=2)
+    for name in ("test_mlp.py", "test_cnn.py"):
+        first.stdout.fnmatch_lines([f"{name}::test_latency[[]cpu-all[]] *"])
+    entries = _entries(pytester.path / "out.json")
+    nodeids = ["test_cnn.py::test_latency[cpu-all]", "test_mlp.py::test_latency[cpu-all]"]
+    assert sorted(e["name"] for e in entries) == nodeids
+    assert sorted(e["fullname"] for e in entries) == nodeids
+    assert {e["param"] for e in entries} == {"cpu-all"}
+    compared = pytester.runpytest(*options, "--benchmark-compare=0001")
+    compared.assert_outcomes(passed=2)
+    for nodeid in nodeids:
+        escaped = nodeid.replace("[", "[[]")
+        compared.stdout.fnmatch_lines([f"{escaped} (0001_first) *"])
+        compared.stdout.fnmatch_lines([f"{escaped} (NOW) *"])
 
 
 def test_unknown_pytest_benchmark_shape_is_skipped_quietly(pytester: pytest.Pytester) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -66,6 +69,50 @@ def test_report_after_an_update_passes_and_lists_traces(pytester: pytest.Pyteste
     assert report["failed"] == 0
     # Nothing changed since the update: latency unchanged (no verdict to get wrong), outputs as recorded.
     assert sorted((c["kind"], c["verdict"]) for c in report["checks"]) == [("accuracy", "ok"), ("latency", "unchanged")]
+
+
+def _floats(value: Any, *, seconds: bool = False) -> Iterator[tuple[float, bool]]:
+    """Every float of a JSON document, with whether it is a time in seconds."""
+    if isinstance(value, float):
+        yield value, seconds
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _floats(item, seconds=seconds or key == "seconds")
+    elif isinstance(value, list):
+        for item in value:
+            yield from _floats(item, seconds=seconds)
+
+
+def _significant_digits(value: float) -> int:
+    mantissa = repr(abs(value)).split("e")[0].replace(".", "")
+    return len(mantissa.strip("0")) or 1
+
+
+def test_reports_round_their_figures_and_show_the_drift_of_unchanged_checks(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=3)
+    same = pytester.runpytest(*QUICK, "--ortperf-report=same.json", "--ortperf-markdown=same.md")
+    same.assert_outcomes(passed=3)
+    (row,) = [line for line in (suite / "same.md").read_text().splitlines() if "test_latency[cpu-all]" in line]
+    assert re.search(r" \| machine \d+\.\d\dx (slower|faster) than at recording; nothing changed \| unchanged \| ", row), row
+    # Other weights, the same work: the stored figures decide (a change with its interval), outputs differ.
+    onnx.save(mlp_model(layers=2, width=8, seed=7), suite / "model.onnx")
+    changed = pytester.runpytest(*QUICK, "--ortperf-latency-threshold=500%", "--ortperf-report=changed.json")
+    changed.assert_outcomes(passed=2, failed=1)
+    documents = [json.loads((suite / name).read_text()) for name in ("same.json", "changed.json")]
+    latency = next(c for c in documents[1]["checks"] if c["kind"] == "latency")
+    assert isinstance(latency["change"]["ratio"], float)
+    assert latency["current"]["median_ms"] > 0
+    floats = [pair for document in documents for pair in _floats(document)]
+    assert len(floats) > 40
+    for value, in_seconds in floats:
+        if in_seconds:
+            assert round(value, 3) == value, value  # milliseconds
+        elif abs(value - 1) < 0.5:
+            assert _significant_digits(value) <= 15, value  # 6 digits of the distance from 1
+        else:
+            assert _significant_digits(value) <= 6, value
 
 
 def test_strict_fails_the_run_on_unused_baselines(pytester: pytest.Pytester, suite: Path) -> None:

@@ -294,7 +294,7 @@ def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, laten
         "--ortperf-missing=pass", "--ortperf-machine=ci-box", "--benchmark-json=bench.json", *QUICK
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*benchmark 'ortperf': 1 tests*", "test_latency[[]cpu-all[]] *"])
+    result.stdout.fnmatch_lines(["*benchmark 'ortperf': 1 tests*", "test_gate.py::test_latency[[]cpu-all[]] *"])
     (entry,) = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
     assert entry["fullname"] == "test_gate.py::test_latency[cpu-all]"
     extra_info = entry["extra_info"]

@@ -120,6 +120,51 @@ def test_file_that_is_not_onnx(pytester: pytest.Pytester, write_model) -> None:
     assert (pytester.path / "broken.onnx").read_bytes().startswith(b"this is not")
 
 
+LFS_POINTER_FILE = (
+    b"version https://git-lfs.github.com/spec/v1\n"
+    b"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+    b"size 4925402\n"
+)
+
+
+def test_a_git_lfs_pointer_given_as_the_model_is_named_with_the_command_that_fetches_it(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    """A clone without its LFS objects: ONNX Runtime would only say 'Protobuf parsing failed'."""
+    write_model("good.onnx")
+    (pytester.path / "zoo").mkdir()
+    for pointer in (pytester.path / "big.onnx", pytester.path / "zoo" / "model.onnx"):
+        pointer.write_bytes(LFS_POINTER_FILE)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.ort_model("big.onnx")
+        def test_pointer(ort_perf):
+            ort_perf.check()
+
+        @pytest.mark.ort_model("zoo")
+        def test_zoo(ort_session): pass
+
+        @pytest.mark.ort_model("good.onnx")
+        def test_good(ort_session): pass
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=2)
+    for name in ("big.onnx", "zoo/model.onnx"):
+        result.stdout.fnmatch_lines(
+            [
+                f"*: model file '{pytester.path / name}' is a Git LFS pointer (* bytes of text that stand for the "
+                "model), not the model: this checkout has not fetched its LFS objects; run 'git lfs pull' in the "
+                "repository (on GitHub Actions: actions/checkout with lfs: true)."
+            ]
+        )
+    result.stdout.no_fnmatch_line("*Protobuf parsing failed*")
+    result.stdout.no_fnmatch_line("*Traceback*")
+    assert (pytester.path / "big.onnx").read_bytes() == LFS_POINTER_FILE
+
+
 @pytest.mark.parametrize(
     ("marker", "message"),
     [

@@ -46,7 +46,7 @@ def test_identical_arrays_are_ok_with_zero_errors() -> None:
     assert result.mismatch_fraction == 0.0
     assert result.cosine == pytest.approx(1.0, abs=1e-12)
     assert (result.top1, result.topk) == (None, None)
-    assert result.describe().startswith("output 'y' vs baseline: ok (max abs 0, max rel 0, mean abs 0, ")
+    assert result.describe().startswith("output 'y': ok (max abs 0, max rel 0, mean abs 0, ")
     assert "0 of 6 elements outside tolerance (0.00%)" in result.describe()
 
 
@@ -59,8 +59,65 @@ def test_a_large_change_where_the_reference_is_zero_is_a_failure_not_an_overflow
         result = compare_output("y", actual, expected, F32, "baseline")
     assert not result.ok
     assert result.max_abs == 5.0
-    assert result.max_rel == float("inf")
+    assert result.max_rel == 5.0 / (F32.atol / F32.rtol)  # relative to the floor, not to 0
     assert result.mismatches == 1
+
+
+# relative error: a floor where the reference is zero or tiny ---------------------------------
+
+
+def test_relative_error_over_zeros_is_relative_to_atol_over_rtol_not_to_the_smallest_float() -> None:
+    """An output that is mostly 0 (after a Relu): a 1e-3 change of a 0 reads as 1% of the floor
+    (atol/rtol = 0.1 for float32), not as 4.69e+304."""
+    expected = f32([0.0, 0.0, 2.0, 0.0])
+    actual = f32([0.0, 1e-3, 2.0, 0.0])
+    result = compare_output("y", actual, expected, F32, "baseline")
+    assert result.max_rel == pytest.approx(float(np.float32(1e-3)) / 0.1, rel=1e-12)
+    assert "max rel 0.01," in result.describe()
+    assert "e+" not in result.describe()
+    assert result.failed_metric == "isclose"  # 1e-3 > atol: the verdict is isclose's, as before
+
+
+@pytest.mark.parametrize("tolerance", [F32, DTYPE_TOLERANCES["float16"], Tolerance(1e-3, 1e-1, 0.9)])
+def test_with_the_floor_an_element_fails_only_beyond_rtol_and_passes_within_it(tolerance: Tolerance) -> None:
+    """rel <= rtol means within atol + rtol*|expected|; outside it, rel > rtol: max rel reads against rtol."""
+    rng = np.random.default_rng(3)
+    expected = rng.normal(0.0, 1.0, 4000) * (rng.random(4000) < 0.5)  # half exact zeros
+    expected = np.concatenate([expected, rng.normal(0.0, tolerance.atol / tolerance.rtol, 4000)])
+    actual = expected + rng.normal(0.0, tolerance.atol * 2, expected.size) + expected * rng.normal(
+        0.0, tolerance.rtol, expected.size
+    )
+    for i in range(expected.size):
+        one = compare_output("y", actual[i : i + 1], expected[i : i + 1], tolerance, "ref")
+        if one.mismatches:
+            assert one.max_rel > tolerance.rtol
+        if one.max_rel <= tolerance.rtol:
+            assert one.mismatches == 0
+    whole = compare_output("y", actual, expected, tolerance, "ref")
+    assert 0 < whole.mismatches < expected.size  # both kinds of element were tried
+    assert tolerance.rtol < whole.max_rel < 50 * tolerance.rtol  # of the order of rtol, zeros included
+
+
+def test_without_rtol_the_floor_is_the_outputs_resolution() -> None:
+    tolerance = Tolerance(atol=1e-3, rtol=0.0, cosine=0.9)
+    expected = f32([0.0, 100.0])
+    result = compare_output("y", f32([1e-4, 100.0]), expected, tolerance, "ref")
+    assert result.ok
+    resolution = float(np.finfo(np.float32).eps) * 100.0
+    assert result.max_rel == pytest.approx(float(np.float32(1e-4)) / resolution, rel=1e-9)
+
+
+def test_integers_are_relative_to_at_least_one() -> None:
+    result = compare_output("ids", np.array([2, 5]), np.array([0, 5]), EXACT, "ref")
+    assert result.failed_metric == "isclose"
+    assert result.max_rel == 2.0
+
+
+def test_with_atol_zero_a_changed_zero_is_infinitely_far_as_the_tolerance_says() -> None:
+    tolerance = Tolerance(atol=0.0, rtol=1e-3, cosine=0.9)
+    result = compare_output("y", f32([1e-6, 1.0]), f32([0.0, 1.0]), tolerance, "ref")
+    assert result.failed_metric == "isclose"
+    assert result.max_rel == float("inf")
 
 
 def test_a_one_percent_scaled_output_fails_on_isclose_with_the_right_numbers() -> None:
@@ -86,7 +143,7 @@ def test_a_one_percent_scaled_output_fails_on_isclose_with_the_right_numbers() -
     assert result.worst_expected == 4.0
     assert result.cosine == pytest.approx(1.0, abs=1e-9)  # scaling keeps the direction: isclose catches it
     text = result.describe()
-    assert text.startswith("output 'y' vs baseline (recorded 2025-01-02): FAILED on isclose (")
+    assert text.startswith("output 'y': FAILED on isclose (")
     assert f"max abs {diff.max():.3g}, max rel {rel.max():.3g}, mean abs {diff.mean():.3g}" in text
     assert "6 of 6 elements outside tolerance (100.00%)" in text
     assert f"worst at [1, 0]: actual {float(actual[1, 0]):.6g}, expected 4;" in text
@@ -138,7 +195,7 @@ def test_cosine_fails_where_isclose_passes() -> None:
     assert result.failed_metric == "cosine"
     assert result.cosine == pytest.approx(cosine, rel=1e-9)
     text = result.describe()
-    assert text.startswith("output 'emb' vs ref: FAILED on cosine (")
+    assert text.startswith("output 'emb': FAILED on cosine (")
     assert f"cosine {cosine:.6f}" in text
     assert text.endswith("atol=0.2, rtol=0, cosine>=0.9999)")
     loose = compare_output("emb", actual, expected, Tolerance(atol=0.2, rtol=0.0, cosine=0.99), "ref")
@@ -191,14 +248,14 @@ def test_a_shape_change_is_a_problem_naming_both_shapes() -> None:
     result = compare_output("y", np.zeros((1, 5), np.float32), np.zeros((1, 4), np.float32), F32, "ref")
     assert not result.ok
     assert result.problem == "shape changed: [1, 4] -> [1, 5]"
-    assert result.describe() == "output 'y' vs ref: shape changed: [1, 4] -> [1, 5]"
+    assert result.describe() == "output 'y': shape changed: [1, 4] -> [1, 5]"
 
 
 def test_a_dtype_change_is_a_problem_naming_both_dtypes() -> None:
     result = compare_output("y", np.zeros(4, np.float16), np.zeros(4, np.float32), F32, "ref")
     assert not result.ok
     assert result.problem == "dtype changed: float32 -> float16"
-    assert result.describe() == "output 'y' vs ref: dtype changed: float32 -> float16"
+    assert result.describe() == "output 'y': dtype changed: float32 -> float16"
 
 
 @pytest.mark.parametrize(
@@ -415,12 +472,12 @@ def test_compare_outputs_compares_every_expected_output_and_flags_missing_and_ne
     assert by_name["gone"].problem == "output missing from the model now"
     assert (
         by_name["gone"].describe()
-        == "output 'gone' vs variant cpu-disabled: output missing from the model now"
+        == "output 'gone': output missing from the model now"
     )
     assert by_name["extra"].problem == "new output, not in the reference"
     assert (
         by_name["extra"].describe()
-        == "output 'extra' vs variant cpu-disabled: new output, not in the reference"
+        == "output 'extra': new output, not in the reference"
     )
 
 

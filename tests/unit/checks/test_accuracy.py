@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
-from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy, outputs_file
+from pytest_ortperf.checks.accuracy import (
+    AccuracyResult,
+    Reference,
+    check_accuracy,
+    compare_with,
+    outputs_file,
+)
 from pytest_ortperf.checks.latency import check_latency
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
@@ -297,12 +303,46 @@ def test_moved_outputs_fail_naming_the_output_metric_and_record_command(recorded
     assert text[1] == "  vs baseline (recorded 2025-01-02):"
     max_abs = float(np.abs(actual["y"].astype(np.float64) - OUT["y"].astype(np.float64)).max())
     assert text[2].startswith(
-        f"    output 'y' vs baseline (recorded 2025-01-02): FAILED on isclose (max abs {max_abs:.3g}, "
+        f"    output 'y': FAILED on isclose (max abs {max_abs:.3g}, "
     )
     assert "4 of 4 elements outside tolerance (100.00%)" in text[2]
     assert "worst at [0, 3]: actual 4.04, expected 4" in text[2]
     assert text[3:] == [ACCEPT]  # the unchanged int output is not listed, nothing changed in the environment
     assert not any("'ids'" in line for line in text)
+    assert result.message.count("baseline (recorded 2025-01-02)") == 1
+
+
+LONG_LABEL = (
+    "the recorded model (git 1a2b3c4d5e6f) under the recorded settings (inter_op_threads 1 -> 2) in "
+    "onnxruntime 1.31.1 on today's inputs"
+)
+
+
+def test_every_output_against_one_reference_names_it_once() -> None:
+    """Outputs compared with a reference of a long name (same-job A/B, a rebuilt model): the first line
+    names it, the outputs listed under it do not repeat it."""
+    actual = {"y": OUT["y"].copy(), "z": OUT["y"] * np.float32(1.01), "w": OUT["y"] * np.float32(1.02)}
+    expected = {"y": OUT["y"], "z": OUT["y"], "w": OUT["y"]}
+    result = compare_with(
+        actual, Reference(LONG_LABEL, expected), key=KEY, tolerances=ToleranceSpec(), provider_short="cpu"
+    )
+    assert result.failed
+    text = lines(result)
+    assert text[0] == f"accuracy of {TEST} against {LONG_LABEL} FAILED"
+    assert [line.split(":")[0] for line in text[1:]] == ["  output 'z'", "  output 'w'"]
+    assert result.message.count(LONG_LABEL) == 1
+    same = compare_with(
+        expected, Reference(LONG_LABEL, expected), key=KEY, tolerances=ToleranceSpec(), provider_short="cpu"
+    )
+    assert lines(same) == [f"accuracy of {TEST} against {LONG_LABEL}", "  ok (y, z, w)"]
+
+
+def test_several_references_are_each_named_once(recorded: Path) -> None:
+    variant = Reference("variant cpu-disabled", scaled(1.02))
+    result = check(BaselineStore(recorded), scaled(1.01), variant=variant)
+    assert result.failed
+    assert result.message.count("baseline (recorded 2025-01-02)") == 1
+    assert result.message.count("variant cpu-disabled") == 1
 
 
 def test_a_failure_names_what_changed_in_the_environment(recorded: Path) -> None:
@@ -317,7 +357,7 @@ def test_a_failure_names_what_changed_in_the_environment(recorded: Path) -> None
 def test_a_changed_integer_output_fails(recorded: Path) -> None:
     result = check(BaselineStore(recorded), {"y": OUT["y"], "ids": np.array([3, 2], np.int64)})
     assert result.failed
-    assert "    output 'ids' vs baseline (recorded 2025-01-02): FAILED on isclose (" in result.message
+    assert "    output 'ids': FAILED on isclose (" in result.message
 
 
 def test_user_tolerances_and_the_provider_apply_to_the_baseline(recorded: Path) -> None:
@@ -413,7 +453,7 @@ def test_a_large_output_is_recorded_and_compared_as_a_subsample(root: Path) -> N
     sampled[0, 0] += 1.0  # the first element is always in the subsample
     result = check(BaselineStore(root), {"logits": sampled})
     assert result.failed
-    assert "output 'logits' vs baseline (recorded 2025-06-01): FAILED on isclose" in result.message
+    assert "output 'logits': FAILED on isclose" in result.message
     assert "worst at [0, 0]: actual 0, expected -1" in result.message
 
 
@@ -587,7 +627,7 @@ def test_a_failing_variant_reference_fails_on_its_own(recorded: Path) -> None:
         "  vs baseline (recorded 2025-01-02): ok (ids, y)",
         "  vs variant cpu-disabled:",
     ]
-    assert text[3].startswith("    output 'y' vs variant cpu-disabled: FAILED on isclose (")
+    assert text[3].startswith("    output 'y': FAILED on isclose (")
     assert text[-1] == ACCEPT
 
 
@@ -596,7 +636,7 @@ def test_a_failing_variant_reference_fails_without_a_baseline(root: Path, missin
     result = check(BaselineStore(root), OUT, variant=variant(scaled(1.01)), missing=missing)
     assert result.status == "missing"
     assert (result.failed, result.skipped) == (True, False)
-    assert "    output 'y' vs variant cpu-disabled: FAILED on isclose (" in result.message
+    assert "    output 'y': FAILED on isclose (" in result.message
 
 
 def test_a_passing_variant_reference_does_not_rescue_a_missing_baseline(root: Path) -> None:
@@ -614,7 +654,7 @@ def test_the_model_reference_uses_its_data_json_defaults_under_user_tolerances(r
     # A user tolerance beats data.json's.
     strict = check(BaselineStore(recorded), OUT, model=loose, tolerances=ToleranceSpec({"atol": 1e-6}))
     assert strict.failed
-    assert "    output 'y' vs test_data_set_0: FAILED on isclose (" in strict.message
+    assert "    output 'y': FAILED on isclose (" in strict.message
     assert "atol=1e-06, rtol=0, cosine>=0)" in strict.message
 
 
@@ -622,9 +662,9 @@ def test_a_failing_model_reference_fails_on_its_own(recorded: Path) -> None:
     result = check(BaselineStore(recorded), OUT, model=model({"y": OUT["y"] + np.float32(1.0)}))
     assert (result.status, result.failed) == ("failed", True)
     assert lines(result)[2] == "  vs test_data_set_0:"
-    assert lines(result)[3].startswith("    output 'y' vs test_data_set_0: FAILED on isclose (")
+    assert lines(result)[3].startswith("    output 'y': FAILED on isclose (")
     # ids is not in the model's data set: reported, not a failure.
-    assert "    output 'ids' vs test_data_set_0: ok (not in the data set)" in lines(result)
+    assert "    output 'ids': ok (not in the data set)" in lines(result)
 
 
 def test_outputs_a_data_set_does_not_ship_are_reported_not_failed(recorded: Path) -> None:
@@ -634,7 +674,7 @@ def test_outputs_a_data_set_does_not_ship_are_reported_not_failed(recorded: Path
     # A reference variant has every output: one it lacks is still a problem.
     other = check(BaselineStore(recorded), OUT, variant=variant({"y": OUT["y"]}))
     assert other.failed
-    assert "    output 'ids' vs variant cpu-disabled: new output, not in the reference" in lines(other)
+    assert "    output 'ids': new output, not in the reference" in lines(other)
 
 
 @pytest.mark.parametrize("which", ["variant", "model"])
@@ -741,7 +781,7 @@ def test_an_update_refuses_to_overwrite_damaged_outputs_naming_the_file(
         check(store, scaled(1.01), update=True)
     message = str(info.value)
     assert f"reference outputs '{npz}'" in message
-    assert "It is not overwritten: re-record with --ortperf-update --ortperf-repair" in message
+    assert "It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair" in message
     assert list(store.staged()) == []
     store.write()
     assert npz.read_bytes() == damage
@@ -752,7 +792,22 @@ def test_a_damaged_outputs_file_that_is_no_archive_says_so(recorded: Path) -> No
     npz.write_bytes(b"garbage")
     with pytest.raises(BaselineError) as info:
         check(BaselineStore(recorded), OUT)
-    assert str(info.value) == f"reference outputs '{npz}' are damaged: the file is not a .npz archive."
+    assert str(info.value) == (
+        f"reference outputs '{npz}' are damaged: the file is not a .npz archive. It is not overwritten: fix "
+        "it, or record it afresh with --ortperf-update --ortperf-repair (which keeps the damaged file as "
+        "ci-by-hand.npz.damaged-<time>)."
+    )
+
+
+def test_missing_outputs_say_that_an_update_records_them(recorded: Path) -> None:
+    npz = recorded / f"{TEST_FILE}.outputs/ci-by-hand.npz"
+    npz.unlink()
+    with pytest.raises(BaselineError) as info:
+        check(BaselineStore(recorded), OUT)
+    assert str(info.value) == (
+        f"reference outputs '{npz}' are missing (the baseline entry names them). Record them again with "
+        "--ortperf-update."
+    )
 
 
 def test_repair_keeps_damaged_outputs_aside_and_records_afresh(recorded: Path) -> None:

@@ -311,20 +311,76 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
         lines[2]
         == f"  current:  median {second.median_ms:.4g} ms, p90 {second.p90_ms:.4g} ms (15 rounds x 3 runs)"
     )
-    assert lines[3] == f"  change:   {result.confirmation.estimate.describe()}, threshold +/-10%"
     assert re.fullmatch(
-        r"  change:   \+2\d\.\d% \(99% CI \+\d+\.\d% \.\. \+\d+\.\d%\), threshold \+/-10%", lines[3]
+        r"  compared: \d+\.?\d* ms -> \d+\.?\d* ms \(the median of each side's fastest quarter of round "
+        r"medians\)",
+        lines[3],
+    )
+    assert lines[4] == f"  change:   {result.confirmation.estimate.describe()}, threshold +/-10%"
+    assert re.fullmatch(
+        r"  change:   \+2\d\.\d% \(99% CI \+\d+\.\d% \.\. \+\d+\.\d%\), threshold \+/-10%", lines[4]
     )
     assert result.comparison is not None
-    assert lines[4] == f"  decided by {result.confirmation.basis()}"
-    assert lines[4].startswith(
+    assert lines[5] == f"  decided by {result.confirmation.basis()}"
+    assert lines[5].startswith(
         "  decided by stored: fastest quarter of round medians (4 of 15 rounds vs 4 of 15)"
     )
-    assert lines[5] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
-    assert lines[6] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
-    assert lines[7] == f"  to accept the new latency: {RECORD}"
-    assert len(lines) == 8
+    assert lines[6] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
+    assert lines[7] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
+    assert lines[8] == f"  to accept the new latency: {RECORD}"
+    assert len(lines) == 9
     assert list(store.staged()) == []
+
+
+def _rounds(*groups: tuple[int, float], seed: int, canary: float | None = None) -> LatencyStats:
+    """Stats of rounds of 3 runs: ``(count, ms)`` groups of round medians, each with 1% noise."""
+    rng = np.random.default_rng(seed)
+    medians = [ms * float(np.exp(rng.normal(0.0, 0.01))) for count, ms in groups for _ in range(count)]
+    samples = [round(m * NS_PER_MS) for m in medians for _ in range(3)]
+    canaries = [canary] * len(medians) if canary is not None else []
+    return summarize(samples, [3] * len(medians), canaries)
+
+
+@pytest.mark.parametrize("canary", [None, 2.0], ids=["round-medians", "relative-to-the-canary"])
+def test_a_failure_labels_the_figures_that_decided_when_the_medians_say_otherwise(
+    root: Path, canary: float | None
+) -> None:
+    """The baseline run was fast for a quarter of its rounds, the current run never: the fastest
+    quarters are +25% apart, the medians of all runs only a few percent. The message shows the figures
+    compared, labelled, and says that the medians are shown, not compared."""
+    baseline = _rounds((10, 8.0), (30, 10.0), seed=1, canary=canary)
+    record(root, baseline)
+    current = [_rounds((40, 10.2), seed=s, canary=canary) for s in (2, 3)]
+    result = check(BaselineStore(root), FakeMeasure(*current))
+    assert result.failed, result.message
+    assert result.confirmation is not None
+    medians = current[1].median_ms / baseline.median_ms - 1
+    assert 0.0 < medians < 0.06
+    assert result.confirmation.estimate.ratio > 1.2
+    lines = result.message.splitlines()
+    if canary is None:
+        assert re.fullmatch(
+            r"  compared: 8\.\d+ ms -> 10\.\d+ ms \(the median of each side's fastest quarter of round medians\)",
+            lines[3],
+        ), lines[3]
+    else:
+        assert re.fullmatch(
+            r"  compared: 4\.\d+ -> 5\.\d+ \(round median / canary median, the median of each side's fastest "
+            r"quarter\)",
+            lines[3],
+        ), lines[3]
+    assert lines[4].startswith("  change:   +2")
+    assert lines[5].startswith("  decided by stored: fastest quarter of round medians")
+    assert lines[6] == (
+        f"  medians of all runs: {medians * 100:+.1f}%, outside the interval: shown, not compared (they move "
+        "with how long the machine was slow during each run; the fastest quarter compares like with like)"
+    )
+
+
+def test_medians_within_the_interval_need_no_word(root: Path, with_baseline: Path) -> None:
+    result = check(BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)))
+    assert result.failed
+    assert not any(line.startswith("  medians of all runs") for line in result.message.splitlines())
 
 
 def test_a_regression_message_says_when_nothing_changed(root: Path, with_baseline: Path) -> None:
@@ -364,7 +420,7 @@ def test_an_improvement_fails_when_asked(root: Path, with_baseline: Path) -> Non
     assert result.failed
     lines = result.message.splitlines()
     assert lines[0] == f"latency improvement in {TEST} on machine 'ci'"
-    assert lines[3].startswith("  change:   -3")
+    assert lines[4].startswith("  change:   -3")
     assert "  (faster beyond the threshold: check that the model still does all its work)" in lines
     assert lines[-1] == f"  to accept the new latency: {RECORD}"
     assert not any("first measurement" in line for line in lines)

@@ -14,8 +14,8 @@ import pytest
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.ort.git_models import LFS_POINTER, GitRevision, read_blob
-from pytest_ortperf.ort.models import ModelResolver, git_blob_id
+from pytest_ortperf.ort.git_models import GitRevision, read_blob
+from pytest_ortperf.ort.models import LFS_POINTER, ModelResolver, git_blob_id
 from pytest_ortperf.plugin.config import ABMarker, ab_marker, build_config, thresholds_for
 from pytest_ortperf.plugin.options import OPTIONS
 from tests.models import mlp_model

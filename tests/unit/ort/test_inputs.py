@@ -26,7 +26,7 @@ from pytest_ortperf.ort.inputs import (
     specs_from_session,
     synthesize,
 )
-from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.models import LFS_POINTER, ModelSource
 
 ModelFactory = Callable[[Sequence[tuple[str, int, Sequence[Any]]]], onnx.ModelProto]
 
@@ -271,6 +271,20 @@ def test_corrupt_pb_is_an_inputs_error_naming_the_file(two_input_model: ModelSou
     with pytest.raises(InputsError) as info:
         load_feeds(two_input_model, TWO_SPECS, InputOptions())
     assert f"'{data_set / 'input_1.pb'}' is not a readable ONNX TensorProto" in str(info.value)
+
+
+def test_a_git_lfs_pointer_in_a_data_set_names_git_lfs_pull(two_input_model: ModelSource) -> None:
+    assert two_input_model.directory is not None
+    data_set = two_input_model.directory / "test_data_set_0"
+    _write_pb(data_set / "input_0.pb", np.ones((1, 3), dtype=np.float32), "x")
+    (data_set / "input_1.pb").write_bytes(LFS_POINTER + b"v1\noid sha256:" + b"ab" * 32 + b"\nsize 88\n")
+    with pytest.raises(InputsError) as info:
+        load_feeds(two_input_model, TWO_SPECS, InputOptions())
+    assert str(info.value) == (
+        f"'{data_set / 'input_1.pb'}' is a Git LFS pointer (a small text file that stands for the tensor), not "
+        "the tensor: this checkout has not fetched its LFS objects; run 'git lfs pull' in the repository (on "
+        "GitHub Actions: actions/checkout with lfs: true)."
+    )
 
 
 def test_pb_without_element_type_is_an_inputs_error(two_input_model: ModelSource) -> None:

@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.models import LFS_POINTER, ModelResolver, ModelSource, is_lfs_pointer
 
 ORIGIN = "ort_model marker of tests/test_x.py::test_a"
 
@@ -240,3 +240,32 @@ def test_empty_path_is_a_usage_error(tmp_path: Path) -> None:
     resolver = ModelResolver(tmp_path)
     with pytest.raises(UsageError, match=r"marker X: the model path is empty"):
         resolver.resolve("  ", test_dir=tmp_path, origin="marker X")
+
+
+POINTER = LFS_POINTER + b"v1\noid sha256:" + b"4d" * 32 + b"\nsize 4925402\n"
+
+
+def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(layout: tuple[Path, Path, bytes]) -> None:
+    root, test_dir, _ = layout
+    path = test_dir / "m.onnx"
+    path.write_bytes(POINTER)
+    with pytest.raises(ModelError) as info:
+        ModelResolver(root).resolve("m.onnx", test_dir=test_dir, origin=ORIGIN)
+    assert str(info.value) == (
+        f"{ORIGIN}: model file '{path.resolve()}' is a Git LFS pointer ({len(POINTER)} bytes of text that stand "
+        "for the model), not the model: this checkout has not fetched its LFS objects; run 'git lfs pull' in "
+        "the repository (on GitHub Actions: actions/checkout with lfs: true)."
+    )
+    assert path.read_bytes() == POINTER
+
+
+def test_git_lfs_pointer_bytes_are_a_model_error() -> None:
+    with pytest.raises(ModelError, match=r"^marker X: the model bytes are a Git LFS pointer .*'git lfs pull'"):
+        ModelResolver(Path(".")).resolve(POINTER, test_dir=Path("."), origin="marker X")
+
+
+def test_only_a_small_file_that_starts_like_a_pointer_is_one(float_model: onnx.ModelProto) -> None:
+    assert is_lfs_pointer(POINTER)
+    assert not is_lfs_pointer(POINTER + b"x" * 1024)  # git-lfs pointers are below 1024 bytes
+    assert not is_lfs_pointer(b"  " + POINTER)
+    assert not is_lfs_pointer(float_model.SerializeToString())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,15 @@ from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.reports.ci_files import error_record, gate_time, markdown, output_record, report_document
+from pytest_ortperf.reports.ci_files import (
+    error_record,
+    figure,
+    gate_time,
+    latency_record,
+    markdown,
+    output_record,
+    report_document,
+)
 from pytest_ortperf.reports.terminal import (
     UpdateReport,
     latency_rows,
@@ -288,3 +297,58 @@ def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest(
     one = gate_time(records[:1])
     assert one.startswith("gate time: 2.8 s over 1 latency check (")
     assert "slowest" not in one
+
+
+def test_an_unchanged_check_shows_its_drift_in_the_markdown_change_column_as_in_the_terminal() -> None:
+    unchanged = replace(result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04)
+    (row,) = latency_rows([unchanged])
+    assert row[5] == "machine 1.04x slower than at recording; nothing changed"
+    record = latency_record(unchanged, "tests/test_perf.py::test_squeezenet[cpu-all]")
+    assert record["change"] is None
+    assert record["drift"] == {"ratio": 1.04, "text": row[5]}
+    text = markdown([record], machine="ci", unused=())
+    assert (
+        "| ✅ | `tests/test_perf.py::test_squeezenet[cpu-all]` | cpu-all | latency | 10 ms | 10.4 ms | "
+        "machine 1.04x slower than at recording; nothing changed | unchanged | unchanged |"
+    ) in text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0.30934310000000004, 0.309343),  # a median from nanoseconds / 1e6
+        (123.456789, 123.457),
+        (1e-7 / 3, 3.33333e-08),
+        (1.0234567891, 1.0234568),  # a ratio: 6 digits of +2.34567891%
+        (0.9999991234567, 0.999999123457),  # a cosine: 6 digits of 1-cos
+        (1.0000000000000002, 1.0),
+        (0.0, 0.0),
+        (-2.0000000000000004, -2.0),
+    ],
+)
+def test_report_figures_keep_six_significant_digits_or_six_of_their_distance_from_one(
+    value: float, expected: float
+) -> None:
+    assert figure(value) == expected
+
+
+def test_the_report_document_rounds_every_float_in_one_place() -> None:
+    record = {
+        "test": "t.py::test_a",
+        "kind": "latency",
+        "variant": "cpu-all",
+        "failed": False,
+        "verdict": "ok",
+        "current": {"median_ms": 0.30934310000000004, "rounds": 40},
+        "change": {"ratio": 1.0234567891, "low": float("inf"), "high": float("nan")},
+        "seconds": {"measuring": 2.0123456789, "warming": 0.00049},
+        "references": [{"outputs": [{"cosine": 0.9999991234567, "count": 3}]}],
+    }
+    document = report_document([record], machine="m", runtime="r", version="1", traces={}, unused=[])
+    (check,) = document["checks"]
+    assert check["current"] == {"median_ms": 0.309343, "rounds": 40}
+    assert check["change"] == {"ratio": 1.0234568, "low": "inf", "high": "nan"}
+    assert check["seconds"] == {"measuring": 2.012, "warming": 0.0}
+    assert check["references"][0]["outputs"][0] == {"cosine": 0.999999123457, "count": 3}
+    assert record["current"]["median_ms"] == 0.30934310000000004  # the records themselves are kept
+    json.dumps(document, allow_nan=False)

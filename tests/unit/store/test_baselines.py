@@ -421,17 +421,27 @@ def test_a_damaged_file_does_not_affect_other_files(tmp_path: Path) -> None:
     assert bad.read_text(encoding="utf-8") == "garbage"
 
 
-def test_an_unreadable_file_names_the_path(tmp_path: Path) -> None:
+def test_a_file_that_is_not_text_names_the_path_and_the_repair(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
     path = store.path_for(TEST_FILE)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\xff\xfe\x00not utf-8")
     with pytest.raises(BaselineError) as info:
         store.lookup(TEST_FILE, TEST, "ci")
-    assert f"baseline file '{path}' cannot be read" in str(info.value)
-    with pytest.raises(BaselineError, match="cannot be read"):
+    assert str(info.value).startswith(f"baseline file '{path}' is not UTF-8 text (")
+    assert str(info.value).endswith(
+        "It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair (which "
+        "keeps the damaged file as test_models.py.json.damaged-<time>)."
+    )
+    with pytest.raises(BaselineError, match="is not UTF-8 text"):
         store.stage(TEST_FILE, TEST, "ci", make_entry())
     assert path.read_bytes() == b"\xff\xfe\x00not utf-8"
+    repairing = BaselineStore(tmp_path, repair=True)
+    repairing.stage(TEST_FILE, TEST, "ci", make_entry())
+    assert repairing.write() == [path]
+    assert [backup.read_bytes() for backup in path.parent.glob(f"{path.name}.damaged-*")] == [
+        b"\xff\xfe\x00not utf-8"
+    ]
 
 
 def test_the_store_reads_each_file_once(tmp_path: Path) -> None:
