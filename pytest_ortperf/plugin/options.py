@@ -349,12 +349,26 @@ OPTIONS: tuple[OptionDef, ...] = (
 )
 
 
+def argparse_help(text: str) -> str:
+    """``text`` as argparse takes a help string: it %-formats help (``%(default)s``), so a literal
+    ``%`` such as "10%" must be written ``%%`` or ``--help`` fails with "unsupported format character"."""
+    return text.replace("%", "%%")
+
+
 def register(parser: Any) -> None:
-    """Add every option and ini key to pytest's ``parser``."""
+    """Add every option and ini key to pytest's ``parser``.
+
+    Every help string an option hands to argparse goes through :func:`argparse_help` here, in
+    one place; ini help is not %-formatted, so it keeps the text as written.
+    """
     group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
+
+    def add(flag: str, *, help: str, **kwargs: Any) -> None:
+        group.addoption(flag, help=argparse_help(help), **kwargs)
+
     for option in OPTIONS:
         if option.ini_type == "bool":
-            group.addoption(
+            add(
                 option.flag,
                 action="store_const",
                 const=True,
@@ -364,7 +378,7 @@ def register(parser: Any) -> None:
             )
         else:
             action = "append" if option.ini_type == "linelist" else "store"
-            group.addoption(
+            add(
                 option.flag,
                 action=action,
                 dest=option.dest,
@@ -376,7 +390,7 @@ def register(parser: Any) -> None:
         parser.addini(option.ini, option.help, type=option.ini_type, default=default)
     # Its own option string: a flag with an optional value would take the next argument
     # (`pytest --ortperf-update tests/`) as its value.
-    group.addoption(
+    add(
         UPDATE_MISSING,
         action="store_const",
         const=True,
