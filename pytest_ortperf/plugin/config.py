@@ -326,9 +326,10 @@ def thresholds_for(
                 + ", e.g. ort_thresholds(latency='15%', atol=1e-4)."
             )
         if "latency" in kwargs:
-            policy = replace(policy, threshold=parse_threshold(kwargs["latency"], source=origin))
+            latency = parse_threshold(kwargs["latency"], source=f"{origin}: latency")
+            policy = replace(policy, threshold=latency)
         if "ab" in kwargs:
-            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=origin))
+            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
         scoped = {
             scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)

@@ -276,7 +276,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-tolerance",
         "ortperf_tolerances",
         "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
-        "mismatch (allowed fraction of elements outside atol/rtol), for every output; "
+        "mismatch (allowed share of elements outside atol/rtol: 0.001 or 0.1%), for every output; "
         "OUTPUT.KEY or output:OUTPUT.KEY for one output, dtype:float16.KEY per dtype, "
         "variant:cuda.KEY or variant:cuda-all.KEY per provider or variant. Most specific wins: "
         "output > variant > provider > dtype > every output > built-in defaults (a value given "
