@@ -170,6 +170,16 @@ OPTIONS: tuple[OptionDef, ...] = (
         "on|off",
     ),
     OptionDef(
+        "--ortperf-timing",
+        "ortperf_timing",
+        "off: a functional-only run: sessions are built and run and accuracy checks compare outputs, but "
+        "nothing is timed: a test's check_latency() skips it (naming this option) and check() checks "
+        "accuracy only. Not with --ortperf-update, which records latency. on: latency checks run "
+        "(default: on).",
+        "on",
+        "on|off",
+    ),
+    OptionDef(
         "--ortperf-ab",
         "ortperf_ab",
         "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main; "
