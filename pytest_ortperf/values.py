@@ -1,8 +1,10 @@
-"""User-given values: on/off words, option text, safe reprs for messages and file-name slugs."""
+"""User-given values: on/off words, option text, percentages, safe reprs for messages and file-name
+slugs."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from typing import Any
 
@@ -15,6 +17,36 @@ def option_text(value: Any, *, source: str) -> str:
         return str(value)
     except ValueError:
         raise UsageError(f"{source}: the value {safe_repr(value)} is far too large.") from None
+
+
+def percent_value(value: Any, *, source: str) -> float | None:
+    """The fraction a user's percentage names: ``"5%"`` is 0.05, and so is a bare ``0.05``; None
+    when ``value`` is not a number (the caller says what it expected).
+
+    A bare number (no ``%``) is a fraction, so it is taken only up to 1 (100%). Above that it is
+    a usage error that suggests the percent form: ``5`` would silently mean 500% where a user
+    almost always meant 5%. Checking the range (positive, at most some limit) is the caller's.
+    """
+    if isinstance(value, bool):
+        return None
+    text = option_text(value, source=source).strip()
+    percent = text.endswith("%")
+    try:
+        number = float(text[:-1] if percent else text)
+    except (ValueError, OverflowError):
+        return None
+    if percent:
+        return number / 100
+    if math.isfinite(number) and number > 1:
+        written = text if len(text) <= 20 else f"{number:g}"
+        meant = number * 100
+        meaning = f"{meant:g}%" if math.isfinite(meant) else "far more than 100%"
+        also = f", or '{meaning}' if you meant that" if math.isfinite(meant) else ""
+        raise UsageError(
+            f"{source}: did you mean {written}%? A bare number is a fraction (0.05 means 5%), "
+            f"so {written} would mean {meaning}; write '{written}%'{also}."
+        )
+    return number
 
 
 _ON = ("on", "true", "yes", "1")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.variants import parse_opt_level
-from pytest_ortperf.values import safe_repr
+from pytest_ortperf.values import percent_value, safe_repr
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,22 +157,35 @@ def _bad_key(where: str, why: str) -> NoReturn:
 
 
 def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[str, float]:
-    """Validate ``atol``/``rtol``/``cosine``/``mismatch`` values (numbers >= 0; cosine <= 1)."""
+    """Validate ``atol``/``rtol``/``cosine``/``mismatch`` values: numbers >= 0, cosine <= 1.
+
+    ``atol``, ``rtol`` and ``cosine`` are plain numbers, as numpy's ``isclose`` takes them
+    (``rtol=0.05`` allows 5% of ``|expected|``; ``rtol=5`` five times it). ``mismatch`` is a share
+    of elements: a fraction up to 1 or a percentage (``0.001`` or ``"0.1%"``); a bare number above 1
+    is refused with a hint at the percent form, since ``mismatch=5`` would allow every element.
+    """
     parsed: dict[str, float] = {}
     for key, value in values.items():
         if key not in _TOLERANCE_KEYS:
             raise UsageError(f"{source}: unknown tolerance {key!r}; use {', '.join(_TOLERANCE_KEYS)}.")
-        try:
-            number = float(value)
-        except (TypeError, ValueError, OverflowError):
-            number = float("nan")
+        if key == "mismatch":
+            share = percent_value(value, source=f"{source}: mismatch")
+            number = float("nan") if share is None else share
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError, OverflowError):
+                number = float("nan")
         if (
             isinstance(value, bool)
             or not math.isfinite(number)
             or number < 0
-            or (key == "cosine" and number > 1)
+            or (key in ("cosine", "mismatch") and number > 1)
         ):
-            limit = "between 0 and 1" if key == "cosine" else ">= 0"
-            raise UsageError(f"{source}: {key} must be a number {limit}, got {safe_repr(value)}.")
+            limit = {
+                "cosine": "a number between 0 and 1",
+                "mismatch": "a fraction between 0 and 1 or a percentage such as '0.1%'",
+            }.get(key, "a number >= 0")
+            raise UsageError(f"{source}: {key} must be {limit}, got {safe_repr(value)}.")
         parsed[key] = number
     return parsed

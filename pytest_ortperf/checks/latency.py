@@ -585,3 +585,36 @@ def _medians_line(
         "move with how long the machine was slow during each run; the fastest quarter compares like with "
         "like)"
     ]
+
+
+TIMING_OFF = "--ortperf-timing=off"
+
+
+def not_timed(key: CheckKey) -> LatencyResult:
+    """A latency check of a functional-only run (``--ortperf-timing=off``): nothing measured, skipped.
+    Its figures are NaN and its rounds 0; it is reported as 'not timed', never compared or recorded."""
+    nan = math.nan
+    nothing = LatencyStats(
+        count=0,
+        rounds=0,
+        min_ms=nan,
+        median_ms=nan,
+        mean_ms=nan,
+        stdev_ms=nan,
+        iqr_ms=nan,
+        p90_ms=nan,
+        p95_ms=nan,
+        p99_ms=nan,
+        cv=nan,
+        round_cv=nan,
+        throughput_per_s=nan,
+        round_medians_ms=(),
+    )
+    return LatencyResult(
+        key=key,
+        status=Status.NOT_TIMED,
+        current=nothing,
+        skipped=True,
+        message=f"latency of {key.test} not timed: timing is off ({TIMING_OFF}); sessions and accuracy "
+        "checks run, nothing is measured.",
+    )

@@ -32,6 +32,8 @@ class Status(str, enum.Enum):
     NEW = "new"
     UPDATED = "updated"
     TOO_NOISY = "too noisy"
+    # --ortperf-timing=off
+    NOT_TIMED = "not timed"
 
     def __str__(self) -> str:
         return self.value

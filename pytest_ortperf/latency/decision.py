@@ -24,7 +24,7 @@ from statistics import NormalDist
 import numpy as np
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.values import option_text, safe_repr
+from pytest_ortperf.values import percent_value, safe_repr
 
 DEFAULT_CONFIDENCE = 0.99
 
@@ -75,15 +75,12 @@ def _signed_pct(ratio: float) -> str:
 
 
 def parse_threshold(value: object, *, source: str) -> float:
-    """``"10%"``, ``"0.1"`` or ``0.1`` to the fraction 0.1. Must be > 0."""
-    text = option_text(value, source=source).strip()
-    try:
-        fraction = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except (ValueError, OverflowError):
-        raise UsageError(
-            f"{source}: expected a threshold such as '10%' or 0.1, got {safe_repr(value)}."
-        ) from None
-    if isinstance(value, bool) or not math.isfinite(fraction) or fraction <= 0:
+    """``"10%"``, ``"0.1"`` or ``0.1`` to the fraction 0.1. Must be > 0; a bare number above 1
+    (``5``) is refused with a hint at the percent form (:func:`percent_value`)."""
+    fraction = percent_value(value, source=source)
+    if fraction is None and not isinstance(value, bool):
+        raise UsageError(f"{source}: expected a threshold such as '10%' or 0.1, got {safe_repr(value)}.")
+    if fraction is None or not math.isfinite(fraction) or fraction <= 0:
         raise UsageError(f"{source}: a threshold must be a positive finite amount, got {safe_repr(value)}.")
     return fraction
 

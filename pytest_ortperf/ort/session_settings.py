@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.ort.providers import resolve_provider
-from pytest_ortperf.values import on_off, option_text
+from pytest_ortperf.values import on_off, option_text, safe_repr
 
 ConfigItems = tuple[tuple[str, str], ...]
 
@@ -102,23 +102,31 @@ def _coerce(key: str, value: Any, *, source: str) -> Any:
     kind = _SCALAR_FIELDS.get(key)
     if kind is None:
         raise UsageError(f"{source}: unknown session setting {key!r}. Valid settings: {setting_names()}.")
-    text = option_text(value, source=source).strip().lower()
+    text = option_text(value, source=f"{source}: {key}").strip().lower()
     if kind == "bool":
         if isinstance(value, bool):
             return value
         switch = on_off(text)
         if switch is not None:
             return switch
-        raise UsageError(f"{source}: {key}={value!r} is not a boolean (use 1/0, true/false, on/off).")
+        raise UsageError(
+            f"{source}: {key}={safe_repr(value)} is not a boolean (use 1/0, true/false, on/off)."
+        )
     if kind == "int":
         if isinstance(value, bool) or not (
             (isinstance(value, int) and 0 <= value < 2**31) or _is_whole(text)
         ):
-            raise UsageError(f"{source}: {key}={value!r} is not a whole number >= 0 (0 lets ORT choose).")
+            raise UsageError(
+                f"{source}: {key}={safe_repr(value)} is not a whole number >= 0 (0 lets ORT choose)."
+            )
         return int(value)
     if key == "execution_mode" and text not in _EXECUTION_MODES:
-        raise UsageError(f"{source}: execution_mode={value!r}; use one of {', '.join(_EXECUTION_MODES)}.")
-    return text if key == "execution_mode" else _config_text(str(value).strip(), source, key)
+        raise UsageError(
+            f"{source}: execution_mode={safe_repr(value)}; use one of {', '.join(_EXECUTION_MODES)}."
+        )
+    if key == "execution_mode":
+        return text
+    return _config_text(option_text(value, source=source).strip(), source, key)
 
 
 def _is_whole(text: str) -> bool:
@@ -129,16 +137,24 @@ def _is_whole(text: str) -> bool:
 def _config_items(value: Any, *, source: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise UsageError(f"{source}: config_entries must be a mapping of ORT config keys to values.")
-    return {_config_text(k, source, "key"): _config_text(v, source, "value") for k, v in value.items()}
+    items: dict[str, str] = {}
+    for k, v in value.items():
+        key = _config_text(k, source, "key")
+        items[key] = _config_text(v, source, f"value of {safe_repr(key)}")
+    return items
 
 
 def _config_text(value: Any, source: str, what: str) -> str:
-    """ORT takes config keys of 1..1024 characters and UTF-8 text; refuse others here, clearly."""
-    text = str(value)
+    """ORT takes config keys of 1..1024 characters and UTF-8 text; refuse others here, clearly.
+
+    User values reach here as any Python value; ``option_text`` turns the ones ``str()`` refuses
+    (an int of more than 4300 digits) into a usage error naming ``source``.
+    """
+    text = option_text(value, source=f"{source}: config {what}")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise UsageError(f"{source}: config {what} {text!r} is not valid UTF-8 text.") from None
+        raise UsageError(f"{source}: config {what} {safe_repr(text)} is not valid UTF-8 text.") from None
     if what == "key" and not 0 < len(text) <= 1024:
         raise UsageError(f"{source}: a config key must have 1 to 1024 characters, got {len(text)}.")
     return text
@@ -154,8 +170,13 @@ def _merge_provider_options(
         )
     merged = {name: dict(items) for name, items in current}
     for provider, options in value.items():
-        name = resolve_provider(str(provider), source=source).name
-        merged.setdefault(name, {}).update({str(k): str(v) for k, v in options.items()})
+        name = resolve_provider(
+            option_text(provider, source=f"{source}: provider_options"), source=source
+        ).name
+        where = f"{source}: provider_options[{safe_repr(provider)}]"
+        merged.setdefault(name, {}).update(
+            {option_text(k, source=where): option_text(v, source=where) for k, v in options.items()}
+        )
     return tuple(sorted((name, tuple(sorted(opts.items()))) for name, opts in merged.items()))
 
 

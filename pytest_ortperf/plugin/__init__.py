@@ -136,4 +136,6 @@ def _header_lines(ortperf: OrtperfConfig) -> list[str]:
         f"ortperf: {runtime}; variants: {', '.join(v.id for v in ortperf.variants)}",
         f"ortperf settings: {ortperf.settings.describe()}",
     ]
+    if not ortperf.timing:
+        lines.append("ortperf timing: off (--ortperf-timing=off): latency checks skipped, accuracy checked")
     return lines + ([f"ortperf WARNING: {conflict}"] if conflict else [])

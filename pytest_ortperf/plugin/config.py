@@ -65,6 +65,7 @@ class OrtperfConfig:
     ab_outputs_fail: bool = True
     progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)
     model_cache: Path | None = None
+    timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -101,13 +102,14 @@ def build_config(config: Any) -> OrtperfConfig:
         dims=parse_dims(dims_value, source=dims_where),
         int_range=parse_int_range(range_value, source=range_where),
     )
+    policy = _policy(config)
     return OrtperfConfig(
         variants=variant_matrix(specs, levels),
         settings=settings,
         inputs=inputs,
         rootdir=Path(config.rootpath),
         baseline_dir=_baseline_dir(config),
-        policy=_policy(config),
+        policy=policy,
         machine=_machine(config),
         prune=_flag(config, "ortperf_prune"),
         tolerances=_tolerances(config),
@@ -128,7 +130,21 @@ def build_config(config: Any) -> OrtperfConfig:
         canary=_on_off(config, "ortperf_canary"),
         ab_outputs_fail=_ab_outputs(config),
         progress=_progress(config),
+        timing=_timing(config, update=policy.update),
     )
+
+
+def _timing(config: Any, *, update: bool) -> bool:
+    """``--ortperf-timing``: off runs sessions and accuracy checks only. An update records latency
+    baselines, which need timing: asking for both is a usage error, never a silent half-update."""
+    timing = _on_off(config, "ortperf_timing")
+    if not timing and update:
+        _, where = _value(config, "ortperf_timing")
+        raise UsageError(
+            f"{where}: timing is off, but --ortperf-update records latency baselines, which need timing; "
+            "update with --ortperf-timing=on."
+        )
+    return timing
 
 
 def _progress(config: Any) -> bool | None:
@@ -326,9 +342,10 @@ def thresholds_for(
                 + ", e.g. ort_thresholds(latency='15%', atol=1e-4)."
             )
         if "latency" in kwargs:
-            policy = replace(policy, threshold=parse_threshold(kwargs["latency"], source=origin))
+            latency = parse_threshold(kwargs["latency"], source=f"{origin}: latency")
+            policy = replace(policy, threshold=latency)
         if "ab" in kwargs:
-            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=origin))
+            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
         scoped = {
             scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)

@@ -202,6 +202,7 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
 
 _NOT_CARRIED = {
     "--ortperf-ab",
+    "--ortperf-timing",  # an update needs timing
     "--ortperf-update",
     "--ortperf-prune",
     "--ortperf-missing",

@@ -170,6 +170,16 @@ OPTIONS: tuple[OptionDef, ...] = (
         "on|off",
     ),
     OptionDef(
+        "--ortperf-timing",
+        "ortperf_timing",
+        "off: a functional-only run: sessions are built and run and accuracy checks compare outputs, but "
+        "nothing is timed: a test's check_latency() skips it (naming this option) and check() checks "
+        "accuracy only. Not with --ortperf-update, which records latency. on: latency checks run "
+        "(default: on).",
+        "on",
+        "on|off",
+    ),
+    OptionDef(
         "--ortperf-ab",
         "ortperf_ab",
         "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main; "
@@ -276,7 +286,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-tolerance",
         "ortperf_tolerances",
         "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
-        "mismatch (allowed fraction of elements outside atol/rtol), for every output; "
+        "mismatch (allowed share of elements outside atol/rtol: 0.001 or 0.1%), for every output; "
         "OUTPUT.KEY or output:OUTPUT.KEY for one output, dtype:float16.KEY per dtype, "
         "variant:cuda.KEY or variant:cuda-all.KEY per provider or variant. Most specific wins: "
         "output > variant > provider > dtype > every output > built-in defaults (a value given "
@@ -349,12 +359,26 @@ OPTIONS: tuple[OptionDef, ...] = (
 )
 
 
+def argparse_help(text: str) -> str:
+    """``text`` as argparse takes a help string: it %-formats help (``%(default)s``), so a literal
+    ``%`` such as "10%" must be written ``%%`` or ``--help`` fails with "unsupported format character"."""
+    return text.replace("%", "%%")
+
+
 def register(parser: Any) -> None:
-    """Add every option and ini key to pytest's ``parser``."""
+    """Add every option and ini key to pytest's ``parser``.
+
+    Every help string an option hands to argparse goes through :func:`argparse_help` here, in
+    one place; ini help is not %-formatted, so it keeps the text as written.
+    """
     group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
+
+    def add(flag: str, *, help: str, **kwargs: Any) -> None:
+        group.addoption(flag, help=argparse_help(help), **kwargs)
+
     for option in OPTIONS:
         if option.ini_type == "bool":
-            group.addoption(
+            add(
                 option.flag,
                 action="store_const",
                 const=True,
@@ -364,7 +388,7 @@ def register(parser: Any) -> None:
             )
         else:
             action = "append" if option.ini_type == "linelist" else "store"
-            group.addoption(
+            add(
                 option.flag,
                 action=action,
                 dest=option.dest,
@@ -376,7 +400,7 @@ def register(parser: Any) -> None:
         parser.addini(option.ini, option.help, type=option.ini_type, default=default)
     # Its own option string: a flag with an optional value would take the next argument
     # (`pytest --ortperf-update tests/`) as its value.
-    group.addoption(
+    add(
         UPDATE_MISSING,
         action="store_const",
         const=True,

@@ -21,6 +21,7 @@ from pytest_ortperf.checks.latency import (
     check_latency,
     explained,
     glance,
+    not_timed,
 )
 from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan, same_hardware
 from pytest_ortperf.checks.policy import CheckPolicy
@@ -86,6 +87,10 @@ class OrtPerf:
     reference variant and the model's own test data; ``check()`` does both and
     fails once with every problem.
 
+    With ``--ortperf-timing=off`` nothing is timed: ``check_latency()`` skips the
+    test, naming the option, and ``check()`` checks accuracy only; the latency
+    half is reported as 'not timed'.
+
     Each check of a test has its own baseline: the first unnamed one the test's
     own, later unnamed ones ``#2``, ``#3``... in call order, and ``name="big"``
     one of its own (``#big``) whatever the order.
@@ -116,6 +121,8 @@ class OrtPerf:
         """Against the stored baseline or, in A/B mode, against the reference model (and its outputs)."""
         __tracebackhide__ = True
         key = self._key(name, LATENCY)
+        if not self._context.run.config.timing:
+            self._skip(self._not_timed(key).message)
         return self._finish(self._latency_checks(feeds, key))[0]  # type: ignore[return-value]
 
     def check_accuracy(
@@ -131,9 +138,21 @@ class OrtPerf:
         """Latency and accuracy; the test fails once, with both messages, if either failed."""
         __tracebackhide__ = True
         key = self._key(name, LATENCY, ACCURACY)
+        if not self._context.run.config.timing:  # the accuracy half only; the test is not skipped
+            untimed = self._not_timed(key)
+            (accuracy,) = self._finish([self._guard(lambda: self._accuracy(feeds, key), key, ACCURACY)])
+            return untimed, accuracy  # type: ignore[return-value]
         latency = self._latency_checks(feeds, key)
         results = self._finish([*latency, self._guard(lambda: self._accuracy(feeds, key), key, ACCURACY)])
         return results[0], results[-1]  # type: ignore[return-value]
+
+    def _not_timed(self, key: CheckKey) -> LatencyResult:
+        """A latency check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
+        context = self._context
+        result = not_timed(key)
+        context.run.results.publish_not_timed(result, context.nodeid)
+        context.add_property("ortperf_latency_verdict", str(result.status))
+        return result
 
     def _key(self, name: str | None, *kinds: str) -> CheckKey:
         """This check's baseline key: the test's own, ``#2``, ``#3``... or ``#name``."""

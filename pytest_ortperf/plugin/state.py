@@ -434,6 +434,7 @@ class OrtperfRun:
             elsewhere=self.machines_with_missing_baselines() if rows else [],
             timing_mode=self.timing.mode,
             gate_time=gate_time(self.results.records),
+            not_timed=self.results.not_timed_count(),
             update=self.update_report,
             prune=self.config.prune,
             reported_differences=self.results.reported_differences(),

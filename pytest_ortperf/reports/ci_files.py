@@ -155,6 +155,19 @@ def error_record(key: CheckKey, *, kind: str, nodeid: str, message: str) -> dict
     }
 
 
+def not_timed_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
+    """A latency check of a run with ``--ortperf-timing=off``: skipped, nothing measured."""
+    return {
+        "test": nodeid,
+        "kind": "latency",
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": str(result.status),
+        "failed": False,
+        "message": result.message,
+    }
+
+
 def _number(value: object) -> object:
     """JSON has no NaN or infinity: those are written as the strings "nan", "inf", "-inf"."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -18,7 +18,7 @@ from typing import Any
 from pytest_ortperf.checks.accuracy import AccuracyResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.reports.ci_files import accuracy_record, error_record, latency_record
+from pytest_ortperf.reports.ci_files import accuracy_record, error_record, latency_record, not_timed_record
 from pytest_ortperf.reports.terminal import latency_rows
 from pytest_ortperf.store.keys import CheckKey
 
@@ -41,6 +41,7 @@ class RunResults:
     def __init__(self) -> None:
         self._latency: list[LatencyResult] = []
         self._accuracy: list[AccuracyResult] = []
+        self._not_timed: list[LatencyResult] = []  # --ortperf-timing=off: skipped, never measured
         self._records: list[dict[str, Any]] = []
         self._handed = _Handed()
 
@@ -51,6 +52,11 @@ class RunResults:
     def publish_accuracy(self, result: AccuracyResult, nodeid: str) -> None:
         self._accuracy.append(result)
         self._records.append(accuracy_record(result, nodeid))
+
+    def publish_not_timed(self, result: LatencyResult, nodeid: str) -> None:
+        """A latency check of a functional-only run: in the statuses and CI files, not in the table."""
+        self._not_timed.append(result)
+        self._records.append(not_timed_record(result, nodeid))
 
     def publish_error(self, key: CheckKey, *, kind: str, nodeid: str, message: str) -> None:
         """A check that ended in an error instead of a verdict: reported like a failed check."""
@@ -64,7 +70,11 @@ class RunResults:
     def statuses(self) -> list[str]:
         """The status of every check of the run, latency and accuracy, workers' included."""
         local = [str(r.status) for r in self._latency] + [str(r.status) for r in self._accuracy]
-        return local + self._handed.statuses
+        return local + [str(r.status) for r in self._not_timed] + self._handed.statuses
+
+    def not_timed_count(self) -> int:
+        """Latency checks of the run, workers' included, that --ortperf-timing=off skipped."""
+        return sum(status == Status.NOT_TIMED for status in self.statuses())
 
     def latency_rows(self) -> list[tuple[str, ...]]:
         return latency_rows(self._latency) + self._handed.rows

@@ -106,6 +106,14 @@ def latency_table(
     return lines
 
 
+def not_timed_line(count: int) -> str:
+    checks = f"{count} latency check{'s' if count != 1 else ''}"
+    return (
+        f"timing off (--ortperf-timing=off): {checks} not timed; sessions were run and accuracy checks "
+        "compared outputs"
+    )
+
+
 def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
     counts = (
         f"ortperf update: {report.updated} updated, {report.new} new, {report.unchanged} unchanged, "
@@ -179,6 +187,7 @@ class RunSummary:
     reported_differences: Sequence[str] = ()
     profile_lines: Sequence[str] = ()
     gate_time: str = ""  # where the latency checks' time went (reports.ci_files.gate_time)
+    not_timed: int = 0  # latency checks skipped by --ortperf-timing=off
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
@@ -196,6 +205,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
             summary.rows, summary.machine, missing=summary.missing, elsewhere=summary.elsewhere
         )
         lines.append(f"timing: {summary.timing_mode}")
+    if summary.not_timed:
+        lines.append(not_timed_line(summary.not_timed))
     if summary.gate_time:
         lines.append(summary.gate_time)
     if summary.update is not None:

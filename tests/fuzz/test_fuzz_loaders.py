@@ -69,7 +69,7 @@ pytest.importorskip("hypothesis", reason="the fuzz tests need hypothesis (pip in
 import numpy as np
 import onnx
 import onnxruntime
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
@@ -959,6 +959,7 @@ BASE_POLICY = CheckPolicy(threshold=0.1, missing="fail", update=False, fail_on_i
 
 
 @given(markers=MARKERS.filter(not_known(_known_bug_tolerance)))
+@example(markers=[([], {"config_entries": {"0": 10**4301}})])  # the long profile's find (issue 22)
 @fuzz()
 def test_marker_arguments(markers: list[tuple[list[Any], dict[str, Any]]]) -> None:
     """ort_thresholds, ort_settings and ort_model arguments as a test module would write them."""
@@ -1559,3 +1560,19 @@ def test_regression_model_non_utf8_node_name() -> None:
 def test_regression_tolerance_int_over_4300_digits() -> None:
     with pytest.raises(UsageError, match="ort_thresholds"):
         parse_tolerance_values({"atol": 10**4301}, source="ort_thresholds")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"config_entries": {"0": 10**4301}},
+        {"config_entries": {10**4301: "0"}},
+        {"provider_options": {"cpu": {"k": 10**4301}}},
+        {"provider_options": {10**4301: {}}},
+    ],
+    ids=["config-value", "config-key", "provider-option", "provider"],
+)
+def test_regression_settings_marker_int_over_4300_digits(settings: dict[str, Any]) -> None:
+    # Found by the long profile: str() of the value raised a raw ValueError in ort/session_settings.py.
+    with pytest.raises(UsageError, match=r"^ort_settings marker of test_x\.py::t: .*far too large"):
+        settings_for(SessionSettings(), [((), settings)], origin="ort_settings marker of test_x.py::t")

@@ -444,6 +444,45 @@ def test_parse_tolerance_values_rejects_bad_values_naming_the_source(
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(("value", "expected"), [(0.001, 0.001), ("0.1%", 0.001), (1, 1.0), ("100%", 1.0)])
+def test_mismatch_is_a_fraction_or_a_percentage(value: Any, expected: float) -> None:
+    assert parse_tolerance_values({"mismatch": value}, source="x") == {"mismatch": pytest.approx(expected)}
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"mismatch": 5},
+            "ort_thresholds: mismatch: did you mean 5%? A bare number is a fraction (0.05 means 5%), so 5 would "
+            "mean 500%; write '5%', or '500%' if you meant that.",
+        ),
+        (
+            {"mismatch": "150%"},
+            "ort_thresholds: mismatch must be a fraction between 0 and 1 or a percentage such as '0.1%', "
+            "got '150%'.",
+        ),
+        (
+            {"mismatch": "-1%"},
+            "ort_thresholds: mismatch must be a fraction between 0 and 1 or a percentage such as '0.1%', "
+            "got '-1%'.",
+        ),
+    ],
+)
+def test_mismatch_refuses_bare_numbers_above_one_and_shares_above_all(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_tolerance_values(values, source="ort_thresholds")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("key", ["atol", "rtol"])
+def test_atol_and_rtol_are_plain_numbers_where_above_one_is_legitimate(key: str) -> None:
+    """isclose's atol and rtol are not percentages: rtol=5 allows five times |expected|, as numpy reads it."""
+    assert parse_tolerance_values({key: 5}, source="x") == {key: 5.0}
+    with pytest.raises(UsageError, match=f"{key} must be a number >= 0, got '5%'"):
+        parse_tolerance_values({key: "5%"}, source="x")
+
+
 # compare_outputs ---------------------------------------------------------------
 
 

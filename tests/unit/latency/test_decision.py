@@ -68,6 +68,32 @@ def test_parse_threshold_rejects_booleans(value: bool) -> None:
         parse_threshold(value, source=SRC)
 
 
+@pytest.mark.parametrize(
+    ("value", "written", "meant"),
+    [(5, "5", "500%"), ("5", "5", "500%"), (" 20 ", "20", "2000%"), (1.5, "1.5", "150%"), ("1.01", "1.01", "101%")],
+)
+def test_parse_threshold_refuses_a_bare_number_above_one_and_suggests_percent(
+    value: object, written: str, meant: str
+) -> None:
+    """A bare 5 would be 500%: a user almost always meant 5%, so it is refused, not read silently."""
+    with pytest.raises(UsageError) as info:
+        parse_threshold(value, source="--ortperf-latency-threshold")
+    assert str(info.value) == (
+        f"--ortperf-latency-threshold: did you mean {written}%? A bare number is a fraction (0.05 means 5%), "
+        f"so {written} would mean {meant}; write '{written}%', or '{meant}' if you meant that."
+    )
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", 1.0), (1.0, 1.0), ("0.05", 0.05), ("500%", 5.0)])
+def test_parse_threshold_keeps_fractions_up_to_one_and_any_percentage(value: object, expected: float) -> None:
+    assert parse_threshold(value, source=SRC) == pytest.approx(expected)
+
+
+def test_parse_threshold_bare_number_too_large_to_scale_still_gets_the_hint() -> None:
+    with pytest.raises(UsageError, match=r"did you mean 1e308%\? .* would mean far more than 100%; write '1e308%'\.$"):
+        parse_threshold("1e308", source=SRC)
+
+
 # ratio_interval ------------------------------------------------------------
 
 

@@ -253,3 +253,35 @@ def test_non_ascii_digit_thread_count_is_a_usage_error(value: str) -> None:
     with pytest.raises(UsageError, match=r"^ini ortperf_session_options: intra_op_threads=") as info:
         SessionSettings().with_overrides({"intra_op_threads": value}, source=SRC)
     assert "is not a whole number" in str(info.value)
+
+
+HUGE = 10**4301  # one digit past CPython's int -> str limit: str() and repr() raise ValueError
+
+
+@pytest.mark.parametrize(
+    ("overrides", "where"),
+    [
+        ({"config_entries": {"0": HUGE}}, "config value of '0'"),
+        ({"config_entries": {HUGE: "1"}}, "config key"),
+        ({"provider_options": {"cpu": {"opt": HUGE}}}, "provider_options['cpu']"),
+        ({"provider_options": {"cpu": {HUGE: "1"}}}, "provider_options['cpu']"),
+        ({"provider_options": {HUGE: {}}}, "provider_options"),
+        ({"intra_op_thread_affinities": HUGE}, "intra_op_thread_affinities"),
+        ({"execution_mode": HUGE}, "execution_mode"),
+        ({"cpu_mem_arena": HUGE}, "cpu_mem_arena"),
+    ],
+)
+def test_values_str_refuses_are_a_usage_error_naming_the_marker(overrides: dict[Any, Any], where: str) -> None:
+    """An int of more than 4300 digits raised a raw ValueError from str() instead of naming the marker."""
+    with pytest.raises(UsageError) as info:
+        SessionSettings().with_overrides(overrides, source="ort_settings marker of t.py::t")
+    assert str(info.value) == (
+        f"ort_settings marker of t.py::t: {where}: the value <int too large to show> is far too large."
+    )
+
+
+def test_a_long_bad_value_is_shown_shortened() -> None:
+    with pytest.raises(UsageError) as info:
+        SessionSettings().with_overrides({"execution_mode": "x" * 10_000}, source="--opt")
+    assert len(str(info.value)) < 200
+    assert "execution_mode='xxxx" in str(info.value)

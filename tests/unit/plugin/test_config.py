@@ -17,6 +17,7 @@ from pytest_ortperf.plugin.config import (
     input_options,
     model_marker_spec,
     settings_for,
+    thresholds_for,
 )
 from pytest_ortperf.plugin.options import OPTIONS
 
@@ -241,6 +242,84 @@ def test_build_config_errors_name_flag_or_ini_key(
     with pytest.raises(UsageError) as info:
         build_config(FakeConfig(tmp_path, cli=cli, ini=ini))
     assert str(info.value).startswith(prefix)
+
+
+PERCENT_OPTIONS = [o for o in OPTIONS if o.metavar == "PCT"]
+
+
+def test_every_percentage_option_is_known() -> None:
+    assert {o.ini for o in PERCENT_OPTIONS} == {
+        "ortperf_latency_threshold",
+        "ortperf_drift_threshold",
+        "ortperf_ab_threshold",
+        "ortperf_max_cv",
+    }
+
+
+@pytest.mark.parametrize("option", PERCENT_OPTIONS, ids=lambda o: o.ini)
+@pytest.mark.parametrize("where", ["cli", "ini"])
+def test_a_bare_number_above_one_in_a_percentage_option_is_a_usage_error(
+    tmp_path: Path, option: Any, where: str
+) -> None:
+    given = {option.ini: "5"}
+    config = FakeConfig(tmp_path, cli=given) if where == "cli" else FakeConfig(tmp_path, ini=given)
+    with pytest.raises(UsageError) as info:
+        build_config(config)
+    name = option.flag if where == "cli" else f"ini {option.ini}"
+    assert str(info.value).startswith(f"{name}: did you mean 5%? A bare number is a fraction (0.05 means 5%)")
+
+
+@pytest.mark.parametrize("option", PERCENT_OPTIONS, ids=lambda o: o.ini)
+def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path, option: Any) -> None:
+    field = {
+        "ortperf_latency_threshold": "threshold",
+        "ortperf_drift_threshold": "drift_threshold",
+        "ortperf_ab_threshold": "ab_threshold",
+        "ortperf_max_cv": "max_cv",
+    }[option.ini]
+    for value, expected in (("5%", 0.05), ("0.05", 0.05), ("1", 1.0), ("250%", 2.5)):
+        policy = build_config(FakeConfig(tmp_path, cli={option.ini: value})).policy
+        assert getattr(policy, field) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("cli", "ini"), [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})])
+def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
+    tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any]
+) -> None:
+    with pytest.raises(UsageError) as info:
+        build_config(FakeConfig(tmp_path, cli=cli, ini=ini))
+    assert "mismatch: did you mean 5%?" in str(info.value)
+    assert str(info.value).startswith("--ortperf-tolerance" if cli else "ini ortperf_tolerances")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "prefix"),
+    [
+        ({"latency": 5}, "ort_thresholds marker of t.py::t: latency: did you mean 5%?"),
+        ({"ab": "20"}, "ort_thresholds marker of t.py::t: ab: did you mean 20%?"),
+        ({"mismatch": 2}, "ort_thresholds marker of t.py::t: mismatch: did you mean 2%?"),
+        ({"outputs": {"y": {"mismatch": 3}}}, "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?"),
+    ],
+)
+def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key(
+    kwargs: dict[str, Any], prefix: str
+) -> None:
+    from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+    from pytest_ortperf.checks.policy import CheckPolicy
+
+    with pytest.raises(UsageError) as info:
+        thresholds_for(CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t")
+    assert str(info.value).startswith(prefix)
+
+
+def test_a_thresholds_marker_keeps_fractions_and_percentages() -> None:
+    from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+    from pytest_ortperf.checks.policy import CheckPolicy
+
+    marker = ((), {"latency": 0.2, "ab": "5%", "mismatch": "1%", "rtol": 5})
+    policy, spec = thresholds_for(CheckPolicy(), ToleranceSpec(), [marker], origin="m")
+    assert (policy.threshold, policy.ab_threshold) == (0.2, 0.05)
+    assert spec.overall == {"mismatch": 0.01, "rtol": 5.0}
 
 
 class _RecordingParser:

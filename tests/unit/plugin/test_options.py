@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.plugin.options import (
     OPTIONS,
     UPDATE_MISSING,
+    argparse_help,
     parse_dims,
     parse_int_range,
     parse_seed,
@@ -155,3 +157,41 @@ def test_register_adds_every_flag_and_ini_key() -> None:
     ini_types = {name: kwargs["type"] for name, _, kwargs in parser.inis}
     assert ini_types["ortperf_session_options"] == "linelist"
     assert ini_types["ortperf_providers"] == "string"
+
+
+class _ArgparseGroup:
+    """pytest's parser duck-typed onto a real argparse parser, so help goes through argparse's formatter."""
+
+    def __init__(self) -> None:
+        self.parser = argparse.ArgumentParser(prog="pytest", add_help=False)
+        self.helps: list[str] = []
+
+    def getgroup(self, name: str, description: str) -> _ArgparseGroup:
+        return self
+
+    def addoption(self, flag: str, **kwargs: Any) -> None:
+        self.helps.append(kwargs["help"])
+        self.parser.add_argument(flag, **kwargs)
+
+    def addini(self, name: str, help: str, **kwargs: Any) -> None:
+        pass
+
+
+def test_no_help_string_reaching_argparse_has_an_unescaped_percent() -> None:
+    """argparse %-formats option help: a lone '%' (as in "10%") breaks `pytest --help`."""
+    parser = _ArgparseGroup()
+    register(parser)
+    assert [h for h in parser.helps if "%" in h.replace("%%", "")] == []
+    shown = "".join(parser.parser.format_help().split())  # argparse wraps lines, at hyphens too
+    assert "(default:10%)" in shown
+    assert "10%%" not in shown
+    for option in OPTIONS:  # each text shown as written, whatever it holds
+        assert "".join(option.help.split()) in shown
+
+
+def test_every_help_text_survives_argparse_formatting() -> None:
+    """Whatever the table's texts hold, register() hands argparse a text it shows as written."""
+    for text in ("50% of 10%", "100%)", "%(default)s", "%s %d %%"):
+        parser = argparse.ArgumentParser(prog="x", add_help=False)
+        parser.add_argument("--flag", help=argparse_help(text))
+        assert text in parser.format_help()

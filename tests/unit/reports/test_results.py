@@ -139,3 +139,37 @@ def test_every_record_names_the_path_that_decided(mode: str, label: str, path: s
     assert record["path"] == path
     row = markdown([record], machine="ci", unused=[]).splitlines()[-1]
     assert row.endswith(f"| {decided} |")
+
+
+def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_controller() -> None:
+    """--ortperf-timing=off: a latency check is reported 'not timed', with no figures; an xdist worker's
+    count reaches the controller's summary line."""
+    from pytest_ortperf.checks.latency import not_timed
+    from pytest_ortperf.reports.ci_files import gate_time, report_document
+
+    key = CheckKey("tests/test_perf.py", "test_n[cpu-all]", "cpu-all", "ci", "ortperf update 'n'")
+    worker = RunResults()
+    worker.publish_not_timed(not_timed(key), "tests/test_perf.py::test_n[cpu-all]")
+    assert worker.latency_rows() == []
+    (record,) = worker.records
+    assert record == {
+        "test": "tests/test_perf.py::test_n[cpu-all]",
+        "kind": "latency",
+        "variant": "cpu-all",
+        "machine": "ci",
+        "verdict": "not timed",
+        "failed": False,
+        "message": "latency of test_n[cpu-all] not timed: timing is off (--ortperf-timing=off); sessions "
+        "and accuracy checks run, nothing is measured.",
+    }
+    json.dumps(report_document(worker.records, machine="ci", runtime="", version="", traces={}, unused=[]),
+               allow_nan=False)  # fmt: skip
+    assert gate_time(worker.records) == ""  # nothing was timed
+    controller = filled()
+    controller.take_over(json.loads(json.dumps(worker.handover(missing_machines=[], traces={}, profile_lines=[]))))
+    assert controller.not_timed_count() == 1
+    lines = summary_lines(RunSummary(machine="ci", not_timed=controller.not_timed_count()))
+    assert lines == [
+        "timing off (--ortperf-timing=off): 1 latency check not timed; sessions were run and accuracy checks "
+        "compared outputs"
+    ]

@@ -1,0 +1,84 @@
+"""A bare number above 1 in a percentage (a threshold, the noise limit, a mismatch share) is a usage
+error that suggests the percent form, on the command line, in the ini file and in markers: read as
+a fraction, `--ortperf-latency-threshold=5` was 500% and let a 20% slowdown pass."""
+
+from __future__ import annotations
+
+import pytest
+
+HINT = "A bare number is a fraction (0.05 means 5%)"
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--ortperf-latency-threshold=5", "--ortperf-latency-threshold: did you mean 5%? " + HINT),
+        ("--ortperf-max-cv=20", "--ortperf-max-cv: did you mean 20%? " + HINT),
+        ("--ortperf-ab-threshold=3", "--ortperf-ab-threshold: did you mean 3%? " + HINT),
+        ("--ortperf-drift-threshold=20", "--ortperf-drift-threshold: did you mean 20%? " + HINT),
+        ("--ortperf-tolerance=mismatch=2", "--ortperf-tolerance: mismatch: did you mean 2%? " + HINT),
+    ],
+)
+def test_a_bare_number_option_is_a_usage_error(pytester: pytest.Pytester, option: str, message: str) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_a_bare_number_ini_key_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nortperf_max_cv = 20\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ini ortperf_max_cv: did you mean 20%? " + HINT + ", so 20 would mean 2000%*"]
+    )
+
+
+def test_fractions_and_percentages_are_still_taken(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nortperf_max_cv = 0.2\nortperf_latency_threshold = 15%\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    pytester.runpytest("--ortperf-ab-threshold=0.05", "--ortperf-drift-threshold=1").assert_outcomes(passed=1)
+
+
+def test_a_bare_number_marker_fails_only_its_test_naming_the_marker(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    write_model()
+    pytester.makepyfile(
+        test_marks="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        @pytest.mark.ort_thresholds(latency=5)
+        def test_latency_five(ort_perf):
+            pass
+
+        @pytest.mark.ort_thresholds(mismatch=3)
+        def test_mismatch_three(ort_perf):
+            pass
+
+        @pytest.mark.ort_thresholds(latency=0.05, mismatch="1%")
+        def test_fractions(ort_perf):
+            pass
+
+        def test_unmarked(ort_perf):
+            pass
+        """
+    )
+    result = pytester.runpytest("-rE")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*ort_thresholds marker of test_marks.py::test_latency_five[[]cpu-all[]]: latency: did you mean 5%? "
+            + HINT
+            + ", so 5 would mean 500%; write '5%', or '500%' if you meant that.",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*ort_thresholds marker of test_marks.py::test_mismatch_three[[]cpu-all[]]: mismatch: did you mean 3%?*"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
