@@ -10,6 +10,7 @@ writes and prints the summary, or an xdist worker, which hands over).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,11 +83,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("ort_variant", variants, ids=[v.id for v in variants], indirect=True)
 
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    # Every test a file defines, before node-id or -k selection: what "unused" is judged against.
-    run = _run_of(report)
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    # Every test a file defines, before any selection: what "unused" is judged against. The innermost
+    # wrapper sees the collector's own result, before wrappers of other plugins narrow the report
+    # (--lf keeps only a file's failed tests in it); -k, -m and --deselect come later still.
+    report = yield
+    run: OrtperfRun | None = collector.config.stash.get(RUN_KEY, None)
     if run is not None and report.passed:
-        run.selection.add([item.nodeid for item in report.result if isinstance(item, pytest.Item)])
+        run.selection.add([node.nodeid for node in report.result if isinstance(node, pytest.Item)])
+    return report
 
 
 def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
@@ -100,11 +108,6 @@ def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
             except ValueError:
                 continue
     return files
-
-
-def _run_of(report: pytest.CollectReport) -> OrtperfRun | None:
-    items = [item for item in report.result if isinstance(item, pytest.Item)]
-    return items[0].config.stash.get(RUN_KEY, None) if items else None
 
 
 def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:

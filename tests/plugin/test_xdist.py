@@ -81,6 +81,20 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"])
 
 
+def test_last_failed_workers_never_count_the_passing_tests_of_a_file_unused(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_par=TESTS)
+    pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK).assert_outcomes(passed=8)
+    baseline = pytester.path / "baselines" / "test_par.py.json"
+    recorded = baseline.read_bytes()
+    refused = pytester.runpytest_subprocess("--ortperf-update", "test_par.py::test_other", *QUICK, "--ortperf-max-cv=0.0001%")
+    refused.assert_outcomes(failed=2)  # too noisy to record, for both variants
+    result = pytester.runpytest_subprocess("--lf", "--ortperf-update", "--ortperf-prune", "-n", "2", *QUICK)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["ortperf update: * 0 new, * 0 unused"])
+    assert sorted(json.loads(baseline.read_text())["entries"]) == sorted(json.loads(recorded)["entries"])
+
+
 def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
