@@ -21,6 +21,7 @@ from pytest_ortperf.plugin import hookspec
 from pytest_ortperf.plugin.options import MARKERS, register
 
 if TYPE_CHECKING:
+    from pytest_ortperf.latency.lock_holder import LockOwner
     from pytest_ortperf.ort.sessions import BuiltSession
     from pytest_ortperf.plugin.config import OrtperfConfig
     from pytest_ortperf.plugin.state import OrtperfRun
@@ -48,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     try:
         ortperf_config = build_config(config)
-        run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
+        run = OrtperfRun(ortperf_config, on_build=_hook_caller(config), lock_owner=_lock_owner(config))
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
     if ortperf_config.ab_rev and not ortperf_config.policy.update:
@@ -108,6 +109,23 @@ def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
             except ValueError:
                 continue
     return files
+
+
+def _lock_owner(config: pytest.Config) -> LockOwner:
+    """How this process names itself in the timing lock file: an xdist worker by its run's id, the
+    command that started the run and its worker id, so that a check waiting in another worker of the
+    same run can tell."""
+    from pytest_ortperf.latency.timing_lock import this_process
+
+    workerinput = getattr(config, "workerinput", None)
+    if not isinstance(workerinput, dict):
+        return this_process()
+    argv = workerinput.get("mainargv")
+    return this_process(
+        str(workerinput.get("testrunuid") or ""),
+        str(workerinput.get("workerid") or ""),
+        [str(arg) for arg in argv] if isinstance(argv, list) else None,
+    )
 
 
 def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import onnx
 import pytest
 
 from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.timing_lock import default_lock_path
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
@@ -293,6 +297,58 @@ def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
         plain = pytester.runpytest(*args, *long)
         plain.assert_outcomes(passed=1)
         plain.stdout.no_fnmatch_line("ortperf: test_latency*")
+
+
+# Another process of the same user that holds the timing lock from when the test starts until 2.5 s later.
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from pytest_ortperf.latency.timing_lock import TimingLock
+
+lock_path, ready, started = sys.argv[1:]
+with TimingLock(Path(lock_path)).held():
+    Path(ready).write_text("held")
+    deadline = time.monotonic() + 60
+    while not Path(started).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(2.5)
+"""
+
+
+def test_a_check_that_waits_for_the_timing_lock_says_who_held_it(
+    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(pytester.path))  # this run's own per-user lock file
+    lock = default_lock_path()
+    assert lock.parent == pytester.path
+    pytester.makepyfile(
+        test_gate=LATENCY_TEST_FILE.replace("    ort_perf.check_latency()", "    Path('started').write_text('')\n    ort_perf.check_latency()")
+        + "from pathlib import Path\n"
+    )
+    (pytester.path / "hold_lock.py").write_text(HOLD_LOCK)
+    holder = subprocess.Popen([sys.executable, "hold_lock.py", lock.name, "ready", "started"], cwd=pytester.path)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pytester.path / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        result = pytester.runpytest("--ortperf-missing=pass", "--ortperf-progress=on", "--ortperf-report=report.json", *QUICK)
+        holder.wait(timeout=60)
+    finally:
+        holder.kill()
+    result.assert_outcomes(passed=1)
+    named = f"held by pid {holder.pid} (hold_lock.py {lock.name} ready started) since ??:??:??"
+    result.stdout.fnmatch_lines(
+        [
+            f"ortperf: test_latency[[]cpu-all[]]: waiting for the timing lock, {named} (* s)",
+            "gate time: * (*waiting * s)",
+            f"waiting * s for the timing lock, {named}",
+        ]
+    )
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    (wait,) = check["timing_lock"]
+    assert wait["holder"]["pid"] == holder.pid
+    assert wait["holder"]["command"] == f"hold_lock.py {lock.name} ready started"
+    assert 1 < wait["seconds"] <= check["seconds"]["waiting"]
 
 
 @pytest.mark.parametrize(
