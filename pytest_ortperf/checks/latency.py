@@ -20,6 +20,7 @@ from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency import sequential
 from pytest_ortperf.latency.activity import CONFIRMING, Activity, GateSeconds
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
+from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
 from pytest_ortperf.latency.stats import LatencyStats
@@ -53,6 +54,7 @@ class LatencyResult:
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
+    lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
 
     @property
     def decisive(self) -> Comparison | None:

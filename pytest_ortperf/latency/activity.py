@@ -15,10 +15,12 @@ code calls it between rounds.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Protocol
+
+from pytest_ortperf.latency.lock_holder import LockHolder, LockWait, merge_waits
 
 # The phases a check's time is charged to, in the order a check goes through them.
 BUILDING, WARMING, MEASURING = "building", "warming", "measuring"
@@ -29,7 +31,8 @@ CONFIRMING, WAITING = "confirming", "waiting"
 class GateSeconds:
     """Where one check's time went (seconds), or a run's, summed.
 
-    ``waiting``: for the timing lock, while another process (an xdist worker) measured."""
+    ``waiting``: for the timing lock, while another process (an xdist worker, another run of the
+    same user) measured; who it was is in :meth:`Activity.lock_waits`."""
 
     building: float = 0.0
     warming: float = 0.0
@@ -67,6 +70,7 @@ class Progress:
     rounds: int  # rounds measured so far in this phase's measurement
     planned: int  # the most rounds it may take (sequential looks can stop it earlier)
     elapsed_s: float  # since the check began
+    holder: LockHolder | None = None  # waiting for the timing lock: who holds it, when the lock file names it
 
 
 class Listener(Protocol):
@@ -95,6 +99,8 @@ class Activity:
         self._since = 0.0  # when the outermost phase opened
         self._spent: dict[str, float] = {}
         self._rounds = (0, 0)
+        self._holder: LockHolder | None = None  # who holds the timing lock while this check waits
+        self._lock_waits: list[LockWait] = []
 
     @contextmanager
     def phase(self, name: str, side: str = "") -> Iterator[None]:
@@ -110,6 +116,7 @@ class Activity:
         finally:
             self._open.pop()
             self._rounds = (0, 0)
+            self._holder = None
             if outermost:
                 self._spent[name] = self._spent.get(name, 0.0) + self._clock() - self._since
             self._notify()
@@ -118,6 +125,20 @@ class Activity:
         """``done`` rounds of at most ``planned`` measured so far."""
         self._rounds = (done, planned)
         self._notify()
+
+    def waiting_for(self, holder: LockHolder | None) -> None:
+        """Who holds the timing lock this check waits for, as the lock file names it (None: it does
+        not); told again while the wait goes on."""
+        self._holder = holder
+        self._notify()
+
+    def waited(self, waits: Sequence[LockWait]) -> None:
+        """One wait for the timing lock is over: how long, per holder."""
+        self._lock_waits += waits
+
+    def lock_waits(self) -> tuple[LockWait, ...]:
+        """This check's waits for the timing lock, per holder, longest first."""
+        return tuple(merge_waits(self._lock_waits))
 
     def seconds(self) -> GateSeconds:
         """The time charged so far, phases still open included up to now."""
@@ -143,4 +164,7 @@ class Activity:
         phase = self._open[0][0] if self._open else ""
         step = " ".join(part for part in self._open[-1] if part) if self._open else ""
         done, planned = self._rounds
-        self._listener.update(Progress(self.check, phase, step, done, planned, self._clock() - self._began))
+        holder = self._holder if self._open and self._open[-1][0] == WAITING else None
+        self._listener.update(
+            Progress(self.check, phase, step, done, planned, self._clock() - self._began, holder)
+        )

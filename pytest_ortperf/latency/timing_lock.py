@@ -5,22 +5,42 @@ machine's cores; two measurements at once distort both. Timed sections take an
 exclusive ``flock`` on a per-user lock file; ``--ortperf-parallel-timing``
 turns this off. Where ``fcntl`` does not exist (Windows) timing is not
 serialized and the summary says so.
+
+The holder names itself in the lock file (:mod:`latency.lock_holder`); a check
+that has to wait reads who holds it, a few times a second from a helper thread
+while it blocks, and tells its activity (the progress line) and keeps the waits
+per holder for the summary. Taking the lock is the same blocking ``flock`` as
+ever: watching never delays it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from pytest_ortperf.latency.activity import WAITING, Activity
+from pytest_ortperf.latency.lock_holder import (
+    LockHolder,
+    LockOwner,
+    LockWait,
+    command_line,
+    merge_waits,
+    read_holder,
+)
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+WATCH_EVERY_S = 0.25  # how often a waiting check reads who holds the lock
 
 
 def default_lock_path() -> Path:
@@ -28,9 +48,16 @@ def default_lock_path() -> Path:
     return Path(tempfile.gettempdir()) / f"pytest-ortperf-timing-{user}.lock"
 
 
+def this_process(run: str = "", worker: str = "", argv: list[str] | None = None) -> LockOwner:
+    """How this process names itself in the lock file: ``run`` (a new one by default), its command
+    line (``argv``, by default this process's) and its xdist worker id, if any."""
+    return LockOwner(run or uuid.uuid4().hex, command_line(sys.argv if argv is None else argv), worker)
+
+
 class TimingLock:
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, owner: LockOwner | None = None) -> None:
         self.path = path if fcntl is not None else None
+        self.owner = owner if owner is not None else this_process()
         self.waited_s = 0.0
 
     @property
@@ -41,18 +68,93 @@ class TimingLock:
 
     @contextmanager
     def held(self, activity: Activity | None = None) -> Iterator[None]:
-        """Hold the lock inside; the wait for it is told to ``activity`` as ``waiting``."""
+        """Hold the lock inside; the wait for it is told to ``activity`` as ``waiting``, with who
+        held the lock meanwhile."""
         if self.path is None or fcntl is None:
             yield
             return
-        import time
-
-        with self.path.open("a") as handle:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
             started = time.perf_counter()
-            with activity.phase(WAITING) if activity is not None else nullcontext():
-                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                with activity.phase(WAITING) if activity is not None else nullcontext():
+                    waits = self._wait(fd, activity, started)
+                if activity is not None:
+                    activity.waited(waits)
             self.waited_s += time.perf_counter() - started
+            _write(fd, self.owner.holder_text(pid=os.getpid(), since=time.time()).encode())
             try:
                 yield
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                _write(fd, b"")
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _wait(self, fd: int, activity: Activity | None, started: float) -> list[LockWait]:
+        """Block until the lock is ours, watching who holds it meanwhile; the waits per holder."""
+        path, run = self.path, self.owner.run
+        assert path is not None
+        assert fcntl is not None
+        watch = _Watch(lambda: read_holder(path, run=run), activity, started)
+        watch.look()
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=watch.run, args=(stop,), name="ortperf-timing-lock-watch", daemon=True
+        )
+        thread.start()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        finally:
+            stop.set()
+            thread.join()
+        return watch.finish()
+
+
+class _Watch:
+    """Who held the lock while a check waited: each stretch between two readings is charged to the
+    holder the first of them read."""
+
+    def __init__(
+        self,
+        read: Callable[[], LockHolder | None],
+        activity: Activity | None,
+        started: float,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._read = read
+        self._activity = activity
+        self._clock = clock
+        self._since = started
+        self._holder: LockHolder | None = None
+        self._waits: list[LockWait] = []
+        self._looked = False
+
+    def look(self) -> None:
+        holder = self._read()
+        now = self._clock()
+        # the first reading names the holder of the stretch before it too
+        self._waits.append(LockWait(now - self._since, holder if not self._looked else self._holder))
+        self._holder, self._since, self._looked = holder, now, True
+        if self._activity is not None:
+            self._activity.waiting_for(holder)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(WATCH_EVERY_S):
+            self.look()
+
+    def finish(self) -> list[LockWait]:
+        self._waits.append(LockWait(self._clock() - self._since, self._holder))
+        return merge_waits(self._waits)
+
+
+def _write(fd: int, data: bytes) -> None:
+    """The lock file's content: who holds the lock, or nothing. Only information: a failure to
+    write it (a full disk) never costs the measurement."""
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    except OSError:
+        pass

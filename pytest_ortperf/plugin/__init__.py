@@ -10,6 +10,7 @@ writes and prints the summary, or an xdist worker, which hands over).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from pytest_ortperf.plugin import hookspec
 from pytest_ortperf.plugin.options import MARKERS, register
 
 if TYPE_CHECKING:
+    from pytest_ortperf.latency.lock_holder import LockOwner
     from pytest_ortperf.ort.sessions import BuiltSession
     from pytest_ortperf.plugin.config import OrtperfConfig
     from pytest_ortperf.plugin.state import OrtperfRun
@@ -47,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     try:
         ortperf_config = build_config(config)
-        run = OrtperfRun(ortperf_config, on_build=_hook_caller(config))
+        run = OrtperfRun(ortperf_config, on_build=_hook_caller(config), lock_owner=_lock_owner(config))
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
     if ortperf_config.ab_rev and not ortperf_config.policy.update:
@@ -82,11 +84,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("ort_variant", variants, ids=[v.id for v in variants], indirect=True)
 
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    # Every test a file defines, before node-id or -k selection: what "unused" is judged against.
-    run = _run_of(report)
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    # Every test a file defines, before any selection: what "unused" is judged against. The innermost
+    # wrapper sees the collector's own result, before wrappers of other plugins narrow the report
+    # (--lf keeps only a file's failed tests in it); -k, -m and --deselect come later still.
+    report = yield
+    run: OrtperfRun | None = collector.config.stash.get(RUN_KEY, None)
     if run is not None and report.passed:
-        run.selection.add([item.nodeid for item in report.result if isinstance(item, pytest.Item)])
+        run.selection.add([node.nodeid for node in report.result if isinstance(node, pytest.Item)])
+    return report
 
 
 def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
@@ -102,9 +111,21 @@ def _files_selected_by_node_id(config: pytest.Config) -> set[str]:
     return files
 
 
-def _run_of(report: pytest.CollectReport) -> OrtperfRun | None:
-    items = [item for item in report.result if isinstance(item, pytest.Item)]
-    return items[0].config.stash.get(RUN_KEY, None) if items else None
+def _lock_owner(config: pytest.Config) -> LockOwner:
+    """How this process names itself in the timing lock file: an xdist worker by its run's id, the
+    command that started the run and its worker id, so that a check waiting in another worker of the
+    same run can tell."""
+    from pytest_ortperf.latency.timing_lock import this_process
+
+    workerinput = getattr(config, "workerinput", None)
+    if not isinstance(workerinput, dict):
+        return this_process()
+    argv = workerinput.get("mainargv")
+    return this_process(
+        str(workerinput.get("testrunuid") or ""),
+        str(workerinput.get("workerid") or ""),
+        [str(arg) for arg in argv] if isinstance(argv, list) else None,
+    )
 
 
 def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:

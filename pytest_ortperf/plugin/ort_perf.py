@@ -587,7 +587,7 @@ class OrtPerf:
         """A latency result, with where its time went, into the run's report, the JUnit properties
         and pytest-benchmark."""
         context = self._context
-        result = replace(result, seconds=self._activity.seconds())
+        result = replace(result, seconds=self._activity.seconds(), lock_waits=self._activity.lock_waits())
         context.run.results.publish_latency(result, context.nodeid)
         context.add_property("ortperf_latency_verdict", str(result.status))
         context.add_property("ortperf_latency_mode", result.basis)

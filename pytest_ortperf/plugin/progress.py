@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any, TextIO
 
 from pytest_ortperf.latency.activity import MEASURING, WAITING, Progress
@@ -31,12 +32,15 @@ MIN_WIDTH = 12  # less room on the line than this: nothing is shown
 
 def progress_text(progress: Progress, width: int = 0) -> str:
     """``test_a[cpu-all]: confirming: measuring side by side, round 10 of at most 40 (6 s)``; at most
-    ``width`` characters when given: the test's name gives way first (from its start), then words."""
+    ``width`` characters when given: the test's name gives way first (from its start), then who
+    holds the timing lock, then words."""
     step = progress.step
     if progress.phase == WAITING:
         step = "waiting for the timing lock"
     elif not step.startswith(progress.phase):
         step = f"{progress.phase}: {step}"
+    if progress.holder is not None:  # waiting for the timing lock, and the lock file names its holder
+        step += f", {progress.holder.describe()}"
     rounds = short = ""
     if progress.step.startswith(MEASURING) and progress.planned:
         bound = "at most " if "side by side" in progress.step else ""
@@ -49,6 +53,8 @@ def progress_text(progress: Progress, width: int = 0) -> str:
     keep = width - len(doing) - 5
     if keep >= 8:  # enough of the name to tell the test: its end, with the parameters (ASCII only)
         return f"...{progress.check[-keep:]}: {doing}"
+    if progress.holder is not None:
+        return progress_text(replace(progress, holder=None), width)
     for text in (doing, f"{progress.phase}{short}"):
         if len(text) <= width:
             return text

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.latency.activity import Activity, Listener
+from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache
 from pytest_ortperf.ort.git_models import AUTO, GitRevision, read_blob
@@ -40,7 +41,7 @@ from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.reports.ci_files import gate_time, write_reports
 from pytest_ortperf.reports.results import RunResults
-from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, profile_lines
+from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, lock_wait_lines, profile_lines
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
 from pytest_ortperf.store.model_cache import ModelCache
@@ -79,7 +80,12 @@ class ReferenceChoice:
 
 
 class OrtperfRun:
-    def __init__(self, config: OrtperfConfig, on_build: Callable[[BuiltSession], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: OrtperfConfig,
+        on_build: Callable[[BuiltSession], None] | None = None,
+        lock_owner: LockOwner | None = None,
+    ) -> None:
         self.config = config
         self.results = RunResults()  # every check result goes through this sink
         self.selection = Selection()  # what pytest collected: unused entries are judged against it
@@ -91,7 +97,8 @@ class OrtperfRun:
             runner=self._profiled_run,
             worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
         )
-        self.timing = TimingLock(None if config.parallel_timing else default_lock_path())
+        # lock_owner: how this process names itself in the timing lock file (its run, command, worker)
+        self.timing = TimingLock(None if config.parallel_timing else default_lock_path(), lock_owner)
         self.progress: Listener | None = None  # the terminal's progress line, when shown (plugin/progress.py)
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
@@ -435,6 +442,7 @@ class OrtperfRun:
             timing_mode=self.timing.mode,
             gate_time=gate_time(self.results.records),
             not_timed=self.results.not_timed_count(),
+            lock_waits=lock_wait_lines(self.results.records),
             update=self.update_report,
             prune=self.config.prune,
             reported_differences=self.results.reported_differences(),

@@ -46,6 +46,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
         "decided_by": result.basis,
         "seconds": result.seconds.as_dict(),
+        **({"timing_lock": [wait.as_dict() for wait in result.lock_waits]} if result.lock_waits else {}),
         "reference": (
             {
                 "label": result.reference_label,

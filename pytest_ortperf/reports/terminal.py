@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.latency.activity import GateSeconds
+from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.store.keys import split_check_name
@@ -168,6 +171,42 @@ def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
     return lines
 
 
+LOCK_WAIT_SHOWN_S = 1.0  # a check that waited longer than this for the timing lock says who held it
+LOCK_HOLDERS_SHOWN = 3  # other processes named; the rest are counted
+
+
+def lock_wait_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Who held the timing lock while checks waited more than :data:`LOCK_WAIT_SHOWN_S` for it, from
+    the checks' records (workers' included): one line per other process, longest wait first
+    (``waiting 22.8 s for the timing lock, held by pid 1234 (pytest tests/) since 12:03:05``), and
+    one for this run's own xdist workers."""
+    waits: list[LockWait] = []
+    for record in records:
+        if record.get("kind") != "latency" or not isinstance(record.get("timing_lock"), list):
+            continue
+        seconds = record.get("seconds")
+        if not isinstance(seconds, Mapping) or GateSeconds.from_dict(seconds).waiting <= LOCK_WAIT_SHOWN_S:
+            continue
+        waits += filter(
+            None, (LockWait.from_dict(w) for w in record["timing_lock"] if isinstance(w, Mapping))
+        )
+    merged = merge_waits(waits)
+    ours = [w for w in merged if w.holder is not None and w.holder.this_run]
+    others = [w for w in merged if w not in ours]
+    lines = [wait.describe() for wait in others[:LOCK_HOLDERS_SHOWN]]
+    rest = others[LOCK_HOLDERS_SHOWN:]
+    if rest:
+        seconds = sum(w.seconds for w in rest)
+        lines.append(f"waiting {seconds:.1f} s for the timing lock, held by {len(rest)} other processes")
+    if ours:
+        workers = sorted({w.holder.worker or f"pid {w.holder.pid}" for w in ours if w.holder is not None})
+        lines.append(
+            f"waiting {sum(w.seconds for w in ours):.1f} s for the timing lock, held by this run's xdist "
+            f"worker{'s' if len(workers) > 1 else ''} {', '.join(workers)}"
+        )
+    return lines
+
+
 @dataclass(frozen=True)
 class RunSummary:
     """Everything the terminal summary shows, gathered by the run at its end."""
@@ -188,6 +227,7 @@ class RunSummary:
     profile_lines: Sequence[str] = ()
     gate_time: str = ""  # where the latency checks' time went (reports.ci_files.gate_time)
     not_timed: int = 0  # latency checks skipped by --ortperf-timing=off
+    lock_waits: Sequence[str] = ()  # who held the timing lock while checks waited (lock_wait_lines)
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
@@ -209,6 +249,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         lines.append(not_timed_line(summary.not_timed))
     if summary.gate_time:
         lines.append(summary.gate_time)
+    lines += summary.lock_waits
     if summary.update is not None:
         lines += update_lines(summary.update, prune=summary.prune)
     lines += summary.reported_differences

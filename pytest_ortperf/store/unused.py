@@ -1,8 +1,11 @@
 """Unused baseline entries: entries whose test was renamed or deleted.
 
-Judged against what pytest collected in the files it collected whole: a file
-named with ``::`` on the command line was collected only in part, so its other
-entries are not unused.
+Judged against every test a file defines, as its collector made them, before
+any selection narrows the run (``-k``, ``-m``, ``--deselect``, ``--lf``), and
+only in the files collected whole: a file named with ``::`` on the command line
+is collected in part, and a file not collected at all (``--ignore``, a file
+``--lf`` skips, a file argument left out) is not judged, so a narrowed run
+never counts or prunes the entry of a test that still exists.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from pytest_ortperf.store.keys import split_check_name
 
 @dataclass
 class Selection:
-    """What pytest collected in this run (every test a file defines, before -k or node-id selection)
-    and the files it collected only in part."""
+    """What pytest collected in this run (every test a file defines, before any selection or other
+    plugin narrows it) and the files it collected only in part."""
 
     collected: set[str] = field(default_factory=set)
     partially_selected: set[str] = field(default_factory=set)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import onnx
 import pytest
 
 from pytest_ortperf.latency.measure import MeasureSettings
+from pytest_ortperf.latency.timing_lock import default_lock_path
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
@@ -236,6 +240,56 @@ def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, latency_suit
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
 
 
+def test_narrowed_selections_never_count_or_prune_entries_of_existing_tests(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
+    pytester.makepyfile(test_more=LATENCY_TEST_FILE)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=3)
+    recorded = {path: path.read_bytes() for path in (pytester.path / "baselines").glob("*.json")}
+    assert len(recorded) == 2
+    pytester.makeini("[pytest]\nmarkers =\n    slow: a marker no test has\n")
+    for selection in (
+        ("-k", "two"),
+        ("-m", "slow"),
+        ("--deselect", "test_gate.py::test_latency[cpu-all]"),
+        ("--ignore", "test_more.py"),
+        ("test_more.py",),
+    ):
+        result = pytester.runpytest("--ortperf-update", "--ortperf-prune", "--ortperf-strict", *selection, *QUICK)
+        assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED), selection
+        result.stdout.no_fnmatch_line("*unused baselines*")
+        assert {path: path.read_bytes() for path in recorded} == recorded, selection
+
+
+# An update refused for one test of a file (too noisy) leaves only that test in pytest's last-failed
+# cache: --lf then collects that file in part and skips the others whole.
+REFUSED = ("--ortperf-update", "test_gate.py::test_other", *QUICK, "--ortperf-max-cv=0.0001%")
+
+
+def test_last_failed_runs_judge_entries_against_whole_files(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    three = "\n".join(f"\ndef {name}(ort_perf):\n    ort_perf.check_latency()\n" for name in ("test_other", "test_gone"))
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + three)
+    pytester.makepyfile(test_more=LATENCY_TEST_FILE)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=4)
+    more = (pytester.path / "baselines" / "test_more.py.json").read_bytes()
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + three.partition("\ndef test_gone")[0])  # a test really removed
+
+    pytester.runpytest(*REFUSED).assert_outcomes(failed=1)
+    strict = pytester.runpytest("--lf", "--ortperf-strict", *QUICK)
+    strict.assert_outcomes(passed=1)
+    strict.stdout.fnmatch_lines(
+        ["run-last-failure: rerun previous 1 failure (skipped 1 file)", "ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_gate.py::test_gone[[]cpu-all[]]"]
+    )
+
+    pytester.runpytest(*REFUSED).assert_outcomes(failed=1)
+    pruned = pytester.runpytest("--lf", "--ortperf-update", "--ortperf-prune", *QUICK)
+    pruned.assert_outcomes(passed=1)
+    pruned.stdout.fnmatch_lines(["ortperf update: *, 1 unused", "unused baselines (pruned):", "  test_gate.py::test_gone[[]cpu-all[]]", "wrote *"])
+    assert sorted(json.loads(latency_suite.read_text())["entries"]) == ["test_latency[cpu-all]", "test_other[cpu-all]"]
+    assert (pytester.path / "baselines" / "test_more.py.json").read_bytes() == more
+
+
 def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
     pytester: pytest.Pytester, latency_suite: Path
 ) -> None:
@@ -258,6 +312,58 @@ def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
         plain = pytester.runpytest(*args, *long)
         plain.assert_outcomes(passed=1)
         plain.stdout.no_fnmatch_line("ortperf: test_latency*")
+
+
+# Another process of the same user that holds the timing lock from when the test starts until 2.5 s later.
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from pytest_ortperf.latency.timing_lock import TimingLock
+
+lock_path, ready, started = sys.argv[1:]
+with TimingLock(Path(lock_path)).held():
+    Path(ready).write_text("held")
+    deadline = time.monotonic() + 60
+    while not Path(started).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(2.5)
+"""
+
+
+def test_a_check_that_waits_for_the_timing_lock_says_who_held_it(
+    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(pytester.path))  # this run's own per-user lock file
+    lock = default_lock_path()
+    assert lock.parent == pytester.path
+    pytester.makepyfile(
+        test_gate=LATENCY_TEST_FILE.replace("    ort_perf.check_latency()", "    Path('started').write_text('')\n    ort_perf.check_latency()")
+        + "from pathlib import Path\n"
+    )
+    (pytester.path / "hold_lock.py").write_text(HOLD_LOCK)
+    holder = subprocess.Popen([sys.executable, "hold_lock.py", lock.name, "ready", "started"], cwd=pytester.path)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pytester.path / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        result = pytester.runpytest("--ortperf-missing=pass", "--ortperf-progress=on", "--ortperf-report=report.json", *QUICK)
+        holder.wait(timeout=60)
+    finally:
+        holder.kill()
+    result.assert_outcomes(passed=1)
+    named = f"held by pid {holder.pid} (hold_lock.py {lock.name} ready started) since ??:??:??"
+    result.stdout.fnmatch_lines(
+        [
+            f"ortperf: test_latency[[]cpu-all[]]: waiting for the timing lock, {named} (* s)",
+            "gate time: * (*waiting * s)",
+            f"waiting * s for the timing lock, {named}",
+        ]
+    )
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    (wait,) = check["timing_lock"]
+    assert wait["holder"]["pid"] == holder.pid
+    assert wait["holder"]["command"] == f"hold_lock.py {lock.name} ready started"
+    assert 1 < wait["seconds"] <= check["seconds"]["waiting"]
 
 
 @pytest.mark.parametrize(

@@ -81,6 +81,52 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"])
 
 
+def test_last_failed_workers_never_count_the_passing_tests_of_a_file_unused(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_par=TESTS)
+    pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK).assert_outcomes(passed=8)
+    baseline = pytester.path / "baselines" / "test_par.py.json"
+    recorded = baseline.read_bytes()
+    refused = pytester.runpytest_subprocess("--ortperf-update", "test_par.py::test_other", *QUICK, "--ortperf-max-cv=0.0001%")
+    refused.assert_outcomes(failed=2)  # too noisy to record, for both variants
+    result = pytester.runpytest_subprocess("--lf", "--ortperf-update", "--ortperf-prune", "-n", "2", *QUICK)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["ortperf update: * 0 new, * 0 unused"])
+    assert sorted(json.loads(baseline.read_text())["entries"]) == sorted(json.loads(recorded)["entries"])
+
+
+# Two checks that start together in two workers: one measures while the other waits for the lock.
+TOGETHER = """
+import os, time
+from pathlib import Path
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+@pytest.mark.parametrize("case", range(2))
+def test_latency(ort_perf, case):
+    Path(f"started-{case}").write_text("")
+    deadline = time.monotonic() + 30
+    while not all(Path(f"started-{n}").exists() for n in range(2)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ort_perf.check_latency()
+"""
+
+
+def test_a_worker_waiting_for_another_of_its_run_names_it(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(pytester.path))  # this run's own per-user lock file
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_par=TOGETHER)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--ortperf-missing=pass", "--ortperf-budget=1.5", "--ortperf-max-cv=1000%", "--ortperf-report=report.json"
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"timing: serialized across processes (lock {pytester.path}*", "waiting * s for the timing lock, held by this run's xdist worker gw?"])
+    waits = [w for c in json.loads((pytester.path / "report.json").read_text())["checks"] for w in c.get("timing_lock", [])]
+    holders = {(w["holder"]["worker"], w["holder"]["this_run"]) for w in waits if w["seconds"] > 1}
+    assert holders in ({("gw0", True)}, {("gw1", True)})
+    assert all(w["holder"]["command"].startswith("python -m pytest ") for w in waits if w["holder"])
+
+
 def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)

@@ -1,15 +1,20 @@
-"""The cross-process timing lock really serializes timed sections."""
+"""The cross-process timing lock really serializes timed sections, and a wait names its holder."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
+
+from pytest_ortperf.latency.activity import Activity, Progress
+from pytest_ortperf.latency.timing_lock import TimingLock, this_process
 
 pytest.importorskip("fcntl")
 
@@ -55,3 +60,126 @@ def test_two_processes_holding_the_lock_never_time_at_the_same_time(tmp_path: Pa
     first, second = sorted((json.loads(output) for output in outputs), key=lambda s: s["start"])
     assert first["end"] <= second["start"], f"timed sections overlapped: {first} {second}"
     assert second["waited"] >= 0.2  # it waited for the other's section
+
+
+# A second process that holds the lock until told to let go: hold_lock.py RUN WORKER LOCK READY RELEASE
+HOLD_LOCK = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from pytest_ortperf.latency.timing_lock import TimingLock, this_process
+
+    run, worker, lock_path, ready, release = sys.argv[1:]
+    lock = TimingLock(Path(lock_path), this_process(run, worker))
+    with lock.held():
+        Path(ready).write_text("held")
+        deadline = time.monotonic() + 60
+        while not Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    """
+)
+# An older holder: the same flock, but it never names itself.
+RAW_HOLD = textwrap.dedent(
+    """
+    import fcntl, sys, time
+    from pathlib import Path
+
+    with open(sys.argv[1], "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        Path(sys.argv[2]).write_text("held")
+        deadline = time.monotonic() + 60
+        while not Path(sys.argv[3]).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    """
+)
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.holders: list[object] = []
+
+    def update(self, progress: Progress) -> None:
+        self.holders.append(progress.holder)
+
+    def clear(self) -> None:
+        pass
+
+
+def _wait_behind(tmp_path: Path, argv: list[str], lock: TimingLock) -> tuple[Activity, Heard, int, str]:
+    """Start ``argv`` (a holder), take ``lock`` behind it, let it go after half a second; the waiting
+    activity, what its listener heard, the holder's pid, and the lock file's content while held."""
+    ready, release = tmp_path / "ready", tmp_path / "release"
+    holder = subprocess.Popen([*argv, str(lock.path), str(ready), str(release)])
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ready.exists(), "the holder never took the lock"
+        heard = Heard()
+        activity = Activity("test_a[cpu-all]", listener=heard)
+        timer = threading.Timer(0.5, release.write_text, args=("go",))
+        timer.start()
+        with lock.held(activity):
+            content = Path(str(lock.path)).read_text()
+        timer.join()
+        holder.wait(timeout=30)
+    finally:
+        holder.kill()
+    return activity, heard, holder.pid, content
+
+
+def test_a_wait_names_the_process_that_held_the_lock(tmp_path: Path) -> None:
+    script = tmp_path / "hold_lock.py"
+    script.write_text(HOLD_LOCK)
+    lock = TimingLock(tmp_path / "timing.lock", this_process("my-run", argv=["/venv/bin/pytest", "tests/"]))
+    before = time.time()
+    activity, heard, pid, content = _wait_behind(tmp_path, [sys.executable, str(script), "other-run", ""], lock)
+    (wait,) = activity.lock_waits()
+    assert wait.holder is not None
+    assert (wait.holder.pid, wait.holder.this_run, wait.holder.worker) == (pid, False, "")
+    assert wait.holder.command == f"hold_lock.py other-run '' {tmp_path / 'timing.lock'} {tmp_path / 'ready'} {tmp_path / 'release'}"
+    assert before - 1 <= wait.holder.since <= time.time()
+    assert wait.seconds >= 0.4  # it was let go after half a second
+    assert activity.seconds().waiting >= wait.seconds
+    assert wait.holder in heard.holders  # the progress line heard who it waited for
+    assert heard.holders[-1] is None  # and no longer once the wait was over
+    # While held, the file names this process; once let go, nothing.
+    assert json.loads(content) == {"pid": os.getpid(), "command": "pytest tests/", "since": json.loads(content)["since"], "run": "my-run"}
+    assert (tmp_path / "timing.lock").read_text() == ""
+
+
+def test_a_wait_for_a_worker_of_the_same_run_says_so(tmp_path: Path) -> None:
+    script = tmp_path / "hold_lock.py"
+    script.write_text(HOLD_LOCK)
+    lock = TimingLock(tmp_path / "timing.lock", this_process("my-run", "gw0"))
+    activity, _, pid, _ = _wait_behind(tmp_path, [sys.executable, str(script), "my-run", "gw1"], lock)
+    (wait,) = activity.lock_waits()
+    assert wait.holder is not None
+    assert (wait.holder.pid, wait.holder.this_run, wait.holder.worker) == (pid, True, "gw1")
+    assert wait.describe().endswith("held by this run's xdist worker gw1")
+
+
+def test_a_stale_holder_is_not_named_and_never_stops_the_lock(tmp_path: Path) -> None:
+    lock_path = tmp_path / "timing.lock"
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    stale = this_process("old-run", argv=["pytest", "tests/"]).holder_text(pid=ended.pid, since=time.time() - 60)
+    # A free lock whose file still names a holder that was killed while holding: taken at once.
+    lock_path.write_text(stale)
+    lock = TimingLock(lock_path)
+    activity = Activity()
+    with lock.held(activity):
+        assert json.loads(lock_path.read_text())["pid"] == os.getpid()
+    assert activity.lock_waits() == ()
+    assert activity.seconds().waiting < 5
+    # A holder that names no one (an older pytest-ortperf), behind the stale name of an ended one.
+    lock_path.write_text(stale)
+    activity, _, _, _ = _wait_behind(tmp_path, [sys.executable, "-c", RAW_HOLD], TimingLock(lock_path))
+    (wait,) = activity.lock_waits()
+    assert wait.holder is None
+    assert wait.describe().startswith("waiting ")
+    assert "held by a process the lock file does not name" in wait.describe()
+    # An unreadable file (not text, not ours) is no holder either, and is replaced while held.
+    lock_path.write_bytes(b"\xff\xfe\x00garbage")
+    with TimingLock(lock_path).held():
+        assert json.loads(lock_path.read_text())["pid"] == os.getpid()

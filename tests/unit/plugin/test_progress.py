@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
+
 import pytest
 
 from pytest_ortperf.latency.activity import Progress
+from pytest_ortperf.latency.lock_holder import LockHolder
 from pytest_ortperf.plugin.progress import LOG_EVERY_S, SHOW_AFTER_S, TerminalProgress, progress_text, wanted
 
 
@@ -50,6 +54,21 @@ def test_the_text_names_the_test_the_step_and_the_rounds() -> None:
     confirming = progress_text(moment("measuring side by side", phase="confirming"))
     assert confirming == "test_resnet[cpu-all]: confirming: measuring side by side, round 16 of at most 40 (2 s)"
     assert progress_text(moment("waiting")).endswith(": waiting for the timing lock (2 s)")
+
+
+def test_a_wait_names_who_holds_the_timing_lock_until_the_line_is_too_narrow() -> None:
+    holder = LockHolder(1234, "pytest tests/ -k mlp", time.time())
+    waiting = replace(moment("waiting"), holder=holder)
+    text = progress_text(waiting)
+    assert text == f"test_resnet[cpu-all]: waiting for the timing lock, {holder.describe()} (2 s)"
+    assert "held by pid 1234 (pytest tests/ -k mlp) since " in text
+    narrow = progress_text(waiting, len(text) - 5)  # the test's name gives way first
+    assert narrow.startswith("...")
+    assert narrow.endswith(f"{holder.describe()} (2 s)")
+    assert progress_text(waiting, 60) == "test_resnet[cpu-all]: waiting for the timing lock (2 s)"
+    # waiting inside a confirmation: the holder is named there too
+    confirming = replace(moment("waiting", phase="confirming"), holder=holder)
+    assert progress_text(confirming).endswith(f"confirming: waiting, {holder.describe()} (2 s)")
 
 
 @pytest.mark.parametrize("width", [70, 60, 45, 20, 16, 10])

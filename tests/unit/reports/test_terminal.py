@@ -14,6 +14,7 @@ from pytest_ortperf.accuracy.tolerances import Tolerance
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
+from pytest_ortperf.latency.lock_holder import LockHolder, LockWait, clock_text
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.ci_files import (
     error_record,
@@ -25,10 +26,13 @@ from pytest_ortperf.reports.ci_files import (
     report_document,
 )
 from pytest_ortperf.reports.terminal import (
+    RunSummary,
     UpdateReport,
     latency_rows,
     latency_table,
+    lock_wait_lines,
     lost_worker_line,
+    summary_lines,
     update_lines,
 )
 from pytest_ortperf.store.baselines import BaselineEntry
@@ -352,3 +356,41 @@ def test_the_report_document_rounds_every_float_in_one_place() -> None:
     assert check["references"][0]["outputs"][0] == {"cosine": 0.999999123457, "count": 3}
     assert record["current"]["median_ms"] == 0.30934310000000004  # the records themselves are kept
     json.dumps(document, allow_nan=False)
+
+
+def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second() -> None:
+    since = 1_741_000_000.0
+    other = LockHolder(1234, "pytest tests/ -k mlp", since)
+    later = LockHolder(1234, "pytest tests/ -k mlp", since + 40)
+    sibling = LockHolder(77, "pytest -n 2", since, worker="gw1", this_run=True)
+    # what a worker hands over: JSON
+    records = json.loads(json.dumps([
+        {**_timed("t.py::test_a", "cpu-all", measuring=1.0, waiting=20.0),
+         "timing_lock": [LockWait(18.0, other).as_dict(), LockWait(2.0, None).as_dict()]},
+        {**_timed("t.py::test_b", "cpu-all", measuring=1.0, waiting=4.8),
+         "timing_lock": [LockWait(4.8, later).as_dict()]},
+        {**_timed("t.py::test_c", "cpu-all", measuring=1.0, waiting=3.0),
+         "timing_lock": [LockWait(3.0, sibling).as_dict()]},
+        # a short wait is not worth a line
+        {**_timed("t.py::test_d", "cpu-all", measuring=1.0, waiting=0.9),
+         "timing_lock": [LockWait(0.9, LockHolder(555, "pytest other/", since)).as_dict()]},
+        # a damaged record says nothing rather than failing the summary
+        {**_timed("t.py::test_e", "cpu-all", waiting=5.0), "timing_lock": [{"seconds": "long"}, "x"]},
+    ]))
+    assert lock_wait_lines(records) == [
+        f"waiting 22.8 s for the timing lock, held by pid 1234 (pytest tests/ -k mlp) since {clock_text(since)}",
+        "waiting 2.0 s for the timing lock, held by a process the lock file does not name"
+        " (an older pytest-ortperf, or one that has ended)",
+        "waiting 3.0 s for the timing lock, held by this run's xdist worker gw1",
+    ]
+    assert lock_wait_lines(records[3:]) == []
+    waits = lock_wait_lines(records[:1])
+    assert len(waits) == 2
+    summary = summary_lines(RunSummary(machine="m", gate_time="gate time: 1 s", lock_waits=waits))
+    assert summary[-3:] == ["gate time: 1 s", *waits]
+    many = [
+        {**_timed(f"t.py::test_{pid}", "cpu-all", waiting=2.0), "timing_lock": [LockWait(2.0, LockHolder(pid, "p", since)).as_dict()]}
+        for pid in range(10, 15)
+    ]
+    assert lock_wait_lines(many)[-1] == "waiting 4.0 s for the timing lock, held by 2 other processes"
+    assert len(lock_wait_lines(many)) == 4
