@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import onnx
@@ -66,3 +67,19 @@ def latency_suite(pytester: pytest.Pytester) -> Path:
     onnx.save(mlp_model(**LATENCY_MODEL), pytester.path / "model.onnx")
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
     return pytester.path / "baselines" / "test_gate.py.json"
+
+
+@pytest.fixture
+def isolated_git(monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester) -> None:
+    """Git that reads no user or system config and never finds a repository above pytester's dir."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(pytester.path.parent / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def git(pytester: pytest.Pytester, *args: str) -> str:
+    """Run git in pytester's directory; its output, stripped."""
+    done = subprocess.run(["git", *args], cwd=pytester.path, capture_output=True, text=True, check=True)
+    return done.stdout.strip()

@@ -13,6 +13,7 @@ import onnx
 import pytest
 
 from tests.models import mlp_model
+from tests.plugin.conftest import git
 
 # Same input shape, four times the layers: a slowdown far beyond any noise of a shared machine.
 FAST = {"layers": 4, "width": 256}
@@ -32,18 +33,8 @@ def test_model(ort_perf):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_git(monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester) -> None:
-    """Git that reads no user or system config and never finds a repository above pytester's dir."""
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(pytester.path.parent / "no-global-gitconfig"))
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def git(pytester: pytest.Pytester, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=pytester.path, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
+def _isolated_git(isolated_git: None) -> None:
+    """Every test here runs git in pytester's directory only."""
 
 
 def save(pytester: pytest.Pytester, name: str, **kwargs: Any) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import onnx
 import pytest
 
 from tests.models import mlp_model
+from tests.plugin.conftest import git
 
 # Twice the layers at the same width: a regression far beyond any noise of a shared machine.
 BEFORE = {"layers": 20, "width": 256}
@@ -29,18 +29,8 @@ def test_model(ort_perf):
 
 
 @pytest.fixture(autouse=True)
-def _isolated_git(monkeypatch: pytest.MonkeyPatch, pytester: pytest.Pytester) -> None:
-    """Git that reads no user or system config and never finds a repository above pytester's dir."""
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(pytester.path.parent / "no-global-gitconfig"))
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def git(pytester: pytest.Pytester, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=pytester.path, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
+def _isolated_git(isolated_git: None) -> None:
+    """Every test here runs git in pytester's directory only."""
 
 
 def save(pytester: pytest.Pytester, name: str = "model.onnx", **kwargs: int) -> Path:
