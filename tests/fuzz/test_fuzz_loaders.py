@@ -1153,11 +1153,17 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelWorker]:
     pool.close()
 
 
-def _assert_clean_build(answer: dict[str, Any]) -> None:
+def _assert_clean_build(answer: dict[str, Any], data: bytes = b"") -> None:
+    """A build of ``data`` that succeeded or failed with a SessionBuildError naming the model; bytes
+    that are a Git LFS pointer are refused before ONNX Runtime sees them, with a ModelError saying so."""
     event(f"build: {answer.get('build', answer.get('died'))}")
     if answer.get("run") is not None:
         event(f"run: {answer['run']}")
     assert "died" not in answer, f"ONNX Runtime crashed the process building this model: {answer}"
+    if is_lfs_pointer(data):
+        assert answer["build"] == "ModelError", answer
+        assert "is a Git LFS pointer" in answer["message"] or "are a Git LFS pointer" in answer["message"], answer
+        return
     assert answer["build"] in ("ok", "SessionBuildError"), f"not a SessionBuildError: {answer}"
     if answer["build"] == "SessionBuildError":
         assert answer["label"], answer
@@ -1297,10 +1303,13 @@ def _known_bug_model_bytes(data: bytes) -> bool:
 
 
 @given(data=st.binary(max_size=2048).filter(not_known(_known_bug_model_bytes)), by_path=st.booleans())
+# Found by the long profile: bytes that begin like a Git LFS pointer are refused as one.
+@example(data=b"version https://git-lfs.github.com/spec/", by_path=False)
+@example(data=b"version https://git-lfs.github.com/spec/", by_path=True)
 @fuzz()
 def test_session_from_garbage_bytes(worker: ModelWorker, data: bytes, by_path: bool) -> None:
     tried("SessionPool.get (garbage bytes)")
-    _assert_clean_build(worker.build(data, by_path=by_path))
+    _assert_clean_build(worker.build(data, by_path=by_path), data)
 
 
 @given(
@@ -1311,14 +1320,14 @@ def test_session_from_garbage_bytes(worker: ModelWorker, data: bytes, by_path: b
 @fuzz()
 def test_session_from_mutated_model_bytes(worker: ModelWorker, data: bytes, by_path: bool, level: str) -> None:
     tried("SessionPool.get (mutated model bytes)")
-    _assert_clean_build(worker.build(data, by_path=by_path, level=level, run=True))
+    _assert_clean_build(worker.build(data, by_path=by_path, level=level, run=True), data)
 
 
 @given(data=proto_mutated(), by_path=st.booleans(), level=st.sampled_from(["all", "disabled"]))
 @fuzz()
 def test_session_from_mutated_model_proto(worker: ModelWorker, data: bytes, by_path: bool, level: str) -> None:
     tried("SessionPool.get (mutated ModelProto)")
-    _assert_clean_build(worker.build(data, by_path=by_path, level=level, run=True))
+    _assert_clean_build(worker.build(data, by_path=by_path, level=level, run=True), data)
 
 
 def test_worker_builds_the_base_models(worker: ModelWorker) -> None:
