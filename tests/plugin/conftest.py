@@ -83,3 +83,16 @@ def git(pytester: pytest.Pytester, *args: str) -> str:
     """Run git in pytester's directory; its output, stripped."""
     done = subprocess.run(["git", *args], cwd=pytester.path, capture_output=True, text=True, check=True)
     return done.stdout.strip()
+
+
+def commit_model(pytester: pytest.Pytester, **kwargs: int) -> str:
+    """A repository in pytester's directory whose HEAD holds model.onnx = ``mlp_model(**kwargs)``; the
+    model's git blob id."""
+    git(pytester, "init", "-q")
+    git(pytester, "config", "user.name", "Test")
+    git(pytester, "config", "user.email", "test@example.com")
+    git(pytester, "config", "commit.gpgsign", "false")
+    onnx.save(mlp_model(**kwargs), pytester.path / "model.onnx")
+    git(pytester, "add", "model.onnx")
+    git(pytester, "commit", "-q", "-m", "model")
+    return git(pytester, "rev-parse", "HEAD:model.onnx")

@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 from tests.models import mlp_model
-from tests.plugin.conftest import git
+from tests.plugin.conftest import commit_model, git
 
 # Same input shape, four times the layers: a slowdown far beyond any noise of a shared machine.
 FAST = {"layers": 4, "width": 256}
@@ -41,17 +41,6 @@ def save(pytester: pytest.Pytester, name: str, **kwargs: Any) -> Path:
     path = pytester.path / name
     onnx.save(mlp_model(**kwargs), path)
     return path
-
-
-def commit_model(pytester: pytest.Pytester, **kwargs: Any) -> None:
-    """A repository in pytester's directory whose HEAD holds model.onnx = ``mlp_model(**kwargs)``."""
-    git(pytester, "init", "-q")
-    git(pytester, "config", "user.name", "Test")
-    git(pytester, "config", "user.email", "test@example.com")
-    git(pytester, "config", "commit.gpgsign", "false")
-    save(pytester, "model.onnx", **kwargs)
-    git(pytester, "add", "model.onnx")
-    git(pytester, "commit", "-q", "-m", "model")
 
 
 def suite(pytester: pytest.Pytester, model: str = "model.onnx") -> None:

@@ -12,7 +12,7 @@ import onnx
 import pytest
 
 from tests.models import mlp_model
-from tests.plugin.conftest import git
+from tests.plugin.conftest import commit_model
 
 # Twice the layers at the same width: a regression far beyond any noise of a shared machine.
 BEFORE = {"layers": 20, "width": 256}
@@ -37,18 +37,6 @@ def save(pytester: pytest.Pytester, name: str = "model.onnx", **kwargs: int) -> 
     path = pytester.path / name
     onnx.save(mlp_model(**kwargs), path)
     return path
-
-
-def commit_model(pytester: pytest.Pytester, **kwargs: int) -> str:
-    """A repository in pytester's directory whose HEAD holds model.onnx; its blob id."""
-    git(pytester, "init", "-q")
-    git(pytester, "config", "user.name", "Test")
-    git(pytester, "config", "user.email", "test@example.com")
-    git(pytester, "config", "commit.gpgsign", "false")
-    save(pytester, **kwargs)
-    git(pytester, "add", "model.onnx")
-    git(pytester, "commit", "-q", "-m", "model")
-    return git(pytester, "rev-parse", "HEAD:model.onnx")
 
 
 def failure_text(result: pytest.RunResult) -> str:
