@@ -143,30 +143,36 @@ def output_record(comparison: OutputComparison) -> dict[str, Any]:
     }
 
 
-def error_record(key: CheckKey, *, kind: str, nodeid: str, message: str) -> dict[str, Any]:
-    """A check that ended in an error (a timeout, a failed run, an unreadable file) rather than a verdict."""
+def _figureless_record(
+    key: CheckKey, *, kind: str, nodeid: str, verdict: str, failed: bool, message: str
+) -> dict[str, Any]:
+    """A check that has a verdict and a message but no figures."""
     return {
         "test": nodeid,
         "kind": kind,
         "variant": key.variant,
         "machine": key.machine,
-        "verdict": ERROR,
-        "failed": True,
+        "verdict": verdict,
+        "failed": failed,
         "message": message,
     }
 
 
+def error_record(key: CheckKey, *, kind: str, nodeid: str, message: str) -> dict[str, Any]:
+    """A check that ended in an error (a timeout, a failed run, an unreadable file) rather than a verdict."""
+    return _figureless_record(key, kind=kind, nodeid=nodeid, verdict=ERROR, failed=True, message=message)
+
+
 def not_timed_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
     """A latency check of a run with ``--ortperf-timing=off``: skipped, nothing measured."""
-    return {
-        "test": nodeid,
-        "kind": "latency",
-        "variant": result.key.variant,
-        "machine": result.key.machine,
-        "verdict": str(result.status),
-        "failed": False,
-        "message": result.message,
-    }
+    return _figureless_record(
+        result.key,
+        kind="latency",
+        nodeid=nodeid,
+        verdict=str(result.status),
+        failed=False,
+        message=result.message,
+    )
 
 
 def _number(value: object) -> object:
