@@ -35,6 +35,7 @@ from pytest_ortperf.profiling.run_profilers import (
 )
 from pytest_ortperf.profiling.trace import (
     ProfileSummary,
+    SummaryFile,
     TraceEvent,
     load_trace,
     model_runs,
@@ -178,13 +179,15 @@ class ProfileBook:
             events += run
         summary = summarize(events, requested_provider=marked.built.variant.provider)
         summary_path = marked.directory / "summary.json"
-        document = {
-            "test": marked.nodeid,
-            "variant": marked.built.variant.id,
-            "traces": [p.name for p in paths],
-            "warnings": warnings,
-            **summary.as_dict(),
-        }
+        # One definition of the file's fields: `ortperf profile` reads it back with parse_summary.
+        document = SummaryFile(
+            path=summary_path,
+            test=marked.nodeid,
+            variant=marked.built.variant.id,
+            traces=tuple(p.name for p in paths),
+            warnings=tuple(warnings),
+            summary=summary,
+        ).as_dict()
         summary_path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         report = ProfileReport(marked.nodeid, tuple(paths), summary, summary_path, tuple(warnings))
         self.reports.append(report)
