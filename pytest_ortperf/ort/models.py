@@ -106,7 +106,6 @@ class ModelResolver:
                 )
             found = found / ZOO_MODEL_NAME
         path = found.resolve()
-        _refuse_lfs_pointer(path, origin)
         sha256, blob = self._digest_file(path, origin)
         return ModelSource(label=self._label(path), sha256=sha256, path=path, git_blob=blob)
 
@@ -126,6 +125,8 @@ class ModelResolver:
                 blob = hashlib.sha1(f"blob {stat.st_size}\0".encode(), usedforsecurity=False)
                 with path.open("rb") as handle:
                     while chunk := handle.read(_HASH_CHUNK):
+                        if len(chunk) == stat.st_size and is_lfs_pointer(chunk):  # the whole file
+                            raise _lfs_pointer_error(path, chunk, origin)
                         digest.update(chunk)
                         blob.update(chunk)
                 self._digests[key] = (digest.hexdigest(), blob.hexdigest())
@@ -134,19 +135,13 @@ class ModelResolver:
             raise ModelError(f"{origin}: cannot read model '{path}': {exc.strerror or exc}.") from exc
 
 
-def _refuse_lfs_pointer(path: Path, origin: str) -> None:
-    """A model error naming ``git lfs pull`` when the file is a Git LFS pointer: ONNX Runtime would
-    only say that protobuf parsing failed."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(LFS_POINTER_MAX_BYTES)
-    except OSError:
-        return  # reported by the hashing that follows
-    if is_lfs_pointer(head):
-        raise ModelError(
-            f"{origin}: model file '{path}' is a Git LFS pointer ({len(head)} bytes of text that stand "
-            f"for the model), not the model: this checkout has not fetched its LFS objects; {LFS_FETCH}."
-        )
+def _lfs_pointer_error(path: Path, head: bytes, origin: str) -> ModelError:
+    """The error of a model file that is a Git LFS pointer: ONNX Runtime would only say that protobuf
+    parsing failed."""
+    return ModelError(
+        f"{origin}: model file '{path}' is a Git LFS pointer ({len(head)} bytes of text that stand "
+        f"for the model), not the model: this checkout has not fetched its LFS objects; {LFS_FETCH}."
+    )
 
 
 def _digest_bytes(data: bytes) -> str:
