@@ -21,10 +21,10 @@ from pytest_ortperf.plugin import hookspec
 from pytest_ortperf.plugin.options import MARKERS, register
 
 if TYPE_CHECKING:
+    from pytest_ortperf.gate.config import OrtperfConfig
+    from pytest_ortperf.gate.run import OrtperfRun
     from pytest_ortperf.latency.lock_holder import LockOwner
     from pytest_ortperf.ort.sessions import BuiltSession
-    from pytest_ortperf.plugin.config import OrtperfConfig
-    from pytest_ortperf.plugin.state import OrtperfRun
 
 RUN_KEY = pytest.StashKey["OrtperfRun"]()
 
@@ -39,11 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     # The rest of the package loads here, once pytest is configured, not when this module is imported.
+    from pytest_ortperf.gate.run import OrtperfRun
     from pytest_ortperf.plugin import fixtures
     from pytest_ortperf.plugin.config import build_config
     from pytest_ortperf.plugin.processes import Controller, Worker
     from pytest_ortperf.plugin.progress import terminal_progress
-    from pytest_ortperf.plugin.state import OrtperfRun
 
     for line in MARKERS:
         config.addinivalue_line("markers", line)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from pytest_ortperf.accuracy.tolerances import (
 )
 from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.latency.decision import parse_threshold
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
@@ -35,37 +36,6 @@ from pytest_ortperf.values import on_off, option_text, safe_repr
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
 AB_MARKER_KWARGS = ("reference", "rev", "python")
 THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs", "dtypes", "variants")
-
-
-@dataclass(frozen=True)
-class OrtperfConfig:
-    """The whole run's ortperf configuration, resolved once in ``pytest_configure``."""
-
-    variants: tuple[Variant, ...]
-    settings: SessionSettings
-    inputs: InputOptions
-    rootdir: Path
-    baseline_dir: Path
-    policy: CheckPolicy
-    machine: str | None = None
-    prune: bool = False
-    tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
-    reference_variant: Variant | None = None
-    profile_dir: Path = Path(".ortperf/profiles")
-    session_profile: bool = False
-    parallel_timing: bool = False
-    report_path: Path | None = None
-    markdown_path: Path | None = None
-    strict: bool = False
-    run_timeout_s: float = 300.0
-    repair: bool = False
-    ab_rev: str = ""
-    ab_python: str = ""  # the reference side's interpreter (A/B across runtimes)
-    canary: bool = True
-    ab_outputs_fail: bool = True
-    progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)
-    model_cache: Path | None = None
-    timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -202,15 +172,6 @@ def python_path(text: str, *, source: str, rootdir: Path) -> str:
             "'ortperf env create onnxruntime==VERSION' makes one and prints its path."
         )
     return found
-
-
-@dataclass(frozen=True)
-class ABMarker:
-    """What an ``ort_ab`` marker names: a reference model, a revision, an interpreter."""
-
-    reference: Any = None
-    rev: str = ""
-    python: str = ""
 
 
 def ab_marker(

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.inputs import Feeds
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -31,7 +32,6 @@ from pytest_ortperf.plugin.config import (
     thresholds_for,
 )
 from pytest_ortperf.plugin.ort_perf import CheckContext, OrtPerf, key_for
-from pytest_ortperf.plugin.state import OrtperfRun
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.profiling.run_profilers import ProfiledSession
 from pytest_ortperf.store.machine import MACHINE_ENV

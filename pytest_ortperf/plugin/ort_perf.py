@@ -27,18 +27,18 @@ from pytest_ortperf.checks.paths import Plan, Route, choose, rebuild_plan, same_
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError
+from pytest_ortperf.gate.references import ABReference, RecordedReference, ReferenceChoice
+from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.latency.activity import BUILDING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array, data_sets
-from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load, load_pair, this_python
-from pytest_ortperf.plugin.state import ABReference, OrtperfRun, ReferenceChoice
 from pytest_ortperf.profiling.book import MarkedProfile, worker_operator_profile
 from pytest_ortperf.reports.ci_files import ERROR
 from pytest_ortperf.store.environment import environment, feeds_digest, what_changed
@@ -49,16 +49,6 @@ T = TypeVar("T")
 PROFILED_RUNS = 3
 BOTH_SIDES = "untimed profiled runs of both sides, after measuring"
 LATENCY, ACCURACY = "latency", "accuracy"
-
-
-@dataclass(frozen=True)
-class RecordedReference:
-    """What a baseline measured, rebuilt: its model under its session settings."""
-
-    label: str
-    model: ModelSource
-    settings: SessionSettings
-    python: str = ""  # an interpreter with the recorded onnxruntime, when it differs from this one's
 
 
 @dataclass(frozen=True)

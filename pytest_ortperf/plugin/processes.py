@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.plugin.state import OrtperfRun
+from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.reports.terminal import lost_worker_line, profile_lines, summary_lines
 from pytest_ortperf.store.baselines import BaselineEntry
 

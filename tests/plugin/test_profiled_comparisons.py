@@ -128,7 +128,7 @@ def test_a_cross_runtime_failure_of_a_marked_test_is_explained_from_both_workers
 def test_a_passing_side_by_side_check_of_a_marked_test_pays_for_no_operator_profile(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.plugin.state import OrtperfRun
+    from pytest_ortperf.gate.run import OrtperfRun
 
     profiled: list[str] = []
     real = OrtperfRun.op_profile

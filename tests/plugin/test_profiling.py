@@ -414,7 +414,7 @@ def test_unmarked_tests_build_no_profiling_session(
 def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
     pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.plugin.state import OrtperfRun
+    from pytest_ortperf.gate.run import OrtperfRun
 
     profiled: list[str] = []
     real = OrtperfRun.op_profile

@@ -19,6 +19,7 @@ import pytest
 from pytest_ortperf.checks.latency import check_latency, decision_cv, fastest_share, stored_comparison
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.latency.canary import BATCH, LAYERS, WIDTH, Canary, canary_model
 from pytest_ortperf.latency.decision import Verdict, judge
 from pytest_ortperf.latency.measure import (
@@ -37,7 +38,6 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from pytest_ortperf.plugin.config import OrtperfConfig, build_config
-from pytest_ortperf.plugin.state import OrtperfRun
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, parse, render
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.latency.test_stats import STATS_KEYS

@@ -1,4 +1,5 @@
-"""The state of one pytest run: lazily imported ORT, provider probes, sessions, models, baselines.
+"""The state of one gate run: lazily imported ORT, provider probes, sessions, models, baselines,
+results, and the end of the run (baseline files, CI files, the summary).
 
 Plain Python; the pytest layer owns one instance per run and hands work to it.
 Nothing here touches ONNX Runtime until a test actually asks for a session.
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
+from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
@@ -35,7 +38,6 @@ from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.ort.workers import WorkerError, WorkerPool
-from pytest_ortperf.plugin.config import ABMarker, OrtperfConfig
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
@@ -53,30 +55,6 @@ ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference ru
 
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
-
-
-@dataclass(frozen=True)
-class ABReference:
-    """The reference model of a same-job A/B check; ``source`` None with a ``reason`` when there is none."""
-
-    label: str
-    source: ModelSource | None
-    reason: str = ""
-    python: str = ""  # the interpreter whose ONNX Runtime runs the reference; "": this process's
-
-    @property
-    def across_runtimes(self) -> bool:
-        return bool(self.python)
-
-
-@dataclass(frozen=True)
-class ReferenceChoice:
-    """The configured reference variant of one check: a session to compare with, or the reason
-    there is none (``note``). An empty label: no reference variant is configured."""
-
-    label: str = ""
-    session: BuiltSession | None = None
-    note: str = ""
 
 
 class OrtperfRun:

@@ -1,0 +1,54 @@
+"""The run's ortperf configuration as frozen values: what the pytest layer resolves from options,
+ini keys and markers (``plugin/config.py``) and hands to the gate. No pytest here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.ort.inputs import InputOptions
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.variants import Variant
+
+
+@dataclass(frozen=True)
+class OrtperfConfig:
+    """The whole run's ortperf configuration, resolved once in ``pytest_configure``."""
+
+    variants: tuple[Variant, ...]
+    settings: SessionSettings
+    inputs: InputOptions
+    rootdir: Path
+    baseline_dir: Path
+    policy: CheckPolicy
+    machine: str | None = None
+    prune: bool = False
+    tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
+    reference_variant: Variant | None = None
+    profile_dir: Path = Path(".ortperf/profiles")
+    session_profile: bool = False
+    parallel_timing: bool = False
+    report_path: Path | None = None
+    markdown_path: Path | None = None
+    strict: bool = False
+    run_timeout_s: float = 300.0
+    repair: bool = False
+    ab_rev: str = ""
+    ab_python: str = ""  # the reference side's interpreter (A/B across runtimes)
+    canary: bool = True
+    ab_outputs_fail: bool = True
+    progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)
+    model_cache: Path | None = None
+    timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
+
+
+@dataclass(frozen=True)
+class ABMarker:
+    """What an ``ort_ab`` marker names: a reference model, a revision, an interpreter."""
+
+    reference: Any = None
+    rev: str = ""
+    python: str = ""
