@@ -40,6 +40,7 @@ from pytest_ortperf.store.outputs import (
     summary,
     tensor_sha256,
 )
+from pytest_ortperf.store.recipe import split
 from pytest_ortperf.values import file_slug
 
 NOT_IN_DATA_SET = "not in the data set"
@@ -140,6 +141,7 @@ def check_accuracy(
     provider_short: str,
     variant_reference: Reference | None,
     model_reference: Reference | None,
+    entry: BaselineEntry | None,
     environment: Mapping[str, Any],
     today: str,
     more_data_sets: Sequence[tuple[Mapping[str, Array], Reference]] = (),
@@ -160,7 +162,6 @@ def check_accuracy(
         *(judge.compare(out, reference, absent_note=NOT_IN_DATA_SET) for out, reference in more_data_sets),
     ]
     outcomes = [outcome for outcome in compared if outcome is not None]
-    entry = store.lookup(key.test_file, key.test, key.machine)
     record = entry.accuracy if entry is not None else None
     if policy.update:
         status, baseline_outcome = _record(
@@ -177,10 +178,8 @@ def check_accuracy(
             status = Status.FAILED if failed else Status.OK
             return _result(key, status, outcomes, failed=failed, skipped=False)
     if record is None or record.inputs_sha256 != inputs_sha256:
-        others = store.machines_for(key.test_file, key.test, part="accuracy")
         why = (
-            "no recorded outputs for this machine"
-            + (f" (machines with baselines: {', '.join(others)})" if others else "")
+            "no recorded outputs"
             if record is None
             else "inputs changed since the baseline (not an accuracy failure): re-record"
             + (f"; no recorded model to compare with: {rebuilt_reference.note}" if rebuilt_reference else "")
@@ -195,7 +194,8 @@ def check_accuracy(
     label = f"baseline (recorded {entry.recorded if entry else '?'})"
     outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
     failed = any(o.failed for o in outcomes)
-    changes = what_changed(entry.environment, environment) if entry is not None and failed else []
+    recorded = entry.environment_for(key.machine) if entry is not None else {}
+    changes = what_changed(recorded, environment) if entry is not None and failed else []
     return _result(
         key, Status.FAILED if failed else Status.OK, outcomes, failed=failed, skipped=False, changes=changes
     )
@@ -386,16 +386,16 @@ def _record(
             return Status.UNCHANGED, ReferenceOutcome("baseline", note="recorded outputs still match: kept")
     new_record = AccuracyRecord(inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key))
     store.stage_file(new_record.file, npz_bytes(arrays))
-    existing = store.current(key.test_file, key.test, key.machine)
+    existing = store.current(key.test_file, key.test)
+    recipe = split(environment)[0]
+    # The outputs belong to the recipe: a changed one replaces it (dropping figures measured for the
+    # old one); when the latency check of this test recorded first, the recipe is already the same.
     entry = (
-        # The entry's environment describes its latency; leave it to the latency check when present.
-        replace(existing, accuracy=new_record)
-        if existing is not None and existing.latency is not None
-        else replace(existing, accuracy=new_record, recorded=today, environment=environment)
+        replace(existing.with_recipe(recipe, recorded=today), accuracy=new_record)
         if existing is not None
-        else BaselineEntry(variant=key.variant, recorded=today, environment=environment, accuracy=new_record)
+        else BaselineEntry(variant=key.variant, recorded=today, recipe=recipe, accuracy=new_record)
     )
-    store.stage(key.test_file, key.test, key.machine, entry)
+    store.stage(key.test_file, key.test, entry)
     status = Status.NEW if record is None else Status.UPDATED
     return status, ReferenceOutcome("baseline", note=f"outputs recorded ({status})")
 

@@ -13,22 +13,23 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from pytest_ortperf.checks.paths import nothing_changed
+from pytest_ortperf.checks.paths import Plan, Route
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency import sequential
 from pytest_ortperf.latency.activity import CONFIRMING, Activity, GateSeconds
-from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge, widened
 from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
+from pytest_ortperf.latency.recording import Recording, record_until_settled
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
-from pytest_ortperf.store.environment import recorded_elsewhere, what_changed
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
+from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
-from pytest_ortperf.store.machine import runner_class
+from pytest_ortperf.store.recipe import same_recipe, split
 
 FASTEST_FRACTION = 0.25
 FASTEST_MIN = 3
@@ -40,7 +41,7 @@ class LatencyResult:
     key: CheckKey
     status: Status
     current: LatencyStats
-    baseline: BaselineEntry | None = None
+    baseline: Figures | None = None  # the stored figures compared with (this hardware's)
     comparison: Comparison | None = None
     confirmation: Comparison | None = None
     changes: tuple[str, ...] = ()
@@ -52,6 +53,8 @@ class LatencyResult:
     reference_label: str = ""
     drift: float | None = None  # unchanged: current / recorded median, for information
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
+    recorded_spread: float | None = None  # an update: how much the recorded figures varied
+    noisy: bool = False  # an update: the figures did not settle, or vary beyond --ortperf-max-cv
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
@@ -72,6 +75,8 @@ class LatencyResult:
     def change(self) -> str:
         if self.drift is not None:
             return f"machine {drift_text(self.drift)}; nothing changed"
+        if self.mode == "unchanged":
+            return f"nothing changed; {NO_FIGURES_HERE}"
         decisive = self.decisive
         if decisive is None:
             return ""
@@ -101,58 +106,55 @@ def check_latency(
     run: Callable[[], object],
     *,
     key: CheckKey,
+    plan: Plan,
     store: BaselineStore,
     policy: CheckPolicy,
     environment: Mapping[str, Any],
     today: str,
     measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
     profile_fn: Callable[[], OpProfile] | None = None,
-    stored_reason: str = "",
     activity: Activity | None = None,
 ) -> LatencyResult:
-    """Measure ``run`` and decide against the stored baseline (or record one under update).
+    """Measure ``run`` on the path ``plan`` chose (``checks.paths``; never side by side here): a short
+    look when nothing changed, a record under update, this hardware's stored figures, or missing.
 
-    ``stored_reason`` says why the stored figures decide, when a reference could not be rebuilt
-    (``checks.paths``). ``activity`` is told when the confirmation measures (``measure_fn`` tells it
-    the rest)."""
+    ``store`` is only written to (an update stages its entry); what the entry held is in ``plan``.
+    ``activity`` is told when the confirmation measures (``measure_fn`` tells it the rest)."""
     activity = activity or Activity()
-    entry = store.lookup(key.test_file, key.test, key.machine)
-    baseline = entry if entry is not None and entry.latency is not None else None
-    if not policy.update and baseline is not None and nothing_changed(baseline.environment, environment):
-        return _unchanged(key, baseline, measure_fn(run, glance(policy.measure)), policy)
+    if plan.route is Route.UNCHANGED:
+        return _unchanged(key, plan.figures, measure_fn(run, glance(policy.measure)), policy)
+    if plan.route is Route.RECORD:
+        recording = record_until_settled(lambda: measure_fn(run, policy.measure), cap_s=record_cap_s(policy))
+        return _record(key, store, policy, environment, today, recording, plan.figures, profile_fn)
     current = measure_fn(run, policy.measure)
-    if policy.update:
-        return _record(key, store, policy, environment, today, current, baseline, profile_fn)
-    if baseline is None:
-        return _missing(key, store, policy, current, elsewhere=_class_elsewhere(key, store, environment))
-    elsewhere = recorded_elsewhere(baseline.environment, environment)
-    if elsewhere:  # stored figures are never compared across hardware identities
-        return _missing(key, store, policy, current, elsewhere=elsewhere)
-    changes = tuple(what_changed(baseline.environment, environment))
-    comparison = _judge(_stats(baseline), current, policy)
+    if plan.route is not Route.STORED or plan.figures is None:
+        return _missing(key, policy, current, reason=plan.reason)
+    figures = plan.figures
+    changes = tuple(what_changed(plan.recorded, environment))
+    comparison = _judge(figures, current, policy)
     confirmation = None
     if comparison.verdict is Verdict.REGRESSION:
         # A regression must survive a fresh measurement before it fails the test.
         with activity.phase(CONFIRMING):
             current = measure_fn(run, policy.measure)
-        confirmation = _judge(_stats(baseline), current, policy)
+        confirmation = _judge(figures, current, policy)
     status, failed = settle(comparison, confirmation, policy)
     result = LatencyResult(
         key=key,
         status=status,
         current=current,
-        baseline=baseline,
+        baseline=figures,
         comparison=comparison,
         confirmation=confirmation,
         changes=changes,
         failed=failed,
-        stored_reason=stored_reason,
+        stored_reason=plan.reason,
     )
     if not failed:
         return result
     result = _with_message(result, failure_message(result, policy))
-    if baseline.profile is not None and profile_fn is not None:
-        stored, measure_profile = baseline.profile, profile_fn
+    if figures.profile is not None and profile_fn is not None:
+        stored, measure_profile = figures.profile, profile_fn
         return explained(result, "profiled runs vs the baseline's", lambda: (stored, measure_profile()))
     return result
 
@@ -202,19 +204,25 @@ def drift_text(ratio: float) -> str:
     return f"{1 / ratio:.2f}x faster than at recording"
 
 
+NO_FIGURES_HERE = "no figures for this hardware yet"
+
+
 def _unchanged(
-    key: CheckKey, baseline: BaselineEntry, current: LatencyStats, policy: CheckPolicy
+    key: CheckKey, figures: Figures | None, current: LatencyStats, policy: CheckPolicy
 ) -> LatencyResult:
-    """Nothing the repository controls changed: the check passes, with the drift as information,
-    unless --ortperf-drift-threshold gates on it."""
-    drift = current.median_ms / _stats(baseline).median_ms
+    """Nothing the repository controls changed: the check passes, with the drift against this
+    hardware's own figures as information (when it has some), unless --ortperf-drift-threshold gates
+    on it."""
+    if figures is None or figures.latency is None:
+        return LatencyResult(key=key, status=Status.UNCHANGED, current=current, mode="unchanged")
+    drift = current.median_ms / figures.latency.median_ms
     limit = policy.drift_threshold
     drifted = limit is not None and not (1 / (1 + limit) <= drift <= 1 + limit)
     result = LatencyResult(
         key=key,
         status=Status.DRIFTED if drifted else Status.UNCHANGED,
         current=current,
-        baseline=baseline,
+        baseline=figures,
         failed=drifted,
         mode="unchanged",
         drift=drift,
@@ -225,8 +233,8 @@ def _unchanged(
     message = "\n".join(
         [
             f"latency of {key.test} on machine '{key.machine}' drifted: {drift_text(drift)}, with nothing "
-            f"changed since the baseline (model, settings, inputs, onnxruntime, providers, hardware)",
-            f"  baseline: {_ms(_stats(baseline))}, recorded {baseline.recorded}",
+            f"changed since the baseline (model, settings, inputs, onnxruntime, providers)",
+            f"  baseline: {_ms(figures.latency)}, recorded {figures.recorded} on this hardware",
             f"  current:  {_ms(current)}",
             f"  drift threshold: {percent(limit)} (--ortperf-drift-threshold)",
             f"  to accept the new latency: {key.record_command}",
@@ -357,10 +365,10 @@ def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tu
     return kind, lines
 
 
-def _stats(entry: BaselineEntry) -> LatencyStats:
-    if entry.latency is None:  # callers pass only entries that hold latency
-        raise ValueError("baseline entry without latency")
-    return entry.latency
+def _stats(figures: Figures) -> LatencyStats:
+    if figures.latency is None:  # callers pass only figures that hold latency
+        raise ValueError("baseline figures without latency")
+    return figures.latency
 
 
 def percent(fraction: float) -> str:
@@ -368,8 +376,12 @@ def percent(fraction: float) -> str:
     return f"{fraction * 100:.3g}%"
 
 
-def _judge(baseline: LatencyStats, current: LatencyStats, policy: CheckPolicy) -> Comparison:
-    return stored_comparison(baseline, current, threshold=policy.threshold, confidence=policy.confidence)
+def _judge(figures: Figures, current: LatencyStats, policy: CheckPolicy) -> Comparison:
+    """Stored figures against today's, the interval widened by how noisy their recording was."""
+    comparison = stored_comparison(
+        _stats(figures), current, threshold=policy.threshold, confidence=policy.confidence
+    )
+    return widened(comparison, figures.spread)
 
 
 def fastest_share(values: Sequence[float]) -> list[float]:
@@ -428,92 +440,67 @@ def _record(
     policy: CheckPolicy,
     environment: Mapping[str, Any],
     today: str,
-    current: LatencyStats,
-    baseline: BaselineEntry | None,
+    recording: Recording,
+    before: Figures | None,
     profile_fn: Callable[[], OpProfile] | None = None,
 ) -> LatencyResult:
-    variation = decision_cv(current)
-    if variation > policy.max_cv:
-        message = (
-            f"latency of {key.test} on machine '{key.machine}' is too noisy to record as a baseline: "
-            f"round medians{' (relative to the canary)' if current.canary_round_medians_ms else ''} vary "
-            f"{variation:.1%} (limit {percent(policy.max_cv)}; median "
-            f"{current.median_ms:.4g} ms over {current.rounds} rounds). Rerun on a quieter machine, "
-            "give the check more time (--ortperf-budget) or raise --ortperf-max-cv."
-        )
-        return LatencyResult(
-            key=key, status=Status.TOO_NOISY, current=current, baseline=baseline, failed=True, message=message
-        )
-    existing = store.current(key.test_file, key.test, key.machine)
-    entry = (
-        replace(existing, variant=key.variant, recorded=today, latency=current, environment=environment)
-        if existing is not None
-        else BaselineEntry(variant=key.variant, recorded=today, latency=current, environment=environment)
+    """Record this hardware's figures under the entry's recipe. Never refuses: a noisy machine's
+    figures are written with their spread (``noisy`` when they did not settle within the cap), and
+    where they later decide, that spread widens the interval. An unchanged recipe keeps every other
+    hardware's figures; a changed one replaces the recipe and drops the figures measured for the old."""
+    current = recording.stats
+    recipe, measured_on = split(environment)
+    noisy = not recording.settled or recording.spread > policy.max_cv
+    figures = Figures(
+        recorded=today, latency=current, measured_on=measured_on, spread=recording.spread, settled=not noisy
     )
-    if baseline is None:
+    existing = store.current(key.test_file, key.test)
+    extra: dict[str, Any] = {"recorded_spread": recording.spread, "noisy": noisy}
+    if existing is None:
+        entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         # Profiled only when the entry is written: the profiling runs cost time.
-        entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
-        store.stage(key.test_file, key.test, key.machine, entry)
-        return LatencyResult(key=key, status=Status.NEW, current=current)
-    changes = tuple(what_changed(baseline.environment, environment))
-    elsewhere = recorded_elsewhere(baseline.environment, environment)
-    if elsewhere:  # figures of other hardware are replaced, never kept as "unchanged"
-        changes += (f"hardware: {elsewhere}",)
-    # An entry from before these were recorded is re-recorded once to gain them.
-    if environment.get("hardware") and not baseline.environment.get("hardware"):
-        changes += ("hardware identity recorded",)
-    if environment.get("model_git_blob") and not baseline.environment.get("model_git_blob"):
+        figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
+        store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
+        return LatencyResult(key=key, status=Status.NEW, current=current, **extra)
+    changes = tuple(what_changed(existing.recipe, recipe))
+    same = same_recipe(existing.recipe, recipe)
+    if same and before is not None:
+        changes += tuple(what_changed(before.measured_on, measured_on))
+        has_profile = before.profile is not None
+        if profile_fn is not None and not has_profile:
+            changes += ("operator profile added (the test is marked ort_profile)",)
+        elif profile_fn is None and has_profile:
+            changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
+        comparison: Comparison | None = _judge(before, current, policy)
+        if not changes and comparison is not None and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
+            return LatencyResult(
+                key=key, status=Status.UNCHANGED, current=current, baseline=before, comparison=comparison
+            )
+    else:
+        comparison = None
+        if same:
+            changes += ("figures of this hardware added",)
+        elif existing.machines("latency"):
+            changes += ("figures measured under the old recipe dropped",)
+    if environment.get("model_git_blob") and not existing.recipe.get("model_git_blob"):
         changes += ("git object id of the model recorded (its reference can be rebuilt)",)
-    has_profile = (existing or baseline).profile is not None
-    if profile_fn is not None and not has_profile:
-        changes += ("operator profile added (the test is marked ort_profile)",)
-    elif profile_fn is None and has_profile:
-        changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
-    comparison = _judge(_stats(baseline), current, policy)
-    if not changes and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
-        return LatencyResult(
-            key=key, status=Status.UNCHANGED, current=current, baseline=baseline, comparison=comparison
-        )
-    entry = replace(entry, profile=profile_fn() if profile_fn is not None else None)
-    store.stage(key.test_file, key.test, key.machine, entry)
+    figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
+    entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
+    store.stage(key.test_file, key.test, entry)
     return LatencyResult(
         key=key,
-        status=Status.UPDATED,
+        status=Status.NEW if same and before is None else Status.UPDATED,
         current=current,
-        baseline=baseline,
+        baseline=before,
         comparison=comparison,
         changes=changes,
+        **extra,
     )
 
 
-def _class_elsewhere(key: CheckKey, store: BaselineStore, environment: Mapping[str, Any]) -> str:
-    """For a runner class without an entry for this hardware: how the class's other hardware differs
-    from this one (its first entry that holds latency), or ""."""
-    name = runner_class(key.machine)
-    for other in store.machines_for(key.test_file, key.test, part="latency"):
-        if other != key.machine and runner_class(other) == name:
-            entry = store.lookup(key.test_file, key.test, other)
-            why = recorded_elsewhere(entry.environment, environment) if entry is not None else ""
-            if why:
-                return f"runner class '{name}' has one {why}"
-    return ""
-
-
-def _missing(
-    key: CheckKey, store: BaselineStore, policy: CheckPolicy, current: LatencyStats, *, elsewhere: str = ""
-) -> LatencyResult:
-    if elsewhere.startswith("runner class"):
-        where = f"{elsewhere}; stored figures are not compared across hardware"
-        what = f"no latency baseline for {key.test} on machine '{key.machine}'"
-    elif elsewhere:
-        where = f"its baseline was {elsewhere}; stored figures are not compared across hardware"
-        what = f"no latency baseline for {key.test} on machine '{key.machine}' for this hardware"
-    else:
-        others = store.machines_for(key.test_file, key.test, part="latency")
-        where = f"baselines exist for: {', '.join(others)}" if others else "no machine has one yet"
-        what = f"no latency baseline for {key.test} on machine '{key.machine}'"
+def _missing(key: CheckKey, policy: CheckPolicy, current: LatencyStats, *, reason: str) -> LatencyResult:
     message = (
-        f"{what} ({where}); measured "
+        f"no latency baseline for {key.test} on machine '{key.machine}' ({reason}); measured "
         f"median {current.median_ms:.4g} ms, p90 {current.p90_ms:.4g} ms. Record it with:\n"
         f"    {key.record_command}"
     )

@@ -31,7 +31,8 @@ class Status(str, enum.Enum):
     # --ortperf-update
     NEW = "new"
     UPDATED = "updated"
-    TOO_NOISY = "too noisy"
+    # a check that ended in an error instead of a verdict
+    ERROR = "error"
     # --ortperf-timing=off
     NOT_TIMED = "not timed"
 

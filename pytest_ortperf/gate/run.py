@@ -356,15 +356,17 @@ class OrtperfRun:
         policy = self.config.policy
         variants = {variant.id for variant in self.config.variants}
         unused = unused_entries(self.store, self.selection, variants)
-        self._unused = unused_lines(unused, here=self.machine.key if unused else "")
+        self._unused = unused_lines(unused)
         if not policy.update:
             return
         if self.config.prune:
-            for nodeid, machine in unused:
+            for nodeid in unused:
                 test_file, _, test = nodeid.partition("::")
-                self.store.stage(test_file, test, machine, None)
+                self.store.stage(test_file, test, None)
         written = self.store.write()
-        self.update_report = UpdateReport.tally(self.results.statuses(), unused=self._unused, written=written)
+        self.update_report = UpdateReport.tally(
+            self.results.statuses(), unused=self._unused, written=written, noisy=self.results.noisy_recordings()
+        )
 
     def end(self, lost_workers: Sequence[str]) -> bool:
         """The end of the run in the process that writes (serial, or the xdist controller): close the
@@ -447,13 +449,14 @@ class OrtperfRun:
         return self._unused
 
     def machines_with_missing_baselines(self) -> list[str]:
-        """Machines that do have a latency baseline for a check that has none on this machine."""
+        """Machines that do have latency figures for a check that is missing here."""
         machines = self.results.machines_reported_missing
         for key in self.results.missing_latency():
             try:
-                machines.update(self.store.machines_for(key.test_file, key.test, part="latency"))
+                entry = self.store.lookup(key.test_file, key.test)
             except BaselineError:
                 continue  # reported by the test itself
+            machines.update(entry.machines("latency") if entry is not None else [])
         return sorted(machines)
 
     def _unused_hint(self) -> list[str]:

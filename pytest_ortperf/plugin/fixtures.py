@@ -17,6 +17,7 @@ import pytest
 
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.inputs import Feeds
 from pytest_ortperf.ort.models import ModelSource
@@ -31,7 +32,7 @@ from pytest_ortperf.plugin.config import (
     settings_for,
     thresholds_for,
 )
-from pytest_ortperf.plugin.ort_perf import CheckContext, OrtPerf, key_for
+from pytest_ortperf.plugin.ort_perf import OrtPerf, key_for
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.profiling.run_profilers import ProfiledSession
 from pytest_ortperf.store.machine import MACHINE_ENV

@@ -18,10 +18,11 @@ from typing import Any
 from pytest_ortperf.accuracy.metrics import OutputComparison
 from pytest_ortperf.checks.accuracy import AccuracyResult
 from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.store.keys import CheckKey
 
-ERROR = "error"
+ERROR = str(Status.ERROR)
 # The JSON report's figures keep 6 significant digits, as baseline files do; a figure near 1 (a ratio,
 # a confidence, a cosine similarity) keeps 6 significant digits of its distance from 1, which is what it
 # is read by; seconds keep millisecond resolution.
@@ -44,6 +45,11 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "mode": result.mode,
         "path": result.path,
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
+        **(
+            {"recorded_spread": result.recorded_spread, "noisy": result.noisy}
+            if result.recorded_spread is not None
+            else {}
+        ),
         "decided_by": result.basis,
         "seconds": result.seconds.as_dict(),
         **({"timing_lock": [wait.as_dict() for wait in result.lock_waits]} if result.lock_waits else {}),

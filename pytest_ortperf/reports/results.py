@@ -72,6 +72,14 @@ class RunResults:
         local = [str(r.status) for r in self._latency] + [str(r.status) for r in self._accuracy]
         return local + [str(r.status) for r in self._not_timed] + self._handed.statuses
 
+    def noisy_recordings(self) -> list[str]:
+        """Latency figures an update wrote although they did not settle: "node id (spread 14.2%)"."""
+        return [
+            f"{record['test']} (spread {record['recorded_spread']:.1%})"
+            for record in self._records
+            if record.get("kind") == "latency" and record.get("noisy")
+        ]
+
     def not_timed_count(self) -> int:
         """Latency checks of the run, workers' included, that --ortperf-timing=off skipped."""
         return sum(status == Status.NOT_TIMED for status in self.statuses())

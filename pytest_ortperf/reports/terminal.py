@@ -27,15 +27,20 @@ class UpdateReport:
     new: int = 0
     updated: int = 0
     unchanged: int = 0
-    refused: int = 0
+    noisy: list[str] = field(default_factory=list)  # "node id (spread 14.2%)" of figures written noisy
     unused: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
 
     @classmethod
     def tally(
-        cls, statuses: Sequence[str], *, unused: Sequence[str], written: Sequence[Path]
+        cls,
+        statuses: Sequence[str],
+        *,
+        unused: Sequence[str],
+        written: Sequence[Path],
+        noisy: Sequence[str] = (),
     ) -> UpdateReport:
-        report = cls(unused=list(unused), written=list(written))
+        report = cls(unused=list(unused), written=list(written), noisy=list(noisy))
         for status in statuses:
             if status == Status.NEW:
                 report.new += 1
@@ -43,8 +48,6 @@ class UpdateReport:
                 report.updated += 1
             elif status == Status.UNCHANGED:
                 report.unchanged += 1
-            elif status == Status.TOO_NOISY:
-                report.refused += 1
         return report
 
 
@@ -122,9 +125,15 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
         f"ortperf update: {report.updated} updated, {report.new} new, {report.unchanged} unchanged, "
         f"{len(report.unused)} unused"
     )
-    if report.refused:
-        counts += f", {report.refused} refused (too noisy)"
+    if report.noisy:
+        counts += f", {len(report.noisy)} noisy"
     lines = [counts]
+    if report.noisy:
+        lines.append(
+            "noisy figures (written with their spread; where they decide, the spread widens the interval; "
+            "record them again on a quieter machine to sharpen them):"
+        )
+        lines += [f"  {line}" for line in report.noisy]
     if report.unused:
         action = "pruned" if prune else "kept; --ortperf-prune deletes them"
         lines.append(f"unused baselines ({action}):")

@@ -1,0 +1,119 @@
+"""The accuracy check: the outputs of the model under test against every reference there is (the
+baseline's recorded outputs, the reference variant, the model's own data sets, the recorded model
+rebuilt on today's inputs)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy
+from pytest_ortperf.checks.paths import Route, rebuild_plan
+from pytest_ortperf.gate.outputs import run_outputs
+from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+from pytest_ortperf.gate.references import rebuild
+from pytest_ortperf.ort.inputs import Array, data_sets
+from pytest_ortperf.ort.workers import load
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import feeds_digest
+
+ACCURACY = "accuracy"
+
+
+class AccuracyCheck:
+    """``check_accuracy()``: compares outputs with the recorded baseline (the entry's, recorded on any
+    hardware), the reference variant and the model's own test data."""
+
+    kind = ACCURACY
+
+    def __init__(self, context: CheckContext) -> None:
+        self._context = context
+
+    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
+        return entry.accuracy is not None  # one set of reference outputs per entry, on any hardware
+
+    def run(self, target: CheckTarget) -> Sequence[Outcome]:
+        return [self._accuracy(target)]
+
+    def _accuracy(self, target: CheckTarget) -> AccuracyResult:
+        context, inputs, key, policy = self._context, target.inputs, target.key, target.policy
+        watchdog = context.run.watchdog
+        actual = run_outputs(context.built, inputs, watchdog)
+        choice = context.reference()
+        variant_reference = (
+            Reference(choice.label, run_outputs(choice.session, inputs, watchdog), {})
+            if choice.session is not None
+            else Reference.unavailable(choice.label, choice.note)
+            if choice.note
+            else None
+        )
+        model_reference = None
+        more_data_sets: list[tuple[dict[str, Array], Reference]] = []
+        if context.data_set is not None and target.own_feeds:
+            expected, defaults = context.run.data_set_outputs(context.data_set, list(actual))
+            if expected:  # a data set may ship inputs only
+                model_reference = Reference(context.data_set.name, expected, defaults)
+            more_data_sets = self._other_data_sets(context.data_set, list(actual))
+        digest = feeds_digest(inputs)
+        result = check_accuracy(
+            actual,
+            inputs_sha256=digest,
+            key=key,
+            store=context.run.store,
+            policy=policy,
+            tolerances=context.tolerances,
+            provider_short=context.built.variant.provider_spec.short,
+            variant_reference=variant_reference,
+            model_reference=model_reference,
+            entry=target.entry,
+            environment=target.environment,
+            today=datetime.date.today().isoformat(),
+            more_data_sets=more_data_sets,
+            rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
+        )
+        context.run.results.publish_accuracy(result, context.nodeid)
+        context.add_property("ortperf_accuracy_verdict", str(result.status))
+        return result
+
+
+    def _recorded_outputs(self, target: CheckTarget, digest: str) -> Reference | None:
+        """When today's inputs differ from those the baseline's outputs were recorded on: the outputs
+        of the recorded model (rebuilt, under its recorded settings) on today's inputs, or why there
+        are none. None when the inputs are the recorded ones, or there is no baseline."""
+        context, entry, inputs = self._context, target.entry, target.inputs
+        if entry is None or entry.accuracy is None or entry.accuracy.inputs_sha256 == digest:
+            return None
+        plan = rebuild_plan(entry.recipe, target.environment)
+        side_by_side = plan.route is Route.SIDE_BY_SIDE
+        rebuilt, why = rebuild(context.run, context.built, plan) if side_by_side else (None, plan.reason)
+        if rebuilt is None:
+            return Reference.unavailable("the recorded model on today's inputs", why)
+        if rebuilt.python:
+            worker = context.run.workers.side(rebuilt.python, "reference", 1)[0]
+            other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
+            try:
+                outputs = other_model.outputs()
+            finally:
+                other_model.release()
+        else:
+            other = context.run.session(rebuilt.model, context.built.variant, rebuilt.settings)
+            outputs = run_outputs(other, inputs, context.run.watchdog)
+        return Reference(f"{rebuilt.label} on today's inputs", outputs, {})
+
+    def _other_data_sets(
+        self, first: Path, output_names: list[str]
+    ) -> list[tuple[dict[str, Array], Reference]]:
+        """Every data set beside the model after the one the test's inputs come from."""
+        context = self._context
+        found = []
+        for data_set in data_sets(first.parent):
+            if data_set == first:  # compared with the outputs of the test's own inputs
+                continue
+            expected, defaults = context.run.data_set_outputs(data_set, output_names)
+            if not expected:  # a data set may ship inputs only
+                continue
+            feeds = context.run.data_set_feeds(data_set, context.built)
+            outputs = run_outputs(context.built, feeds, context.run.watchdog)
+            found.append((outputs, Reference(data_set.name, expected, defaults)))
+        return found

@@ -1,0 +1,86 @@
+"""The checks of one test instance: each check's baseline entry is read once, its environment
+computed once, and every check object (``gate/protocol.py``) runs on that; an error becomes a
+:class:`CheckError` outcome, published like a failed check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from pytest_ortperf.checks.latency import LatencyResult, not_timed
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.gate.accuracy import AccuracyCheck
+from pytest_ortperf.gate.latency import LatencyCheck, canary_on
+from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
+from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import environment
+from pytest_ortperf.store.keys import CheckKey
+
+
+class InstanceChecks:
+    """The check objects of one test instance, and the one way they are run."""
+
+    def __init__(
+        self, context: CheckContext, *, on_result: Callable[[LatencyResult], object] | None = None
+    ) -> None:
+        self._context = context
+        self.latency = LatencyCheck(context, on_result=on_result)
+        self.accuracy = AccuracyCheck(context)
+
+    def run(self, checks: Sequence[Check], feeds: Mapping[str, Array] | None, key: CheckKey) -> list[Outcome]:
+        """Run ``checks`` on one baseline key, in order; ``feeds`` None: the test's own inputs."""
+        context = self._context
+        inputs = dict(context.feeds if feeds is None else feeds)
+        outcomes: list[Outcome] = []
+        try:
+            entry = context.run.store.lookup(key.test_file, key.test)
+        except OrtperfError as exc:  # a damaged or unreadable baseline file: every check says so
+            outcomes = [CheckError(key, check.kind, str(exc)) for check in checks]
+        else:
+            measured_in = self._environment(inputs)  # once: it hashes the inputs
+            for check in checks:
+                policy = self._policy(check, entry, key)
+                target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=feeds is None)
+                try:
+                    outcomes.extend(check.run(target))
+                except OrtperfError as exc:
+                    outcomes.append(CheckError(key, check.kind, str(exc)))
+        for outcome in outcomes:
+            if isinstance(outcome, CheckError):
+                self._publish_error(outcome)
+        return outcomes
+
+    def not_timed(self, key: CheckKey) -> LatencyResult:
+        """A latency check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
+        context = self._context
+        result = not_timed(key)
+        context.run.results.publish_not_timed(result, context.nodeid)
+        context.add_property("ortperf_latency_verdict", str(result.status))
+        return result
+
+    def _policy(self, check: Check, entry: BaselineEntry | None, key: CheckKey) -> CheckPolicy:
+        """The run's policy for this check: under ``--ortperf-update=missing``, a plain run's for a
+        check whose part this hardware's entry already holds."""
+        policy = self._context.policy
+        if not policy.update_missing or entry is None:
+            return policy
+        return policy.for_entry(check.recorded(entry, key.machine))
+
+    def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
+        context = self._context
+        run = context.run
+        return environment(
+            context.built,
+            inputs,
+            machine=run.machine,
+            runtime=run.runtime,
+            measurement={**context.policy.measure.as_dict(), "canary": canary_on(context)},
+        )
+
+    def _publish_error(self, error: CheckError) -> None:
+        context = self._context
+        results = context.run.results
+        results.publish_error(error.key, kind=error.kind, nodeid=context.nodeid, message=error.message)
+        context.add_property(f"ortperf_{error.kind}_verdict", str(error.status))
+        context.add_property("ortperf_error", error.message)

@@ -1,0 +1,354 @@
+"""The latency check: one object that takes the path its plan chose (``checks/paths.py``) and
+measures it: a short look, side by side with the rebuilt reference (in this runtime or, across
+runtimes, in measuring workers), same-job A/B, an update's record, or this hardware's stored figures.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, compare_with
+from pytest_ortperf.checks.latency import (
+    LatencyResult,
+    ab_without_reference,
+    check_ab,
+    check_latency,
+    explained,
+    glance,
+)
+from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.gate.outputs import run_outputs
+from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome
+from pytest_ortperf.gate.references import ABReference, RecordedReference, rebuild
+from pytest_ortperf.latency.activity import BUILDING, Activity
+from pytest_ortperf.latency.measure import MeasureSettings, measure
+from pytest_ortperf.latency.paired import INSTANCES, alternating
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
+from pytest_ortperf.profiling.book import worker_operator_profile
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.keys import CheckKey
+
+PROFILED_RUNS = 3
+BOTH_SIDES = "untimed profiled runs of both sides, after measuring"
+LATENCY, ACCURACY = "latency", "accuracy"
+
+
+def canary_on(context: CheckContext) -> bool:
+    """Whether latency is measured with the machine-speed canary: when on, for the CPU provider."""
+    return context.run.config.canary and context.built.variant.provider == CPU
+
+
+class LatencyCheck:
+    """``check_latency()``: times ``ort_session`` (never a profiled session) on the path its plan
+    chose, against the stored baseline's recipe or, in A/B mode, against the reference model (and
+    its outputs)."""
+
+    kind = LATENCY
+
+    def __init__(self, context: CheckContext, *, on_result: Callable[[LatencyResult], object] | None = None):
+        self._context = context
+        self._on_result = on_result
+        self._activity = Activity()  # the check in progress: its phases, rounds and time
+
+    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
+        figures = entry.figures_for(machine)
+        return figures is not None and figures.latency is not None
+
+    def run(self, target: CheckTarget) -> Sequence[Outcome]:
+        """The path of this mode, followed by the run's progress line and timed by phase."""
+        with self._context.run.activity(target.key.test) as self._activity:
+            return self._paths(target)
+
+    def _paths(self, target: CheckTarget) -> list[Outcome]:
+        context, key, inputs = self._context, target.key, target.inputs
+        policy = target.policy
+        # Updates always record stored baselines: no A/B reference then.
+        reference = None if policy.update else context.ab()
+        if reference is not None:
+            # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
+            # with a message, as in stored mode, naming the reference.
+            label = f"same-job A/B of {key.test} against {reference.label}: "
+            return self._labelled(lambda: self._ab(reference, inputs, key), key, label)
+        context.run.keep_model(context.built.model)  # so that a later change can be measured against it
+        machine = key.machine
+        plan = choose(target.entry, target.environment, machine, update=policy.update)
+        if plan.route is Route.SIDE_BY_SIDE:
+            with self._activity.phase(BUILDING):
+                rebuilt, why = rebuild(context.run, context.built, plan)
+            if rebuilt is not None:
+                label = f"latency of {key.test} side by side with {rebuilt.label}: "
+                return self._labelled(lambda: self._against_recorded(rebuilt, inputs, key), key, label)
+            entry = target.entry
+            plan = without_reference(plan, why, recorded_on=entry.machines("latency") if entry else [])
+        return [self._stored(inputs, key, target, plan)]
+
+    def _labelled(self, action: Callable[[], list[Outcome]], key: CheckKey, label: str) -> list[Outcome]:
+        """The action's outcomes or, when it ends in an error, that error with ``label`` before it."""
+        try:
+            return action()
+        except OrtperfError as exc:
+            return [CheckError(key, LATENCY, f"{label}{exc}")]
+
+    def _canary(self) -> Callable[[], object] | None:
+        return self._context.run.canary(self._context.built) if canary_on(self._context) else None
+
+    def _stored(
+        self, inputs: dict[str, Array], key: CheckKey, target: CheckTarget, plan: Plan
+    ) -> LatencyResult:
+        """Every path that measures the current model alone: unchanged, record, stored figures, missing."""
+        context = self._context
+        session = context.built.session
+        profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
+        timing = context.run.timing
+
+        canary = self._canary()
+        activity = self._activity
+
+        def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
+            with timing.held(activity):
+                return measure(run, settings, canary=canary, activity=activity)
+
+        watchdog = context.run.watchdog
+        result = check_latency(
+            lambda: watchdog.run(session, None, inputs),
+            measure_fn=measured,
+            profile_fn=profile_fn,
+            key=key,
+            plan=plan,
+            store=context.run.store,
+            policy=target.policy,
+            environment=target.environment,
+            today=datetime.date.today().isoformat(),
+            activity=activity,
+        )
+        self._traced_runs(inputs)
+        result = self._publish(result)
+        return result
+
+    def _traced_runs(self, inputs: Mapping[str, Array]) -> None:
+        """In a test marked ``ort_profile``: a few untimed runs of the model under test, after the
+        check measured, on the test's profiled session, so every route of a latency check leaves
+        per-run traces of where the time went. Timed runs never use a profiled session."""
+        profiler = self._context.profiler
+        if profiler is not None:
+            for _ in range(PROFILED_RUNS):
+                profiler.run(None, dict(inputs))
+
+    def _explained_side_by_side(
+        self, result: LatencyResult, other: BuiltSession, inputs: Mapping[str, Array]
+    ) -> LatencyResult:
+        """A failed side-by-side check of a marked test, with what changed at operator level: both
+        sides profiled now, after measuring, each on a short-lived profiling session of its own."""
+        context = self._context
+        if context.profiler is None or not result.failed:
+            return result
+        run, built = context.run, context.built
+        return explained(
+            result, BOTH_SIDES, lambda: (run.op_profile(other, inputs), run.op_profile(built, inputs))
+        )
+
+    def _ab(
+        self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
+    ) -> list[Outcome]:
+        context = self._context
+        built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
+        if reference.across_runtimes and reference.source is not None:
+            return self._across_runtimes(
+                RecordedReference(reference.label, reference.source, built.settings, reference.python),
+                inputs,
+                key,
+            )
+        if reference.source is None or reference.source.sha256 == built.model.sha256:
+            # Nothing to compare: a short measurement, for the report only.
+            with timing.held(self._activity):
+                stats = measure(
+                    lambda: watchdog.run(built.session, None, inputs),
+                    glance(context.policy.measure),
+                    activity=self._activity,
+                )
+            identical = reference.source is not None
+            result = ab_without_reference(
+                stats,
+                key=key,
+                label=reference.label,
+                status=Status.IDENTICAL_TO_REFERENCE if identical else Status.NO_REFERENCE,
+                reason=f"identical to {reference.label}, nothing to compare"
+                if identical
+                else reference.reason,
+            )
+            self._traced_runs(inputs)
+            result = self._publish(result)
+            return [result]
+        with self._activity.phase(BUILDING, "reference"):
+            other = context.run.session(reference.source, built.variant, built.settings)
+        result = self._side_by_side(other, reference.label, inputs, key)
+        return [result, self._outputs(lambda: self._ab_accuracy(other, reference.label, inputs, key), key)]
+
+    def _against_recorded(
+        self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
+    ) -> list[Outcome]:
+        """The current model against what its baseline recorded, rebuilt (in the recorded runtime's
+        environment when onnxruntime changed since)."""
+        if reference.python:
+            return self._across_runtimes(reference, inputs, key, accept=key.record_command)
+        built = self._context.built
+        with self._activity.phase(BUILDING, "reference"):
+            other = self._context.run.session(reference.model, built.variant, reference.settings)
+        return [self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)]
+
+    def _across_runtimes(
+        self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
+    ) -> list[Outcome]:
+        """The current model in this environment's ONNX Runtime against ``reference`` in another's,
+        both in measuring workers (so neither pays a different process cost), in interleaved rounds
+        decided by the A/B rule; then the outputs of the two runtimes, compared with the tolerances."""
+        context = self._context
+        built, workers = context.built, context.run.workers
+        this_side = SideSpec(this_python(), built.model, built.settings)
+        other_side = SideSpec(reference.python, reference.model, reference.settings)
+        sides: list[WorkerSide] = []
+
+        def pair(fresh: bool = False) -> tuple[WorkerSide, WorkerSide]:
+            """Both sides, each in its own worker processes (new ones for a confirmation: a process,
+            like a session, can favour its side for as long as it lives)."""
+            here, there = load_pair(workers, this_side, other_side, built.variant, inputs, fresh=fresh)
+            sides.extend((here, there))
+            return here, there
+
+        try:
+            with self._activity.phase(BUILDING, "measuring workers"):
+                current, other = pair()  # built before the timing lock is taken
+            # Named from the workers themselves: what their environments really import.
+            runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
+            label = f"{reference.label} in {other.runtime.describe()}"
+            with context.run.timing.held(self._activity):
+                result = check_ab(
+                    current,
+                    other,
+                    key=key,
+                    label=label,
+                    policy=context.policy,
+                    fresh_pair=lambda: pair(fresh=True),
+                    accept=accept,
+                    runtimes=runtimes,
+                    activity=self._activity,
+                )
+            # From the last pair loaded: a confirmation replaces the first pair's processes.
+            last, last_other = sides[-2:]
+            if context.profiler is not None and result.failed:
+                # Each side profiled in its own runtime, after the timing lock is released.
+                provider = built.variant.provider
+                result = explained(
+                    result,
+                    f"{BOTH_SIDES}, each in its own runtime",
+                    lambda: (
+                        worker_operator_profile(last_other.models[0], provider),
+                        worker_operator_profile(last.models[0], provider),
+                    ),
+                )
+            self._traced_runs(inputs)
+            result = self._publish(result)
+            outputs = self._outputs(
+                lambda: self._compare_outputs(last.outputs(), last_other.outputs(), label, key), key
+            )
+        finally:
+            for side in sides:
+                for failed in side.release():
+                    workers.discard(failed)
+        return [result, outputs]
+
+    def _side_by_side(
+        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
+    ) -> LatencyResult:
+        """The current model against ``other``, in interleaved rounds decided by the A/B rule."""
+        context = self._context
+        built, watchdog = context.built, context.run.watchdog
+        pool = context.run.pool
+
+        def side(*sessions: BuiltSession) -> Callable[[], object]:
+            return alternating([functools.partial(watchdog.run, b.session, None, inputs) for b in sessions])
+
+        def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+            return (
+                side(*(pool.fresh(built) for _ in range(INSTANCES))),
+                side(*(pool.fresh(other) for _ in range(INSTANCES))),
+            )
+
+        # Built before the timing lock is taken: other processes time while these build.
+        with self._activity.phase(BUILDING, "sessions of both sides"):
+            current = side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1)))
+            reference = side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1)))
+        with context.run.timing.held(self._activity):
+            result = check_ab(
+                current,
+                reference,
+                key=key,
+                label=label,
+                policy=context.policy,
+                fresh_pair=fresh_pair,
+                accept=accept,
+                activity=self._activity,
+            )
+        # Profiled after the timing lock is released: untimed work, like building sessions.
+        result = self._explained_side_by_side(result, other, inputs)
+        self._traced_runs(inputs)
+        result = self._publish(result)
+        return result
+
+    def _ab_accuracy(
+        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
+    ) -> AccuracyResult:
+        """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
+        watchdog = self._context.run.watchdog
+        actual = run_outputs(self._context.built, inputs, watchdog)
+        return self._compare_outputs(actual, run_outputs(other, inputs, watchdog), label, key)
+
+    def _compare_outputs(
+        self, actual: dict[str, Array], reference: dict[str, Array], label: str, key: CheckKey
+    ) -> AccuracyResult:
+        """Outputs of the model under test against a reference's (model or runtime), same inputs."""
+        context = self._context
+        expected = Reference(label, reference, {})
+        result = compare_with(
+            actual,
+            expected,
+            key=key,
+            tolerances=context.tolerances,
+            provider_short=context.built.variant.provider_spec.short,
+            fail=context.run.config.ab_outputs_fail,
+        )
+        context.run.results.publish_accuracy(result, context.nodeid)
+        context.add_property("ortperf_ab_accuracy_verdict", str(result.status))
+        return result
+
+    def _outputs(self, compare: Callable[[], AccuracyResult], key: CheckKey) -> Outcome:
+        """The outputs of the two sides compared, or the error that stopped it."""
+        try:
+            return compare()
+        except OrtperfError as exc:
+            return CheckError(key, ACCURACY, str(exc))
+
+    def _publish(self, result: LatencyResult) -> LatencyResult:
+        """A latency result, with where its time went, into the run's report, the JUnit properties
+        and pytest-benchmark."""
+        context = self._context
+        result = replace(result, seconds=self._activity.seconds(), lock_waits=self._activity.lock_waits())
+        context.run.results.publish_latency(result, context.nodeid)
+        context.add_property("ortperf_latency_verdict", str(result.status))
+        context.add_property("ortperf_latency_mode", result.basis)
+        context.add_property("ortperf_latency_path", result.path)
+        context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
+        if result.change:
+            context.add_property("ortperf_latency_change", result.change)
+        if self._on_result is not None:
+            self._on_result(result)
+        return result

@@ -1,0 +1,94 @@
+"""The one shape every check of a test instance has: a :class:`Check` object, run on a
+:class:`CheckTarget`, returning outcomes.
+
+A new kind of check (memory, start-up, graph) is one new module beside ``latency.py`` and
+``accuracy.py`` with one class that satisfies :class:`Check`; ``gate/instance.py`` runs it, reads
+its baseline entry once for it, and publishes what it returns. Errors end a check as a
+:class:`CheckError` outcome, never as a bare string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.gate.references import ABReference, ReferenceChoice
+from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.profiling.book import MarkedProfile
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.keys import CheckKey
+
+if TYPE_CHECKING:
+    from pytest_ortperf.gate.run import OrtperfRun
+
+
+@dataclass(frozen=True)
+class CheckError:
+    """A check that ended in an error instead of a verdict (a damaged baseline, a model that cannot
+    be rebuilt, a run that timed out): reported like a failed check, with its message."""
+
+    key: CheckKey
+    kind: str
+    message: str
+    status: Status = Status.ERROR
+    failed: bool = True
+    skipped: bool = False
+
+
+Outcome = LatencyResult | AccuracyResult | CheckError
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything the checks of one test instance need, resolved by the pytest layer."""
+
+    run: OrtperfRun
+    built: BuiltSession
+    feeds: Mapping[str, Array]
+    key: CheckKey
+    policy: CheckPolicy
+    tolerances: ToleranceSpec
+    reference: Callable[[], ReferenceChoice]  # the configured reference variant, or why there is none
+    data_set: Path | None = None
+    profiler: MarkedProfile | None = None
+    nodeid: str = ""
+    add_property: Callable[[str, object], None] = lambda name, value: None
+    ab: Callable[[], ABReference | None] = lambda: None  # the A/B reference; None: stored mode
+
+
+@dataclass(frozen=True)
+class CheckTarget:
+    """One check to make: its key, the inputs it runs, its baseline entry (read once, before any
+    check of the call runs) and the environment it is measured in (computed once: it hashes the
+    inputs)."""
+
+    key: CheckKey
+    inputs: dict[str, Array]
+    entry: BaselineEntry | None
+    environment: Mapping[str, object]
+    policy: CheckPolicy
+    own_feeds: bool = True  # the test's own feeds: its model's other data sets are compared too
+
+
+class Check(Protocol):
+    """One kind of check. ``kind`` names its baseline part and its reports ("latency", "accuracy")."""
+
+    kind: str
+
+    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
+        """Whether ``entry`` already holds this check's part for machine key ``machine`` (under
+        ``--ortperf-update=missing`` such a check runs as in a plain run)."""
+        ...
+
+    def run(self, target: CheckTarget) -> Sequence[Outcome]:
+        """Measure, decide and publish each result into the run (``OrtperfRun.results``); an
+        OrtperfError raised here becomes a :class:`CheckError`, published by the instance."""
+        ...
