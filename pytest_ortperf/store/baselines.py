@@ -558,6 +558,8 @@ class BaselineStore:
         if data != self._read[path]:
             try:
                 self._take(path, data)
+            except NewerBaselineError:
+                raise
             except BaselineError as exc:
                 raise BaselineError(f"{exc} {repair_hint(path)}") from None
         return self._loaded[path]

@@ -788,6 +788,20 @@ def test_a_file_damaged_after_it_was_loaded_is_not_written_over(tmp_path: Path) 
     assert path.read_text(encoding="utf-8") == "{ half a file"
 
 
+def test_a_file_a_newer_version_wrote_since_it_was_loaded_asks_for_an_upgrade(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, make_entry())
+    store.write()
+    store.stage(TEST_FILE, "test_other", make_entry(2.0))
+    path = store.path_for(TEST_FILE)
+    path.write_text(document(schema=3), encoding="utf-8")
+    with pytest.raises(BaselineError) as info:
+        store.write()
+    assert "newer pytest-ortperf: upgrade it" in str(info.value)
+    assert "--ortperf-repair" not in str(info.value)
+    assert path.read_text(encoding="utf-8") == document(schema=3)
+
+
 def test_a_damaged_file_does_not_affect_other_files(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
     bad = store.path_for("tests/test_bad.py")
