@@ -83,8 +83,8 @@ def export(run: OrtperfRun) -> str:
     return json.dumps(
         {
             "staged": [
-                [str(path), test, machine, None if entry is None else entry.as_dict()]
-                for path, test, machine, entry in run.store.staged()
+                [str(path), test, None if entry is None else entry.as_dict()]
+                for path, test, entry in run.store.staged()
             ],
             "files": {str(path): base64.b64encode(data).decode() for path, data in run.store.staged_files()},
             "damaged": [str(path) for path in run.store.damaged()],  # --ortperf-repair: set aside here
@@ -104,13 +104,13 @@ def merge(run: OrtperfRun, payload: str) -> None:
     """Fold one worker's export into the controller's run."""
     data: dict[str, Any] = json.loads(payload)
     errors = [data["error"]] if data.get("error") else []
-    for path, test, machine, entry in data["staged"]:
+    for path, test, entry in data["staged"]:
         try:
             staged = None if entry is None else BaselineEntry.from_dict(entry)
         except (OrtperfError, KeyError, TypeError, ValueError) as exc:
-            errors.append(f"{path}: the entry measured for {test} on {machine} cannot be stored ({exc})")
+            errors.append(f"{path}: the entry recorded for {test} cannot be stored ({exc})")
             continue
-        run.store.stage_at(Path(path), test, machine, staged)
+        run.store.stage_at(Path(path), test, staged)
     for path, encoded in data["files"].items():
         run.store.stage_file_at(Path(path), base64.b64decode(encoded))
     for path in data["damaged"]:

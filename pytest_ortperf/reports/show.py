@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.store.baselines import BaselineError, parse
+from pytest_ortperf.store.baselines import BaselineError, Figures, parse
 
-_HEADERS = ("test", "variant", "machine", "median", "p90", "rounds", "outputs", "recorded", "onnxruntime")
+Row = dict[str, Any]
 
 
 def _ms(value: object) -> str:
@@ -27,9 +27,23 @@ def _rounds(latency: LatencyStats | None) -> str:
     return f"{latency.rounds} + canary" if latency.canary_round_medians_ms else str(latency.rounds)
 
 
-def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float | None]], list[str]]:
-    """One row per entry of every ``*.json`` under ``directory``, plus the files that are damaged."""
-    rows: list[dict[str, str | float | None]] = []
+def _figures_row(machine: str, figures: Figures) -> Row:
+    latency = figures.latency
+    return {
+        "machine": machine,
+        "median_ms": latency.median_ms if latency else None,
+        "p90_ms": latency.p90_ms if latency else None,
+        "rounds": _rounds(latency),
+        "spread": figures.spread,
+        "settled": figures.settled,
+        "recorded": figures.recorded,
+    }
+
+
+def baseline_rows(directory: Path) -> tuple[list[Row], list[str]]:
+    """One row per entry (test x variant) of every ``*.json`` under ``directory``, with its recipe
+    summary and one row per machine's figures; plus the files that are damaged."""
+    rows: list[Row] = []
     problems: list[str] = []
     if not directory.is_dir():
         return rows, [f"baseline directory '{directory}' does not exist"]
@@ -43,45 +57,67 @@ def baseline_rows(directory: Path) -> tuple[list[dict[str, str | float | None]],
         except (OSError, UnicodeDecodeError) as exc:
             problems.append(f"baseline file '{path}' cannot be read ({exc}).")
             continue
-        for test, machines in sorted(entries.items()):
-            for machine, entry in sorted(machines.items()):
-                rows.append(
-                    {
-                        "test": f"{test_file}::{test}",
-                        "variant": entry.variant,
-                        "machine": machine,
-                        "median_ms": entry.latency.median_ms if entry.latency else None,
-                        "p90_ms": entry.latency.p90_ms if entry.latency else None,
-                        "rounds": _rounds(entry.latency),
-                        "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
-                        "recorded": entry.recorded,
-                        "ort_version": str(entry.environment.get("ort_version", "?")),
-                    }
-                )
+        for test, entry in sorted(entries.items()):
+            sha256 = entry.recipe.get("model_sha256")
+            rows.append(
+                {
+                    "test": f"{test_file}::{test}",
+                    "variant": entry.variant,
+                    "model_sha256": sha256 if isinstance(sha256, str) else None,
+                    "ort_version": str(entry.recipe.get("ort_version", "?")),
+                    "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
+                    "recorded": entry.recorded,
+                    "figures": [_figures_row(m, entry.figures[m]) for m in sorted(entry.figures)],
+                }
+            )
     return rows, problems
 
 
 def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[str]]:
+    """Each entry once, with its recipe (model, onnxruntime, variant), and under it one line per
+    machine key's figures: they share the recipe, only the hardware differs."""
     rows, problems = baseline_rows(directory)
     if as_json:
         return [json.dumps(rows, indent=1, sort_keys=True)], problems
     if not rows:
         return [f"no baselines in '{directory}'"], problems
-    table = [_HEADERS] + [
-        (
-            str(r["test"]),
-            str(r["variant"]),
-            str(r["machine"]),
-            _ms(r["median_ms"]),
-            _ms(r["p90_ms"]),
-            str(r["rounds"]),
-            str(r["outputs"] or "-"),
-            str(r["recorded"]),
-            str(r["ort_version"]),
+    entries = format_table(
+        [
+            (
+                str(r["test"]),
+                str(r["variant"]),
+                f"model {str(r['model_sha256'])[:12] if r['model_sha256'] else '?'}",
+                f"onnxruntime {r['ort_version']}",
+                f"outputs {r['outputs'] or '-'}",
+                f"recorded {r['recorded']}",
+            )
+            for r in rows
+        ]
+    )
+    figure_rows = [figures for r in rows for figures in r["figures"]]
+    machines = iter(
+        format_table(
+            [
+                (
+                    f"    {f['machine']}",
+                    f"median {_ms(f['median_ms'])}",
+                    f"p90 {_ms(f['p90_ms'])}",
+                    f"rounds {f['rounds']}",
+                    f"spread {'-' if f['spread'] is None else format(f['spread'], '.1%')}",
+                    f"recorded {f['recorded']}",
+                    "" if f["settled"] else "noisy",
+                )
+                for f in figure_rows
+            ]
         )
-        for r in rows
-    ]
-    return format_table(table), problems
+        if figure_rows
+        else []
+    )
+    lines = []
+    for row, line in zip(rows, entries, strict=True):
+        lines.append(line)
+        lines += [next(machines) for _ in row["figures"]]
+    return lines, problems
 
 
 def format_table(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -2,13 +2,27 @@
 
 Layout: ``<baseline dir>/<test file path relative to rootdir>.json``::
 
-    {"schema": 1, "kind": "pytest-ortperf baselines",
-     "entries": {"<test name>[<variant>]": {"<machine>": {...entry...}}}}
+    {"schema": 2, "kind": "pytest-ortperf baselines",
+     "entries": {"<test name>[<variant>]": {
+         "variant": ..., "recorded": ..., "recipe": {...}, "accuracy": {...},
+         "figures": {"<machine>": {"recorded": ..., "latency": {...}, "profile": {...},
+                                   "measured_on": {...}, "spread": 0.03}}}}}
+
+One entry per test x variant holds the *recipe* of its reference once (what the
+repository controls: model, settings, inputs, runtime, providers; see
+:mod:`pytest_ortperf.store.recipe`), the reference outputs of that recipe, and
+the *figures* each machine key measured of it. The recipe decides a check's
+route on every machine; figures decide only on the machine key that measured them.
 
 Keys are sorted, floats rounded to 6 significant digits and the file ends with
 a newline, so re-recording the same numbers gives the same bytes and a pull
 request diff shows only what moved. A damaged file is reported with its path
 and never overwritten.
+
+Schema 1 (``entries[test][machine] = {variant, recorded, environment, latency?,
+accuracy?, profile?}``) still loads: :func:`parse` migrates it (see
+:func:`_migrated`), and :meth:`BaselineStore.write` always writes schema 2, so
+the next update that writes a file migrates it. A plain run never writes.
 """
 
 from __future__ import annotations
@@ -20,7 +34,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +42,39 @@ from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.outputs import AccuracyRecord
+from pytest_ortperf.store.recipe import canonical, same_or_identical, split
 
-SCHEMA = 1
+SCHEMA = 2
 KIND = "pytest-ortperf baselines"
+MIGRATED_SCHEMAS = (1,)  # older schemas parse() still reads, migrating them to SCHEMA
+FIGURE_PARTS = ("latency", "profile")
 
+__all__ = [
+    "BaselineEntry",
+    "BaselineError",
+    "BaselineStore",
+    "Figures",
+    "parse",
+    "parse_with_outputs",
+    "render",
+    "write_atomically",
+]
 
-__all__ = ["BaselineEntry", "BaselineError", "BaselineStore", "parse", "render", "write_atomically"]
+# What a damaged entry's from_dict raises (and parse() turns into a BaselineError naming the file).
+ENTRY_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError)
 
 
 class NewerBaselineError(BaselineError):
     """A baseline file written by a newer pytest-ortperf: to upgrade for, not to repair."""
+
+
+class FiguresError(ValueError):
+    """One machine's figures in an entry are damaged: :func:`parse` names the machine."""
+
+    def __init__(self, machine: str, reason: BaseException) -> None:
+        super().__init__(f"figures of machine {machine!r}: {reason}")
+        self.machine = machine
+        self.reason = reason
 
 
 def repair_hint(path: Path) -> str:
@@ -49,56 +86,161 @@ def repair_hint(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class BaselineEntry:
-    """One test x variant x machine: its latency and/or reference outputs, and what they depended on."""
+class Figures:
+    """What one machine key measured of an entry's recipe.
 
-    variant: str
+    ``measured_on`` keeps the measured-on keys of the environment (CPU, cores, GPU,
+    hardware identity, measurement settings): they explain these figures, not the recipe.
+    ``spread`` says how much the compared round medians varied when recorded (a fraction,
+    e.g. 0.12), so a comparison with noisy figures can widen by it; ``settled`` is False
+    when the recording hit its cap before the figures settled ("noisy").
+    """
+
     recorded: str
     latency: LatencyStats | None = None
-    environment: Mapping[str, Any] = field(default_factory=dict)
-    accuracy: AccuracyRecord | None = None
     profile: OpProfile | None = None
+    measured_on: Mapping[str, Any] = field(default_factory=dict)
+    spread: float | None = None
+    settled: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"recorded": self.recorded, "measured_on": dict(self.measured_on)}
+        if self.latency is not None:
+            data["latency"] = self.latency.as_dict()
+        if self.profile is not None:
+            data["profile"] = self.profile.as_dict()
+        if self.spread is not None:
+            data["spread"] = self.spread
+        if not self.settled:
+            data["settled"] = False
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Figures:
+        """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"figures must be an object, got {type(data).__name__}")
+        if not isinstance(data.get("recorded"), str):
+            raise TypeError("recorded must be a string")
+        measured_on = data.get("measured_on", {})
+        if not isinstance(measured_on, Mapping):
+            raise TypeError("measured_on must be an object")
+        if not any(part in data for part in FIGURE_PARTS):
+            raise KeyError("latency")  # figures hold latency, a profile or both
+        spread = data.get("spread")
+        if spread is not None and (
+            not isinstance(spread, (int, float)) or isinstance(spread, bool) or not 0 <= spread < math.inf
+        ):
+            raise ValueError(f"spread must be a finite number >= 0, got {spread!r}")
+        settled = data.get("settled", True)
+        if not isinstance(settled, bool):
+            raise TypeError(f"settled must be true or false, got {settled!r}")
+        figures = cls(
+            recorded=data["recorded"],
+            latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
+            profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
+            measured_on=dict(measured_on),
+            spread=None if spread is None else float(spread),
+            settled=settled,
+        )
+        for key, value in figures.as_dict().items():  # what loads must also be writable again
+            _check_writable(value, where=key, depth=3)
+        return figures
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One test x variant: the recipe of its reference, its reference outputs, and figures per machine key.
+
+    The accuracy record belongs to the recipe, not to a machine: outputs agree within the
+    tolerances on any hardware, so one reference serves them all.
+    """
+
+    variant: str
+    recorded: str  # when the recipe was (last) recorded
+    recipe: Mapping[str, Any] = field(default_factory=dict)
+    accuracy: AccuracyRecord | None = None  # reference outputs of the recipe: one per entry, any hardware
+    figures: Mapping[str, Figures] = field(default_factory=dict)
+
+    def figures_for(self, machine: str) -> Figures | None:
+        return self.figures.get(machine)
+
+    def environment_for(self, machine: str) -> dict[str, Any]:
+        """The recipe with that machine's measured_on keys (what store.environment.what_changed compares)."""
+        figures = self.figures.get(machine)
+        return {**self.recipe, **(figures.measured_on if figures is not None else {})}
+
+    def machines(self, part: str | None = None) -> list[str]:
+        """Sorted machine keys with figures; part="latency"/"profile": only those whose figures hold it."""
+        if part is not None and part not in FIGURE_PARTS:
+            raise ValueError(f"part must be one of {', '.join(FIGURE_PARTS)}, got {part!r}")
+        return sorted(m for m, f in self.figures.items() if part is None or getattr(f, part) is not None)
+
+    def with_figures(self, machine: str, figures: Figures | None) -> BaselineEntry:
+        """Same recipe, that machine's figures replaced (None: removed)."""
+        kept = {m: f for m, f in self.figures.items() if m != machine}
+        if figures is not None:
+            kept[machine] = figures
+        return replace(self, figures=kept)
+
+    def with_recipe(self, recipe: Mapping[str, Any], *, recorded: str) -> BaselineEntry:
+        """``recipe`` becomes the entry's. When it is not the same recipe as the old one, every
+        machine's figures are dropped (they measured the old recipe); the accuracy record is kept
+        (the accuracy check judges and re-records it itself). When it is the same recipe: recipe
+        replaced (e.g. a newer plugin_version or model label), figures and ``recorded`` kept."""
+        if same_or_identical(self.recipe, recipe):
+            return replace(self, recipe=dict(recipe))
+        return replace(self, recipe=dict(recipe), recorded=recorded, figures={})
+
+    @property
+    def empty(self) -> bool:
+        """Neither figures nor reference outputs: nothing worth a line in the file (render drops it)."""
+        return not self.figures and self.accuracy is None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "variant": self.variant,
             "recorded": self.recorded,
-            "environment": dict(self.environment),
+            "recipe": dict(self.recipe),
+            "figures": {machine: self.figures[machine].as_dict() for machine in sorted(self.figures)},
         }
-        if self.latency is not None:
-            data["latency"] = self.latency.as_dict()
         if self.accuracy is not None:
             data["accuracy"] = self.accuracy.as_dict()
-        if self.profile is not None:
-            data["profile"] = self.profile.as_dict()
         return data
 
     @classmethod
     def from_dict(cls, data: Any) -> BaselineEntry:
+        """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged,
+        :class:`FiguresError` (a ``ValueError``) naming the machine when one machine's figures are."""
         if not isinstance(data, Mapping):
             raise TypeError(f"an entry must be an object, got {type(data).__name__}")
-        environment = data.get("environment", {})
-        if not isinstance(environment, Mapping):
-            raise TypeError("environment must be an object")
         for key in ("variant", "recorded"):
             if not isinstance(data.get(key), str):
                 raise TypeError(f"{key} must be a string")
-        if "latency" not in data and "accuracy" not in data:
-            raise KeyError("latency")
+        recipe = data.get("recipe")
+        if not isinstance(recipe, Mapping):
+            raise TypeError("recipe must be an object")
+        raw_figures = data.get("figures", {})
+        if not isinstance(raw_figures, Mapping):
+            raise TypeError("figures must map machines to figures")
         entry = cls(
             variant=data["variant"],
             recorded=data["recorded"],
-            latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
-            environment=environment,
+            recipe=dict(recipe),
             accuracy=AccuracyRecord.from_dict(data["accuracy"]) if "accuracy" in data else None,
-            profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
         )
         for key, value in entry.as_dict().items():  # what loads must also be writable again
             _check_writable(value, where=key, depth=1)
-        return entry
+        figures = {}
+        for machine, item in raw_figures.items():
+            try:
+                figures[str(machine)] = Figures.from_dict(item)
+            except ENTRY_ERRORS as exc:
+                raise FiguresError(str(machine), exc) from None
+        return replace(entry, figures=figures)
 
 
-Entries = dict[str, dict[str, BaselineEntry]]
+Entries = dict[str, BaselineEntry]  # test name -> entry
 
 # Far deeper than anything the plugin records, far shallower than what exhausts the recursion
 # limit in render(): a file that loads must also be writable again.
@@ -119,29 +261,24 @@ def _check_writable(value: Any, *, where: str, depth: int = 0) -> None:
             _check_writable(item, where=f"{where}[{index}]", depth=depth + 1)
 
 
-def _rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return float(f"{value:.6g}")
-    if isinstance(value, Mapping):
-        return {str(k): _rounded(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_rounded(v) for v in value]
-    return value
-
-
 def render(entries: Entries) -> str:
-    """The file's exact text for ``entries``: deterministic, sorted, rounded."""
-    body = {
-        test: {machine: entry.as_dict() for machine, entry in machines.items()}
-        for test, machines in entries.items()
-        if machines
-    }
-    document = {"schema": SCHEMA, "kind": KIND, "entries": _rounded(body)}
+    """The file's exact text for ``entries``: deterministic, sorted, rounded. An entry that holds
+    neither figures nor reference outputs is left out (like a test whose last entry was removed)."""
+    body = {test: entry.as_dict() for test, entry in entries.items() if not entry.empty}
+    document = {"schema": SCHEMA, "kind": KIND, "entries": canonical(body)}
     return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def parse(text: str, *, path: Path) -> Entries:
-    """Parse a baseline file; every problem becomes a :class:`BaselineError` naming ``path``."""
+    """Parse a baseline file (schema 2, or schema 1 migrated); every problem becomes a
+    :class:`BaselineError` naming ``path``."""
+    return parse_with_outputs(text, path=path)[0]
+
+
+def parse_with_outputs(text: str, *, path: Path) -> tuple[Entries, frozenset[str]]:
+    """:func:`parse`, and every reference outputs file (relative to the baseline directory) the
+    document names, also those of schema-1 entries its migration drops: a write that no longer
+    names one deletes it, so a migrated file leaves no stray ``.npz`` behind."""
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, huge integers, deep nesting
@@ -149,29 +286,152 @@ def parse(text: str, *, path: Path) -> Entries:
     if not isinstance(document, dict) or document.get("kind") != KIND:
         raise BaselineError(f"baseline file '{path}' is not a pytest-ortperf baseline file.")
     schema = document.get("schema")
-    if schema != SCHEMA:
-        if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+    whole = isinstance(schema, int) and not isinstance(schema, bool)
+    if not whole or (schema != SCHEMA and schema not in MIGRATED_SCHEMAS):
+        if isinstance(schema, int) and whole and schema > SCHEMA:
             raise NewerBaselineError(
                 f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA} (written by a "
                 "newer pytest-ortperf: upgrade it)."
             )
-        raise BaselineError(f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA}.")
+        raise BaselineError(
+            f"baseline file '{path}' has schema {schema!r}; this version reads {SCHEMA} "
+            f"(and {', '.join(map(str, MIGRATED_SCHEMAS))}, which it migrates)."
+        )
     raw = document.get("entries")
     if not isinstance(raw, dict):
         raise BaselineError(f"baseline file '{path}': 'entries' must be an object.")
+    if schema == 1:
+        return _migrated(raw, path)
     entries: Entries = {}
+    for test, data in raw.items():
+        try:
+            entries[test] = BaselineEntry.from_dict(data)
+        except FiguresError as exc:
+            raise BaselineError(
+                f"baseline file '{path}': entry {test!r}, figures of machine {exc.machine!r} are damaged "
+                f"({exc.reason})."
+            ) from None
+        except ENTRY_ERRORS as exc:
+            raise BaselineError(f"baseline file '{path}': entry {test!r} is damaged ({exc}).") from None
+    named = frozenset(entry.accuracy.file for entry in entries.values() if entry.accuracy is not None)
+    return entries, named
+
+
+# Schema 1 --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _MachineEntry:
+    """A schema-1 entry: one test x variant x machine, its figures and outputs under its environment."""
+
+    variant: str
+    recorded: str
+    environment: Mapping[str, Any]
+    latency: LatencyStats | None
+    accuracy: AccuracyRecord | None
+    profile: OpProfile | None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> _MachineEntry:
+        """Schema 1's entry, validated as schema 1 validated it (writability included)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"an entry must be an object, got {type(data).__name__}")
+        environment = data.get("environment", {})
+        if not isinstance(environment, Mapping):
+            raise TypeError("environment must be an object")
+        for key in ("variant", "recorded"):
+            if not isinstance(data.get(key), str):
+                raise TypeError(f"{key} must be a string")
+        if "latency" not in data and "accuracy" not in data:
+            raise KeyError("latency")
+        entry = cls(
+            variant=data["variant"],
+            recorded=data["recorded"],
+            environment=dict(environment),
+            latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
+            accuracy=AccuracyRecord.from_dict(data["accuracy"]) if "accuracy" in data else None,
+            profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
+        )
+        _check_writable(entry.environment, where="environment", depth=1)
+        for name in ("latency", "accuracy", "profile"):
+            part = getattr(entry, name)
+            if part is not None:
+                _check_writable(part.as_dict(), where=name, depth=1)
+        return entry
+
+
+def _migrated(raw: Mapping[str, Any], path: Path) -> tuple[Entries, frozenset[str]]:
+    """Schema-1 entries as schema 2. Per test, the recipe is that of the machine entry recorded most
+    recently (ties: the last machine key in sorted order): it is the one a re-recording made last.
+    Figures are kept for every machine that measured the same recipe (the others measured a recipe
+    that is no longer the entry's); the accuracy record is the chosen entry's, else that of the
+    first same-recipe machine entry holding one (outputs agree within tolerance on any hardware)."""
+    entries: Entries = {}
+    named: set[str] = set()
     for test, machines in raw.items():
         if not isinstance(machines, dict):
             raise BaselineError(f"baseline file '{path}': entry {test!r} must map machines to entries.")
-        entries[test] = {}
+        old: dict[str, _MachineEntry] = {}
         for machine, data in machines.items():
             try:
-                entries[test][machine] = BaselineEntry.from_dict(data)
-            except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as exc:
+                old[machine] = _MachineEntry.from_dict(data)
+            except ENTRY_ERRORS as exc:
                 raise BaselineError(
                     f"baseline file '{path}': entry {test!r} for machine {machine!r} is damaged ({exc})."
                 ) from None
-    return entries
+            record = old[machine].accuracy
+            if record is not None:
+                named.add(record.file)
+        if not old:
+            continue
+        latest = max(old, key=lambda machine: (old[machine].recorded, machine))
+        chosen = old[latest]
+        recipe = split(chosen.environment)[0]
+        accuracy = chosen.accuracy
+        figures: dict[str, Figures] = {}
+        for machine in sorted(old):
+            entry = old[machine]
+            theirs, measured_on = split(entry.environment)
+            if machine != latest and not same_or_identical(recipe, theirs):
+                continue
+            if accuracy is None:
+                accuracy = entry.accuracy
+            if entry.latency is not None or entry.profile is not None:
+                figures[machine] = Figures(
+                    recorded=entry.recorded,
+                    latency=entry.latency,
+                    profile=entry.profile,
+                    measured_on=measured_on,
+                )
+        entries[test] = BaselineEntry(
+            variant=chosen.variant,
+            recorded=chosen.recorded,
+            recipe=recipe,
+            accuracy=accuracy,
+            figures=figures,
+        )
+    return entries, frozenset(named)
+
+
+# Writing -----------------------------------------------------------------------------------------
+
+
+def merged(on_disk: BaselineEntry | None, staged: BaselineEntry | None) -> BaselineEntry | None:
+    """What a write leaves of ``staged`` over ``on_disk`` (another process may have written it since
+    this one read it). Under one recipe the figures of every machine add up: the staged entry's
+    replace those of its machines, and nothing removes another machine's. A staged entry of
+    another recipe replaces the one on disk (its figures measured the old recipe). ``None``
+    removes the entry, and so does a result that holds nothing."""
+    if staged is None:
+        return None
+    result = staged
+    if on_disk is not None and same_or_identical(on_disk.recipe, staged.recipe):
+        result = replace(
+            staged,
+            accuracy=staged.accuracy if staged.accuracy is not None else on_disk.accuracy,
+            figures={**on_disk.figures, **staged.figures},
+        )
+    return None if result.empty else result
 
 
 def _utf8(data: bytes, path: Path) -> str:
@@ -240,8 +500,10 @@ class BaselineStore:
         self._repair = repair
         self.repaired: list[tuple[Path, Path]] = []
         self._loaded: dict[Path, Entries] = {}
+        self._read: dict[Path, bytes | None] = {}  # the bytes each loaded file had (None: no file)
+        self._named: dict[Path, frozenset[str]] = {}  # outputs files each loaded file named
         self._errors: dict[Path, BaselineError] = {}
-        self._staged: dict[Path, dict[tuple[str, str], BaselineEntry | None]] = {}
+        self._staged: dict[Path, dict[str, BaselineEntry | None]] = {}
         self._arrays: dict[Path, bytes] = {}
         self._writing: Path | None = None
         self._damaged: set[Path] = set()
@@ -265,7 +527,7 @@ class BaselineStore:
                 self._errors[path] = BaselineError(f"baseline file '{path}' cannot be read ({exc}).")
                 raise self._errors[path] from None
             try:
-                self._loaded[path] = {} if data is None else parse(_utf8(data, path), path=path)
+                self._take(path, data)
             except BaselineError as exc:
                 if not self._repair:
                     newer = isinstance(exc, NewerBaselineError)
@@ -274,7 +536,32 @@ class BaselineStore:
                 # --ortperf-repair: start this file afresh. The damaged file is only set aside by
                 # write(), so an xdist worker (which never writes) leaves it for the controller.
                 self._damaged.add(path)
-                self._loaded[path] = {}
+                self._loaded[path], self._named[path], self._read[path] = {}, frozenset(), None
+        return self._loaded[path]
+
+    def _take(self, path: Path, data: bytes | None) -> None:
+        """Parse ``data`` (the bytes of ``path``, None: no file) and keep it as what ``path`` holds."""
+        entries, named = (
+            ({}, frozenset()) if data is None else parse_with_outputs(_utf8(data, path), path=path)
+        )
+        self._loaded[path], self._named[path], self._read[path] = entries, named, data
+
+    def _on_disk(self, path: Path) -> Entries:
+        """What ``path`` holds now, for a write to merge into: another process may have written
+        it since it was loaded (re-read only when its bytes changed). Damaged now: an error, and
+        nothing is written over it."""
+        self._entries_at(path)  # a file damaged when loaded stays refused (or, repairing, empty)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        if data != self._read[path]:
+            try:
+                self._take(path, data)
+            except NewerBaselineError:
+                raise
+            except BaselineError as exc:
+                raise BaselineError(f"{exc} {repair_hint(path)}") from None
         return self._loaded[path]
 
     @property
@@ -310,24 +597,20 @@ class BaselineStore:
             self.repaired.append((path, backup))
         self._damaged.clear()
 
-    def lookup(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
-        return self.entries(test_file).get(test, {}).get(machine)
+    def lookup(self, test_file: str, test: str) -> BaselineEntry | None:
+        """The entry as loaded (what this run compares with)."""
+        return self.entries(test_file).get(test)
 
-    def machines_for(self, test_file: str, test: str, *, part: str | None = None) -> list[str]:
-        """Machines with an entry for ``test``; with ``part``, only those whose entry holds that part."""
-        machines = self.entries(test_file).get(test, {})
-        return sorted(m for m, entry in machines.items() if part is None or getattr(entry, part) is not None)
+    def current(self, test_file: str, test: str) -> BaselineEntry | None:
+        """The entry as the next :meth:`write` would leave it (staged if staged, merged into the
+        loaded one as write() merges it), else as loaded.
 
-    def current(self, test_file: str, test: str, machine: str) -> BaselineEntry | None:
-        """The entry as the next :meth:`write` would leave it: staged if staged, else as loaded.
-
-        Latency and accuracy of one test are recorded by separate checks; each merges
-        its part into this entry so neither overwrites the other.
+        Latency and accuracy of one test are recorded by separate checks, and several machines'
+        figures share an entry; each check builds on this entry so none overwrites another's part.
         """
+        loaded = self.lookup(test_file, test)
         changes = self._staged.get(self.path_for(test_file), {})
-        if (test, machine) in changes:
-            return changes[(test, machine)]
-        return self.lookup(test_file, test, machine)
+        return merged(loaded, changes[test]) if test in changes else loaded
 
     def stage_file(self, relative: str, data: bytes) -> Path:
         """Write ``data`` (reference outputs) at ``root/relative`` at the next :meth:`write`."""
@@ -335,15 +618,16 @@ class BaselineStore:
         self._arrays[path] = data
         return path
 
-    def stage(self, test_file: str, test: str, machine: str, entry: BaselineEntry | None) -> None:
-        """Record (or, with ``None``, remove) an entry at the next :meth:`write`."""
-        self.entries(test_file)  # refuse to stage into a damaged file
-        self._staged.setdefault(self.path_for(test_file), {})[(test, machine)] = entry
+    def stage(self, test_file: str, test: str, entry: BaselineEntry | None) -> None:
+        """Record (or, with ``None``, remove) an entry at the next :meth:`write`, which merges it
+        into what the file holds then (see :func:`merged`). A later stage of one test replaces
+        an earlier one: build on :meth:`current`."""
+        self.stage_at(self.path_for(test_file), test, entry)
 
-    def stage_at(self, path: Path, test: str, machine: str, entry: BaselineEntry | None) -> None:
+    def stage_at(self, path: Path, test: str, entry: BaselineEntry | None) -> None:
         """Stage by file path (a worker's staged change arriving at the controller)."""
         self._entries_at(path)  # refuse to stage into a damaged file
-        self._staged.setdefault(path, {})[(test, machine)] = entry
+        self._staged.setdefault(path, {})[test] = entry
 
     def stage_file_at(self, path: Path, data: bytes) -> None:
         self._arrays[path] = data
@@ -351,10 +635,10 @@ class BaselineStore:
     def staged_files(self) -> Iterator[tuple[Path, bytes]]:
         yield from self._arrays.items()
 
-    def staged(self) -> Iterator[tuple[Path, str, str, BaselineEntry | None]]:
+    def staged(self) -> Iterator[tuple[Path, str, BaselineEntry | None]]:
         for path, changes in self._staged.items():
-            for (test, machine), entry in changes.items():
-                yield path, test, machine, entry
+            for test, entry in changes.items():
+                yield path, test, entry
 
     def write(self) -> list[Path]:
         """Apply staged changes file by file; only files whose text changes are rewritten.
@@ -386,23 +670,28 @@ class BaselineStore:
         for path, changes in sorted(self._staged.items()):
             self._writing = path
             # Merge into what is on disk now, even if this process never read the file (xdist controller).
-            entries = {test: dict(machines) for test, machines in self._entries_at(path).items()}
-            orphans = []
-            for (test, machine), entry in changes.items():
-                if entry is None:
-                    removed = entries.get(test, {}).pop(machine, None)
-                    if removed is not None and removed.accuracy is not None:
-                        orphans.append(self.root / removed.accuracy.file)
+            entries = dict(self._on_disk(path))
+            named_before = self._named[path]
+            for test, entry in changes.items():
+                result = merged(entries.get(test), entry)
+                if result is None:
+                    entries.pop(test, None)
                 else:
-                    entries.setdefault(test, {})[machine] = entry
+                    entries[test] = result
             text = render(entries)
-            old = path.read_text(encoding="utf-8") if path.exists() else None
-            if text != old:
+            try:  # what is written must load again: checked before the file is replaced
+                after, named_after = parse_with_outputs(text, path=path)
+            except BaselineError as exc:
+                raise BaselineError(
+                    f"cannot write baseline file '{path}': it would not load again ({exc})"
+                ) from None
+            data = text.encode("utf-8")
+            if data != (path.read_bytes() if path.exists() else None):
                 write_atomically(path, text)
                 written.append(path)
+            self._loaded[path], self._named[path], self._read[path] = after, named_after, data
             # Only now that no entry names them: a kill before this leaves files, never a dangling name.
-            for orphan in orphans:
-                orphan.unlink(missing_ok=True)
-            self._loaded[path] = parse(text, path=path)
+            for orphan in sorted(named_before - named_after):
+                (self.root / orphan).unlink(missing_ok=True)
         self._staged.clear()
         return written

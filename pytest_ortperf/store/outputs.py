@@ -24,6 +24,8 @@ import numpy as np
 from pytest_ortperf.accuracy.metrics import Array
 from pytest_ortperf.errors import BaselineError, InputsError
 from pytest_ortperf.ort.inputs import NotNpzError, read_npz, read_tensors
+from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.values import file_slug
 
 FULL_LIMIT = 100_000
 SUBSAMPLE = 10_000
@@ -148,6 +150,14 @@ class AccuracyRecord:
         return cls(
             str(data["inputs_sha256"]), tuple(StoredOutput.from_dict(o) for o in data["outputs"]), file
         )
+
+
+def outputs_file(key: CheckKey) -> str:
+    """Where the reference outputs of a new record live, relative to the baseline directory: one
+    file per test x variant (the key's test holds the variant), whatever machine records it, as
+    the entry holds one accuracy record for its recipe. A record keeps the name it was written
+    with (older ones end in ``@<machine>.npz``), so this names new records only."""
+    return f"{key.test_file}.outputs/{file_slug(key.test)}.npz"
 
 
 def nonfinite_count(array: Array) -> int:

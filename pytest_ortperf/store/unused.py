@@ -31,13 +31,12 @@ class Selection:
         self.partially_selected.update(partially_selected)
 
 
-def unused_entries(
-    store: BaselineStore, selection: Selection, variants: Collection[str]
-) -> list[tuple[str, str]]:
-    """(node id, machine) of the entries, in baseline files of collected test files, whose test
-    was not collected: it was renamed or deleted. Every machine's entries are judged: one counts
-    when its variant is in this run's matrix (the test would have been collected with it), and,
-    whatever its variant, when no test of its name (with any parameters) is left in the file."""
+def unused_entries(store: BaselineStore, selection: Selection, variants: Collection[str]) -> list[str]:
+    """Node ids of the entries, in baseline files of collected test files, whose test was not
+    collected: it was renamed or deleted. An entry counts when its variant is in this run's matrix
+    (the test would have been collected with it), and, whatever its variant, when no test of its
+    name (with any parameters) is left in the file. One entry holds every machine's figures, so
+    pruning it (``store.stage(file, test, None)``) removes them all."""
     collected = selection.collected
     files = sorted({nodeid.partition("::")[0] for nodeid in collected} - selection.partially_selected)
     names = {_test_name(nodeid) for nodeid in collected}
@@ -47,34 +46,20 @@ def unused_entries(
             entries = store.entries(test_file)
         except BaselineError:
             continue  # reported by the tests that use the file
-        for test, machines in sorted(entries.items()):
+        for test, entry in sorted(entries.items()):
             nodeid = f"{test_file}::{test}"
             # a test's second, third... check (test#2, test#name) belongs to the test
             if split_check_name(nodeid)[0] in collected:
                 continue
-            gone = _test_name(nodeid) not in names
-            unused += [
-                (nodeid, machine)
-                for machine, entry in sorted(machines.items())
-                if gone or entry.variant in variants
-            ]
+            if _test_name(nodeid) not in names or entry.variant in variants:
+                unused.append(nodeid)
     return unused
 
 
-def unused_lines(unused: list[tuple[str, str]], *, here: str) -> list[str]:
-    """Unused entries as reported: the node id for this machine's entry (``here``), and the node id
-    with '(other machines: ...)' for entries recorded elsewhere."""
-    by_test: dict[str, list[str]] = {}
-    for nodeid, machine in unused:
-        by_test.setdefault(nodeid, []).append(machine)
-    lines = []
-    for nodeid, machines in by_test.items():
-        if here in machines:
-            lines.append(nodeid)
-        others = [m for m in machines if m != here]
-        if others:
-            lines.append(f"{nodeid} (other machines: {', '.join(others)})")
-    return lines
+def unused_lines(unused: list[str]) -> list[str]:
+    """Unused entries as reported: one node id each (an entry serves every machine, so none is
+    this machine's or another's)."""
+    return list(unused)
 
 
 def _test_name(nodeid: str) -> str:

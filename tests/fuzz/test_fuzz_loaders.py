@@ -358,14 +358,20 @@ def profile_dicts(draw: st.DrawFn) -> dict[str, Any]:
 ENVIRONMENT_SCALARS = JSON_SCALARS.filter(lambda v: not isinstance(v, float) or math.isfinite(v))
 
 
+# Finite numbers only: a file must be writable again, so NaN/Infinity make an entry damaged.
+# Recipe keys come from the keys the plugin records too, so migrations meet recipes that match.
+ENVIRONMENTS = st.dictionaries(
+    st.sampled_from(["model_sha256", "ort_version", "variant", "cpu", "cores"]) | st.text(max_size=8),
+    ENVIRONMENT_SCALARS,
+    max_size=3,
+)
+DATES = st.sampled_from(["2026-11-22", "2026-11-23"])
+
+
 @st.composite
-def entry_dicts(draw: st.DrawFn) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "variant": "cpu-all",
-        "recorded": "2026-11-22",
-        # Finite numbers only: a file must be writable again, so NaN/Infinity make an entry damaged.
-        "environment": draw(st.dictionaries(st.text(max_size=8), ENVIRONMENT_SCALARS, max_size=3)),
-    }
+def v1_entry_dicts(draw: st.DrawFn) -> dict[str, Any]:
+    """A schema-1 entry: one test x variant x machine."""
+    entry: dict[str, Any] = {"variant": "cpu-all", "recorded": draw(DATES), "environment": draw(ENVIRONMENTS)}
     parts = draw(st.sampled_from([("latency",), ("accuracy",), ("latency", "accuracy")]))
     if "latency" in parts:
         entry["latency"] = draw(latency_dicts())
@@ -376,13 +382,41 @@ def entry_dicts(draw: st.DrawFn) -> dict[str, Any]:
     return entry
 
 
+@st.composite
+def figures_dicts(draw: st.DrawFn) -> dict[str, Any]:
+    figures: dict[str, Any] = {"recorded": draw(DATES), "measured_on": draw(ENVIRONMENTS)}
+    parts = draw(st.sampled_from([("latency",), ("profile",), ("latency", "profile")]))
+    if "latency" in parts:
+        figures["latency"] = draw(latency_dicts())
+    if "profile" in parts:
+        figures["profile"] = draw(profile_dicts())
+    if draw(st.booleans()):
+        figures["spread"] = draw(FINITE)
+    if draw(st.booleans()):
+        figures["settled"] = draw(st.booleans())
+    return figures
+
+
+@st.composite
+def entry_dicts(draw: st.DrawFn) -> dict[str, Any]:
+    """A schema-2 entry: one test x variant, its recipe, outputs and figures per machine."""
+    entry: dict[str, Any] = {
+        "variant": "cpu-all",
+        "recorded": draw(DATES),
+        "recipe": draw(ENVIRONMENTS),
+        "figures": draw(st.dictionaries(NAMES, figures_dicts(), max_size=2)),
+    }
+    if draw(st.booleans()):
+        entry["accuracy"] = draw(accuracy_dicts())
+    return entry
+
+
 BASELINE_DOCUMENTS = st.builds(
     lambda entries: {"schema": SCHEMA, "kind": KIND, "entries": entries},
-    st.dictionaries(
-        NAMES,
-        st.dictionaries(NAMES, entry_dicts(), min_size=1, max_size=2),
-        max_size=3,
-    ),
+    st.dictionaries(NAMES, entry_dicts(), max_size=3),
+) | st.builds(
+    lambda entries: {"schema": 1, "kind": KIND, "entries": entries},
+    st.dictionaries(NAMES, st.dictionaries(NAMES, v1_entry_dicts(), min_size=1, max_size=3), max_size=3),
 )
 
 
@@ -422,14 +456,15 @@ def _check_baseline_text(text: str, path: Path) -> None:
     # the kept entries back, so they must render.
     written = render(entries)
     assert render(parse(written, path=path)) == written
-    for machines in entries.values():
-        for entry in machines.values():
-            if entry.latency is not None:
-                medians = entry.latency.round_medians_ms
+    for entry in entries.values():
+        for machine, figures in entry.figures.items():
+            entry.environment_for(machine)
+            if figures.latency is not None:
+                medians = figures.latency.round_medians_ms
                 judge(medians, medians, threshold=0.1)
-            if entry.profile is not None:
-                explain(entry.profile, entry.profile)
-                explain(entry.profile, type(entry.profile)(runs=1, ops={}, nodes={}))
+            if figures.profile is not None:
+                explain(figures.profile, figures.profile)
+                explain(figures.profile, type(figures.profile)(runs=1, ops={}, nodes={}))
 
 
 @given(text=st.text() | st.binary().map(lambda b: b.decode("latin-1")))
@@ -441,7 +476,8 @@ def test_baseline_parse_random_text(text: str) -> None:
 
 @given(
     document=(
-        JSON_VALUES | st.builds(lambda e: {"schema": SCHEMA, "kind": KIND, "entries": e}, JSON_VALUES)
+        JSON_VALUES
+        | st.builds(lambda s, e: {"schema": s, "kind": KIND, "entries": e}, st.sampled_from([1, SCHEMA]), JSON_VALUES)
     )
 )
 @fuzz()
@@ -1347,7 +1383,8 @@ BASELINE_PATH = Path("baselines/test_x.py.json")
 
 
 def _baseline_document(**entry_changes: Any) -> str:
-    """A valid one-entry baseline file, with entry fields replaced (Raw values spliced in)."""
+    """A valid one-entry schema-1 baseline file (which loads migrated), with entry fields replaced
+    (Raw values spliced in)."""
     entry: dict[str, Any] = {
         "variant": "cpu-all",
         "recorded": "2026-11-22",
@@ -1364,13 +1401,13 @@ def _baseline_document(**entry_changes: Any) -> str:
             entry[section][field] = value
         else:
             entry[section] = value
-    return to_json({"schema": SCHEMA, "kind": KIND, "entries": {"test_a[cpu-all]": {"m": entry}}})
+    return to_json({"schema": 1, "kind": KIND, "entries": {"test_a[cpu-all]": {"m": entry}}})
 
 
 def test_regression_baseline_document_itself_parses() -> None:
     """The base document of the regression tests below is valid (so each one tests its one change)."""
-    (machines,) = parse(_baseline_document(), path=BASELINE_PATH).values()
-    assert machines["m"].latency is not None
+    (entry,) = parse(_baseline_document(), path=BASELINE_PATH).values()
+    assert entry.figures["m"].latency is not None
 
 
 def test_regression_baseline_int_over_4300_digits() -> None:
@@ -1435,6 +1472,14 @@ def test_regression_baseline_profile_nan_cannot_be_written_back() -> None:
     profile = {"runs": 1, "ops": {"Relu": {"us": Raw("NaN"), "nodes": 1}}, "nodes": {}}
     with pytest.raises(BaselineError, match=r"test_x\.py\.json.* is damaged \(profile"):
         parse(_baseline_document(profile=profile), path=BASELINE_PATH)
+
+
+def test_regression_baseline_schema_2_figures_nan_cannot_be_written_back() -> None:
+    figures = {"recorded": "2026-11-22", "profile": {"runs": 1, "ops": {"Relu": {"us": Raw("NaN"), "nodes": 1}}, "nodes": {}}}
+    entry = {"variant": "cpu-all", "recorded": "2026-11-22", "recipe": {}, "figures": {"m": figures}}
+    text = to_json({"schema": SCHEMA, "kind": KIND, "entries": {"test_a[cpu-all]": entry}})
+    with pytest.raises(BaselineError, match=r"test_x\.py\.json.*, figures of machine 'm' are damaged \(profile"):
+        parse(text, path=BASELINE_PATH)
 
 
 def test_regression_show_surrogate(tmp_path: Path) -> None:

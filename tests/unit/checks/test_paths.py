@@ -1,4 +1,5 @@
-"""Which path decides a check: plain logic on what a baseline recorded and what this run measures."""
+"""Which path decides a check: chosen once, from an entry's recipe, this hardware's figures and what
+this run measures."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.checks.paths import CONTROLLED, Plan, Route, choose, nothing_changed
+from pytest_ortperf.checks.paths import Route, choose, without_reference
+from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.store.baselines import BaselineEntry, Figures
+from pytest_ortperf.store.recipe import CONTROLLED
 
-RECORDED: dict[str, Any] = {
+RECIPE: dict[str, Any] = {
     "model_sha256": "a" * 64,
     "model_git_blob": "b" * 40,
     "settings": {"intra_op_threads": 1, "inter_op_threads": 1},
@@ -18,40 +22,67 @@ RECORDED: dict[str, Any] = {
     "ort_flavour": "onnxruntime-gpu",
     "providers_used": ["CPUExecutionProvider"],
     "variant": "cpu-all",
-    "hardware": {"digest": "800bb0"},
 }
+HERE, THERE = "linux-x86_64-zen4-avx512-2c-4eda52", "linux-x86_64-zen3-avx2-2c-800bb0"
+
+
+def stats() -> LatencyStats:
+    return LatencyStats(
+        count=8, rounds=4, min_ms=1.0, median_ms=1.0, mean_ms=1.0, stdev_ms=0.01, iqr_ms=0.01, p90_ms=1.0,
+        p95_ms=1.0, p99_ms=1.0, cv=0.01, round_cv=0.01, throughput_per_s=1000.0,
+        round_medians_ms=(1.0, 1.01, 0.99, 1.0),
+    )  # fmt: skip
+
+
+def entry(*machines: str, recipe: dict[str, Any] | None = None) -> BaselineEntry:
+    figures = {m: Figures(recorded="2026-11-20", latency=stats(), measured_on={"hardware": {"digest": m}}) for m in machines}
+    return BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=recipe or RECIPE, figures=figures)
 
 
 def now(**changes: Any) -> dict[str, Any]:
-    return {**RECORDED, **changes}
+    return {**RECIPE, "hardware": {"digest": "here"}, **changes}
 
 
-def test_nothing_changed_on_the_same_hardware_is_unchanged() -> None:
-    assert choose(RECORDED, now()) == Plan(Route.UNCHANGED)
-    assert nothing_changed(RECORDED, now())
+def test_an_unchanged_recipe_is_unchanged_on_hardware_that_never_recorded_it() -> None:
+    plan = choose(entry(THERE), now(), HERE, update=False)
+    assert plan.route is Route.UNCHANGED
+    assert plan.figures is None  # no drift to show: "no figures for this hardware yet"
 
 
-def test_a_changed_model_is_rebuilt_from_its_recorded_blob_and_sha256() -> None:
-    plan = choose(RECORDED, now(model_sha256="d" * 64, model_git_blob="e" * 40))
-    assert plan == Plan(Route.SIDE_BY_SIDE, model_blob="b" * 40, model_sha256="a" * 64)
+def test_an_unchanged_recipe_shows_the_drift_against_this_hardwares_own_figures() -> None:
+    plan = choose(entry(THERE, HERE), now(), HERE, update=False)
+    assert plan.route is Route.UNCHANGED
+    assert plan.figures is not None and plan.figures.latency is not None
+
+
+def test_a_test_never_recorded_anywhere_is_missing() -> None:
+    assert choose(None, now(), HERE, update=False).route is Route.MISSING
+    accuracy_only = BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=RECIPE)
+    assert choose(accuracy_only, now(), HERE, update=False).route is Route.MISSING
+
+
+def test_an_update_records_and_carries_this_hardwares_figures() -> None:
+    assert choose(None, now(), HERE, update=True).route is Route.RECORD
+    plan = choose(entry(HERE), now(), HERE, update=True)
+    assert (plan.route, plan.figures is not None) == (Route.RECORD, True)
+
+
+def test_a_changed_model_is_rebuilt_from_its_recorded_blob_and_sha256_on_any_hardware() -> None:
+    plan = choose(entry(THERE), now(model_sha256="d" * 64, model_git_blob="e" * 40), HERE, update=False)
+    assert plan.route is Route.SIDE_BY_SIDE
+    assert (plan.model_blob, plan.model_sha256, plan.settings) == ("b" * 40, "a" * 64, None)
     assert plan.model_changed
-    assert plan.settings is None
 
 
 def test_changed_settings_rebuild_the_recorded_settings_on_the_same_model() -> None:
-    plan = choose(RECORDED, now(settings={"intra_op_threads": 2, "inter_op_threads": 1}))
-    assert plan == Plan(Route.SIDE_BY_SIDE, settings=RECORDED["settings"])
+    plan = choose(entry(THERE), now(settings={"intra_op_threads": 2, "inter_op_threads": 1}), HERE, update=False)
+    assert plan.route is Route.SIDE_BY_SIDE
+    assert plan.settings == RECIPE["settings"]
     assert not plan.model_changed
 
 
-def test_side_by_side_does_not_need_the_same_hardware() -> None:
-    """Both sides are measured here and now: the hardware of the recording does not matter."""
-    plan = choose(RECORDED, now(model_sha256="d" * 64, hardware={"digest": "other"}))
-    assert plan.route is Route.SIDE_BY_SIDE
-
-
 def test_a_model_changed_with_its_inputs_is_still_measured_side_by_side_on_todays_inputs() -> None:
-    plan = choose(RECORDED, now(model_sha256="d" * 64, inputs_sha256="f" * 64))
+    plan = choose(entry(THERE), now(model_sha256="d" * 64, inputs_sha256="f" * 64), HERE, update=False)
     assert plan.route is Route.SIDE_BY_SIDE
 
 
@@ -60,15 +91,30 @@ def test_a_model_changed_with_its_inputs_is_still_measured_side_by_side_on_today
     [
         ({"inputs_sha256": "f" * 64}, "the inputs changed"),
         ({"providers_used": ["CUDAExecutionProvider"]}, "the providers used changed"),
-        ({"hardware": {"digest": "other"}}, "recorded on other hardware"),
     ],
 )
-def test_without_a_reference_to_rebuild_the_stored_figures_decide_and_say_why(
+def test_without_a_reference_to_rebuild_this_hardwares_figures_decide_and_say_why(
     changes: dict[str, Any], reason: str
 ) -> None:
-    plan = choose(RECORDED, now(**changes))
+    plan = choose(entry(THERE, HERE), now(**changes), HERE, update=False)
     assert plan.route is Route.STORED
     assert plan.reason.startswith(reason)
+
+
+def test_without_a_reference_and_without_figures_here_the_check_is_missing_and_says_why() -> None:
+    plan = choose(entry(THERE), now(inputs_sha256="f" * 64), HERE, update=False)
+    assert plan.route is Route.MISSING
+    assert plan.reason.startswith("the inputs changed")
+    assert THERE in plan.reason
+    assert "only compared on the hardware that measured them" in plan.reason
+
+
+def test_a_reference_that_cannot_be_rebuilt_falls_back_to_this_hardwares_figures_or_missing() -> None:
+    side_by_side = choose(entry(THERE, HERE), now(model_sha256="d" * 64), HERE, update=False)
+    assert without_reference(side_by_side, "not in git").route is Route.STORED
+    elsewhere = choose(entry(THERE), now(model_sha256="d" * 64), HERE, update=False)
+    fallback = without_reference(elsewhere, "not in git", recorded_on=[THERE])
+    assert (fallback.route, fallback.reason.startswith("not in git")) == (Route.MISSING, True)
 
 
 @pytest.mark.parametrize(
@@ -79,7 +125,7 @@ def test_without_a_reference_to_rebuild_the_stored_figures_decide_and_say_why(
 def test_a_changed_runtime_is_rebuilt_in_the_recorded_one_with_a_reason_for_when_none_exists(
     changes: dict[str, Any], model_changed: bool
 ) -> None:
-    plan = choose(RECORDED, now(**changes))
+    plan = choose(entry(THERE), now(**changes), HERE, update=False)
     assert plan.route is Route.SIDE_BY_SIDE
     assert plan.runtime == ("onnxruntime-gpu", "1.31.1")
     after = f"{changes.get('ort_flavour', 'onnxruntime-gpu')} 1.32.0"
@@ -87,23 +133,11 @@ def test_a_changed_runtime_is_rebuilt_in_the_recorded_one_with_a_reason_for_when
     assert plan.model_changed is model_changed
 
 
-def test_a_runtime_change_on_other_hardware_is_still_measured_side_by_side() -> None:
-    plan = choose(RECORDED, now(ort_version="1.32.0", hardware={"digest": "other"}))
-    assert plan.route is Route.SIDE_BY_SIDE
-    assert plan.runtime is not None
-
-
 @pytest.mark.parametrize("key", CONTROLLED)
-def test_an_entry_without_one_of_the_controlled_fields_takes_the_stored_figures(key: str) -> None:
-    old = {k: v for k, v in RECORDED.items() if k != key}
-    plan = choose(old, now(model_sha256="d" * 64))
+def test_a_recipe_without_one_of_the_controlled_fields_is_never_unchanged(key: str) -> None:
+    old = {k: v for k, v in RECIPE.items() if k != key}
+    plan = choose(entry(HERE, recipe=old), now(model_sha256="d" * 64), HERE, update=False)
     assert plan.route is Route.STORED
     assert key in plan.reason
     assert "re-record" in plan.reason
-    assert not nothing_changed(old, now())
-
-
-def test_an_entry_without_a_hardware_identity_is_never_unchanged() -> None:
-    old = {k: v for k, v in RECORDED.items() if k != "hardware"}
-    assert not nothing_changed(old, now())
-    assert choose(old, now()).route is Route.STORED
+    assert choose(entry(HERE, recipe=old), now(), HERE, update=False).route is not Route.UNCHANGED

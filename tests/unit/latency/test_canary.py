@@ -38,7 +38,7 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from pytest_ortperf.plugin.config import OrtperfConfig, build_config
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, parse, render
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures, parse, render
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.latency.test_stats import STATS_KEYS
 from tests.unit.plugin.test_config import FakeConfig
@@ -302,16 +302,18 @@ def test_an_old_baseline_file_renders_back_byte_for_byte(tmp_path: Path) -> None
         throughput_per_s=500.0,
         round_medians_ms=(1.5, 2.0, 2.5),
     )
-    entries = {"test_a[cpu-all]": {"ci": BaselineEntry("cpu-all", "2025-01-02", stats, {"cores": 2})}}
-    text = render(entries)
+    def entries(stats: LatencyStats) -> dict[str, BaselineEntry]:
+        figures = Figures("2025-01-02", stats, measured_on={"cores": 2})
+        return {"test_a[cpu-all]": BaselineEntry("cpu-all", "2025-01-02", {}, figures={"ci": figures})}
+
+    text = render(entries(stats))
     assert "canary" not in text
-    latency = json.loads(text)["entries"]["test_a[cpu-all]"]["ci"]["latency"]
+    latency = json.loads(text)["entries"]["test_a[cpu-all]"]["figures"]["ci"]["latency"]
     assert sorted(latency) == sorted(STATS_KEYS)  # rendered with sorted keys
     parsed = parse(text, path=tmp_path / "old.json")
     assert render(parsed) == text
-    with_canary = {"test_a[cpu-all]": {"ci": BaselineEntry("cpu-all", "2025-01-02", _with_canary(stats), {})}}
-    reparsed = parse(render(with_canary), path=tmp_path / "new.json")
-    assert reparsed["test_a[cpu-all]"]["ci"].latency == _with_canary(stats)
+    reparsed = parse(render(entries(_with_canary(stats))), path=tmp_path / "new.json")
+    assert reparsed["test_a[cpu-all]"].figures["ci"].latency == _with_canary(stats)
 
 
 def _with_canary(stats: LatencyStats) -> LatencyStats:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.show import baseline_rows, show_baselines
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
+from pytest_ortperf.store.outputs import AccuracyRecord, StoredOutput
 
 
 def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> LatencyStats:
@@ -32,28 +34,35 @@ def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> Latenc
     )
 
 
+def figures(median: float, p90: float, canary: tuple[float, ...] = (), **changes: Any) -> Figures:
+    return Figures(recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes)
+
+
+SHA = "0123456789abcdef" * 4
+
+
 @pytest.fixture
 def baseline_dir(tmp_path: Path) -> Path:
     root = tmp_path / ".ortperf"
     store = BaselineStore(root)
-    env = {"ort_version": "1.31.1"}
+    recipe = {"ort_version": "1.31.1", "model_sha256": SHA, "variant": "cpu-all"}
     store.stage(
         "tests/test_vision.py",
         "test_squeezenet[cpu-all]",
-        "laptop",
-        BaselineEntry("cpu-all", "2025-01-03", latency(3.25, 3.5, (0.1, 0.1, 0.1)), env),
-    )
-    store.stage(
-        "tests/test_vision.py",
-        "test_squeezenet[cpu-all]",
-        "ci",
-        BaselineEntry("cpu-all", "2025-01-02", latency(12.3456, 13.5), env),
+        BaselineEntry(
+            "cpu-all",
+            "2025-01-03",
+            recipe,
+            figures={
+                "laptop": figures(3.25, 3.5, (0.1, 0.1, 0.1), recorded="2025-01-03", spread=0.2, settled=False),
+                "ci": figures(12.3456, 13.5, spread=0.031),
+            },
+        ),
     )
     store.stage(
         "tests/nlp/test_bert.py",
         "test_bert[cuda-extended]",
-        "gpu-box",
-        BaselineEntry("cuda-extended", "2025-02-01", latency(1.5, 1.75), {}),
+        BaselineEntry("cuda-extended", "2025-02-01", {}, figures={"gpu-box": figures(1.5, 1.75, recorded="2025-02-01")}),
     )
     store.write()
     return root
@@ -66,74 +75,87 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
         {
             "test": "tests/nlp/test_bert.py::test_bert[cuda-extended]",
             "variant": "cuda-extended",
-            "machine": "gpu-box",
-            "median_ms": 1.5,
-            "p90_ms": 1.75,
-            "rounds": "3",
+            "model_sha256": None,
+            "ort_version": "?",
             "outputs": 0,
             "recorded": "2025-02-01",
-            "ort_version": "?",
+            "figures": [
+                {
+                    "machine": "gpu-box",
+                    "median_ms": 1.5,
+                    "p90_ms": 1.75,
+                    "rounds": "3",
+                    "spread": None,
+                    "settled": True,
+                    "recorded": "2025-02-01",
+                }
+            ],
         },
         {
             "test": "tests/test_vision.py::test_squeezenet[cpu-all]",
             "variant": "cpu-all",
-            "machine": "ci",
-            "median_ms": 12.3456,
-            "p90_ms": 13.5,
-            "rounds": "3",
-            "outputs": 0,
-            "recorded": "2025-01-02",
+            "model_sha256": SHA,
             "ort_version": "1.31.1",
-        },
-        {
-            "test": "tests/test_vision.py::test_squeezenet[cpu-all]",
-            "variant": "cpu-all",
-            "machine": "laptop",
-            "median_ms": 3.25,
-            "p90_ms": 3.5,
-            "rounds": "3 + canary",
             "outputs": 0,
             "recorded": "2025-01-03",
-            "ort_version": "1.31.1",
+            "figures": [
+                {
+                    "machine": "ci",
+                    "median_ms": 12.3456,
+                    "p90_ms": 13.5,
+                    "rounds": "3",
+                    "spread": 0.031,
+                    "settled": True,
+                    "recorded": "2025-01-02",
+                },
+                {
+                    "machine": "laptop",
+                    "median_ms": 3.25,
+                    "p90_ms": 3.5,
+                    "rounds": "3 + canary",
+                    "spread": 0.2,
+                    "settled": False,
+                    "recorded": "2025-01-03",
+                },
+            ],
         },
     ]
 
 
-def test_show_as_a_table(baseline_dir: Path) -> None:
+def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_dir: Path) -> None:
     lines, problems = show_baselines(baseline_dir, as_json=False)
     assert problems == []
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert lines[0].split() == [
-        "test",
-        "variant",
-        "machine",
-        "median",
-        "p90",
-        "rounds",
-        "outputs",
-        "recorded",
-        "onnxruntime",
-    ]
-    assert lines[1].split() == [
         "tests/nlp/test_bert.py::test_bert[cuda-extended]",
         "cuda-extended",
-        "gpu-box",
-        "1.5",
-        "ms",
-        "1.75",
-        "ms",
-        "3",
-        "-",
-        "2025-02-01",
+        "model",
         "?",
+        "onnxruntime",
+        "?",
+        "outputs",
+        "-",
+        "recorded",
+        "2025-02-01",
     ]
-    assert "12.35 ms" in lines[2]
-    assert "13.5 ms" in lines[2]
-    assert lines[3].split()[2] == "laptop"
-    assert "3 + canary" in lines[3]
-    # aligned columns: "machine" starts at the same offset on every line
-    offset = lines[0].index("machine")
-    assert [line[offset:].split()[0] for line in lines[1:]] == ["gpu-box", "ci", "laptop"]
+    assert lines[1].split() == [
+        "gpu-box", "median", "1.5", "ms", "p90", "1.75", "ms", "rounds", "3", "spread", "-", "recorded", "2025-02-01"
+    ]  # fmt: skip
+    assert lines[2].split()[:4] == ["tests/test_vision.py::test_squeezenet[cpu-all]", "cpu-all", "model", SHA[:12]]
+    assert "onnxruntime 1.31.1" in lines[2]
+    assert lines[3].split()[0] == "ci"
+    assert "median 12.35 ms" in lines[3]
+    assert "p90 13.5 ms" in lines[3]
+    assert "spread 3.1%" in lines[3]
+    assert not lines[3].endswith("noisy")
+    assert lines[4].split()[0] == "laptop"
+    assert "rounds 3 + canary" in lines[4]
+    assert lines[4].endswith("noisy")
+    # machines are indented under their entry, and their columns aligned
+    assert all(line.startswith("    ") for line in (lines[1], lines[3], lines[4]))
+    offset = lines[1].index("median")
+    assert [line[offset:].split()[0] for line in (lines[1], lines[3], lines[4])] == ["median"] * 3
+    assert lines[0].index("model") == lines[2].index("model")
 
 
 def test_show_as_json(baseline_dir: Path) -> None:
@@ -143,9 +165,21 @@ def test_show_as_json(baseline_dir: Path) -> None:
     assert json.loads(lines[0]) == baseline_rows(baseline_dir)[0]
 
 
+def test_an_entry_with_outputs_only_shows_no_machine(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    output = StoredOutput("y", "float32", (2,), "full", "ab" * 32, 0.0, 0.0, 0.0, 0.0)
+    accuracy = AccuracyRecord("cd" * 32, (output,), "t.py.outputs/a.npz")
+    store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-02", {}, accuracy=accuracy))
+    store.write()
+    lines, problems = show_baselines(tmp_path, as_json=False)
+    assert problems == []
+    assert len(lines) == 1
+    assert "outputs 1" in lines[0]
+
+
 def test_a_damaged_file_is_a_problem_naming_it_while_others_still_show(baseline_dir: Path) -> None:
     bad = baseline_dir / "tests" / "test_broken.py.json"
-    bad.write_text('{"schema": 1, "kind": "pytest-ortperf baselines", "entries": ', encoding="utf-8")
+    bad.write_text('{"schema": 2, "kind": "pytest-ortperf baselines", "entries": ', encoding="utf-8")
     newer = baseline_dir / "tests" / "test_future.py.json"
     newer.write_text('{"schema": 7, "kind": "pytest-ortperf baselines", "entries": {}}', encoding="utf-8")
 
@@ -154,19 +188,19 @@ def test_a_damaged_file_is_a_problem_naming_it_while_others_still_show(baseline_
     assert f"baseline file '{bad}' is not valid JSON" in problems[0]
     assert f"baseline file '{newer}' has schema 7" in problems[1]
     assert "newer pytest-ortperf" in problems[1]
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert any("test_squeezenet" in line for line in lines)
 
     rows, json_problems = show_baselines(baseline_dir, as_json=True)
     assert json_problems == problems
-    assert len(json.loads(rows[0])) == 3
+    assert len(json.loads(rows[0])) == 2
 
 
 def test_an_undecodable_file_is_a_problem_too(baseline_dir: Path) -> None:
     bad = baseline_dir / "test_binary.py.json"
     bad.write_bytes(b"\xff\xfe\x00\x01")
     rows, problems = baseline_rows(baseline_dir)
-    assert len(rows) == 3
+    assert len(rows) == 2
     assert len(problems) == 1
     assert "utf-8" in problems[0].lower()
 
@@ -180,20 +214,26 @@ def test_an_undecodable_file_is_reported_by_its_path(baseline_dir: Path) -> None
 
 
 def test_rows_are_sorted_even_when_a_file_was_edited_by_hand(tmp_path: Path) -> None:
-    entry = BaselineEntry("cpu-all", "2025-01-02", latency(1.0, 1.0)).as_dict()
-    document = {
-        "schema": 1,
-        "kind": "pytest-ortperf baselines",
-        "entries": {"test_b": {"zeta": entry, "alpha": entry}, "test_a": {"mid": entry}},
-    }
+    entry = BaselineEntry("cpu-all", "2025-01-02", {}, figures={"m": figures(1.0, 1.0)}).as_dict()
+    entry["figures"] = {"zeta": entry["figures"]["m"], "alpha": entry["figures"]["m"]}
+    document = {"schema": 2, "kind": "pytest-ortperf baselines", "entries": {"test_b": entry, "test_a": entry}}
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
     rows, problems = baseline_rows(tmp_path)
     assert problems == []
-    assert [(row["test"], row["machine"]) for row in rows] == [
-        ("test_x.py::test_a", "mid"),
-        ("test_x.py::test_b", "alpha"),
-        ("test_x.py::test_b", "zeta"),
+    assert [(row["test"], [f["machine"] for f in row["figures"]]) for row in rows] == [
+        ("test_x.py::test_a", ["alpha", "zeta"]),
+        ("test_x.py::test_b", ["alpha", "zeta"]),
     ]
+
+
+def test_a_schema_1_file_shows_migrated(tmp_path: Path) -> None:
+    old = {"variant": "cpu-all", "recorded": "2025-01-02", "environment": {"ort_version": "1.30.0"}}
+    old["latency"] = latency(2.0, 2.5).as_dict()
+    document = {"schema": 1, "kind": "pytest-ortperf baselines", "entries": {"test_a": {"ci": old}}}
+    (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
+    rows, problems = baseline_rows(tmp_path)
+    assert problems == []
+    assert [(row["ort_version"], [f["machine"] for f in row["figures"]]) for row in rows] == [("1.30.0", ["ci"])]
 
 
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
@@ -256,9 +296,8 @@ def test_ortperf_show_reads_the_configured_dir_from_a_subdirectory(
 
     (tmp_path / "pytest.ini").write_text("[pytest]\nortperf_baseline_dir = perf/base\n", encoding="utf-8")
     store = BaselineStore(tmp_path / "perf" / "base")
-    store.stage(
-        "tests/test_m.py", "test_m[cpu-all]", "ci-box", BaselineEntry("cpu-all", "2025-01-02", latency(1.5, 1.75))
-    )
+    entry = BaselineEntry("cpu-all", "2025-01-02", {}, figures={"ci-box": figures(1.5, 1.75)})
+    store.stage("tests/test_m.py", "test_m[cpu-all]", entry)
     store.write()
     (tmp_path / "tests").mkdir()
     monkeypatch.chdir(tmp_path / "tests")

@@ -77,7 +77,7 @@ import pytest
 
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.show import baseline_rows
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Entries, parse, render
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Entries, Figures, parse, render
 from pytest_ortperf.store.outputs import load_npz, npz_bytes
 
 pytestmark = pytest.mark.skipif(
@@ -90,7 +90,7 @@ SEED = int(os.environ.get("ORTPERF_KILLS_SEED", "20250102"))
 LEFTOVER_BUDGET = 64 * 1024 * 1024  # bytes of leftover temp files kept before the parent sweeps them
 
 TEST_FILE = "tests/perf/test_models.py"
-NPZ = f"{TEST_FILE}.outputs/test_model[cpu-all]@ci-x86_64.npz"
+NPZ = f"{TEST_FILE}.outputs/test_model[cpu-all].npz"
 MACHINE = "ci-x86_64"
 ROOT = Path(__file__).resolve().parents[3]
 WRITER_ITERATIONS = 200  # a writer that is never killed stops by itself
@@ -116,14 +116,13 @@ def contents(which: str) -> tuple[Entries, bytes]:
     for i in range(count):
         digest = hashlib.sha256(f"{which}-{i}".encode()).hexdigest()
         median = 1.0 + i / 100 + (0.5 if new else 0.0)
-        entries[f"test_model_{i:04d}[cpu-all]"] = {
-            MACHINE: BaselineEntry(
-                variant="cpu-all",
-                recorded="2025-06-30" if new else "2025-01-02",
-                latency=_stats(median),
-                environment={"ort_version": "1.31.1", "model_sha256": digest, "notes": digest * pad},
-            )
-        }
+        recorded = "2025-06-30" if new else "2025-01-02"
+        entries[f"test_model_{i:04d}[cpu-all]"] = BaselineEntry(
+            variant="cpu-all",
+            recorded=recorded,
+            recipe={"ort_version": "1.31.1", "model_sha256": digest, "notes": digest * pad},
+            figures={MACHINE: Figures(recorded, _stats(median), measured_on={"cores": 2})},
+        )
     rng = np.random.default_rng(1 if new else 0)
     arrays = {"logits": rng.standard_normal(1_000_000 if new else 64_000).astype(np.float32)}
     return entries, npz_bytes(arrays)
@@ -196,7 +195,7 @@ def _writer(
         target["npz"] = "new" if now["npz"] == "old" else "old"
         wanted = built[target["json"]][0]
         for test in keys:
-            store.stage(TEST_FILE, test, MACHINE, wanted[test][MACHINE] if test in wanted else None)
+            store.stage(TEST_FILE, test, wanted.get(test))
         store.stage_file(NPZ, built[target["npz"]][1])
         store.write()
         now = dict(target)
@@ -330,8 +329,8 @@ def test_killing_the_writer_leaves_old_or_new_files_never_a_mix(tmp_path: Path) 
     json_path, npz_path = root / f"{TEST_FILE}.json", root / NPZ
 
     setup = BaselineStore(root)
-    for test, machines in old_entries.items():
-        setup.stage(TEST_FILE, test, MACHINE, machines[MACHINE])
+    for test, entry in old_entries.items():
+        setup.stage(TEST_FILE, test, entry)
     setup.stage_file(NPZ, old_npz)
     assert sorted(setup.write()) == sorted([json_path, npz_path])
     assert json_path.read_bytes() == bytes_of["json"]["old"]
@@ -387,7 +386,7 @@ def test_killing_the_writer_leaves_old_or_new_files_never_a_mix(tmp_path: Path) 
     target = "new" if state["json"] == "old" else "old"
     wanted = new_entries if target == "new" else old_entries
     for test in sorted(old_entries.keys() | new_entries.keys()):
-        after_kills.stage(TEST_FILE, test, MACHINE, wanted[test][MACHINE] if test in wanted else None)
+        after_kills.stage(TEST_FILE, test, wanted.get(test))
     after_kills.stage_file(NPZ, bytes_of["npz"]["new" if state["npz"] == "old" else "old"])
     assert json_path in after_kills.write()
     assert json_path.read_bytes() == bytes_of["json"][target]

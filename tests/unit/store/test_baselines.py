@@ -1,16 +1,18 @@
-"""Baseline files: deterministic rendering, strict parsing that names the file, and the store."""
+"""Baseline files: deterministic rendering, strict parsing that names the file, schema-1 migration, the store."""
 
 from __future__ import annotations
 
 import json
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.baselines import (
     KIND,
     SCHEMA,
@@ -18,13 +20,38 @@ from pytest_ortperf.store.baselines import (
     BaselineError,
     BaselineStore,
     Entries,
+    Figures,
     parse,
+    parse_with_outputs,
     render,
     write_atomically,
 )
+from pytest_ortperf.store.outputs import AccuracyRecord
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
+
+RECIPE: dict[str, Any] = {
+    "model": "models/squeezenet.onnx",
+    "model_sha256": "ab" * 32,
+    "model_git_blob": "12" * 20,
+    "settings": {"intra_op_threads": 1, "execution_mode": "sequential"},
+    "inputs": {"x": "float32[1, 3, 224, 224]"},
+    "inputs_sha256": "cd" * 32,
+    "ort_version": "1.31.1",
+    "ort_flavour": "onnxruntime",
+    "providers_requested": ["cpu"],
+    "providers_used": ["CPUExecutionProvider"],
+    "variant": "cpu-all",
+    "plugin_version": "0.9.0",
+}
+MEASURED: dict[str, Any] = {
+    "cpu": "AMD EPYC 9R14",
+    "cores": 2,
+    "gpu": "",
+    "hardware": {"arch": "x86_64", "digest": "4eda52"},
+    "measurement": {"budget_s": 4.0, "rounds": 40},
+}
 
 
 def make_stats(median: float = 10.0, **changes: Any) -> LatencyStats:
@@ -56,9 +83,31 @@ def _six(value: Any) -> Any:
     return float(f"{value:.6g}") if isinstance(value, float) else value
 
 
-def make_entry(median: float = 10.0, variant: str = "cpu-all", **environment: Any) -> BaselineEntry:
-    env = {"ort_version": "1.31.1", "model_sha256": "ab" * 32} | environment
-    return BaselineEntry(variant=variant, recorded="2025-01-02", latency=make_stats(median), environment=env)
+def make_figures(median: float = 10.0, recorded: str = "2025-01-02", **changes: Any) -> Figures:
+    return replace(Figures(recorded, make_stats(median), measured_on=dict(MEASURED)), **changes)
+
+
+def make_entry(
+    median: float = 10.0,
+    variant: str = "cpu-all",
+    *,
+    machine: str = "ci",
+    recorded: str = "2025-01-02",
+    accuracy: AccuracyRecord | None = None,
+    **recipe: Any,
+) -> BaselineEntry:
+    """An entry of RECIPE (with ``recipe`` changes) holding ``machine``'s figures of ``median``."""
+    return BaselineEntry(
+        variant=variant,
+        recorded=recorded,
+        recipe=RECIPE | {"variant": variant} | recipe,
+        accuracy=accuracy,
+        figures={machine: make_figures(median, recorded)},
+    )
+
+
+def record(file: str = f"{TEST_FILE}.outputs/test_squeezenet_cpu-all_-0f1e2d3c.npz") -> AccuracyRecord:
+    return AccuracyRecord("cd" * 32, (), file)
 
 
 def document(tests: Any = None, **changes: Any) -> str:
@@ -75,8 +124,10 @@ def valid_entry_dict() -> dict[str, Any]:
 
 def test_render_is_deterministic_and_independent_of_insertion_order() -> None:
     a, b = make_entry(10.0), make_entry(20.0, variant="cpu-basic")
-    first: Entries = {"test_b": {"m2": a, "m1": b}, "test_a": {"m1": a}}
-    second: Entries = {"test_a": {"m1": a}, "test_b": {"m1": b, "m2": a}}
+    two = a.with_figures("m2", make_figures(11.0)).with_figures("m1", make_figures(12.0))
+    again = a.with_figures("m1", make_figures(12.0)).with_figures("m2", make_figures(11.0))
+    first: Entries = {"test_b": two, "test_a": b}
+    second: Entries = {"test_a": b, "test_b": again}
     text = render(first)
     assert text == render(first)
     assert text == render(second)
@@ -86,86 +137,141 @@ def test_render_is_deterministic_and_independent_of_insertion_order() -> None:
     assert text.index('"m1"') < text.index('"m2"')
 
 
-def test_render_writes_the_header_and_an_indented_document() -> None:
-    text = render({TEST: {"ci": make_entry()}})
-    document = json.loads(text)
-    assert document["schema"] == SCHEMA == 1
-    assert document["kind"] == KIND == "pytest-ortperf baselines"
-    assert document["entries"][TEST]["ci"]["variant"] == "cpu-all"
+def test_render_writes_schema_2_with_one_recipe_and_figures_per_machine() -> None:
+    entry = make_entry(accuracy=record()).with_figures("laptop", make_figures(3.5))
+    text = render({TEST: entry})
+    data = json.loads(text)
+    assert data["schema"] == SCHEMA == 2
+    assert data["kind"] == KIND == "pytest-ortperf baselines"
+    stored = data["entries"][TEST]
+    assert sorted(stored) == ["accuracy", "figures", "recipe", "recorded", "variant"]
+    assert stored["recipe"] == RECIPE
+    assert sorted(stored["figures"]) == ["ci", "laptop"]
+    assert stored["figures"]["laptop"]["measured_on"] == MEASURED
+    assert stored["figures"]["laptop"]["latency"]["median_ms"] == 3.5
     assert text.splitlines()[0] == "{"
     assert '\n "entries": {' in text  # one-space indentation: reviewable diffs
 
 
+def test_the_file_text_is_exactly_this() -> None:
+    """The format, pinned: a change to it shows here first."""
+    figures = Figures(
+        recorded="2025-01-03",
+        latency=LatencyStats(1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1000.0, (1.0,)),
+        measured_on={"cores": 2},
+        spread=0.0312345678,
+        settled=False,
+    )
+    entry = BaselineEntry("cpu-all", "2025-01-02", {"variant": "cpu-all"}, figures={"ci@zen4": figures})
+    assert render({"test_a[cpu-all]": entry}) == (
+        '{\n "entries": {\n  "test_a[cpu-all]": {\n   "figures": {\n    "ci@zen4": {\n'
+        '     "latency": {\n      "count": 1,\n      "cv": 0.0,\n      "iqr_ms": 0.0,\n'
+        '      "mean_ms": 1.0,\n      "median_ms": 1.0,\n      "min_ms": 1.0,\n      "p90_ms": 1.0,\n'
+        '      "p95_ms": 1.0,\n      "p99_ms": 1.0,\n      "round_cv": 0.0,\n      "round_medians_ms": [\n'
+        '       1.0\n      ],\n      "rounds": 1,\n      "stdev_ms": 0.0,\n      "throughput_per_s": 1000.0\n'
+        '     },\n     "measured_on": {\n      "cores": 2\n     },\n     "recorded": "2025-01-03",\n'
+        '     "settled": false,\n     "spread": 0.0312346\n    }\n   },\n   "recipe": {\n'
+        '    "variant": "cpu-all"\n   },\n   "recorded": "2025-01-02",\n   "variant": "cpu-all"\n  }\n },\n'
+        ' "kind": "pytest-ortperf baselines",\n "schema": 2\n}\n'
+    )
+
+
+def test_figures_leave_out_what_they_do_not_hold() -> None:
+    bare = Figures(recorded="2025-01-02", profile=OpProfile(runs=1, ops={}, nodes={}))
+    assert bare.as_dict() == {"recorded": "2025-01-02", "measured_on": {}, "profile": {"runs": 1, "ops": {}, "nodes": {}}}
+    noisy = Figures(recorded="2025-01-02", latency=make_stats(), spread=0.2, settled=False).as_dict()
+    assert (noisy["spread"], noisy["settled"]) == (0.2, False)
+    assert "profile" not in noisy
+
+
 def test_render_rounds_floats_to_6_significant_digits() -> None:
     stats = make_stats(median_ms=12.3456789, round_medians_ms=(0.000123456789, 98765.4321), cv=0.1234567)
-    entry = BaselineEntry("cpu-all", "2025-01-02", stats, {"ratio": 1.23456789, "cores": 16})
-    data = json.loads(render({TEST: {"ci": entry}}))["entries"][TEST]["ci"]
-    assert data["latency"]["median_ms"] == 12.3457
-    assert data["latency"]["cv"] == 0.123457
-    assert data["latency"]["round_medians_ms"] == [0.000123457, 98765.4]
-    assert data["latency"]["count"] == 30  # ints untouched
-    assert data["environment"] == {"ratio": 1.23457, "cores": 16}
+    figures = Figures("2025-01-02", stats, measured_on={"ratio": 1.23456789, "cores": 16}, spread=0.123456789)
+    entry = BaselineEntry("cpu-all", "2025-01-02", {"ratio": 2.3456789}, figures={"ci": figures})
+    data = json.loads(render({TEST: entry}))["entries"][TEST]
+    stored = data["figures"]["ci"]
+    assert stored["latency"]["median_ms"] == 12.3457
+    assert stored["latency"]["cv"] == 0.123457
+    assert stored["latency"]["round_medians_ms"] == [0.000123457, 98765.4]
+    assert stored["latency"]["count"] == 30  # ints untouched
+    assert stored["measured_on"] == {"ratio": 1.23457, "cores": 16}
+    assert stored["spread"] == 0.123457
+    assert data["recipe"] == {"ratio": 2.34568}
 
 
 def test_render_keeps_non_ascii_readable() -> None:
-    entry = make_entry(gpu="NVIDIA GeForce RTX 4090 \u00b7 laptop")
-    assert "RTX 4090 \u00b7 laptop" in render({TEST: {"ci": entry}})
+    entry = make_entry(model="models/r\u00e9seau \u00b7 v2.onnx")
+    assert "r\u00e9seau \u00b7 v2" in render({TEST: entry})
 
 
 def test_render_refuses_nan() -> None:
     entry = make_entry(broken=float("nan"))
     with pytest.raises(ValueError, match="JSON compliant"):
-        render({TEST: {"ci": entry}})
+        render({TEST: entry})
 
 
-def test_render_drops_tests_without_machines() -> None:
-    text = render({TEST: {"ci": make_entry()}, "test_gone": {}})
+def test_render_drops_entries_that_hold_nothing() -> None:
+    empty = BaselineEntry("cpu-all", "2025-01-02", RECIPE)
+    assert empty.empty
+    text = render({TEST: make_entry(), "test_gone": empty})
     assert "test_gone" not in text
-    assert render({}) == render({"test_gone": {}})
+    assert render({}) == render({"test_gone": empty})
+    outputs_only = BaselineEntry("cpu-all", "2025-01-02", RECIPE, accuracy=record())
+    assert not outputs_only.empty
+    assert TEST in render({TEST: outputs_only})
 
 
 # parse ---------------------------------------------------------------------
 
 
-def test_parse_round_trips_render(tmp_path: Path) -> None:
+def test_parse_round_trips_render_byte_for_byte(tmp_path: Path) -> None:
+    noisy = Figures("2025-01-04", make_stats(4.5), OpProfile(2, {"Conv": (1.5, 3)}, {}), MEASURED, 0.25, False)
     entries: Entries = {
-        TEST: {"ci": make_entry(), "laptop": make_entry(3.5)},
-        "test_other": {"ci": make_entry(7.0)},
+        TEST: make_entry(accuracy=record()).with_figures("laptop", make_figures(3.5)).with_figures("box", noisy),
+        "test_other[cpu-all]": make_entry(7.0, machine="laptop"),
+        "test_outputs_only[cpu-all]": BaselineEntry("cpu-all", "2025-01-02", RECIPE, accuracy=record("x.npz")),
     }
-    parsed = parse(render(entries), path=tmp_path / "x.json")
+    text = render(entries)
+    parsed = parse(text, path=tmp_path / "x.json")
     assert parsed == entries
-    assert render(parsed) == render(entries)
+    assert render(parsed) == text
+    assert parse_with_outputs(text, path=tmp_path / "x.json")[1] == {record().file, "x.npz"}
 
 
-def test_parse_defaults_a_missing_environment_to_empty(tmp_path: Path) -> None:
+def test_parse_defaults_missing_figures_and_measured_on_to_empty(tmp_path: Path) -> None:
     data = valid_entry_dict()
-    del data["environment"]
-    parsed = parse(document({TEST: {"ci": data}}), path=tmp_path / "x.json")
-    assert parsed[TEST]["ci"].environment == {}
+    del data["figures"]["ci"]["measured_on"]
+    assert parse(document({TEST: data}), path=tmp_path / "x.json")[TEST].figures["ci"].measured_on == {}
+    del data["figures"]
+    assert parse(document({TEST: data}), path=tmp_path / "x.json")[TEST].figures == {}
 
 
 BAD_DOCUMENTS = [
     pytest.param("not json at all", "is not valid JSON", id="not-json"),
-    pytest.param(render({TEST: {"ci": make_entry()}})[:-40], "is not valid JSON", id="truncated"),
+    pytest.param(render({TEST: make_entry()})[:-40], "is not valid JSON", id="truncated"),
     pytest.param("", "is not valid JSON", id="empty"),
     pytest.param("[1, 2]", "is not a pytest-ortperf baseline file", id="a-list"),
     pytest.param(document(kind="pytest-benchmark"), "is not a pytest-ortperf baseline file", id="wrong-kind"),
     pytest.param(
-        json.dumps({"schema": 1, "entries": {}}), "is not a pytest-ortperf baseline file", id="no-kind"
+        json.dumps({"schema": 2, "entries": {}}), "is not a pytest-ortperf baseline file", id="no-kind"
     ),
-    pytest.param(document(schema=0), "has schema 0; this version reads 1.", id="schema-0"),
-    pytest.param(document(schema="1"), "has schema '1'; this version reads 1.", id="schema-text"),
+    pytest.param(document(schema=0), "has schema 0; this version reads 2 (and 1, which it migrates).", id="schema-0"),
+    pytest.param(document(schema="2"), "has schema '2'; this version reads 2", id="schema-text"),
+    pytest.param(document(schema=True), "has schema True; this version reads 2", id="schema-bool"),
+    pytest.param(document(schema=2.0), "has schema 2.0; this version reads 2", id="schema-float"),
     pytest.param(
-        document(schema=2),
-        "has schema 2; this version reads 1 (written by a newer pytest-ortperf: upgrade it).",
-        id="schema-2",
+        document(schema=3),
+        "has schema 3; this version reads 2 (written by a newer pytest-ortperf: upgrade it).",
+        id="schema-3",
     ),
     pytest.param(document(entries=[]), "'entries' must be an object", id="entries-list"),
     pytest.param(document(entries=None), "'entries' must be an object", id="entries-null"),
+    pytest.param(document({TEST: ["ci"]}), "an entry must be an object, got list", id="entry-list"),
+    pytest.param(document({TEST: "fast"}), "an entry must be an object, got str", id="entry-str"),
     pytest.param(
-        document({TEST: ["ci"]}), f"entry {TEST!r} must map machines to entries", id="machines-list"
+        document({TEST: ["ci"]}, schema=1), f"entry {TEST!r} must map machines to entries", id="v1-machines-list"
     ),
-    pytest.param(document({TEST: {"ci": "fast"}}), "an entry must be an object, got str", id="entry-str"),
+    pytest.param(document({TEST: {"ci": "fast"}}, schema=1), "an entry must be an object, got str", id="v1-entry-str"),
 ]
 
 
@@ -179,64 +285,95 @@ def test_parse_errors_name_the_file(tmp_path: Path, text: str, fragment: str) ->
     assert fragment in message
 
 
+def _entry(**changes: Any) -> dict[str, Any]:
+    return valid_entry_dict() | changes
+
+
 def _without(key: str) -> dict[str, Any]:
     data = valid_entry_dict()
     del data[key]
     return data
 
 
+@pytest.mark.parametrize(
+    ("entry", "fragment"),
+    [
+        pytest.param(_without("variant"), "variant must be a string", id="no-variant"),
+        pytest.param(_entry(recorded=20250102), "recorded must be a string", id="recorded-int"),
+        pytest.param(_without("recipe"), "recipe must be an object", id="no-recipe"),
+        pytest.param(_entry(recipe=["x"]), "recipe must be an object", id="recipe-list"),
+        pytest.param(_entry(figures=["ci"]), "figures must map machines to figures", id="figures-list"),
+        pytest.param(_entry(accuracy={"outputs": None}), "an 'outputs' list", id="accuracy-damaged"),
+    ],
+)
+def test_parse_reports_a_damaged_entry_with_file_and_test(tmp_path: Path, entry: dict[str, Any], fragment: str) -> None:
+    path = tmp_path / "test_models.py.json"
+    with pytest.raises(BaselineError) as info:
+        parse(document({TEST: entry}), path=path)
+    message = str(info.value)
+    assert message.startswith(f"baseline file '{path}': entry {TEST!r} is damaged (")
+    assert fragment in message
+
+
+def _figures(**changes: Any) -> dict[str, Any]:
+    return make_figures().as_dict() | changes
+
+
 def _latency(**changes: Any) -> dict[str, Any]:
-    data = valid_entry_dict()
+    data = make_figures().as_dict()
     data["latency"] = data["latency"] | changes
     return data
 
 
 def _latency_without(key: str) -> dict[str, Any]:
-    data = valid_entry_dict()
+    data = make_figures().as_dict()
     del data["latency"][key]
     return data
 
 
+def _figures_without(key: str) -> dict[str, Any]:
+    data = make_figures().as_dict()
+    del data[key]
+    return data
+
+
 @pytest.mark.parametrize(
-    ("entry", "fragment"),
+    ("figures", "fragment"),
     [
-        pytest.param(_without("latency"), "'latency'", id="no-latency"),
-        pytest.param(_without("variant"), "variant must be a string", id="no-variant"),
-        pytest.param(
-            valid_entry_dict() | {"recorded": 20250102}, "recorded must be a string", id="recorded-int"
-        ),
-        pytest.param(
-            valid_entry_dict() | {"environment": []}, "environment must be an object", id="env-list"
-        ),
-        pytest.param(valid_entry_dict() | {"latency": None}, "", id="latency-null"),
-        pytest.param(valid_entry_dict() | {"latency": [1, 2]}, "", id="latency-list"),
+        pytest.param(_figures_without("latency"), "'latency'", id="no-latency-nor-profile"),
+        pytest.param(_figures_without("recorded"), "recorded must be a string", id="no-recorded"),
+        pytest.param(_figures(measured_on=[]), "measured_on must be an object", id="measured-on-list"),
+        pytest.param(_figures(latency=None), "", id="latency-null"),
+        pytest.param(_figures(latency=[1, 2]), "", id="latency-list"),
+        pytest.param(_figures(spread=-0.1), "spread must be a finite number >= 0, got -0.1", id="spread-negative"),
+        pytest.param(_figures(spread="3%"), "spread must be a finite number >= 0, got '3%'", id="spread-text"),
+        pytest.param(_figures(spread=True), "spread must be a finite number >= 0, got True", id="spread-bool"),
+        pytest.param(_figures(settled="no"), "settled must be true or false, got 'no'", id="settled-text"),
+        pytest.param(_figures(profile={"runs": 1}), "'ops'", id="profile-damaged"),
+        pytest.param("fast", "figures must be an object, got str", id="figures-str"),
         pytest.param(_latency_without("cv"), "'cv'", id="latency-missing-cv"),
-        pytest.param(
-            _latency(median_ms="10"), "median_ms must be a finite number, got '10'", id="median-str"
-        ),
+        pytest.param(_latency(median_ms="10"), "median_ms must be a finite number, got '10'", id="median-str"),
         pytest.param(_latency(p90_ms=None), "p90_ms must be a finite number, got None", id="p90-null"),
         pytest.param(_latency(count=-1), "count must be a whole number >= 0, got -1", id="count-negative"),
         pytest.param(_latency(count=30.5), "count must be a whole number >= 0, got 30.5", id="count-float"),
         pytest.param(_latency(rounds=True), "rounds must be a whole number >= 0, got True", id="rounds-bool"),
         pytest.param(_latency(round_medians_ms=[]), "round_medians_ms must be a non-empty list", id="no-rounds"),
-        pytest.param(
-            _latency(round_medians_ms=[1, "2"]), "round_medians_ms must be a finite number", id="round-str"
-        ),
+        pytest.param(_latency(round_medians_ms=[1, "2"]), "round_medians_ms must be a finite number", id="round-str"),
     ],
 )
-def test_parse_reports_a_damaged_entry_with_file_test_and_machine(
-    tmp_path: Path, entry: dict[str, Any], fragment: str
+def test_parse_reports_damaged_figures_with_file_test_and_machine(
+    tmp_path: Path, figures: Any, fragment: str
 ) -> None:
     path = tmp_path / "test_models.py.json"
     with pytest.raises(BaselineError) as info:
-        parse(document({TEST: {"ci-large": entry}}), path=path)
+        parse(document({TEST: _entry(figures={"ci": make_figures().as_dict(), "ci-large": figures})}), path=path)
     message = str(info.value)
-    assert message.startswith(f"baseline file '{path}': entry {TEST!r} for machine 'ci-large' is damaged (")
+    assert message.startswith(f"baseline file '{path}': entry {TEST!r}, figures of machine 'ci-large' are damaged (")
     assert fragment in message
 
 
 def test_parse_reports_nan_written_by_hand(tmp_path: Path) -> None:
-    text = render({TEST: {"ci": make_entry()}}).replace('"median_ms": 10.0', '"median_ms": NaN')
+    text = render({TEST: make_entry()}).replace('"median_ms": 10.0', '"median_ms": NaN')
     assert "NaN" in text
     with pytest.raises(BaselineError, match="median_ms must be a finite number, got nan"):
         parse(text, path=tmp_path / "x.json")
@@ -246,8 +383,177 @@ def test_parse_reports_nan_written_by_hand(tmp_path: Path) -> None:
 def test_parse_rejects_non_positive_round_medians(tmp_path: Path, medians: list[float]) -> None:
     path = tmp_path / "x.json"
     with pytest.raises(BaselineError, match="round_medians_ms") as info:
-        parse(document({TEST: {"ci": _latency(round_medians_ms=medians)}}), path=path)
+        parse(document({TEST: _entry(figures={"ci": _latency(round_medians_ms=medians)})}), path=path)
     assert str(path) in str(info.value)
+
+
+# schema 1: loads migrated --------------------------------------------------------------------------
+
+
+def v1(
+    median: float | None = 10.0,
+    recorded: str = "2025-01-02",
+    *,
+    accuracy: AccuracyRecord | None = None,
+    measured: dict[str, Any] | None = None,
+    **recipe: Any,
+) -> dict[str, Any]:
+    """A schema-1 entry (one test x variant x machine) with RECIPE (changed by ``recipe``)."""
+    data: dict[str, Any] = {
+        "variant": "cpu-all",
+        "recorded": recorded,
+        "environment": RECIPE | recipe | (MEASURED if measured is None else measured),
+    }
+    if median is not None:
+        data["latency"] = make_stats(median).as_dict()
+    if accuracy is not None:
+        data["accuracy"] = accuracy.as_dict()
+    return data
+
+
+def v1_document(tests: dict[str, Any]) -> str:
+    return json.dumps({"schema": 1, "kind": KIND, "entries": tests})
+
+
+def test_schema_1_takes_the_recipe_of_the_latest_recording_and_drops_machines_that_measured_another(
+    tmp_path: Path,
+) -> None:
+    laptop = {**MEASURED, "cpu": "Intel Core i7"}
+    text = v1_document(
+        {
+            TEST: {
+                "ci": v1(10.0, "2025-03-01", plugin_version="1.0.0"),  # the latest: its recipe leads
+                "laptop": v1(3.5, "2025-02-01", measured=laptop),  # same recipe, older plugin: kept
+                "old-box": v1(20.0, "2025-01-01", ort_version="1.30.0"),  # another recipe: dropped
+            }
+        }
+    )
+    (entry,) = parse(text, path=tmp_path / "x.json").values()
+    assert entry.recipe == RECIPE | {"plugin_version": "1.0.0"}
+    assert entry.recorded == "2025-03-01"
+    assert entry.machines() == ["ci", "laptop"]
+    assert entry.figures["laptop"] == Figures("2025-02-01", make_stats(3.5), measured_on=laptop)
+    assert entry.figures["ci"].spread is None
+    assert entry.figures["ci"].settled
+    assert entry.environment_for("laptop") == RECIPE | {"plugin_version": "1.0.0"} | laptop
+
+
+def test_schema_1_ties_go_to_the_last_machine_key_and_the_chosen_one_is_kept_even_lacking_a_key(
+    tmp_path: Path,
+) -> None:
+    old = {key: value for key, value in RECIPE.items() if key != "ort_flavour"}  # recorded before the key existed
+    text = v1_document(
+        {
+            TEST: {
+                "a-box": {**v1(10.0), "environment": old | {"model_sha256": "ef" * 32}},
+                "b-box": {**v1(12.0), "environment": old},
+            }
+        }
+    )
+    (entry,) = parse(text, path=tmp_path / "x.json").values()
+    assert entry.recipe == old
+    assert entry.machines() == ["b-box"]
+
+
+def test_schema_1_keeps_the_outputs_of_the_chosen_recipe(tmp_path: Path) -> None:
+    text = v1_document(
+        {
+            "test_kept[cpu-all]": {
+                "a-box": v1(10.0, accuracy=record("t.outputs/kept@a-box.npz")),
+                "b-box": v1(10.0, "2025-02-02"),  # the latest, without outputs
+                "c-box": v1(10.0, accuracy=record("t.outputs/kept@c-box.npz")),
+            },
+            "test_other[cpu-all]": {
+                "a-box": v1(10.0, "2025-01-01", accuracy=record("t.outputs/other@a-box.npz"), ort_version="1.2"),
+                "b-box": v1(None, "2025-02-02", accuracy=record("t.outputs/other@b-box.npz")),
+            },
+        }
+    )
+    entries, named = parse_with_outputs(text, path=tmp_path / "x.json")
+    kept, other = entries["test_kept[cpu-all]"], entries["test_other[cpu-all]"]
+    assert kept.accuracy == record("t.outputs/kept@a-box.npz")  # the first same-recipe machine's
+    assert kept.machines() == ["a-box", "b-box", "c-box"]
+    assert other.accuracy == record("t.outputs/other@b-box.npz")  # the chosen entry's
+    assert other.figures == {}  # outputs only: no figures for b-box; a-box measured another recipe
+    assert not other.empty
+    assert named == {f"t.outputs/{name}.npz" for name in ("kept@a-box", "kept@c-box", "other@a-box", "other@b-box")}
+
+
+def test_schema_1_damage_names_the_file_test_and_machine(tmp_path: Path) -> None:
+    path = tmp_path / "test_models.py.json"
+    entry = v1()
+    del entry["latency"]
+    for damaged, fragment in (
+        (entry, "'latency'"),
+        ({**v1(), "environment": []}, "environment must be an object"),
+        ({**v1(), "environment": {"x": float("inf")}}, "environment.x must hold finite numbers, got inf"),
+    ):
+        with pytest.raises(BaselineError) as info:
+            parse(v1_document({TEST: {"ci": v1(), "ci-large": damaged}}), path=path)
+        message = str(info.value)
+        assert message.startswith(f"baseline file '{path}': entry {TEST!r} for machine 'ci-large' is damaged (")
+        assert fragment in message
+
+
+def test_schema_1_is_migrated_by_the_next_write_only(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    path = store.path_for(TEST_FILE)
+    path.parent.mkdir(parents=True)
+    outputs = tmp_path / f"{TEST_FILE}.outputs"
+    outputs.mkdir()
+    for name in ("a@ci.npz", "a@old.npz"):
+        (outputs / name).write_bytes(b"arrays")
+    text = v1_document(
+        {
+            "test_a[cpu-all]": {
+                "ci": v1(10.0, "2025-02-01", accuracy=record(f"{TEST_FILE}.outputs/a@ci.npz")),
+                "old": v1(10.0, "2025-01-01", accuracy=record(f"{TEST_FILE}.outputs/a@old.npz"), ort_version="1.2"),
+            },
+            TEST: {"ci": v1(5.0)},
+        }
+    )
+    path.write_text(text, encoding="utf-8")
+    assert store.lookup(TEST_FILE, TEST) == parse(text, path=path)[TEST]
+    assert store.write() == []
+    assert path.read_text(encoding="utf-8") == text  # reading never writes
+
+    store.stage(TEST_FILE, TEST, make_entry(6.0))
+    assert store.write() == [path]
+    migrated = path.read_text(encoding="utf-8")
+    assert json.loads(migrated)["schema"] == 2
+    assert migrated == render(parse(text, path=path) | {TEST: make_entry(6.0)})
+    # The outputs of the machine whose recipe was dropped are named by nothing any more: deleted.
+    assert sorted(p.name for p in outputs.iterdir()) == ["a@ci.npz"]
+
+
+# entries -------------------------------------------------------------------------------------------
+
+
+def test_an_entry_answers_per_machine() -> None:
+    profiled = Figures("2025-01-02", profile=OpProfile(1, {}, {}), measured_on={"cpu": "arm"})
+    entry = make_entry(machine="ci").with_figures("arm", profiled)
+    assert entry.figures_for("ci") == make_figures()
+    assert entry.figures_for("elsewhere") is None
+    assert entry.machines() == ["arm", "ci"]
+    assert entry.machines("latency") == ["ci"]
+    assert entry.machines("profile") == ["arm"]
+    with pytest.raises(ValueError, match="part must be one of latency, profile"):
+        entry.machines("accuracy")
+    assert entry.environment_for("arm") == RECIPE | {"cpu": "arm"}
+    assert entry.environment_for("elsewhere") == RECIPE
+    assert entry.with_figures("arm", None) == make_entry(machine="ci")
+    assert entry.with_figures("ci", make_figures(2.0)).figures["ci"] == make_figures(2.0)
+
+
+def test_with_recipe_keeps_figures_under_the_same_recipe_and_drops_them_under_another() -> None:
+    entry = make_entry(accuracy=record()).with_figures("laptop", make_figures(3.5))
+    newer = entry.with_recipe(RECIPE | {"plugin_version": "1.0.0", "model": "renamed.onnx"}, recorded="2025-06-01")
+    assert newer.recipe["plugin_version"] == "1.0.0"
+    assert (newer.figures, newer.recorded, newer.accuracy) == (entry.figures, entry.recorded, entry.accuracy)
+    changed = entry.with_recipe(RECIPE | {"model_sha256": "ef" * 32}, recorded="2025-06-01")
+    assert changed.figures == {}
+    assert changed.recorded == "2025-06-01"
+    assert changed.accuracy == entry.accuracy  # the accuracy check judges it and re-records it itself
 
 
 # write_atomically ----------------------------------------------------------
@@ -302,9 +608,9 @@ def test_path_for_mirrors_the_test_file_under_the_root(tmp_path: Path) -> None:
 
 def test_lookup_without_a_file_is_none_and_creates_nothing(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path / "baselines")
-    assert store.lookup(TEST_FILE, TEST, "ci") is None
+    assert store.lookup(TEST_FILE, TEST) is None
+    assert store.current(TEST_FILE, TEST) is None
     assert store.entries(TEST_FILE) == {}
-    assert store.machines_for(TEST_FILE, TEST) == []
     assert not (tmp_path / "baselines").exists()
     assert store.write() == []
 
@@ -312,77 +618,136 @@ def test_lookup_without_a_file_is_none_and_creates_nothing(tmp_path: Path) -> No
 def test_stage_and_write_create_the_file_under_nested_directories(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path / "baselines")
     entry = make_entry()
-    store.stage(TEST_FILE, TEST, "ci", entry)
-    assert list(store.staged()) == [(store.path_for(TEST_FILE), TEST, "ci", entry)]
+    store.stage(TEST_FILE, TEST, entry)
+    assert list(store.staged()) == [(store.path_for(TEST_FILE), TEST, entry)]
+    assert store.current(TEST_FILE, TEST) == entry
+    assert store.lookup(TEST_FILE, TEST) is None  # as loaded
     path = store.path_for(TEST_FILE)
     assert not path.exists()  # nothing on disk before write()
     assert store.write() == [path]
     assert list(store.staged()) == []
-    assert path.read_text(encoding="utf-8") == render({TEST: {"ci": entry}})
-    assert store.lookup(TEST_FILE, TEST, "ci") == entry
+    assert path.read_text(encoding="utf-8") == render({TEST: entry})
+    assert store.lookup(TEST_FILE, TEST) == entry
     fresh = BaselineStore(tmp_path / "baselines")
-    assert fresh.lookup(TEST_FILE, TEST, "ci") == entry
+    assert fresh.lookup(TEST_FILE, TEST) == entry
 
 
-def test_write_adds_to_existing_entries_and_lists_machines(tmp_path: Path) -> None:
+def test_under_one_recipe_each_write_adds_its_machines_figures(tmp_path: Path) -> None:
+    first, second = BaselineStore(tmp_path), BaselineStore(tmp_path)
+    assert second.lookup(TEST_FILE, TEST) is None  # loaded before the first one wrote
+    first.stage(TEST_FILE, TEST, make_entry(10.0, machine="ci-large", accuracy=record()))
+    first.write()
+    # The second store never saw ci-large's figures: its write merges into what is on disk now.
+    second.stage(TEST_FILE, TEST, make_entry(20.0, machine="ci-small", plugin_version="1.0.0"))
+    second.stage(TEST_FILE, "test_other[cpu-all]", make_entry(5.0, machine="ci-large"))
+    second.write()
+    fresh = BaselineStore(tmp_path).lookup(TEST_FILE, TEST)
+    assert fresh is not None
+    assert fresh.machines() == ["ci-large", "ci-small"]
+    assert fresh.figures["ci-large"] == make_figures(10.0)
+    assert fresh.figures["ci-small"] == make_figures(20.0)
+    assert fresh.recipe["plugin_version"] == "1.0.0"  # the staged recipe
+    assert fresh.accuracy == record()  # the staged entry had none: the one on disk stays
+    assert BaselineStore(tmp_path).lookup(TEST_FILE, "test_other[cpu-all]") == make_entry(5.0, machine="ci-large")
+
+
+def test_within_one_recipe_a_write_removes_no_machines_figures(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci-large", make_entry(10))
+    store.stage(TEST_FILE, TEST, make_entry(10.0, machine="ci").with_figures("laptop", make_figures(3.0)))
     store.write()
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci-small", make_entry(20))
-    store.stage(TEST_FILE, "test_other[cpu-all]", "ci-large", make_entry(5))
+    loaded = store.lookup(TEST_FILE, TEST)
+    assert loaded is not None
+    store.stage(TEST_FILE, TEST, loaded.with_figures("laptop", None).with_figures("ci", make_figures(11.0)))
+    current = store.current(TEST_FILE, TEST)
+    assert current is not None
+    assert current.machines() == ["ci", "laptop"]  # as the write will leave it
     store.write()
-    fresh = BaselineStore(tmp_path)
-    assert fresh.machines_for(TEST_FILE, TEST) == ["ci-large", "ci-small"]
-    assert fresh.lookup(TEST_FILE, TEST, "ci-large") == make_entry(10)
-    assert fresh.lookup(TEST_FILE, TEST, "ci-small") == make_entry(20)
-    assert fresh.lookup(TEST_FILE, "test_other[cpu-all]", "ci-large") == make_entry(5)
+    written = BaselineStore(tmp_path).lookup(TEST_FILE, TEST)
+    assert written == current
+
+
+def test_another_recipe_replaces_the_entry_and_its_figures(tmp_path: Path) -> None:
+    npz = tmp_path / record().file
+    npz.parent.mkdir(parents=True)
+    npz.write_bytes(b"arrays")
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, make_entry(10.0, accuracy=record()).with_figures("laptop", make_figures(3.0)))
+    store.write()
+
+    store = BaselineStore(tmp_path)
+    changed = make_entry(12.0, machine="ci", recorded="2025-06-01", model_sha256="ef" * 32)
+    store.stage(TEST_FILE, TEST, changed)
+    assert store.current(TEST_FILE, TEST) == changed
+    store.write()
+    assert BaselineStore(tmp_path).lookup(TEST_FILE, TEST) == changed
+    assert not npz.exists()  # no entry names the old recipe's outputs any more
+
+    # A new recipe with nothing measured yet: the old figures go, and so does the entry.
+    store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-07-01", RECIPE | {"model_sha256": "01" * 32}))
+    assert store.current(TEST_FILE, TEST) is None
+    store.write()
+    assert BaselineStore(tmp_path).entries(TEST_FILE) == {}
+
+
+def test_a_recipe_lacking_a_key_keeps_its_figures_when_staged_as_it_is(tmp_path: Path) -> None:
+    old = {key: value for key, value in RECIPE.items() if key != "inputs_sha256"}
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", old, figures={"ci": make_figures()}))
+    store.write()
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", old, figures={"arm": make_figures(2.0)}))
+    store.write()
+    written = BaselineStore(tmp_path).lookup(TEST_FILE, TEST)
+    assert written is not None
+    assert written.machines() == ["arm", "ci"]
 
 
 def test_writing_identical_content_does_not_rewrite_the_file(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", make_entry())
+    store.stage(TEST_FILE, TEST, make_entry())
     path = store.path_for(TEST_FILE)
     store.write()
     os.utime(path, ns=(1_000_000_000, 1_000_000_000))
     before = path.stat()
 
     again = BaselineStore(tmp_path)
-    again.stage(TEST_FILE, TEST, "ci", make_entry())
+    again.stage(TEST_FILE, TEST, make_entry())
     assert again.write() == []
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
 
 
-def test_staging_none_removes_the_entry(tmp_path: Path) -> None:
+def test_staging_none_removes_the_entry_with_every_machines_figures(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", make_entry())
-    store.stage(TEST_FILE, TEST, "laptop", make_entry(3))
-    store.stage(TEST_FILE, "test_old", "ci", make_entry(4))
+    store.stage(TEST_FILE, TEST, make_entry().with_figures("laptop", make_figures(3.0)))
+    store.stage(TEST_FILE, "test_old", make_entry(4))
+    store.stage(TEST_FILE, "test_kept", make_entry(5))
     store.write()
 
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", None)
-    store.stage(TEST_FILE, "test_old", "ci", None)
-    store.stage(TEST_FILE, "test_never_there", "ci", None)
+    store.stage(TEST_FILE, TEST, None)
+    store.stage(TEST_FILE, "test_old", None)
+    store.stage(TEST_FILE, "test_never_there", None)
+    assert store.current(TEST_FILE, TEST) is None
     assert store.write() == [store.path_for(TEST_FILE)]
     fresh = BaselineStore(tmp_path)
-    assert fresh.entries(TEST_FILE) == {TEST: {"laptop": make_entry(3)}}
+    assert fresh.entries(TEST_FILE) == {"test_kept": make_entry(5)}
     assert "test_old" not in store.path_for(TEST_FILE).read_text(encoding="utf-8")
 
 
-def test_a_later_stage_of_the_same_key_wins(tmp_path: Path) -> None:
+def test_a_later_stage_of_the_same_test_wins(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", make_entry(1))
-    store.stage(TEST_FILE, TEST, "ci", make_entry(2))
+    store.stage(TEST_FILE, TEST, make_entry(1))
+    store.stage(TEST_FILE, TEST, make_entry(2))
     assert len(list(store.staged())) == 1
     store.write()
-    assert BaselineStore(tmp_path).lookup(TEST_FILE, TEST, "ci") == make_entry(2)
+    assert BaselineStore(tmp_path).lookup(TEST_FILE, TEST) == make_entry(2)
 
 
 @pytest.mark.parametrize(
     "damage",
-    ["{ not json", document(schema=2), document({TEST: {"ci": {"variant": "cpu-all"}}})],
+    ["{ not json", document(schema=3), document({TEST: {"variant": "cpu-all"}})],
     ids=["not-json", "newer-schema", "damaged-entry"],
 )
 def test_a_damaged_file_raises_on_lookup_and_stage_and_is_never_overwritten(
@@ -395,18 +760,46 @@ def test_a_damaged_file_raises_on_lookup_and_stage_and_is_never_overwritten(
     original = path.read_bytes()
 
     with pytest.raises(BaselineError) as lookup_error:
-        store.lookup(TEST_FILE, TEST, "ci")
+        store.lookup(TEST_FILE, TEST)
     assert f"baseline file '{path}'" in str(lookup_error.value)
     with pytest.raises(BaselineError) as stage_error:
-        store.stage(TEST_FILE, TEST, "ci", make_entry())
+        store.stage(TEST_FILE, TEST, make_entry())
     assert f"baseline file '{path}'" in str(stage_error.value)
     with pytest.raises(BaselineError, match="baseline file"):
-        store.machines_for(TEST_FILE, TEST)
+        store.current(TEST_FILE, TEST)
 
     assert list(store.staged()) == []
     assert store.write() == []
     assert path.read_bytes() == original
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_a_file_damaged_after_it_was_loaded_is_not_written_over(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, make_entry())
+    store.write()
+    store.stage(TEST_FILE, "test_other", make_entry(2.0))
+    path = store.path_for(TEST_FILE)
+    path.write_text("{ half a file", encoding="utf-8")  # another process, or a person
+    with pytest.raises(BaselineError) as info:
+        store.write()
+    assert str(info.value).startswith(f"baseline file '{path}' is not valid JSON")
+    assert "It is not overwritten" in str(info.value)
+    assert path.read_text(encoding="utf-8") == "{ half a file"
+
+
+def test_a_file_a_newer_version_wrote_since_it_was_loaded_asks_for_an_upgrade(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, make_entry())
+    store.write()
+    store.stage(TEST_FILE, "test_other", make_entry(2.0))
+    path = store.path_for(TEST_FILE)
+    path.write_text(document(schema=3), encoding="utf-8")
+    with pytest.raises(BaselineError) as info:
+        store.write()
+    assert "newer pytest-ortperf: upgrade it" in str(info.value)
+    assert "--ortperf-repair" not in str(info.value)
+    assert path.read_text(encoding="utf-8") == document(schema=3)
 
 
 def test_a_damaged_file_does_not_affect_other_files(tmp_path: Path) -> None:
@@ -415,8 +808,8 @@ def test_a_damaged_file_does_not_affect_other_files(tmp_path: Path) -> None:
     bad.parent.mkdir(parents=True)
     bad.write_text("garbage", encoding="utf-8")
     with pytest.raises(BaselineError):
-        store.lookup("tests/test_bad.py", TEST, "ci")
-    store.stage("tests/test_good.py", TEST, "ci", make_entry())
+        store.lookup("tests/test_bad.py", TEST)
+    store.stage("tests/test_good.py", TEST, make_entry())
     assert store.write() == [store.path_for("tests/test_good.py")]
     assert bad.read_text(encoding="utf-8") == "garbage"
 
@@ -427,17 +820,17 @@ def test_a_file_that_is_not_text_names_the_path_and_the_repair(tmp_path: Path) -
     path.parent.mkdir(parents=True)
     path.write_bytes(b"\xff\xfe\x00not utf-8")
     with pytest.raises(BaselineError) as info:
-        store.lookup(TEST_FILE, TEST, "ci")
+        store.lookup(TEST_FILE, TEST)
     assert str(info.value).startswith(f"baseline file '{path}' is not UTF-8 text (")
     assert str(info.value).endswith(
         "It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair (which "
         "keeps the damaged file as test_models.py.json.damaged-<time>)."
     )
     with pytest.raises(BaselineError, match="is not UTF-8 text"):
-        store.stage(TEST_FILE, TEST, "ci", make_entry())
+        store.stage(TEST_FILE, TEST, make_entry())
     assert path.read_bytes() == b"\xff\xfe\x00not utf-8"
     repairing = BaselineStore(tmp_path, repair=True)
-    repairing.stage(TEST_FILE, TEST, "ci", make_entry())
+    repairing.stage(TEST_FILE, TEST, make_entry())
     assert repairing.write() == [path]
     assert [backup.read_bytes() for backup in path.parent.glob(f"{path.name}.damaged-*")] == [
         b"\xff\xfe\x00not utf-8"
@@ -446,19 +839,18 @@ def test_a_file_that_is_not_text_names_the_path_and_the_repair(tmp_path: Path) -
 
 def test_the_store_reads_each_file_once(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", make_entry())
+    store.stage(TEST_FILE, TEST, make_entry())
     store.write()
     reader = BaselineStore(tmp_path)
-    assert reader.lookup(TEST_FILE, TEST, "ci") is not None
+    assert reader.lookup(TEST_FILE, TEST) is not None
     reader.path_for(TEST_FILE).write_text("changed on disk", encoding="utf-8")
-    assert reader.lookup(TEST_FILE, TEST, "ci") == make_entry()
+    assert reader.lookup(TEST_FILE, TEST) == make_entry()
 
 
 def test_write_removes_only_stale_temporaries_of_its_own_files(tmp_path: Path) -> None:
-    import os
     import time
 
-    from pytest_ortperf.store.baselines import BaselineStore, remove_stale_temporaries
+    from pytest_ortperf.store.baselines import remove_stale_temporaries
 
     target = tmp_path / "t.py.json"
     old = tmp_path / ".t.py.json.abc123.tmp"
@@ -486,27 +878,36 @@ def _nested(depth: int) -> Any:
     return value
 
 
-UNWRITABLE_ENVIRONMENTS = [
-    pytest.param('{"x": NaN}', "environment.x must hold finite numbers, got nan", id="nan"),
-    pytest.param('{"x": [1, -Infinity]}', "environment.x[1] must hold finite numbers, got -inf", id="inf"),
-    pytest.param('{"x": 1e999}', "environment.x must hold finite numbers, got inf", id="1e999"),
+UNWRITABLE_VALUES = [
+    pytest.param('{"x": NaN}', "x must hold finite numbers, got nan", id="nan"),
+    pytest.param('{"x": [1, -Infinity]}', "x[1] must hold finite numbers, got -inf", id="inf"),
+    pytest.param('{"x": 1e999}', "x must hold finite numbers, got inf", id="1e999"),
     pytest.param(json.dumps(_nested(500)), "is nested deeper than 32 levels", id="500-deep"),
 ]
 
 
-@pytest.mark.parametrize(("environment", "fragment"), UNWRITABLE_ENVIRONMENTS)
-def test_an_environment_that_could_not_be_written_back_is_a_damaged_entry(
-    tmp_path: Path, environment: str, fragment: str
-) -> None:
-    text = render({TEST: {"ci": make_entry()}}).replace(
-        '"environment": {', f'"environment": {{"bad": {environment}, ', 1
-    )
+@pytest.mark.parametrize(("value", "fragment"), UNWRITABLE_VALUES)
+def test_a_recipe_that_could_not_be_written_back_is_a_damaged_entry(tmp_path: Path, value: str, fragment: str) -> None:
+    text = render({TEST: make_entry()}).replace('"recipe": {', f'"recipe": {{"bad": {value}, ', 1)
     path = tmp_path / "test_models.py.json"
     with pytest.raises(BaselineError) as info:
         parse(text, path=path)
     message = str(info.value)
-    assert message.startswith(f"baseline file '{path}': entry {TEST!r} for machine 'ci' is damaged (")
-    assert fragment.replace("environment.", "environment.bad.") in message
+    assert message.startswith(f"baseline file '{path}': entry {TEST!r} is damaged (")
+    assert f"recipe.bad.{fragment}" in message or fragment in message
+
+
+@pytest.mark.parametrize(("value", "fragment"), UNWRITABLE_VALUES)
+def test_measured_on_that_could_not_be_written_back_is_damaged_figures(
+    tmp_path: Path, value: str, fragment: str
+) -> None:
+    text = render({TEST: make_entry()}).replace('"measured_on": {', f'"measured_on": {{"bad": {value}, ', 1)
+    path = tmp_path / "test_models.py.json"
+    with pytest.raises(BaselineError) as info:
+        parse(text, path=path)
+    message = str(info.value)
+    assert message.startswith(f"baseline file '{path}': entry {TEST!r}, figures of machine 'ci' are damaged (")
+    assert fragment in message
 
 
 def test_an_update_beside_an_unwritable_entry_is_refused_naming_the_file(tmp_path: Path) -> None:
@@ -514,19 +915,21 @@ def test_an_update_beside_an_unwritable_entry_is_refused_naming_the_file(tmp_pat
     store = BaselineStore(tmp_path)
     path = store.path_for(TEST_FILE)
     path.parent.mkdir(parents=True)
-    text = render({"test_old": {"ci": make_entry()}}).replace('"environment": {', '"environment": {"x": NaN, ', 1)
+    text = render({"test_old": make_entry()}).replace('"recipe": {', '"recipe": {"x": NaN, ', 1)
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(BaselineError, match=f"baseline file '{path}': entry 'test_old' .* is damaged"):
-        store.stage(TEST_FILE, TEST, "ci", make_entry())
+    with pytest.raises(BaselineError, match=f"baseline file '{path}': entry 'test_old' is damaged"):
+        store.stage(TEST_FILE, TEST, make_entry())
     assert path.read_text(encoding="utf-8") == text
 
 
 def test_write_turns_an_unrenderable_value_into_an_error_naming_the_file(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", make_entry(bad=float("nan")))
+    store.stage(TEST_FILE, TEST, make_entry(bad=float("nan")))
     deep = BaselineStore(tmp_path / "deep")
-    deep.stage(TEST_FILE, TEST, "ci", make_entry(bad=_nested(5000)))
-    for candidate in (store, deep):
+    deep.stage(TEST_FILE, TEST, make_entry(bad=_nested(5000)))
+    unloadable = BaselineStore(tmp_path / "unloadable")  # figures holding neither latency nor a profile
+    unloadable.stage(TEST_FILE, TEST, make_entry().with_figures("ci", Figures("2025-01-02")))
+    for candidate in (store, deep, unloadable):
         with pytest.raises(BaselineError) as info:
             candidate.write()
         assert f"cannot write baseline file '{candidate.path_for(TEST_FILE)}'" in str(info.value)
@@ -537,13 +940,11 @@ def test_pruning_deletes_the_outputs_only_after_the_json_no_longer_names_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_ortperf.store import baselines
-    from pytest_ortperf.store.outputs import AccuracyRecord
 
     outputs = tmp_path / "outputs.npz"
     outputs.write_bytes(b"arrays")
-    accuracy = AccuracyRecord("cd" * 32, (), "outputs.npz")
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-01-02", accuracy=accuracy))
+    store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", RECIPE, accuracy=record("outputs.npz")))
     store.write()
 
     seen = []
@@ -555,10 +956,22 @@ def test_pruning_deletes_the_outputs_only_after_the_json_no_longer_names_them(
 
     monkeypatch.setattr(baselines, "write_atomically", spy)
     pruner = BaselineStore(tmp_path)
-    pruner.stage(TEST_FILE, TEST, "ci", None)
+    pruner.stage(TEST_FILE, TEST, None)
     pruner.write()
     assert seen == [True]
     assert not outputs.exists()
+
+
+def test_outputs_still_named_by_the_entry_are_kept(tmp_path: Path) -> None:
+    outputs = tmp_path / "outputs.npz"
+    outputs.write_bytes(b"arrays")
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, make_entry(accuracy=record("outputs.npz")))
+    store.write()
+    store = BaselineStore(tmp_path)
+    store.stage(TEST_FILE, TEST, make_entry(9.0, machine="laptop"))  # same recipe, no accuracy of its own
+    store.write()
+    assert outputs.exists()
 
 
 def test_repair_treats_a_damaged_file_as_empty_and_sets_it_aside_only_when_writing(tmp_path: Path) -> None:
@@ -567,7 +980,7 @@ def test_repair_treats_a_damaged_file_as_empty_and_sets_it_aside_only_when_writi
     path.parent.mkdir(parents=True)
     path.write_text("garbage", encoding="utf-8")
     assert store.entries(TEST_FILE) == {}
-    store.stage(TEST_FILE, TEST, "ci", make_entry())
+    store.stage(TEST_FILE, TEST, make_entry())
     assert path.read_text(encoding="utf-8") == "garbage"  # loading moves nothing (xdist workers load)
     assert store.damaged() == [path]
 
@@ -576,7 +989,7 @@ def test_repair_treats_a_damaged_file_as_empty_and_sets_it_aside_only_when_writi
     assert damaged == path
     assert backup.name.startswith(f"{path.name}.damaged-")
     assert backup.read_text(encoding="utf-8") == "garbage"
-    assert parse(path.read_text(encoding="utf-8"), path=path) == {TEST: {"ci": make_entry()}}
+    assert parse(path.read_text(encoding="utf-8"), path=path) == {TEST: make_entry()}
 
 
 def test_a_damaged_file_named_by_another_process_is_set_aside_by_the_writer(tmp_path: Path) -> None:

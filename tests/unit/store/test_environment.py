@@ -16,7 +16,7 @@ from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.store.baselines import BaselineEntry, parse, render
+from pytest_ortperf.store.baselines import BaselineEntry, Figures, parse, render
 from pytest_ortperf.store.environment import (
     describe_inputs,
     environment,
@@ -26,6 +26,7 @@ from pytest_ortperf.store.environment import (
 )
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import Machine
+from pytest_ortperf.store.recipe import MEASURED_KEYS, RECIPE_KEYS, same_recipe, split
 
 
 def feeds() -> dict[str, np.ndarray[Any, Any]]:
@@ -173,9 +174,14 @@ def test_environment_read_back_from_a_baseline_file_shows_no_change(tmp_path: Pa
     )
     env = environment(built_session(settings), feeds(), machine=MACHINE, runtime=RUNTIME)
     stats = LatencyStats(1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1000.0, (1.0,))
-    text = render({"test_x": {"ci": BaselineEntry("cpu-all", "2025-01-02", stats, env)}})
-    stored = parse(text, path=tmp_path / "x.json")["test_x"]["ci"].environment
-    assert what_changed(stored, env) == []
+    recipe, measured_on = split(env)
+    assert set(recipe) == set(RECIPE_KEYS)  # every key of an environment has its place
+    assert set(measured_on) == set(MEASURED_KEYS)
+    figures = Figures("2025-01-02", stats, measured_on=measured_on)
+    text = render({"test_x": BaselineEntry("cpu-all", "2025-01-02", recipe, figures={"ci": figures})})
+    stored = parse(text, path=tmp_path / "x.json")["test_x"]
+    assert what_changed(stored.environment_for("ci"), env) == []
+    assert same_recipe(stored.recipe, split(env)[0])
 
 
 # what_changed --------------------------------------------------------------

@@ -18,6 +18,7 @@ from onnx import numpy_helper
 from pytest_ortperf.errors import BaselineError, InputsError
 from pytest_ortperf.store import outputs as references
 from pytest_ortperf.store.baselines import parse
+from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.outputs import (
     FULL_LIMIT,
     SUBSAMPLE,
@@ -28,6 +29,7 @@ from pytest_ortperf.store.outputs import (
     for_storage,
     load_npz,
     npz_bytes,
+    outputs_file,
     zoo_expected,
 )
 
@@ -355,6 +357,24 @@ def test_a_baseline_file_with_a_damaged_accuracy_record_names_the_file(tmp_path:
     message = str(info.value)
     assert message.startswith(f"baseline file '{path}': entry 'test_a' for machine 'ci' is damaged (")
     assert "relative .npz path" in message
+
+
+# outputs_file ----------------------------------------------------------------
+
+
+def _key(test: str, machine: str = "ci") -> CheckKey:
+    return CheckKey("tests/perf/test_models.py", test, "cpu-all", machine, "ortperf update")
+
+
+def test_one_outputs_file_per_test_and_variant_whatever_machine_records_it() -> None:
+    name = outputs_file(_key("test_a[cpu-all]"))
+    assert name.startswith("tests/perf/test_models.py.outputs/test_a_cpu-all-")
+    assert name.endswith(".npz")
+    assert "@" not in name
+    assert outputs_file(_key("test_a[cpu-all]", machine="gha@zen3-avx2-2c-1a2b3c")) == name
+    names = {outputs_file(_key(test)) for test in ("test_a[cpu-all]", "test_a[cpu-basic]", "test_a[cpu-all]#2")}
+    assert len(names) == 3
+    AccuracyRecord.from_dict(record_dict(file=name))  # a name a record accepts
 
 
 # zoo_expected ----------------------------------------------------------------

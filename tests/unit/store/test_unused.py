@@ -6,46 +6,40 @@ from pathlib import Path
 
 from pytest_ortperf.store.baselines import BaselineStore
 from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
-from tests.unit.store.test_baselines import make_entry
+from tests.unit.store.test_baselines import make_entry, make_figures
 
 FILE = "tests/test_perf.py"
 
 
-def store_with(tmp_path: Path, *entries: tuple[str, str, str]) -> BaselineStore:
+def store_with(tmp_path: Path, *entries: tuple[str, str]) -> BaselineStore:
     store = BaselineStore(tmp_path / "baselines")
-    for test, machine, variant in entries:
-        store.stage(FILE, test, machine, make_entry(variant=variant))
+    for test, variant in entries:
+        store.stage(FILE, test, make_entry(variant=variant, machine="box").with_figures("other", make_figures()))
     store.write()
     return BaselineStore(tmp_path / "baselines")
 
 
-def test_a_renamed_test_is_unused_on_every_machine_and_a_kept_ones_checks_are_not(tmp_path: Path) -> None:
+def test_a_renamed_test_is_unused_once_for_every_machine_and_a_kept_ones_checks_are_not(tmp_path: Path) -> None:
     store = store_with(
         tmp_path,
-        ("test_kept[cpu-all]", "box", "cpu-all"),
-        ("test_kept[cpu-all]#big", "box", "cpu-all"),
-        ("test_old[cpu-all]", "box", "cpu-all"),
-        ("test_old[cpu-all]", "other", "cpu-all"),
+        ("test_kept[cpu-all]", "cpu-all"),
+        ("test_kept[cpu-all]#big", "cpu-all"),
+        ("test_old[cpu-all]", "cpu-all"),
     )
     selection = Selection()
     selection.add([f"{FILE}::test_kept[cpu-all]"])
-    assert unused_entries(store, selection, {"cpu-all"}) == [
-        (f"{FILE}::test_old[cpu-all]", "box"),
-        (f"{FILE}::test_old[cpu-all]", "other"),
-    ]
+    assert unused_entries(store, selection, {"cpu-all"}) == [f"{FILE}::test_old[cpu-all]"]
 
 
 def test_a_variant_outside_the_matrix_is_unused_only_when_its_test_is_gone(tmp_path: Path) -> None:
-    store = store_with(
-        tmp_path, ("test_kept[cuda-all]", "gpu", "cuda-all"), ("test_gone[cuda-all]", "gpu", "cuda-all")
-    )
+    store = store_with(tmp_path, ("test_kept[cuda-all]", "cuda-all"), ("test_gone[cuda-all]", "cuda-all"))
     selection = Selection()
     selection.add([f"{FILE}::test_kept[cpu-all]"])
-    assert unused_entries(store, selection, {"cpu-all"}) == [(f"{FILE}::test_gone[cuda-all]", "gpu")]
+    assert unused_entries(store, selection, {"cpu-all"}) == [f"{FILE}::test_gone[cuda-all]"]
 
 
 def test_a_file_collected_in_part_has_no_unused_entries(tmp_path: Path) -> None:
-    store = store_with(tmp_path, ("test_old[cpu-all]", "box", "cpu-all"))
+    store = store_with(tmp_path, ("test_old[cpu-all]", "cpu-all"))
     selection = Selection()
     selection.add([f"{FILE}::test_kept[cpu-all]"], partially_selected=[FILE])
     assert unused_entries(store, selection, {"cpu-all"}) == []
@@ -60,15 +54,16 @@ def test_a_damaged_file_is_left_to_the_tests_that_use_it(tmp_path: Path) -> None
     assert unused_entries(BaselineStore(tmp_path / "baselines"), selection, {"cpu-all"}) == []
 
 
-def test_lines_name_this_machines_entry_and_the_other_machines() -> None:
-    unused = [
-        ("t.py::test_a", "box"),
-        ("t.py::test_a", "ci"),
-        ("t.py::test_a", "gpu"),
-        ("t.py::test_b", "ci"),
-    ]
-    assert unused_lines(unused, here="box") == [
-        "t.py::test_a",
-        "t.py::test_a (other machines: ci, gpu)",
-        "t.py::test_b (other machines: ci)",
-    ]
+def test_pruning_an_unused_entry_removes_every_machines_figures(tmp_path: Path) -> None:
+    store = store_with(tmp_path, ("test_kept[cpu-all]", "cpu-all"), ("test_old[cpu-all]", "cpu-all"))
+    selection = Selection()
+    selection.add([f"{FILE}::test_kept[cpu-all]"])
+    for nodeid in unused_entries(store, selection, {"cpu-all"}):
+        test_file, _, test = nodeid.partition("::")
+        store.stage(test_file, test, None)
+    store.write()
+    assert list(BaselineStore(tmp_path / "baselines").entries(FILE)) == ["test_kept[cpu-all]"]
+
+
+def test_lines_name_each_unused_entry_once() -> None:
+    assert unused_lines(["t.py::test_a", "t.py::test_b"]) == ["t.py::test_a", "t.py::test_b"]
