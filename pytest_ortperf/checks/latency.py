@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -23,16 +23,14 @@ from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verd
 from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
-from pytest_ortperf.latency.recording import Recording, record_until_settled
+from pytest_ortperf.latency.recording import Recording, compared_values, record_until_settled
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
-from pytest_ortperf.store.recipe import same_recipe, split
+from pytest_ortperf.store.recipe import same_or_identical, split
 
-FASTEST_FRACTION = 0.25
-FASTEST_MIN = 3
 GLANCE_S = 0.5  # how long a check measures when its figures only inform (unchanged; A/B with no reference)
 
 
@@ -124,7 +122,7 @@ def check_latency(
     if plan.route is Route.UNCHANGED:
         return _unchanged(key, plan.figures, measure_fn(run, glance(policy.measure)), policy)
     if plan.route is Route.RECORD:
-        recording = record_until_settled(lambda: measure_fn(run, policy.measure), cap_s=record_cap_s(policy))
+        recording = record_until_settled(lambda: measure_fn(run, policy.measure), cap_s=policy.record_cap_s)
         return _record(key, store, policy, environment, today, recording, plan.figures, profile_fn)
     current = measure_fn(run, policy.measure)
     if plan.route is not Route.STORED or plan.figures is None:
@@ -384,12 +382,6 @@ def _judge(figures: Figures, current: LatencyStats, policy: CheckPolicy) -> Comp
     return widened(comparison, figures.spread)
 
 
-def fastest_share(values: Sequence[float]) -> list[float]:
-    """The fastest quarter of the rounds (at least 3): the machine's fast state, like with like."""
-    ordered = sorted(values)
-    return ordered[: min(len(ordered), max(FASTEST_MIN, math.ceil(len(ordered) * FASTEST_FRACTION)))]
-
-
 def stored_comparison(
     baseline: LatencyStats, current: LatencyStats, *, threshold: float, confidence: float = DEFAULT_CONFIDENCE
 ) -> Comparison:
@@ -408,26 +400,6 @@ def stored_comparison(
         f"{baseline.rounds}), Hodges-Lehmann ratio"
     )
     return replace(comparison, statistic=statistic)
-
-
-def compared_values(baseline: LatencyStats, current: LatencyStats) -> tuple[list[float], list[float], bool]:
-    """What stored mode compares: each side's fastest quarter of round medians, relative to the canary
-    (the third item) when both runs measured it."""
-    relative = bool(baseline.canary_round_medians_ms and current.canary_round_medians_ms)
-    base = fastest_share(baseline.relative_round_medians if relative else baseline.round_medians_ms)
-    curr = fastest_share(current.relative_round_medians if relative else current.round_medians_ms)
-    return base, curr, relative
-
-
-def decision_cv(stats: LatencyStats) -> float:
-    """How much the rounds the comparison reads vary: relative to the canary when it ran."""
-    values = stats.relative_round_medians
-    if not values:
-        return stats.round_cv
-    if len(values) < 2:
-        return 0.0
-    mean = statistics.fmean(values)
-    return statistics.stdev(values) / mean if mean > 0 else 0.0
 
 
 def _with_message(result: LatencyResult, message: str) -> LatencyResult:
@@ -450,9 +422,13 @@ def _record(
     hardware's figures; a changed one replaces the recipe and drops the figures measured for the old."""
     current = recording.stats
     recipe, measured_on = split(environment)
-    noisy = not recording.settled or recording.spread > policy.max_cv
+    noisy = recording.spread > policy.max_cv
     figures = Figures(
-        recorded=today, latency=current, measured_on=measured_on, spread=recording.spread, settled=not noisy
+        recorded=today,
+        latency=current,
+        measured_on=measured_on,
+        spread=recording.spread,
+        settled=recording.settled,
     )
     existing = store.current(key.test_file, key.test)
     extra: dict[str, Any] = {"recorded_spread": recording.spread, "noisy": noisy}
@@ -463,7 +439,7 @@ def _record(
         store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
         return LatencyResult(key=key, status=Status.NEW, current=current, **extra)
     changes = tuple(what_changed(existing.recipe, recipe))
-    same = same_recipe(existing.recipe, recipe)
+    same = same_or_identical(existing.recipe, recipe)
     if same and before is not None:
         changes += tuple(what_changed(before.measured_on, measured_on))
         has_profile = before.profile is not None
@@ -471,8 +447,9 @@ def _record(
             changes += ("operator profile added (the test is marked ort_profile)",)
         elif profile_fn is None and has_profile:
             changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
-        comparison: Comparison | None = _judge(before, current, policy)
-        if not changes and comparison is not None and comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE):
+        comparison = _judge(before, current, policy)
+        kept = comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE)
+        if not changes and kept:
             return LatencyResult(
                 key=key, status=Status.UNCHANGED, current=current, baseline=before, comparison=comparison
             )

@@ -8,6 +8,7 @@ from typing import Literal
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
+from pytest_ortperf.latency.recording import RECORD_CAP_S
 
 Missing = Literal["fail", "skip", "pass"]
 MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
@@ -21,7 +22,8 @@ class CheckPolicy:
     missing: Missing = "fail"
     update: bool = False
     fail_on_improvement: bool = False
-    max_cv: float = 0.10
+    max_cv: float = 0.10  # an update lists figures whose spread exceeds it as noisy (it never refuses)
+    record_cap_s: float = RECORD_CAP_S  # an update measures until its figures settle, at most this long
     confidence: float = DEFAULT_CONFIDENCE
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     ab_threshold: float = 0.03

@@ -134,3 +134,23 @@ def judge(
     """Verdict on two independent sets of round medians (stored mode)."""
     estimate = ratio_interval(baseline, current, confidence)
     return Comparison(estimate=estimate, threshold=threshold, verdict=decide(estimate, threshold))
+
+
+QUIET_SPREAD = 0.10
+WIDENING = 0.5
+
+
+def widened(
+    comparison: Comparison, spread: float | None, *, quiet: float = QUIET_SPREAD, per_spread: float = WIDENING
+) -> Comparison:
+    """Placeholder: widened by per_spread * (spread - quiet) in log quadrature."""
+    if spread is None or not math.isfinite(spread) or spread <= quiet:
+        return comparison
+    estimate = comparison.estimate
+    z = NormalDist().inv_cdf(0.5 + estimate.confidence / 2)
+    extra = z * per_spread * (spread - quiet)
+    centre = math.log(estimate.ratio)
+    down = math.hypot(centre - math.log(estimate.low), extra)
+    up = math.hypot(math.log(estimate.high) - centre, extra)
+    wider = RatioEstimate(estimate.ratio, math.exp(centre - down), math.exp(centre + up), estimate.confidence)
+    return Comparison(wider, comparison.threshold, decide(wider, comparison.threshold), comparison.mode, comparison.statistic)

@@ -9,13 +9,24 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.checks.latency import LatencyResult, check_ab, check_latency, explained
+from pytest_ortperf.checks.paths import choose
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import PairedRounds, Side
 from pytest_ortperf.profiling.operators import OpProfile
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
-from tests.unit.checks.test_latency import ENV, KEY, MEASURE, RECORD, TEST, TEST_FILE, FakeMeasure, stats
+from pytest_ortperf.store.baselines import BaselineStore
+from tests.unit.checks.test_latency import (
+    ENV,
+    KEY,
+    MEASURE,
+    RECORD,
+    TEST,
+    TEST_FILE,
+    FakeMeasure,
+    entry_of,
+    stats,
+)
 from tests.unit.latency.test_paired import paired
 
 CPU = "CPUExecutionProvider"
@@ -105,11 +116,13 @@ def test_profiled_runs_that_fail_never_hide_the_verdict(error: Exception) -> Non
 def test_against_stored_figures_an_improvement_failure_is_explained_too(tmp_path: Path) -> None:
     root = tmp_path / "baselines"
     store = BaselineStore(root)
-    store.stage(TEST_FILE, TEST, "ci", BaselineEntry("cpu-all", "2025-01-02", stats(10.0, seed=1), ENV, profile=BIG))
+    store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, profile=BIG))
     store.write()
+    entry = BaselineStore(root).lookup(TEST_FILE, TEST)
     result = check_latency(
         lambda: None,
         key=KEY,
+        plan=choose(entry, ENV, KEY.machine, update=False),
         store=BaselineStore(root),
         policy=CheckPolicy(measure=MEASURE, fail_on_improvement=True),
         environment=ENV,

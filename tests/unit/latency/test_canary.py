@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 import pytest
 
-from pytest_ortperf.checks.latency import check_latency, decision_cv, fastest_share, stored_comparison
+from pytest_ortperf.checks.latency import LatencyResult, check_latency, stored_comparison
+from pytest_ortperf.checks.paths import Plan, Route
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.run import OrtperfRun
@@ -30,6 +31,7 @@ from pytest_ortperf.latency.measure import (
     measure,
     plan_rounds,
 )
+from pytest_ortperf.latency.recording import decision_cv, fastest_share
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.ort.inputs import InputOptions
 from pytest_ortperf.ort.models import ModelSource
@@ -485,27 +487,28 @@ def test_decision_cv_of_one_round_is_zero() -> None:
 KEY = CheckKey("test_m.py", "test_m[cpu-all]", "cpu-all", "ci", "ortperf update 'test_m.py::test_m[cpu-all]'")
 
 
-def _record(root: Path, stats: LatencyStats) -> tuple[str, str]:
+def _record(root: Path, stats: LatencyStats) -> LatencyResult:
     store = BaselineStore(root)
-    result = check_latency(
+    return check_latency(
         lambda: None,
         key=KEY,
+        plan=Plan(Route.RECORD),
         store=store,
         policy=CheckPolicy(update=True, max_cv=0.10, measure=MeasureSettings(budget_s=0.01)),
         environment={"cores": 2},
         today="2026-11-22",
         measure_fn=lambda run, settings: stats,
     )
-    return result.status, result.message
 
 
-def test_recording_refuses_by_the_noise_the_comparison_will_read(tmp_path: Path) -> None:
+def test_recording_judges_noise_by_what_the_comparison_will_read_and_never_refuses(tmp_path: Path) -> None:
     stats = _machine_stats(seed=5, speed=1.0)
     assert stats.round_cv > 0.10  # the machine swung, the model relative to it did not
-    assert _record(tmp_path / "a", stats) == ("new", "")
-    status, message = _record(tmp_path / "b", _without_canary(stats))
-    assert status == "too noisy"
-    assert f"round medians vary {stats.round_cv:.1%} (limit 10%;" in message
+    quiet = _record(tmp_path / "a", stats)
+    assert (quiet.status, quiet.noisy) == ("new", False)
+    noisy = _record(tmp_path / "b", _without_canary(stats))
+    assert (noisy.status, noisy.noisy, noisy.failed) == ("new", True, False)
+    assert noisy.recorded_spread == pytest.approx(stats.round_cv, rel=0.05)
 
 
 def test_default_stored_threshold_is_ten_percent() -> None:
