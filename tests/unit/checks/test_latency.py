@@ -150,7 +150,7 @@ def test_a_missing_baseline_names_the_machines_that_have_one(root: Path) -> None
     record(root, stats(10.0), machine="ci-large")
     result = check(BaselineStore(root), FakeMeasure(stats(10.0)))
     assert result.failed
-    assert "on machine 'ci' (baselines exist for: ci-large, laptop)" in result.message
+    assert "this hardware has no figures of its own (figures exist for: ci-large, laptop)" in result.message
     assert RECORD in result.message
 
 
@@ -190,7 +190,7 @@ def test_update_records_a_new_entry(root: Path) -> None:
     assert (entry.variant, entry.recorded, dict(entry.recipe)) == ("cpu-all", "2025-06-01", split(ENV)[0])
     figures = entry.figures_for("ci")
     assert figures is not None
-    assert (figures.latency, figures.measured_on, figures.settled) == (current, split(ENV)[1], True)
+    assert (figures.latency, figures.measured_on) == (current, split(ENV)[1])
     assert figures.spread == pytest.approx(current.round_cv)
     assert store.write() == [path]
     written = BaselineStore(root).lookup(TEST_FILE, TEST)
@@ -363,8 +363,9 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
     )
     assert lines[6] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
     assert lines[7] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
-    assert lines[8] == f"  to accept the new latency: {RECORD}"
-    assert len(lines) == 9
+    assert lines[8].startswith("  decided by stored figures: the baseline predates what a reference is rebuilt from")
+    assert lines[9] == f"  to accept the new latency: {RECORD}"
+    assert len(lines) == 10
     assert list(store.staged()) == []
 
 

@@ -17,7 +17,8 @@ import onnx
 import pytest
 
 from pytest_ortperf.checks.latency import LatencyResult, check_latency, stored_comparison
-from pytest_ortperf.checks.paths import Plan, Route
+from pytest_ortperf.checks.paths import Plan as RoutePlan
+from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.run import OrtperfRun
@@ -492,7 +493,7 @@ def _record(root: Path, stats: LatencyStats) -> LatencyResult:
     return check_latency(
         lambda: None,
         key=KEY,
-        plan=Plan(Route.RECORD),
+        plan=RoutePlan(Route.RECORD),
         store=store,
         policy=CheckPolicy(update=True, max_cv=0.10, measure=MeasureSettings(budget_s=0.01)),
         environment={"cores": 2},
