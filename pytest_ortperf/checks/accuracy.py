@@ -37,11 +37,11 @@ from pytest_ortperf.store.outputs import (
     load_npz,
     nonfinite_count,
     npz_bytes,
+    outputs_file,
     summary,
     tensor_sha256,
 )
 from pytest_ortperf.store.recipe import split
-from pytest_ortperf.values import file_slug
 
 NOT_IN_DATA_SET = "not in the data set"
 IDENTICAL = "identical (sha256 of the whole tensor)"
@@ -98,11 +98,6 @@ class AccuracyResult:
     failed: bool = False
     skipped: bool = False
     message: str = ""
-
-
-def outputs_file(key: CheckKey) -> str:
-    """Where the reference outputs of one entry live, relative to the baseline directory."""
-    return f"{key.test_file}.outputs/{file_slug(key.test)}@{key.machine}.npz"
 
 
 def compare_with(

@@ -35,7 +35,7 @@ from pytest_ortperf.reports.terminal import (
     summary_lines,
     update_lines,
 )
-from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.baselines import Figures
 from pytest_ortperf.store.keys import CheckKey, check_name, split_check_name, with_check_name
 
 
@@ -67,10 +67,10 @@ def result(
     estimate: RatioEstimate | None = None,
 ) -> LatencyResult:
     key = CheckKey("tests/test_perf.py", f"{test}[{variant}]", variant, "ci", f"ortperf update '{test}'")
-    entry = None if baseline is None else BaselineEntry(variant, "2025-01-02", latency(baseline))
+    figures = None if baseline is None else Figures("2025-01-02", latency=latency(baseline))
     comparison = None if estimate is None else Comparison(estimate, 0.1, Verdict.OK)
     return LatencyResult(
-        key=key, status=status, current=latency(current), baseline=entry, comparison=comparison
+        key=key, status=status, current=latency(current), baseline=figures, comparison=comparison
     )
 
 
@@ -159,10 +159,16 @@ def test_update_lines_count_everything_and_list_written_files() -> None:
     ]
 
 
-def test_update_lines_mention_refused_checks() -> None:
-    report = UpdateReport(new=1, refused=2)
+def test_update_lines_count_and_list_noisy_figures() -> None:
+    """An update never refuses: figures written although they did not settle are counted and listed."""
+    noisy = ["t.py::test_a[cpu-all] (spread 14.2%)", "t.py::test_b[cpu-all] (spread 20.0%)"]
+    report = UpdateReport(new=1, noisy=noisy)
     assert update_lines(report, prune=False) == [
-        "ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused, 2 refused (too noisy)"
+        "ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused, 2 noisy",
+        "noisy figures (written with their spread; where they decide, the spread widens the interval; "
+        "record them again on a quieter machine to sharpen them):",
+        "  t.py::test_a[cpu-all] (spread 14.2%)",
+        "  t.py::test_b[cpu-all] (spread 20.0%)",
     ]
 
 
