@@ -189,8 +189,8 @@ def check_accuracy(
     label = f"baseline (recorded {entry.recorded if entry else '?'})"
     outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
     failed = any(o.failed for o in outcomes)
-    recorded = entry.environment_for(key.machine) if entry is not None else {}
-    changes = what_changed(recorded, environment) if entry is not None and failed else []
+    # Outputs belong to the recipe, valid on every hardware: what changed is read from the recipe.
+    changes = what_changed(entry.recipe, split(environment)[0]) if entry is not None and failed else []
     return _result(
         key, Status.FAILED if failed else Status.OK, outcomes, failed=failed, skipped=False, changes=changes
     )
@@ -386,7 +386,7 @@ def _record(
     # The outputs belong to the recipe: a changed one replaces it (dropping figures measured for the
     # old one); when the latency check of this test recorded first, the recipe is already the same.
     entry = (
-        replace(existing.with_recipe(recipe, recorded=today), accuracy=new_record)
+        replace(existing.with_recipe(recipe, recorded=today), accuracy=new_record, recorded=today)
         if existing is not None
         else BaselineEntry(variant=key.variant, recorded=today, recipe=recipe, accuracy=new_record)
     )

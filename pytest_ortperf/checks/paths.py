@@ -76,9 +76,11 @@ def choose(entry: BaselineEntry | None, current: Mapping[str, Any], machine: str
     if same_recipe(entry.recipe, current):
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
-    if plan.route is Route.SIDE_BY_SIDE and not (plan.model_changed or plan.settings is not None or plan.runtime):
+    rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
+    if plan.route is Route.SIDE_BY_SIDE and not rebuilds:
         # Only the inputs changed: the recorded inputs are not kept, so nothing can be rebuilt.
-        plan = replace(plan, route=Route.STORED, reason="the inputs changed, and the recorded inputs cannot be rebuilt")
+        why = "the inputs changed, and the recorded inputs cannot be rebuilt"
+        plan = replace(plan, route=Route.STORED, reason=why)
     if plan.route is Route.STORED:
         return without_reference(plan, plan.reason, recorded_on=recorded_on)
     return plan

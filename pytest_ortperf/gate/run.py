@@ -365,7 +365,10 @@ class OrtperfRun:
                 self.store.stage(test_file, test, None)
         written = self.store.write()
         self.update_report = UpdateReport.tally(
-            self.results.statuses(), unused=self._unused, written=written, noisy=self.results.noisy_recordings()
+            self.results.statuses(),
+            unused=self._unused,
+            written=written,
+            noisy=self.results.noisy_recordings(),
         )
 
     def end(self, lost_workers: Sequence[str]) -> bool:

@@ -52,7 +52,8 @@ def test_an_unchanged_recipe_is_unchanged_on_hardware_that_never_recorded_it() -
 def test_an_unchanged_recipe_shows_the_drift_against_this_hardwares_own_figures() -> None:
     plan = choose(entry(THERE, HERE), now(), HERE, update=False)
     assert plan.route is Route.UNCHANGED
-    assert plan.figures is not None and plan.figures.latency is not None
+    assert plan.figures is not None
+    assert plan.figures.latency is not None
 
 
 def test_a_test_never_recorded_anywhere_is_missing() -> None:
