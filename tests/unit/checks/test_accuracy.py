@@ -225,7 +225,7 @@ def test_update_merges_into_a_latency_entry_on_disk(root: Path) -> None:
     store.write()
     reread = BaselineStore(root).lookup(TEST_FILE, TEST)
     assert reread is not None
-    assert reread.recorded == "2025-01-02"  # the same recipe: the entry and its figures are kept
+    assert reread.recorded == "2025-06-01"  # outputs recorded today; the same recipe keeps the figures
     ci = reread.figures_for("ci")
     assert ci is not None
     assert ci.latency is not None
@@ -295,7 +295,7 @@ def test_update_rerecords_outputs_that_differ(
     assert lines(result) == [HEADER, "  vs baseline: outputs recorded (updated)", ACCEPT]
     ((*_, entry),) = store.staged()
     assert entry is not None
-    assert entry.recorded == "2025-01-02"  # the same recipe: the entry keeps its date, its outputs are new
+    assert entry.recorded == "2025-06-01"  # the outputs are new: the entry says when they were recorded
     assert entry.accuracy is not None
     assert entry.accuracy.inputs_sha256 == inputs
     assert [o.name for o in entry.accuracy.outputs] == list(actual)
