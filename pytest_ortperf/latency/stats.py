@@ -132,3 +132,54 @@ def summarize(
         round_medians_ms=tuple(float(m) for m in medians),
         canary_round_medians_ms=tuple(float(c) for c in canary_medians_ms),
     )
+
+
+def merged(parts: Sequence[LatencyStats]) -> LatencyStats:
+    """One measurement's figures from several measurements of the same check, in order.
+
+    What the comparisons read is exact: the round medians (and the canary's round medians) of all
+    parts, concatenated in the order measured, so every round counts once, as if one long
+    measurement had taken them. So are ``count``, ``rounds``, ``min_ms``, ``mean_ms``, ``stdev_ms``
+    and ``cv`` (pooled from each part's count, mean and standard deviation) and ``round_cv``
+    (recomputed over all round medians).
+
+    The per-run samples are not kept, so the run percentiles cannot be recomputed:
+    ``median_ms`` (and ``throughput_per_s`` from it) is the run-weighted mean of the parts'
+    medians, which is where the median of all runs lies too (between the parts' medians);
+    ``p90_ms``, ``p95_ms``, ``p99_ms`` and ``iqr_ms`` are the largest of the parts', an upper bound
+    for the tail percentiles, so a merged tail never reads better than a part showed it.
+
+    The parts must all have run the machine-speed canary or none: relative and absolute rounds
+    cannot be read as one series (``ValueError``, as for no parts)."""
+    if not parts:
+        raise ValueError("nothing to merge")
+    if len(parts) == 1:
+        return parts[0]
+    with_canary = {bool(p.canary_round_medians_ms) for p in parts}
+    if len(with_canary) > 1:
+        raise ValueError("cannot merge measurements with and without the machine-speed canary")
+    count = sum(p.count for p in parts)
+    mean = sum(p.mean_ms * p.count for p in parts) / count
+    # Sum of squared deviations from the pooled mean: each part's own, plus its mean's offset.
+    squares = sum((p.count - 1) * p.stdev_ms**2 + p.count * (p.mean_ms - mean) ** 2 for p in parts)
+    stdev = math.sqrt(squares / (count - 1)) if count > 1 else 0.0
+    medians = np.array([m for p in parts for m in p.round_medians_ms])
+    round_stdev = float(medians.std(ddof=1)) if medians.size > 1 else 0.0
+    median = sum(p.median_ms * p.count for p in parts) / count
+    return LatencyStats(
+        count=count,
+        rounds=sum(p.rounds for p in parts),
+        min_ms=min(p.min_ms for p in parts),
+        median_ms=median,
+        mean_ms=mean,
+        stdev_ms=stdev,
+        iqr_ms=max(p.iqr_ms for p in parts),
+        p90_ms=max(p.p90_ms for p in parts),
+        p95_ms=max(p.p95_ms for p in parts),
+        p99_ms=max(p.p99_ms for p in parts),
+        cv=stdev / mean if mean > 0 else 0.0,
+        round_cv=round_stdev / float(medians.mean()) if medians.mean() > 0 else 0.0,
+        throughput_per_s=1000.0 / median if median > 0 else math.inf,
+        round_medians_ms=tuple(float(m) for m in medians),
+        canary_round_medians_ms=tuple(c for p in parts for c in p.canary_round_medians_ms),
+    )
