@@ -29,7 +29,7 @@ Method:
    regression), judged as stored figures are (10% threshold, 99%) plain and widened by the
    baseline's spread; +20%: the same with today's rounds scaled by 1.2.
 
-Run from the repository root (about 9 minutes with the defaults)::
+Run from the repository root (8-10 minutes with the defaults; 11 with --measurements 6)::
 
     python -m benchmarks.recording --out benchmarks/results/recording.md
 """
