@@ -23,7 +23,7 @@ from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verd
 from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
-from pytest_ortperf.latency.recording import Recording, compared_values, record_until_settled
+from pytest_ortperf.latency.recording import Recording, compared_values, decision_cv, record_until_settled
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
@@ -376,10 +376,10 @@ def percent(fraction: float) -> str:
 
 def _judge(figures: Figures, current: LatencyStats, policy: CheckPolicy) -> Comparison:
     """Stored figures against today's, the interval widened by how noisy their recording was."""
-    comparison = stored_comparison(
-        _stats(figures), current, threshold=policy.threshold, confidence=policy.confidence
-    )
-    return widened(comparison, figures.spread)
+    baseline = _stats(figures)
+    comparison = stored_comparison(baseline, current, threshold=policy.threshold, confidence=policy.confidence)
+    spread = figures.spread if figures.spread is not None else decision_cv(baseline)
+    return widened(comparison, spread, rounds=baseline.rounds)
 
 
 def stored_comparison(

@@ -8,7 +8,7 @@ from typing import Literal
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
-from pytest_ortperf.latency.recording import RECORD_CAP_S
+from pytest_ortperf.latency.recording import record_cap_s
 
 Missing = Literal["fail", "skip", "pass"]
 MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
@@ -23,7 +23,8 @@ class CheckPolicy:
     update: bool = False
     fail_on_improvement: bool = False
     max_cv: float = 0.10  # an update lists figures whose spread exceeds it as noisy (it never refuses)
-    record_cap_s: float = RECORD_CAP_S  # an update measures until its figures settle, at most this long
+    record_cap: float | None = None  # an update measures until its figures settle, at most this long (s);
+    # None: CAP_BUDGETS measurement budgets (latency.recording)
     confidence: float = DEFAULT_CONFIDENCE
     measure: MeasureSettings = field(default_factory=MeasureSettings)
     ab_threshold: float = 0.03
@@ -31,6 +32,10 @@ class CheckPolicy:
     sequential: bool = True  # side by side: stop at the first look that decides (latency.sequential)
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift
     update_missing: bool = False  # under update: record only entries this hardware lacks
+
+    @property
+    def record_cap_s(self) -> float:
+        return record_cap_s(self.measure.budget_s) if self.record_cap is None else self.record_cap
 
     def for_entry(self, kept: bool) -> CheckPolicy:
         """This policy for one check: under ``--ortperf-update=missing`` a check whose entry this

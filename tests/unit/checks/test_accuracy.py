@@ -236,7 +236,7 @@ def test_update_merges_into_a_latency_entry_on_disk(root: Path) -> None:
 def test_a_later_latency_update_keeps_the_recorded_outputs(root: Path) -> None:
     store = BaselineStore(root)
     check(store, OUT, update=True)
-    policy = CheckPolicy(update=True, record_cap_s=0.0)
+    policy = CheckPolicy(update=True, record_cap=0.0)
     check_latency(
         lambda: None,
         key=KEY,

@@ -75,7 +75,7 @@ def check(
 ) -> LatencyResult:
     """The check as the gate makes it: the entry read once, the plan chosen once from it."""
     environment = ENV if environment is None else environment
-    rules = CheckPolicy(measure=MEASURE, record_cap_s=0.0, **policy)
+    rules = CheckPolicy(measure=MEASURE, record_cap=0.0, **policy)
     plan = choose(store.lookup(TEST_FILE, TEST), environment, KEY.machine, update=rules.update)
     return check_latency(
         run_model,
