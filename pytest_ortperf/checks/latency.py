@@ -377,7 +377,8 @@ def percent(fraction: float) -> str:
 def _judge(figures: Figures, current: LatencyStats, policy: CheckPolicy) -> Comparison:
     """Stored figures against today's, the interval widened by how noisy their recording was."""
     baseline = _stats(figures)
-    comparison = stored_comparison(baseline, current, threshold=policy.threshold, confidence=policy.confidence)
+    threshold, confidence = policy.threshold, policy.confidence
+    comparison = stored_comparison(baseline, current, threshold=threshold, confidence=confidence)
     spread = figures.spread if figures.spread is not None else decision_cv(baseline)
     return widened(comparison, spread, rounds=baseline.rounds)
 
