@@ -334,16 +334,17 @@ def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester
     assert latency["verdict"] == "new"
     assert latency["reference"] is None
     stored = json.loads((pytester.path / "baselines" / "test_ab.py.json").read_text())
-    (machine,) = stored["entries"]["test_model[cpu-all]"]
-    entry = stored["entries"]["test_model[cpu-all]"][machine]
-    assert entry["latency"]["median_ms"] == pytest.approx(latency["current"]["median_ms"], rel=1e-3)
+    entry = stored["entries"]["test_model[cpu-all]"]
+    (machine,) = entry["figures"]  # this machine's figures, beside the recipe
+    figures = entry["figures"][machine]
+    assert figures["latency"]["median_ms"] == pytest.approx(latency["current"]["median_ms"], rel=1e-3)
     # The stored baseline is the work tree's model, not HEAD's.
     committed = subprocess.run(
         ["git", "show", "HEAD:model.onnx"], cwd=pytester.path, capture_output=True, check=True
     ).stdout
     work_tree = (pytester.path / "model.onnx").read_bytes()
     assert committed != work_tree
-    assert entry["environment"]["model_sha256"] == hashlib.sha256(work_tree).hexdigest()
+    assert entry["recipe"]["model_sha256"] == hashlib.sha256(work_tree).hexdigest()
     plain = pytester.runpytest("--ortperf-latency-threshold=50%", *QUICK)
     plain.assert_outcomes(passed=1)
     # The work tree's model is the one recorded: nothing changed, so a short look and no verdict.
@@ -381,9 +382,9 @@ def test_a_changed_model_is_measured_side_by_side_with_the_recorded_one_from_git
     suite(pytester)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     entry = json.loads((pytester.path / "baselines" / "test_ab.py.json").read_text())["entries"]
-    (recorded,) = entry["test_model[cpu-all]"].values()
+    recorded = entry["test_model[cpu-all]"]
     blob = git(pytester, "rev-parse", "HEAD:model.onnx")
-    assert recorded["environment"]["model_git_blob"] == blob  # where git keeps the measured model
+    assert recorded["recipe"]["model_git_blob"] == blob  # where git keeps the measured model
 
     save(pytester, "model.onnx", **SLOW)  # changed in the work tree, not committed
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)

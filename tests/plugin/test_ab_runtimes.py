@@ -134,9 +134,8 @@ def _record(pytester: pytest.Pytester, python: str = "") -> Path:
 
 def _recorded_runtime(baseline: Path, flavour: str, version: str) -> None:
     data = json.loads(baseline.read_text())
-    for entries in data["entries"].values():
-        for entry in entries.values():
-            entry["environment"].update(ort_flavour=flavour, ort_version=version)
+    for entry in data["entries"].values():
+        entry["recipe"].update(ort_flavour=flavour, ort_version=version)  # the runtime is part of the recipe
     baseline.write_text(json.dumps(data, indent=1))
 
 
@@ -150,6 +149,17 @@ def test_a_changed_runtime_without_its_environment_says_which_command_creates_on
     (latency,) = checks(pytester)["latency"]
     assert latency["path"] == "stored figures"
     assert "ortperf env create onnxruntime==1.19.2" in latency["stored_reason"]
+    # Another machine key has no figures of its own: missing, and the reason still names the command.
+    elsewhere = pytester.runpytest("--ortperf-machine=other-class", *QUICK)
+    elsewhere.assert_outcomes(failed=1)
+    elsewhere.stdout.fnmatch_lines(
+        [
+            "*no latency baseline for test_model[[]cpu-*[]] on machine 'other-class@*' (onnxruntime changed "
+            "(onnxruntime 1.19.2 -> *): no environment here has onnxruntime 1.19.2 (*); create one with: "
+            "ortperf env create onnxruntime==1.19.2; this hardware has no figures of its own (figures exist "
+            "for: *), and stored figures are only compared on the hardware that measured them); measured median *"
+        ]
+    )
 
 
 def _env(pytester: pytest.Pytester, python: str, flavour: str, version: str) -> str:
@@ -185,8 +195,8 @@ def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pyt
 def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(pytester: pytest.Pytester) -> None:
     suite(pytester)
     baseline = _record(pytester, OTHER_PYTHON)
-    entry = next(iter(next(iter(json.loads(baseline.read_text())["entries"].values())).values()))
-    recorded = entry["environment"]["ort_flavour"], entry["environment"]["ort_version"]
+    entry = next(iter(json.loads(baseline.read_text())["entries"].values()))
+    recorded = entry["recipe"]["ort_flavour"], entry["recipe"]["ort_version"]
     key = _env(pytester, OTHER_PYTHON, *recorded)
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=1)

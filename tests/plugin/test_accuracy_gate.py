@@ -43,11 +43,13 @@ def test_record_then_weights_moved_one_percent_fail(pytester: pytest.Pytester, s
     recorded.assert_outcomes(passed=2)
     recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 2 new, 0 unchanged, 0 unused"])
     entry = json.loads((suite / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
-    (record,) = entry.values()
-    stored = record["accuracy"]
+    stored = entry["accuracy"]  # one reference per entry, compared on every hardware
     assert stored["outputs"][0]["name"] == "y"
     assert stored["outputs"][0]["stored"] == "full"
     npz = suite / stored["file"]
+    assert npz.parent.name == "test_acc.py.outputs"
+    assert npz.name.startswith("test_outputs_cpu-all-")
+    assert "@" not in npz.name, "the outputs file name holds no machine"
     with np.load(npz, allow_pickle=False) as archive:
         assert archive["y"].shape == (4, 32)
     pytester.runpytest(LEVELS).assert_outcomes(passed=2)
@@ -237,7 +239,7 @@ def test_bad_accuracy_options(pytester: pytest.Pytester, option: str, message: s
 def test_object_array_in_reference_npz_is_refused(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
     entry = json.loads((suite / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
-    npz = suite / next(iter(entry.values()))["accuracy"]["file"]
+    npz = suite / entry["accuracy"]["file"]
     np.savez(npz, y=np.array([{"evil": 1}], dtype=object), allow_pickle=True)
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=1, passed=1)
@@ -472,7 +474,7 @@ def test_a_large_output_fails_on_a_change_outside_its_subsample(pytester: pytest
 def test_damaged_outputs_are_not_overwritten_without_repair(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
     entry = json.loads((suite / "test_acc.py.json").read_text())["entries"]["test_outputs[cpu-all]"]
-    npz = suite / next(iter(entry.values()))["accuracy"]["file"]
+    npz = suite / entry["accuracy"]["file"]
     npz.write_bytes(b"garbage")
     plain = pytester.runpytest(LEVELS)
     plain.assert_outcomes(failed=1, passed=1)
@@ -526,7 +528,7 @@ def test_a_baseline_file_of_a_newer_version_asks_for_an_upgrade_not_a_repair(
     (suite / "test_acc.py.json").write_bytes(newer)
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*has schema 9; this version reads 1 (written by a newer pytest-ortperf: upgrade it)."])
+    result.stdout.fnmatch_lines(["*has schema 9; this version reads 2 (written by a newer pytest-ortperf: upgrade it)."])
     result.stdout.no_fnmatch_line("*--ortperf-repair*")
     assert (suite / "test_acc.py.json").read_bytes() == newer
 

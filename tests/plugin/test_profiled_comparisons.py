@@ -51,10 +51,10 @@ def test_a_side_by_side_failure_of_a_marked_test_is_explained_at_operator_level(
     blob = commit_model(pytester, **BEFORE)
     pytester.makepyfile(test_grow=MARKED_TEST)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    (entry,) = json.loads((pytester.path / "baselines" / "test_grow.py.json").read_text())["entries"][
+    (figures,) = json.loads((pytester.path / "baselines" / "test_grow.py.json").read_text())["entries"][
         "test_model[cpu-all]"
-    ].values()
-    assert entry["profile"]["ops"]["MatMul"]["nodes"] == 20  # the baseline holds a profile
+    ]["figures"].values()
+    assert figures["profile"]["ops"]["MatMul"]["nodes"] == 20  # this machine's figures hold a profile
 
     save(pytester, **AFTER)  # changed in the work tree: the recorded model is in git
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)

@@ -234,7 +234,7 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
     quick = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
     pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
     entry = json.loads((pytester.path / "baselines" / "test_a_profiled_latency_failure_is_explained_at_operator_level.py.json").read_text())
-    (recorded,) = entry["entries"]["test_latency[cpu-all]"].values()
+    (recorded,) = entry["entries"]["test_latency[cpu-all]"]["figures"].values()  # this machine's figures
     assert recorded["profile"]["ops"]["MatMul"]["nodes"] == 8
     onnx.save(_matmul_chain(32), pytester.path / "model.onnx")  # 24 more MatMuls, nothing else changes
     result = pytester.runpytest(*quick)
@@ -269,7 +269,7 @@ def test_unprofiled_baselines_carry_no_operator_profile(pytester: pytest.Pyteste
     )
     pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(passed=1)
     (baseline,) = (pytester.path / "baselines").glob("*.json")
-    (recorded,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"].values()
+    (recorded,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"]["figures"].values()
     assert "profile" not in recorded
 
 
@@ -435,8 +435,9 @@ def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
     baseline = pytester.path / "baselines" / "test_marking_a_test_after_its_baseline_stores_its_operator_profile.py.json"
 
     def recorded() -> dict:
-        (entry,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"].values()
-        return entry
+        """This machine's figures, where the operator profile is stored."""
+        (figures,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"]["figures"].values()
+        return figures
 
     pytester.makepyfile(source.format(mark=""))
     pytester.runpytest(*quick).assert_outcomes(passed=1)
