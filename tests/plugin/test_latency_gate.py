@@ -17,7 +17,7 @@ from pytest_ortperf.latency.timing_lock import default_lock_path
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
-from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, git
+from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, git, reexport
 
 # A fast model whose cost quadruples with four times the layers: a real slowdown that stays
 # unmistakable even when a busy shared machine swings timings by 2x between runs. The noise
@@ -183,13 +183,19 @@ def test_missing_baseline_policy(pytester: pytest.Pytester, latency_suite: Path,
 
 def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-large", *QUICK).assert_outcomes(passed=1)
-    assert f"ci-large@{HERE}" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
+    assert f"ci-large@{HERE}" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"]
+    # The model changed and nothing keeps the recorded one (no git, no model cache): only stored figures
+    # could decide, and this machine key has none of its own.
+    reexport(pytester)
     result = pytester.runpytest("--ortperf-machine=laptop", *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop@{HERE}' (baselines exist "
-            f"for: ci-large@{HERE})*",
+            f"no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop@{HERE}' (the model changed "
+            "(sha256 * -> *) and the recorded one is neither in git here nor in the model cache "
+            "(--ortperf-model-cache); this hardware has no figures of its own (figures exist for: "
+            f"ci-large@{HERE}), and stored figures are only compared on the hardware that measured them); "
+            "measured median *",
             "    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=laptop --ortperf-budget=0.2 *",
         ]
     )
@@ -198,7 +204,8 @@ def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, l
 def test_machine_from_environment(pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == [f"runner-class-a@{HERE}"]
+    figures = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"]
+    assert list(figures) == [f"runner-class-a@{HERE}"]
 
 
 def test_the_record_command_carries_a_runner_class_named_in_the_environment(
@@ -231,11 +238,23 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, latency_suite: Path) -
     result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
 
 
-def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, latency_suite: Path) -> None:
-    result = pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-max-cv=0.0001%")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*is too noisy to record as a baseline: round medians * vary *", "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)"])
-    assert not latency_suite.exists()
+def test_a_noisy_update_writes_the_entry_and_lists_it_as_noisy(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    result = pytester.runpytest("--ortperf-update", "--ortperf-report=report.json", *QUICK, "--ortperf-max-cv=0.0001%")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused, 1 noisy",
+            "noisy figures (written with their spread; *):",
+            "  test_gate.py::test_latency[[]cpu-all[]] (spread *%)",
+            "wrote *test_gate.py.json",
+        ]
+    )
+    (figures,) = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"].values()
+    assert figures["latency"]["median_ms"] > 0
+    assert figures["spread"] > 0.0001 / 100  # written with its spread
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["noisy"] is True
+    assert check["recorded_spread"] == pytest.approx(figures["spread"], rel=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -298,27 +317,39 @@ def test_narrowed_selections_never_count_or_prune_entries_of_existing_tests(
         assert {path: path.read_bytes() for path in recorded} == recorded, selection
 
 
-# An update refused for one test of a file (too noisy) leaves only that test in pytest's last-failed
-# cache: --lf then collects that file in part and skips the others whole.
-REFUSED = ("--ortperf-update", "test_gate.py::test_other", *QUICK, "--ortperf-max-cv=0.0001%")
+# An update that fails one test of a file (here on purpose: updates never refuse figures) leaves only
+# that test in pytest's last-failed cache: --lf then collects that file in part and skips the others whole.
+FAILS_WHEN_ASKED = "    if os.environ.get('FAIL_OTHER'):\n        raise AssertionError('failed on purpose')\n"
+FAILED = ("--ortperf-update", "test_gate.py::test_other", *QUICK)
 
 
-def test_last_failed_runs_judge_entries_against_whole_files(pytester: pytest.Pytester, latency_suite: Path) -> None:
-    three = "\n".join(f"\ndef {name}(ort_perf):\n    ort_perf.check_latency()\n" for name in ("test_other", "test_gone"))
-    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + three)
+def _fail_other(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as patched:
+        patched.setenv("FAIL_OTHER", "1")
+        pytester.runpytest(*FAILED).assert_outcomes(failed=1)
+
+
+def test_last_failed_runs_judge_entries_against_whole_files(
+    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def body(name: str) -> str:
+        return f"\ndef {name}(ort_perf):\n{FAILS_WHEN_ASKED if name == 'test_other' else ''}    ort_perf.check_latency()\n"
+
+    three = "\n".join(body(name) for name in ("test_other", "test_gone"))
+    pytester.makepyfile(test_gate="import os\n" + LATENCY_TEST_FILE + three)
     pytester.makepyfile(test_more=LATENCY_TEST_FILE)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=4)
     more = (pytester.path / "baselines" / "test_more.py.json").read_bytes()
-    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + three.partition("\ndef test_gone")[0])  # a test really removed
+    pytester.makepyfile(test_gate="import os\n" + LATENCY_TEST_FILE + three.partition("\ndef test_gone")[0])  # a test really removed
 
-    pytester.runpytest(*REFUSED).assert_outcomes(failed=1)
+    _fail_other(pytester, monkeypatch)
     strict = pytester.runpytest("--lf", "--ortperf-strict", *QUICK)
     strict.assert_outcomes(passed=1)
     strict.stdout.fnmatch_lines(
         ["run-last-failure: rerun previous 1 failure (skipped 1 file)", "ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_gate.py::test_gone[[]cpu-all[]]"]
     )
 
-    pytester.runpytest(*REFUSED).assert_outcomes(failed=1)
+    _fail_other(pytester, monkeypatch)
     pruned = pytester.runpytest("--lf", "--ortperf-update", "--ortperf-prune", *QUICK)
     pruned.assert_outcomes(passed=1)
     pruned.stdout.fnmatch_lines(["ortperf update: *, 1 unused", "unused baselines (pruned):", "  test_gate.py::test_gone[[]cpu-all[]]", "wrote *"])
@@ -427,7 +458,13 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_sui
     assert latency_suite.exists()
     shown = pytester.run(ortperf, "show")
     assert shown.ret == 0
-    shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * rounds * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms * + canary *"])
+    # Each entry once with its recipe, and under it a line per machine key's figures.
+    shown.stdout.fnmatch_lines(
+        [
+            "test_gate.py::test_latency[[]cpu-all[]]  cpu-all  model *  onnxruntime *  outputs -  recorded *",
+            f"    *{HERE}  median * ms  p90 * ms  rounds * + canary  spread *%  recorded *",
+        ]
+    )
 
 
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, latency_suite: Path) -> None:
@@ -539,9 +576,9 @@ def test_update_missing_records_only_what_this_hardware_lacks(pytester: pytest.P
     after = json.loads(latency_suite.read_text())["entries"]
     assert after["test_latency[cpu-all]"] == before["test_latency[cpu-all]"], "kept byte for byte"
     second = after["test_second[cpu-all]"]
-    (entry,) = second.values()
-    assert entry["latency"]["median_ms"] > 0
-    assert entry["accuracy"]["outputs"]
+    (figures,) = second["figures"].values()
+    assert figures["latency"]["median_ms"] > 0
+    assert second["accuracy"]["outputs"]
     # The kept entry was checked as in a plain run: nothing changed since it was recorded.
     result.stdout.re_match_lines([r"test_gate\.py::test_latency +cpu-all +unchanged .* unchanged"])
 
