@@ -20,8 +20,8 @@ TEST = "test_latency[cpu-all]"
 
 
 def _latency(baseline_file: Path) -> dict[str, Any]:
-    (entry,) = json.loads(baseline_file.read_text())["entries"][TEST].values()
-    latency: dict[str, Any] = entry["latency"]
+    (figures,) = json.loads(baseline_file.read_text())["entries"][TEST]["figures"].values()
+    latency: dict[str, Any] = figures["latency"]
     return latency
 
 
@@ -92,8 +92,8 @@ def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Py
     latency = _latency(latency_suite)
     assert "canary_round_medians_ms" not in latency
     assert "canary_round_medians_ms" not in latency_suite.read_text()
-    (entry,) = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"].values()
-    assert entry["environment"]["measurement"]["canary"] is False  # how it was measured, recorded
+    (figures,) = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"].values()
+    assert figures["measured_on"]["measurement"]["canary"] is False  # how it was measured, recorded
     assert len(latency["round_medians_ms"]) == latency["rounds"]
     reexport(pytester)  # other bytes, same work: the stored figures decide
 

@@ -67,7 +67,7 @@ def test_the_gate_step_passes_on_a_runner_class_that_has_no_entry_yet_and_record
     assert result.ret == 0
     recorded = json.loads((pytester.path / "baselines" / "tests" / "models" / "test_gate.py.json").read_text())
     for variant in ("cpu-disabled", "cpu-all"):
-        (key,) = recorded["entries"][f"test_latency[{variant}]"]
+        (key,) = recorded["entries"][f"test_latency[{variant}]"]["figures"]
         assert key.startswith(f"{machine}@")
     # The second run on the same hardware judges against what the first recorded, and writes nothing.
     before = (pytester.path / "baselines" / "tests" / "models" / "test_gate.py.json").read_bytes()

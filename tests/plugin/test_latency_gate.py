@@ -17,7 +17,7 @@ from pytest_ortperf.latency.timing_lock import default_lock_path
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
-from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE
+from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, git, reexport
 
 # A fast model whose cost quadruples with four times the layers: a real slowdown that stays
 # unmistakable even when a busy shared machine swings timings by 2x between runs. The noise
@@ -40,10 +40,10 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
     recorded.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused", "wrote *test_gate.py.json"])
     first = latency_suite.read_bytes()
     entry = json.loads(first)["entries"]["test_latency[cpu-all]"]
-    (machine,) = entry
-    assert entry[machine]["variant"] == "cpu-all"
-    assert entry[machine]["environment"]["model_sha256"]
-    assert entry[machine]["environment"]["measurement"]["budget_s"] == 0.2  # how it was measured
+    assert entry["variant"] == "cpu-all"
+    assert entry["recipe"]["model_sha256"]
+    (machine,) = entry["figures"]
+    assert entry["figures"][machine]["measured_on"]["measurement"]["budget_s"] == 0.2  # how it was measured
 
     same = pytester.runpytest(*QUICK)
     same.assert_outcomes(passed=1)
@@ -75,53 +75,89 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
 
 
-def test_a_runner_class_holds_an_entry_per_hardware_and_compares_only_its_own(
-    pytester: pytest.Pytester, latency_suite: Path
-) -> None:
-    """The same runner class on another CPU generation: no regression, no improvement; missing here,
-    and recording here keeps the other generation's entry."""
-    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
-    document = json.loads(latency_suite.read_text())
-    entries = document["entries"]["test_latency[cpu-all]"]
-    (key,) = entries
-    entry = entries.pop(key)
-    here = entry["environment"]["hardware"]
-    assert key == f"ci-class@{Hardware.from_dict(here).slug}"
+def _move_figures_to_other_hardware(baseline_file: Path, key: str, *, faster: float = 1.0) -> str:
+    """The figures recorded under machine key ``key`` moved to the same runner class on another CPU
+    generation (an AVX2 Zen 3 with as many cores), ``faster`` times faster; that key."""
+    document = json.loads(baseline_file.read_text())
+    figures = document["entries"]["test_latency[cpu-all]"]["figures"]
+    moved = figures.pop(key)
+    here = moved["measured_on"]["hardware"]
     other = {
-        "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/17/1", "generation": "zen4", "gpu": "",
-        "features": ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"], "cores": here["cores"],
+        "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/1/1", "generation": "zen3", "gpu": "",
+        "features": ["avx", "avx2", "fma", "f16c"], "cores": here["cores"],
     }  # fmt: skip
     other["digest"] = Hardware.from_dict(other).digest
-    entry["environment"]["hardware"] = other
-    entry["latency"]["round_medians_ms"] = [m / 3 for m in entry["latency"]["round_medians_ms"]]  # 3x faster
-    entries[f"ci-class@{Hardware.from_dict(other).slug}"] = entry
-    latency_suite.write_text(json.dumps(document))
+    assert Hardware.from_dict(other).slug != Hardware.from_dict(here).slug
+    moved["measured_on"]["hardware"] = other
+    latency = moved["latency"]
+    latency["round_medians_ms"] = [m / faster for m in latency["round_medians_ms"]]
+    other_key = f"{key.partition('@')[0]}@{Hardware.from_dict(other).slug}"
+    figures[other_key] = moved
+    baseline_file.write_text(json.dumps(document))
+    return other_key
+
+
+def test_a_runner_class_holds_an_entry_per_hardware_and_compares_only_its_own(
+    pytester: pytest.Pytester, latency_suite: Path, isolated_git: None
+) -> None:
+    """The same runner class on another CPU generation: the unchanged recipe is unchanged there (no
+    missing, no regression against the other generation's figures); a slower model fails side by side
+    with the recorded one rebuilt from git; an update there adds this hardware's figures and keeps the
+    other generation's."""
+    blob = commit_model(pytester, **LATENCY_MODEL)  # the recorded model can be rebuilt from git
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
+    (key,) = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"]
+    assert key == f"ci-class@{HERE}"
+    other_key = _move_figures_to_other_hardware(latency_suite, key, faster=3)  # 3x faster there
     recorded = latency_suite.read_bytes()
 
-    result = pytester.runpytest("--ortperf-machine=ci-class", *QUICK)
-    result.assert_outcomes(failed=1)
+    # Nothing in the recipe changed: unchanged on this generation too, without figures of its own to
+    # show drift against, and never judged against the other generation's (3x faster) figures.
+    result = pytester.runpytest("--ortperf-machine=ci-class", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        [
-            f"*no latency baseline for test_latency[[]cpu-all[]] on machine '{key}' (runner class 'ci-class' "
-            f"has one recorded on avx512/zen4, {here['cores']} cores, running on *; stored figures are not "
-            "compared across hardware)*",
-        ]
+        ["test_gate.py::test_latency  cpu-all  unchanged  -  * ms  nothing changed; no figures for this hardware yet  unchanged"]
     )
-    assert "regression" not in result.stdout.str()
-    passed = pytester.runpytest("--ortperf-machine=ci-class", "--ortperf-missing=pass", *QUICK)
-    passed.assert_outcomes(passed=1)
-    passed.stdout.fnmatch_lines(["test_gate.py::test_latency  cpu-all  stored  -* ms  *-  *missing"])
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["verdict"] == "unchanged"
+    for line in ("*no latency baseline*", "*have no baseline*", "*latency regression*", "*latency improvement*"):
+        result.stdout.no_fnmatch_line(line)
     assert latency_suite.read_bytes() == recorded, "a plain run never writes"
 
-    updated = pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", *QUICK)
+    # A slower model in the work tree: measured side by side with the recorded one, rebuilt from git,
+    # whichever hardware recorded the entry.
+    _slow_down(pytester)
+    slower = pytester.runpytest("--ortperf-machine=ci-class", "--ortperf-report=report.json", *QUICK)
+    slower.assert_outcomes(failed=1)
+    slower.stdout.fnmatch_lines(
+        [
+            f"latency regression in test_latency[[]cpu-all[]] against the recorded model (git {blob[:12]}) (same-job A/B)",
+            "  change:    +*% (* CI +*% .. +*%), threshold +/-3%",
+            "  to accept the new latency: ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=ci-class *",
+        ]
+    )
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["path"] == f"side by side vs the recorded model (git {blob[:12]})"
+    assert latency_suite.read_bytes() == recorded, "a failing comparison must not touch the baseline"
+    git(pytester, "checkout", "--", "model.onnx")
+
+    # An update here adds this hardware's figures and keeps the other generation's.
+    updated = pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-class", "--ortperf-report=report.json", *QUICK)
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused"])
-    both = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
-    assert both[key]["environment"]["hardware"] == here
-    kept = both[f"ci-class@{Hardware.from_dict(other).slug}"]
-    assert kept["environment"]["hardware"] == other, "the other hardware's entry is kept"
-    assert kept["latency"]["round_medians_ms"] == pytest.approx(entry["latency"]["round_medians_ms"], rel=1e-4)
-    pytester.runpytest("--ortperf-machine=ci-class", *QUICK).assert_outcomes(passed=1)
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["changed_since_baseline"] == ["figures of this hardware added"]
+    both = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"]
+    assert sorted(both) == sorted([key, other_key])
+    assert Hardware.from_dict(both[key]["measured_on"]["hardware"]).slug == HERE
+    kept, before = both[other_key], json.loads(recorded)["entries"]["test_latency[cpu-all]"]["figures"][other_key]
+    assert kept["measured_on"]["hardware"] == before["measured_on"]["hardware"], "the other hardware's figures are kept"
+    assert kept["latency"]["round_medians_ms"] == pytest.approx(before["latency"]["round_medians_ms"], rel=1e-4)
+    again = pytester.runpytest("--ortperf-machine=ci-class", *QUICK)
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(
+        ["test_gate.py::test_latency  cpu-all  unchanged  * ms  * ms  machine *x * than at recording; nothing changed  unchanged"]
+    )
 
 
 def test_update_keeps_an_unchanged_baseline_byte_for_byte(pytester: pytest.Pytester, latency_suite: Path) -> None:
@@ -147,13 +183,19 @@ def test_missing_baseline_policy(pytester: pytest.Pytester, latency_suite: Path,
 
 def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-large", *QUICK).assert_outcomes(passed=1)
-    assert f"ci-large@{HERE}" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]
+    assert f"ci-large@{HERE}" in json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"]
+    # The model changed and nothing keeps the recorded one (no git, no model cache): only stored figures
+    # could decide, and this machine key has none of its own.
+    reexport(pytester)
     result = pytester.runpytest("--ortperf-machine=laptop", *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            f"no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop@{HERE}' (baselines exist "
-            f"for: ci-large@{HERE})*",
+            f"no latency baseline for test_latency[[]cpu-all[]] on machine 'laptop@{HERE}' (the model changed "
+            "(sha256 * -> *) and the recorded one is neither in git here nor in the model cache "
+            "(--ortperf-model-cache); this hardware has no figures of its own (figures exist for: "
+            f"ci-large@{HERE}), and stored figures are only compared on the hardware that measured them); "
+            "measured median *",
             "    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=laptop --ortperf-budget=0.2 *",
         ]
     )
@@ -162,7 +204,8 @@ def test_missing_names_machines_that_have_baselines(pytester: pytest.Pytester, l
 def test_machine_from_environment(pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORTPERF_MACHINE", "runner-class-a")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
-    assert list(json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]) == [f"runner-class-a@{HERE}"]
+    figures = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"]
+    assert list(figures) == [f"runner-class-a@{HERE}"]
 
 
 def test_the_record_command_carries_a_runner_class_named_in_the_environment(
@@ -195,11 +238,23 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, latency_suite: Path) -
     result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
 
 
-def test_too_noisy_measurement_is_refused(pytester: pytest.Pytester, latency_suite: Path) -> None:
-    result = pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-max-cv=0.0001%")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*is too noisy to record as a baseline: round medians * vary *", "ortperf update: 0 updated, 0 new, 0 unchanged, 0 unused, 1 refused (too noisy)"])
-    assert not latency_suite.exists()
+def test_a_noisy_update_writes_the_entry_and_lists_it_as_noisy(pytester: pytest.Pytester, latency_suite: Path) -> None:
+    result = pytester.runpytest("--ortperf-update", "--ortperf-report=report.json", *QUICK, "--ortperf-max-cv=0.0001%")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused, 1 noisy",
+            "noisy figures (written with their spread; *):",
+            "  test_gate.py::test_latency[[]cpu-all[]] (spread *%)",
+            "wrote *test_gate.py.json",
+        ]
+    )
+    (figures,) = json.loads(latency_suite.read_text())["entries"]["test_latency[cpu-all]"]["figures"].values()
+    assert figures["latency"]["median_ms"] > 0
+    assert figures["spread"] > 0.0001 / 100  # written with its spread
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["noisy"] is True
+    assert check["recorded_spread"] == pytest.approx(figures["spread"], rel=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -262,27 +317,39 @@ def test_narrowed_selections_never_count_or_prune_entries_of_existing_tests(
         assert {path: path.read_bytes() for path in recorded} == recorded, selection
 
 
-# An update refused for one test of a file (too noisy) leaves only that test in pytest's last-failed
-# cache: --lf then collects that file in part and skips the others whole.
-REFUSED = ("--ortperf-update", "test_gate.py::test_other", *QUICK, "--ortperf-max-cv=0.0001%")
+# An update that fails one test of a file (here on purpose: updates never refuse figures) leaves only
+# that test in pytest's last-failed cache: --lf then collects that file in part and skips the others whole.
+FAILS_WHEN_ASKED = "    if os.environ.get('FAIL_OTHER'):\n        raise AssertionError('failed on purpose')\n"
+FAILED = ("--ortperf-update", "test_gate.py::test_other", *QUICK)
 
 
-def test_last_failed_runs_judge_entries_against_whole_files(pytester: pytest.Pytester, latency_suite: Path) -> None:
-    three = "\n".join(f"\ndef {name}(ort_perf):\n    ort_perf.check_latency()\n" for name in ("test_other", "test_gone"))
-    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + three)
+def _fail_other(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as patched:
+        patched.setenv("FAIL_OTHER", "1")
+        pytester.runpytest(*FAILED).assert_outcomes(failed=1)
+
+
+def test_last_failed_runs_judge_entries_against_whole_files(
+    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def body(name: str) -> str:
+        return f"\ndef {name}(ort_perf):\n{FAILS_WHEN_ASKED if name == 'test_other' else ''}    ort_perf.check_latency()\n"
+
+    three = "\n".join(body(name) for name in ("test_other", "test_gone"))
+    pytester.makepyfile(test_gate="import os\n" + LATENCY_TEST_FILE + three)
     pytester.makepyfile(test_more=LATENCY_TEST_FILE)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=4)
     more = (pytester.path / "baselines" / "test_more.py.json").read_bytes()
-    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + three.partition("\ndef test_gone")[0])  # a test really removed
+    pytester.makepyfile(test_gate="import os\n" + LATENCY_TEST_FILE + three.partition("\ndef test_gone")[0])  # a test really removed
 
-    pytester.runpytest(*REFUSED).assert_outcomes(failed=1)
+    _fail_other(pytester, monkeypatch)
     strict = pytester.runpytest("--lf", "--ortperf-strict", *QUICK)
     strict.assert_outcomes(passed=1)
     strict.stdout.fnmatch_lines(
         ["run-last-failure: rerun previous 1 failure (skipped 1 file)", "ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_gate.py::test_gone[[]cpu-all[]]"]
     )
 
-    pytester.runpytest(*REFUSED).assert_outcomes(failed=1)
+    _fail_other(pytester, monkeypatch)
     pruned = pytester.runpytest("--lf", "--ortperf-update", "--ortperf-prune", *QUICK)
     pruned.assert_outcomes(passed=1)
     pruned.stdout.fnmatch_lines(["ortperf update: *, 1 unused", "unused baselines (pruned):", "  test_gate.py::test_gone[[]cpu-all[]]", "wrote *"])
@@ -391,7 +458,13 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_sui
     assert latency_suite.exists()
     shown = pytester.run(ortperf, "show")
     assert shown.ret == 0
-    shown.stdout.fnmatch_lines(["test * variant * machine * median * p90 * rounds * recorded * onnxruntime", "test_gate.py::test_latency[[]cpu-all[]] * cpu-all * ms * ms * + canary *"])
+    # Each entry once with its recipe, and under it a line per machine key's figures.
+    shown.stdout.fnmatch_lines(
+        [
+            "test_gate.py::test_latency[[]cpu-all[]]  cpu-all  model *  onnxruntime *  outputs -  recorded *",
+            f"    *{HERE}  median * ms  p90 * ms  rounds * + canary  spread *%  recorded *",
+        ]
+    )
 
 
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, latency_suite: Path) -> None:
@@ -503,9 +576,9 @@ def test_update_missing_records_only_what_this_hardware_lacks(pytester: pytest.P
     after = json.loads(latency_suite.read_text())["entries"]
     assert after["test_latency[cpu-all]"] == before["test_latency[cpu-all]"], "kept byte for byte"
     second = after["test_second[cpu-all]"]
-    (entry,) = second.values()
-    assert entry["latency"]["median_ms"] > 0
-    assert entry["accuracy"]["outputs"]
+    (figures,) = second["figures"].values()
+    assert figures["latency"]["median_ms"] > 0
+    assert second["accuracy"]["outputs"]
     # The kept entry was checked as in a plain run: nothing changed since it was recorded.
     result.stdout.re_match_lines([r"test_gate\.py::test_latency +cpu-all +unchanged .* unchanged"])
 
