@@ -12,7 +12,7 @@ from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accu
 from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.gate.outputs import run_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.references import rebuild
+from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.ort.inputs import Array, data_sets
 from pytest_ortperf.ort.workers import load
 from pytest_ortperf.store.baselines import BaselineEntry

@@ -24,7 +24,8 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.outputs import run_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome
-from pytest_ortperf.gate.references import ABReference, RecordedReference, rebuild
+from pytest_ortperf.gate.rebuild import rebuild
+from pytest_ortperf.gate.references import ABReference, RecordedReference
 from pytest_ortperf.latency.activity import BUILDING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating

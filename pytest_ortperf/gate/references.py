@@ -1,21 +1,14 @@
 """What a check compares with, besides its stored figures: the A/B reference model, the configured
 reference variant, and a baseline's recorded reference rebuilt (its model from git or the model cache,
-its settings, its runtime)."""
+its settings, its runtime). How a recorded reference is rebuilt: ``gate/rebuild.py``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from pytest_ortperf.checks.paths import Plan
-from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.store.environment import what_changed
-
-if TYPE_CHECKING:
-    from pytest_ortperf.gate.run import OrtperfRun
 
 
 @dataclass(frozen=True)
@@ -50,33 +43,3 @@ class RecordedReference:
     model: ModelSource
     settings: SessionSettings
     python: str = ""  # an interpreter with the recorded onnxruntime, when it differs from this one's
-
-
-def rebuild(run: OrtperfRun, built: BuiltSession, plan: Plan) -> tuple[RecordedReference | None, str]:
-    """The reference a side-by-side ``plan`` names, or (None, why it cannot be rebuilt here)."""
-    model, labels = built.model, []
-    python = ""
-    if plan.runtime is not None:
-        python, where = run.runtime_python(*plan.runtime)
-        if not python:
-            return None, f"{plan.reason}: {where}"
-        labels.append(f"the recorded runtime ({where})")
-    if plan.model_changed:
-        found = run.recorded_model(built.model, plan.model_blob, plan.model_sha256)
-        if found is None or found.source is None:
-            return None, (
-                f"the model changed (sha256 {plan.model_sha256[:12]} -> {built.model.sha256[:12]}) and "
-                "the recorded one is neither in git here nor in the model cache (--ortperf-model-cache)"
-            )
-        model = found.source
-        labels.append(found.label)
-    settings = built.settings
-    if plan.settings is not None:
-        try:
-            settings = SessionSettings().with_overrides(plan.settings, source="the baseline's settings")
-        except OrtperfError as exc:
-            return None, f"the recorded session settings cannot be rebuilt ({exc})"
-        changed = what_changed({"settings": plan.settings}, {"settings": built.settings.as_dict()})
-        labels.append(f"the recorded settings ({changed[0].partition(': ')[2]})" if changed else "")
-    label = " under ".join(label for label in labels if label) or "the recorded model (the same bytes)"
-    return RecordedReference(label, model, settings, python), ""
