@@ -95,7 +95,7 @@ def quantile_ranks(n: int, p: float, confidence: float) -> tuple[int, int] | Non
     tail = (1.0 - confidence) / 2.0
     cdf, below = 0.0, []  # below[j] = P(fewer than j+1 values fall under the quantile)
     for j in range(n + 1):
-        cdf += math.comb(n, j) * p**j * (1.0 - p) ** (n - j)
+        cdf += _binomial_pmf(n, j, p)
         below.append(cdf)
     # X_(low) lies above the quantile when at most low-1 values fall under it.
     lows = [r for r in range(1, n + 1) if below[r - 1] <= tail]
@@ -104,6 +104,15 @@ def quantile_ranks(n: int, p: float, confidence: float) -> tuple[int, int] | Non
     if not lows or not highs:
         return None
     return max(lows), min(highs)
+
+
+def _binomial_pmf(n: int, j: int, p: float) -> float:
+    """P(exactly ``j`` of ``n`` values fall under the ``p`` quantile), computed in log space:
+    ``math.comb(n, j)`` alone is too large for a float beyond about a thousand rounds."""
+    if not 0.0 < p < 1.0:
+        return 1.0 if j == (n if p >= 1.0 else 0) else 0.0
+    log_comb = math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
+    return math.exp(log_comb + j * math.log(p) + (n - j) * math.log1p(-p))
 
 
 def settle_width(stats: LatencyStats, confidence: float = SETTLE_CONFIDENCE) -> float:

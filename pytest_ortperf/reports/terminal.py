@@ -81,7 +81,7 @@ def latency_table(
 ) -> list[str]:
     """One row per latency check: test, variant, mode, reference median, current median, change, verdict.
 
-    ``elsewhere``: machines that have baselines for the checks missing here."""
+    ``elsewhere``: machines that hold latency figures for the checks missing here."""
     if not rows:
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
@@ -103,7 +103,7 @@ def latency_table(
     if missing:
         lines.append(
             f"{missing} check(s) have no baseline for machine '{machine}'"
-            + (f" (baselines exist for: {', '.join(elsewhere)})" if elsewhere else "")
+            + (f" (figures exist for: {', '.join(elsewhere)})" if elsewhere else "")
             + "; record them with "
             "'ortperf update' and the same arguments (or pytest --ortperf-update)"
             + (f" and ORTPERF_MACHINE={runner_class(machine)}" if runner_class(machine) else "")
@@ -228,7 +228,7 @@ class RunSummary:
     unused_hint: Sequence[str] = ()
     rows: Sequence[tuple[str, ...]] = ()
     missing: int = 0
-    elsewhere: Sequence[str] = ()  # machines with baselines for the checks missing here
+    elsewhere: Sequence[str] = ()  # machines with latency figures for the checks missing here
     timing_mode: str = ""
     update: UpdateReport | None = None
     prune: bool = False

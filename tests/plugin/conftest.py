@@ -20,6 +20,15 @@ needs_gpu_wheel = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``pytest -n``, this process is an xdist worker and its environment says so; pytester's
+    runs would inherit that and take themselves for workers (pytest-benchmark then disables itself).
+    Inner runs are top-level runs of their own, whether or not the outer one is distributed."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def write_model(pytester: pytest.Pytester):
     """Write ``mlp_model(**kwargs)`` to ``pytester.path / name`` and return the path."""

@@ -152,6 +152,21 @@ def test_quantile_ranks_exact_values_for_forty_rounds() -> None:
     assert quantile_ranks(20, 0.125, 0.90) is None
 
 
+@pytest.mark.parametrize("n", [1040, 5000, 20000])
+def test_quantile_ranks_of_many_rounds(n: int) -> None:
+    """A fast model measured briefly gives over a thousand rounds: math.comb(n, j) no longer fits a
+    float there. The interval still brackets the quantile's rank, about 1.645 standard deviations of
+    the binomial count on each side at 90%."""
+    p = 0.125
+    ranks = quantile_ranks(n, p, 0.90)
+    assert ranks is not None
+    low, high = ranks
+    sd = math.sqrt(n * p * (1 - p))
+    assert low < n * p < high
+    assert (high - low) / sd == pytest.approx(2 * 1.645, abs=0.2)
+    assert settle_width(stats_of(10.0 * np.exp(np.random.default_rng(n).normal(0.0, 0.01, n)))) < 0.01
+
+
 def test_more_rounds_of_the_same_machine_narrow_the_width() -> None:
     rng = np.random.default_rng(7)
     values = 10.0 * np.exp(rng.normal(0.0, 0.08, 400))  # a noisy machine: its spread stays
