@@ -50,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as temp:
         before = Path(temp) / "before"
-        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(before), args.before], cwd=REPO, check=True)
+        add = ["git", "worktree", "add", "-q", "--detach", str(before), args.before]
+        subprocess.run(add, cwd=REPO, check=True)
         try:
             print("| run | revision | summary | seconds | load |\n|---|---|---|---|---|")
             for index in range(1, args.repeat + 1):
