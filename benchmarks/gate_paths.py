@@ -30,9 +30,10 @@ Method:
      as ``OrtPerf._side_by_side`` calls it) of the re-exported model / the base model under
      ``inter_op_threads=2`` (sequential execution: no effect expected) / the grown model,
      against the base model under the recorded settings.
-   - ``stored A/A``, ``stored +20%``: path 4, ``check_latency`` with the hardware identity
-     dropped from the environment, so the stored rule judges (its first measurement and,
-     after a first regression, its confirmation are kept for the offline rule table).
+   - ``stored A/A``, ``stored +20%``: path 4, ``check_latency`` with the inputs' digest
+     changed in the environment (nothing to rebuild), so this machine's stored figures judge
+     (its first measurement and, after a first regression, its confirmation are kept for the
+     offline rule table).
    - ``bench A/A``, ``bench +5%``: a real ``pytest`` subprocess under pytest-benchmark
      with ``--benchmark-compare-fail=median:10%`` against the campaign's saved run.
 
@@ -72,6 +73,7 @@ from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_pro
 from benchmarks.gate_quality import BENCH_TEST, log, wilson  # noqa: E402
 from benchmarks.gate_quality import run_pytest_benchmark as _run_bench  # noqa: E402
 from pytest_ortperf.checks.latency import check_ab, check_latency, stored_comparison  # noqa: E402
+from pytest_ortperf.checks.paths import choose  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
 from pytest_ortperf.latency.decision import Verdict  # noqa: E402
@@ -209,9 +211,9 @@ def key(family: str) -> CheckKey:
 
 
 def stored_check(
-    models: Models, name: str, store: BaselineStore, policy: CheckPolicy, *, keep_hardware: bool
+    models: Models, name: str, store: BaselineStore, policy: CheckPolicy, *, stored: bool = False
 ) -> tuple[Any, list[LatencyStats]]:
-    """``ort_perf.check_latency()`` minus pytest: the stored path, or (hardware kept) path 1."""
+    """``ort_perf.check_latency()`` minus pytest: path 1 (or the record); ``stored``: the stored path."""
     pool, built = fresh(models, name)
     canary = Canary.build(import_onnxruntime(), built.variant, built.settings)
     measured: list[LatencyStats] = []
@@ -224,12 +226,16 @@ def stored_check(
     try:
         inputs = feeds_of(models, built)
         env = environment(built, inputs, machine=detect_machine(), runtime=runtime_info())
-        if not keep_hardware:
-            env = {k: v for k, v in env.items() if k != "hardware"}
+        if stored:
+            # Nothing to rebuild (the recorded inputs are not kept): this machine's figures decide.
+            env = {**env, "inputs_sha256": "stored figures decide"}
         session = built.session
+        check = key(models.family.name)
+        plan = choose(store.lookup(check.test_file, check.test), env, check.machine, update=policy.update)
         result = check_latency(
             lambda: session.run(None, inputs),
-            key=key(models.family.name),
+            key=check,
+            plan=plan,
             store=store,
             policy=policy,
             environment=env,
@@ -297,7 +303,7 @@ def run_campaign(
         stores[name] = root / f"c{index}" / name / "baselines"
         for attempt in range(1, 6):
             store = BaselineStore(stores[name])
-            recorded, _ = stored_check(models, "base", store, CheckPolicy(update=True), keep_hardware=True)
+            recorded, _ = stored_check(models, "base", store, CheckPolicy(update=True))
             log(f"  {name}: record attempt {attempt}: {recorded.status}, {recorded.current.median_ms:.4g} ms")
             if not recorded.failed:
                 store.write()
@@ -334,7 +340,7 @@ def run_campaign(
         elif condition in ("unchanged", "stored A/A", "stored +20%"):
             model = "+20%" if condition == "stored +20%" else "base"
             result, measured = stored_check(
-                models, model, BaselineStore(stores[name]), policy, keep_hardware=condition == "unchanged"
+                models, model, BaselineStore(stores[name]), policy, stored=condition != "unchanged"
             )
             failed, status = result.failed, str(result.status)
             ratio = low = high = result.drift if result.drift is not None else math.nan

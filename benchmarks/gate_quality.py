@@ -86,6 +86,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.checks.latency import LatencyResult, check_ab, check_latency, stored_comparison  # noqa: E402
+from pytest_ortperf.checks.paths import choose  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
 from pytest_ortperf.latency.decision import Comparison, Verdict  # noqa: E402
@@ -146,9 +147,10 @@ def log(message: str) -> None:
 
 
 def stored_figures_only(recorded: dict[str, object]) -> dict[str, object]:
-    """The environment without the hardware identity: an A/A trial (the same model again) then takes the
-    stored-figures rule this campaign measures, not the ``unchanged`` path that would pass it unjudged."""
-    return {key: value for key, value in recorded.items() if key != "hardware"}
+    """The environment with another inputs digest (nothing to rebuild): an A/A trial (the same model
+    again) then takes the stored-figures rule this campaign measures, not the ``unchanged`` path that
+    would pass it unjudged."""
+    return {**recorded, "inputs_sha256": "stored figures decide"}
 
 
 @dataclass
@@ -203,14 +205,17 @@ class Bench:
 
         try:
             session, inputs = built.session, dict(feeds)
+            env = environment(built, inputs, machine=self.machine, runtime=self.runtime)
+            env = env if policy.update else stored_figures_only(env)
+            key = self.key()
+            plan = choose(store.lookup(key.test_file, key.test), env, key.machine, update=policy.update)
             result = check_latency(
                 lambda: session.run(None, inputs),
-                key=self.key(),
+                key=key,
+                plan=plan,
                 store=store,
                 policy=policy,
-                environment=stored_figures_only(
-                    environment(built, inputs, machine=self.machine, runtime=self.runtime)
-                ),
+                environment=env,
                 today=dt.date.today().isoformat(),
                 measure_fn=measure_fn,
             )
