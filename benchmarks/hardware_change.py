@@ -286,7 +286,8 @@ def repository_part(
     shutil.copyfile(models.paths["base"], repo / "model.onnx")
     (repo / "test_model.py").write_text(TEST_FILE.format(batch=family.batch), encoding="utf-8")
     (repo / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
-    git("add", "model.onnx", "test_model.py", "pytest.ini")
+    (repo / ".gitignore").write_text("__pycache__/\n", encoding="utf-8")
+    git("add", "model.onnx", "test_model.py", "pytest.ini", ".gitignore")
     git("commit", "-q", "-m", f"{family.name} model and its latency test")
     blob = git("rev-parse", "HEAD:model.onnx").strip()
     args = [f"--ortperf-baseline-dir={base}"]
@@ -299,8 +300,8 @@ def repository_part(
     for number, case in enumerate(plan, 1):
         if case != "unchanged":
             shutil.copyfile(models.paths[case], repo / "model.onnx")
+        dirty |= changed() - {"model.onnx"}  # what the run sees: the model's change alone
         run = pytest_run(f"{case} #{number}", repo, args, report, None, tmp)
-        dirty |= changed() - {"model.onnx"}
         git("checkout", "--", "model.onnx")
         runs[case].append(run)
         print(
