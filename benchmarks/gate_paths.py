@@ -651,6 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ort.set_default_logger_severity(3)
     rng = random.Random(args.seed)
+    work_rng = random.Random(args.seed + 1)  # its own: the trials' order for a seed stays what it was
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     started, load_start = time.monotonic(), loadavg()
     code = code_state()
@@ -665,12 +666,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         all_models = [Models(family, root) for family in FAMILIES if family.name in args.families]
         families = [models.family.name for models in all_models]
         if not args.no_work:
-            measure_work(all_models, "start", rng)
+            measure_work(all_models, "start", work_rng)
         for index in range(1, args.campaigns + 1):
             trials += run_campaign(index, all_models, root, rng, args.reps, args.conditions)
             last = index == args.campaigns
             if last and not args.no_work:
-                measure_work(all_models, "end", rng)
+                measure_work(all_models, "end", work_rng)
             header = [
                 f"# Gate quality by decision path, workload families: {', '.join(families)}",
                 "",
