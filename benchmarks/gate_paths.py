@@ -17,8 +17,14 @@ Method:
 1. Families (``tests.models``), each a base model and one grown by a known amount of work:
    ``mlp`` (20 x MatMul+Relu, 1024 wide, batch 16; +5%: 21 layers, +20%: 24),
    ``conv`` (20 x Conv3x3+Relu, 32 channels, 32x32; 21 and 24 layers),
-   ``small-ops`` (600 Mul/Add/Tanh on [1, 64]; 630 and 720 operators).
+   ``small-ops`` (600 Mul/Add/Tanh on [1, 64]; 630 and 720 operators),
+   ``int8`` (``mlp_model(20, 512)`` dynamic-quantized by ``onnxruntime.quantization.quantize_dynamic``:
+   DynamicQuantizeLinear + MatMulInteger per layer, batch 16; 21, 22 and 24 layers),
+   ``recurrent`` (two stacked LSTMs, hidden 128, batch 2, over the first 40 of 48 input steps;
+   42, 44 and 48 steps, the same feeds). +10% is 22 layers, 660 operators, 44 steps.
    Sessions are built as the plugin builds them (``SessionPool``, default settings).
+   The work the grown variants add is measured at the start and the end of the run (fastest run
+   against fastest run of the base model, in shuffled interleaved blocks on one session each).
 2. Per campaign, per family: the base model's baseline is recorded by the plugin's record
    path (``check_latency`` under update, a real ``BaselineStore``) and pytest-benchmark
    saves its own. Then every trial of every family and condition runs in one shuffled
@@ -40,10 +46,13 @@ Method:
 3. Counts are pooled per family over campaigns; the stored-figures rule table re-judges the
    same stored measurements at wider thresholds (first and confirmation both regressions).
 
-Run from the repository root, on a machine doing nothing else (about 35 minutes with the
-defaults)::
+Run from the repository root, on a machine doing nothing else (about 35 minutes for the first
+three families with the defaults; every family is chosen unless ``--families`` names some)::
 
     python -m benchmarks.gate_paths --out benchmarks/results/gate_paths.md
+    python -m benchmarks.gate_paths --families int8,recurrent \
+        --conditions "unchanged,A/A,re-export,settings,+5%,+10%,+20%" \
+        --out benchmarks/results/gate_paths_new_families.md
 """
 
 from __future__ import annotations
@@ -92,7 +101,14 @@ from pytest_ortperf.store.baselines import BaselineStore  # noqa: E402
 from pytest_ortperf.store.environment import environment  # noqa: E402
 from pytest_ortperf.store.keys import CheckKey  # noqa: E402
 from pytest_ortperf.store.machine import detect_machine  # noqa: E402
-from tests.models import conv_stack_model, mlp_model, reexported, small_ops_model  # noqa: E402
+from tests.models import (  # noqa: E402
+    conv_stack_model,
+    int8_mlp_model,
+    lstm_model,
+    mlp_model,
+    reexported,
+    small_ops_model,
+)
 
 CONDITIONS = (
     "unchanged",
@@ -143,6 +159,8 @@ FAMILIES = (
     Family("mlp", lambda n: mlp_model(n, 1024), 20, 21, 24, batch=16, plus10=22),
     Family("conv", lambda n: conv_stack_model(n, 32, 32), 20, 21, 24, plus10=22),
     Family("small-ops", small_ops_model, 600, 630, 720, plus10=660),
+    Family("int8", lambda n: int8_mlp_model(n, 512), 20, 21, 24, batch=16, plus10=22),
+    Family("recurrent", lambda n: lstm_model(n, 128, 2, input_steps=48), 40, 42, 48, batch=2, plus10=44),
 )
 
 
@@ -289,6 +307,63 @@ def bench_run(models: Models, name: str, work: Path, extra: Sequence[str]) -> An
 
 
 BASELINES: dict[tuple[int, str], LatencyStats] = {}  # (campaign, family) -> the recorded figures
+GROWN = ("+5%", "+10%", "+20%")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One variant's run times in a work measurement: fastest and median run, ms."""
+
+    fastest_ms: float
+    median_ms: float
+
+
+def work_added(
+    models: Models, rng: random.Random, blocks: int = 20, block_s: float = 0.05
+) -> dict[str, Cost]:
+    """The work the grown variants add: base, +5%, +10%, +20% on one session each (default settings),
+    feeds of the base model, each run timed alone, in ``blocks`` shuffled interleaved blocks of about
+    ``block_s`` per variant. The fastest run is the least noise-sensitive figure of the work."""
+    names = ("base", *GROWN)
+    built = {name: fresh(models, name) for name in names}
+    try:
+        inputs = feeds_of(models, built["base"][1])
+        runs: dict[str, int] = {}
+        for name, (_, b) in built.items():  # warm up, and size a block from the median of the warm-up
+            times = []
+            for _ in range(20):
+                started = time.perf_counter_ns()
+                b.session.run(None, inputs)
+                times.append(time.perf_counter_ns() - started)
+            runs[name] = max(1, round(block_s * 1e9 / statistics.median(times)))
+        samples: dict[str, list[int]] = {name: [] for name in names}
+        order = list(names)
+        for _ in range(blocks):
+            rng.shuffle(order)
+            for name in order:
+                session = built[name][1].session
+                for _ in range(runs[name]):
+                    started = time.perf_counter_ns()
+                    session.run(None, inputs)
+                    samples[name].append(time.perf_counter_ns() - started)
+        return {name: Cost(min(t) / 1e6, statistics.median(t) / 1e6) for name, t in samples.items()}
+    finally:
+        for pool, _ in built.values():
+            pool.close()
+
+
+COSTS: dict[tuple[str, str], dict[str, Cost]] = {}  # (when, family) -> variant -> cost
+
+
+def measure_work(all_models: Sequence[Models], when: str, rng: random.Random) -> None:
+    for models in all_models:
+        costs = work_added(models, rng)
+        COSTS[(when, models.family.name)] = costs
+        base = costs["base"].fastest_ms
+        log(
+            f"work added, {when}, {models.family.name}: base {base:.4g} ms; "
+            + ", ".join(f"{name} x{costs[name].fastest_ms / base:.3f}" for name in GROWN)
+        )
 
 
 def run_campaign(
@@ -410,9 +485,41 @@ def seconds(trials: Sequence[Trial]) -> str:
     return f"{statistics.median(values):.2f} / {p90:.2f}"
 
 
-def report(trials: list[Trial], header: list[str]) -> str:
-    families = [f.name for f in FAMILIES]
-    lines = [*header, "", "## Fails / trials per family (Wilson 95% interval), pooled over campaigns", ""]
+def work_table(families: Sequence[str]) -> list[str]:
+    """The work the grown variants add, measured at the start and the end of the run."""
+    moments = [when for when in ("start", "end") if any((when, f) in COSTS for f in families)]
+    if not moments:
+        return []
+    lines = ["", "## Work added: fastest run against the base model's fastest run", ""]
+    lines += [
+        "One session per variant, each run timed alone, 20 shuffled interleaved blocks of about "
+        "50 ms per variant; in brackets the median runs' ratio.",
+        "",
+        "| family | base: fastest / median (ms) | "
+        + " | ".join(f"{name} {when}" for when in moments for name in GROWN)
+        + " |",
+        "| --- | --- |" + " --- |" * (len(moments) * len(GROWN)),
+    ]
+    for family in families:
+        cells = []
+        for when in moments:
+            costs = COSTS.get((when, family))
+            for name in GROWN:
+                if costs is None:
+                    cells.append("-")
+                    continue
+                fastest = costs[name].fastest_ms / costs["base"].fastest_ms
+                median = costs[name].median_ms / costs["base"].median_ms
+                cells.append(f"x{fastest:.3f} ({median:.3f})")
+        first = COSTS.get((moments[0], family))
+        base = f"{first['base'].fastest_ms:.4g} / {first['base'].median_ms:.4g}" if first else "-"
+        lines.append(f"| {family} | {base} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def report(trials: list[Trial], header: list[str], families: Sequence[str]) -> str:
+    lines = [*header, *work_table(families)]
+    lines += ["", "## Fails / trials per family (Wilson 95% interval), pooled over campaigns", ""]
     lines += ["| condition | path | " + " | ".join(families) + " | estimate, all families: median (range) |"]
     lines += ["| --- | --- | " + " | ".join("---" for _ in families) + " | --- |"]
     paths = {
@@ -532,16 +639,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ab-rounds", type=int, default=AB_SETTINGS.rounds, help="side-by-side rounds planned in the budget"
     )
+    parser.add_argument(
+        "--no-work", action="store_true", help="skip measuring the work the grown variants add"
+    )
     args = parser.parse_args(argv)
     unknown = set(args.conditions) - {*CONDITIONS, *BEFORE_CONDITIONS}
     if unknown:
         parser.error(f"unknown conditions: {', '.join(sorted(unknown))}")
+    unknown = set(args.families) - {f.name for f in FAMILIES}
+    if unknown:
+        parser.error(
+            f"unknown families: {', '.join(sorted(unknown))} (known: {', '.join(f.name for f in FAMILIES)})"
+        )
     SESSIONS_A_SIDE[0] = args.instances
     AB_ROUNDS[0] = args.ab_rounds
     import onnxruntime as ort
 
     ort.set_default_logger_severity(3)
     rng = random.Random(args.seed)
+    work_rng = random.Random(args.seed + 1)  # its own: the trials' order for a seed stays what it was
     started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     started, load_start = time.monotonic(), loadavg()
     code = code_state()
@@ -554,11 +670,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ortperf-paths-") as tmp:
         root = Path(tmp)
         all_models = [Models(family, root) for family in FAMILIES if family.name in args.families]
+        families = [models.family.name for models in all_models]
+        if not args.no_work:
+            measure_work(all_models, "start", work_rng)
         for index in range(1, args.campaigns + 1):
             trials += run_campaign(index, all_models, root, rng, args.reps, args.conditions)
             last = index == args.campaigns
+            if last and not args.no_work:
+                measure_work(all_models, "end", work_rng)
             header = [
-                "# Gate quality by decision path, three workload families",
+                f"# Gate quality by decision path, workload families: {', '.join(families)}",
                 "",
                 f"- started {started_at}; {'finished' if last else 'partial, after campaign ' + str(index)} "
                 f"after {(time.monotonic() - started) / 60:.1f} min",
@@ -575,7 +696,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "",
                 "Method: see the docstring of `benchmarks/gate_paths.py`.",
             ]
-            text = report(trials, header)
+            text = report(trials, header, families)
             if args.out is not None:
                 args.out.write_text(text, encoding="utf-8")
             if args.raw is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +81,82 @@ def small_ops_model(ops: int = 10, width: int = 64) -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width])],
         [scale, shift],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def int8_mlp_model(layers: int = 2, width: int = 16, *, seed: int = 0) -> onnx.ModelProto:
+    """:func:`mlp_model` dynamically quantized to int8 by onnxruntime's own tool
+    (``onnxruntime.quantization.quantize_dynamic``, its defaults: signed int8 weights, per tensor): each
+    MatMul becomes ``DynamicQuantizeLinear`` of its input, ``MatMulInteger`` with the int8 weights, and a
+    rescale (``Cast``, ``Mul``) back to float; cost grows with layers."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    with tempfile.TemporaryDirectory(prefix="ortperf-int8-") as tmp:
+        source, quantized = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(mlp_model(layers, width, seed=seed), source)
+        with _QuietQuantizer():
+            quantize_dynamic(source, quantized)
+        return onnx.load(quantized)
+
+
+class _QuietQuantizer(logging.Filter):
+    """Drop the quantizer's advice to run its pre-processing first, logged on the root logger on every
+    call: the models here are plain MatMul chains with nothing for it to do."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+    def __enter__(self) -> None:
+        logging.getLogger().addFilter(self)
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger().removeFilter(self)
+
+
+def lstm_model(
+    steps: int = 8, hidden: int = 16, layers: int = 1, *, input_steps: int | None = None, seed: int = 0
+) -> onnx.ModelProto:
+    """``x[input_steps, batch, hidden] -> its first `steps` steps (Slice) -> LSTM x layers``: a
+    recurrent model whose cost grows with the steps it runs over the same input (``input_steps``,
+    default ``steps``), so a family's grown variants take the same feeds, as a side-by-side check
+    gives both sides. Output: the last layer's final hidden state ``[1, batch, hidden]``."""
+    input_steps = steps if input_steps is None else input_steps
+    if not 0 < steps <= input_steps:
+        raise ValueError(f"steps must be in 1..{input_steps}, got {steps}")
+    rng = np.random.default_rng(seed)
+    inits = [
+        numpy_helper.from_array(np.array([0], np.int64), "starts"),
+        numpy_helper.from_array(np.array([steps], np.int64), "ends"),
+        numpy_helper.from_array(np.array([0], np.int64), "axes"),
+        numpy_helper.from_array(np.array([1], np.int64), "direction_axis"),
+    ]
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["seq"], name="first_steps")]
+    current = "seq"
+    for i in range(layers):
+        for name in (f"W{i}", f"R{i}"):  # input and recurrence weights: the input is `hidden` wide too
+            weight = (rng.standard_normal((1, 4 * hidden, hidden)) * 0.1).astype(np.float32)
+            inits.append(numpy_helper.from_array(weight, name))
+        inits.append(numpy_helper.from_array(np.zeros((1, 8 * hidden), np.float32), f"B{i}"))
+        last = i == layers - 1  # the last layer's sequence output is not asked for: only its final state
+        nodes.append(
+            helper.make_node(
+                "LSTM", [current, f"W{i}", f"R{i}", f"B{i}"], ["" if last else f"y{i}", f"h{i}"],
+                name=f"lstm{i}", hidden_size=hidden,
+            )
+        )  # fmt: skip
+        if not last:  # [steps, 1 direction, batch, hidden] -> the next layer's [steps, batch, hidden]
+            nodes.append(
+                helper.make_node("Squeeze", [f"y{i}", "direction_axis"], [f"s{i}"], name=f"squeeze{i}")
+            )
+            current = f"s{i}"
+    nodes.append(helper.make_node("Identity", [f"h{layers - 1}"], ["y"], name="out"))
+    graph = helper.make_graph(
+        nodes,
+        f"lstm{layers}x{steps}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [input_steps, "batch", hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "batch", hidden])],
+        inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
