@@ -267,6 +267,19 @@ def test_update_writes_a_noisy_measurement_with_its_spread(root: Path, has_basel
     assert (figures.settled, figures.spread) == (False, pytest.approx(noisy.round_cv, rel=1e-5))
 
 
+def test_an_update_replaces_noisy_figures_by_quieter_ones_and_keeps_quiet_ones(root: Path) -> None:
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.3, settled=False))
+    store.write()
+    quieter = check(BaselineStore(root), FakeMeasure(stats(10.0, seed=2, noise=0.01)), update=True)
+    assert (quieter.status, quieter.changes) == ("updated", (f"quieter figures (spread 30.0% -> {quieter.recorded_spread:.1%})",))
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.02))
+    store.write()
+    kept = check(BaselineStore(root), FakeMeasure(stats(10.0, seed=2, noise=0.01)), update=True)
+    assert (kept.status, kept.changes) == ("unchanged", ())
+
+
 def test_noise_below_max_cv_is_not_called_noisy(root: Path) -> None:
     noisy = stats(10.0, seed=3, noise=0.3)
     store = BaselineStore(root)
