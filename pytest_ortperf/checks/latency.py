@@ -418,8 +418,9 @@ def _record(
     profile_fn: Callable[[], OpProfile] | None = None,
 ) -> LatencyResult:
     """Record this hardware's figures under the entry's recipe. Never refuses: a noisy machine's
-    figures are written with their spread (``noisy`` when they did not settle within the cap), and
-    where they later decide, that spread widens the interval. An unchanged recipe keeps every other
+    figures are written with their spread and whether they settled within the cap (``noisy`` in the
+    summary when the spread exceeds --ortperf-max-cv), and where they later decide, that spread
+    widens the interval. An unchanged recipe keeps every other
     hardware's figures; a changed one replaces the recipe and drops the figures measured for the old."""
     current = recording.stats
     recipe, measured_on = split(environment)
