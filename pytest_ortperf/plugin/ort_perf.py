@@ -27,7 +27,8 @@ LATENCY, ACCURACY = "latency", "accuracy"
 
 
 class OrtPerf:
-    """Latency and accuracy checks for one test x variant, against this machine's baseline.
+    """Latency and accuracy checks for one test x variant, against its committed baseline (the recipe
+    decides on every machine; stored figures only on the hardware that measured them).
 
     ``check_latency()`` times ``ort_session`` (never a profiled session);
     ``check_accuracy()`` compares outputs with the recorded baseline, the
@@ -110,9 +111,8 @@ class OrtPerf:
         key = self._context.key
         return replace(key, test=with_check_name(key.test, suffix))
 
-    def _finish(
-        self, results: list[Outcome]
-    ) -> list[Outcome]:
+    def _finish(self, results: list[Outcome]) -> list[Outcome]:
+        """Fail the test once with every failure (an error is one), else skip it with every skip."""
         __tracebackhide__ = True
         failures = [r.message for r in results if r.failed]
         if failures:
