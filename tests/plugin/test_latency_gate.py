@@ -592,3 +592,23 @@ def test_update_takes_no_other_value(pytester: pytest.Pytester, latency_suite: P
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--ortperf-update: ignored explicit argument 'all'*"])
     assert not latency_suite.exists()
+
+
+def test_a_call_reads_its_baseline_entry_once_for_latency_and_accuracy(
+    pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The route is chosen from one read of the entry, handed to every check of the call."""
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("ort_perf.check_latency()", "ort_perf.check()"))
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    from pytest_ortperf.store.baselines import BaselineStore
+
+    reads: list[str] = []
+    real = BaselineStore.lookup
+
+    def counted(self: BaselineStore, test_file: str, test: str) -> object:
+        reads.append(test)
+        return real(self, test_file, test)
+
+    monkeypatch.setattr(BaselineStore, "lookup", counted)
+    pytester.runpytest(*QUICK).assert_outcomes(passed=1)
+    assert reads == ["test_latency[cpu-all]"]
