@@ -3,6 +3,7 @@ when the baseline and the current run did or did not measure the canary. Real se
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from pathlib import Path
 from typing import Any
@@ -61,16 +62,19 @@ def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, l
     latency = _latency(latency_suite)
     canary = latency["canary_round_medians_ms"]
     assert len(canary) == latency["rounds"] == len(latency["round_medians_ms"])
-    assert latency["rounds"] == 40  # the default: a fast model fills every round
+    # the default: a fast model fills every round of each measurement (an unsettled recording measures again)
+    assert latency["rounds"] % 40 == 0
     assert all(isinstance(c, float) and c > 0 for c in canary)
     reexport(pytester)  # other bytes, same work: the stored figures decide
 
     # Compared with the canary on both sides: relative to it.
     record = _check(pytester)
     assert "machine-speed canary" in record["decided_by"]
-    assert record["decided_by"] == (
-        "stored: fastest quarter of round medians / machine-speed canary (10 of 40 rounds vs 10 of 40), "
-        "Hodges-Lehmann ratio"
+    # (a noisy recording's spread widens the interval, and says so after the statistic)
+    assert fnmatch.fnmatch(
+        record["decided_by"],
+        "stored: fastest quarter of round medians / machine-speed canary (10 of 40 rounds vs * of *), "
+        "Hodges-Lehmann ratio*",
     )
 
     # The same baseline compared without the canary: absolute round medians, and it still works.
