@@ -80,7 +80,8 @@ class TimingLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 with activity.phase(WAITING) if activity is not None else nullcontext():
-                    waits = self._wait(fd, activity, started)
+                    # timed inside the phase, so the waits never add up to more than the phase
+                    waits = self._wait(fd, activity, time.perf_counter())
                 if activity is not None:
                     activity.waited(waits)
             self.waited_s += time.perf_counter() - started
