@@ -1,7 +1,8 @@
 """The accuracy check: outputs against up to three references, each reported.
 
-1. The recorded baseline of this test, variant and machine (``.npz`` beside
-   the JSON entry), recorded by ``--ortperf-update`` like latency.
+1. The recorded baseline of this test and variant (``.npz`` beside the JSON
+   entry), recorded by ``--ortperf-update`` like latency: one set per entry,
+   belonging to its recipe and compared on every machine.
 2. A reference variant run in the same process on the same inputs (default
    ``cpu-disabled``, the most literal execution): no baseline needed.
 3. The model's own expected outputs (``test_data_set_*/output_*.pb``), with
