@@ -16,7 +16,6 @@ from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.ort.inputs import Array, data_sets
 from pytest_ortperf.ort.workers import load
 from pytest_ortperf.store.baselines import BaselineEntry
-from pytest_ortperf.store.environment import feeds_digest
 
 ACCURACY = "accuracy"
 
@@ -55,7 +54,7 @@ class AccuracyCheck:
             if expected:  # a data set may ship inputs only
                 model_reference = Reference(context.data_set.name, expected, defaults)
             more_data_sets = self._other_data_sets(context.data_set, list(actual))
-        digest = feeds_digest(inputs)
+        digest = target.inputs_sha256
         result = check_accuracy(
             actual,
             inputs_sha256=digest,

@@ -77,6 +77,11 @@ class CheckTarget:
     policy: CheckPolicy
     own_feeds: bool = True  # the test's own feeds: its model's other data sets are compared too
 
+    @property
+    def inputs_sha256(self) -> str:
+        """The digest of the inputs, from the environment that already hashed them."""
+        return str(self.environment["inputs_sha256"])
+
 
 class Check(Protocol):
     """One kind of check. ``kind`` names its baseline part and its reports ("latency", "accuracy")."""
