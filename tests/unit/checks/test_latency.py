@@ -21,7 +21,7 @@ from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, Figures, render
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.keys import CheckKey
-from pytest_ortperf.store.recipe import same_recipe, split
+from pytest_ortperf.store.recipe import split
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
@@ -98,12 +98,10 @@ def entry_of(latency: LatencyStats, environment: dict[str, Any], *, machine: str
 def record(
     root: Path, latency: LatencyStats, *, machine: str = "ci", environment: dict[str, Any] | None = None
 ) -> Path:
+    """Figures of ``machine``; under the recipe already on disk they join the other machines' (the
+    store's write merges them), under another recipe they replace the entry."""
     store = BaselineStore(root)
-    entry = entry_of(latency, ENV if environment is None else environment, machine=machine)
-    existing = store.lookup(TEST_FILE, TEST)
-    if (existing is not None and same_recipe(existing.recipe, entry.recipe)) or (existing is not None and existing.recipe == entry.recipe):
-        entry = existing.with_figures(machine, entry.figures_for(machine))
-    store.stage(TEST_FILE, TEST, entry)
+    store.stage(TEST_FILE, TEST, entry_of(latency, ENV if environment is None else environment, machine=machine))
     store.write()
     return store.path_for(TEST_FILE)
 
