@@ -16,7 +16,6 @@ import numpy as np
 
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.store.hardware import Hardware, differences
 from pytest_ortperf.store.machine import Machine
 from pytest_ortperf.version import __version__
 
@@ -92,20 +91,6 @@ def portable_label(label: str) -> str:
         if marker in parts:
             return "/".join(["<site-packages>", *parts[parts.index(marker) + 1 :]])
     return f"<outside the rootdir>/{path.name}"
-
-
-def recorded_elsewhere(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str:
-    """Why stored figures of an entry do not apply here, or "": the entry was measured on other
-    hardware (an entry recorded before hardware identities has none, and is compared as before)."""
-    before, after = recorded.get("hardware"), current.get("hardware")
-    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
-        return ""
-    if before.get("digest") == after.get("digest"):
-        return ""
-    try:
-        return "; ".join(differences(Hardware.from_dict(before), Hardware.from_dict(after)))
-    except TypeError:
-        return "recorded on other hardware (its identity in the baseline is damaged)"
 
 
 def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.store import hardware as hardware_module
-from pytest_ortperf.store.environment import recorded_elsewhere
 from pytest_ortperf.store.hardware import Hardware, detect_hardware, differences, nvidia_gpus, parse_cpuinfo
 
 
@@ -79,15 +78,6 @@ def test_the_identity_survives_json_and_refuses_a_damaged_one(cpuinfo: Any) -> N
     assert found.slug.startswith("zen4-avx512-2c-nvidia-h100-80gb-hbm3-")
     with pytest.raises(TypeError, match="cores"):
         Hardware.from_dict({**found.as_dict(), "cores": "2"})
-
-
-def test_recorded_elsewhere_compares_digests_and_ignores_entries_without_an_identity(cpuinfo: Any) -> None:
-    zen3, zen4 = cpuinfo("zen3_avx2").as_dict(), cpuinfo("zen4_avx512").as_dict()
-    assert recorded_elsewhere({"hardware": zen4}, {"hardware": zen3}).startswith("recorded on avx512/zen4")
-    assert recorded_elsewhere({"hardware": zen3}, {"hardware": dict(zen3)}) == ""
-    assert recorded_elsewhere({}, {"hardware": zen3}) == ""  # recorded before identities: compared as before
-    damaged = {**zen4, "cores": None}
-    assert "damaged" in recorded_elsewhere({"hardware": damaged}, {"hardware": zen3})
 
 
 def test_without_cpuinfo_the_platform_names_the_cpu(tmp_path: Path) -> None:
