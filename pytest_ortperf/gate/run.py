@@ -48,7 +48,7 @@ from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
 from pytest_ortperf.store.model_cache import ModelCache
 from pytest_ortperf.store.outputs import zoo_expected
-from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
+from pytest_ortperf.store.unused import Selection, unused_entries
 from pytest_ortperf.version import __version__
 
 ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference runtimes, under rootdir
@@ -356,7 +356,7 @@ class OrtperfRun:
         policy = self.config.policy
         variants = {variant.id for variant in self.config.variants}
         unused = unused_entries(self.store, self.selection, variants)
-        self._unused = unused_lines(unused)
+        self._unused = unused  # node ids: an entry serves every machine
         if not policy.update:
             return
         if self.config.prune:

@@ -56,12 +56,6 @@ def unused_entries(store: BaselineStore, selection: Selection, variants: Collect
     return unused
 
 
-def unused_lines(unused: list[str]) -> list[str]:
-    """Unused entries as reported: one node id each (an entry serves every machine, so none is
-    this machine's or another's)."""
-    return list(unused)
-
-
 def _test_name(nodeid: str) -> str:
     """The test function of a node id or baseline key, without parameters (or check name)."""
     return split_check_name(nodeid)[0].partition("[")[0]

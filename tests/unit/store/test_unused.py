@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_ortperf.store.baselines import BaselineStore
-from pytest_ortperf.store.unused import Selection, unused_entries, unused_lines
+from pytest_ortperf.store.unused import Selection, unused_entries
 from tests.unit.store.test_baselines import make_entry, make_figures
 
 FILE = "tests/test_perf.py"
@@ -63,7 +63,3 @@ def test_pruning_an_unused_entry_removes_every_machines_figures(tmp_path: Path) 
         store.stage(test_file, test, None)
     store.write()
     assert list(BaselineStore(tmp_path / "baselines").entries(FILE)) == ["test_kept[cpu-all]"]
-
-
-def test_lines_name_each_unused_entry_once() -> None:
-    assert unused_lines(["t.py::test_a", "t.py::test_b"]) == ["t.py::test_a", "t.py::test_b"]
