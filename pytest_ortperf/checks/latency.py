@@ -31,6 +31,7 @@ from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_or_identical, split
 
+NO_FIGURES_HERE = "no figures for this hardware yet"  # an unchanged check's change, without drift
 GLANCE_S = 0.5  # how long a check measures when its figures only inform (unchanged; A/B with no reference)
 
 
@@ -200,9 +201,6 @@ def drift_text(ratio: float) -> str:
     if ratio >= 1:
         return f"{ratio:.2f}x slower than at recording"
     return f"{1 / ratio:.2f}x faster than at recording"
-
-
-NO_FIGURES_HERE = "no figures for this hardware yet"
 
 
 def _unchanged(
