@@ -49,6 +49,26 @@ def percent_value(value: Any, *, source: str) -> float | None:
     return number
 
 
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS.update({"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40})
+
+
+def parse_size(value: Any, *, source: str) -> int:
+    """A size in bytes: ``"4KiB"``, ``"64 MiB"``, ``"2GB"``, ``"1048576"``; ``"0"`` and ``"off"`` are 0."""
+    text = option_text(value, source=source).strip()
+    if on_off(text) is False:
+        return 0
+    match = _SIZE.fullmatch(text)
+    if match is None or isinstance(value, bool):
+        raise UsageError(
+            f"{source}: expected a size such as 4KiB, 512MiB, 8GiB or a number of bytes, "
+            f"got {safe_repr(value)}."
+        )
+    number, unit = float(match.group(1)), (match.group(2) or "").lower()
+    return int(number * _UNITS[unit])
+
+
 _ON = ("on", "true", "yes", "1")
 _OFF = ("off", "false", "no", "0")
 

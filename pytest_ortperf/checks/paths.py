@@ -50,7 +50,7 @@ class Plan:
     that decide on the stored path, the figures an update compares with)."""
 
     route: Route
-    figures: Figures | None = None  # this hardware's latency figures of the entry, if any
+    figures: Figures | None = None  # this hardware's figures of the entry, if they hold the check's part
     model_blob: str = ""  # the recorded model's git object id, when the model changed
     model_sha256: str = ""  # the recorded model's sha256 (the model cache's key), when it changed
     settings: Mapping[str, Any] | None = None  # the recorded session settings, when they changed
@@ -63,14 +63,22 @@ class Plan:
         return bool(self.model_sha256)
 
 
-def choose(entry: BaselineEntry | None, current: Mapping[str, Any], machine: str, *, update: bool) -> Plan:
-    """The path of the module docstring for ``entry`` (None: never recorded) on machine key ``machine``."""
+def choose(
+    entry: BaselineEntry | None,
+    current: Mapping[str, Any],
+    machine: str,
+    *,
+    update: bool,
+    part: str = "latency",
+) -> Plan:
+    """The path of the module docstring for ``entry`` (None: never recorded) on machine key ``machine``,
+    for the check whose figures are ``part`` (``latency``, ``memory``, ``startup``)."""
     here = entry.figures_for(machine) if entry is not None else None
-    figures = here if here is not None and here.latency is not None else None
+    figures = here if here is not None and getattr(here, part) is not None else None
     recorded = entry.environment_for(machine) if entry is not None else {}
     if update:
         return Plan(Route.RECORD, figures=figures, recorded=recorded)
-    recorded_on = entry.machines("latency") if entry is not None else []
+    recorded_on = entry.machines(part) if entry is not None else []
     if entry is None or not recorded_on:
         return Plan(Route.MISSING, reason="no machine has one yet")
     if same_recipe(entry.recipe, current):

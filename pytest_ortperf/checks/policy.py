@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from pytest_ortperf.footprint import memory, startup
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
@@ -32,6 +33,9 @@ class CheckPolicy:
     sequential: bool = True  # side by side: stop at the first look that decides (latency.sequential)
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift
     update_missing: bool = False  # under update: record only entries this hardware lacks
+    memory_threshold: float = memory.DEFAULT_THRESHOLD  # relative; a change must also exceed the floor
+    memory_floor: int = memory.DEFAULT_FLOOR  # bytes
+    startup_threshold: float = startup.DEFAULT_THRESHOLD
 
     @property
     def record_cap_s(self) -> float:

@@ -43,6 +43,8 @@ class OrtperfConfig:
     progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)
     model_cache: Path | None = None
     timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
+    checks: tuple[str, ...] = ("latency", "accuracy")  # what ort_perf.check() runs (ortperf_checks)
+    memory_limit: int = 0  # bytes a memory check's worker may add before it fails; 0: no limit
 
 
 @dataclass(frozen=True)

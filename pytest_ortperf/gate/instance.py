@@ -11,7 +11,9 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.accuracy import AccuracyCheck
 from pytest_ortperf.gate.latency import LatencyCheck, canary_on
+from pytest_ortperf.gate.memory import MemoryCheck
 from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
+from pytest_ortperf.gate.startup import StartupCheck
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import environment
@@ -27,6 +29,13 @@ class InstanceChecks:
         self._context = context
         self.latency = LatencyCheck(context, on_result=on_result)
         self.accuracy = AccuracyCheck(context)
+        self.memory = MemoryCheck(context)
+        self.startup = StartupCheck(context)
+
+    def named(self, kind: str) -> Check:
+        """The check object of ``kind`` (latency, accuracy, memory, startup)."""
+        check: Check = getattr(self, kind)
+        return check
 
     def run(self, checks: Sequence[Check], feeds: Mapping[str, Array] | None, key: CheckKey) -> list[Outcome]:
         """Run ``checks`` on one baseline key, in order; ``feeds`` None: the test's own inputs."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
@@ -43,7 +44,7 @@ class CheckError:
     skipped: bool = False
 
 
-Outcome = LatencyResult | AccuracyResult | CheckError
+Outcome = LatencyResult | AccuracyResult | FootprintResult | CheckError
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class CheckTarget:
 
 
 class Check(Protocol):
-    """One kind of check. ``kind`` names its baseline part and its reports ("latency", "accuracy")."""
+    """One kind of check. ``kind`` names its baseline part and its reports ("latency", "accuracy",
+    "memory", "startup")."""
 
     kind: str
 

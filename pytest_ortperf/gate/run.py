@@ -412,14 +412,16 @@ class OrtperfRun:
     def summary(self, lost_workers: Sequence[str]) -> RunSummary:
         """What the terminal summary shows."""
         rows = self.results.latency_rows()
+        footprint = self.results.footprint_rows()
         return RunSummary(
-            machine=self.machine.key if rows else "",
+            machine=self.machine.key if rows or footprint else "",
             sessions=self._session_lines(),
             errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
             repaired=list(self.store.repaired),
             strict_unused=self.strict_unused,
             unused_hint=self._unused_hint(),
             rows=rows,
+            footprint_rows=footprint,
             missing=self.results.missing_count(),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
             timing_mode=self.timing.mode,

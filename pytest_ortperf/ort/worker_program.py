@@ -15,8 +15,9 @@ which the parent keeps and shows when a command fails.
 Commands: ``hello``; ``load`` (a model by path or bytes, a session recipe, the feeds, how many
 sessions); ``warm_up``; ``time`` (k runs, timed here with ``perf_counter_ns``, returned as an
 int64 array); ``outputs``; ``profile`` (untimed runs on a new session of the loaded model with
-session-level profiling, which is then dropped; answers the trace file's path); ``release``;
-``exit``. Every answer has ``ok``; a failed command
+session-level profiling, which is then dropped; answers the trace file's path); ``footprint``
+(in a worker started for it alone: the memory and start-up a session adds to a fresh process, see
+:func:`footprint`); ``release``; ``exit``. Every answer has ``ok``; a failed command
 answers ``ok: false`` with the error, and the worker waits for the next one.
 
 The worker ends when its parent does: stdin reaches end of file when the parent exits, and a
@@ -293,6 +294,8 @@ class Worker:
             return _runtime(self.ort), []
         if command == "load":
             return self.load(header, arrays), []
+        if command == "footprint":
+            return self.footprint(header, arrays), []
         if command == "release":
             self.models.pop(int(header["handle"]), None)
             gc.collect()
@@ -316,13 +319,7 @@ class Worker:
 
     def load(self, header: dict[str, Any], arrays: list[Any]) -> dict[str, Any]:
         recipe = header["recipe"]
-        names = header["feeds"]
-        if header.get("model_path"):
-            model_input: Any = header["model_path"]
-            feed_arrays = arrays
-        else:
-            model_input, feed_arrays = arrays[0].tobytes(), arrays[1:]
-        feeds = dict(zip(names, feed_arrays))
+        model_input, feeds = _model_and_feeds(header, arrays)
         sessions = []
         started = time.perf_counter()
         for _ in range(int(header.get("instances", 1))):
@@ -332,6 +329,18 @@ class Worker:
         self.next_handle += 1
         self.models[handle] = _Model(sessions, feeds, (model_input, recipe))
         return {"handle": handle, "providers": list(sessions[0].get_providers()), "build_s": build_s}
+
+    def footprint(self, header: dict[str, Any], arrays: list[Any]) -> dict[str, Any]:
+        model_input, feeds = _model_and_feeds(header, arrays)
+        recipe = header["recipe"]
+        return footprint(
+            lambda prefix="": self.build(model_input, recipe, prefix),
+            lambda session: self.run_on(session, feeds),
+            steady_runs=int(header.get("steady_runs", 20)),
+            profile_prefix=str(header.get("profile_prefix", "")),
+            limit_bytes=int(header.get("limit_bytes", 0)),
+            engine_cache=str(header.get("engine_cache", "")),
+        )
 
     def build(self, model_input: Any, recipe: dict[str, Any], profile_prefix: str = "") -> Any:
         ort = self.ort
@@ -369,6 +378,221 @@ class Worker:
             self.run(model)
             durations.append(clock() - t0)
         return np.asarray(durations, dtype=np.int64)
+
+
+def _model_and_feeds(header: dict[str, Any], arrays: list[Any]) -> tuple[Any, dict[str, Any]]:
+    """A ``load`` or ``footprint`` command's model (its path, or its bytes as the first array) and feeds."""
+    if header.get("model_path"):
+        model_input: Any = header["model_path"]
+        feed_arrays = arrays
+    else:
+        model_input, feed_arrays = arrays[0].tobytes(), arrays[1:]
+    return model_input, dict(zip(header["feeds"], feed_arrays))
+
+
+# --- footprint: memory and start-up in a fresh process ----------------------------------------------
+
+# ORT's accounting of its CPU arena, on every Node event of a session profile when the arena is on.
+ARENA_FIELDS = ("mem_in_use_peak", "mem_arena_held", "mem_bytes_in_use")
+NODE_FIELDS = ("output_size", "parameter_size")  # the bytes of a node's outputs and parameters
+TOP_NODES = 20  # the nodes kept per figure set, largest first
+_PROC_STATUS = "/proc/self/status"
+
+
+def proc_status(text: str) -> dict[str, int]:
+    """The byte figures of ``/proc/self/status`` text (``VmRSS: 1234 kB`` -> ``{"VmRSS": 1263616}``)."""
+    figures = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            figures[name] = int(parts[0]) * 1024
+    return figures
+
+
+def _status() -> dict[str, int]:
+    try:
+        with open(_PROC_STATUS) as stream:
+            return proc_status(stream.read())
+    except OSError:
+        return {}
+
+
+def _reset_peak() -> bool:
+    """Reset the process's peak resident set (``VmHWM``) to its current one (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as stream:
+            stream.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _limit_address_space(limit_bytes: int) -> str:
+    """Cap the address space at what the process maps now plus ``limit_bytes``; "" or why not."""
+    try:
+        import resource
+    except ImportError:
+        return "the platform has no resource limits"
+    mapped = _status().get("VmSize", 0)
+    if not mapped:
+        return "the platform does not say how much the process maps"
+    cap = mapped + limit_bytes
+    try:
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY and cap > hard:
+            cap = hard
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ValueError, OSError) as exc:
+        return f"the address space cannot be capped ({exc})"
+    return ""
+
+
+def arena_figures(events: list[Any]) -> dict[str, Any]:
+    """ORT's arena accounting from a session profile's events: the peak bytes in use, the bytes the
+    arena held, and the nodes of the last run whose outputs and parameters take the most bytes. {}
+    when the events carry no accounting (the arena is off, or the provider keeps none)."""
+    nodes = [
+        e
+        for e in events
+        if isinstance(e, dict)
+        and e.get("cat") == "Node"
+        and str(e.get("name", "")).endswith("_kernel_time")
+        and isinstance(e.get("args"), dict)
+        and "mem_in_use_peak" in e["args"]
+    ]
+    if not nodes:
+        return {}
+    run_events = ("Session", "model_run")
+    runs = [e for e in events if isinstance(e, dict) and (e.get("cat"), e.get("name")) == run_events]
+    last_start = max((float(e.get("ts", 0)) for e in runs), default=0.0)
+    last = [e for e in nodes if float(e.get("ts", 0)) >= last_start] or nodes
+    figures: dict[str, Any] = {}
+    for name in ARENA_FIELDS:
+        values = [int(e["args"][name]) for e in last if name in e["args"]]
+        if values:
+            figures[name] = max(values)
+    sizes: dict[str, int] = {}
+    for event in last:
+        node = str(event["name"])[: -len("_kernel_time")]
+        size = sum(int(event["args"].get(name, 0) or 0) for name in NODE_FIELDS)
+        sizes[node] = max(sizes.get(node, 0), size)
+    figures["nodes"] = dict(sorted(sizes.items(), key=lambda item: (-item[1], item[0]))[:TOP_NODES])
+    return figures
+
+
+def _engine_files(directory: str) -> set[str]:
+    try:
+        return {name for name in os.listdir(directory) if not name.startswith(".")}
+    except OSError:
+        return set()
+
+
+def _device_bytes() -> int | None:
+    """The GPU memory this process holds, from ``nvidia-smi`` (None without one)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    total = 0
+    for line in out.splitlines():
+        pid, _, used = line.partition(",")
+        if pid.strip() == str(os.getpid()) and used.strip().isdigit():
+            total += int(used.strip()) * 1024 * 1024
+    return total
+
+
+def footprint(
+    build: Callable[..., Any],
+    run: Callable[[Any], object],
+    *,
+    steady_runs: int = 20,
+    profile_prefix: str = "",
+    limit_bytes: int = 0,
+    engine_cache: str = "",
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> dict[str, Any]:
+    """What building a session and running it adds to this (fresh) process: the time to build it,
+    its first run and a steady run; the peak resident memory it added (``VmHWM`` after, less
+    ``VmRSS`` before) and what it keeps; then, on a second, profiled session of the same model, ORT's
+    arena accounting (:func:`arena_figures`). ``limit_bytes``: cap the address space this much above
+    what is mapped now. ``engine_cache``: a TensorRT engine cache directory, to tell a hit from a miss."""
+    gc.collect()
+    before = _status()
+    peak_reset = _reset_peak()
+    limited = _limit_address_space(limit_bytes) if limit_bytes else ""
+    cached = _engine_files(engine_cache) if engine_cache else set()
+    started = clock()
+    try:
+        session = build()
+        built = clock()
+        run(session)
+    except MemoryError:
+        raise MemoryError(_over_limit(before, limit_bytes)) from None
+    except Exception as exc:
+        if limit_bytes and _looks_out_of_memory(exc):
+            raise MemoryError(f"{_over_limit(before, limit_bytes)}: {' '.join(str(exc).split())}") from None
+        raise
+    first = clock()
+    steady = []
+    for _ in range(max(1, steady_runs)):
+        t0 = clock()
+        run(session)
+        steady.append(clock() - t0)
+    after = _status()
+    answer: dict[str, Any] = {
+        "create_s": (built - started) / 1e9,
+        "first_run_s": (first - built) / 1e9,
+        "steady_run_s": sorted(steady)[len(steady) // 2] / 1e9,
+        "rss_before": before.get("VmRSS"),
+        "peak_rss_added": (after["VmHWM"] - before["VmRSS"]) if peak_reset and "VmHWM" in after else None,
+        "rss_kept": (after["VmRSS"] - before["VmRSS"]) if "VmRSS" in after and "VmRSS" in before else None,
+        "limit": limited,
+        "device_bytes": _device_bytes() if _uses_gpu(session) else None,
+    }
+    if engine_cache:
+        answer["engine_cache"] = "miss" if _engine_files(engine_cache) - cached else "hit"
+    del session
+    if profile_prefix:
+        profiled = build(profile_prefix)
+        for _ in range(3):
+            run(profiled)
+        trace = str(profiled.end_profiling())
+        try:
+            with open(trace, encoding="utf-8") as stream:
+                events = json.load(stream)
+        finally:
+            os.remove(trace)
+        answer["arena"] = arena_figures(events if isinstance(events, list) else [])
+    return answer
+
+
+def _uses_gpu(session: Any) -> bool:
+    return any(p in ("CUDAExecutionProvider", "TensorrtExecutionProvider") for p in session.get_providers())
+
+
+def _looks_out_of_memory(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    words = ("bad_alloc", "failed to allocate", "out of memory", "cannot allocate")
+    return any(word in text for word in words)
+
+
+def _over_limit(before: dict[str, int], limit_bytes: int) -> str:
+    now = _status()
+    reached = now.get("VmHWM", now.get("VmRSS", 0)) - before.get("VmRSS", 0)
+    return (
+        f"the session ran out of memory at the worker's limit of {limit_bytes / 2**20:.0f} MiB "
+        f"(--ortperf-memory-limit); resident memory reached {reached / 2**20:.1f} MiB above the "
+        "process's start"
+    )
 
 
 def _watch_parent(parent: int) -> None:

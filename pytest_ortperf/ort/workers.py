@@ -31,7 +31,7 @@ from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort import worker_program
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
-from pytest_ortperf.ort.sessions import session_recipe
+from pytest_ortperf.ort.sessions import provider_arguments, session_recipe
 from pytest_ortperf.ort.variants import Variant
 
 PROGRAM = Path(worker_program.__file__)
@@ -297,19 +297,8 @@ def load(
     instances: int = 1,
 ) -> LoadedModel:
     """Build ``instances`` sessions of ``model`` in ``worker``; the provider must really be used."""
-    names = sorted(feeds)
-    arrays = [np.asarray(feeds[name]) for name in names]
-    header: dict[str, Any] = {
-        "cmd": "load",
-        "recipe": session_recipe(variant, settings),
-        "feeds": names,
-        "instances": instances,
-    }
-    if model.path is not None:
-        header["model_path"] = str(model.path)
-    else:
-        data = model.data if model.data is not None else b""
-        arrays.insert(0, np.frombuffer(data, dtype=np.uint8))
+    header, arrays = _load_header("load", model, variant, settings, feeds)
+    header["instances"] = instances
     try:
         answer, _ = worker.request(header, arrays, work_s=max(worker.timeout_s, START_TIMEOUT_S))
     except WorkerError as exc:
@@ -323,6 +312,96 @@ def load(
             f"{variant.provider} while building the session (it would run on {', '.join(providers)})"
         )
     return LoadedModel(worker, int(answer["handle"]), providers)
+
+
+def _load_header(
+    command: str, model: ModelSource, variant: Variant, settings: SessionSettings, feeds: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[Any]]:
+    """The header and arrays of a command that builds ``model`` (``load``, ``footprint``)."""
+    names = sorted(feeds)
+    arrays = [np.asarray(feeds[name]) for name in names]
+    header: dict[str, Any] = {"cmd": command, "recipe": session_recipe(variant, settings), "feeds": names}
+    if model.path is not None:
+        header["model_path"] = str(model.path)
+    else:
+        data = model.data if model.data is not None else b""
+        arrays.insert(0, np.frombuffer(data, dtype=np.uint8))
+    return header, arrays
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What building and running one session added to a fresh worker process
+    (``worker_program.footprint``)."""
+
+    create_s: float
+    first_run_s: float
+    steady_run_s: float
+    peak_rss_added: int | None  # bytes; None where the peak cannot be reset (not Linux)
+    rss_kept: int | None
+    arena: Mapping[str, Any]  # ORT's arena accounting; {} when not asked for or not kept
+    device_bytes: int | None  # GPU memory the process holds; None without a GPU provider
+    engine_cache: str  # TensorRT engine cache: "hit", "miss" or "" (no cache directory)
+    runtime: WorkerRuntime
+    limit_note: str = ""  # why the address-space limit could not be applied, if it could not
+
+
+def engine_cache_directory(variant: Variant, settings: SessionSettings) -> str:
+    """The TensorRT engine cache directory of a variant's provider options, when caching is on."""
+    for name, options in provider_arguments(variant, settings):
+        enabled = str(options.get("trt_engine_cache_enable", "")).lower() in ("1", "true")
+        if name == "TensorrtExecutionProvider" and enabled:
+            return str(options.get("trt_engine_cache_path", "") or ".")
+    return ""
+
+
+def measure_footprint(
+    python: str,
+    model: ModelSource,
+    variant: Variant,
+    settings: SessionSettings,
+    feeds: Mapping[str, Any],
+    *,
+    timeout_s: float,
+    profile_prefix: Path | None = None,
+    limit_bytes: int = 0,
+    steady_runs: int = 20,
+    program: Path = PROGRAM,
+) -> Footprint:
+    """Start a worker for this alone, build ``model`` in it once and run it; what that added
+    (:class:`Footprint`). ``profile_prefix``: also profile a second session, for ORT's arena
+    accounting. The worker is stopped after, whatever happens; a worker that dies raises
+    :class:`WorkerError` with what it printed, and the run goes on."""
+    worker = WorkerProcess(python, timeout_s=timeout_s, program=program)
+    try:
+        header, arrays = _load_header("footprint", model, variant, settings, feeds)
+        header.update(steady_runs=steady_runs, limit_bytes=int(limit_bytes))
+        header["engine_cache"] = engine_cache_directory(variant, settings)
+        if profile_prefix is not None:
+            profile_prefix.parent.mkdir(parents=True, exist_ok=True)
+            header["profile_prefix"] = str(profile_prefix)
+        try:
+            answer, _ = worker.request(header, arrays, work_s=max(worker.timeout_s, START_TIMEOUT_S))
+        except WorkerError as exc:
+            raise WorkerError(f"'{model.label}' [{variant.id}] in a fresh worker ({python}): {exc}") from None
+        return Footprint(
+            create_s=float(answer["create_s"]),
+            first_run_s=float(answer["first_run_s"]),
+            steady_run_s=float(answer["steady_run_s"]),
+            peak_rss_added=_optional_int(answer.get("peak_rss_added")),
+            rss_kept=_optional_int(answer.get("rss_kept")),
+            arena=dict(answer.get("arena") or {}),
+            device_bytes=_optional_int(answer.get("device_bytes")),
+            engine_cache=str(answer.get("engine_cache", "")),
+            runtime=worker.runtime,
+            limit_note=str(answer.get("limit", "")),
+        )
+    finally:
+        worker.close()
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 PROCESSES = 2  # worker processes per side of a comparison

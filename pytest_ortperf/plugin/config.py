@@ -31,11 +31,24 @@ from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignmen
 from pytest_ortperf.ort.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
 from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
 from pytest_ortperf.store.machine import validate_name
-from pytest_ortperf.values import on_off, option_text, safe_repr
+from pytest_ortperf.values import on_off, option_text, parse_size, safe_repr
 
 MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
 AB_MARKER_KWARGS = ("reference", "rev", "python")
-THRESHOLD_KWARGS = ("latency", "ab", "atol", "rtol", "cosine", "mismatch", "outputs", "dtypes", "variants")
+THRESHOLD_KWARGS = (
+    "latency",
+    "ab",
+    "memory",
+    "startup",
+    "atol",
+    "rtol",
+    "cosine",
+    "mismatch",
+    "outputs",
+    "dtypes",
+    "variants",
+)
+CHECKS = ("latency", "accuracy", "memory", "startup")
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -101,7 +114,34 @@ def build_config(config: Any) -> OrtperfConfig:
         ab_outputs_fail=_ab_outputs(config),
         progress=_progress(config),
         timing=_timing(config, update=policy.update),
+        checks=_checks(config),
+        memory_limit=_memory_limit(config),
     )
+
+
+def _checks(config: Any) -> tuple[str, ...]:
+    """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given."""
+    value, where = _value(config, "ortperf_checks")
+    names = [name.strip() for name in option_text(value, source=where).split(",") if name.strip()]
+    unknown = [name for name in names if name not in CHECKS]
+    if unknown or not names:
+        raise UsageError(
+            f"{where}: expected checks from {', '.join(CHECKS)}, comma separated"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "; got none")
+            + "."
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def _memory_limit(config: Any) -> int:
+    """``ortperf_memory_limit``: the bytes a memory check's worker may add; default the physical memory."""
+    value, where = _value(config, "ortperf_memory_limit")
+    if str(value or "").strip():
+        return parse_size(value, source=where)
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # not POSIX: no cap
+        return 0
 
 
 def _timing(config: Any, *, update: bool) -> bool:
@@ -263,6 +303,9 @@ def _policy(config: Any) -> CheckPolicy:
     ab_budget, ab_budget_where = _value(config, "ortperf_ab_budget")
     missing, missing_where = _value(config, "ortperf_missing")
     drift, drift_where = _value(config, "ortperf_drift_threshold")
+    memory, memory_where = _value(config, "ortperf_memory_threshold")
+    floor, floor_where = _value(config, "ortperf_memory_floor")
+    startup, startup_where = _value(config, "ortperf_startup_threshold")
     if missing not in MISSING_CHOICES:
         raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
     return CheckPolicy(
@@ -276,6 +319,9 @@ def _policy(config: Any) -> CheckPolicy:
         ab_threshold=parse_threshold(ab_threshold, source=ab_where),
         ab=replace(AB_SETTINGS, budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
         drift_threshold=parse_threshold(drift, source=drift_where) if str(drift or "").strip() else None,
+        memory_threshold=parse_threshold(memory, source=memory_where),
+        memory_floor=parse_size(floor, source=floor_where),
+        startup_threshold=parse_threshold(startup, source=startup_where),
     )
 
 
@@ -307,6 +353,14 @@ def thresholds_for(
             policy = replace(policy, threshold=latency)
         if "ab" in kwargs:
             policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
+        if "memory" in kwargs:
+            policy = replace(
+                policy, memory_threshold=parse_threshold(kwargs["memory"], source=f"{origin}: memory")
+            )
+        if "startup" in kwargs:
+            policy = replace(
+                policy, startup_threshold=parse_threshold(kwargs["startup"], source=f"{origin}: startup")
+            )
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
         scoped = {
             scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)

@@ -24,8 +24,8 @@ MARKERS = (
     "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
     "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
-    "ort_thresholds(latency='10%', ab='3%', atol=..., rtol=..., cosine=..., outputs={...}): per-test "
-    "limits for ort_perf checks.",
+    "ort_thresholds(latency='10%', ab='3%', memory='1%', startup='25%', atol=..., rtol=..., cosine=..., "
+    "outputs={...}): per-test limits for ort_perf checks.",
     "ort_ab(reference) or ort_ab(rev='origin/main') or ort_ab(python='/path/to/python'): same-job A/B "
     "for ort_perf latency checks: the model is measured side by side with this reference model (a path "
     "or onnx.ModelProto), with its own file at that git revision, or in the ONNX Runtime of that "
@@ -148,6 +148,47 @@ OPTIONS: tuple[OptionDef, ...] = (
         "and confirmed by a second measurement (default: 10%). Used only when no reference can be "
         "rebuilt and measured side by side.",
         "10%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-checks",
+        "ortperf_checks",
+        "What ort_perf.check() runs, comma separated: latency, accuracy, memory, startup (default: "
+        "latency,accuracy). check(memory=True, startup=True) adds the others for one test.",
+        "latency,accuracy",
+        "LIST",
+    ),
+    OptionDef(
+        "--ortperf-memory-threshold",
+        "ortperf_memory_threshold",
+        "Growth of a session's memory that fails a memory check, when it also exceeds "
+        "--ortperf-memory-floor (default: 1%; ORT's own figures are exact, so any change beyond it is "
+        "real). Where only the resident set can decide, at least 10% and 1MiB.",
+        "1%",
+        "PCT",
+    ),
+    OptionDef(
+        "--ortperf-memory-floor",
+        "ortperf_memory_floor",
+        "Smallest memory growth that fails a memory check, whatever the threshold (default: 4KiB).",
+        "4KiB",
+        "SIZE",
+    ),
+    OptionDef(
+        "--ortperf-memory-limit",
+        "ortperf_memory_limit",
+        "Memory a memory check's worker process may add before the check fails with the figure it "
+        "reached (an address-space cap on Linux; not applied to GPU providers). Default: the "
+        "machine's physical memory; off: no cap.",
+        "",
+        "SIZE",
+    ),
+    OptionDef(
+        "--ortperf-startup-threshold",
+        "ortperf_startup_threshold",
+        "Slowdown of session creation or of the first run, over fresh processes, that fails a start-up "
+        "check when its whole interval lies beyond it (default: 25%).",
+        "25%",
         "PCT",
     ),
     OptionDef(

@@ -12,6 +12,7 @@ from itertools import count
 from typing import NoReturn
 
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.instance import InstanceChecks
@@ -23,7 +24,7 @@ from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 __all__ = ["CheckContext", "OrtPerf", "key_for"]
 
 Abort = Callable[[str], NoReturn]
-LATENCY, ACCURACY = "latency", "accuracy"
+LATENCY, ACCURACY, MEMORY, STARTUP = "latency", "accuracy", "memory", "startup"
 
 
 class OrtPerf:
@@ -32,8 +33,10 @@ class OrtPerf:
 
     ``check_latency()`` times ``ort_session`` (never a profiled session);
     ``check_accuracy()`` compares outputs with the recorded baseline, the
-    reference variant and the model's own test data; ``check()`` does both and
-    fails once with every problem.
+    reference variant and the model's own test data; ``check_memory()`` and
+    ``check_startup()`` measure the session in fresh worker processes;
+    ``check()`` runs the run's checks (``ortperf_checks``: latency and accuracy
+    unless configured) and fails once with every problem.
 
     With ``--ortperf-timing=off`` nothing is timed: ``check_latency()`` skips the
     test, naming the option, and ``check()`` checks accuracy only; the latency
@@ -56,7 +59,7 @@ class OrtPerf:
         self._fail = fail
         self._skip = skip
         self._checks = InstanceChecks(context, on_result=on_result)
-        self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set()}
+        self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set(), MEMORY: set(), STARTUP: set()}
 
     @property
     def session(self) -> BuiltSession:
@@ -79,19 +82,50 @@ class OrtPerf:
         key = self._key(name, ACCURACY)
         return self._finish(self._checks.run([self._checks.accuracy], feeds, key))[0]  # type: ignore[return-value]
 
-    def check(
+    def check_memory(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
-    ) -> tuple[LatencyResult, AccuracyResult]:
-        """Latency and accuracy; the test fails once, with both messages, if either failed."""
+    ) -> FootprintResult:
+        """The session's memory in the steady state, in fresh worker processes: ORT's arena
+        accounting, the GPU memory of the process (GPU providers), the peak resident set added."""
         __tracebackhide__ = True
-        key = self._key(name, LATENCY, ACCURACY)
+        key = self._key(name, MEMORY)
+        return self._finish(self._checks.run([self._checks.memory], feeds, key))[0]  # type: ignore[return-value]
+
+    def check_startup(
+        self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
+    ) -> FootprintResult:
+        """Session creation and the first run, in fresh worker processes."""
+        __tracebackhide__ = True
+        key = self._key(name, STARTUP)
+        return self._finish(self._checks.run([self._checks.startup], feeds, key))[0]  # type: ignore[return-value]
+
+    def check(
+        self,
+        feeds: Mapping[str, Array] | None = None,
+        *,
+        name: str | None = None,
+        memory: bool | None = None,
+        startup: bool | None = None,
+    ) -> tuple[Outcome, ...]:
+        """The run's checks (``ortperf_checks``, latency and accuracy by default), ``memory=True`` and
+        ``startup=True`` adding those (False leaving them out); the test fails once, with every
+        message, if any failed. Returns one result per check, in the order run:
+        ``latency, accuracy = ort_perf.check()`` by default."""
+        __tracebackhide__ = True
+        kinds = list(self._context.run.config.checks)
+        for kind, wanted in ((MEMORY, memory), (STARTUP, startup)):
+            if wanted and kind not in kinds:
+                kinds.append(kind)
+            elif wanted is False and kind in kinds:
+                kinds.remove(kind)
+        key = self._key(name, *kinds)
         checks = self._checks
-        if not self._context.run.config.timing:  # the accuracy half only; the test is not skipped
-            untimed = checks.not_timed(key)
-            (accuracy,) = self._finish(checks.run([checks.accuracy], feeds, key))
-            return untimed, accuracy  # type: ignore[return-value]
-        results = self._finish(checks.run([checks.latency, checks.accuracy], feeds, key))
-        return results[0], results[-1]  # type: ignore[return-value]
+        results: list[Outcome] = []
+        if LATENCY in kinds and not self._context.run.config.timing:  # the other checks run; not skipped
+            results.append(checks.not_timed(key))
+            kinds.remove(LATENCY)
+        outcomes = self._finish(checks.run([checks.named(kind) for kind in kinds], feeds, key))
+        return (*results, *outcomes)
 
     def _key(self, name: str | None, *kinds: str) -> CheckKey:
         """This check's baseline key: the test's own, ``#2``, ``#3``... or ``#name``."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from pytest_ortperf.accuracy.metrics import OutputComparison
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
@@ -116,6 +117,43 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
         "verdict": str(result.status),
         "failed": result.failed,
         "references": references,
+        "message": result.message,
+    }
+
+
+def footprint_record(result: FootprintResult, nodeid: str) -> dict[str, Any]:
+    """A memory or start-up check: its figures, what it compared with, each figure's change."""
+    return {
+        "test": nodeid,
+        "kind": result.kind,
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": str(result.status),
+        "failed": result.failed,
+        "path": result.path,
+        "current": result.current.as_dict() if result.current is not None else None,
+        "reference": (
+            {"label": result.reference_label, **result.reference.as_dict(), "recorded": result.recorded}
+            if result.reference is not None
+            else None
+        ),
+        "comparisons": [
+            {
+                "figure": c.figure,
+                "before": c.before,
+                "after": c.after,
+                "ratio": c.ratio,
+                "verdict": str(c.verdict.value),
+                "limit": c.rule,
+                "unit": c.unit,
+                "text": c.describe(),
+            }
+            for c in result.comparisons
+        ],
+        "change_text": result.change,
+        "summary": result.current.describe() if result.current is not None else "",
+        "changed_since_baseline": list(result.changes),
+        "notes": list(result.notes),
         "message": result.message,
     }
 
@@ -244,6 +282,8 @@ def report_document(
 
 def _change(record: Mapping[str, Any]) -> str:
     """The change that decided or, for an unchanged check, the machine's drift since recording."""
+    if "change_text" in record:  # memory, start-up
+        return str(record["change_text"] or "-")
     change = record.get("change")
     if not change:
         drift = record.get("drift")
@@ -280,10 +320,13 @@ def markdown(
         mark = "❌" if record["failed"] else "✅"
         reference = record.get("reference") or record.get("baseline") or {}
         current = record.get("current") or {}
+        before, after = _ms(reference.get("median_ms")), _ms(current.get("median_ms"))
+        if "change_text" in record:  # memory, start-up: their own figures, not a median
+            before = "-" if not reference else str(reference.get("label") or "-")
+            after = str(record.get("summary") or "-")
         lines.append(
             f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
-            f"{_ms(reference.get('median_ms'))} | {_ms(current.get('median_ms'))} | {_change(record)} | "
-            f"{record['verdict']} | {_decided(record)} |"
+            f"{before} | {after} | {_change(record)} | {record['verdict']} | {_decided(record)} |"
         )
     if errors:
         lines += ["", "Checks that ended in an error:", ""]

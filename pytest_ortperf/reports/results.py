@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.reports.ci_files import accuracy_record, error_record, latency_record, not_timed_record
-from pytest_ortperf.reports.terminal import latency_rows
+from pytest_ortperf.reports.ci_files import (
+    accuracy_record,
+    error_record,
+    footprint_record,
+    latency_record,
+    not_timed_record,
+)
+from pytest_ortperf.reports.terminal import footprint_rows, latency_rows
 from pytest_ortperf.store.keys import CheckKey
 
 
@@ -29,6 +36,7 @@ class _Handed:
 
     statuses: list[str] = field(default_factory=list)
     rows: list[tuple[str, ...]] = field(default_factory=list)
+    footprint_rows: list[tuple[str, ...]] = field(default_factory=list)
     missing: int = 0
     missing_machines: set[str] = field(default_factory=set)
     traces: dict[str, list[str]] = field(default_factory=dict)
@@ -42,6 +50,7 @@ class RunResults:
         self._latency: list[LatencyResult] = []
         self._accuracy: list[AccuracyResult] = []
         self._not_timed: list[LatencyResult] = []  # --ortperf-timing=off: skipped, never measured
+        self._footprint: list[FootprintResult] = []  # memory and start-up
         self._records: list[dict[str, Any]] = []
         self._handed = _Handed()
 
@@ -52,6 +61,11 @@ class RunResults:
     def publish_accuracy(self, result: AccuracyResult, nodeid: str) -> None:
         self._accuracy.append(result)
         self._records.append(accuracy_record(result, nodeid))
+
+    def publish_footprint(self, result: FootprintResult, nodeid: str) -> None:
+        """A memory or start-up check."""
+        self._footprint.append(result)
+        self._records.append(footprint_record(result, nodeid))
 
     def publish_not_timed(self, result: LatencyResult, nodeid: str) -> None:
         """A latency check of a functional-only run: in the statuses and CI files, not in the table."""
@@ -69,7 +83,12 @@ class RunResults:
 
     def statuses(self) -> list[str]:
         """The status of every check of the run, latency and accuracy, workers' included."""
-        local = [str(r.status) for r in self._latency] + [str(r.status) for r in self._accuracy]
+        results: list[LatencyResult | AccuracyResult | FootprintResult] = [
+            *self._latency,
+            *self._accuracy,
+            *self._footprint,
+        ]
+        local = [str(r.status) for r in results]
         return local + [str(r.status) for r in self._not_timed] + self._handed.statuses
 
     def noisy_recordings(self) -> list[str]:
@@ -86,6 +105,10 @@ class RunResults:
 
     def latency_rows(self) -> list[tuple[str, ...]]:
         return latency_rows(self._latency) + self._handed.rows
+
+    def footprint_rows(self) -> list[tuple[str, ...]]:
+        """Memory and start-up checks, workers' included, for their table."""
+        return footprint_rows(self._footprint) + self._handed.footprint_rows
 
     def missing_latency(self) -> list[CheckKey]:
         """Keys of this process's latency checks that had no baseline on this machine."""
@@ -120,6 +143,7 @@ class RunResults:
         return {
             "statuses": self.statuses(),
             "rows": [list(row) for row in self.latency_rows()],
+            "footprint_rows": [list(row) for row in self.footprint_rows()],
             "missing": self.missing_count(),
             "missing_machines": sorted(missing_machines),
             "records": self.records,
@@ -132,6 +156,7 @@ class RunResults:
         handed = self._handed
         handed.statuses += data["statuses"]
         handed.rows += [tuple(row) for row in data["rows"]]
+        handed.footprint_rows += [tuple(row) for row in data.get("footprint_rows", [])]
         handed.missing += data["missing"]
         handed.missing_machines.update(data["missing_machines"])
         handed.traces.update(data["traces"])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
@@ -74,6 +75,41 @@ def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
             )
         )
     return rows
+
+
+_FOOTPRINT_HEADERS = ("test", "variant", "check", "path", "current", "change", "verdict")
+
+
+def footprint_rows(results: Sequence[FootprintResult]) -> list[tuple[str, ...]]:
+    """One row per memory or start-up check."""
+    rows: list[tuple[str, ...]] = []
+    for result in results:
+        test, check = split_check_name(result.key.test)
+        test = test.rsplit(f"[{result.key.variant}]", 1)[0] + check
+        rows.append(
+            (
+                f"{result.key.test_file}::{test}",
+                result.key.variant,
+                result.kind,
+                result.path,
+                result.current.describe() if result.current is not None else "-",
+                result.change or "-",
+                str(result.status),
+            )
+        )
+    return rows
+
+
+def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
+    """Memory and start-up checks: what each measured in fresh processes, and what that decided."""
+    if not rows:
+        return []
+    lines = [
+        f"memory and start-up on machine '{machine}' (measured in fresh worker processes; memory: ORT's "
+        "arena peak where kept, else GPU memory or the peak resident set added; start-up: session "
+        "creation and first run)"
+    ]
+    return lines + format_table([_FOOTPRINT_HEADERS, *rows])
 
 
 def latency_table(
@@ -227,6 +263,7 @@ class RunSummary:
     strict_unused: Sequence[str] = ()
     unused_hint: Sequence[str] = ()
     rows: Sequence[tuple[str, ...]] = ()
+    footprint_rows: Sequence[tuple[str, ...]] = ()
     missing: int = 0
     elsewhere: Sequence[str] = ()  # machines with latency figures for the checks missing here
     timing_mode: str = ""
@@ -254,6 +291,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
             summary.rows, summary.machine, missing=summary.missing, elsewhere=summary.elsewhere
         )
         lines.append(f"timing: {summary.timing_mode}")
+    lines += footprint_table(summary.footprint_rows, summary.machine)
     if summary.not_timed:
         lines.append(not_timed_line(summary.not_timed))
     if summary.gate_time:

@@ -1,0 +1,227 @@
+"""The memory and start-up checks' decisions: plain logic on figures already measured.
+
+Both checks follow the latency check's routes (``checks/paths.py``): ``unchanged`` shows the figures
+and the drift against this hardware's own; ``side by side`` compares with the recorded reference,
+rebuilt and measured in the same job; ``stored figures`` compares with this hardware's; ``missing``
+says why there is nothing to compare with; an update records (``record``). What differs between them
+is only how two sets of figures compare, which the gate hands in as ``compare``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.footprint.memory import FigureComparison, MemoryFigures
+from pytest_ortperf.footprint.startup import StartupFigures, worst
+from pytest_ortperf.latency.decision import Verdict
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
+from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.recipe import same_or_identical, split
+
+MEMORY, STARTUP = "memory", "startup"
+KIND_TEXT = {MEMORY: "memory", STARTUP: "start-up"}
+PartFigures = MemoryFigures | StartupFigures
+Compare = Callable[[PartFigures, PartFigures], Sequence[FigureComparison]]
+
+
+@dataclass(frozen=True)
+class FootprintResult:
+    """How a memory or start-up check ended, with the figures it measured and compared."""
+
+    key: CheckKey
+    kind: str  # MEMORY or STARTUP: the part of the baseline's figures it reads and records
+    status: Status
+    current: PartFigures | None
+    path: (
+        str  # which route decided: "unchanged", "side by side vs ...", "stored figures", "missing", "record"
+    )
+    reference: PartFigures | None = None  # what it was compared with, stored or measured now
+    reference_label: str = ""
+    comparisons: tuple[FigureComparison, ...] = ()
+    recorded: str = ""  # when the stored figures compared with were recorded
+    changes: tuple[str, ...] = ()
+    failed: bool = False
+    skipped: bool = False
+    message: str = ""
+    notes: tuple[str, ...] = ()  # what could not be measured here, and why
+
+    @property
+    def change(self) -> str:
+        """The decisive change (the worst figure), or, unchanged, the current figures."""
+        if self.comparisons:
+            verdict = worst(self.comparisons)
+            deciding = next((c for c in self.comparisons if c.verdict is verdict), self.comparisons[0])
+            return f"{deciding.figure} {deciding.describe()}"
+        if self.status is Status.UNCHANGED and self.path == "unchanged":
+            return "nothing changed"
+        return ""
+
+
+def _part(figures: Figures | None, kind: str) -> PartFigures | None:
+    return getattr(figures, kind) if figures is not None else None
+
+
+def unchanged(
+    kind: str, key: CheckKey, current: PartFigures, stored: Figures | None, compare: Compare
+) -> FootprintResult:
+    """Nothing the repository controls changed: passes, compared with this hardware's own figures for
+    information when it has some."""
+    before = _part(stored, kind)
+    comparisons = tuple(compare(before, current)) if before is not None else ()
+    return FootprintResult(
+        key,
+        kind,
+        Status.UNCHANGED,
+        current,
+        "unchanged",
+        reference=before,
+        reference_label="this hardware's figures" if before is not None else "",
+        comparisons=comparisons,
+        recorded=stored.recorded if stored is not None and before is not None else "",
+    )
+
+
+def judged(
+    kind: str,
+    key: CheckKey,
+    current: PartFigures,
+    reference: PartFigures,
+    comparisons: Sequence[FigureComparison],
+    policy: CheckPolicy,
+    *,
+    path: str,
+    label: str,
+    recorded: str = "",
+    changes: Sequence[str] = (),
+    stored_reason: str = "",
+    explain: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> FootprintResult:
+    """A comparison's result: fails on a regression (or, with ``--ortperf-fail-on-improvement``, an
+    improvement) of any deciding figure, with a message that names the figures and the change."""
+    if not comparisons:
+        verdict = Verdict.INCONCLUSIVE
+        notes = (*notes, "the two sides share no figure to compare")
+    else:
+        verdict = worst(comparisons)
+    failed = verdict is Verdict.REGRESSION or (verdict is Verdict.IMPROVED and policy.fail_on_improvement)
+    result = FootprintResult(
+        key,
+        kind,
+        Status.of(verdict),
+        current,
+        path,
+        reference=reference,
+        reference_label=label,
+        comparisons=tuple(comparisons),
+        recorded=recorded,
+        changes=tuple(changes),
+        failed=failed,
+        notes=tuple(notes),
+    )
+    if not failed:
+        return result
+    what = "regression" if verdict is Verdict.REGRESSION else "improvement"
+    width = 10
+    lines = [
+        f"{KIND_TEXT[kind]} {what} in {key.test} against {label}"
+        + (f" (recorded {recorded})" if recorded else ""),
+        *_figure_lines("reference:", reference, width),
+        *_figure_lines("current:", current, width),
+    ]
+    for comparison in comparisons:
+        mark = "" if comparison.verdict is Verdict.OK else f" -> {comparison.verdict.value}"
+        lines.append(f"  {'change:':<{width}} {comparison.figure} {comparison.describe()}{mark}")
+        lines.append(f"  {'':<{width}} limit {comparison.rule}")
+    if explain:
+        lines.append(f"  nodes whose bytes grew most: {', '.join(explain)}")
+    if changes:
+        lines.append("  changed since the baseline: " + "; ".join(changes))
+    if stored_reason:
+        lines.append(f"  decided by stored figures: {stored_reason}")
+    lines += [f"  note: {note}" for note in notes]
+    lines.append(f"  to accept the new {KIND_TEXT[kind]}: {key.record_command}")
+    return replace(result, message="\n".join(lines))
+
+
+def _figure_lines(title: str, figures: PartFigures, width: int) -> list[str]:
+    body = figures.lines()
+    return [f"  {title if i == 0 else '':<{width}} {line}" for i, line in enumerate(body)]
+
+
+def missing(
+    kind: str, key: CheckKey, current: PartFigures, policy: CheckPolicy, *, reason: str
+) -> FootprintResult:
+    message = (
+        f"no {KIND_TEXT[kind]} baseline for {key.test} on machine '{key.machine}' ({reason}); measured "
+        f"{current.describe()}. Record it with:\n    {key.record_command}"
+    )
+    return FootprintResult(
+        key,
+        kind,
+        Status.MISSING,
+        current,
+        "missing",
+        failed=policy.missing == "fail",
+        skipped=policy.missing == "skip",
+        message=message,
+    )
+
+
+def record(
+    kind: str,
+    key: CheckKey,
+    current: PartFigures,
+    *,
+    store: BaselineStore,
+    environment: Mapping[str, Any],
+    today: str,
+    compare: Compare,
+) -> FootprintResult:
+    """Record this hardware's ``kind`` figures under the entry's recipe, keeping the other checks'
+    parts of its figures. Figures that compare as unchanged with those recorded are kept, so an
+    update of a steady model leaves the file byte for byte."""
+    recipe, measured_on = split(environment)
+    existing = store.current(key.test_file, key.test)
+    if existing is None:
+        entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
+        figures = _with_part(Figures(recorded=today, measured_on=measured_on), current)
+        store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
+        return FootprintResult(key, kind, Status.NEW, current, "record")
+    same = same_or_identical(existing.recipe, recipe)
+    here = existing.figures_for(key.machine) if same else None
+    before = _part(here, kind)
+    changes: tuple[str, ...] = ()
+    comparisons: tuple[FigureComparison, ...] = ()
+    if before is not None:
+        comparisons = tuple(compare(before, current))
+        if comparisons and worst(comparisons) in (Verdict.OK, Verdict.INCONCLUSIVE):
+            return FootprintResult(
+                key, kind, Status.UNCHANGED, current, "record", reference=before, comparisons=comparisons
+            )
+        changes = tuple(f"{c.figure} {c.describe()}" for c in comparisons if c.verdict is not Verdict.OK)
+    elif same:
+        changes = (f"{KIND_TEXT[kind]} figures of this hardware added",)
+    else:
+        dropped = "figures measured under the old recipe dropped"
+        changes = (*what_changed(existing.recipe, recipe), dropped)
+    base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
+    figures = _with_part(base, current)
+    entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
+    store.stage(key.test_file, key.test, entry)
+    status = Status.NEW if same and before is None else Status.UPDATED
+    return FootprintResult(
+        key, kind, status, current, "record", reference=before, comparisons=comparisons, changes=changes
+    )
+
+
+def _with_part(figures: Figures, part: PartFigures) -> Figures:
+    """``figures`` with ``part`` in place of its memory or start-up figures, the other parts kept."""
+    if isinstance(part, MemoryFigures):
+        return replace(figures, memory=part)
+    return replace(figures, startup=part)

@@ -1,0 +1,232 @@
+"""Memory figures of a session and the rule that compares them.
+
+Three figures describe what a session costs in memory, each measured in a fresh worker process
+(``ort/worker_program.py: footprint``):
+
+- ``arena_peak``: ONNX Runtime's own accounting, the peak bytes in use in its CPU arena over the
+  session's life (weights and planned activations), from the profile of a steady run. It is exact:
+  identical over fresh processes on one machine (``benchmarks/README.md``, "Memory and start-up"),
+  so it decides whenever the session keeps it (the CPU arena is on).
+- ``device``: the GPU memory the worker process holds (CUDA, TensorRT), where a GPU provider runs.
+- ``peak_rss``: the peak resident memory building and running the session added to the process.
+  It varies by a few hundred KiB between processes, so it decides only where neither of the others
+  is kept, with a wider threshold and floor (:data:`RSS_THRESHOLD`, :data:`RSS_FLOOR`).
+
+A change decides when it exceeds both the relative threshold and the absolute floor: the floor keeps
+a tiny model's allocation rounding from failing a gate, the threshold keeps a large model's
+legitimate small growth from it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_ortperf.latency.decision import Verdict
+
+ARENA, DEVICE, RSS = "arena_peak", "device", "peak_rss"
+FIGURE_NAMES = {
+    ARENA: "peak bytes in use in ORT's arena",
+    DEVICE: "GPU memory of the session's process",
+    RSS: "peak resident memory added to a fresh process",
+}
+DEFAULT_THRESHOLD = 0.01  # exact figures: any change beyond 1% is real (benchmarks/README.md)
+DEFAULT_FLOOR = 4096  # bytes: one page; below it, allocation rounding
+RSS_THRESHOLD = 0.10  # the resident set varies up to 2.6% over 20 fresh processes: 4x that
+RSS_FLOOR = 1 << 20  # and by up to 330 KiB: 3x that
+
+
+def size_text(value: float) -> str:
+    """2_109_440 -> '2.01 MiB'; 4096 -> '4 KiB'; 100 -> '100 B' (signed when negative)."""
+    sign, size = ("-" if value < 0 else ""), abs(value)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{sign}{size / scale:.3g} {unit}"
+    return f"{sign}{size:.0f} B"
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    """What one session cost in memory (the median over the fresh processes measured), and the
+    largest nodes of its profile (bytes of outputs and parameters), where the profile has them."""
+
+    processes: int
+    arena_peak: int | None = None
+    arena_held: int | None = None
+    peak_rss: int | None = None
+    peak_rss_range: tuple[int, int] | None = None  # lowest and highest over the processes
+    device: int | None = None
+    nodes: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def decisive(self) -> str:
+        """The figure that decides: ORT's arena, else the GPU memory, else the resident set."""
+        if self.device is not None:
+            return DEVICE
+        if self.arena_peak is not None:
+            return ARENA
+        return RSS
+
+    def value(self, name: str) -> int | None:
+        return {ARENA: self.arena_peak, DEVICE: self.device, RSS: self.peak_rss}[name]
+
+    def describe(self) -> str:
+        """The decisive figure in a few words: 'arena peak 2.01 MiB'."""
+        value = self.value(self.decisive)
+        short = {ARENA: "arena peak", DEVICE: "GPU", RSS: "peak RSS +"}[self.decisive]
+        return f"{short} {size_text(value)}" if value is not None else "-"
+
+    def lines(self) -> list[str]:
+        """Every figure, one per line, for a message."""
+        lines = []
+        if self.arena_peak is not None:
+            held = f", arena held {size_text(self.arena_held)}" if self.arena_held is not None else ""
+            lines.append(f"ORT arena: peak in use {size_text(self.arena_peak)}{held}")
+        if self.device is not None:
+            lines.append(f"GPU memory of the process: {size_text(self.device)}")
+        if self.peak_rss is not None:
+            spread = ""
+            if self.peak_rss_range is not None and self.processes > 1:
+                low, high = self.peak_rss_range
+                spread = f" ({size_text(low)} .. {size_text(high)} over {self.processes} processes)"
+            lines.append(f"peak resident memory added: {size_text(self.peak_rss)}{spread}")
+        return lines
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"processes": self.processes}
+        for name in ("arena_peak", "arena_held", "peak_rss", "device"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        if self.peak_rss_range is not None:
+            data["peak_rss_range"] = list(self.peak_rss_range)
+        if self.nodes:
+            data["nodes"] = dict(self.nodes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MemoryFigures:
+        """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"memory figures must be an object, got {type(data).__name__}")
+        values = {
+            name: _bytes(data.get(name), name) for name in ("arena_peak", "arena_held", "peak_rss", "device")
+        }
+        if all(value is None for value in values.values()):
+            raise KeyError("arena_peak")
+        processes = data.get("processes")
+        if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+            raise ValueError(f"processes must be a whole number >= 1, got {processes!r}")
+        span = data.get("peak_rss_range")
+        if span is not None:
+            if not isinstance(span, list) or len(span) != 2:
+                raise TypeError("peak_rss_range must be [lowest, highest]")
+            span = (_bytes(span[0], "peak_rss_range"), _bytes(span[1], "peak_rss_range"))
+        nodes = data.get("nodes", {})
+        if not isinstance(nodes, Mapping):
+            raise TypeError("nodes must map node names to bytes")
+        return cls(
+            processes=processes,
+            peak_rss_range=span,  # type: ignore[arg-type]
+            nodes={str(name): int(_bytes(size, f"nodes.{name}") or 0) for name, size in nodes.items()},
+            **values,
+        )
+
+    @classmethod
+    def of(cls, footprints: Sequence[Any]) -> MemoryFigures:
+        """The median over fresh processes' :class:`~pytest_ortperf.ort.workers.Footprint` (ORT's
+        figures are identical in each; the resident set is not)."""
+        if not footprints:
+            raise ValueError("memory figures need at least one process")
+
+        def median(values: Sequence[int | None]) -> int | None:
+            known = [v for v in values if v is not None]
+            return int(statistics.median(known)) if known else None
+
+        rss = [f.peak_rss_added for f in footprints if f.peak_rss_added is not None]
+        last = footprints[-1].arena
+        return cls(
+            processes=len(footprints),
+            arena_peak=median([_optional(f.arena.get("mem_in_use_peak")) for f in footprints]),
+            arena_held=median([_optional(f.arena.get("mem_arena_held")) for f in footprints]),
+            peak_rss=median(rss),
+            peak_rss_range=(min(rss), max(rss)) if rss else None,
+            device=median([f.device_bytes for f in footprints]),
+            nodes={str(k): int(v) for k, v in dict(last.get("nodes") or {}).items()},
+        )
+
+
+def _optional(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _bytes(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be a whole number of bytes >= 0, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class FigureComparison:
+    """One figure of a memory or start-up check, before and after, and what that decided."""
+
+    figure: str  # what it measures, in words
+    before: float
+    after: float
+    verdict: Verdict
+    rule: str  # the limit it was held to, in words
+    unit: str = "bytes"  # "bytes" or "ms"
+
+    @property
+    def ratio(self) -> float:
+        return (
+            self.after / self.before if self.before else (1.0 if self.after == self.before else float("inf"))
+        )
+
+    def describe(self) -> str:
+        """'+12.4% (+256 KiB)' or '+31.0% (4.1 ms -> 5.4 ms)'."""
+        pct = f"{(self.ratio - 1) * 100:+.1f}%" if self.before else "new"
+        if self.unit == "bytes":
+            return f"{pct} ({'+' if self.after >= self.before else ''}{size_text(self.after - self.before)})"
+        return f"{pct} ({self.before:.4g} ms -> {self.after:.4g} ms)"
+
+
+def compare_memory(
+    before: MemoryFigures,
+    after: MemoryFigures,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    floor: int = DEFAULT_FLOOR,
+) -> FigureComparison | None:
+    """The decisive figure both sides have, compared: a regression when it grew by more than both
+    ``threshold`` (relative) and ``floor`` (bytes), an improvement when it shrank by as much. For
+    the resident set the limits are at least :data:`RSS_THRESHOLD` and :data:`RSS_FLOOR`. None when
+    the two sides share no figure (one kept ORT's accounting, the other did not and has no RSS)."""
+    for name in (DEVICE, ARENA, RSS):
+        old, new = before.value(name), after.value(name)
+        if old is None or new is None:
+            continue
+        if name == RSS:
+            threshold, floor = max(threshold, RSS_THRESHOLD), max(floor, RSS_FLOOR)
+        limit = max(threshold * old, floor)
+        delta = new - old
+        verdict = Verdict.REGRESSION if delta > limit else Verdict.IMPROVED if -delta > limit else Verdict.OK
+        rule = f"+/-{threshold * 100:.3g}% and at least {size_text(floor)}"
+        return FigureComparison(FIGURE_NAMES[name], old, new, verdict, rule)
+    return None
+
+
+def grown_nodes(before: MemoryFigures, after: MemoryFigures, *, top: int = 5) -> list[str]:
+    """The nodes whose bytes (outputs and parameters) grew most, new nodes included: 'dupmm +256 KiB'."""
+    grown = []
+    for node, size in after.nodes.items():
+        old = before.nodes.get(node)
+        delta = size - (old or 0)
+        if delta > 0:
+            grown.append((delta, node, old is None))
+    grown.sort(key=lambda item: (-item[0], item[1]))
+    return [f"{node} +{size_text(delta)}{' (new)' if new else ''}" for delta, node, new in grown[:top]]

@@ -1,0 +1,200 @@
+"""What the memory and start-up checks share: the route their plan chose, followed with figures
+measured in fresh worker processes (``ort/workers.py: measure_footprint``), and the result published.
+
+A subclass names its part of a baseline's figures (``kind``), how many processes a measurement takes,
+how figures are made of processes' footprints and how two sets compare; ``gate/memory.py`` and
+``gate/startup.py`` are the two.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_ortperf.checks.footprint import (
+    FootprintResult,
+    PartFigures,
+    judged,
+    missing,
+    record,
+    unchanged,
+)
+from pytest_ortperf.checks.paths import Route, choose, without_reference
+from pytest_ortperf.footprint.memory import FigureComparison
+from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+from pytest_ortperf.gate.rebuild import rebuild
+from pytest_ortperf.gate.references import RecordedReference
+from pytest_ortperf.latency.activity import Activity
+from pytest_ortperf.ort.workers import Footprint, SideSpec, measure_footprint, this_python
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import what_changed
+
+
+class FootprintCheck:
+    """The routes of a check measured in fresh processes; subclasses fill in the figures."""
+
+    kind = ""
+    processes = 1  # fresh processes per side of a measurement
+    glance_processes = 1  # an unchanged check's look, for the report only
+    profiled = False  # whether each process also profiles a session (ORT's memory accounting)
+    timed = False  # whether the measurement is timed (then it holds the run's timing lock)
+
+    def __init__(self, context: CheckContext) -> None:
+        self._context = context
+
+    # --- what a subclass decides --------------------------------------------------------------
+
+    def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
+        raise NotImplementedError
+
+    def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
+        raise NotImplementedError
+
+    def explain(self, before: PartFigures, after: PartFigures) -> list[str]:
+        """What a failure's message adds after the figures (memory: the nodes that grew)."""
+        return []
+
+    def notes(self, footprints: Sequence[Footprint]) -> list[str]:
+        """What could not be measured here, and why."""
+        return []
+
+    def limit_bytes(self) -> int:
+        return 0
+
+    # --- the protocol -------------------------------------------------------------------------
+
+    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
+        figures = entry.figures_for(machine)
+        return figures is not None and getattr(figures, self.kind) is not None
+
+    def run(self, target: CheckTarget) -> Sequence[Outcome]:
+        context = self._context
+        with context.run.activity(f"{target.key.test} ({self.kind})") as activity:
+            result = self._routes(target, activity)
+        context.run.results.publish_footprint(result, context.nodeid)
+        context.add_property(f"ortperf_{self.kind}_verdict", str(result.status))
+        if result.current is not None:
+            context.add_property(f"ortperf_{self.kind}", result.current.describe())
+        return [result]
+
+    def _routes(self, target: CheckTarget, activity: Activity) -> FootprintResult:
+        context, key, policy = self._context, target.key, target.policy
+        built = context.built
+        here = SideSpec(this_python(), built.model, built.settings)
+        compare = lambda before, after: self.compare(before, after, target)  # noqa: E731
+        ab = None if policy.update else context.ab()
+        if ab is not None:
+            if ab.source is None or ab.source.sha256 == built.model.sha256:
+                alone = self._measure([here], target, activity, self.glance_processes)[0]
+                return unchanged(self.kind, key, self.figures(alone), None, compare)
+            other = SideSpec(ab.python or this_python(), ab.source, built.settings)
+            return self._side_by_side(target, here, other, ab.label, activity)
+        context.run.keep_model(built.model)
+        plan = choose(target.entry, target.environment, key.machine, update=policy.update, part=self.kind)
+        if plan.route is Route.SIDE_BY_SIDE:
+            rebuilt, why = rebuild(context.run, built, plan)
+            if rebuilt is not None:
+                return self._side_by_side(target, here, _spec(rebuilt), rebuilt.label, activity)
+            entry = target.entry
+            plan = without_reference(plan, why, recorded_on=entry.machines(self.kind) if entry else [])
+        count = self.glance_processes if plan.route is Route.UNCHANGED else self.processes
+        footprints = self._measure([here], target, activity, count)[0]
+        current = self.figures(footprints)
+        notes = self.notes(footprints)
+        if plan.route is Route.UNCHANGED:
+            return _noted(unchanged(self.kind, key, current, plan.figures, compare), notes)
+        if plan.route is Route.RECORD:
+            today = datetime.date.today().isoformat()
+            result = record(
+                self.kind,
+                key,
+                current,
+                store=context.run.store,
+                environment=target.environment,
+                today=today,
+                compare=compare,
+            )
+            return _noted(result, notes)
+        stored = getattr(plan.figures, self.kind) if plan.figures is not None else None
+        if plan.route is not Route.STORED or stored is None or plan.figures is None:
+            return _noted(missing(self.kind, key, current, policy, reason=plan.reason), notes)
+        return judged(
+            self.kind,
+            key,
+            current,
+            stored,
+            self.compare(stored, current, target),
+            policy,
+            path="stored figures",
+            label="this hardware's stored figures",
+            recorded=plan.figures.recorded,
+            changes=tuple(what_changed(plan.recorded, target.environment)),
+            stored_reason=plan.reason,
+            explain=self.explain(stored, current),
+            notes=notes,
+        )
+
+    def _side_by_side(
+        self,
+        target: CheckTarget,
+        here: SideSpec,
+        other: SideSpec,
+        label: str,
+        activity: Activity,
+    ) -> FootprintResult:
+        """Both sides in fresh processes, interleaved (current, reference, reference, current...)."""
+        current_prints, reference_prints = self._measure([here, other], target, activity, self.processes)
+        current, reference = self.figures(current_prints), self.figures(reference_prints)
+        result = judged(
+            self.kind,
+            target.key,
+            current,
+            reference,
+            self.compare(reference, current, target),
+            target.policy,
+            path=f"side by side vs {label}",
+            label=f"{label} (side by side, fresh processes)",
+            explain=self.explain(reference, current),
+            notes=self.notes([*current_prints, *reference_prints]),
+        )
+        return result
+
+    def _measure(
+        self, sides: Sequence[SideSpec], target: CheckTarget, activity: Activity, count: int
+    ) -> list[list[Footprint]]:
+        """``count`` fresh processes per side, the sides interleaved so that neither gets all the
+        early (or late) processes: for two sides A B B A A B ..."""
+        context = self._context
+        built, run = context.built, context.run
+        prints: list[list[Footprint]] = [[] for _ in sides]
+        order = [i if n % 2 == 0 else len(sides) - 1 - i for n in range(count) for i in range(len(sides))]
+        with tempfile.TemporaryDirectory(prefix="ortperf-footprint-") as scratch:
+            prefix = Path(scratch) / "profile" if self.profiled else None
+            with run.timing.held(activity) if self.timed else contextlib.nullcontext():
+                for side in order:
+                    spec = sides[side]
+                    prints[side].append(
+                        measure_footprint(
+                            spec.python,
+                            spec.model,
+                            built.variant,
+                            spec.settings,
+                            target.inputs,
+                            timeout_s=run.config.run_timeout_s,
+                            profile_prefix=prefix,
+                            limit_bytes=self.limit_bytes(),
+                        )
+                    )
+        return prints
+
+
+def _spec(rebuilt: RecordedReference) -> SideSpec:
+    return SideSpec(rebuilt.python or this_python(), rebuilt.model, rebuilt.settings)
+
+
+def _noted(result: FootprintResult, notes: Sequence[str]) -> FootprintResult:
+    return replace(result, notes=(*result.notes, *notes)) if notes else result

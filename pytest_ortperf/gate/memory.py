@@ -1,0 +1,56 @@
+"""The memory check: what a session costs in memory, measured in fresh worker processes, on the
+routes of the latency check (``gate/footprint.py``); the figures and their rule: ``footprint/memory.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_ortperf.checks.footprint import MEMORY, PartFigures
+from pytest_ortperf.footprint.memory import FigureComparison, MemoryFigures, compare_memory, grown_nodes
+from pytest_ortperf.gate.footprint import FootprintCheck
+from pytest_ortperf.gate.protocol import CheckTarget
+from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.workers import Footprint
+
+GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+
+
+class MemoryCheck(FootprintCheck):
+    """``check_memory()``: ORT's arena accounting (exact, so one process a side would do; two keep
+    the resident set honest), the GPU memory of the process where a GPU provider runs, and the peak
+    resident memory the session added to a fresh process."""
+
+    kind = MEMORY
+    processes = 2
+    glance_processes = 1
+    profiled = True
+
+    def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
+        return MemoryFigures.of(footprints)
+
+    def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
+        assert isinstance(before, MemoryFigures)
+        assert isinstance(after, MemoryFigures)
+        policy = target.policy
+        compared = compare_memory(before, after, threshold=policy.memory_threshold, floor=policy.memory_floor)
+        return [compared] if compared is not None else []
+
+    def explain(self, before: PartFigures, after: PartFigures) -> list[str]:
+        assert isinstance(before, MemoryFigures)
+        assert isinstance(after, MemoryFigures)
+        return grown_nodes(before, after)
+
+    def notes(self, footprints: Sequence[Footprint]) -> list[str]:
+        variant = self._context.built.variant
+        notes = sorted({f"memory limit not applied: {f.limit_note}" for f in footprints if f.limit_note})
+        if variant.provider in GPU_PROVIDERS and all(f.device_bytes is None for f in footprints):
+            notes.append("GPU memory not measured: nvidia-smi did not report the worker's process")
+        if footprints and all(not f.arena for f in footprints) and variant.provider == CPU:
+            notes.append("ORT's arena figures absent (the CPU arena is off): the resident set decides")
+        return notes
+
+    def limit_bytes(self) -> int:
+        # CUDA maps far more address space than it uses: a cap on it would fail every GPU session.
+        if self._context.built.variant.provider in GPU_PROVIDERS:
+            return 0
+        return self._context.run.config.memory_limit

@@ -1,0 +1,35 @@
+"""The start-up check: session creation and the first run, in fresh worker processes, both sides'
+processes interleaved, on the routes of the latency check (``gate/footprint.py``); the figures and
+their rule: ``footprint/startup.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_ortperf.checks.footprint import STARTUP, PartFigures
+from pytest_ortperf.footprint import startup
+from pytest_ortperf.footprint.memory import FigureComparison
+from pytest_ortperf.footprint.startup import StartupFigures, compare_startup
+from pytest_ortperf.gate.footprint import FootprintCheck
+from pytest_ortperf.gate.protocol import CheckTarget
+from pytest_ortperf.ort.workers import Footprint
+
+
+class StartupCheck(FootprintCheck):
+    """``check_startup()``: timed, so it holds the run's timing lock while it measures."""
+
+    kind = STARTUP
+    processes = startup.PROCESSES
+    glance_processes = startup.GLANCE_PROCESSES
+    timed = True
+
+    def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
+        return StartupFigures.of(footprints)
+
+    def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
+        assert isinstance(before, StartupFigures)
+        assert isinstance(after, StartupFigures)
+        policy = target.policy
+        return compare_startup(
+            before, after, threshold=policy.startup_threshold, confidence=policy.confidence
+        )
