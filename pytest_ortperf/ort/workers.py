@@ -21,7 +21,7 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort import worker_program
-from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.models import ModelSource, uses_external_data
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import provider_arguments, session_recipe
 from pytest_ortperf.ort.variants import Variant
@@ -372,6 +372,13 @@ def measure_footprint(
     (:class:`Footprint`). ``profile_prefix``: also profile a second session, for ORT's arena
     accounting. The worker is stopped after, whatever happens; a worker that dies raises
     :class:`WorkerError` with what it printed, and the run goes on."""
+    if model.path is not None and not uses_external_data(model.path):
+        # Both sides of a comparison build from bytes: one read from a file and the other from git
+        # would otherwise differ by the file read, which is no part of ORT's start-up.
+        try:
+            model = replace(model, data=model.path.read_bytes(), path=None)
+        except OSError as exc:
+            raise WorkerError(f"cannot read '{model.path}': {exc}") from None
     worker = WorkerProcess(python, timeout_s=timeout_s, program=program)
     try:
         header, arrays = _load_header("footprint", model, variant, settings, feeds)
