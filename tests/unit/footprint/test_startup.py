@@ -1,0 +1,80 @@
+"""Start-up figures: what is stored and how two sets of fresh processes compare."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_ortperf.footprint.startup import StartupFigures, compare_startup, worst
+from pytest_ortperf.latency.decision import Verdict
+
+
+def figures(create: list[float], first: list[float] | None = None) -> StartupFigures:
+    first = first or [0.3] * len(create)
+    return StartupFigures(tuple(create), tuple(first), tuple(0.05 for _ in create))
+
+
+BASE = [8.1, 8.4, 8.2, 8.9, 8.3, 8.6, 8.0]
+
+
+def test_the_same_start_up_is_not_a_regression() -> None:
+    compared = compare_startup(figures(BASE), figures([v * 1.03 for v in reversed(BASE)]))
+    assert [c.figure for c in compared] == ["session creation", "first run"]
+    assert worst(compared) in (Verdict.OK, Verdict.INCONCLUSIVE)
+
+
+def test_a_session_that_takes_twice_as_long_to_create_regresses() -> None:
+    compared = compare_startup(figures(BASE), figures([v * 2 for v in BASE]))
+    assert compared[0].verdict is Verdict.REGRESSION
+    assert worst(compared) is Verdict.REGRESSION
+    assert compared[0].describe().startswith("+100.0% (8.3 ms -> 16.6 ms)")
+    assert "over 7 vs 7 processes" in compared[0].rule
+
+
+def test_a_slower_first_run_alone_regresses() -> None:
+    compared = compare_startup(figures(BASE, [0.3] * 7), figures(BASE, [0.9] * 7))
+    assert [c.verdict for c in compared][1] is Verdict.REGRESSION
+
+
+def test_a_threshold_wider_than_the_change_passes() -> None:
+    compared = compare_startup(figures(BASE), figures([v * 1.5 for v in BASE]), threshold=0.8)
+    assert worst(compared) in (Verdict.OK, Verdict.INCONCLUSIVE)
+
+
+def test_figures_of_fresh_processes_and_their_engine_cache() -> None:
+    prints = [
+        SimpleNamespace(create_s=0.008, first_run_s=0.0003, steady_run_s=0.00005, engine_cache="hit"),
+        SimpleNamespace(create_s=0.010, first_run_s=0.0004, steady_run_s=0.00005, engine_cache="miss"),
+    ]
+    made = StartupFigures.of(prints)
+    assert made.create_ms == pytest.approx((8.0, 10.0))
+    assert made.engine_cache == "mixed"
+    assert made.first_run_factor == pytest.approx(7.0)
+    assert "engine cache mixed" in made.describe()
+
+
+def test_figures_round_trip_and_damaged_ones_are_refused() -> None:
+    made = StartupFigures((8.0, 9.0), (0.3, 0.4), (0.05, 0.05), engine_cache="hit")
+    assert StartupFigures.from_dict(made.as_dict()) == made
+    good = made.as_dict()
+    for damaged in (
+        {k: v for k, v in good.items() if k != "create_ms"},
+        {**good, "create_ms": []},
+        {**good, "create_ms": [1.0]},  # one value where the others have two
+        {**good, "first_run_ms": [-1.0, 1.0]},
+        {**good, "steady_run_ms": ["x", 1.0]},
+        {**good, "engine_cache": 3},
+        "create",
+    ):
+        with pytest.raises((KeyError, TypeError, ValueError)):
+            StartupFigures.from_dict(damaged)
+
+
+def test_worst_of_several_figures() -> None:
+    def c(verdict: Verdict) -> SimpleNamespace:
+        return SimpleNamespace(verdict=verdict)
+
+    assert worst([c(Verdict.OK), c(Verdict.REGRESSION), c(Verdict.IMPROVED)]) is Verdict.REGRESSION  # type: ignore[list-item]
+    assert worst([c(Verdict.OK), c(Verdict.INCONCLUSIVE)]) is Verdict.INCONCLUSIVE  # type: ignore[list-item]
+    assert worst([c(Verdict.OK)]) is Verdict.OK  # type: ignore[list-item]
