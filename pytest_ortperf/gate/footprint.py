@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,8 +43,11 @@ class FootprintCheck:
     profiled = False  # whether each process also profiles a session (ORT's memory accounting)
     timed = False  # whether the measurement is timed (then it holds the run's timing lock)
 
-    def __init__(self, context: CheckContext) -> None:
+    def __init__(
+        self, context: CheckContext, *, on_result: Callable[[FootprintResult], object] | None = None
+    ) -> None:
         self._context = context
+        self._on_result = on_result  # told each result once published (pytest-benchmark's entries)
 
     # --- what a subclass decides --------------------------------------------------------------
 
@@ -79,6 +82,8 @@ class FootprintCheck:
         context.add_property(f"ortperf_{self.kind}_verdict", str(result.status))
         if result.current is not None:
             context.add_property(f"ortperf_{self.kind}", result.current.describe())
+        if self._on_result is not None:
+            self._on_result(result)
         return [result]
 
     def _routes(self, target: CheckTarget, activity: Activity) -> FootprintResult:

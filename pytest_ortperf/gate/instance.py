@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult, not_timed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
@@ -24,13 +25,17 @@ class InstanceChecks:
     """The check objects of one test instance, and the one way they are run."""
 
     def __init__(
-        self, context: CheckContext, *, on_result: Callable[[LatencyResult], object] | None = None
+        self,
+        context: CheckContext,
+        *,
+        on_result: Callable[[LatencyResult], object] | None = None,
+        on_footprint: Callable[[FootprintResult], object] | None = None,
     ) -> None:
         self._context = context
         self.latency = LatencyCheck(context, on_result=on_result)
         self.accuracy = AccuracyCheck(context)
-        self.memory = MemoryCheck(context)
-        self.startup = StartupCheck(context)
+        self.memory = MemoryCheck(context, on_result=on_footprint)
+        self.startup = StartupCheck(context, on_result=on_footprint)
 
     def named(self, kind: str) -> Check:
         """The check object of ``kind`` (latency, accuracy, memory, startup)."""

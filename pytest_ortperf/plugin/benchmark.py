@@ -185,6 +185,27 @@ def publish(
     return True
 
 
+def annotate(config: pytest.Config, node: object, extra_info: Mapping[str, object]) -> bool:
+    """Add ``extra_info`` to the entries this session already holds for ``node`` (its ``fullname``
+    is the node id, or starts with it: ``#2``, ``::startup``); ``True`` if there was one."""
+    if _UNUSABLE in config.stash:
+        return False
+    session = _benchmark_session(config)
+    benchmarks = getattr(session, "benchmarks", None) if session is not None else None
+    if getattr(session, "disabled", True) is not False or not isinstance(benchmarks, list):
+        return False
+    nodeid = str(getattr(node, "nodeid", "") or getattr(node, "name", "?"))
+    found = False
+    for bench in benchmarks:
+        fullname = str(getattr(bench, "fullname", ""))
+        info = getattr(bench, "extra_info", None)
+        ours = fullname == nodeid or fullname.startswith((f"{nodeid}#", f"{nodeid}::"))
+        if ours and isinstance(info, dict):
+            info.update(extra_info)
+            found = True
+    return found
+
+
 def _benchmark_session(config: pytest.Config) -> object | None:
     session: object | None = config.pluginmanager.get_plugin(PLUGIN_NAME)
     if session is None:

@@ -15,8 +15,10 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.footprint.startup import StartupFigures
 from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.inputs import Feeds
@@ -24,7 +26,7 @@ from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.plugin import RUN_KEY
-from pytest_ortperf.plugin.benchmark import publish
+from pytest_ortperf.plugin.benchmark import annotate, publish
 from pytest_ortperf.plugin.config import (
     ab_marker,
     input_options,
@@ -175,6 +177,7 @@ def ort_perf(
         fail=lambda message: pytest.fail(message, pytrace=False),
         skip=pytest.skip,
         on_result=lambda result: _publish_to_pytest_benchmark(request, result),
+        on_footprint=lambda result: _footprint_to_pytest_benchmark(request, result),
     )
 
 
@@ -199,6 +202,40 @@ def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: Latency
             "reference": result.reference_label,
         },
     )
+
+
+def _footprint_to_pytest_benchmark(request: pytest.FixtureRequest, result: FootprintResult) -> bool:
+    """Start-up: one pytest-benchmark entry (``<node id>::startup``, group ``ortperf-startup``), a fresh
+    process's session creation per round. Memory has no time to publish: its figures go into the
+    ``extra_info`` of the test's other ortperf entries (``ortperf_memory``), when it has any."""
+    current = result.current
+    info: dict[str, object] = {
+        "check": result.kind,
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": str(result.status),
+        "path": result.path,
+        "change": result.change,
+    }
+    if isinstance(current, StartupFigures):
+        return publish(
+            request.config,
+            request.node,
+            round_medians_ms=current.create_ms,
+            runs_per_round=1,
+            group="ortperf-startup",
+            fullname=f"{request.node.nodeid}::startup",
+            name=f"{request.node.nodeid}::startup",
+            extra_info={
+                **info,
+                "first_run_ms": current.median("first_run_ms"),
+                "steady_run_ms": current.median("steady_run_ms"),
+                **({"engine_cache": current.engine_cache} if current.engine_cache else {}),
+            },
+        )
+    if current is None:
+        return False
+    return annotate(request.config, request.node, {"ortperf_memory": {**info, **current.as_dict()}})
 
 
 _NOT_CARRIED = {

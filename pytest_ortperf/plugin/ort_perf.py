@@ -54,11 +54,12 @@ class OrtPerf:
         fail: Abort,
         skip: Abort,
         on_result: Callable[[LatencyResult], object] | None = None,
+        on_footprint: Callable[[FootprintResult], object] | None = None,
     ) -> None:
         self._context = context
         self._fail = fail
         self._skip = skip
-        self._checks = InstanceChecks(context, on_result=on_result)
+        self._checks = InstanceChecks(context, on_result=on_result, on_footprint=on_footprint)
         self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set(), MEMORY: set(), STARTUP: set()}
 
     @property

@@ -230,3 +230,29 @@ def test_numbers_that_cannot_be_a_measurement_are_rejected(
 ) -> None:
     with pytest.raises(ValueError, match="round"):
         publish(request.config, request.node, round_medians_ms=medians, runs_per_round=runs_per_round)
+
+
+def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
+    pytester.makeconftest(_CONFTEST)
+    pytester.makepyfile(
+        test_fp="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        def test_fp(ort_perf):
+            ort_perf.check(memory=True, startup=True)
+        """
+    )
+    result = pytester.runpytest("--ortperf-update", "--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=1)
+    entries = {b["fullname"]: b for b in json.loads((pytester.path / "bench.json").read_text())["benchmarks"]}
+    assert sorted(entries) == ["test_fp.py::test_fp[cpu-all]", "test_fp.py::test_fp[cpu-all]::startup"]
+    startup = entries["test_fp.py::test_fp[cpu-all]::startup"]
+    assert startup["group"] == "ortperf-startup"
+    assert startup["stats"]["rounds"] == 7  # one fresh process per round
+    assert startup["extra_info"]["check"] == "startup"
+    assert startup["extra_info"]["first_run_ms"] > 0
+    memory = entries["test_fp.py::test_fp[cpu-all]"]["extra_info"]["ortperf_memory"]
+    assert memory["verdict"] == "new"
+    assert memory["arena_peak"] > 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +255,8 @@ def test_every_percentage_option_is_known() -> None:
         "ortperf_drift_threshold",
         "ortperf_ab_threshold",
         "ortperf_max_cv",
+        "ortperf_memory_threshold",
+        "ortperf_startup_threshold",
     }
 
 
@@ -276,6 +280,8 @@ def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path,
         "ortperf_drift_threshold": "drift_threshold",
         "ortperf_ab_threshold": "ab_threshold",
         "ortperf_max_cv": "max_cv",
+        "ortperf_memory_threshold": "memory_threshold",
+        "ortperf_startup_threshold": "startup_threshold",
     }[option.ini]
     for value, expected in (("5%", 0.05), ("0.05", 0.05), ("1", 1.0), ("250%", 2.5)):
         policy = build_config(FakeConfig(tmp_path, cli={option.ini: value})).policy
@@ -297,6 +303,8 @@ def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
     [
         ({"latency": 5}, "ort_thresholds marker of t.py::t: latency: did you mean 5%?"),
         ({"ab": "20"}, "ort_thresholds marker of t.py::t: ab: did you mean 20%?"),
+        ({"memory": 2}, "ort_thresholds marker of t.py::t: memory: did you mean 2%?"),
+        ({"startup": "30"}, "ort_thresholds marker of t.py::t: startup: did you mean 30%?"),
         ({"mismatch": 2}, "ort_thresholds marker of t.py::t: mismatch: did you mean 2%?"),
         ({"outputs": {"y": {"mismatch": 3}}}, "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?"),
     ],
@@ -353,3 +361,31 @@ def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
     assert policy == CheckPolicy()
     assert policy.measure == MeasureSettings()
     assert policy.ab == AB_SETTINGS
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("4KiB", 4096), ("64 MiB", 64 << 20), ("2GB", 2 * 10**9), ("1048576", 1 << 20), ("0.5GiB", 1 << 29), ("off", 0)],
+)
+def test_sizes_take_binary_and_decimal_units(tmp_path: Path, value: str, expected: int) -> None:
+    assert build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value})).memory_limit == expected
+    if expected:
+        assert build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor == expected
+
+
+def test_the_memory_limit_defaults_to_the_physical_memory(tmp_path: Path) -> None:
+    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("latency,accuracy", ("latency", "accuracy")), ("memory, startup,memory", ("memory", "startup"))],
+)
+def test_the_checks_of_check_come_from_the_option_in_order(tmp_path: Path, value: str, expected: tuple[str, ...]) -> None:
+    assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value})).checks == expected
+
+
+@pytest.mark.parametrize("value", ["", "latency,speed", " , "])
+def test_unknown_or_no_checks_are_a_usage_error_naming_the_ini_key(tmp_path: Path, value: str) -> None:
+    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, memory, startup"):
+        build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value}))
