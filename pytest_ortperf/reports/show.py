@@ -37,6 +37,10 @@ def _figures_row(machine: str, figures: Figures) -> Row:
         "spread": figures.spread,
         "settled": figures.settled,
         "recorded": figures.recorded,
+        "memory": figures.memory.as_dict() if figures.memory else None,
+        "memory_text": figures.memory.describe() if figures.memory else None,
+        "startup": figures.startup.as_dict() if figures.startup else None,
+        "startup_text": figures.startup.describe() if figures.startup else None,
     }
 
 
@@ -95,6 +99,8 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
         ]
     )
     figure_rows = [figures for r in rows for figures in r["figures"]]
+    # Memory and start-up columns only where some entry holds them: most baselines hold latency only.
+    parts = [part for part in ("memory", "startup") if any(f[part] for f in figure_rows)]
     machines = iter(
         format_table(
             [
@@ -105,6 +111,7 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
                     f"rounds {f['rounds']}",
                     f"spread {'-' if f['spread'] is None else format(f['spread'], '.1%')}",
                     f"recorded {f['recorded']}",
+                    *(f"{part} {f[part + '_text'] or '-'}" for part in parts),
                     "" if f["settled"] else "noisy",
                 )
                 for f in figure_rows

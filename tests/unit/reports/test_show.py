@@ -68,6 +68,9 @@ def baseline_dir(tmp_path: Path) -> Path:
     return root
 
 
+NO_FOOTPRINT = {"memory": None, "memory_text": None, "startup": None, "startup_text": None}
+
+
 def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> None:
     rows, problems = baseline_rows(baseline_dir)
     assert problems == []
@@ -88,6 +91,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "spread": None,
                     "settled": True,
                     "recorded": "2025-02-01",
+                    **NO_FOOTPRINT,
                 }
             ],
         },
@@ -107,6 +111,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "spread": 0.031,
                     "settled": True,
                     "recorded": "2025-01-02",
+                    **NO_FOOTPRINT,
                 },
                 {
                     "machine": "laptop",
@@ -116,6 +121,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "spread": 0.2,
                     "settled": False,
                     "recorded": "2025-01-03",
+                    **NO_FOOTPRINT,
                 },
             ],
         },
@@ -303,3 +309,28 @@ def test_ortperf_show_reads_the_configured_dir_from_a_subdirectory(
     monkeypatch.chdir(tmp_path / "tests")
     assert cli.main(["show"]) == 0
     assert "test_m[cpu-all]" in capsys.readouterr().out
+
+
+def test_memory_and_start_up_figures_get_columns_only_where_an_entry_holds_them(tmp_path: Path) -> None:
+    from pytest_ortperf.footprint.memory import MemoryFigures
+    from pytest_ortperf.footprint.startup import StartupFigures
+
+    store = BaselineStore(tmp_path)
+    memory = MemoryFigures(processes=2, arena_peak=2 << 20, peak_rss=12 << 20)
+    startup = StartupFigures((8.0, 9.0), (0.3, 0.3), (0.05, 0.05))
+    entry = BaselineEntry(
+        "cpu-all",
+        "2025-01-02",
+        {},
+        figures={"box": figures(1.5, 1.75, memory=memory, startup=startup), "other": figures(2.0, 2.5)},
+    )
+    store.stage("t.py", "test_a[cpu-all]", entry)
+    store.write()
+    lines, _ = show_baselines(tmp_path, as_json=False)
+    assert "memory arena peak 2 MiB" in lines[1]
+    assert "startup create 8.5 ms, first run 0.3 ms (6.0x steady)" in lines[1]
+    assert "memory -" in lines[2]
+    assert "startup -" in lines[2]
+    (row,) = baseline_rows(tmp_path)[0]
+    assert row["figures"][0]["memory"] == memory.as_dict()
+    assert row["figures"][1]["startup"] is None
