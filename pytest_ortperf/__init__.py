@@ -1,4 +1,4 @@
-"""pytest-ortperf: a latency and accuracy regression gate for ONNX Runtime models.
+"""pytest-ortperf: a latency, accuracy, memory and start-up regression gate for ONNX Runtime models.
 
 The types a test sees are importable from here (``from pytest_ortperf import
 OrtPerf``). They load on first use: pytest imports this package in every run
@@ -17,9 +17,12 @@ if TYPE_CHECKING:
     from pytest_ortperf.accuracy.metrics import OutputComparison
     from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
     from pytest_ortperf.checks.accuracy import AccuracyResult, ReferenceOutcome
+    from pytest_ortperf.checks.footprint import FootprintResult
     from pytest_ortperf.checks.latency import LatencyResult
     from pytest_ortperf.checks.status import Status
     from pytest_ortperf.errors import OrtperfError
+    from pytest_ortperf.footprint.memory import MemoryFigures
+    from pytest_ortperf.footprint.startup import StartupFigures
     from pytest_ortperf.latency.decision import Comparison, Verdict
     from pytest_ortperf.latency.stats import LatencyStats
     from pytest_ortperf.ort.inputs import Feeds
@@ -37,9 +40,11 @@ _PUBLIC = {
     "CheckKey": "pytest_ortperf.store.keys",
     "Comparison": "pytest_ortperf.latency.decision",
     "Feeds": "pytest_ortperf.ort.inputs",
+    "FootprintResult": "pytest_ortperf.checks.footprint",
     "LatencyResult": "pytest_ortperf.checks.latency",
     "LatencyStats": "pytest_ortperf.latency.stats",
     "MarkedProfile": "pytest_ortperf.profiling.book",
+    "MemoryFigures": "pytest_ortperf.footprint.memory",
     "ModelSource": "pytest_ortperf.ort.models",
     "OptLevel": "pytest_ortperf.ort.variants",
     "OrtPerf": "pytest_ortperf.plugin.ort_perf",
@@ -47,6 +52,7 @@ _PUBLIC = {
     "OutputComparison": "pytest_ortperf.accuracy.metrics",
     "ReferenceOutcome": "pytest_ortperf.checks.accuracy",
     "SessionSettings": "pytest_ortperf.ort.session_settings",
+    "StartupFigures": "pytest_ortperf.footprint.startup",
     "Status": "pytest_ortperf.checks.status",
     "Tolerance": "pytest_ortperf.accuracy.tolerances",
     "ToleranceSpec": "pytest_ortperf.accuracy.tolerances",
@@ -60,9 +66,11 @@ __all__ = [
     "CheckKey",
     "Comparison",
     "Feeds",
+    "FootprintResult",
     "LatencyResult",
     "LatencyStats",
     "MarkedProfile",
+    "MemoryFigures",
     "ModelSource",
     "OptLevel",
     "OrtPerf",
@@ -70,6 +78,7 @@ __all__ = [
     "OutputComparison",
     "ReferenceOutcome",
     "SessionSettings",
+    "StartupFigures",
     "Status",
     "Tolerance",
     "ToleranceSpec",

@@ -42,6 +42,8 @@ class FootprintCheck:
     glance_processes = 1  # an unchanged check's look, for the report only
     profiled = False  # whether each process also profiles a session (ORT's memory accounting)
     timed = False  # whether the measurement is timed (then it holds the run's timing lock)
+    verdict_property = ""  # the JUnit properties of its verdict and its figures
+    figures_property = ""
 
     def __init__(
         self, context: CheckContext, *, on_result: Callable[[FootprintResult], object] | None = None
@@ -79,9 +81,9 @@ class FootprintCheck:
         with context.run.activity(f"{target.key.test} ({self.kind})") as activity:
             result = self._routes(target, activity)
         context.run.results.publish_footprint(result, context.nodeid)
-        context.add_property(f"ortperf_{self.kind}_verdict", str(result.status))
+        context.add_property(self.verdict_property, str(result.status))
         if result.current is not None:
-            context.add_property(f"ortperf_{self.kind}", result.current.describe())
+            context.add_property(self.figures_property, result.current.describe())
         if self._on_result is not None:
             self._on_result(result)
         return [result]

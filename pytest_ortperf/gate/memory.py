@@ -24,6 +24,7 @@ class MemoryCheck(FootprintCheck):
     processes = 2
     glance_processes = 1
     profiled = True
+    verdict_property, figures_property = "ortperf_memory_verdict", "ortperf_memory"
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return MemoryFigures.of(footprints)

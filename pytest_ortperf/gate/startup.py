@@ -22,6 +22,7 @@ class StartupCheck(FootprintCheck):
     processes = startup.PROCESSES
     glance_processes = startup.GLANCE_PROCESSES
     timed = True
+    verdict_property, figures_property = "ortperf_startup_verdict", "ortperf_startup"
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)
