@@ -53,13 +53,13 @@ class FootprintResult:
     @property
     def change(self) -> str:
         """The decisive change (the worst figure), or, unchanged, the current figures."""
+        unchanged = self.path == "unchanged"
         if self.comparisons:
             verdict = worst(self.comparisons)
             deciding = next((c for c in self.comparisons if c.verdict is verdict), self.comparisons[0])
-            return f"{deciding.figure} {deciding.describe()}"
-        if self.status is Status.UNCHANGED and self.path == "unchanged":
-            return "nothing changed"
-        return ""
+            text = f"{deciding.figure} {deciding.describe()}"
+            return f"nothing changed; {text} against this hardware's figures" if unchanged else text
+        return "nothing changed" if unchanged else ""
 
 
 def _part(figures: Figures | None, kind: str) -> PartFigures | None:
