@@ -22,3 +22,13 @@ def test_scores_are_a_real_distribution(ort_session, ort_inputs):
 
 def test_latency_and_accuracy(ort_perf):
     ort_perf.check()
+
+
+def test_memory(ort_perf):
+    """ORT's own memory accounting (exact on one machine) and the resident set, in fresh processes."""
+    ort_perf.check_memory()
+
+
+def test_start_up(ort_perf):
+    """Session creation and the first run, over fresh processes."""
+    ort_perf.check_startup()
