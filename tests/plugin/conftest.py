@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
 
+from pytest_ortperf.store.hardware import Hardware
 from tests.models import mlp_model
 from tests.wheels import GPU_WHEEL
 
@@ -105,3 +109,26 @@ def commit_model(pytester: pytest.Pytester, **kwargs: int) -> str:
     git(pytester, "add", "model.onnx")
     git(pytester, "commit", "-q", "-m", "model")
     return git(pytester, "rev-parse", "HEAD:model.onnx")
+
+
+def move_figures_to_other_hardware(
+    baseline_file: Path, test: str, key: str, *, edit: Callable[[dict[str, Any]], object] = lambda figures: None
+) -> str:
+    """The figures ``test`` recorded under machine key ``key`` moved to the same runner class on another
+    CPU generation (an AVX2 Zen 3 with as many cores), after ``edit`` changed them in place; that key."""
+    document = json.loads(baseline_file.read_text())
+    figures = document["entries"][test]["figures"]
+    moved = figures.pop(key)
+    here = moved["measured_on"]["hardware"]
+    other = {
+        "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/1/1", "generation": "zen3", "gpu": "",
+        "features": ["avx", "avx2", "fma", "f16c"], "cores": here["cores"],
+    }  # fmt: skip
+    other["digest"] = Hardware.from_dict(other).digest
+    assert Hardware.from_dict(other).slug != Hardware.from_dict(here).slug
+    moved["measured_on"]["hardware"] = other
+    edit(moved)
+    other_key = f"{key.partition('@')[0]}@{Hardware.from_dict(other).slug}"
+    figures[other_key] = moved
+    baseline_file.write_text(json.dumps(document))
+    return other_key

@@ -8,6 +8,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -17,7 +18,14 @@ from pytest_ortperf.latency.timing_lock import default_lock_path
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
-from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, git, reexport
+from tests.plugin.conftest import (
+    LATENCY_MODEL,
+    LATENCY_TEST_FILE,
+    commit_model,
+    git,
+    move_figures_to_other_hardware,
+    reexport,
+)
 
 # A fast model whose cost quadruples with four times the layers: a real slowdown that stays
 # unmistakable even when a busy shared machine swings timings by 2x between runs. The noise
@@ -76,25 +84,14 @@ def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite
 
 
 def _move_figures_to_other_hardware(baseline_file: Path, key: str, *, faster: float = 1.0) -> str:
-    """The figures recorded under machine key ``key`` moved to the same runner class on another CPU
-    generation (an AVX2 Zen 3 with as many cores), ``faster`` times faster; that key."""
-    document = json.loads(baseline_file.read_text())
-    figures = document["entries"]["test_latency[cpu-all]"]["figures"]
-    moved = figures.pop(key)
-    here = moved["measured_on"]["hardware"]
-    other = {
-        "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/1/1", "generation": "zen3", "gpu": "",
-        "features": ["avx", "avx2", "fma", "f16c"], "cores": here["cores"],
-    }  # fmt: skip
-    other["digest"] = Hardware.from_dict(other).digest
-    assert Hardware.from_dict(other).slug != Hardware.from_dict(here).slug
-    moved["measured_on"]["hardware"] = other
-    latency = moved["latency"]
-    latency["round_medians_ms"] = [m / faster for m in latency["round_medians_ms"]]
-    other_key = f"{key.partition('@')[0]}@{Hardware.from_dict(other).slug}"
-    figures[other_key] = moved
-    baseline_file.write_text(json.dumps(document))
-    return other_key
+    """The figures recorded under machine key ``key`` moved to another CPU generation, ``faster`` times
+    faster; that key."""
+
+    def faster_there(figures: dict[str, Any]) -> None:
+        latency = figures["latency"]
+        latency["round_medians_ms"] = [m / faster for m in latency["round_medians_ms"]]
+
+    return move_figures_to_other_hardware(baseline_file, "test_latency[cpu-all]", key, edit=faster_there)
 
 
 def test_a_runner_class_holds_an_entry_per_hardware_and_compares_only_its_own(

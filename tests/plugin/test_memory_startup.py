@@ -12,9 +12,8 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from pytest_ortperf.store.hardware import Hardware
 from tests.models import mlp_model, small_ops_model
-from tests.plugin.conftest import git
+from tests.plugin.conftest import git, move_figures_to_other_hardware
 
 QUICK = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
 MEMORY_TEST = """
@@ -63,22 +62,9 @@ def commit(pytester: pytest.Pytester, model: onnx.ModelProto) -> str:
 
 
 def move_to_other_hardware(baseline_file: Path, test: str) -> str:
-    """Every figure of ``test`` moved to an AVX2 Zen 3 with as many cores; its machine key."""
-    document = json.loads(baseline_file.read_text())
-    figures = document["entries"][test]["figures"]
-    (key,) = figures
-    moved = figures.pop(key)
-    here = moved["measured_on"]["hardware"]
-    other = {
-        "arch": "x86_64", "vendor": "AuthenticAMD", "cpu": "25/1/1", "generation": "zen3", "gpu": "",
-        "features": ["avx", "avx2", "fma", "f16c"], "cores": here["cores"],
-    }  # fmt: skip
-    other["digest"] = Hardware.from_dict(other).digest
-    moved["measured_on"]["hardware"] = other
-    other_key = f"{key.partition('@')[0]}@{Hardware.from_dict(other).slug}"
-    figures[other_key] = moved
-    baseline_file.write_text(json.dumps(document))
-    return other_key
+    """Every figure of ``test`` (one machine's) moved to another CPU generation; its machine key."""
+    (key,) = json.loads(baseline_file.read_text())["entries"][test]["figures"]
+    return move_figures_to_other_hardware(baseline_file, test, key)
 
 
 def report(pytester: pytest.Pytester) -> list[dict[str, object]]:
