@@ -15,8 +15,9 @@ from typing import Any
 
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.footprint.memory import FigureComparison, MemoryFigures
-from pytest_ortperf.footprint.startup import StartupFigures, worst
+from pytest_ortperf.footprint.comparison import FigureComparison, worst
+from pytest_ortperf.footprint.memory import MemoryFigures
+from pytest_ortperf.footprint.startup import StartupFigures
 from pytest_ortperf.latency.decision import Verdict
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
 from pytest_ortperf.store.environment import what_changed

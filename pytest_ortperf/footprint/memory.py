@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ortperf.footprint.comparison import FigureComparison, size_text
 from pytest_ortperf.latency.decision import Verdict
 
 ARENA, DEVICE, RSS = "arena_peak", "device", "peak_rss"
@@ -36,15 +37,6 @@ DEFAULT_THRESHOLD = 0.01  # exact figures: any change beyond 1% is real (benchma
 DEFAULT_FLOOR = 4096  # bytes: one page; below it, allocation rounding
 RSS_THRESHOLD = 0.10  # the resident set varies up to 2.6% over 20 fresh processes: 4x that
 RSS_FLOOR = 1 << 20  # and by up to 330 KiB: 3x that
-
-
-def size_text(value: float) -> str:
-    """2_109_440 -> '2.01 MiB'; 4096 -> '4 KiB'; 100 -> '100 B' (signed when negative)."""
-    sign, size = ("-" if value < 0 else ""), abs(value)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{sign}{size / scale:.3g} {unit}"
-    return f"{sign}{size:.0f} B"
 
 
 @dataclass(frozen=True)
@@ -168,31 +160,6 @@ def _bytes(value: Any, name: str) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{name} must be a whole number of bytes >= 0, got {value!r}")
     return value
-
-
-@dataclass(frozen=True)
-class FigureComparison:
-    """One figure of a memory or start-up check, before and after, and what that decided."""
-
-    figure: str  # what it measures, in words
-    before: float
-    after: float
-    verdict: Verdict
-    rule: str  # the limit it was held to, in words
-    unit: str = "bytes"  # "bytes" or "ms"
-
-    @property
-    def ratio(self) -> float:
-        return (
-            self.after / self.before if self.before else (1.0 if self.after == self.before else float("inf"))
-        )
-
-    def describe(self) -> str:
-        """'+12.4% (+256 KiB)' or '+31.0% (4.1 ms -> 5.4 ms)'."""
-        pct = f"{(self.ratio - 1) * 100:+.1f}%" if self.before else "new"
-        if self.unit == "bytes":
-            return f"{pct} ({'+' if self.after >= self.before else ''}{size_text(self.after - self.before)})"
-        return f"{pct} ({self.before:.4g} ms -> {self.after:.4g} ms)"
 
 
 def compare_memory(

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_ortperf.footprint.memory import FigureComparison
-from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Verdict, judge
+from pytest_ortperf.footprint.comparison import FigureComparison
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, judge
 
 DEFAULT_THRESHOLD = 0.25  # benchmarks/README.md: the A/A interval of 7 processes a side stays within it
 PROCESSES = 7  # fresh processes per side of a comparison, and per recording
@@ -142,13 +142,3 @@ def compare_startup(
             )
         )
     return compared
-
-
-def worst(comparisons: Sequence[FigureComparison]) -> Verdict:
-    """The verdict of several figures: a regression if any regressed, else an improvement if any
-    improved, else inconclusive if any was, else ok."""
-    verdicts = {c.verdict for c in comparisons}
-    for verdict in (Verdict.REGRESSION, Verdict.IMPROVED, Verdict.INCONCLUSIVE):
-        if verdict in verdicts:
-            return verdict
-    return Verdict.OK

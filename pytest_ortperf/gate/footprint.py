@@ -24,7 +24,7 @@ from pytest_ortperf.checks.footprint import (
     unchanged,
 )
 from pytest_ortperf.checks.paths import Route, choose, without_reference
-from pytest_ortperf.footprint.memory import FigureComparison
+from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import RecordedReference

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_ortperf.checks.footprint import MEMORY, PartFigures
-from pytest_ortperf.footprint.memory import FigureComparison, MemoryFigures, compare_memory, grown_nodes
+from pytest_ortperf.footprint.comparison import FigureComparison
+from pytest_ortperf.footprint.memory import MemoryFigures, compare_memory, grown_nodes
 from pytest_ortperf.gate.footprint import FootprintCheck
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.ort.providers import CPU

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pytest_ortperf.checks.footprint import STARTUP, PartFigures
 from pytest_ortperf.footprint import startup
-from pytest_ortperf.footprint.memory import FigureComparison
+from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.startup import StartupFigures, compare_startup
 from pytest_ortperf.gate.footprint import FootprintCheck
 from pytest_ortperf.gate.protocol import CheckTarget

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_ortperf.footprint.startup import StartupFigures, compare_startup, worst
+from pytest_ortperf.footprint.comparison import worst
+from pytest_ortperf.footprint.startup import StartupFigures, compare_startup
 from pytest_ortperf.latency.decision import Verdict
 
 
