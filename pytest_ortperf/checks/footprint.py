@@ -155,6 +155,22 @@ def _figure_lines(title: str, figures: PartFigures, width: int) -> list[str]:
     return [f"  {title if i == 0 else '':<{width}} {line}" for i, line in enumerate(body)]
 
 
+def nothing_to_compare(
+    kind: str, key: CheckKey, current: PartFigures, label: str, *, identical: bool, reason: str
+) -> FootprintResult:
+    """Same-job A/B with nothing to compare (a new model, or one identical to the reference): the
+    figures are shown, and the check passes."""
+    return FootprintResult(
+        key,
+        kind,
+        Status.IDENTICAL_TO_REFERENCE if identical else Status.NO_REFERENCE,
+        current,
+        f"side by side vs {label}",
+        reference_label=label,
+        message=f"{KIND_TEXT[kind]} of {key.test}: {reason}; measured {current.describe()}.",
+    )
+
+
 def missing(
     kind: str, key: CheckKey, current: PartFigures, policy: CheckPolicy, *, reason: str
 ) -> FootprintResult:

@@ -20,6 +20,7 @@ from pytest_ortperf.checks.footprint import (
     PartFigures,
     judged,
     missing,
+    nothing_to_compare,
     record,
     unchanged,
 )
@@ -95,9 +96,12 @@ class FootprintCheck:
         compare = lambda before, after: self.compare(before, after, target)  # noqa: E731
         ab = None if policy.update else context.ab()
         if ab is not None:
-            if ab.source is None or ab.source.sha256 == built.model.sha256:
-                alone = self._measure([here], target, activity, self.glance_processes)[0]
-                return unchanged(self.kind, key, self.figures(alone), None, compare)
+            # Across runtimes the same bytes are still two sides; in one runtime they are one.
+            if ab.source is None or (ab.source.sha256 == built.model.sha256 and not ab.across_runtimes):
+                alone = self.figures(self._measure([here], target, activity, self.glance_processes)[0])
+                reason = ab.reason if ab.source is None else f"identical to {ab.label}, nothing to compare"
+                identical = ab.source is not None
+                return nothing_to_compare(self.kind, key, alone, ab.label, identical=identical, reason=reason)
             other = SideSpec(ab.python or this_python(), ab.source, built.settings)
             return self._side_by_side(target, here, other, ab.label, activity)
         context.run.keep_model(built.model)
@@ -156,7 +160,7 @@ class FootprintCheck:
         """Both sides in fresh processes, interleaved (current, reference, reference, current...)."""
         current_prints, reference_prints = self._measure([here, other], target, activity, self.processes)
         current, reference = self.figures(current_prints), self.figures(reference_prints)
-        result = judged(
+        return judged(
             self.kind,
             target.key,
             current,
@@ -168,7 +172,6 @@ class FootprintCheck:
             explain=self.explain(reference, current),
             notes=self.notes([*current_prints, *reference_prints]),
         )
-        return result
 
     def _measure(
         self, sides: Sequence[SideSpec], target: CheckTarget, activity: Activity, count: int

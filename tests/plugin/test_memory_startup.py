@@ -290,3 +290,27 @@ def test_a_model_past_the_memory_limit_fails_only_its_memory_check(pytester: pyt
     assert [c["kind"] for c in errors] == ["memory"]
     entries = json.loads((pytester.path / "baselines" / "test_big.py.json").read_text())["entries"]
     assert list(entries) == ["test_accuracy[cpu-all]"], "the accuracy test's entry is written; nothing for the failed check"
+
+
+def test_in_ab_mode_memory_is_measured_side_by_side_with_the_reference_model(pytester: pytest.Pytester) -> None:
+    onnx.save(with_duplicated_weight(mlp_model(8, 128)), pytester.path / "model.onnx")
+    onnx.save(mlp_model(8, 128), pytester.path / "reference.onnx")
+    pytester.makepyfile(
+        test_ab="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+        @pytest.mark.ort_ab("reference.onnx")
+        def test_grown(ort_perf):
+            ort_perf.check_memory()
+
+        @pytest.mark.ort_ab("model.onnx")
+        def test_same(ort_perf):
+            ort_perf.check_memory()
+        """
+    )
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["memory regression in test_grown[[]cpu-all[]] against * (side by side, fresh processes)"])
+    verdicts = {c["test"].split("::")[1]: c["verdict"] for c in report(pytester)}
+    assert verdicts == {"test_grown[cpu-all]": "regression", "test_same[cpu-all]": "identical to reference"}
