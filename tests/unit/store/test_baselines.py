@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -359,6 +360,10 @@ def _figures_without(key: str) -> dict[str, Any]:
         pytest.param(_latency(rounds=True), "rounds must be a whole number >= 0, got True", id="rounds-bool"),
         pytest.param(_latency(round_medians_ms=[]), "round_medians_ms must be a non-empty list", id="no-rounds"),
         pytest.param(_latency(round_medians_ms=[1, "2"]), "round_medians_ms must be a finite number", id="round-str"),
+        pytest.param(_figures(memory={"processes": 1}), "'arena_peak'", id="memory-without-figures"),
+        pytest.param(_figures(memory={"processes": 1, "arena_peak": -5}), "arena_peak must be a whole number of bytes", id="memory-negative"),
+        pytest.param(_figures(startup={"create_ms": [1.0]}), "'first_run_ms'", id="startup-incomplete"),
+        pytest.param(_figures(startup=[]), "start-up figures must be an object", id="startup-list"),
     ],
 )
 def test_parse_reports_damaged_figures_with_file_test_and_machine(
@@ -1006,3 +1011,19 @@ def test_a_damaged_file_named_by_another_process_is_set_aside_by_the_writer(tmp_
     plain.recheck(path)  # without --ortperf-repair: left for the tests that use it to report
     assert plain.write() == []
     assert path.read_text(encoding="utf-8") == "garbage"
+
+
+def test_memory_and_start_up_figures_round_trip_beside_latency(tmp_path: Path) -> None:
+    from pytest_ortperf.footprint.memory import MemoryFigures
+    from pytest_ortperf.footprint.startup import StartupFigures
+
+    memory = MemoryFigures(processes=2, arena_peak=4096, arena_held=8192, peak_rss=1 << 20, peak_rss_range=(1, 2))
+    startup = StartupFigures((8.0, 9.0), (0.3, 0.4), (0.05, 0.05), engine_cache="hit")
+    figures = dataclasses.replace(make_figures(), memory=memory, startup=startup)
+    only_memory = Figures(recorded="2025-01-02", memory=memory)  # a test that checks memory alone
+    path = tmp_path / "t.json"
+    entries = parse(document({TEST: _entry(figures={"ci": figures.as_dict(), "box": only_memory.as_dict()})}), path=path)
+    assert entries[TEST].figures_for("ci") == figures
+    assert entries[TEST].figures_for("box") == only_memory
+    assert entries[TEST].machines("memory") == ["box", "ci"]
+    assert entries[TEST].machines("latency") == ["ci"]
