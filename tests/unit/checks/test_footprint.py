@@ -163,3 +163,21 @@ def test_start_up_figures_record_beside_memory(tmp_path: Path) -> None:
     store.write()
     here = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
     assert (here.memory, here.startup) == (memory(MIB), figures)
+
+
+def test_a_regression_fails_only_when_a_second_measurement_in_new_processes_repeats_it() -> None:
+    from pytest_ortperf.gate.footprint import _confirmed
+
+    def judge(peak: int) -> object:
+        figures = memory(peak)
+        return judged(MEMORY, KEY, figures, memory(MIB), compare(memory(MIB), figures), CheckPolicy(), path="p", label="l")
+
+    ok = judge(MIB)
+    assert _confirmed(ok, lambda: pytest.fail("an ok result is not measured again")) is ok
+    confirmed = _confirmed(judge(2 * MIB), lambda: judge(2 * MIB))
+    assert confirmed.failed
+    assert confirmed.message.splitlines()[-2].startswith("  note: a first measurement said peak bytes in use in ORT's arena +100.0%")
+    assert confirmed.message.splitlines()[-1].startswith("  to accept the new memory:")
+    dropped = _confirmed(judge(2 * MIB), lambda: judge(MIB))
+    assert (dropped.status, dropped.failed, dropped.message) == (Status.NOT_CONFIRMED, False, "")
+    assert dropped.notes[-1].endswith("a second in new processes did not confirm it")
