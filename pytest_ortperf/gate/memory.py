@@ -34,8 +34,7 @@ class MemoryCheck(FootprintCheck):
         assert isinstance(before, MemoryFigures)
         assert isinstance(after, MemoryFigures)
         policy = target.policy
-        compared = compare_memory(before, after, threshold=policy.memory_threshold, floor=policy.memory_floor)
-        return [compared] if compared is not None else []
+        return compare_memory(before, after, threshold=policy.memory_threshold, floor=policy.memory_floor)
 
     def explain(self, before: PartFigures, after: PartFigures) -> list[str]:
         assert isinstance(before, MemoryFigures)

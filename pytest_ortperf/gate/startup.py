@@ -30,7 +30,4 @@ class StartupCheck(FootprintCheck):
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         assert isinstance(before, StartupFigures)
         assert isinstance(after, StartupFigures)
-        policy = target.policy
-        return compare_startup(
-            before, after, threshold=policy.startup_threshold, confidence=policy.confidence
-        )
+        return compare_startup(before, after, threshold=target.policy.startup_threshold)

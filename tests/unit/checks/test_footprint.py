@@ -24,8 +24,7 @@ def memory(peak: int) -> MemoryFigures:
 def compare(before: object, after: object) -> list:
     assert isinstance(before, MemoryFigures)
     assert isinstance(after, MemoryFigures)
-    compared = compare_memory(before, after)
-    return [compared] if compared else []
+    return compare_memory(before, after)
 
 
 def recorded(store: BaselineStore, figures: MemoryFigures, environment: dict = ENV) -> object:

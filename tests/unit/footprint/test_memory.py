@@ -51,8 +51,7 @@ def test_the_arena_decides_where_kept_else_gpu_memory_else_the_resident_set() ->
 def test_a_change_of_the_arena_decides_beyond_both_threshold_and_floor(
     before: int, after: int, verdict: Verdict
 ) -> None:
-    compared = compare_memory(arena(before), arena(after))
-    assert compared is not None
+    (compared,) = compare_memory(arena(before), arena(after))
     assert compared.verdict is verdict
     assert compared.figure == "peak bytes in use in ORT's arena"
     assert compared.rule == "+/-1% and at least 4 KiB"
@@ -62,23 +61,20 @@ def test_the_resident_set_decides_with_a_wider_threshold_and_floor() -> None:
     before = MemoryFigures(processes=2, peak_rss=12 * MIB)
     within_noise = MemoryFigures(processes=2, peak_rss=12 * MIB + RSS_FLOOR - 1)
     grown = MemoryFigures(processes=2, peak_rss=15 * MIB)
-    quiet = compare_memory(before, within_noise)
-    assert quiet is not None
+    (quiet,) = compare_memory(before, within_noise)
     assert quiet.verdict is Verdict.OK
     assert quiet.rule == "+/-10% and at least 1 MiB"
-    loud = compare_memory(before, grown)
-    assert loud is not None
+    (loud,) = compare_memory(before, grown)
     assert loud.verdict is Verdict.REGRESSION
     assert loud.describe() == "+25.0% (+3 MiB)"
 
 
 def test_sides_with_no_figure_in_common_are_not_compared() -> None:
-    assert compare_memory(MemoryFigures(processes=1, arena_peak=5), MemoryFigures(processes=1, device=5)) is None
+    assert compare_memory(MemoryFigures(processes=1, arena_peak=5), MemoryFigures(processes=1, device=5)) == []
 
 
 def test_a_users_threshold_and_floor_apply() -> None:
-    compared = compare_memory(arena(1_000_000), arena(1_100_000), threshold=0.2, floor=0)
-    assert compared is not None
+    (compared,) = compare_memory(arena(1_000_000), arena(1_100_000), threshold=0.2, floor=0)
     assert compared.verdict is Verdict.OK
 
 
@@ -113,3 +109,13 @@ def test_the_nodes_that_grew_most_come_first_new_ones_marked() -> None:
 )
 def test_sizes_read_as_people_write_them(value: int, text: str) -> None:
     assert size_text(value) == text
+
+
+def test_both_arena_figures_decide_so_an_unpacked_weight_the_arena_does_not_hold_is_seen() -> None:
+    before = MemoryFigures(processes=2, arena_peak=96 * 1024, unpacked_peak=818 * 1024, peak_rss=11 * MIB)
+    conv_weight_added = MemoryFigures(processes=2, arena_peak=96 * 1024, unpacked_peak=854 * 1024, peak_rss=11 * MIB)
+    arena, unpacked = compare_memory(before, conv_weight_added)
+    assert (arena.figure, arena.verdict) == ("peak bytes in use in ORT's arena", Verdict.OK)
+    assert (unpacked.figure, unpacked.verdict) == ("peak bytes in use in ORT's arena, weights unpacked", Verdict.REGRESSION)
+    assert "818 KiB with weights unpacked" in before.lines()[0]
+    assert MemoryFigures.from_dict(before.as_dict()) == before

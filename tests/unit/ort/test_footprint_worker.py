@@ -118,3 +118,21 @@ def test_a_model_file_is_sent_as_bytes_so_both_sides_build_alike(tmp_path: Path)
     path.unlink()
     with pytest.raises(WorkerError, match="cannot read"):
         measure_footprint(sys.executable, source, CPU_ALL, SessionSettings(), {"x": np.ones((2, 16), np.float32)}, timeout_s=60)
+
+
+def test_conv_weights_live_outside_the_arena_and_the_unpacked_session_counts_them(tmp_path: Path) -> None:
+    from tests.models import conv_stack_model
+
+    feeds = {"x": np.ones((1, 32, 16, 16), np.float32)}
+
+    def measured(layers: int) -> worker_program.Any:
+        data = conv_stack_model(layers, 32, 16).SerializeToString()
+        return measure_footprint(
+            sys.executable, ModelSource(label="conv", sha256=str(layers), data=data), CPU_ALL, SessionSettings(),
+            feeds, timeout_s=60, profile_prefix=tmp_path / "p",
+        )  # fmt: skip
+
+    four, five = measured(4), measured(5)
+    weight = 32 * 32 * 3 * 3 * 4  # one more Conv's weight, in bytes
+    assert five.arena["unpacked_peak"] - four.arena["unpacked_peak"] >= weight
+    assert five.arena["mem_in_use_peak"] - four.arena["mem_in_use_peak"] < weight, "prepacked: outside the arena"
