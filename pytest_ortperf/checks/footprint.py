@@ -217,11 +217,16 @@ def record(
     comparisons: tuple[FigureComparison, ...] = ()
     if before is not None:
         comparisons = tuple(compare(before, current))
-        if comparisons and worst(comparisons) in (Verdict.OK, Verdict.INCONCLUSIVE):
+        # A figure this version measures that the stored ones lack (one added since they were recorded).
+        added = tuple(
+            f"{name} added" for name in current.as_dict() if name not in before.as_dict() and name != "nodes"
+        )
+        if not added and comparisons and worst(comparisons) in (Verdict.OK, Verdict.INCONCLUSIVE):
             return FootprintResult(
                 key, kind, Status.UNCHANGED, current, "record", reference=before, comparisons=comparisons
             )
-        changes = tuple(f"{c.figure} {c.describe()}" for c in comparisons if c.verdict is not Verdict.OK)
+        moved = tuple(f"{c.figure} {c.describe()}" for c in comparisons if c.verdict is not Verdict.OK)
+        changes = added + moved
     elif same:
         changes = (f"{KIND_TEXT[kind]} figures of this hardware added",)
     else:

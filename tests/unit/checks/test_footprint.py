@@ -180,3 +180,13 @@ def test_a_regression_fails_only_when_a_second_measurement_in_new_processes_repe
     dropped = _confirmed(judge(2 * MIB), lambda: judge(MIB))
     assert (dropped.status, dropped.failed, dropped.message) == (Status.NOT_CONFIRMED, False, "")
     assert dropped.notes[-1].endswith("a second in new processes did not confirm it")
+
+
+def test_an_update_records_again_when_this_version_measures_a_figure_the_stored_ones_lack(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    recorded(store, MemoryFigures(processes=2, arena_peak=MIB, peak_rss=10 * MIB))
+    store.write()
+    again = BaselineStore(tmp_path)
+    result = recorded(again, MemoryFigures(processes=2, arena_peak=MIB, unpacked_peak=2 * MIB, peak_rss=10 * MIB))
+    assert result.status is Status.UPDATED
+    assert result.changes == ("unpacked_peak added",)
