@@ -38,9 +38,7 @@ class FootprintResult:
     kind: str  # MEMORY or STARTUP: the part of the baseline's figures it reads and records
     status: Status
     current: PartFigures | None
-    path: (
-        str  # which route decided: "unchanged", "side by side vs ...", "stored figures", "missing", "record"
-    )
+    path: str  # the route: "unchanged", "side by side vs ...", "stored figures", "missing", "record"
     reference: PartFigures | None = None  # what it was compared with, stored or measured now
     reference_label: str = ""
     comparisons: tuple[FigureComparison, ...] = ()
@@ -53,7 +51,7 @@ class FootprintResult:
 
     @property
     def change(self) -> str:
-        """The decisive change (the worst figure), or, unchanged, the current figures."""
+        """The decisive change (the figure with the worst verdict); an unchanged check's says so first."""
         unchanged = self.path == "unchanged"
         if self.comparisons:
             verdict = worst(self.comparisons)
