@@ -667,8 +667,11 @@ RULE_VARIANTS = ((7, 0.99, 0.25), (7, 0.95, 0.25), (7, 0.99, 0.50), (10, 0.99, 0
 def rule_variants(jobs: Sequence[Job], fams: Sequence[Family], splits: int, seed: int) -> list[str]:
     """Replayed A/A start-up checks under other processes a side, confidences and thresholds: how
     often each is inconclusive (and fails, or says improved)."""
-    names = [f"{n} vs {n}, {conf:.0%}, {thr:.0%}{' (default)' if i == 0 else ''}" for i, (n, conf, thr) in
-             enumerate(RULE_VARIANTS)]  # fmt: skip
+    default = (STARTUP_PROCESSES, STARTUP_CONFIDENCE, STARTUP_THRESHOLD)
+    names = [
+        f"{n} vs {n}, {conf:.0%}, {thr:.0%}{' (default)' if (n, conf, thr) == default else ''}"
+        for n, conf, thr in RULE_VARIANTS
+    ]
     lines = [f"| family | {' | '.join(names)} |", f"| --- |{' --- |' * len(names)}"]
     for family in fams:
         samples = repeatability_samples(jobs, family.name)
