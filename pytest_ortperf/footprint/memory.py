@@ -15,7 +15,7 @@ What a session costs in memory, each figure measured in a fresh worker process
 The two arena figures are exact: identical over 20 fresh processes of each of five workload
 families (``benchmarks/README.md``, "Memory and start-up"), so both decide whenever the session
 keeps them (the CPU arena is on, the default), and any change beyond the threshold is real. The
-resident set varied by up to 8% (1.1 MiB, int8) over those processes, so it decides only where
+resident set varied by up to 8% (1 MiB, int8) over those processes, so it decides only where
 neither of the others is kept, with a wider threshold and floor (:data:`RSS_THRESHOLD`,
 :data:`RSS_FLOOR`); at those it caught none of the benchmark's changes below 1 MiB.
 

@@ -4,8 +4,9 @@ Each sample is one fresh worker process (``ort/worker_program.py: footprint``): 
 the first session of the process (what a service pays at start: ONNX Runtime's one-time set-up,
 loading, graph optimization, and for TensorRT the engine build or cache load), the time of its
 first run, and of a steady run after it. Over 20 fresh processes on a shared 2-core machine the
-creation time varied with a CV of 7-17%, a few slow processes stretching its range to 78%, and the
-first run with a CV of 5-15% (``benchmarks/README.md``, "Memory and start-up"), so a comparison
+creation time varied with a CV of 2-17% by workload and run, a few slow processes stretching its
+range to 78%, and the first run with a CV of 4-36% (``benchmarks/README.md``, "Memory and
+start-up"), so a comparison
 takes several processes a side and judges them as latency judges round medians: the Hodges-Lehmann
 ratio with its interval (``latency/decision.py: decide``: a regression when the ratio exceeds the
 threshold and the interval lies above 1). At 99% confidence 11 of 25 unchanged checks of 7
