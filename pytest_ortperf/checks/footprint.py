@@ -51,8 +51,11 @@ class FootprintResult:
 
     @property
     def change(self) -> str:
-        """The decisive change (the figure with the worst verdict); an unchanged check's says so first."""
+        """The decisive change (the figure with the worst verdict); an unchanged check's says so first,
+        an update's says what made it record."""
         unchanged = self.path == "unchanged"
+        if self.path == "record" and self.changes:  # what made the update record
+            return "; ".join(self.changes)
         if self.comparisons:
             verdict = worst(self.comparisons)
             deciding = next((c for c in self.comparisons if c.verdict is verdict), self.comparisons[0])
