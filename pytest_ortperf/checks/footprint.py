@@ -172,6 +172,21 @@ def nothing_to_compare(
     )
 
 
+def not_timed(kind: str, key: CheckKey) -> FootprintResult:
+    """A timed check (start-up) of a functional-only run (``--ortperf-timing=off``): skipped, nothing
+    measured, reported as 'not timed'."""
+    return FootprintResult(
+        key,
+        kind,
+        Status.NOT_TIMED,
+        None,
+        "not timed",
+        skipped=True,
+        message=f"{KIND_TEXT[kind]} of {key.test} not timed: timing is off (--ortperf-timing=off); nothing "
+        "is measured.",
+    )
+
+
 def missing(
     kind: str, key: CheckKey, current: PartFigures, policy: CheckPolicy, *, reason: str
 ) -> FootprintResult:

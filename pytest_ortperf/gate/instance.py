@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from pytest_ortperf.checks.footprint import FootprintResult
+from pytest_ortperf.checks.footprint import not_timed as footprint_not_timed
 from pytest_ortperf.checks.latency import LatencyResult, not_timed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
@@ -42,28 +43,32 @@ class InstanceChecks:
         check: Check = getattr(self, kind)
         return check
 
-    def run(self, checks: Sequence[Check], feeds: Mapping[str, Array] | None, key: CheckKey) -> list[Outcome]:
-        """Run ``checks`` on one baseline key, in order; ``feeds`` None: the test's own inputs."""
+    def run(
+        self, checks: Sequence[Check], feeds: Mapping[str, Array] | None, key: CheckKey
+    ) -> list[list[Outcome]]:
+        """Run ``checks`` on one baseline key, in order; ``feeds`` None: the test's own inputs. The
+        outcomes of each check, in the checks' order (its own result first: a latency check in A/B
+        mode adds the comparison of the two models' outputs after it)."""
         context = self._context
         inputs = dict(context.feeds if feeds is None else feeds)
-        outcomes: list[Outcome] = []
+        groups: list[list[Outcome]] = []
         try:
             entry = context.run.store.lookup(key.test_file, key.test)
         except OrtperfError as exc:  # a damaged or unreadable baseline file: every check says so
-            outcomes = [CheckError(key, check.kind, str(exc)) for check in checks]
+            groups = [[CheckError(key, check.kind, str(exc))] for check in checks]
         else:
             measured_in = self._environment(inputs)  # once: it hashes the inputs
             for check in checks:
                 policy = self._policy(check, entry, key)
                 target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=feeds is None)
                 try:
-                    outcomes.extend(check.run(target))
+                    groups.append(list(check.run(target)))
                 except OrtperfError as exc:
-                    outcomes.append(CheckError(key, check.kind, str(exc)))
-        for outcome in outcomes:
+                    groups.append([CheckError(key, check.kind, str(exc))])
+        for outcome in (outcome for group in groups for outcome in group):
             if isinstance(outcome, CheckError):
                 self._publish_error(outcome)
-        return outcomes
+        return groups
 
     def not_timed(self, key: CheckKey) -> LatencyResult:
         """A latency check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
@@ -71,6 +76,14 @@ class InstanceChecks:
         result = not_timed(key)
         context.run.results.publish_not_timed(result, context.nodeid)
         context.add_property("ortperf_latency_verdict", str(result.status))
+        return result
+
+    def footprint_not_timed(self, kind: str, key: CheckKey) -> FootprintResult:
+        """A start-up check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
+        context = self._context
+        result = footprint_not_timed(kind, key)
+        context.run.results.publish_footprint(result, context.nodeid)
+        context.add_property(self.startup.verdict_property, str(result.status))
         return result
 
     def _policy(self, check: Check, entry: BaselineEntry | None, key: CheckKey) -> CheckPolicy:

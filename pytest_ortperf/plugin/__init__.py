@@ -158,5 +158,8 @@ def _header_lines(ortperf: OrtperfConfig) -> list[str]:
         f"ortperf settings: {ortperf.settings.describe()}",
     ]
     if not ortperf.timing:
-        lines.append("ortperf timing: off (--ortperf-timing=off): latency checks skipped, accuracy checked")
+        lines.append(
+            "ortperf timing: off (--ortperf-timing=off): latency and start-up checks skipped, accuracy and "
+            "memory checked"
+        )
     return lines + ([f"ortperf WARNING: {conflict}"] if conflict else [])

@@ -214,9 +214,9 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-timing",
         "ortperf_timing",
         "off: a functional-only run: sessions are built and run and accuracy checks compare outputs, but "
-        "nothing is timed: a test's check_latency() skips it (naming this option) and check() checks "
-        "accuracy only. Not with --ortperf-update, which records latency. on: latency checks run "
-        "(default: on).",
+        "nothing is timed: a test's check_latency() or check_startup() skips it (naming this option) and "
+        "check() runs its untimed checks only (accuracy, memory). Not with --ortperf-update, which "
+        "records latency. on: latency checks run (default: on).",
         "on",
         "on|off",
     ),

@@ -74,14 +74,14 @@ class OrtPerf:
         key = self._key(name, LATENCY)
         if not self._context.run.config.timing:
             self._skip(self._checks.not_timed(key).message)
-        return self._finish(self._checks.run([self._checks.latency], feeds, key))[0]  # type: ignore[return-value]
+        return self._one(self._checks.run([self._checks.latency], feeds, key))  # type: ignore[return-value]
 
     def check_accuracy(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
     ) -> AccuracyResult:
         __tracebackhide__ = True
         key = self._key(name, ACCURACY)
-        return self._finish(self._checks.run([self._checks.accuracy], feeds, key))[0]  # type: ignore[return-value]
+        return self._one(self._checks.run([self._checks.accuracy], feeds, key))  # type: ignore[return-value]
 
     def check_memory(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
@@ -90,15 +90,18 @@ class OrtPerf:
         accounting, the GPU memory of the process (GPU providers), the peak resident set added."""
         __tracebackhide__ = True
         key = self._key(name, MEMORY)
-        return self._finish(self._checks.run([self._checks.memory], feeds, key))[0]  # type: ignore[return-value]
+        return self._one(self._checks.run([self._checks.memory], feeds, key))  # type: ignore[return-value]
 
     def check_startup(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
     ) -> FootprintResult:
-        """Session creation and the first run, in fresh worker processes."""
+        """Session creation and the first run, in fresh worker processes; skipped under
+        ``--ortperf-timing=off``, like ``check_latency()``."""
         __tracebackhide__ = True
         key = self._key(name, STARTUP)
-        return self._finish(self._checks.run([self._checks.startup], feeds, key))[0]  # type: ignore[return-value]
+        if not self._context.run.config.timing:
+            self._skip(self._checks.footprint_not_timed(STARTUP, key).message)
+        return self._one(self._checks.run([self._checks.startup], feeds, key))  # type: ignore[return-value]
 
     def check(
         self,
@@ -121,12 +124,22 @@ class OrtPerf:
                 kinds.remove(kind)
         key = self._key(name, *kinds)
         checks = self._checks
-        results: list[Outcome] = []
-        if LATENCY in kinds and not self._context.run.config.timing:  # the other checks run; not skipped
-            results.append(checks.not_timed(key))
-            kinds.remove(LATENCY)
-        outcomes = self._finish(checks.run([checks.named(kind) for kind in kinds], feeds, key))
-        return (*results, *outcomes)
+        untimed: dict[str, Outcome] = {}
+        if not self._context.run.config.timing:  # the untimed checks run; the test is not skipped
+            if LATENCY in kinds:
+                untimed[LATENCY] = checks.not_timed(key)
+            if STARTUP in kinds:
+                untimed[STARTUP] = checks.footprint_not_timed(STARTUP, key)
+        groups = checks.run([checks.named(kind) for kind in kinds if kind not in untimed], feeds, key)
+        self._finish([outcome for group in groups for outcome in group])
+        ran = iter(group[0] for group in groups)
+        return tuple(untimed[kind] if kind in untimed else next(ran) for kind in kinds)
+
+    def _one(self, groups: list[list[Outcome]]) -> Outcome:
+        """The result of the one check run (after the test failed or skipped on any outcome)."""
+        __tracebackhide__ = True
+        self._finish([outcome for group in groups for outcome in group])
+        return groups[0][0]
 
     def _key(self, name: str | None, *kinds: str) -> CheckKey:
         """This check's baseline key: the test's own, ``#2``, ``#3``... or ``#name``."""

@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from tests.models import mlp_model, small_ops_model
+from tests.models import mlp_model, reexported, small_ops_model
 from tests.plugin.conftest import git, move_figures_to_other_hardware
 
 QUICK = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
@@ -314,3 +314,42 @@ def test_in_ab_mode_memory_is_measured_side_by_side_with_the_reference_model(pyt
     result.stdout.fnmatch_lines(["memory regression in test_grown[[]cpu-all[]] against * (side by side, fresh processes)"])
     verdicts = {c["test"].split("::")[1]: c["verdict"] for c in report(pytester)}
     assert verdicts == {"test_grown[cpu-all]": "regression", "test_same[cpu-all]": "identical to reference"}
+
+
+def test_check_returns_one_result_per_check_in_order_also_in_ab_mode_and_with_timing_off(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
+    onnx.save(reexported(mlp_model(2, 16)), pytester.path / "reference.onnx")  # the same outputs, other bytes
+    pytester.makepyfile(
+        test_order="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        def kinds(results):
+            return [getattr(r, "kind", type(r).__name__) for r in results]
+
+        @pytest.mark.ort_ab("reference.onnx")
+        def test_ab(ort_perf):
+            latency, accuracy = ort_perf.check()  # A/B adds the outputs' comparison, not a result
+            assert (type(latency).__name__, type(accuracy).__name__) == ("LatencyResult", "AccuracyResult")
+
+        def test_untimed(ort_perf, request):
+            results = ort_perf.check(startup=True, memory=True)
+            assert kinds(results) == ["LatencyResult", "AccuracyResult", "memory", "startup"]
+            print("STATUSES", [str(r.status) for r in results])
+
+        def test_startup_alone(ort_perf):
+            ort_perf.check_startup()
+        """
+    )
+    ab = ("--ortperf-ab-budget=0.5", "--ortperf-ab-threshold=50%", "--ortperf-missing=pass")
+    result = pytester.runpytest("-k", "test_ab", *ab, *QUICK)
+    result.assert_outcomes(passed=1)
+    pytester.runpytest("-k", "not test_ab", "--ortperf-update", *QUICK).assert_outcomes(passed=2)
+    untimed = pytester.runpytest("-k", "not test_ab", "--ortperf-timing=off", "-rs", "-s", *QUICK)
+    untimed.assert_outcomes(passed=1, skipped=1)
+    untimed.stdout.fnmatch_lines(
+        [
+            "*STATUSES [[]'not timed', 'ok', 'unchanged', 'not timed'[]]*",
+            "SKIPPED * start-up of test_startup_alone[[]cpu-all[]] not timed: timing is off (--ortperf-timing=off)*",
+        ]
+    )

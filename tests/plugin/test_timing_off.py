@@ -58,7 +58,7 @@ def test_timing_off_skips_latency_and_still_checks_accuracy(pytester: pytest.Pyt
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(
         [
-            "ortperf timing: off (--ortperf-timing=off): latency checks skipped, accuracy checked",
+            "ortperf timing: off (--ortperf-timing=off): latency and start-up checks skipped, accuracy and memory checked",
             "*BOTH not timed ok 0",
             "timing off (--ortperf-timing=off): 2 latency checks not timed; sessions were run and accuracy "
             "checks compared outputs",
