@@ -208,3 +208,29 @@ def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pyteste
     (backup,) = npz.parent.glob(f"{npz.name}.damaged-*")
     assert backup.read_bytes() == b"garbage"
     assert npz.read_bytes()[:2] == b"PK"  # recorded afresh: a zip archive again
+
+
+def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and_report(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        test_fp="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+        @pytest.mark.parametrize("case", range(2))
+        def test_memory(ort_perf, case):
+            ort_perf.check_memory()
+
+        def test_startup(ort_perf):
+            ort_perf.check_startup()
+        """
+    )
+    result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", "--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["memory and start-up on machine *", "ortperf update: 0 updated, 6 new, 0 unchanged, 0 unused"])
+    rows = [line for line in result.stdout.lines if re.match(r"test_fp\.py::test_(memory|startup)\S*\s", line)]
+    assert len(rows) == 6
+    kinds = sorted(c["kind"] for c in json.loads((pytester.path / "report.json").read_text())["checks"])
+    assert kinds == ["memory"] * 4 + ["startup"] * 2
+    entries = json.loads((pytester.path / "baselines" / "test_fp.py.json").read_text())["entries"]
+    assert len(entries) == 6
