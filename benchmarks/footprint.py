@@ -103,12 +103,12 @@ from pytest_ortperf.footprint.startup import (  # noqa: E402
     StartupFigures,
     compare_startup,
 )
+from pytest_ortperf.gate.memory import MemoryCheck  # noqa: E402
 from pytest_ortperf.latency.decision import Verdict, decide, ratio_interval  # noqa: E402
 from pytest_ortperf.ort.models import ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
-from pytest_ortperf.ort.workers import PROCESSES as MEMORY_PROCESSES  # noqa: E402
 from pytest_ortperf.ort.workers import Footprint, WorkerError, measure_footprint  # noqa: E402
 from tests.models import (  # noqa: E402
     _QuietQuantizer,
@@ -119,6 +119,7 @@ from tests.models import (  # noqa: E402
 )
 
 TIMEOUT_S = 300.0  # the gate's --ortperf-run-timeout default
+MEMORY_PROCESSES = MemoryCheck.processes  # a side of a memory check
 MEMORY, STARTUP = "memory", "start-up"
 FIGURES = (
     "arena_peak",
