@@ -2,10 +2,10 @@
 
 Question: ``check_memory()`` and ``check_startup()`` measure a session in fresh worker processes
 (``ort/workers.py: measure_footprint``) and decide with ``footprint/memory.py: compare_memory``
-(ORT's two arena figures decide on the CPU, the peak of the session as it runs and of one that
-does not prepack its weights: 1% and at least 4 KiB; the resident set, where the arena is off: at
-least 10% and 1 MiB) and ``footprint/startup.py: compare_startup`` (session creation and first run,
-Hodges-Lehmann ratio at 95%, 25%). Are those defaults right on a shared 2-core machine?
+(on the CPU, ORT's arena peak and the model's weight bytes decide: 1% and at least 4 KiB; the
+resident set, where the arena is off: at least 10% and 1 MiB) and ``footprint/startup.py:
+compare_startup`` (session creation and first run, Hodges-Lehmann ratio at 95%, 25%). Are those
+defaults right on a shared 2-core machine?
 
 Method, on the CPU provider at the default session settings, per workload family (``tests.models``):
 
@@ -124,13 +124,13 @@ MEMORY, STARTUP = "memory", "start-up"
 FIGURES = (
     "arena_peak",
     "arena_held",
-    "unpacked_peak",
+    "weights",
     "peak_rss_added",
     "create_ms",
     "first_run_ms",
     "steady_run_ms",
 )
-BYTE_FIGURES = ("arena_peak", "arena_held", "unpacked_peak", "peak_rss_added")
+BYTE_FIGURES = ("arena_peak", "arena_held", "weights", "peak_rss_added")
 VERDICTS = ("ok", "regression", "improved", "inconclusive", "error")
 REPLAY_SPLITS = 500
 
@@ -320,6 +320,7 @@ def one_process(family: Family, which: str, level: str, *, profiled: bool, scrat
         "rss_kept": footprint.rss_kept,
         "arena": {k: v for k, v in footprint.arena.items() if k != "nodes"},
         "engine_cache": footprint.engine_cache,
+        "weights": footprint.weights,
     }
 
 
@@ -334,6 +335,7 @@ def as_footprint(sample: dict[str, Any]) -> Footprint:
         device_bytes=None,
         engine_cache=sample.get("engine_cache", ""),
         runtime=None,  # type: ignore[arg-type]
+        weights=sample.get("weights"),
     )
 
 
@@ -419,8 +421,8 @@ class Judged:
     verdict: str
     arena_change: float | None = None  # after / before - 1 of the arena peak (memory)
     arena_delta: int | None = None
-    unpacked_change: float | None = None  # the same of the arena peak with weights unpacked
-    unpacked_delta: int | None = None
+    weights_change: float | None = None  # the same of the model's weights
+    weights_delta: int | None = None
     rss_change: float | None = None
     rss_delta: int | None = None
     rss_verdict: str = ""  # the resident set's rule alone (memory)
@@ -448,17 +450,13 @@ def _judged(kind: str, before: Sequence[dict[str, Any]], after: Sequence[dict[st
         compared = compare_memory(old, new)
         rss = compare_memory(memory_figures(before, arena=False), memory_figures(after, arena=False))
         arena = None if old.arena_peak is None or new.arena_peak is None else (old.arena_peak, new.arena_peak)
-        unpacked = (
-            None
-            if old.unpacked_peak is None or new.unpacked_peak is None
-            else (old.unpacked_peak, new.unpacked_peak)
-        )
+        weights = None if old.weights is None or new.weights is None else (old.weights, new.weights)
         return Judged(
             verdict=worst(compared).value if compared else "error",
             arena_change=arena[1] / arena[0] - 1 if arena else None,
             arena_delta=arena[1] - arena[0] if arena else None,
-            unpacked_change=unpacked[1] / unpacked[0] - 1 if unpacked else None,
-            unpacked_delta=unpacked[1] - unpacked[0] if unpacked else None,
+            weights_change=weights[1] / weights[0] - 1 if weights else None,
+            weights_delta=weights[1] - weights[0] if weights else None,
             rss_change=new.peak_rss / old.peak_rss - 1 if old.peak_rss and new.peak_rss else None,
             rss_delta=new.peak_rss - old.peak_rss
             if old.peak_rss is not None and new.peak_rss is not None
@@ -548,8 +546,8 @@ def figure_value(sample: dict[str, Any], figure: str) -> float | None:
         value = sample["arena"].get("mem_in_use_peak")
     elif figure == "arena_held":
         value = sample["arena"].get("mem_arena_held")
-    elif figure == "unpacked_peak":
-        value = sample["arena"].get("unpacked_peak")
+    elif figure == "weights":
+        value = sample.get("weights")
     elif figure == "peak_rss_added":
         value = sample["peak_rss_added"]
     else:
@@ -564,21 +562,21 @@ def checks_of(jobs: Sequence[Job], family: str, condition: str, kind: str) -> li
 def memory_rows(label: str, family: str, judged: Sequence[Judged]) -> str:
     arena = [j.arena_change for j in judged if j.arena_change is not None]
     delta = [j.arena_delta for j in judged if j.arena_delta is not None]
-    unpacked = [j.unpacked_change for j in judged if j.unpacked_change is not None]
-    unpacked_delta = [j.unpacked_delta for j in judged if j.unpacked_delta is not None]
+    weights = [j.weights_change for j in judged if j.weights_change is not None]
+    weights_delta = [j.weights_delta for j in judged if j.weights_delta is not None]
     rss = [j.rss_change for j in judged if j.rss_change is not None]
     rss_delta = [j.rss_delta for j in judged if j.rss_delta is not None]
     return (
         f"| {family} | {label} | {span(arena, pct)} | {span(delta, size_text)} | "
-        f"{span(unpacked, pct)} | {span(unpacked_delta, size_text)} | "
+        f"{span(weights, pct)} | {span(weights_delta, size_text)} | "
         f"{counts([j.verdict for j in judged])} | {span(rss, pct)} | {span(rss_delta, size_text)} | "
         f"{counts([j.rss_verdict for j in judged])} |"
     )
 
 
 MEMORY_HEADER = [
-    "| family | check | arena peak change: median (min .. max) | bytes | unpacked peak change | bytes "
-    "| verdicts (gate: both arena figures decide) | peak RSS change | bytes | verdicts, RSS rule alone |",
+    "| family | check | arena peak change: median (min .. max) | bytes | weights change | bytes "
+    "| verdicts (gate: arena peak and weights decide) | peak RSS change | bytes | verdicts, RSS rule alone |",
     "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 ]
 STARTUP_HEADER = [

@@ -6,15 +6,17 @@ What a session costs in memory, each figure measured in a fresh worker process
 - ``arena_peak``: ONNX Runtime's own accounting, the peak bytes in use in its CPU arena over the
   session's life (the weights it keeps there and the planned activations), from the profile of a
   steady run.
-- ``unpacked_peak``: the same of a session that does not prepack its weights
-  (``session.disable_prepacking``). Prepacked weights (Conv's, among others) live outside the
-  arena, so ``arena_peak`` cannot see a Conv weight added; this one counts every weight.
+- ``weights``: the bytes of the model's weights (initializers and constants, from their shapes and
+  types). Where ORT keeps a weight is its own affair and changes between versions: onnxruntime
+  1.31 keeps MatMul weights in the arena and prepacked Conv weights outside it, 1.32 keeps only the
+  prepacked copies there. So ``arena_peak`` alone misses a Conv weight added; this figure does not.
 - ``device``: the GPU memory the worker process holds (CUDA, TensorRT), where a GPU provider runs.
 - ``peak_rss``: the peak resident memory building and running the session added to the process.
 
-The two arena figures are exact: identical over 20 fresh processes of each of five workload
-families (``benchmarks/README.md``, "Memory and start-up"), so both decide whenever the session
-keeps them (the CPU arena is on, the default), and any change beyond the threshold is real. The
+The arena peak is exact: identical over 20 fresh processes of each of five workload families
+(``benchmarks/README.md``, "Memory and start-up"); the weights are exact by construction. Both
+decide whenever the session keeps the arena figure (the CPU arena is on, the default), and any
+change beyond the threshold is real. The
 resident set varied by up to 8% (1 MiB, int8) over those processes, so it decides only where
 neither of the others is kept, with a wider threshold and floor (:data:`RSS_THRESHOLD`,
 :data:`RSS_FLOOR`); at those it caught none of the benchmark's changes below 1 MiB.
@@ -34,10 +36,10 @@ from typing import Any
 from pytest_ortperf.footprint.comparison import FigureComparison, size_text
 from pytest_ortperf.latency.decision import Verdict
 
-ARENA, UNPACKED, DEVICE, RSS = "arena_peak", "unpacked_peak", "device", "peak_rss"
+ARENA, WEIGHTS, DEVICE, RSS = "arena_peak", "weights", "device", "peak_rss"
 FIGURE_NAMES = {
     ARENA: "peak bytes in use in ORT's arena",
-    UNPACKED: "peak bytes in use in ORT's arena, weights unpacked",
+    WEIGHTS: "bytes of the model's weights",
     DEVICE: "GPU memory of the session's process",
     RSS: "peak resident memory added to a fresh process",
 }
@@ -55,7 +57,7 @@ class MemoryFigures:
     processes: int
     arena_peak: int | None = None
     arena_held: int | None = None
-    unpacked_peak: int | None = None
+    weights: int | None = None
     peak_rss: int | None = None
     peak_rss_range: tuple[int, int] | None = None  # lowest and highest over the processes
     device: int | None = None
@@ -63,7 +65,8 @@ class MemoryFigures:
 
     @property
     def decisive(self) -> str:
-        """The figure that decides: ORT's arena, else the GPU memory, else the resident set."""
+        """The session's figure that decides (beside the weights): the GPU memory, else ORT's arena,
+        else the resident set."""
         if self.device is not None:
             return DEVICE
         if self.arena_peak is not None:
@@ -75,22 +78,20 @@ class MemoryFigures:
         return value
 
     def describe(self) -> str:
-        """The decisive figure in a few words: 'arena peak 2.01 MiB'."""
+        """The deciding figures in a few words: 'arena peak 2.01 MiB, weights 2 MiB'."""
         value = self.value(self.decisive)
         short = {ARENA: "arena peak", DEVICE: "GPU", RSS: "peak RSS +"}[self.decisive]
-        return f"{short} {size_text(value)}" if value is not None else "-"
+        text = f"{short} {size_text(value)}" if value is not None else "-"
+        return text if self.weights is None else f"{text}, weights {size_text(self.weights)}"
 
     def lines(self) -> list[str]:
         """Every figure, one per line, for a message."""
         lines = []
         if self.arena_peak is not None:
             held = f", arena held {size_text(self.arena_held)}" if self.arena_held is not None else ""
-            unpacked = (
-                f", {size_text(self.unpacked_peak)} with weights unpacked"
-                if self.unpacked_peak is not None
-                else ""
-            )
-            lines.append(f"ORT arena: peak in use {size_text(self.arena_peak)}{held}{unpacked}")
+            lines.append(f"ORT arena: peak in use {size_text(self.arena_peak)}{held}")
+        if self.weights is not None:
+            lines.append(f"model weights: {size_text(self.weights)}")
         if self.device is not None:
             lines.append(f"GPU memory of the process: {size_text(self.device)}")
         if self.peak_rss is not None:
@@ -103,7 +104,7 @@ class MemoryFigures:
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"processes": self.processes}
-        for name in ("arena_peak", "arena_held", "unpacked_peak", "peak_rss", "device"):
+        for name in ("arena_peak", "arena_held", "weights", "peak_rss", "device"):
             value = getattr(self, name)
             if value is not None:
                 data[name] = value
@@ -118,7 +119,7 @@ class MemoryFigures:
         """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
         if not isinstance(data, Mapping):
             raise TypeError(f"memory figures must be an object, got {type(data).__name__}")
-        names = ("arena_peak", "arena_held", "unpacked_peak", "peak_rss", "device")
+        names = ("arena_peak", "arena_held", "weights", "peak_rss", "device")
         values = {name: _bytes(data.get(name), name) for name in names}
         if all(value is None for value in values.values()):
             raise KeyError("arena_peak")
@@ -157,7 +158,7 @@ class MemoryFigures:
             processes=len(footprints),
             arena_peak=median([_optional(f.arena.get("mem_in_use_peak")) for f in footprints]),
             arena_held=median([_optional(f.arena.get("mem_arena_held")) for f in footprints]),
-            unpacked_peak=median([_optional(f.arena.get("unpacked_peak")) for f in footprints]),
+            weights=median([getattr(f, "weights", None) for f in footprints]),
             peak_rss=median(rss),
             peak_rss_range=(min(rss), max(rss)) if rss else None,
             device=median([f.device_bytes for f in footprints]),
@@ -186,18 +187,17 @@ def compare_memory(
 ) -> list[FigureComparison]:
     """The deciding figures both sides have, each compared: a regression when it grew by more than
     both ``threshold`` (relative) and ``floor`` (bytes), an improvement when it shrank by as much.
-    The GPU memory where a GPU provider runs; else ORT's two arena figures; else the resident set,
-    held to at least :data:`RSS_THRESHOLD` and :data:`RSS_FLOOR`. Empty when the two sides share no
-    figure (one kept ORT's accounting, the other did not and has no resident set)."""
-    for names in ((DEVICE,), (ARENA, UNPACKED), (RSS,)):
-        compared = [
-            _compared(name, old, new, threshold, floor)
-            for name in names
-            if (old := before.value(name)) is not None and (new := after.value(name)) is not None
-        ]
-        if compared:
-            return compared
-    return []
+    The session's figure (the GPU memory where a GPU provider runs, else ORT's arena peak, else the
+    resident set, held to at least :data:`RSS_THRESHOLD` and :data:`RSS_FLOOR`), and the weights.
+    Empty when the two sides share no figure."""
+    compared = []
+    for names in ((DEVICE, ARENA, RSS), (WEIGHTS,)):
+        for name in names:
+            old, new = before.value(name), after.value(name)
+            if old is not None and new is not None:
+                compared.append(_compared(name, old, new, threshold, floor))
+                break
+    return compared
 
 
 def _compared(name: str, old: int, new: int, threshold: float, floor: int) -> FigureComparison:

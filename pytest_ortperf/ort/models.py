@@ -163,3 +163,40 @@ def uses_external_data(path: Path) -> bool:
         return False
     constants = [a.t for node in proto.graph.node for a in node.attribute if a.HasField("t")]
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in [*proto.graph.initializer, *constants])
+
+
+def weight_bytes(model: ModelSource) -> int | None:
+    """The bytes of a model's weights: every initializer (sparse ones at their stored size) of the
+    graph and its subgraphs, and every Constant node's tensor, from their shapes and element types
+    (external data is not read). None when the model cannot be parsed here, or holds strings."""
+    import onnx  # a dependency; imported here so resolving a path stays cheap
+
+    try:
+        if model.path is not None:
+            proto = onnx.load(str(model.path), load_external_data=False)
+        else:
+            proto = onnx.load_from_string(model.data or b"")
+    except Exception:  # unreadable here: ORT reports it when the session is built
+        return None
+    total = 0
+    graphs = [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        tensors = list(graph.initializer)
+        tensors += [sparse.values for sparse in graph.sparse_initializer]
+        tensors += [sparse.indices for sparse in graph.sparse_initializer]
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.HasField("t"):
+                    tensors.append(attribute.t)
+                if attribute.HasField("g"):
+                    graphs.append(attribute.g)
+                graphs.extend(attribute.graphs)
+        for tensor in tensors:
+            if tensor.data_type == onnx.TensorProto.STRING:
+                return None
+            count = 1
+            for dim in tensor.dims:
+                count *= dim
+            total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    return total

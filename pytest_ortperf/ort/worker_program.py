@@ -333,11 +333,9 @@ class Worker:
     def footprint(self, header: dict[str, Any], arrays: list[Any]) -> dict[str, Any]:
         model_input, feeds = _model_and_feeds(header, arrays)
         recipe = header["recipe"]
-        unpacked = dict(recipe, config_entries=[*recipe["config_entries"], [NO_PREPACKING, "1"]])
         return footprint(
             lambda prefix="": self.build(model_input, recipe, prefix),
             lambda session: self.run_on(session, feeds),
-            build_unpacked=lambda prefix: self.build(model_input, unpacked, prefix),
             steady_runs=int(header.get("steady_runs", 20)),
             profile_prefix=str(header.get("profile_prefix", "")),
             limit_bytes=int(header.get("limit_bytes", 0)),
@@ -398,7 +396,6 @@ def _model_and_feeds(header: dict[str, Any], arrays: list[Any]) -> tuple[Any, di
 ARENA_FIELDS = ("mem_in_use_peak", "mem_arena_held", "mem_bytes_in_use")
 NODE_FIELDS = ("output_size", "parameter_size")  # the bytes of a node's outputs and parameters
 TOP_NODES = 20  # the nodes kept per figure set, largest first
-NO_PREPACKING = "session.disable_prepacking"  # session config: weights stay as they are, in the arena
 _PROC_STATUS = "/proc/self/status"
 
 
@@ -517,7 +514,6 @@ def footprint(
     build: Callable[..., Any],
     run: Callable[[Any], object],
     *,
-    build_unpacked: Callable[[str], Any] | None = None,
     steady_runs: int = 20,
     profile_prefix: str = "",
     limit_bytes: int = 0,
@@ -527,8 +523,7 @@ def footprint(
     """What building a session and running it adds to this (fresh) process: the time to build it,
     its first run and a steady run; the peak resident memory it added (``VmHWM`` after, less
     ``VmRSS`` before) and what it keeps; then, on a second, profiled session of the same model, ORT's
-    arena accounting (:func:`arena_figures`), and with ``build_unpacked`` that of a third session that
-    does not prepack its weights (``unpacked_peak``). ``limit_bytes``: cap the address space this much above
+    arena accounting (:func:`arena_figures`). ``limit_bytes``: cap the address space this much above
     what is mapped now. ``engine_cache``: a TensorRT engine cache directory, to tell a hit from a miss."""
     gc.collect()
     before = _status()
@@ -568,12 +563,6 @@ def footprint(
     del session
     if profile_prefix:
         answer["arena"] = _profiled_arena(build(profile_prefix), run)
-        if build_unpacked is not None:
-            # Prepacked weights (Conv's, among others) live outside the arena: a session that does
-            # not prepack keeps every weight there, so its peak counts all of them.
-            unpacked = _profiled_arena(build_unpacked(profile_prefix), run)
-            if "mem_in_use_peak" in unpacked:
-                answer["arena"]["unpacked_peak"] = unpacked["mem_in_use_peak"]
     return answer
 
 

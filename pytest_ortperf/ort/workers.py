@@ -29,7 +29,7 @@ import numpy as np
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort import worker_program
-from pytest_ortperf.ort.models import ModelSource, uses_external_data
+from pytest_ortperf.ort.models import ModelSource, uses_external_data, weight_bytes
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import provider_arguments, session_recipe
 from pytest_ortperf.ort.variants import Variant
@@ -344,6 +344,7 @@ class Footprint:
     engine_cache: str  # TensorRT engine cache: "hit", "miss" or "" (no cache directory)
     runtime: WorkerRuntime
     limit_note: str = ""  # why the address-space limit could not be applied, if it could not
+    weights: int | None = None  # the model's weight bytes (ort.models.weight_bytes), read in this process
 
 
 def engine_cache_directory(variant: Variant, settings: SessionSettings) -> str:
@@ -372,6 +373,7 @@ def measure_footprint(
     (:class:`Footprint`). ``profile_prefix``: also profile a second session, for ORT's arena
     accounting. The worker is stopped after, whatever happens; a worker that dies raises
     :class:`WorkerError` with what it printed, and the run goes on."""
+    weights = weight_bytes(model)
     if model.path is not None and not uses_external_data(model.path):
         # Both sides of a comparison build from bytes: one read from a file and the other from git
         # would otherwise differ by the file read, which is no part of ORT's start-up.
@@ -402,6 +404,7 @@ def measure_footprint(
             engine_cache=str(answer.get("engine_cache", "")),
             runtime=worker.runtime,
             limit_note=str(answer.get("limit", "")),
+            weights=weights,
         )
     finally:
         worker.close()

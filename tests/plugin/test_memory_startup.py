@@ -117,6 +117,7 @@ def test_memory_records_passes_unchanged_and_fails_a_model_that_needs_more(
             "  current:   ORT arena: peak in use * KiB, arena held *",
             "  change:    peak bytes in use in ORT's arena +*% (+64 KiB) -> regression",
             "             limit +/-1% and at least 4 KiB",
+            "  change:    bytes of the model's weights +12.5% (+64 KiB) -> regression",
             "  nodes whose bytes grew most: extra_*(new)*",
             "  to accept the new memory: ortperf update 'test_memory.py::test_memory[[]cpu-all[]]' *",
         ]

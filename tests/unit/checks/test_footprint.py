@@ -187,6 +187,6 @@ def test_an_update_records_again_when_this_version_measures_a_figure_the_stored_
     recorded(store, MemoryFigures(processes=2, arena_peak=MIB, peak_rss=10 * MIB))
     store.write()
     again = BaselineStore(tmp_path)
-    result = recorded(again, MemoryFigures(processes=2, arena_peak=MIB, unpacked_peak=2 * MIB, peak_rss=10 * MIB))
+    result = recorded(again, MemoryFigures(processes=2, arena_peak=MIB, weights=2 * MIB, peak_rss=10 * MIB))
     assert result.status is Status.UPDATED
-    assert result.changes == ("unpacked_peak added",)
+    assert result.changes == ("weights added",)

@@ -111,11 +111,20 @@ def test_sizes_read_as_people_write_them(value: int, text: str) -> None:
     assert size_text(value) == text
 
 
-def test_both_arena_figures_decide_so_an_unpacked_weight_the_arena_does_not_hold_is_seen() -> None:
-    before = MemoryFigures(processes=2, arena_peak=96 * 1024, unpacked_peak=818 * 1024, peak_rss=11 * MIB)
-    conv_weight_added = MemoryFigures(processes=2, arena_peak=96 * 1024, unpacked_peak=854 * 1024, peak_rss=11 * MIB)
-    arena, unpacked = compare_memory(before, conv_weight_added)
+def test_the_weights_decide_beside_the_arena_so_a_weight_the_arena_does_not_hold_is_seen() -> None:
+    before = MemoryFigures(processes=2, arena_peak=96 * 1024, weights=722 * 1024, peak_rss=11 * MIB)
+    conv_weight_added = MemoryFigures(processes=2, arena_peak=96 * 1024, weights=758 * 1024, peak_rss=11 * MIB)
+    arena, weights = compare_memory(before, conv_weight_added)
     assert (arena.figure, arena.verdict) == ("peak bytes in use in ORT's arena", Verdict.OK)
-    assert (unpacked.figure, unpacked.verdict) == ("peak bytes in use in ORT's arena, weights unpacked", Verdict.REGRESSION)
-    assert "818 KiB with weights unpacked" in before.lines()[0]
+    assert (weights.figure, weights.verdict) == ("bytes of the model's weights", Verdict.REGRESSION)
+    assert before.lines()[1] == "model weights: 722 KiB"
+    assert before.describe() == "arena peak 96 KiB, weights 722 KiB"
     assert MemoryFigures.from_dict(before.as_dict()) == before
+
+
+def test_without_the_arena_the_resident_set_decides_beside_the_weights() -> None:
+    before = MemoryFigures(processes=2, weights=MIB, peak_rss=11 * MIB)
+    after = MemoryFigures(processes=2, weights=MIB, peak_rss=15 * MIB)
+    rss, weights = compare_memory(before, after)
+    assert (rss.figure, rss.verdict) == ("peak resident memory added to a fresh process", Verdict.REGRESSION)
+    assert weights.verdict is Verdict.OK
