@@ -47,7 +47,12 @@ class MemoryCheck(FootprintCheck):
         if variant.provider in GPU_PROVIDERS and all(f.device_bytes is None for f in footprints):
             notes.append("GPU memory not measured: nvidia-smi did not report the worker's process")
         if footprints and all(not f.arena for f in footprints) and variant.provider == CPU:
-            notes.append("ORT's arena figures absent (the CPU arena is off): the resident set decides")
+            why = (
+                "the CPU arena is off"
+                if not self._context.built.settings.cpu_mem_arena
+                else "this onnxruntime's profile does not report them; 1.31 and later do"
+            )
+            notes.append(f"ORT's arena figures absent ({why}): the resident set decides, beside the weights")
         return notes
 
     def limit_bytes(self) -> int:

@@ -255,4 +255,4 @@ def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(p
     assert startup["extra_info"]["first_run_ms"] > 0
     memory = entries["test_fp.py::test_fp[cpu-all]"]["extra_info"]["ortperf_memory"]
     assert memory["verdict"] == "new"
-    assert memory["arena_peak"] > 0
+    assert memory["weights"] == 2 * 16 * 16 * 4
