@@ -135,6 +135,10 @@ class _Watch:
 
     def look(self) -> None:
         holder = self._read()
+        if holder is None and self._holder is not None:
+            # A holder clears the file just before it lets go: an empty reading after a named one,
+            # while this process still waits, is that holder finishing, not another one.
+            holder = self._holder
         now = self._clock()
         # the first reading names the holder of the stretch before it too
         self._waits.append(LockWait(now - self._since, holder if not self._looked else self._holder))

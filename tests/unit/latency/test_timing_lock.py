@@ -183,3 +183,23 @@ def test_a_stale_holder_is_not_named_and_never_stops_the_lock(tmp_path: Path) ->
     lock_path.write_bytes(b"\xff\xfe\x00garbage")
     with TimingLock(lock_path).held():
         assert json.loads(lock_path.read_text())["pid"] == os.getpid()
+
+
+def test_an_empty_reading_after_a_named_holder_is_that_holder_letting_go() -> None:
+    """The holder clears the lock file just before it unlocks: a look in between reads nothing, and
+    that last stretch is still the named holder's, not a second, unnamed one."""
+    from pytest_ortperf.latency.lock_holder import parse_holder
+    from pytest_ortperf.latency.timing_lock import _Watch
+
+    named = this_process("other-run", argv=["/venv/bin/pytest", "tests/"]).holder_text(pid=4321, since=1.0)
+    readings = iter([named, ""])
+    ticks = iter([0.5, 1.0, 2.0])
+    watch = _Watch(
+        lambda: parse_holder(next(readings), run="my-run", alive=lambda pid: True), None, 0.0, clock=lambda: next(ticks)
+    )
+    watch.look()
+    watch.look()
+    (wait,) = watch.finish()
+    assert wait.holder is not None
+    assert wait.holder.pid == 4321
+    assert wait.seconds == 2.0
