@@ -31,7 +31,8 @@ from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.latency.activity import Activity
-from pytest_ortperf.ort.workers import Footprint, SideSpec, measure_footprint, this_python
+from pytest_ortperf.ort.models import weight_bytes
+from pytest_ortperf.ort.workers import Footprint, SideSpec, in_memory, measure_footprint, this_python
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
 
@@ -195,6 +196,9 @@ class FootprintCheck:
         context = self._context
         built, run = context.built, context.run
         prints: list[list[Footprint]] = [[] for _ in sides]
+        # Each side's model read, and its weights counted, once for all its processes.
+        models = [in_memory(spec.model) for spec in sides]
+        weights = [weight_bytes(spec.model) for spec in sides]
         order = [i if n % 2 == 0 else len(sides) - 1 - i for n in range(count) for i in range(len(sides))]
         with tempfile.TemporaryDirectory(prefix="ortperf-footprint-") as scratch:
             prefix = Path(scratch) / "profile" if self.profiled else None
@@ -204,13 +208,14 @@ class FootprintCheck:
                     prints[side].append(
                         measure_footprint(
                             spec.python,
-                            spec.model,
+                            models[side],
                             built.variant,
                             spec.settings,
                             target.inputs,
                             timeout_s=run.config.run_timeout_s,
                             profile_prefix=prefix,
                             limit_bytes=self.limit_bytes(),
+                            weights=weights[side],
                         )
                     )
         return prints

@@ -356,6 +356,21 @@ def engine_cache_directory(variant: Variant, settings: SessionSettings) -> str:
     return ""
 
 
+def in_memory(model: ModelSource) -> ModelSource:
+    """``model`` as bytes, read once, unless it keeps tensors in separate files (then ORT needs its
+    path). Both sides of a comparison build from bytes: one read from a file and the other from git
+    would otherwise differ by the file read, which is no part of ORT's start-up."""
+    if model.path is None or uses_external_data(model.path):
+        return model
+    try:
+        return replace(model, data=model.path.read_bytes(), path=None)
+    except OSError as exc:
+        raise WorkerError(f"cannot read '{model.path}': {exc}") from None
+
+
+_WEIGHTS_UNKNOWN = -1
+
+
 def measure_footprint(
     python: str,
     model: ModelSource,
@@ -368,19 +383,17 @@ def measure_footprint(
     limit_bytes: int = 0,
     steady_runs: int = 20,
     program: Path = PROGRAM,
+    weights: int | None = _WEIGHTS_UNKNOWN,
 ) -> Footprint:
     """Start a worker for this alone, build ``model`` in it once and run it; what that added
     (:class:`Footprint`). ``profile_prefix``: also profile a second session, for ORT's arena
-    accounting. The worker is stopped after, whatever happens; a worker that dies raises
-    :class:`WorkerError` with what it printed, and the run goes on."""
-    weights = weight_bytes(model)
-    if model.path is not None and not uses_external_data(model.path):
-        # Both sides of a comparison build from bytes: one read from a file and the other from git
-        # would otherwise differ by the file read, which is no part of ORT's start-up.
-        try:
-            model = replace(model, data=model.path.read_bytes(), path=None)
-        except OSError as exc:
-            raise WorkerError(f"cannot read '{model.path}': {exc}") from None
+    accounting. ``weights``: the model's weight bytes when the caller has them (a check measures
+    one model in several processes: it reads the model and its weights once, :func:`in_memory`).
+    The worker is stopped after, whatever happens; a worker that dies raises :class:`WorkerError`
+    with what it printed, and the run goes on."""
+    if weights == _WEIGHTS_UNKNOWN:
+        weights = weight_bytes(model)
+    model = in_memory(model)
     worker = WorkerProcess(python, timeout_s=timeout_s, program=program)
     try:
         header, arrays = _load_header("footprint", model, variant, settings, feeds)
