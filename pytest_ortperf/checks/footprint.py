@@ -18,6 +18,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison, worst
 from pytest_ortperf.footprint.memory import MemoryFigures
 from pytest_ortperf.footprint.startup import StartupFigures
+from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.decision import Verdict
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
 from pytest_ortperf.store.environment import what_changed
@@ -25,8 +26,8 @@ from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_or_identical, split
 
 MEMORY, STARTUP = "memory", "startup"
-KIND_TEXT = {MEMORY: "memory", STARTUP: "start-up"}
-PartFigures = MemoryFigures | StartupFigures
+KIND_TEXT = {MEMORY: "memory", STARTUP: "start-up", "graph": "graph"}
+PartFigures = MemoryFigures | StartupFigures | GraphFigures  # GraphFigures: checks/graph.py's results
 Compare = Callable[[PartFigures, PartFigures], Sequence[FigureComparison]]
 
 
@@ -262,4 +263,6 @@ def _with_part(figures: Figures, part: PartFigures) -> Figures:
     """``figures`` with ``part`` in place of its memory or start-up figures, the other parts kept."""
     if isinstance(part, MemoryFigures):
         return replace(figures, memory=part)
+    if isinstance(part, GraphFigures):
+        return replace(figures, graph=part)
     return replace(figures, startup=part)

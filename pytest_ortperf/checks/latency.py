@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -33,6 +33,7 @@ from pytest_ortperf.store.recipe import same_or_identical, split
 
 NO_FIGURES_HERE = "no figures for this hardware yet"  # an unchanged check's change, without drift
 GLANCE_S = 0.5  # how long a check measures when its figures only inform (unchanged; A/B with no reference)
+SAME_GRAPH_MODE = "same graph"  # a changed model whose optimized graph is the reference's: nothing timed
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,8 @@ class LatencyResult:
             return f"machine {drift_text(self.drift)}; nothing changed"
         if self.mode == "unchanged":
             return f"nothing changed; {NO_FIGURES_HERE}"
+        if self.mode == SAME_GRAPH_MODE:
+            return "the same optimized graph as the reference; not timed"
         decisive = self.decisive
         if decisive is None:
             return ""
@@ -89,6 +92,8 @@ class LatencyResult:
         """Which path decided: ``unchanged``, ``side by side vs <reference>`` or ``stored figures``."""
         if self.mode == "unchanged":
             return "unchanged"
+        if self.mode == SAME_GRAPH_MODE:
+            return f"same graph as {self.reference_label}"
         if self.mode == "a/b":
             across = f" ({self.runtimes})" if self.runtimes else ""
             return f"side by side vs {self.reference_label}{across}"
@@ -177,7 +182,15 @@ def explained(
         lines = lines or ["no op type, node, provider or node count changed beyond run-to-run noise"]
     except (OrtperfError, OSError) as exc:
         lines = [f"not available: the profiled runs failed ({exc})"]
-    section = [f"  at operator level ({source}):", *(f"    {line}" for line in lines)]
+    return with_section(result, f"at operator level ({source})", lines)
+
+
+def with_section(result: LatencyResult, title: str, lines: Sequence[str]) -> LatencyResult:
+    """A failed result whose message gains a section (``title:`` and its indented ``lines``) before
+    the line that accepts the new latency, which stays last."""
+    if not result.failed:
+        return result
+    section = [f"  {title}:", *(f"    {line}" for line in lines)]
     message = result.message.split("\n")
     accepts = [i for i, line in enumerate(message) if line.startswith(ACCEPT_LINE)]
     at = accepts[-1] if accepts else len(message)
@@ -468,7 +481,7 @@ def _record(
     figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
     here = existing.figures_for(key.machine)
     if same and here is not None:  # the other checks' parts of this hardware's figures stay
-        figures = replace(figures, memory=here.memory, startup=here.startup)
+        figures = replace(figures, memory=here.memory, startup=here.startup, graph=here.graph)
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
     store.stage(key.test_file, key.test, entry)
     return LatencyResult(
@@ -563,11 +576,24 @@ def _medians_line(
 TIMING_OFF = "--ortperf-timing=off"
 
 
-def not_timed(key: CheckKey) -> LatencyResult:
-    """A latency check of a functional-only run (``--ortperf-timing=off``): nothing measured, skipped.
-    Its figures are NaN and its rounds 0; it is reported as 'not timed', never compared or recorded."""
+def same_graph(key: CheckKey, *, label: str, graph: str) -> LatencyResult:
+    """The model changed but ORT will run the very graph of the recorded reference (``graph``: the
+    graph in words), under the same settings and runtime, on the same inputs: the same work, so it
+    passes without a timed round. Its figures are NaN and its rounds 0, as a check not timed."""
+    return LatencyResult(
+        key=key,
+        status=Status.SAME_GRAPH,
+        current=_nothing(),
+        mode=SAME_GRAPH_MODE,
+        reference_label=label,
+        message=f"latency of {key.test}: the optimized graph is the one of {label} ({graph}): the same "
+        "work under the same settings and runtime; nothing timed.",
+    )
+
+
+def _nothing() -> LatencyStats:
     nan = math.nan
-    nothing = LatencyStats(
+    return LatencyStats(
         count=0,
         rounds=0,
         min_ms=nan,
@@ -583,10 +609,15 @@ def not_timed(key: CheckKey) -> LatencyResult:
         throughput_per_s=nan,
         round_medians_ms=(),
     )
+
+
+def not_timed(key: CheckKey) -> LatencyResult:
+    """A latency check of a functional-only run (``--ortperf-timing=off``): nothing measured, skipped.
+    Its figures are NaN and its rounds 0; it is reported as 'not timed', never compared or recorded."""
     return LatencyResult(
         key=key,
         status=Status.NOT_TIMED,
-        current=nothing,
+        current=_nothing(),
         skipped=True,
         message=f"latency of {key.test} not timed: timing is off ({TIMING_OFF}); sessions and accuracy "
         "checks run, nothing is measured.",

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pytest_ortperf.footprint import memory, startup
+from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
@@ -36,6 +37,8 @@ class CheckPolicy:
     memory_threshold: float = memory.DEFAULT_THRESHOLD  # relative; a change must also exceed the floor
     memory_floor: int = memory.DEFAULT_FLOOR  # bytes
     startup_threshold: float = startup.DEFAULT_THRESHOLD
+    graph_mode: str = DEFAULT_GRAPH_MODE  # what of a graph's change fails (graph/diff.py: MODES)
+    graph_pins: tuple[tuple[str, int], ...] = ()  # (op type, the count it must have)
 
     @property
     def record_cap_s(self) -> float:

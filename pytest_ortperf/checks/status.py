@@ -21,6 +21,7 @@ class Status(str, enum.Enum):
     NOT_CONFIRMED = "inconclusive (not confirmed)"  # a regression a second measurement did not repeat
     FAILED = "failed"
     UNCHANGED = "unchanged"  # nothing the repository controls changed (also: an update that kept the entry)
+    SAME_GRAPH = "unchanged (same graph)"  # a changed model whose optimized graph is the reference's
     DRIFTED = "drifted"  # unchanged, but beyond --ortperf-drift-threshold
     DIFFERS_REPORTED = "differs (reported)"  # --ortperf-ab-outputs=report
     # nothing to compare with

@@ -12,6 +12,7 @@ from pytest_ortperf.checks.latency import LatencyResult, not_timed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.accuracy import AccuracyCheck
+from pytest_ortperf.gate.graph import GraphCheck
 from pytest_ortperf.gate.latency import LatencyCheck, canary_on
 from pytest_ortperf.gate.memory import MemoryCheck
 from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
@@ -37,9 +38,10 @@ class InstanceChecks:
         self.accuracy = AccuracyCheck(context)
         self.memory = MemoryCheck(context, on_result=on_footprint)
         self.startup = StartupCheck(context, on_result=on_footprint)
+        self.graph = GraphCheck(context)
 
     def named(self, kind: str) -> Check:
-        """The check object of ``kind`` (latency, accuracy, memory, startup)."""
+        """The check object of ``kind`` (latency, accuracy, graph, memory, startup)."""
         check: Check = getattr(self, kind)
         return check
 

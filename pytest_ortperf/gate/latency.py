@@ -18,6 +18,8 @@ from pytest_ortperf.checks.latency import (
     check_latency,
     explained,
     glance,
+    same_graph,
+    with_section,
 )
 from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
 from pytest_ortperf.checks.status import Status
@@ -26,6 +28,8 @@ from pytest_ortperf.gate.outputs import run_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference, RecordedReference
+from pytest_ortperf.graph.diff import GraphDiff
+from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.activity import BUILDING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating
@@ -87,10 +91,29 @@ class LatencyCheck:
                 rebuilt, why = rebuild(context.run, context.built, plan)
             if rebuilt is not None:
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
+                same = self._labelled(lambda: self._same_graph(rebuilt, plan, key), key, label)
+                if same:
+                    return same
                 return self._labelled(lambda: self._against_recorded(rebuilt, inputs, key), key, label)
             entry = target.entry
             plan = without_reference(plan, why, recorded_on=entry.machines("latency") if entry else [])
         return [self._stored(inputs, key, target, plan)]
+
+    def _same_graph(self, reference: RecordedReference, plan: Plan, key: CheckKey) -> list[Outcome]:
+        """Same graph, same speed: when only the model changed and ORT builds the recorded reference's
+        very graph from it (equal canonical digests, the same placement), under the same settings and
+        runtime, on the same inputs, the check passes without a timed round. Empty: measure."""
+        only_the_model = plan.model_changed and plan.settings is None and plan.runtime is None
+        if reference.python or not only_the_model:
+            return []
+        built, run = self._context.built, self._context.run
+        with self._activity.phase(BUILDING, "optimized graphs of both sides"):
+            current, _ = run.graph(built.model, built.variant, built.settings)
+            recorded, _ = run.graph(reference.model, built.variant, reference.settings)
+        if not current.digest or _placed(current) != _placed(recorded):
+            return []
+        result = same_graph(key, label=reference.label, graph=f"digest {current.digest[:12]}")
+        return [self._publish(result)]
 
     def _labelled(self, action: Callable[[], list[Outcome]], key: CheckKey, label: str) -> list[Outcome]:
         """The action's outcomes or, when it ends in an error, that error with ``label`` before it."""
@@ -156,6 +179,21 @@ class LatencyCheck:
         return explained(
             result, BOTH_SIDES, lambda: (run.op_profile(other, inputs), run.op_profile(built, inputs))
         )
+
+    def _graph_explained(self, result: LatencyResult, other: BuiltSession) -> LatencyResult:
+        """A failed side-by-side check, with the difference between the two sides' optimized graphs
+        of this variant (or that they are the same graph: then the graph does not explain it)."""
+        if not result.failed:
+            return result
+        built, run = self._context.built, self._context.run
+        try:
+            current, _ = run.graph(built.model, built.variant, built.settings)
+            reference, _ = run.graph(other.model, other.variant, other.settings)
+        except OrtperfError as exc:
+            return with_section(result, f"graph at {built.variant.id}", [f"not available ({exc})"])
+        diff = GraphDiff(reference, current)
+        lines = ["the same optimized graph on both sides"] if diff.same else diff.lines()
+        return with_section(result, f"graph at {built.variant.id}", lines)
 
     def _ab(
         self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
@@ -301,6 +339,7 @@ class LatencyCheck:
             )
         # Profiled after the timing lock is released: untimed work, like building sessions.
         result = self._explained_side_by_side(result, other, inputs)
+        result = self._graph_explained(result, other)
         self._traced_runs(inputs)
         result = self._publish(result)
         return result
@@ -353,3 +392,8 @@ class LatencyCheck:
         if self._on_result is not None:
             self._on_result(result)
         return result
+
+
+def _placed(graph: GraphFigures) -> tuple[str, dict[str, int], int, int]:
+    """What makes two optimized graphs the same work: the graph itself and where its nodes run."""
+    return graph.digest, dict(graph.providers), graph.off_provider, graph.copies

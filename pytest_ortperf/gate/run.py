@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
+from pytest_ortperf.graph.figures import GraphFigures, summarize
 from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache
 from pytest_ortperf.ort.git_models import AUTO, GitRevision, read_blob
+from pytest_ortperf.ort.graph import optimized_graph
 from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
@@ -100,6 +102,7 @@ class OrtperfRun:
         self._runtime_pythons: dict[tuple[str, str], tuple[str, str]] = {}
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
+        self._graphs: dict[tuple[str, str, Variant, SessionSettings], tuple[GraphFigures, str]] = {}
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -196,6 +199,27 @@ class OrtperfRun:
 
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         return self.pool.get(model, variant, settings)
+
+    def graph(
+        self, model: ModelSource, variant: Variant, settings: SessionSettings
+    ) -> tuple[GraphFigures, str]:
+        """The optimized graph ORT builds of ``model`` for ``variant`` under ``settings`` on this
+        machine, as figures, with what could not be read (built once per run: it is deterministic)."""
+        key = (model.sha256, str(model.path), variant, settings)
+        if key not in self._graphs:
+            self.require_available(variant)
+            built = optimized_graph(import_onnxruntime(), model, variant, settings)
+            figures = summarize(
+                built.optimized,
+                built.source,
+                placement=built.placement,
+                requested=variant.provider,
+                hardware=self.machine.hardware.as_dict(),
+            )
+            unplaced = "" if built.placement else "this onnxruntime does not report node placement"
+            note = built.note or unplaced
+            self._graphs[key] = (figures, note)
+        return self._graphs[key]
 
     def canary(self, built: BuiltSession) -> Callable[[], object] | None:
         """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,

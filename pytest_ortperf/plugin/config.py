@@ -22,6 +22,7 @@ from pytest_ortperf.accuracy.tolerances import (
 from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
+from pytest_ortperf.graph.diff import parse_graph_mode, parse_graph_threshold
 from pytest_ortperf.latency.decision import parse_threshold
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
@@ -40,6 +41,7 @@ THRESHOLD_KWARGS = (
     "ab",
     "memory",
     "startup",
+    "graph",
     "atol",
     "rtol",
     "cosine",
@@ -48,7 +50,7 @@ THRESHOLD_KWARGS = (
     "dtypes",
     "variants",
 )
-CHECKS = ("latency", "accuracy", "memory", "startup")
+CHECKS = ("latency", "accuracy", "graph", "memory", "startup")
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -306,6 +308,7 @@ def _policy(config: Any) -> CheckPolicy:
     memory, memory_where = _value(config, "ortperf_memory_threshold")
     floor, floor_where = _value(config, "ortperf_memory_floor")
     startup, startup_where = _value(config, "ortperf_startup_threshold")
+    graph, graph_where = _value(config, "ortperf_graph")
     if missing not in MISSING_CHOICES:
         raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
     return CheckPolicy(
@@ -322,6 +325,7 @@ def _policy(config: Any) -> CheckPolicy:
         memory_threshold=parse_threshold(memory, source=memory_where),
         memory_floor=parse_size(floor, source=floor_where),
         startup_threshold=parse_threshold(startup, source=startup_where),
+        graph_mode=parse_graph_mode(graph, source=graph_where),
     )
 
 
@@ -361,6 +365,10 @@ def thresholds_for(
             policy = replace(
                 policy, startup_threshold=parse_threshold(kwargs["startup"], source=f"{origin}: startup")
             )
+        if "graph" in kwargs:
+            mode, pins = parse_graph_threshold(kwargs["graph"], source=f"{origin}: graph")
+            pins = pins or policy.graph_pins
+            policy = replace(policy, graph_mode=mode or policy.graph_mode, graph_pins=pins)
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
         scoped = {
             scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)

@@ -25,7 +25,7 @@ MARKERS = (
     "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
     "ort_thresholds(latency='10%', ab='3%', memory='1%', startup='25%', atol=..., rtol=..., cosine=..., "
-    "outputs={...}): per-test limits for ort_perf checks.",
+    "outputs={...}, graph='exact' or graph={'FusedConv': 3}): per-test limits for ort_perf checks.",
     "ort_ab(reference) or ort_ab(rev='origin/main') or ort_ab(python='/path/to/python'): same-job A/B "
     "for ort_perf latency checks: the model is measured side by side with this reference model (a path "
     "or onnx.ModelProto), with its own file at that git revision, or in the ONNX Runtime of that "
@@ -153,10 +153,19 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-checks",
         "ortperf_checks",
-        "What ort_perf.check() runs, comma separated: latency, accuracy, memory, startup (default: "
-        "latency,accuracy). check(memory=True, startup=True) adds the others for one test.",
-        "latency,accuracy",
+        "What ort_perf.check() runs, comma separated: latency, accuracy, graph, memory, startup "
+        "(default: latency,accuracy,graph). check(memory=True, startup=True) adds the others for one test.",
+        "latency,accuracy,graph",
         "LIST",
+    ),
+    OptionDef(
+        "--ortperf-graph",
+        "ortperf_graph",
+        "What change of a variant's optimized graph fails a graph check: 'fusions' (a lost fusion, "
+        "nodes moving off the requested provider, new copy nodes between providers; other changes "
+        "inform), 'exact' (any change) or 'off' (none; the graph is still reported). Default: fusions.",
+        "fusions",
+        "MODE",
     ),
     OptionDef(
         "--ortperf-memory-threshold",

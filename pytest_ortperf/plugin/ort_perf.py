@@ -16,7 +16,8 @@ from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.instance import InstanceChecks
-from pytest_ortperf.gate.protocol import CheckContext, Outcome
+from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
+from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
@@ -24,7 +25,7 @@ from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 __all__ = ["CheckContext", "OrtPerf", "key_for"]
 
 Abort = Callable[[str], NoReturn]
-LATENCY, ACCURACY, MEMORY, STARTUP = "latency", "accuracy", "memory", "startup"
+LATENCY, ACCURACY, MEMORY, STARTUP, GRAPH = "latency", "accuracy", "memory", "startup", "graph"
 
 
 class OrtPerf:
@@ -60,7 +61,8 @@ class OrtPerf:
         self._fail = fail
         self._skip = skip
         self._checks = InstanceChecks(context, on_result=on_result, on_footprint=on_footprint)
-        self._names: dict[str, set[str]] = {LATENCY: set(), ACCURACY: set(), MEMORY: set(), STARTUP: set()}
+        kinds = (LATENCY, ACCURACY, MEMORY, STARTUP, GRAPH)
+        self._names: dict[str, set[str]] = {kind: set() for kind in kinds}
 
     @property
     def session(self) -> BuiltSession:
@@ -103,6 +105,17 @@ class OrtPerf:
             self._skip(self._checks.footprint_not_timed(STARTUP, key).message)
         return self._one(self._checks.run([self._checks.startup], feeds, key))  # type: ignore[return-value]
 
+    def check_graph(
+        self, *, name: str | None = None, expect_fusions: Mapping[str, int] | None = None
+    ) -> FootprintResult:
+        """What ORT will run for this variant (the optimized graph's op types, fusions, nodes per
+        provider, copy nodes, digest), compared exactly with the recorded reference's graph, built
+        here beside it. ``expect_fusions={"FusedConv": 3}`` pins op type counts the graph must have."""
+        __tracebackhide__ = True
+        key = self._key(name, GRAPH)
+        check = self._graph_check(expect_fusions)
+        return self._one(self._checks.run([check], None, key))  # type: ignore[return-value]
+
     def check(
         self,
         feeds: Mapping[str, Array] | None = None,
@@ -110,14 +123,16 @@ class OrtPerf:
         name: str | None = None,
         memory: bool | None = None,
         startup: bool | None = None,
+        graph: bool | None = None,
+        expect_fusions: Mapping[str, int] | None = None,
     ) -> tuple[Outcome, ...]:
-        """The run's checks (``ortperf_checks``, latency and accuracy by default), ``memory=True`` and
-        ``startup=True`` adding those (False leaving them out); the test fails once, with every
-        message, if any failed. Returns one result per check, in the order run:
-        ``latency, accuracy = ort_perf.check()`` by default."""
+        """The run's checks (``ortperf_checks``: latency, accuracy and graph by default), ``memory=True``
+        and ``startup=True`` adding those (False leaving them out, as ``graph=False`` does the graph);
+        the test fails once, with every message, if any failed. Returns one result per check, in the
+        order run: ``latency, accuracy, graph = ort_perf.check()`` by default."""
         __tracebackhide__ = True
         kinds = list(self._context.run.config.checks)
-        for kind, wanted in ((MEMORY, memory), (STARTUP, startup)):
+        for kind, wanted in ((MEMORY, memory), (STARTUP, startup), (GRAPH, graph)):
             if wanted and kind not in kinds:
                 kinds.append(kind)
             elif wanted is False and kind in kinds:
@@ -130,10 +145,24 @@ class OrtPerf:
                 untimed[LATENCY] = checks.not_timed(key)
             if STARTUP in kinds:
                 untimed[STARTUP] = checks.footprint_not_timed(STARTUP, key)
-        groups = checks.run([checks.named(kind) for kind in kinds if kind not in untimed], feeds, key)
+        named = {GRAPH: self._graph_check(expect_fusions)}
+        groups = checks.run(
+            [named.get(kind) or checks.named(kind) for kind in kinds if kind not in untimed], feeds, key
+        )
         self._finish([outcome for group in groups for outcome in group])
         ran = iter(group[0] for group in groups)
         return tuple(untimed[kind] if kind in untimed else next(ran) for kind in kinds)
+
+    def _graph_check(self, expect_fusions: Mapping[str, int] | None) -> Check:
+        """The graph check, with the call's pinned counts (checked like the marker's)."""
+        __tracebackhide__ = True
+        if not expect_fusions:
+            return self._checks.graph
+        try:
+            _, pins = parse_graph_threshold(dict(expect_fusions), source="expect_fusions")
+        except OrtperfError as exc:
+            self._fail(str(exc))
+        return self._checks.graph.expecting(dict(pins))
 
     def _one(self, groups: list[list[Outcome]]) -> Outcome:
         """The result of the one check run (after the test failed or skipped on any outcome)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ class UpdateReport:
 
 
 def _ms(value: float) -> str:
-    return f"{value:.4g} ms"
+    return "-" if math.isnan(value) else f"{value:.4g} ms"
 
 
 def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
@@ -101,15 +102,25 @@ def footprint_rows(results: Sequence[FootprintResult]) -> list[tuple[str, ...]]:
 
 
 def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
-    """Memory and start-up checks: what each measured in fresh processes, and what that decided."""
-    if not rows:
-        return []
-    lines = [
-        f"memory and start-up on machine '{machine}' (measured in fresh worker processes; memory: ORT's "
-        "arena peak where kept, else GPU memory or the peak resident set added; start-up: session "
-        "creation and first run)"
-    ]
-    return lines + format_table([_FOOTPRINT_HEADERS, *rows])
+    """Memory and start-up checks: what each measured in fresh processes, and what that decided; then
+    graph checks: the optimized graph of each variant, and how it compared."""
+    measured = [row for row in rows if row[2] != "graph"]
+    graphs = [row for row in rows if row[2] == "graph"]
+    lines: list[str] = []
+    if measured:
+        lines.append(
+            f"memory and start-up on machine '{machine}' (measured in fresh worker processes; memory: ORT's "
+            "arena peak where kept, else GPU memory or the peak resident set added; start-up: session "
+            "creation and first run)"
+        )
+        lines += format_table([_FOOTPRINT_HEADERS, *measured])
+    if graphs:
+        lines.append(
+            "graphs (what ONNX Runtime will run for each variant: its optimized graph's nodes and fusions, "
+            "compared exactly; side by side: the recorded reference's graph built here)"
+        )
+        lines += format_table([_FOOTPRINT_HEADERS, *graphs])
+    return lines
 
 
 def latency_table(

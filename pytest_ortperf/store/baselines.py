@@ -41,6 +41,7 @@ from typing import Any
 from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.footprint.memory import MemoryFigures
 from pytest_ortperf.footprint.startup import StartupFigures
+from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.outputs import AccuracyRecord
@@ -49,7 +50,7 @@ from pytest_ortperf.store.recipe import canonical, same_or_identical, split
 SCHEMA = 2
 KIND = "pytest-ortperf baselines"
 MIGRATED_SCHEMAS = (1,)  # older schemas parse() still reads, migrating them to SCHEMA
-FIGURE_PARTS = ("latency", "profile", "memory", "startup")
+FIGURE_PARTS = ("latency", "profile", "memory", "startup", "graph")
 
 __all__ = [
     "BaselineEntry",
@@ -92,7 +93,8 @@ class Figures:
     """What one machine key measured of an entry's recipe.
 
     Parts: ``latency`` with its ``profile``, ``spread`` and ``settled`` (the latency check's),
-    ``memory`` and ``startup`` (their checks'); each check replaces its own part and keeps the others.
+    ``memory``, ``startup`` and ``graph`` (their checks'); each check replaces its own part and keeps
+    the others.
     ``measured_on`` keeps the measured-on keys of the environment (CPU, cores, GPU,
     hardware identity, measurement settings): they explain these figures, not the recipe.
     ``spread`` says how much the compared round medians varied when recorded (a fraction,
@@ -108,6 +110,7 @@ class Figures:
     settled: bool = True
     memory: MemoryFigures | None = None
     startup: StartupFigures | None = None
+    graph: GraphFigures | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"recorded": self.recorded, "measured_on": dict(self.measured_on)}
@@ -132,7 +135,7 @@ class Figures:
         if not isinstance(measured_on, Mapping):
             raise TypeError("measured_on must be an object")
         if not any(part in data for part in FIGURE_PARTS):
-            raise KeyError("latency")  # figures hold latency, a profile, memory or start-up
+            raise KeyError("latency")  # figures hold latency, a profile, memory, start-up or a graph
         spread = data.get("spread")
         if spread is not None and (
             not isinstance(spread, (int, float)) or isinstance(spread, bool) or not 0 <= spread < math.inf
@@ -150,6 +153,7 @@ class Figures:
             settled=settled,
             memory=MemoryFigures.from_dict(data["memory"]) if "memory" in data else None,
             startup=StartupFigures.from_dict(data["startup"]) if "startup" in data else None,
+            graph=GraphFigures.from_dict(data["graph"]) if "graph" in data else None,
         )
         for key, value in figures.as_dict().items():  # what loads must also be writable again
             _check_writable(value, where=key, depth=3)

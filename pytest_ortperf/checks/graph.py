@@ -1,0 +1,210 @@
+"""The graph check's decisions: plain logic on graphs already built.
+
+The graph check follows the recipe's routes (``checks/paths.py``), exactly:
+
+- ``unchanged``: nothing the repository controls changed; the graph is shown (and, where this
+  hardware class recorded one, said to differ if it does: that only informs);
+- ``side by side``: the recorded reference is rebuilt and its optimized graph built on this machine
+  beside the current one: the comparison is exact and needs no figures of any hardware;
+- ``stored figures``: nothing can be rebuilt; a graph recorded on the same hardware class decides;
+- ``missing`` and ``record`` as for the other checks.
+
+A graph result is a :class:`FootprintResult` of kind ``graph`` (one table, one record shape, one
+handover to the xdist controller for every check measured outside the timed loop), with the
+difference in words as its change.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pytest_ortperf.checks.footprint import FootprintResult
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.graph.diff import GraphDiff, failures, pinned
+from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
+from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.recipe import same_or_identical, split
+
+GRAPH = "graph"
+
+
+@dataclass(frozen=True)
+class GraphResult(FootprintResult):
+    """How a graph check ended: the current graph, what it was compared with, the difference."""
+
+    difference: str = ""  # the change in words ("FusedConv 3 -> 0, Conv +3"), or "same graph"
+
+    @property
+    def change(self) -> str:
+        if self.path == "record" and self.changes:
+            return "; ".join(self.changes)
+        if self.path == "unchanged":
+            return "nothing changed" + (
+                f"; {self.difference} against this hardware class's" if self.difference else ""
+            )
+        return self.difference
+
+
+def stored_graph(
+    entry: BaselineEntry | None, machine: str, hardware_class: str
+) -> tuple[GraphFigures, str] | None:
+    """A graph this entry recorded on ``hardware_class`` (this machine key's first), with when."""
+    if entry is None:
+        return None
+    mine = entry.figures_for(machine)
+    candidates = ([mine] if mine is not None else []) + [
+        entry.figures[m] for m in sorted(entry.figures) if m != machine
+    ]
+    for figures in candidates:
+        if figures.graph is not None and figures.graph.hardware_class == hardware_class:
+            return figures.graph, figures.recorded
+    return None
+
+
+def unchanged(key: CheckKey, current: GraphFigures, stored: GraphFigures | None) -> GraphResult:
+    """Nothing the repository controls changed: passes; the difference from a graph this hardware
+    class recorded is shown, never judged (the runtime, settings and model are the recipe's)."""
+    diff = GraphDiff(stored, current) if stored is not None else None
+    return GraphResult(
+        key,
+        GRAPH,
+        Status.UNCHANGED,
+        current,
+        "unchanged",
+        reference=stored,
+        reference_label="this hardware class's recorded graph" if stored is not None else "",
+        difference="" if diff is None or diff.same else diff.text(),
+    )
+
+
+def compared(
+    key: CheckKey,
+    current: GraphFigures,
+    reference: GraphFigures,
+    *,
+    path: str,
+    label: str,
+    mode: str,
+    expected: Mapping[str, int],
+    recorded: str = "",
+    changes: Sequence[str] = (),
+    stored_reason: str = "",
+    notes: Sequence[str] = (),
+) -> GraphResult:
+    """The current graph against ``reference``, exactly: fails on what :func:`graph.diff.failures`
+    names under ``mode``, or on a pinned count it does not have."""
+    diff = GraphDiff(reference, current)
+    reasons = failures(diff, mode) + [f"pinned count: {p}" for p in pinned(current, expected)]
+    result = GraphResult(
+        key,
+        GRAPH,
+        Status.REGRESSION if reasons else Status.OK,
+        current,
+        path,
+        reference=reference,
+        reference_label=label,
+        recorded=recorded,
+        changes=tuple(changes),
+        failed=bool(reasons),
+        notes=tuple(notes),
+        difference=diff.text(),
+    )
+    if not reasons:
+        return result
+    lines = [
+        f"graph regression in {key.test} against {label}" + (f" (recorded {recorded})" if recorded else ""),
+        f"  reference: {reference.describe()}",
+        f"  current:   {current.describe()}",
+        *(f"  {line}" for line in diff.lines()),
+        *(f"  fails: {reason}" for reason in reasons),
+    ]
+    if changes:
+        lines.append("  changed since the baseline: " + "; ".join(changes))
+    if stored_reason:
+        lines.append(f"  decided by stored graph: {stored_reason}")
+    lines += [f"  note: {note}" for note in notes]
+    lines.append(f"  to accept the new graph: {key.record_command}")
+    return replace(result, message="\n".join(lines))
+
+
+def alone(
+    key: CheckKey,
+    current: GraphFigures,
+    policy: CheckPolicy,
+    *,
+    expected: Mapping[str, int],
+    status: Status,
+    path: str,
+    reason: str,
+    notes: Sequence[str] = (),
+) -> GraphResult:
+    """Nothing to compare with (``missing``; same-job A/B without a reference): the graph is shown,
+    pinned counts still decide, and a missing baseline fails or skips as ``--ortperf-missing`` says."""
+    problems = pinned(current, expected)
+    missing = status is Status.MISSING
+    if problems:
+        message = (
+            f"graph of {key.test}: pinned counts not met: {'; '.join(problems)}; graph {current.describe()}"
+        )
+        return GraphResult(
+            key, GRAPH, Status.REGRESSION, current, path, failed=True, message=message, notes=tuple(notes)
+        )
+    if missing:
+        message = (
+            f"no graph baseline for {key.test} ({reason}); built {current.describe()}. "
+            f"Record it with:\n    {key.record_command}"
+        )
+    else:
+        message = f"graph of {key.test}: {reason}; built {current.describe()}."
+    return GraphResult(
+        key,
+        GRAPH,
+        status,
+        current,
+        path,
+        failed=missing and policy.missing == "fail",
+        skipped=missing and policy.missing == "skip",
+        message=message,
+        notes=tuple(notes),
+    )
+
+
+def record(
+    key: CheckKey, current: GraphFigures, *, store: BaselineStore, environment: Mapping[str, Any]
+) -> GraphResult:
+    """Record the graph in this machine key's figures under the entry's recipe, keeping the other
+    parts. A graph equal to the one recorded is kept, so an update of a steady model writes nothing."""
+    today = datetime.date.today().isoformat()
+    recipe, measured_on = split(environment)
+    existing = store.current(key.test_file, key.test)
+    if existing is None:
+        entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
+        figures = Figures(recorded=today, measured_on=measured_on, graph=current)
+        store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
+        return GraphResult(key, GRAPH, Status.NEW, current, "record")
+    same = same_or_identical(existing.recipe, recipe)
+    here = existing.figures_for(key.machine) if same else None
+    before = here.graph if here is not None else None
+    if before is not None and before == current:
+        return GraphResult(
+            key, GRAPH, Status.UNCHANGED, current, "record", reference=before, difference="same graph"
+        )
+    if before is not None:
+        changes: tuple[str, ...] = (f"graph: {GraphDiff(before, current).text()}",)
+    elif same:
+        changes = ("graph of this hardware added",)
+    else:
+        changes = (*what_changed(existing.recipe, recipe), "figures measured under the old recipe dropped")
+    base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
+    entry = existing.with_recipe(recipe, recorded=today).with_figures(
+        key.machine, replace(base, graph=current)
+    )
+    store.stage(key.test_file, key.test, entry)
+    status = Status.NEW if same and before is None else Status.UPDATED
+    return GraphResult(key, GRAPH, status, current, "record", reference=before, changes=changes)

@@ -1,0 +1,194 @@
+"""The graph check: what ORT will run for the variant (``ort/graph.py`` builds it, ``graph/`` reads and
+compares it), on the route the recipe chooses (``checks/graph.py`` decides).
+
+The graph is deterministic, so a side-by-side comparison is exact and holds on any hardware: the
+recorded reference is rebuilt (its model from git or the model cache, its settings) and its graph
+built here beside the current one. Stored graphs decide only when nothing can be rebuilt, and only
+for the same hardware class (the instruction-set features the optimizer dispatches on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from pytest_ortperf.checks.graph import GRAPH, GraphResult, alone, compared, record, stored_graph, unchanged
+from pytest_ortperf.checks.paths import Route, rebuild_plan
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+from pytest_ortperf.gate.rebuild import rebuild
+from pytest_ortperf.gate.references import ABReference
+from pytest_ortperf.graph.figures import GraphFigures, hardware_class
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.recipe import same_recipe
+
+
+class GraphCheck:
+    """``check_graph()``: the optimized graph of ``ort_session``'s model and variant against the
+    recorded reference's, with pinned counts (``expected``: op type -> count) checked on every route."""
+
+    kind = GRAPH
+    verdict_property, figures_property = "ortperf_graph_verdict", "ortperf_graph"
+
+    def __init__(self, context: CheckContext, *, expected: Mapping[str, int] | None = None) -> None:
+        self._context = context
+        self._expected = dict(expected or {})
+
+    def expecting(self, expected: Mapping[str, int]) -> GraphCheck:
+        """This check with pinned counts added (the call's over the marker's)."""
+        return GraphCheck(self._context, expected={**self._expected, **expected})
+
+    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
+        figures = entry.figures_for(machine)
+        return figures is not None and figures.graph is not None
+
+    def run(self, target: CheckTarget) -> Sequence[Outcome]:
+        context = self._context
+        with context.run.activity(f"{target.key.test} (graph)"):
+            result = self._routes(target)
+        context.run.results.publish_footprint(result, context.nodeid)
+        context.add_property(self.verdict_property, str(result.status))
+        if result.current is not None:
+            context.add_property(self.figures_property, result.current.describe())
+        return [result]
+
+    def _current(self) -> tuple[GraphFigures, list[str]]:
+        built = self._context.built
+        figures, note = self._context.run.graph(built.model, built.variant, built.settings)
+        return figures, [note] if note else []
+
+    def _routes(self, target: CheckTarget) -> GraphResult:
+        context, key, policy = self._context, target.key, target.policy
+        built, run = context.built, context.run
+        current, notes = self._current()
+        ab = None if policy.update else context.ab()
+        if ab is not None:
+            return self._ab(target, ab, current, notes)
+        run.keep_model(built.model)
+        entry = target.entry
+        if policy.update:
+            return _noted(record(key, current, store=run.store, environment=target.environment), notes)
+        if entry is None:
+            return self._alone(target, current, Status.MISSING, "missing", "never recorded", notes)
+        here = hardware_class(target.environment.get("hardware"))  # type: ignore[arg-type]
+        stored = stored_graph(entry, key.machine, here)
+        if same_recipe(entry.recipe, target.environment):
+            return self._unchanged(target, current, stored, notes)
+        plan = rebuild_plan(entry.recipe, target.environment)
+        why = plan.reason
+        if plan.route is Route.SIDE_BY_SIDE:
+            if plan.runtime is not None:
+                why = f"{plan.reason}: the recorded runtime's graph is not built in this process"
+            elif not plan.model_changed and plan.settings is None:
+                inputs = "the inputs changed; the optimized graph does not depend on them"
+                return self._unchanged(target, current, stored, [*notes, inputs])
+            else:
+                rebuilt, why = rebuild(run, built, plan)
+                if rebuilt is not None:
+                    return self._against(
+                        target, current, notes, rebuilt.model, rebuilt.settings, rebuilt.label
+                    )
+        if stored is None:
+            classes = sorted({f.graph.hardware_class for f in entry.figures.values() if f.graph is not None})
+            where = f" (graphs exist for: {', '.join(classes)})" if classes else ""
+            reason = f"{why}; no graph was recorded on this hardware class ({here}){where}"
+            return self._alone(target, current, Status.MISSING, "missing", reason, notes)
+        graph, recorded = stored
+        return compared(
+            key,
+            current,
+            graph,
+            path="stored figures",
+            label="the graph recorded on this hardware class",
+            mode=policy.graph_mode,
+            expected=self._pins(target),
+            recorded=recorded,
+            changes=what_changed(entry.recipe, target.environment),
+            stored_reason=why,
+            notes=notes,
+        )
+
+    def _ab(
+        self, target: CheckTarget, ab: ABReference, current: GraphFigures, notes: list[str]
+    ) -> GraphResult:
+        """Same-job A/B: the reference model's graph built here beside the current one."""
+        built = self._context.built
+        path = f"side by side vs {ab.label}"
+        if ab.source is None:
+            return self._alone(target, current, Status.NO_REFERENCE, path, ab.reason, notes)
+        if ab.across_runtimes:
+            why = "the reference runs in another onnxruntime, whose graph is not built in this process"
+            return self._alone(target, current, Status.NO_REFERENCE, path, why, notes)
+        if ab.source.sha256 == built.model.sha256:
+            why = f"identical to {ab.label}, nothing to compare"
+            return self._alone(target, current, Status.IDENTICAL_TO_REFERENCE, path, why, notes)
+        return self._against(target, current, notes, ab.source, built.settings, ab.label)
+
+    def _against(
+        self,
+        target: CheckTarget,
+        current: GraphFigures,
+        notes: list[str],
+        model: ModelSource,
+        settings: SessionSettings,
+        label: str,
+    ) -> GraphResult:
+        """The current graph against ``model``'s under ``settings``, built here beside it."""
+        built = self._context.built
+        other, note = self._context.run.graph(model, built.variant, settings)
+        return compared(
+            target.key,
+            current,
+            other,
+            path=f"side by side vs {label}",
+            label=label,
+            mode=target.policy.graph_mode,
+            expected=self._pins(target),
+            notes=[*notes, *([note] if note else [])],
+        )
+
+    def _pins(self, target: CheckTarget) -> dict[str, int]:
+        """Pinned counts: the markers', then the call's."""
+        return {**dict(target.policy.graph_pins), **self._expected}
+
+    def _alone(
+        self,
+        target: CheckTarget,
+        current: GraphFigures,
+        status: Status,
+        path: str,
+        reason: str,
+        notes: list[str],
+    ) -> GraphResult:
+        return alone(
+            target.key,
+            current,
+            target.policy,
+            expected=self._pins(target),
+            status=status,
+            path=path,
+            reason=reason,
+            notes=notes,
+        )
+
+    def _unchanged(
+        self,
+        target: CheckTarget,
+        current: GraphFigures,
+        stored: tuple[GraphFigures, str] | None,
+        notes: Sequence[str],
+    ) -> GraphResult:
+        """Nothing that shapes the graph changed: it passes, unless a pinned count is not met."""
+        pins = self._alone(target, current, Status.UNCHANGED, "unchanged", "", list(notes))
+        return (
+            pins
+            if pins.failed
+            else _noted(unchanged(target.key, current, stored[0] if stored else None), notes)
+        )
+
+
+def _noted(result: GraphResult, notes: Sequence[str]) -> GraphResult:
+    return replace(result, notes=(*result.notes, *notes)) if notes else result

@@ -1,0 +1,189 @@
+"""Two optimized graphs compared exactly, and what of the difference fails a check.
+
+By default (mode ``fusions``) three changes fail, each a known cause of a slower model that a clock
+sees only as noise-sized slowdowns:
+
+- a lost fusion: an op type the optimizer made drops in count while the op types it is made of
+  appear (``FusedConv 3 -> 0, Conv +3, Relu +3``);
+- nodes that move off the requested provider (a silent fallback);
+- new copy nodes between providers.
+
+Other changes inform. Mode ``exact`` fails any change of the graph; ``off`` fails none. Pinned counts
+(``expect_fusions={"FusedConv": 3}``) fail whenever the graph's count differs, whatever the mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.graph.figures import GraphFigures, is_fusion, parts_of, short
+from pytest_ortperf.values import safe_repr
+
+MODES = ("fusions", "exact", "off")
+DEFAULT_MODE = "fusions"
+_NAMED_NODES = 6  # nodes a message names, each way
+
+
+@dataclass(frozen=True)
+class GraphDiff:
+    """What changed from ``before`` to ``after``."""
+
+    before: GraphFigures
+    after: GraphFigures
+
+    @property
+    def same(self) -> bool:
+        """The very same graph: equal canonical digests (both serialized), or, where neither could be
+        serialized, the same histogram and placement."""
+        if self.before.digest or self.after.digest:
+            return self.before.digest == self.after.digest
+        return self.before == self.after
+
+    def op_changes(self) -> dict[str, tuple[int, int]]:
+        """Op types whose count changed: before, after."""
+        names = sorted(set(self.before.ops) | set(self.after.ops))
+        counts = {op: (self.before.ops.get(op, 0), self.after.ops.get(op, 0)) for op in names}
+        return {op: pair for op, pair in counts.items() if pair[0] != pair[1]}
+
+    def lost_fusions(self) -> list[str]:
+        """'FusedConv 3 -> 0 (Conv +3, Relu +3)' for each fused op type whose count dropped while its
+        parts appeared."""
+        changes = self.op_changes()
+        grown = {op: after - before for op, (before, after) in changes.items() if after > before}
+        lost = []
+        for op, (before, after) in changes.items():
+            if after >= before or not is_fusion(op):
+                continue
+            made_of = parts_of(op)
+            appeared = {part: n for part, n in grown.items() if made_of is None or part in made_of}
+            if appeared:
+                parts = ", ".join(f"{short(part)} +{n}" for part, n in sorted(appeared.items()))
+                lost.append(f"{short(op)} {before} -> {after} ({parts})")
+        return lost
+
+    def gained_fusions(self) -> list[str]:
+        changes = self.op_changes()
+        return [f"{short(op)} {b} -> {a}" for op, (b, a) in changes.items() if a > b and is_fusion(op)]
+
+    def moved_off_provider(self) -> tuple[int, int] | None:
+        pair = self.before.off_provider, self.after.off_provider
+        return pair if pair[1] > pair[0] else None
+
+    def new_copies(self) -> tuple[int, int] | None:
+        pair = self.before.copies, self.after.copies
+        return pair if pair[1] > pair[0] else None
+
+    def nodes_changed(self) -> tuple[list[str], list[str]]:
+        """Nodes (``name (op)``) only in the current graph, and only in the reference, when both sides
+        were built in this run (stored figures keep no node names)."""
+        before, after = self.before.node_ops, self.after.node_ops
+        if not before or not after:
+            return [], []
+        added = [f"{name} ({short(op)})" for name, op in after.items() if before.get(name) != op]
+        removed = [f"{name} ({short(op)})" for name, op in before.items() if after.get(name) != op]
+        return added, removed
+
+    def text(self) -> str:
+        """'FusedConv 3 -> 0, Conv +3, Relu +3' (fused op types first), or 'same graph'."""
+        if self.same:
+            return "same graph"
+        parts = []
+        changes = self.op_changes()
+        ordered = sorted(changes, key=lambda op: (not is_fusion(op), short(op)))
+        for op in ordered:
+            before, after = changes[op]
+            parts.append(
+                f"{short(op)} {before} -> {after}" if is_fusion(op) else f"{short(op)} {after - before:+d}"
+            )
+        moved = self.moved_off_provider()
+        if moved:
+            parts.append(f"nodes off the requested provider {moved[0]} -> {moved[1]}")
+        copies = self.new_copies()
+        if copies:
+            parts.append(f"copy nodes {copies[0]} -> {copies[1]}")
+        return ", ".join(parts) or "same op counts, other weights, attributes or wiring"
+
+    def lines(self) -> list[str]:
+        """The change as a failure message lists it."""
+        lines = [f"change:    {self.text()}"]
+        lost, gained = self.lost_fusions(), self.gained_fusions()
+        if lost:
+            lines.append(f"lost fusions: {'; '.join(lost)}")
+        if gained:
+            lines.append(f"gained fusions: {'; '.join(gained)}")
+        moved = self.moved_off_provider()
+        if moved and self.after.off_nodes:
+            lines.append(f"off the requested provider: {_some(list(self.after.off_nodes))}")
+        added, removed = self.nodes_changed()
+        if added:
+            lines.append(f"nodes new: {_some(added)}")
+        if removed:
+            lines.append(f"nodes gone: {_some(removed)}")
+        return lines
+
+
+def _some(items: list[str]) -> str:
+    shown = ", ".join(items[:_NAMED_NODES])
+    return shown + (f" and {len(items) - _NAMED_NODES} more" if len(items) > _NAMED_NODES else "")
+
+
+def failures(diff: GraphDiff, mode: str = DEFAULT_MODE) -> list[str]:
+    """Why ``diff`` fails under ``mode`` (empty: it passes)."""
+    if mode == "off" or diff.same:
+        return []
+    reasons = [f"lost fusion: {lost}" for lost in diff.lost_fusions()]
+    moved = diff.moved_off_provider()
+    if moved:
+        reasons.append(f"nodes off the requested provider: {moved[0]} -> {moved[1]}")
+    copies = diff.new_copies()
+    if copies:
+        reasons.append(f"copy nodes between providers: {copies[0]} -> {copies[1]}")
+    if mode == "exact" and not reasons:
+        reasons.append(
+            f"the graph changed ({diff.text()}) and ort_thresholds(graph='exact') fails any change"
+        )
+    return reasons
+
+
+def pinned(figures: GraphFigures, expected: Mapping[str, int]) -> list[str]:
+    """Pinned counts that ``figures`` does not have: 'FusedConv: expected 3, found 0'. A name matches
+    an op type with its domain (``com.microsoft:FusedConv``) or as messages name it (``FusedConv``)."""
+    problems = []
+    for name, count in expected.items():
+        found = sum(n for op, n in figures.ops.items() if name in (op, short(op)))
+        if found != count:
+            problems.append(f"{name}: expected {count}, found {found}")
+    return problems
+
+
+def parse_graph_mode(value: object, *, source: str) -> str:
+    """``--ortperf-graph`` / ini ``ortperf_graph``: one of :data:`MODES`."""
+    text = str(value).strip().lower() if isinstance(value, str) else ""
+    if text not in MODES:
+        raise UsageError(f"{source}: expected one of {', '.join(MODES)}, got {safe_repr(value)}.")
+    return text
+
+
+def parse_graph_threshold(value: object, *, source: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """``ort_thresholds(graph=...)``: a mode (``'exact'``), or pinned counts (``{'FusedConv': 3}``:
+    the optimized graph must hold exactly that many). Returns (mode or "", pins)."""
+    if isinstance(value, str):
+        return parse_graph_mode(value, source=source), ()
+    if isinstance(value, Mapping) and value:
+        pins = []
+        for name, count in value.items():
+            if not isinstance(name, str) or not name.strip():
+                raise UsageError(f"{source}: op type names must be non-empty strings, got {safe_repr(name)}.")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise UsageError(
+                    f"{source}: the count pinned for {safe_repr(name)} must be an integer >= 0, "
+                    f"got {safe_repr(count)}."
+                )
+            pins.append((name.strip(), count))
+        return "", tuple(pins)
+    raise UsageError(
+        f"{source}: expected a mode ({', '.join(MODES)}) or op type counts such as {{'FusedConv': 3}}, "
+        f"got {safe_repr(value)}."
+    )

@@ -1,0 +1,284 @@
+"""The figures of one optimized graph, and how they are read from the ONNX protobuf ORT wrote.
+
+- ``ops``: the op-type histogram of the optimized graph, keyed ``domain:op`` (the default ONNX
+  domain bare: ``Conv``, ``com.microsoft:FusedConv``, ``com.microsoft.nchwc:Conv``);
+- ``fused``: the op types the optimizer created, with how many (the optimized count less the
+  source model's, for op types that are fusion results: see :data:`FUSION_PARTS`);
+- ``providers``: nodes per execution provider, as ORT assigned them at partitioning
+  (``session.record_ep_graph_assignment_info``: before the later fusions), and ``off_provider``, how
+  many of them did not land on the requested provider;
+- ``copies``: the copy nodes ORT inserted between providers (``MemcpyToHost``, ``MemcpyFromHost``);
+- ``digest``: a canonical sha256 of the optimized graph: doc strings, metadata, node names and
+  internal value names left out, weights, attributes and the interface's names included, so a
+  re-export that only renames or re-documents has the digest of the graph it had.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_ortperf.values import safe_repr
+
+MS, NCHWC = "com.microsoft", "com.microsoft.nchwc"
+COPY_OPS = ("MemcpyToHost", "MemcpyFromHost")
+
+# Op types ORT's graph optimizers (and its transformer optimizer) create by fusing others, with the
+# op types they are made of: a lost fusion is a fused op's count dropping while its parts appear.
+# A fused op in a Microsoft domain that is not listed here is made of any op type.
+FUSION_PARTS: dict[str, frozenset[str]] = {
+    "Gemm": frozenset({"MatMul", "Add"}),
+    "LayerNormalization": frozenset({"ReduceMean", "Sub", "Pow", "Sqrt", "Div", "Mul", "Add"}),
+    f"{MS}:FusedConv": frozenset(
+        {"Conv", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip", "HardSigmoid", "Add"}
+    ),
+    f"{MS}:FusedGemm": frozenset({"Gemm", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "MatMul", "Add"}),
+    f"{MS}:FusedMatMul": frozenset({"MatMul", "Transpose", "Mul", "Div"}),
+    f"{MS}:Gelu": frozenset({"Erf", "Mul", "Add", "Div"}),
+    f"{MS}:FastGelu": frozenset({"Tanh", "Mul", "Add", "Pow"}),
+    f"{MS}:BiasGelu": frozenset({"Add", f"{MS}:Gelu", "Erf", "Mul", "Div"}),
+    f"{MS}:QuickGelu": frozenset({"Sigmoid", "Mul"}),
+    f"{MS}:BiasSoftmax": frozenset({"Add", "Softmax"}),
+    f"{MS}:SkipLayerNormalization": frozenset(
+        {"Add", "LayerNormalization", "ReduceMean", "Sub", "Pow", "Sqrt", "Div", "Mul"}
+    ),
+    f"{MS}:SimplifiedLayerNormalization": frozenset({"Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul"}),
+    f"{MS}:SkipSimplifiedLayerNormalization": frozenset(
+        {"Add", f"{MS}:SimplifiedLayerNormalization", "Pow", "ReduceMean", "Sqrt", "Div", "Mul"}
+    ),
+    f"{MS}:Attention": frozenset({"MatMul", "Add", "Softmax", "Transpose", "Reshape", "Div", "Mul", "Gemm"}),
+    f"{MS}:MultiHeadAttention": frozenset({"MatMul", "Add", "Softmax", "Transpose", "Reshape", "Div", "Mul"}),
+    f"{MS}:EmbedLayerNormalization": frozenset({"Gather", "Add", "LayerNormalization", "ReduceSum"}),
+    f"{MS}:DynamicQuantizeMatMul": frozenset({"DynamicQuantizeLinear", "MatMulInteger", "Cast", "Mul"}),
+    f"{MS}:MatMulIntegerToFloat": frozenset({"MatMulInteger", "Cast", "Mul", "Add"}),
+}
+
+
+def is_fusion(op: str) -> bool:
+    """Whether op type ``op`` (``domain:op``) is a fusion's result."""
+    return op in FUSION_PARTS or op.startswith((f"{MS}:", f"{NCHWC}:"))
+
+
+def parts_of(op: str) -> frozenset[str] | None:
+    """The op types a fused ``op`` is made of; None: any (an unlisted fused op). An NCHWc op is made of
+    the op of its name in the default domain, and what it absorbed (an activation, an Add)."""
+    if op in FUSION_PARTS:
+        return FUSION_PARTS[op]
+    if op.startswith(f"{NCHWC}:"):
+        name = op.partition(":")[2]
+        return (
+            frozenset({name, "Relu", "Sigmoid", "Tanh", "Clip", "Add", "Sum"})
+            if name != "ReorderInput"
+            else None
+        )
+    return None
+
+
+def short(op: str) -> str:
+    """An op type as messages name it: ``FusedConv``, ``nchwc:Conv``, ``Conv``."""
+    domain, _, name = op.rpartition(":")
+    if domain == MS:
+        return name
+    if domain == NCHWC:
+        return f"nchwc:{name}"
+    return op
+
+
+def op_key(domain: str, op_type: str) -> str:
+    """``domain:op``, the default domain (``""`` or ``ai.onnx``) bare."""
+    return op_type if domain in ("", "ai.onnx") else f"{domain}:{op_type}"
+
+
+def histogram(model: Any) -> dict[str, int]:
+    """The op types of ``model``'s main graph (an ``onnx.ModelProto``), with their counts."""
+    return dict(sorted(Counter(op_key(node.domain, node.op_type) for node in model.graph.node).items()))
+
+
+@dataclass(frozen=True)
+class GraphFigures:
+    """What ORT will run for one variant (see the module docstring)."""
+
+    ops: Mapping[str, int]
+    fused: Mapping[str, int] = field(default_factory=dict)
+    providers: Mapping[str, int] = field(default_factory=dict)
+    off_provider: int = 0
+    copies: int = 0
+    digest: str = ""  # "" when ORT could not serialize the graph (a provider that compiles nodes)
+    hardware_class: str = ""  # the instruction-set class it was built on (``all`` can depend on it)
+    # In memory only (not stored): node name -> op type, for the nodes a side-by-side change names.
+    node_ops: Mapping[str, str] = field(default_factory=dict, compare=False)
+    off_nodes: tuple[str, ...] = field(default=(), compare=False)  # nodes not on the requested provider
+
+    @property
+    def nodes(self) -> int:
+        return sum(self.ops.values())
+
+    def describe(self) -> str:
+        """'5 nodes, fused: FusedConv 1, Gemm 1; digest 3f2a9c1b'."""
+        fused = ", ".join(f"{short(op)} {n}" for op, n in sorted(self.fused.items())) or "none"
+        text = f"{self.nodes} nodes, fused: {fused}"
+        if self.off_provider:
+            text += f"; {self.off_provider} off the requested provider"
+        if self.copies:
+            text += f"; {self.copies} copies"
+        return text + (f"; digest {self.digest[:8]}" if self.digest else "; graph not serialized")
+
+    def lines(self) -> list[str]:
+        ops = ", ".join(f"{short(op)} {n}" for op, n in sorted(self.ops.items()))
+        placed = ", ".join(f"{provider} {n}" for provider, n in sorted(self.providers.items()))
+        return [self.describe(), f"ops: {ops}"] + ([f"nodes per provider: {placed}"] if placed else [])
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "ops": dict(sorted(self.ops.items())),
+            "fused": dict(sorted(self.fused.items())),
+            "providers": dict(sorted(self.providers.items())),
+            "off_provider": self.off_provider,
+            "copies": self.copies,
+            "digest": self.digest,
+        }
+        if self.hardware_class:
+            data["hardware_class"] = self.hardware_class
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> GraphFigures:
+        """Rebuild from :meth:`as_dict`; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"graph figures must be an object, got {type(data).__name__}")
+        counts = {name: _counts(data[name] if name != "fused" else data.get(name, {}), name)
+                  for name in ("ops", "fused", "providers")}  # fmt: skip
+        digest, hardware_class = data.get("digest", ""), data.get("hardware_class", "")
+        if not isinstance(digest, str) or not isinstance(hardware_class, str):
+            raise TypeError("graph digest and hardware_class must be strings")
+        return cls(
+            ops=counts["ops"],
+            fused=counts["fused"],
+            providers=counts["providers"],
+            off_provider=_count(data.get("off_provider", 0), "off_provider"),
+            copies=_count(data.get("copies", 0), "copies"),
+            digest=digest,
+            hardware_class=hardware_class,
+        )
+
+
+def _count(value: Any, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"graph {name} must be a count (an integer >= 0), got {safe_repr(value)}")
+    return value
+
+
+def _counts(value: Any, name: str) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"graph {name} must be an object of counts, got {type(value).__name__}")
+    return {str(key): _count(count, f"{name}[{safe_repr(key)}]") for key, count in value.items()}
+
+
+def hardware_class(hardware: Mapping[str, Any] | None) -> str:
+    """The class of hardware whose optimizer builds the same graph: the architecture and the
+    instruction-set features ORT dispatches on (``x86_64:avx,avx2,fma``). NCHWc blocks by 8 on AVX2
+    and 16 with AVX-512F, so a graph at ``all`` can differ between classes."""
+    if not hardware:
+        return ""
+    features = hardware.get("features") or ()
+    return f"{hardware.get('arch', '')}:{','.join(sorted(str(f) for f in features))}"
+
+
+def summarize(
+    optimized: Any | None,
+    source: Any,
+    *,
+    placement: Iterable[tuple[str, str, str]] = (),
+    requested: str = "",
+    hardware: Mapping[str, Any] | None = None,
+) -> GraphFigures:
+    """The figures of ``optimized`` (the ``onnx.ModelProto`` ORT wrote; None when it could not write
+    one), against ``source`` (the model as given), with ``placement`` (node name, op key, provider)
+    as ORT assigned it and ``requested`` the provider the variant asked for."""
+    before = histogram(source)
+    placed = list(placement)
+    if optimized is not None:
+        ops = histogram(optimized)
+        node_ops = {node.name: op_key(node.domain, node.op_type) for node in optimized.graph.node}
+        digest = canonical_digest(optimized)
+    else:  # the graph cannot be read back: the nodes as placed stand for it
+        ops = dict(sorted(Counter(op for _, op, _ in placed).items()))
+        node_ops = {name: op for name, op, _ in placed}
+        digest = ""
+    fused = {op: n - before.get(op, 0) for op, n in ops.items() if is_fusion(op) and n > before.get(op, 0)}
+    off = tuple(sorted(name for name, _, provider in placed if requested and provider != requested))
+    return GraphFigures(
+        ops=ops,
+        fused=fused,
+        providers=dict(sorted(Counter(provider for _, _, provider in placed).items())),
+        off_provider=len(off),
+        copies=sum(n for op, n in ops.items() if op in COPY_OPS),
+        digest=digest,
+        hardware_class=hardware_class(hardware),
+        node_ops=node_ops,
+        off_nodes=off,
+    )
+
+
+def canonical_digest(model: Any) -> str:
+    """sha256 of ``model`` (an ``onnx.ModelProto``) with doc strings, metadata, producer, node names,
+    value infos and the main graph's internal value names left out: internal values are named by
+    the position of what makes them (``v0``, ``v1``... initializers and node outputs in order), the
+    graph's inputs and outputs keep theirs (they are the interface). Weights and attributes count."""
+    copy = type(model)()
+    copy.CopyFrom(model)
+    for name in ("doc_string", "producer_name", "producer_version", "domain", "model_version"):
+        copy.ClearField(name)
+    del copy.metadata_props[:]
+    opsets = sorted((o.domain, o.version) for o in copy.opset_import)
+    del copy.opset_import[:]
+    for domain, version in opsets:
+        copy.opset_import.add(domain=domain, version=version)
+    graph = copy.graph
+    graph.ClearField("name")
+    kept = {v.name for v in graph.input} | {v.name for v in graph.output} | {""}
+    names: dict[str, str] = {}
+
+    def renamed(name: str) -> str:
+        if name in kept:
+            return name
+        return names.setdefault(name, f"v{len(names)}")
+
+    initializers = {t.name: t for t in graph.initializer}
+    for node in graph.node:  # initializers named by first use, outputs by the node that makes them
+        for name in node.input:
+            if name in initializers:
+                renamed(name)
+        for name in node.output:
+            renamed(name)
+    for tensor in graph.initializer:
+        tensor.name = renamed(tensor.name)
+        tensor.ClearField("doc_string")
+    ordered = sorted(graph.initializer, key=lambda t: t.name)
+    del graph.initializer[:]
+    graph.initializer.extend(ordered)
+    for node in graph.node:
+        node.input[:] = [
+            renamed(name) if name in names or name in initializers else name for name in node.input
+        ]
+        node.output[:] = [renamed(name) for name in node.output]
+    _strip(graph)
+    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+
+
+def _strip(graph: Any) -> None:
+    """Doc strings, node names and value infos out of ``graph`` and its subgraphs."""
+    graph.ClearField("doc_string")
+    del graph.value_info[:]
+    for node in graph.node:
+        node.ClearField("name")
+        node.ClearField("doc_string")
+        for attribute in node.attribute:
+            attribute.ClearField("doc_string")
+            if attribute.HasField("g"):
+                _strip(attribute.g)
+            for subgraph in attribute.graphs:
+                _strip(subgraph)
