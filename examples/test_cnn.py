@@ -20,6 +20,9 @@ class TestResNet50:
     def test_accuracy(self, ort_perf):
         ort_perf.check_accuracy()
 
+    def test_graph(self, ort_perf):
+        ort_perf.check_graph()  # what ORT will run at this level: its fusions, placement and digest
+
     def test_runs_entirely_on_the_requested_provider(self, ort_session_info, ort_variant):
         placement = ort_session_info.placement
         if placement is None:

@@ -26,6 +26,16 @@ def test_accuracy(ort_perf):
     ort_perf.check_accuracy()
 
 
+# What ORT fuses at each level: nothing up to basic; from extended, each layer's residual adds and
+# layer norms become SkipLayerNormalization, and its GELU (Erf form) with its bias becomes BiasGelu.
+FUSED_FROM_EXTENDED = {"SkipLayerNormalization": 4, "BiasGelu": 2}
+
+
+def test_graph(ort_perf, ort_variant):
+    fused = ort_variant.opt_level.value not in ("disabled", "basic")
+    ort_perf.check_graph(expect_fusions={op: n if fused else 0 for op, n in FUSED_FROM_EXTENDED.items()})
+
+
 def test_padding_does_not_leak_into_real_tokens(ort_session, ort_inputs):
     feeds = {name: array.copy() for name, array in ort_inputs.items()}
     feeds["attention_mask"][:, 100:] = 0

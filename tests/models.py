@@ -36,8 +36,12 @@ def mlp_model(layers: int = 2, width: int = 16, *, seed: int = 0) -> onnx.ModelP
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def conv_stack_model(layers: int = 2, channels: int = 8, size: int = 16, *, seed: int = 0) -> onnx.ModelProto:
-    """``x[1, channels, size, size] -> (Conv 3x3 + Relu) x layers``: compute-bound, cost grows with layers."""
+def conv_stack_model(
+    layers: int = 2, channels: int = 8, size: int = 16, *, seed: int = 0, exposed: int = 0
+) -> onnx.ModelProto:
+    """``x[1, channels, size, size] -> (Conv 3x3 + Relu) x layers``: compute-bound, cost grows with layers.
+    ``exposed``: the first that many convolutions' outputs are also outputs of the graph, so ORT cannot
+    fuse them with their Relu (``FusedConv`` at ``extended``): a re-export that loses fusions."""
     rng = np.random.default_rng(seed)
     nodes, inits, current = [], [], "x"
     for i in range(layers):
@@ -53,11 +57,13 @@ def conv_stack_model(layers: int = 2, channels: int = 8, size: int = 16, *, seed
         current = f"h{i}"
     nodes.append(helper.make_node("Identity", [current], ["y"], name="out"))
     shape = [1, channels, size, size]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+               for name in ["y", *(f"c{i}" for i in range(exposed))]]  # fmt: skip
     graph = helper.make_graph(
         nodes,
         f"conv{layers}",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        outputs,
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

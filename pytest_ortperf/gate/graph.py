@@ -80,17 +80,14 @@ class GraphCheck:
         plan = rebuild_plan(entry.recipe, target.environment)
         why = plan.reason
         if plan.route is Route.SIDE_BY_SIDE:
-            if plan.runtime is not None:
-                why = f"{plan.reason}: the recorded runtime's graph is not built in this process"
-            elif not plan.model_changed and plan.settings is None:
+            if not plan.model_changed and plan.settings is None and plan.runtime is None:
                 inputs = "the inputs changed; the optimized graph does not depend on them"
                 return self._unchanged(target, current, stored, [*notes, inputs])
-            else:
-                rebuilt, why = rebuild(run, built, plan)
-                if rebuilt is not None:
-                    return self._against(
-                        target, current, notes, rebuilt.model, rebuilt.settings, rebuilt.label
-                    )
+            rebuilt, why = rebuild(run, built, plan)
+            if rebuilt is not None:
+                return self._against(
+                    target, current, notes, rebuilt.model, rebuilt.settings, rebuilt.label, rebuilt.python
+                )
         if stored is None:
             classes = sorted({f.graph.hardware_class for f in entry.figures.values() if f.graph is not None})
             where = f" (graphs exist for: {', '.join(classes)})" if classes else ""
@@ -119,13 +116,10 @@ class GraphCheck:
         path = f"side by side vs {ab.label}"
         if ab.source is None:
             return self._alone(target, current, Status.NO_REFERENCE, path, ab.reason, notes)
-        if ab.across_runtimes:
-            why = "the reference runs in another onnxruntime, whose graph is not built in this process"
-            return self._alone(target, current, Status.NO_REFERENCE, path, why, notes)
-        if ab.source.sha256 == built.model.sha256:
+        if ab.source.sha256 == built.model.sha256 and not ab.across_runtimes:
             why = f"identical to {ab.label}, nothing to compare"
             return self._alone(target, current, Status.IDENTICAL_TO_REFERENCE, path, why, notes)
-        return self._against(target, current, notes, ab.source, built.settings, ab.label)
+        return self._against(target, current, notes, ab.source, built.settings, ab.label, ab.python)
 
     def _against(
         self,
@@ -135,10 +129,12 @@ class GraphCheck:
         model: ModelSource,
         settings: SessionSettings,
         label: str,
+        python: str = "",
     ) -> GraphResult:
-        """The current graph against ``model``'s under ``settings``, built here beside it."""
+        """The current graph against ``model``'s under ``settings``, built here beside it (``python``:
+        in that interpreter's onnxruntime, in a worker)."""
         built = self._context.built
-        other, note = self._context.run.graph(model, built.variant, settings)
+        other, note = self._context.run.graph(model, built.variant, settings, python=python)
         return compared(
             target.key,
             current,

@@ -102,7 +102,7 @@ class OrtperfRun:
         self._runtime_pythons: dict[tuple[str, str], tuple[str, str]] = {}
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
-        self._graphs: dict[tuple[str, str, Variant, SessionSettings], tuple[GraphFigures, str]] = {}
+        self._graphs: dict[tuple[str, str, Variant, SessionSettings, str], tuple[GraphFigures, str]] = {}
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -201,14 +201,18 @@ class OrtperfRun:
         return self.pool.get(model, variant, settings)
 
     def graph(
-        self, model: ModelSource, variant: Variant, settings: SessionSettings
+        self, model: ModelSource, variant: Variant, settings: SessionSettings, *, python: str = ""
     ) -> tuple[GraphFigures, str]:
         """The optimized graph ORT builds of ``model`` for ``variant`` under ``settings`` on this
-        machine, as figures, with what could not be read (built once per run: it is deterministic)."""
-        key = (model.sha256, str(model.path), variant, settings)
+        machine (``python``: in that interpreter's onnxruntime, in a worker), as figures, with what
+        could not be read. Built once per run: it is deterministic."""
+        key = (model.sha256, str(model.path), variant, settings, python)
         if key not in self._graphs:
             self.require_available(variant)
-            built = optimized_graph(import_onnxruntime(), model, variant, settings)
+            timeout_s = self.config.run_timeout_s
+            built = optimized_graph(
+                import_onnxruntime(), model, variant, settings, python=python, timeout_s=timeout_s
+            )
             figures = summarize(
                 built.optimized,
                 built.source,
@@ -216,7 +220,7 @@ class OrtperfRun:
                 requested=variant.provider,
                 hardware=self.machine.hardware.as_dict(),
             )
-            unplaced = "" if built.placement else "this onnxruntime does not report node placement"
+            unplaced = "" if built.placed else "this onnxruntime does not report node placement"
             note = built.note or unplaced
             self._graphs[key] = (figures, note)
         return self._graphs[key]

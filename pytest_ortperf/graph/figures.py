@@ -57,9 +57,12 @@ FUSION_PARTS: dict[str, frozenset[str]] = {
 }
 
 
+LAYOUT_OPS = (f"{NCHWC}:ReorderInput", f"{NCHWC}:ReorderOutput")  # NCHWc layout changes, not fusions
+
+
 def is_fusion(op: str) -> bool:
     """Whether op type ``op`` (``domain:op``) is a fusion's result."""
-    return op in FUSION_PARTS or op.startswith((f"{MS}:", f"{NCHWC}:"))
+    return op not in LAYOUT_OPS and (op in FUSION_PARTS or op.startswith((f"{MS}:", f"{NCHWC}:")))
 
 
 def parts_of(op: str) -> frozenset[str] | None:
@@ -69,11 +72,7 @@ def parts_of(op: str) -> frozenset[str] | None:
         return FUSION_PARTS[op]
     if op.startswith(f"{NCHWC}:"):
         name = op.partition(":")[2]
-        return (
-            frozenset({name, "Relu", "Sigmoid", "Tanh", "Clip", "Add", "Sum"})
-            if name != "ReorderInput"
-            else None
-        )
+        return frozenset({name, "Relu", "Sigmoid", "Tanh", "Clip", "Add", "Sum"})
     return None
 
 
@@ -149,13 +148,13 @@ class GraphFigures:
         """Rebuild from :meth:`as_dict`; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
         if not isinstance(data, Mapping):
             raise TypeError(f"graph figures must be an object, got {type(data).__name__}")
-        counts = {name: _counts(data[name] if name != "fused" else data.get(name, {}), name)
-                  for name in ("ops", "fused", "providers")}  # fmt: skip
+        counts = {name: _counts(data.get(name, {}), name) for name in ("fused", "providers")}
+        ops = _counts(data["ops"], "ops")
         digest, hardware_class = data.get("digest", ""), data.get("hardware_class", "")
         if not isinstance(digest, str) or not isinstance(hardware_class, str):
             raise TypeError("graph digest and hardware_class must be strings")
         return cls(
-            ops=counts["ops"],
+            ops=ops,
             fused=counts["fused"],
             providers=counts["providers"],
             off_provider=_count(data.get("off_provider", 0), "off_provider"),

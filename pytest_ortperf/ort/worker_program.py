@@ -17,7 +17,8 @@ sessions); ``warm_up``; ``time`` (k runs, timed here with ``perf_counter_ns``, r
 int64 array); ``outputs``; ``profile`` (untimed runs on a new session of the loaded model with
 session-level profiling, which is then dropped; answers the trace file's path); ``footprint``
 (in a worker started for it alone: the memory and start-up a session adds to a fresh process, see
-:func:`footprint`); ``release``; ``exit``. Every answer has ``ok``; a failed command
+:func:`footprint`); ``graph`` (a session that writes its optimized graph to a path the parent
+names, see :func:`optimized_graph`); ``release``; ``exit``. Every answer has ``ok``; a failed command
 answers ``ok: false`` with the error, and the worker waits for the next one.
 
 The worker ends when its parent does: stdin reaches end of file when the parent exits, and a
@@ -187,6 +188,38 @@ def session_options(ort: Any, recipe: dict[str, Any]) -> Any:
     return options
 
 
+QUIET = 3  # ORT's error level: at `all` it warns that an NCHWc graph is hardware specific (expected)
+
+
+def optimized_graph(ort: Any, model_input: Any, recipe: dict[str, Any], path: str) -> dict[str, Any]:
+    """Build a session from ``recipe`` that writes its optimized graph to ``path``: where ORT placed
+    each node (``placement``: name, ``domain:op``, provider; ``placed`` False where this onnxruntime
+    cannot say) and, when the graph could not be written (a provider that compiles nodes), ``note``
+    with ORT's reason, the session then built again without the file."""
+    providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
+
+    def build(write: bool) -> Any:
+        options = session_options(ort, recipe)
+        options.log_severity_level = QUIET
+        if write:
+            options.optimized_model_filepath = path
+        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+
+    note = ""
+    try:
+        session = build(True)
+    except Exception as first:  # ORT raises Fail, RuntimeError, ...
+        session = build(False)
+        note = "ORT could not write the optimized graph (" + " ".join(str(first).split())[:300] + ")"
+    getter = getattr(session, "get_provider_graph_assignment_info", None)
+    placement: list[list[str]] = []
+    for subgraph in getter() if getter is not None else []:
+        for node in subgraph.get_nodes():
+            op = node.op_type if node.domain in ("", "ai.onnx") else node.domain + ":" + node.op_type
+            placement.append([node.name, op, subgraph.ep_name])
+    return {"placement": placement, "placed": getter is not None, "note": note}
+
+
 def _runtime(ort: Any) -> dict[str, Any]:
     import platform
 
@@ -296,6 +329,9 @@ class Worker:
             return self.load(header, arrays), []
         if command == "footprint":
             return self.footprint(header, arrays), []
+        if command == "graph":
+            model_input, _ = _model_and_feeds(header, arrays)
+            return optimized_graph(self.ort, model_input, header["recipe"], str(header["path"])), []
         if command == "release":
             self.models.pop(int(header["handle"]), None)
             gc.collect()

@@ -423,6 +423,32 @@ def measure_footprint(
         worker.close()
 
 
+def worker_graph(
+    python: str,
+    model: ModelSource,
+    variant: Variant,
+    settings: SessionSettings,
+    path: Path,
+    *,
+    timeout_s: float,
+    program: Path = PROGRAM,
+) -> dict[str, Any]:
+    """Build ``model`` in a worker of ``python``'s environment, in a session that writes its optimized
+    graph to ``path`` (``worker_program.optimized_graph``); its answer. The worker is stopped after."""
+    model = in_memory(model)
+    worker = WorkerProcess(python, timeout_s=timeout_s, program=program)
+    try:
+        header, arrays = _load_header("graph", model, variant, settings, {})
+        header["path"] = str(path)
+        try:
+            answer, _ = worker.request(header, arrays, work_s=max(worker.timeout_s, START_TIMEOUT_S))
+        except WorkerError as exc:
+            raise WorkerError(f"'{model.label}' [{variant.id}] in a worker ({python}): {exc}") from None
+        return answer
+    finally:
+        worker.close()
+
+
 def _optional_int(value: Any) -> int | None:
     return None if value is None else int(value)
 

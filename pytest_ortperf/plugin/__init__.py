@@ -159,7 +159,7 @@ def _header_lines(ortperf: OrtperfConfig) -> list[str]:
     ]
     if not ortperf.timing:
         lines.append(
-            "ortperf timing: off (--ortperf-timing=off): latency and start-up checks skipped, accuracy and "
-            "memory checked"
+            "ortperf timing: off (--ortperf-timing=off): latency and start-up checks skipped, accuracy, "
+            "graph and memory checked"
         )
     return lines + ([f"ortperf WARNING: {conflict}"] if conflict else [])

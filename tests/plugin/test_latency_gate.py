@@ -232,7 +232,7 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, latency_suite: Path) -
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE.replace("def test_latency", "@pytest.mark.ort_thresholds(latency='fast', atoll=1)\ndef test_latency"))
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, memory, startup, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
+    result.stdout.fnmatch_lines(["*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, memory, startup, graph, atol, rtol, cosine, mismatch, outputs*; unknown: atoll*"])
 
 
 def test_a_noisy_update_writes_the_entry_and_lists_it_as_noisy(pytester: pytest.Pytester, latency_suite: Path) -> None:

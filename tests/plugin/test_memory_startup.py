@@ -209,11 +209,13 @@ def test_check_adds_memory_and_startup_when_asked_and_only_then(pytester: pytest
         pytestmark = pytest.mark.ort_model("model.onnx")
 
         def test_default(ort_perf):
-            assert [type(r).__name__ for r in ort_perf.check()] == ["LatencyResult", "AccuracyResult"]
+            assert [type(r).__name__ for r in ort_perf.check()] == ["LatencyResult", "AccuracyResult", "GraphResult"]
 
         def test_asked(ort_perf):
             kinds = [getattr(r, "kind", type(r).__name__) for r in ort_perf.check(memory=True, startup=True)]
-            assert kinds == ["LatencyResult", "AccuracyResult", "memory", "startup"]
+            assert kinds == ["LatencyResult", "AccuracyResult", "graph", "memory", "startup"]
+            no_graph = [getattr(r, "kind", type(r).__name__) for r in ort_perf.check(graph=False, name="again")]
+            assert no_graph == ["LatencyResult", "AccuracyResult"]
         """
     )
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
@@ -243,7 +245,7 @@ def test_check_adds_memory_and_startup_when_asked_and_only_then(pytester: pytest
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--ortperf-checks=latency,memroy",), "*--ortperf-checks: expected checks from latency, accuracy, memory, startup, comma separated; unknown: memroy.*"),
+        (("--ortperf-checks=latency,memroy",), "*--ortperf-checks: expected checks from latency, accuracy, graph, memory, startup, comma separated; unknown: memroy.*"),
         (("--ortperf-memory-threshold=5",), "*--ortperf-memory-threshold: did you mean 5%?*"),
         (("--ortperf-memory-floor=lots",), "*--ortperf-memory-floor: expected a size such as 4KiB, 512MiB, 8GiB or a number of bytes, got 'lots'.*"),
         (("--ortperf-memory-limit=8 parsecs",), "*--ortperf-memory-limit: expected a size such as 4KiB*"),
@@ -339,12 +341,12 @@ def test_check_returns_one_result_per_check_in_order_also_in_ab_mode_and_with_ti
 
         @pytest.mark.ort_ab("reference.onnx")
         def test_ab(ort_perf):
-            latency, accuracy = ort_perf.check()  # A/B adds the outputs' comparison, not a result
-            assert (type(latency).__name__, type(accuracy).__name__) == ("LatencyResult", "AccuracyResult")
+            latency, accuracy, graph = ort_perf.check()  # A/B adds the outputs' comparison, not a result
+            assert kinds((latency, accuracy, graph)) == ["LatencyResult", "AccuracyResult", "graph"]
 
         def test_untimed(ort_perf, request):
             results = ort_perf.check(startup=True, memory=True)
-            assert kinds(results) == ["LatencyResult", "AccuracyResult", "memory", "startup"]
+            assert kinds(results) == ["LatencyResult", "AccuracyResult", "graph", "memory", "startup"]
             print("STATUSES", [str(r.status) for r in results])
 
         def test_startup_alone(ort_perf):
@@ -359,7 +361,7 @@ def test_check_returns_one_result_per_check_in_order_also_in_ab_mode_and_with_ti
     untimed.assert_outcomes(passed=1, skipped=1)
     untimed.stdout.fnmatch_lines(
         [
-            "*STATUSES [[]'not timed', 'ok', 'unchanged', 'not timed'[]]*",
+            "*STATUSES [[]'not timed', 'ok', 'unchanged', 'unchanged', 'not timed'[]]*",
             "SKIPPED * start-up of test_startup_alone[[]cpu-all[]] not timed: timing is off (--ortperf-timing=off)*",
         ]
     )

@@ -22,7 +22,7 @@ def test_latency(ort_perf):
     print("LATENCY", result.status)
 
 def test_both(ort_perf):
-    latency, accuracy = ort_perf.check()
+    latency, accuracy, graph = ort_perf.check()
     print("BOTH", latency.status, accuracy.status, latency.current.rounds)
 
 def test_accuracy(ort_perf):
@@ -58,7 +58,7 @@ def test_timing_off_skips_latency_and_still_checks_accuracy(pytester: pytest.Pyt
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(
         [
-            "ortperf timing: off (--ortperf-timing=off): latency and start-up checks skipped, accuracy and memory checked",
+            "ortperf timing: off (--ortperf-timing=off): latency and start-up checks skipped, accuracy, graph and memory checked",
             "*BOTH not timed ok 0",
             "timing off (--ortperf-timing=off): 2 latency checks not timed; sessions were run and accuracy "
             "checks compared outputs",
@@ -74,6 +74,7 @@ def test_timing_off_skips_latency_and_still_checks_accuracy(pytester: pytest.Pyt
     assert verdicts == [
         ("test_accuracy[cpu-all]", "accuracy", "ok", False),
         ("test_both[cpu-all]", "accuracy", "ok", False),
+        ("test_both[cpu-all]", "graph", "unchanged", False),
         ("test_both[cpu-all]", "latency", "not timed", False),
         ("test_latency[cpu-all]", "latency", "not timed", False),
     ]

@@ -57,7 +57,7 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
     parallel = pytester.runpytest_subprocess("--ortperf-update", "-n", workers, *QUICK)
     parallel.assert_outcomes(passed=8)
     parallel.stdout.fnmatch_lines(
-        ["timing: serialized across processes*", "ortperf update: 0 updated, 14 new, 0 unchanged, 0 unused"]
+        ["timing: serialized across processes*", "ortperf update: 0 updated, 20 new, 0 unchanged, 0 unused"]
     )
     assert _masked(baseline) == expected
     assert sorted(p.name for p in (pytester.path / "baselines" / "test_par.py.outputs").iterdir()) == [
@@ -155,7 +155,7 @@ def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pyt
     result.stdout.fnmatch_lines(
         [
             "repaired *test_par.py.json: the damaged file was kept as test_par.py.json.damaged-*",
-            "ortperf update: 0 updated, 14 new, 0 unchanged, 0 unused",
+            "ortperf update: 0 updated, 20 new, 0 unchanged, 0 unused",
         ]
     )
     result.stdout.no_fnmatch_line("*a worker moved the damaged file*")

@@ -386,5 +386,5 @@ def test_the_checks_of_check_come_from_the_option_in_order(tmp_path: Path, value
 
 @pytest.mark.parametrize("value", ["", "latency,speed", " , "])
 def test_unknown_or_no_checks_are_a_usage_error_naming_the_ini_key(tmp_path: Path, value: str) -> None:
-    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, memory, startup"):
+    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup"):
         build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value}))

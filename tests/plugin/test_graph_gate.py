@@ -1,0 +1,292 @@
+"""The graph check end to end: real sessions write their optimized graphs; lost fusions fail side by
+side on a machine other than the recording one; a re-export passes latency as the same graph."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+
+from tests.models import conv_stack_model, reexported
+from tests.plugin.conftest import git, move_figures_to_other_hardware
+
+GRAPH_TEST = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx")
+
+def test_graph(ort_perf):
+    ort_perf.check_graph()
+"""
+LEVELS = ("--ort-opt-levels=basic,extended",)
+
+
+def commit(pytester: pytest.Pytester, *paths: str) -> None:
+    git(pytester, "add", *paths)
+    git(pytester, "commit", "-q", "-m", "commit")
+
+
+def start_repository(pytester: pytest.Pytester, test: str = GRAPH_TEST) -> Path:
+    """A repository whose HEAD holds a 3-layer conv stack and its test; the baseline file's path."""
+    git(pytester, "init", "-q")
+    git(pytester, "config", "user.name", "Test")
+    git(pytester, "config", "user.email", "test@example.com")
+    git(pytester, "config", "commit.gpgsign", "false")
+    onnx.save(conv_stack_model(3), pytester.path / "model.onnx")
+    pytester.makepyfile(test_graph=test)
+    commit(pytester, "model.onnx", "test_graph.py")
+    return pytester.path / "baselines" / "test_graph.py.json"
+
+
+def graph_of(baseline: Path, test: str) -> dict[str, object]:
+    figures = json.loads(baseline.read_text())["entries"][test]["figures"]
+    (only,) = figures.values()
+    graph: dict[str, object] = only["graph"]
+    return graph
+
+
+def to_other_hardware(baseline: Path, test: str) -> str:
+    """The recorded figures moved to another CPU generation, the graph's hardware class with them."""
+    key = next(iter(json.loads(baseline.read_text())["entries"][test]["figures"]))
+
+    def edit(figures: dict[str, object]) -> None:
+        hardware = figures["measured_on"]["hardware"]  # type: ignore[index]
+        figures["graph"]["hardware_class"] = f"{hardware['arch']}:{','.join(sorted(hardware['features']))}"  # type: ignore[index]
+
+    # the figures are moved first, then edited with their new hardware
+    other = move_figures_to_other_hardware(baseline, test, key)
+    document = json.loads(baseline.read_text())
+    edit(document["entries"][test]["figures"][other])
+    baseline.write_text(json.dumps(document))
+    return other
+
+
+def test_the_graph_is_recorded_per_variant_and_passes_unchanged(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    baseline = start_repository(pytester)
+    pytester.runpytest("--ortperf-update", *LEVELS).assert_outcomes(passed=2)
+    basic, extended = graph_of(baseline, "test_graph[cpu-basic]"), graph_of(baseline, "test_graph[cpu-extended]")
+    assert basic["ops"] == {"Conv": 3, "Identity": 1, "Relu": 3} or basic["ops"] == {"Conv": 3, "Relu": 3}
+    assert basic["fused"] == {}
+    assert extended["fused"] == {"com.microsoft:FusedConv": 3}
+    assert extended["providers"] == {"CPUExecutionProvider": sum(basic["providers"].values())}  # type: ignore[union-attr]
+    assert len(str(extended["digest"])) == 64
+    result = pytester.runpytest(*LEVELS)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "graphs (what ONNX Runtime will run for each variant*",
+            "*test_graph.py::test_graph*cpu-extended*graph*unchanged*fused: FusedConv 3; digest *nothing changed*unchanged",
+        ]
+    )
+    before = baseline.read_bytes()
+    pytester.runpytest("--ortperf-update", *LEVELS).assert_outcomes(passed=2)
+    assert baseline.read_bytes() == before  # an update of the same graph writes nothing
+
+
+def test_a_lost_fusion_fails_side_by_side_on_a_machine_other_than_the_recording_one(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    baseline = start_repository(pytester)
+    pytester.runpytest("--ortperf-update", *LEVELS).assert_outcomes(passed=2)
+    for test in ("test_graph[cpu-basic]", "test_graph[cpu-extended]"):
+        to_other_hardware(baseline, test)
+    onnx.save(conv_stack_model(3, exposed=1), pytester.path / "model.onnx")  # conv0 can no longer fuse
+    result = pytester.runpytest(*LEVELS, "--ortperf-report=report.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "graph regression in test_graph[[]cpu-extended[]] against the recorded model (git *)",
+            "  reference: * fused: FusedConv 3; digest *",
+            "  current:   * fused: FusedConv 2; digest *",
+            "  change:    FusedConv 3 -> 2, Conv +1, Relu +1",
+            "  lost fusions: FusedConv 3 -> 2 (Conv +1, Relu +1)",
+            "  nodes new: conv0 (Conv), relu0 (Relu)",
+            "  nodes gone: conv0 (FusedConv)",
+            "  fails: lost fusion: FusedConv 3 -> 2 (Conv +1, Relu +1)",
+            "  to accept the new graph: ortperf update 'test_graph.py::test_graph[[]cpu-extended[]]'*",
+        ]
+    )
+    records = {r["variant"]: r for r in json.loads((pytester.path / "report.json").read_text())["checks"]}
+    assert records["cpu-extended"]["kind"] == "graph"
+    assert records["cpu-extended"]["verdict"] == "regression"
+    assert records["cpu-extended"]["path"].startswith("side by side vs the recorded model (git ")
+    assert records["cpu-basic"]["verdict"] == "ok"  # the extra output informs at basic: nothing fused there
+
+
+@pytest.mark.parametrize(
+    ("marker", "outcome"),
+    [
+        ("@pytest.mark.ort_thresholds(graph='off')", {"passed": 1}),
+        ("@pytest.mark.ort_thresholds(graph='off')\n@pytest.mark.ort_thresholds(graph={'FusedConv': 2})", {"passed": 1}),
+        ("@pytest.mark.ort_thresholds(graph='off')\n@pytest.mark.ort_thresholds(graph={'FusedConv': 3})", {"failed": 1}),
+    ],
+)
+def test_what_fails_is_set_by_a_marker(
+    pytester: pytest.Pytester, isolated_git: None, marker: str, outcome: dict[str, int]
+) -> None:
+    """graph='off' lets a lost fusion pass; pinned counts (a marker of their own) still decide."""
+    test = GRAPH_TEST.replace("def test_graph", f"{marker}\ndef test_graph")
+    start_repository(pytester, test)
+    pytester.runpytest("--ortperf-update", "--ort-opt-levels=extended").assert_outcomes(passed=1)
+    onnx.save(conv_stack_model(3, exposed=1), pytester.path / "model.onnx")
+    pytester.runpytest("--ort-opt-levels=extended").assert_outcomes(**outcome)
+
+
+def test_exact_mode_fails_a_change_that_only_informs(pytester: pytest.Pytester, isolated_git: None) -> None:
+    start_repository(pytester)
+    pytester.runpytest("--ortperf-update", *LEVELS).assert_outcomes(passed=2)
+    onnx.save(conv_stack_model(3, exposed=1), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ort-opt-levels=basic", "--ortperf-graph=exact")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  fails: the graph changed (* and ort_thresholds(graph='exact') fails any change"])
+
+
+def test_pinned_counts_of_a_call_fail_with_the_counts(pytester: pytest.Pytester) -> None:
+    onnx.save(conv_stack_model(2), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        test_pins="""
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        def test_pins(ort_perf):
+            ort_perf.check_graph(expect_fusions={"FusedConv": 2, "Attention": 1})
+        """
+    )
+    result = pytester.runpytest("--ort-opt-levels=extended", "--ortperf-missing=pass")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*graph of test_pins[[]cpu-extended[]]: pinned counts not met: Attention: expected 1, found 0;*"])
+
+
+def test_stored_graphs_decide_only_on_the_hardware_class_that_recorded_them(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """No repository and no model cache: the recorded model cannot be rebuilt."""
+    onnx.save(conv_stack_model(3), pytester.path / "model.onnx")
+    pytester.makepyfile(test_graph=GRAPH_TEST)
+    baseline = pytester.path / "baselines" / "test_graph.py.json"
+    pytester.runpytest("--ortperf-update", "--ort-opt-levels=extended").assert_outcomes(passed=1)
+    onnx.save(conv_stack_model(3, exposed=1), pytester.path / "model.onnx")
+    here = pytester.runpytest("--ort-opt-levels=extended")
+    here.assert_outcomes(failed=1)
+    here.stdout.fnmatch_lines(
+        [
+            "graph regression in test_graph[[]cpu-extended[]] against the graph recorded on this hardware class (recorded *)",
+            "  lost fusions: FusedConv 3 -> 2 (Conv +1, Relu +1)",
+            "  decided by stored graph: the model changed * and the recorded one is neither in git here nor in the model cache*",
+        ]
+    )
+    to_other_hardware(baseline, "test_graph[cpu-extended]")
+    elsewhere = pytester.runpytest("--ort-opt-levels=extended")
+    elsewhere.assert_outcomes(failed=1)
+    elsewhere.stdout.fnmatch_lines(
+        ["no graph baseline for test_graph[[]cpu-extended[]] (the model changed *; no graph was recorded on this hardware class (*) (graphs exist for: *)); built *"]
+    )
+
+
+def test_a_reexport_passes_latency_as_the_same_graph_with_no_timed_round(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    start_repository(
+        pytester,
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        def test_gate(ort_perf):
+            latency, accuracy, graph = ort_perf.check()
+            print("LATENCY", latency.status, latency.current.rounds)
+        """,
+    )
+    pytester.runpytest("--ortperf-update", "--ort-opt-levels=extended", "--ortperf-budget=0.3").assert_outcomes(passed=1)
+    onnx.save(reexported(conv_stack_model(3)), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ort-opt-levels=extended", "-s", "--ortperf-report=report.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*LATENCY unchanged (same graph) 0",
+            "*test_graph.py::test_gate*cpu-extended*same graph*the same optimized graph as the reference; not timed*unchanged (same graph)",
+        ]
+    )
+    latency = next(r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency")
+    assert latency["current"]["rounds"] == 0
+    assert latency["path"].startswith("same graph as the recorded model (git ")
+
+
+def test_a_latency_failure_side_by_side_carries_the_graph_difference(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    start_repository(
+        pytester,
+        """
+        import pytest
+        pytestmark = pytest.mark.ort_model("model.onnx")
+
+        def test_latency(ort_perf):
+            ort_perf.check_latency()
+        """,
+    )
+    pytester.runpytest("--ortperf-update", "--ort-opt-levels=extended", "--ortperf-budget=0.5").assert_outcomes(passed=1)
+    onnx.save(conv_stack_model(9), pytester.path / "model.onnx")  # three times the layers
+    result = pytester.runpytest("--ort-opt-levels=extended")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "latency regression in test_latency[[]cpu-extended[]] against the recorded model (git *",
+            "  graph at cpu-extended:",
+            "    change:    FusedConv 3 -> 9",
+            "    gained fusions: FusedConv 3 -> 9",
+            "*to accept the new latency: *",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--ortperf-graph=loose",), "*--ortperf-graph: expected one of fusions, exact, off, got 'loose'.*"),
+        (("-o", "ortperf_graph=every"), "*ini ortperf_graph: expected one of fusions, exact, off, got 'every'.*"),
+    ],
+)
+def test_a_bad_graph_mode_is_a_usage_error_naming_the_option(
+    pytester: pytest.Pytester, args: tuple[str, ...], message: str
+) -> None:
+    onnx.save(conv_stack_model(1), pytester.path / "model.onnx")
+    pytester.makepyfile(test_graph=GRAPH_TEST)
+    result = pytester.runpytest(*args)
+    assert result.ret != 0
+    result.stderr.fnmatch_lines([message])
+
+
+def test_a_bad_graph_marker_fails_only_its_test(pytester: pytest.Pytester) -> None:
+    onnx.save(conv_stack_model(1), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        test_graph=GRAPH_TEST
+        + """
+@pytest.mark.ort_thresholds(graph={"FusedConv": -1})
+def test_bad(ort_perf):
+    ort_perf.check_graph()
+"""
+    )
+    result = pytester.runpytest("--ort-opt-levels=extended", "--ortperf-missing=pass")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*graph: the count pinned for 'FusedConv' must be an integer >= 0, got -1.*"])
+
+
+def test_damaged_graph_figures_name_the_file_and_overwrite_nothing(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    baseline = start_repository(pytester)
+    pytester.runpytest("--ortperf-update", "--ort-opt-levels=extended").assert_outcomes(passed=1)
+    document = json.loads(baseline.read_text())
+    (figures,) = document["entries"]["test_graph[cpu-extended]"]["figures"].values()
+    figures["graph"]["ops"] = {"Conv": -3}
+    baseline.write_text(json.dumps(document))
+    damaged = baseline.read_bytes()
+    result = pytester.runpytest("--ort-opt-levels=extended")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{baseline}*graph ops*must be a count*"])
+    pytester.runpytest("--ortperf-update", "--ort-opt-levels=extended")
+    assert baseline.read_bytes() == damaged

@@ -1,0 +1,121 @@
+"""Two optimized graphs compared exactly: what changed, and what of it fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.graph.diff import GraphDiff, failures, parse_graph_mode, parse_graph_threshold, pinned
+from pytest_ortperf.graph.figures import GraphFigures
+
+FUSED = GraphFigures(
+    ops={"com.microsoft:FusedConv": 3, "Identity": 1},
+    fused={"com.microsoft:FusedConv": 3},
+    providers={"CPUExecutionProvider": 4},
+    digest="a" * 64,
+    node_ops={"conv0": "com.microsoft:FusedConv", "conv1": "com.microsoft:FusedConv",
+              "conv2": "com.microsoft:FusedConv", "out": "Identity"},
+)  # fmt: skip
+ONE_LOST = GraphFigures(
+    ops={"com.microsoft:FusedConv": 2, "Conv": 1, "Relu": 1, "Identity": 1},
+    fused={"com.microsoft:FusedConv": 2},
+    providers={"CPUExecutionProvider": 5},
+    digest="b" * 64,
+    node_ops={"conv0": "Conv", "relu0": "Relu", "conv1": "com.microsoft:FusedConv",
+              "conv2": "com.microsoft:FusedConv", "out": "Identity"},
+)  # fmt: skip
+
+
+def test_the_same_digest_is_the_same_graph_and_fails_nothing() -> None:
+    diff = GraphDiff(FUSED, FUSED)
+    assert diff.same
+    assert diff.text() == "same graph"
+    assert failures(diff, "exact") == []
+
+
+def test_a_lost_fusion_fails_and_names_the_op_types_and_nodes() -> None:
+    diff = GraphDiff(FUSED, ONE_LOST)
+    assert diff.text() == "FusedConv 3 -> 2, Conv +1, Relu +1"
+    assert diff.lost_fusions() == ["FusedConv 3 -> 2 (Conv +1, Relu +1)"]
+    assert failures(diff) == ["lost fusion: FusedConv 3 -> 2 (Conv +1, Relu +1)"]
+    assert failures(diff, "off") == []
+    lines = diff.lines()
+    assert "nodes new: conv0 (Conv), relu0 (Relu)" in lines
+    assert "nodes gone: conv0 (FusedConv)" in lines
+
+
+def test_a_gained_fusion_informs_and_fails_only_in_exact_mode() -> None:
+    diff = GraphDiff(ONE_LOST, FUSED)
+    assert diff.lost_fusions() == []
+    assert diff.gained_fusions() == ["FusedConv 2 -> 3"]
+    assert failures(diff) == []
+    assert failures(diff, "exact") == [
+        "the graph changed (FusedConv 2 -> 3, Conv -1, Relu -1) and ort_thresholds(graph='exact') fails any change"
+    ]
+
+
+def test_a_fused_op_that_drops_without_its_parts_appearing_is_no_lost_fusion() -> None:
+    """Layers removed: fewer FusedConv, and nothing they are made of appears."""
+    fewer = GraphFigures(ops={"com.microsoft:FusedConv": 2, "Identity": 1}, digest="c" * 64)
+    assert GraphDiff(FUSED, fewer).lost_fusions() == []
+    assert failures(GraphDiff(FUSED, fewer)) == []
+
+
+def test_an_unlisted_fused_op_is_made_of_any_op() -> None:
+    before = GraphFigures(ops={"com.microsoft:NewFusion": 2}, digest="a" * 64)
+    after = GraphFigures(ops={"com.microsoft:NewFusion": 1, "Tanh": 4}, digest="b" * 64)
+    assert GraphDiff(before, after).lost_fusions() == ["NewFusion 2 -> 1 (Tanh +4)"]
+
+
+def test_nodes_moving_off_the_provider_and_new_copies_fail() -> None:
+    on_gpu = GraphFigures(ops={"Conv": 3}, providers={"CUDAExecutionProvider": 3}, digest="a" * 64)
+    fell_back = GraphFigures(
+        ops={"Conv": 3, "MemcpyToHost": 1, "MemcpyFromHost": 1},
+        providers={"CUDAExecutionProvider": 2, "CPUExecutionProvider": 1},
+        off_provider=1,
+        copies=2,
+        digest="b" * 64,
+        off_nodes=("conv1",),
+    )
+    diff = GraphDiff(on_gpu, fell_back)
+    assert failures(diff) == [
+        "nodes off the requested provider: 0 -> 1",
+        "copy nodes between providers: 0 -> 2",
+    ]
+    assert "off the requested provider: conv1" in diff.lines()
+    assert "nodes off the requested provider 0 -> 1" in diff.text()
+
+
+def test_graphs_that_could_not_be_serialized_compare_by_their_figures() -> None:
+    compiled = GraphFigures(ops={"TRTKernel": 1}, providers={"TensorrtExecutionProvider": 1})
+    assert GraphDiff(compiled, compiled).same
+    assert not GraphDiff(compiled, GraphFigures(ops={"TRTKernel": 2})).same
+
+
+def test_pinned_counts_match_a_name_with_or_without_its_domain() -> None:
+    assert pinned(FUSED, {"FusedConv": 3, "com.microsoft:FusedConv": 3}) == []
+    assert pinned(ONE_LOST, {"FusedConv": 3, "Attention": 0}) == ["FusedConv: expected 3, found 2"]
+
+
+def test_graph_thresholds_are_a_mode_or_pinned_counts() -> None:
+    assert parse_graph_mode(" Exact ", source="x") == "exact"
+    assert parse_graph_threshold("off", source="x") == ("off", ())
+    assert parse_graph_threshold({"Attention": 12}, source="x") == ("", (("Attention", 12),))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("loose", "marker: graph: expected one of fusions, exact, off, got 'loose'."),
+        (3, "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got 3."),
+        ({}, "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got {}."),
+        ({"FusedConv": -1}, "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got -1."),
+        ({"FusedConv": True}, "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got True."),
+        ({"": 1}, "marker: graph: op type names must be non-empty strings, got ''."),
+        ({"X": -(10**5000)}, "marker: graph: the count pinned for 'X' must be an integer >= 0, got <int too large to show>."),
+    ],
+)
+def test_bad_graph_thresholds_are_usage_errors_naming_where(value: object, expected: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_graph_threshold(value, source="marker: graph")
+    assert str(info.value) == expected
