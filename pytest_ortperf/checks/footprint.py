@@ -143,13 +143,21 @@ def judged(
         lines.append(f"  {'':<{width}} limit {comparison.rule}")
     if explain:
         lines.append(f"  nodes whose bytes grew most: {', '.join(explain)}")
-    if changes:
-        lines.append("  changed since the baseline: " + "; ".join(changes))
+    lines += closing_lines(kind, key, changes=changes, stored_reason=stored_reason, notes=notes)
+    return replace(result, message="\n".join(lines))
+
+
+def closing_lines(
+    kind: str, key: CheckKey, *, changes: Sequence[str], stored_reason: str, notes: Sequence[str]
+) -> list[str]:
+    """How a failed memory, start-up or graph check's message ends: what changed since the baseline,
+    why stored figures decided, the notes, and the command that accepts the new figures (last)."""
+    lines = ["  changed since the baseline: " + "; ".join(changes)] if changes else []
     if stored_reason:
         lines.append(f"  decided by stored figures: {stored_reason}")
     lines += [f"  note: {note}" for note in notes]
     lines.append(f"  to accept the new {KIND_TEXT[kind]}: {key.record_command}")
-    return replace(result, message="\n".join(lines))
+    return lines
 
 
 def _figure_lines(title: str, figures: PartFigures, width: int) -> list[str]:

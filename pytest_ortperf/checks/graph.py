@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_ortperf.checks.footprint import FootprintResult
+from pytest_ortperf.checks.footprint import FootprintResult, closing_lines
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.graph.diff import GraphDiff, failures, pinned
@@ -123,13 +123,8 @@ def compared(
         f"  current:   {current.describe()}",
         *(f"  {line}" for line in diff.lines()),
         *(f"  fails: {reason}" for reason in reasons),
+        *closing_lines(GRAPH, key, changes=changes, stored_reason=stored_reason, notes=notes),
     ]
-    if changes:
-        lines.append("  changed since the baseline: " + "; ".join(changes))
-    if stored_reason:
-        lines.append(f"  decided by stored graph: {stored_reason}")
-    lines += [f"  note: {note}" for note in notes]
-    lines.append(f"  to accept the new graph: {key.record_command}")
     return replace(result, message="\n".join(lines))
 
 

@@ -386,7 +386,8 @@ class LatencyCheck:
         context.add_property("ortperf_latency_verdict", str(result.status))
         context.add_property("ortperf_latency_mode", result.basis)
         context.add_property("ortperf_latency_path", result.path)
-        context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
+        if result.current.rounds:  # a check that timed nothing (the same graph) has no median
+            context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
         if result.change:
             context.add_property("ortperf_latency_change", result.change)
         if self._on_result is not None:

@@ -219,6 +219,7 @@ class OrtperfRun:
                 placement=built.placement,
                 requested=variant.provider,
                 hardware=self.machine.hardware.as_dict(),
+                weights_sha256=built.weights_sha256,
             )
             unplaced = "" if built.placed else "this onnxruntime does not report node placement"
             note = built.note or unplaced

@@ -193,16 +193,18 @@ def summarize(
     placement: Iterable[tuple[str, str, str]] = (),
     requested: str = "",
     hardware: Mapping[str, Any] | None = None,
+    weights_sha256: str = "",
 ) -> GraphFigures:
     """The figures of ``optimized`` (the ``onnx.ModelProto`` ORT wrote; None when it could not write
     one), against ``source`` (the model as given), with ``placement`` (node name, op key, provider)
-    as ORT assigned it and ``requested`` the provider the variant asked for."""
+    as ORT assigned it and ``requested`` the provider the variant asked for; ``weights_sha256``: the
+    digest of the weights ORT wrote to a file of their own, which the graph refers to."""
     before = histogram(source)
     placed = list(placement)
     if optimized is not None:
         ops = histogram(optimized)
         node_ops = {node.name: op_key(node.domain, node.op_type) for node in optimized.graph.node}
-        digest = canonical_digest(optimized)
+        digest = canonical_digest(optimized, weights_sha256=weights_sha256)
     else:  # the graph cannot be read back: the nodes as placed stand for it
         ops = dict(sorted(Counter(op for _, op, _ in placed).items()))
         node_ops = {name: op for name, op, _ in placed}
@@ -222,11 +224,12 @@ def summarize(
     )
 
 
-def canonical_digest(model: Any) -> str:
+def canonical_digest(model: Any, *, weights_sha256: str = "") -> str:
     """sha256 of ``model`` (an ``onnx.ModelProto``) with doc strings, metadata, producer, node names,
     value infos and the main graph's internal value names left out: internal values are named by
     the position of what makes them (``v0``, ``v1``... initializers and node outputs in order), the
-    graph's inputs and outputs keep theirs (they are the interface). Weights and attributes count."""
+    graph's inputs and outputs keep theirs (they are the interface). Weights and attributes count:
+    those stored in ``model`` and, by their digest (``weights_sha256``), those in a file beside it."""
     copy = type(model)()
     copy.CopyFrom(model)
     for name in ("doc_string", "producer_name", "producer_version", "domain", "model_version"):
@@ -265,7 +268,9 @@ def canonical_digest(model: Any) -> str:
         ]
         node.output[:] = [renamed(name) for name in node.output]
     _strip(graph)
-    return hashlib.sha256(copy.SerializeToString(deterministic=True)).hexdigest()
+    digest = hashlib.sha256(copy.SerializeToString(deterministic=True))
+    digest.update(weights_sha256.encode())
+    return digest.hexdigest()
 
 
 def _strip(graph: Any) -> None:

@@ -10,6 +10,7 @@ stands for the graph, with the reason.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import time
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class OptimizedGraph:
     placed: bool  # whether this onnxruntime reports placement at all
     note: str
     seconds: float  # building the session that wrote the graph
+    weights_sha256: str = ""  # the optimized graph's weights, written to a file of their own
 
 
 def optimized_graph(
@@ -69,17 +71,23 @@ def optimized_graph(
                 f"{' '.join(str(exc).split())[:600]}"
             ) from exc
         optimized = onnx.load(str(path), load_external_data=False) if path.exists() else None
+        weights = path.parent / worker_program.GRAPH_WEIGHTS
+        weights_sha256 = _sha256(weights) if optimized is not None and weights.exists() else ""
     if model.path is not None:
         source = onnx.load(str(model.path), load_external_data=False)
     else:
         assert model.data is not None
         source = onnx.load_from_string(model.data)
     placement = tuple((str(name), str(op), str(provider)) for name, op, provider in answer["placement"])
+    seconds = time.perf_counter() - started
     return OptimizedGraph(
-        optimized,
-        source,
-        placement,
-        bool(answer["placed"]),
-        str(answer["note"]),
-        time.perf_counter() - started,
+        optimized, source, placement, bool(answer["placed"]), str(answer["note"]), seconds, weights_sha256
     )
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -189,6 +189,10 @@ def session_options(ort: Any, recipe: dict[str, Any]) -> Any:
 
 
 QUIET = 3  # ORT's error level: at `all` it warns that an NCHWc graph is hardware specific (expected)
+# The optimized graph's weights go to a file of their own beside it: reading the graph back then skips
+# them, and they are hashed as bytes (a 100 MB ResNet-50: 0.5 s a graph instead of 1.2 s).
+GRAPH_WEIGHTS = "weights.bin"
+_EXTERNAL = "session.optimized_model_external_initializers_"
 
 
 def optimized_graph(ort: Any, model_input: Any, recipe: dict[str, Any], path: str) -> dict[str, Any]:
@@ -203,6 +207,8 @@ def optimized_graph(ort: Any, model_input: Any, recipe: dict[str, Any], path: st
         options.log_severity_level = QUIET
         if write:
             options.optimized_model_filepath = path
+            options.add_session_config_entry(_EXTERNAL + "file_name", GRAPH_WEIGHTS)
+            options.add_session_config_entry(_EXTERNAL + "min_size_in_bytes", "1024")
         return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
 
     note = ""

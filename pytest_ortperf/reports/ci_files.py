@@ -368,7 +368,8 @@ def _first_line(text: str) -> str:
 
 
 def _ms(value: object) -> str:
-    return f"{value:.4g} ms" if isinstance(value, (int, float)) else "-"
+    """A median in ms, or '-' where nothing was timed (NaN: a check not timed, or the same graph)."""
+    return f"{value:.4g} ms" if isinstance(value, (int, float)) and not math.isnan(value) else "-"
 
 
 def write_json(path: Path, document: Mapping[str, Any]) -> None:

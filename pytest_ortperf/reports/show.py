@@ -41,6 +41,8 @@ def _figures_row(machine: str, figures: Figures) -> Row:
         "memory_text": figures.memory.describe() if figures.memory else None,
         "startup": figures.startup.as_dict() if figures.startup else None,
         "startup_text": figures.startup.describe() if figures.startup else None,
+        "graph": figures.graph.as_dict() if figures.graph else None,
+        "graph_text": figures.graph.describe() if figures.graph else None,
     }
 
 
@@ -99,8 +101,8 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
         ]
     )
     figure_rows = [figures for r in rows for figures in r["figures"]]
-    # Memory and start-up columns only where some entry holds them: most baselines hold latency only.
-    parts = [part for part in ("memory", "startup") if any(f[part] for f in figure_rows)]
+    # Memory, start-up and graph columns only where some entry holds them.
+    parts = [part for part in ("memory", "startup", "graph") if any(f[part] for f in figure_rows)]
     machines = iter(
         format_table(
             [

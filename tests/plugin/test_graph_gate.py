@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pytest_ortperf.reports.show import show_baselines
 from tests.models import conv_stack_model, reexported
 from tests.plugin.conftest import git, move_figures_to_other_hardware
 
@@ -84,6 +85,10 @@ def test_the_graph_is_recorded_per_variant_and_passes_unchanged(
     before = baseline.read_bytes()
     pytester.runpytest("--ortperf-update", *LEVELS).assert_outcomes(passed=2)
     assert baseline.read_bytes() == before  # an update of the same graph writes nothing
+    shown, problems = show_baselines(baseline.parent, as_json=False)
+    assert not problems
+    assert any("graph 4 nodes, fused: FusedConv 3; digest " in line or "graph 3 nodes, fused: FusedConv 3" in line
+               for line in shown)  # fmt: skip
 
 
 def test_a_lost_fusion_fails_side_by_side_on_a_machine_other_than_the_recording_one(
@@ -175,7 +180,7 @@ def test_stored_graphs_decide_only_on_the_hardware_class_that_recorded_them(
         [
             "graph regression in test_graph[[]cpu-extended[]] against the graph recorded on this hardware class (recorded *)",
             "  lost fusions: FusedConv 3 -> 2 (Conv +1, Relu +1)",
-            "  decided by stored graph: the model changed * and the recorded one is neither in git here nor in the model cache*",
+            "  decided by stored figures: the model changed * and the recorded one is neither in git here nor in the model cache*",
         ]
     )
     to_other_hardware(baseline, "test_graph[cpu-extended]")

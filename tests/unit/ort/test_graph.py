@@ -74,3 +74,16 @@ def test_the_source_of_a_model_file_is_read_without_its_external_data(tmp_path: 
     onnx.save(conv_stack_model(layers=1), path)
     built = optimized_graph(ort, ModelSource(label="model.onnx", sha256="z" * 64, path=path), Variant(CPU, OptLevel.BASIC), SessionSettings())
     assert [node.op_type for node in built.source.graph.node] == ["Conv", "Relu", "Identity"]
+
+
+def test_weights_written_beside_the_graph_count_in_its_digest() -> None:
+    """The optimized graph's weights go to a file of their own; other weights are another graph."""
+    variant, settings = Variant(CPU, OptLevel.EXTENDED), SessionSettings()
+
+    def digest(seed: int) -> str:
+        built = optimized_graph(ort, model_bytes(layers=2, channels=16, seed=seed), variant, settings)
+        assert built.weights_sha256  # 16 x 16 x 3 x 3 floats: over the 1 KiB kept inline
+        return summarize(built.optimized, built.source, weights_sha256=built.weights_sha256).digest
+
+    assert digest(0) == digest(0)
+    assert digest(0) != digest(1)
