@@ -320,6 +320,7 @@ def test_a_marker_reference_with_other_weights_fails_the_outputs_check(pytester:
     assert "latency regression" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester) -> None:
     commit_model(pytester, **FAST)
     save(pytester, "model.onnx", **SLOW)  # would fail the A/B check
@@ -353,6 +354,7 @@ def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester
     )
 
 
+@pytest.mark.slow
 def test_the_reference_at_a_revision_is_read_once_per_run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -406,6 +408,7 @@ def test_a_changed_model_is_measured_side_by_side_with_the_recorded_one_from_git
     assert latency["path"] == f"side by side vs {label}"
 
 
+@pytest.mark.slow
 def test_without_the_recorded_model_in_git_the_stored_figures_decide(pytester: pytest.Pytester) -> None:
     save(pytester, "model.onnx", **FAST)  # never committed: git cannot give it back
     suite(pytester)
@@ -419,6 +422,7 @@ def test_without_the_recorded_model_in_git_the_stored_figures_decide(pytester: p
     assert latency["verdict"] == "regression"
 
 
+@pytest.mark.slow
 def test_the_model_cache_gives_back_a_recorded_model_git_does_not_keep(pytester: pytest.Pytester) -> None:
     recorded = save(pytester, "model.onnx", **FAST)  # never committed: only the cache can give it back
     sha256 = hashlib.sha256(recorded.read_bytes()).hexdigest()

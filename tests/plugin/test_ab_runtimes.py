@@ -56,6 +56,7 @@ def this_runtime() -> str:
     return runtime_info().describe()
 
 
+@pytest.mark.slow
 def test_the_same_runtime_in_another_worker_passes_and_names_both_runtimes(pytester: pytest.Pytester) -> None:
     suite(pytester)
     result = pytester.runpytest(f"--ortperf-ab-python={sys.executable}", "--ortperf-report=report.json", *QUICK)
@@ -70,6 +71,7 @@ def test_the_same_runtime_in_another_worker_passes_and_names_both_runtimes(pytes
     assert outputs["verdict"] == "ok"
 
 
+@pytest.mark.slow
 def test_a_slower_model_than_the_reference_in_the_other_environment_fails(pytester: pytest.Pytester) -> None:
     suite(pytester, marker=f"@pytest.mark.ort_ab('fast.onnx', python={sys.executable!r})", **SLOW)
     onnx.save(mlp_model(**FAST), pytester.path / "fast.onnx")
@@ -139,6 +141,7 @@ def _recorded_runtime(baseline: Path, flavour: str, version: str) -> None:
     baseline.write_text(json.dumps(data, indent=1))
 
 
+@pytest.mark.slow
 def test_a_changed_runtime_without_its_environment_says_which_command_creates_one(
     pytester: pytest.Pytester,
 ) -> None:
@@ -247,6 +250,7 @@ def _gone(pid: str) -> bool:
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
 @pytest.mark.parametrize("kill", [False, True], ids=["run-ends", "pytest-killed"])
+@pytest.mark.slow
 def test_workers_never_outlive_the_pytest_run(pytester: pytest.Pytester, kill: bool) -> None:
     import time
 

@@ -232,6 +232,7 @@ def test_numbers_that_cannot_be_a_measurement_are_rejected(
         publish(request.config, request.node, round_medians_ms=medians, runs_per_round=runs_per_round)
 
 
+@pytest.mark.slow
 def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
     pytester.makeconftest(_CONFTEST)

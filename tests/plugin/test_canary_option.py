@@ -57,6 +57,7 @@ def test_a_bad_canary_ini_value_names_the_ini_key(pytester: pytest.Pytester) -> 
 # recording -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     latency = _latency(latency_suite)

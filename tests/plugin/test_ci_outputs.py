@@ -222,6 +222,7 @@ def test_reports_are_written_when_every_check_errors_and_when_there_is_none(pyte
     assert "0 checks, **0 failed**." in (pytester.path / "out" / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_report_that_cannot_be_built_is_an_error_line_not_a_traceback(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

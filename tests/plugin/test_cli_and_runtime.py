@@ -43,6 +43,7 @@ def test_providers_command_rejects_unknown_names() -> None:
     assert "ortperf providers: unknown execution provider 'warp'" in done.stderr
 
 
+@pytest.mark.slow
 def test_missing_onnxruntime_gives_install_advice(pytester: pytest.Pytester) -> None:
     (pytester.path / "model.onnx").write_bytes(b"")
     pytester.makeconftest(

@@ -49,6 +49,7 @@ def test_the_gate_step_is_found_and_runs_pytest() -> None:
     assert "--ortperf-strict" in command
 
 
+@pytest.mark.slow
 def test_the_gate_step_passes_on_a_runner_class_that_has_no_entry_yet_and_records_it(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, write_model
 ) -> None:

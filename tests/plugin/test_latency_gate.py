@@ -42,6 +42,7 @@ def _slow_down(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(**SLOW), pytester.path / "model.onnx")
 
 
+@pytest.mark.slow
 def test_record_compare_slowdown_update(pytester: pytest.Pytester, latency_suite: Path) -> None:
     recorded = pytester.runpytest("--ortperf-update", *QUICK)
     recorded.assert_outcomes(passed=1)
@@ -94,6 +95,7 @@ def _move_figures_to_other_hardware(baseline_file: Path, key: str, *, faster: fl
     return move_figures_to_other_hardware(baseline_file, "test_latency[cpu-all]", key, edit=faster_there)
 
 
+@pytest.mark.slow
 def test_a_runner_class_holds_an_entry_per_hardware_and_compares_only_its_own(
     pytester: pytest.Pytester, latency_suite: Path, isolated_git: None
 ) -> None:
@@ -272,6 +274,7 @@ def test_damaged_baseline_fails_its_tests_and_is_never_overwritten(
         assert latency_suite.read_bytes() == damage
 
 
+@pytest.mark.slow
 def test_unused_baselines_are_reported_and_pruned_on_request(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_latency_two(ort_perf):\n    ort_perf.check_latency()\n")
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
@@ -292,6 +295,7 @@ def test_deselected_tests_are_not_unused(pytester: pytest.Pytester, latency_suit
     result.stdout.fnmatch_lines(["ortperf update: 0 updated, 0 new, 1 unchanged, 0 unused"])
 
 
+@pytest.mark.slow
 def test_narrowed_selections_never_count_or_prune_entries_of_existing_tests(
     pytester: pytest.Pytester, latency_suite: Path
 ) -> None:
@@ -326,6 +330,7 @@ def _fail_other(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> N
         pytester.runpytest(*FAILED).assert_outcomes(failed=1)
 
 
+@pytest.mark.slow
 def test_last_failed_runs_judge_entries_against_whole_files(
     pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -354,6 +359,7 @@ def test_last_failed_runs_judge_entries_against_whole_files(
     assert (pytester.path / "baselines" / "test_more.py.json").read_bytes() == more
 
 
+@pytest.mark.slow
 def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
     pytester: pytest.Pytester, latency_suite: Path
 ) -> None:
@@ -394,6 +400,7 @@ with TimingLock(Path(lock_path)).held():
 """
 
 
+@pytest.mark.slow
 def test_a_check_that_waits_for_the_timing_lock_says_who_held_it(
     pytester: pytest.Pytester, latency_suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -448,6 +455,7 @@ def test_bad_gate_options(pytester: pytest.Pytester, option: str, message: str) 
     result.stderr.fnmatch_lines([message])
 
 
+@pytest.mark.slow
 def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_suite: Path) -> None:
     ortperf = Path(sys.executable).parent / "ortperf"
     result = pytester.run(ortperf, "update", "-q", *QUICK)
@@ -528,6 +536,7 @@ def test_two(ort_perf, ort_inputs):
 """
 
 
+@pytest.mark.slow
 def test_each_check_in_a_test_has_its_own_baseline(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(test_gate=TWO_CHECKS)
     recorded = pytester.runpytest("--ortperf-update", *QUICK)
@@ -551,6 +560,7 @@ def test_a_check_name_used_twice_or_malformed_fails_the_test(pytester: pytest.Py
     result.stdout.fnmatch_lines(["*check name 'a' is used twice in this test*", "*check name 'a b': use 1 to 64 letters*"])
 
 
+@pytest.mark.slow
 def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytest.importorskip("xdist")
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_crash(ort_perf):\n    import os\n    os._exit(1)\n")
@@ -561,6 +571,7 @@ def test_a_worker_that_goes_down_during_an_update_is_reported(pytester: pytest.P
     assert not latency_suite.exists()
 
 
+@pytest.mark.slow
 def test_update_missing_records_only_what_this_hardware_lacks(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_second(ort_perf):\n    ort_perf.check()\n")
     pytester.runpytest("--ortperf-update", "-k", "test_latency", *QUICK).assert_outcomes(passed=1, deselected=1)

@@ -72,6 +72,7 @@ def report(pytester: pytest.Pytester) -> list[dict[str, object]]:
     return json.loads((pytester.path / "report.json").read_text())["checks"]
 
 
+@pytest.mark.slow
 def test_memory_records_passes_unchanged_and_fails_a_model_that_needs_more(
     pytester: pytest.Pytester, isolated_git: None
 ) -> None:
@@ -149,6 +150,7 @@ def test_memory_records_passes_unchanged_and_fails_a_model_that_needs_more(
     assert len(keys) == 2
 
 
+@pytest.mark.slow
 def test_stored_memory_figures_decide_only_on_their_hardware(pytester: pytest.Pytester, isolated_git: None) -> None:
     """No git, no model cache: a changed model cannot be rebuilt, so this hardware's stored figures decide."""
     onnx.save(mlp_model(8, 128), pytester.path / "model.onnx")
@@ -170,6 +172,7 @@ def test_stored_memory_figures_decide_only_on_their_hardware(pytester: pytest.Py
     elsewhere.stdout.fnmatch_lines(["no memory baseline for test_memory[[]cpu-all[]] on machine *; this hardware has no figures of its own (figures exist for: *"])
 
 
+@pytest.mark.slow
 def test_startup_records_passes_unchanged_and_fails_a_model_that_starts_slower(
     pytester: pytest.Pytester, isolated_git: None
 ) -> None:
@@ -201,6 +204,7 @@ def test_startup_records_passes_unchanged_and_fails_a_model_that_starts_slower(
     )
 
 
+@pytest.mark.slow
 def test_check_adds_memory_and_startup_when_asked_and_only_then(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
     pytester.makepyfile(
@@ -304,6 +308,7 @@ def test_a_model_past_the_memory_limit_fails_only_its_memory_check(pytester: pyt
     assert list(entries) == ["test_accuracy[cpu-all]"], "the accuracy test's entry is written; nothing for the failed check"
 
 
+@pytest.mark.slow
 def test_in_ab_mode_memory_is_measured_side_by_side_with_the_reference_model(pytester: pytest.Pytester) -> None:
     onnx.save(with_duplicated_weight(mlp_model(8, 128)), pytester.path / "model.onnx")
     onnx.save(mlp_model(8, 128), pytester.path / "reference.onnx")
@@ -328,6 +333,7 @@ def test_in_ab_mode_memory_is_measured_side_by_side_with_the_reference_model(pyt
     assert verdicts == {"test_grown[cpu-all]": "regression", "test_same[cpu-all]": "identical to reference"}
 
 
+@pytest.mark.slow
 def test_check_returns_one_result_per_check_in_order_also_in_ab_mode_and_with_timing_off(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
     onnx.save(reexported(mlp_model(2, 16)), pytester.path / "reference.onnx")  # the same outputs, other bytes

@@ -45,6 +45,7 @@ def failure_text(result: pytest.RunResult) -> str:
     return text.split("= FAILURES =", 1)[-1].split("short test summary", 1)[0]
 
 
+@pytest.mark.slow
 def test_a_side_by_side_failure_of_a_marked_test_is_explained_at_operator_level(
     pytester: pytest.Pytester,
 ) -> None:
@@ -99,6 +100,7 @@ def test_an_explicit_ab_failure_of_a_marked_test_is_explained_at_operator_level(
     result.stdout.fnmatch_lines(["profile *test_model[[]cpu-all[]]: 3 run(s)*"])
 
 
+@pytest.mark.slow
 def test_a_cross_runtime_failure_of_a_marked_test_is_explained_from_both_workers(
     pytester: pytest.Pytester,
 ) -> None:
@@ -125,6 +127,7 @@ def test_a_cross_runtime_failure_of_a_marked_test_is_explained_from_both_workers
     assert not list(pytester.path.glob("*.json")), "worker traces are never left in the test's directory"
 
 
+@pytest.mark.slow
 def test_a_passing_side_by_side_check_of_a_marked_test_pays_for_no_operator_profile(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -411,6 +411,7 @@ def test_unmarked_tests_build_no_profiling_session(
     assert len(builds) == 1, "the counter does see a marked test's profiling session"
 
 
+@pytest.mark.slow
 def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
     pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -570,6 +571,7 @@ def test_iobinding_in_a_marked_test_warns_that_it_is_not_profiled(pytester: pyte
 
 
 @pytest.mark.skipif(pytest.importorskip("xdist") is None, reason="needs pytest-xdist")
+@pytest.mark.slow
 def test_xdist_controller_shows_the_profile_section(pytester: pytest.Pytester, model: Path) -> None:
     pytester.makepyfile(
         _marked_and_unmarked(runs=2)

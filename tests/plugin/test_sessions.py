@@ -137,6 +137,7 @@ def test_layout_level_is_accepted(pytester: pytest.Pytester, write_model) -> Non
     pytester.runpytest("--ort-opt-levels=layout").assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_sessions_are_released_at_the_end(pytester: pytest.Pytester, write_model) -> None:
     write_model()
     pytester.makeconftest(

@@ -194,6 +194,7 @@ def test_two(ort_perf):
 """
 
 
+@pytest.mark.slow
 def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_request(
     pytester: pytest.Pytester, write_model
 ) -> None:

@@ -41,6 +41,7 @@ def _masked(path: Path) -> str:
 
 
 @pytest.mark.parametrize("workers", ["2", "4"])
+@pytest.mark.slow
 def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pytester, workers: str) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
@@ -68,6 +69,7 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
     compare.stdout.fnmatch_lines(["test_par.py::test_latency[[]*", "timing: serialized across processes*"])
 
 
+@pytest.mark.slow
 def test_parallel_timing_can_be_allowed(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
@@ -76,6 +78,7 @@ def test_parallel_timing_can_be_allowed(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["timing: parallel (timed sections are not serialized)"])
 
 
+@pytest.mark.slow
 def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
@@ -85,6 +88,7 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"])
 
 
+@pytest.mark.slow
 def test_last_failed_workers_never_count_the_passing_tests_of_a_file_unused(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
@@ -119,6 +123,7 @@ def test_latency(ort_perf, case):
 """
 
 
+@pytest.mark.slow
 def test_a_worker_waiting_for_another_of_its_run_names_it(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TMPDIR", str(pytester.path))  # this run's own per-user lock file
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
@@ -134,6 +139,7 @@ def test_a_worker_waiting_for_another_of_its_run_names_it(pytester: pytest.Pytes
     assert all(w["holder"]["command"].startswith("python -m pytest ") for w in waits if w["holder"])
 
 
+@pytest.mark.slow
 def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
@@ -164,6 +170,7 @@ def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pyt
     assert len(json.loads(baseline.read_text())["entries"]) == 8
 
 
+@pytest.mark.slow
 def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
@@ -177,6 +184,7 @@ def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytes
     result.stdout.fnmatch_lines([f"8 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE})*"])
 
 
+@pytest.mark.slow
 def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(
@@ -210,6 +218,7 @@ def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pyteste
     assert npz.read_bytes()[:2] == b"PK"  # recorded afresh: a zip archive again
 
 
+@pytest.mark.slow
 def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and_report(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(

@@ -363,6 +363,7 @@ def test_probe_of_an_interpreter_without_onnx_runtime_fails_with_the_import_erro
 # Creating for real ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_failed_install_names_the_spec_and_leaves_nothing(tmp_path: Path) -> None:
     root = tmp_path / "envs"
     log = io.StringIO()
@@ -403,6 +404,7 @@ def stub_wheel(directory: Path, version: str) -> Path:
     return wheel
 
 
+@pytest.mark.slow
 def test_cli_create_installs_probes_records_and_then_reuses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

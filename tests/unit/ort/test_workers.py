@@ -192,6 +192,7 @@ def test_a_worker_that_crashes_fails_the_command_with_what_it_printed(tmp_path: 
     assert not process.alive
 
 
+@pytest.mark.slow
 def test_a_worker_that_hangs_is_stopped_at_its_deadline(tmp_path: Path) -> None:
     program = _stand_in(tmp_path, "time", 'print("sleeping", file=sys.stderr, flush=True)\ntime.sleep(3600)')
     process = WorkerProcess(sys.executable, timeout_s=1.0, program=program)

@@ -68,7 +68,7 @@ def baseline_dir(tmp_path: Path) -> Path:
     return root
 
 
-NO_FOOTPRINT = {"memory": None, "memory_text": None, "startup": None, "startup_text": None}
+NO_FOOTPRINT = {"memory": None, "memory_text": None, "startup": None, "startup_text": None, "graph": None, "graph_text": None}
 
 
 def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> None:

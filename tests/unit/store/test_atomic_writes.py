@@ -316,6 +316,7 @@ def _temps(root: Path) -> dict[Path, str]:
     return found
 
 
+@pytest.mark.slow
 def test_killing_the_writer_leaves_old_or_new_files_never_a_mix(tmp_path: Path) -> None:
     old_entries, old_npz = contents("old")
     new_entries, new_npz = contents("new")
