@@ -35,7 +35,9 @@ from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
 from pytest_ortperf.profiling.book import worker_operator_profile
@@ -180,15 +182,18 @@ class LatencyCheck:
             result, BOTH_SIDES, lambda: (run.op_profile(other, inputs), run.op_profile(built, inputs))
         )
 
-    def _graph_explained(self, result: LatencyResult, other: BuiltSession) -> LatencyResult:
+    def _graph_explained(
+        self, result: LatencyResult, model: ModelSource, settings: SessionSettings, python: str = ""
+    ) -> LatencyResult:
         """A failed side-by-side check, with the difference between the two sides' optimized graphs
-        of this variant (or that they are the same graph: then the graph does not explain it)."""
+        of this variant (the reference's ``model`` under ``settings``, in ``python``'s onnxruntime
+        when it runs in another), or that they are the same graph: then the graph does not explain it."""
         if not result.failed:
             return result
         built, run = self._context.built, self._context.run
         try:
             current, _ = run.graph(built.model, built.variant, built.settings)
-            reference, _ = run.graph(other.model, other.variant, other.settings)
+            reference, _ = run.graph(model, built.variant, settings, python=python)
         except OrtperfError as exc:
             return with_section(result, f"graph at {built.variant.id}", [f"not available ({exc})"])
         diff = GraphDiff(reference, current)
@@ -294,6 +299,7 @@ class LatencyCheck:
                         worker_operator_profile(last.models[0], provider),
                     ),
                 )
+            result = self._graph_explained(result, reference.model, reference.settings, reference.python)
             self._traced_runs(inputs)
             result = self._publish(result)
             outputs = self._outputs(
@@ -339,7 +345,7 @@ class LatencyCheck:
             )
         # Profiled after the timing lock is released: untimed work, like building sessions.
         result = self._explained_side_by_side(result, other, inputs)
-        result = self._graph_explained(result, other)
+        result = self._graph_explained(result, other.model, other.settings)
         self._traced_runs(inputs)
         result = self._publish(result)
         return result
