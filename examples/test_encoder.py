@@ -36,6 +36,17 @@ def test_graph(ort_perf, ort_variant):
     ort_perf.check_graph(expect_fusions={op: n if fused else 0 for op, n in FUSED_FROM_EXTENDED.items()})
 
 
+# ORT's transformer optimizer, run first, also fuses each layer's attention into one Attention node,
+# which the graph optimizer alone does not do at any level.
+@pytest.mark.ort_model(
+    "models/encoder.onnx",
+    int_range={"input_ids": (0, 512), "attention_mask": (1, 2)},
+    transformers={"model_type": "bert", "num_heads": 4, "hidden_size": 64},
+)
+def test_graph_after_the_transformer_optimizer(ort_perf):
+    ort_perf.check_graph(expect_fusions={"Attention": 2, "SkipLayerNormalization": 4})
+
+
 def test_padding_does_not_leak_into_real_tokens(ort_session, ort_inputs):
     feeds = {name: array.copy() for name, array in ort_inputs.items()}
     feeds["attention_mask"][:, 100:] = 0

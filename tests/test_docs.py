@@ -28,7 +28,7 @@ PLUGIN = PACKAGE / "plugin"
 
 README_MAX_BYTES = 10 * 1024
 README_COMMANDS = (
-    'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu]" && .venv/bin/pytest examples',
+    'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu,transformers]" && .venv/bin/pytest examples',
     'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu,test]" && .venv/bin/pytest tests',
 )
 

@@ -77,7 +77,7 @@ class GraphCheck:
         stored = stored_graph(entry, key.machine, here)
         if same_recipe(entry.recipe, target.environment):
             return self._unchanged(target, current, stored, notes)
-        plan = rebuild_plan(entry.recipe, target.environment)
+        plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
         why = plan.reason
         if plan.route is Route.SIDE_BY_SIDE:
             if not plan.model_changed and plan.settings is None and plan.runtime is None:

@@ -9,6 +9,7 @@ from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.transformers import parse_options
 from pytest_ortperf.store.environment import what_changed
 
 
@@ -29,6 +30,13 @@ def rebuild(run: OrtperfRun, built: BuiltSession, plan: Plan) -> tuple[RecordedR
                 "the recorded one is neither in git here nor in the model cache (--ortperf-model-cache)"
             )
         model = found.source
+        options = plan.recorded.get("model_transformers")
+        if options and model.sha256 != plan.model_sha256:  # its source, from git: prepared as recorded
+            try:
+                recorded = parse_options(options, source="the baseline's model_transformers")
+                model = run.prepared(model, recorded)
+            except OrtperfError as exc:
+                return None, f"the recorded model cannot be prepared again ({exc})"
         labels.append(found.label)
     settings = built.settings
     if plan.settings is not None:

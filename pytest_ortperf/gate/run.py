@@ -37,6 +37,7 @@ from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.runtime import RuntimeInfo, import_onnxruntime, runtime_info
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
+from pytest_ortperf.ort.transformers import Prepared, TransformerOptions, prepare
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.ort.workers import WorkerError, WorkerPool
@@ -102,6 +103,8 @@ class OrtperfRun:
         self._runtime_pythons: dict[tuple[str, str], tuple[str, str]] = {}
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
+        self._prepared: dict[tuple[str, TransformerOptions], Prepared] = {}
+        self._pre_pass: dict[str, Mapping[str, int]] = {}  # prepared model sha256 -> what it fused
         self._graphs: dict[tuple[str, str, Variant, SessionSettings, str], tuple[GraphFigures, str]] = {}
 
     @property
@@ -200,6 +203,17 @@ class OrtperfRun:
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         return self.pool.get(model, variant, settings)
 
+    def prepared(self, model: ModelSource, options: TransformerOptions) -> ModelSource:
+        """``model`` after ORT's transformer optimizer with ``options`` (``ort/transformers.py``), once
+        per run and cached by content under ``.ortperf/transformers``."""
+        key = (model.sha256, options)
+        if key not in self._prepared:
+            cache = Path(self.config.rootdir) / ".ortperf" / "transformers"
+            done = prepare(model, options, cache_dir=cache, ort_version=self.runtime.version)
+            self._prepared[key] = done
+            self._pre_pass[done.model.sha256] = done.fused
+        return self._prepared[key].model
+
     def graph(
         self, model: ModelSource, variant: Variant, settings: SessionSettings, *, python: str = ""
     ) -> tuple[GraphFigures, str]:
@@ -220,6 +234,7 @@ class OrtperfRun:
                 requested=variant.provider,
                 hardware=self.machine.hardware.as_dict(),
                 weights_sha256=built.weights_sha256,
+                pre_pass=self._pre_pass.get(model.sha256, {}),
             )
             unplaced = "" if built.placed else "this onnxruntime does not report node placement"
             note = built.note or unplaced

@@ -67,6 +67,11 @@ class GraphDiff:
         changes = self.op_changes()
         return [f"{short(op)} {b} -> {a}" for op, (b, a) in changes.items() if a > b and is_fusion(op)]
 
+    def lost_pre_pass(self) -> list[str]:
+        """'Attention 2 -> 0' for each count of ORT's transformer optimizer that dropped."""
+        before, after = self.before.pre_pass, self.after.pre_pass
+        return [f"{op} {n} -> {after.get(op, 0)}" for op, n in sorted(before.items()) if after.get(op, 0) < n]
+
     def moved_off_provider(self) -> tuple[int, int] | None:
         pair = self.before.off_provider, self.after.off_provider
         return pair if pair[1] > pair[0] else None
@@ -81,8 +86,8 @@ class GraphDiff:
         before, after = self.before.node_ops, self.after.node_ops
         if not before or not after:
             return [], []
-        added = [f"{name} ({short(op)})" for name, op in after.items() if before.get(name) != op]
-        removed = [f"{name} ({short(op)})" for name, op in before.items() if after.get(name) != op]
+        added = [_node(name, op) for name, op in after.items() if before.get(name) != op]
+        removed = [_node(name, op) for name, op in before.items() if after.get(name) != op]
         return added, removed
 
     def text(self) -> str:
@@ -111,6 +116,9 @@ class GraphDiff:
         lost, gained = self.lost_fusions(), self.gained_fusions()
         if lost:
             lines.append(f"lost fusions: {'; '.join(lost)}")
+        if self.before.pre_pass != self.after.pre_pass:
+            before, after = _counts(self.before.pre_pass), _counts(self.after.pre_pass)
+            lines.append(f"transformer optimizer: {before} -> {after}")
         if gained:
             lines.append(f"gained fusions: {'; '.join(gained)}")
         moved = self.moved_off_provider()
@@ -124,6 +132,14 @@ class GraphDiff:
         return lines
 
 
+def _node(name: str, op: str) -> str:
+    return f"{name or '<unnamed>'} ({short(op)})"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{op} {n}" for op, n in sorted(counts.items())) or "none"
+
+
 def _some(items: list[str]) -> str:
     shown = ", ".join(items[:_NAMED_NODES])
     return shown + (f" and {len(items) - _NAMED_NODES} more" if len(items) > _NAMED_NODES else "")
@@ -134,6 +150,7 @@ def failures(diff: GraphDiff, mode: str = DEFAULT_MODE) -> list[str]:
     if mode == "off" or diff.same:
         return []
     reasons = [f"lost fusion: {lost}" for lost in diff.lost_fusions()]
+    reasons += [f"the transformer optimizer fused less: {lost}" for lost in diff.lost_pre_pass()]
     moved = diff.moved_off_provider()
     if moved:
         reasons.append(f"nodes off the requested provider: {moved[0]} -> {moved[1]}")

@@ -107,6 +107,7 @@ class GraphFigures:
     copies: int = 0
     digest: str = ""  # "" when ORT could not serialize the graph (a provider that compiles nodes)
     hardware_class: str = ""  # the instruction-set class it was built on (``all`` can depend on it)
+    pre_pass: Mapping[str, int] = field(default_factory=dict)  # what ORT's transformer optimizer fused first
     # In memory only (not stored): node name -> op type, for the nodes a side-by-side change names.
     node_ops: Mapping[str, str] = field(default_factory=dict, compare=False)
     off_nodes: tuple[str, ...] = field(default=(), compare=False)  # nodes not on the requested provider
@@ -119,6 +120,10 @@ class GraphFigures:
         """'5 nodes, fused: FusedConv 1, Gemm 1; digest 3f2a9c1b'."""
         fused = ", ".join(f"{short(op)} {n}" for op, n in sorted(self.fused.items())) or "none"
         text = f"{self.nodes} nodes, fused: {fused}"
+        if self.pre_pass:
+            text += "; transformer optimizer: " + ", ".join(
+                f"{op} {n}" for op, n in sorted(self.pre_pass.items())
+            )
         if self.off_provider:
             text += f"; {self.off_provider} off the requested provider"
         if self.copies:
@@ -141,6 +146,8 @@ class GraphFigures:
         }
         if self.hardware_class:
             data["hardware_class"] = self.hardware_class
+        if self.pre_pass:
+            data["pre_pass"] = dict(sorted(self.pre_pass.items()))
         return data
 
     @classmethod
@@ -148,7 +155,7 @@ class GraphFigures:
         """Rebuild from :meth:`as_dict`; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
         if not isinstance(data, Mapping):
             raise TypeError(f"graph figures must be an object, got {type(data).__name__}")
-        counts = {name: _counts(data.get(name, {}), name) for name in ("fused", "providers")}
+        counts = {name: _counts(data.get(name, {}), name) for name in ("fused", "providers", "pre_pass")}
         ops = _counts(data["ops"], "ops")
         digest, hardware_class = data.get("digest", ""), data.get("hardware_class", "")
         if not isinstance(digest, str) or not isinstance(hardware_class, str):
@@ -161,6 +168,7 @@ class GraphFigures:
             copies=_count(data.get("copies", 0), "copies"),
             digest=digest,
             hardware_class=hardware_class,
+            pre_pass=counts["pre_pass"],
         )
 
 
@@ -194,11 +202,13 @@ def summarize(
     requested: str = "",
     hardware: Mapping[str, Any] | None = None,
     weights_sha256: str = "",
+    pre_pass: Mapping[str, int] | None = None,
 ) -> GraphFigures:
     """The figures of ``optimized`` (the ``onnx.ModelProto`` ORT wrote; None when it could not write
     one), against ``source`` (the model as given), with ``placement`` (node name, op key, provider)
     as ORT assigned it and ``requested`` the provider the variant asked for; ``weights_sha256``: the
-    digest of the weights ORT wrote to a file of their own, which the graph refers to."""
+    digest of the weights ORT wrote to a file of their own, which the graph refers to; ``pre_pass``:
+    what ORT's transformer optimizer fused before the session (``get_fused_operator_statistics()``)."""
     before = histogram(source)
     placed = list(placement)
     if optimized is not None:
@@ -221,6 +231,7 @@ def summarize(
         hardware_class=hardware_class(hardware),
         node_ops=node_ops,
         off_nodes=off,
+        pre_pass=dict(sorted((pre_pass or {}).items())),
     )
 
 

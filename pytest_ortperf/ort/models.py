@@ -38,6 +38,9 @@ class ModelSource:
     path: Path | None = None
     data: bytes | None = None
     git_blob: str = ""  # the id git gives these bytes (``git hash-object``): where a commit keeps them
+    # The transformer optimizer's options when this is its output (ort/transformers.py): then
+    # ``git_blob`` is the id of the model it was made from.
+    transformers: tuple[tuple[str, Any], ...] = ()
 
     @property
     def ort_input(self) -> str | bytes:

@@ -34,7 +34,7 @@ from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, 
 from pytest_ortperf.store.machine import validate_name
 from pytest_ortperf.values import on_off, option_text, parse_size, safe_repr
 
-MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed")
+MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed", "transformers")
 AB_MARKER_KWARGS = ("reference", "rev", "python")
 THRESHOLD_KWARGS = (
     "latency",

@@ -24,6 +24,7 @@ from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.inputs import Feeds
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.transformers import parse_options
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.plugin import RUN_KEY
 from pytest_ortperf.plugin.benchmark import annotate, publish
@@ -64,7 +65,12 @@ def ort_model(request: pytest.FixtureRequest) -> ModelSource:
         pytest.fail(_NO_MODEL.format(test=request.node.nodeid), pytrace=False)
     origin = f"ort_model marker of {request.node.nodeid}"
     spec = _guarded(lambda: model_marker_spec(marker.args, marker.kwargs, origin=origin))
-    return _guarded(lambda: _run(request).model(spec, test_dir=_test_dir(request), origin=origin))
+    run = _run(request)
+    model = _guarded(lambda: run.model(spec, test_dir=_test_dir(request), origin=origin))
+    if "transformers" not in marker.kwargs:
+        return model
+    options = _guarded(lambda: parse_options(marker.kwargs["transformers"], source=origin))
+    return _guarded(lambda: run.prepared(model, options))
 
 
 @pytest.fixture

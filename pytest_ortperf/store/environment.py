@@ -65,6 +65,7 @@ def environment(
         "model": portable_label(built.model.label),
         "model_sha256": built.model.sha256,
         "model_git_blob": built.model.git_blob,
+        **({"model_transformers": dict(built.model.transformers)} if built.model.transformers else {}),
         "variant": built.variant.id,
         "providers_requested": list(built.variant.provider_spec.providers),
         "providers_used": list(built.providers),

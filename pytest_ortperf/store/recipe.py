@@ -26,7 +26,9 @@ CONTROLLED = (
     "variant",
 )
 # Keys of an environment kept in the recipe.
-RECIPE_KEYS = (*CONTROLLED, "model", "model_git_blob", "providers_requested", "plugin_version")
+RECIPE_KEYS = (
+    *CONTROLLED, "model", "model_git_blob", "model_transformers", "providers_requested", "plugin_version"
+)
 # Keys kept per hardware, beside its figures.
 MEASURED_KEYS = ("cpu", "cores", "gpu", "hardware", "measurement")
 
