@@ -59,8 +59,8 @@ def test_unknown_kwargs_are_named() -> None:
         model_marker_spec(("a.onnx",), {"provider": "cuda", "batch": 2, "seed": 1}, origin=ORIGIN)
     message = str(info.value)
     assert message.startswith(f"{ORIGIN}: unknown argument(s) batch, provider;")
-    assert "dims, int_range, seed" in message
-    assert set(MODEL_MARKER_KWARGS) == {"path", "dims", "int_range", "seed"}
+    assert "dims, int_range, seed, transformers" in message
+    assert set(MODEL_MARKER_KWARGS) == {"path", "dims", "int_range", "seed", "transformers"}
 
 
 # --- input_options -------------------------------------------------------------------------------
