@@ -70,7 +70,13 @@ def optimized_graph(
                 f"ONNX Runtime could not build a session for '{model.label}' [{variant.id}]: "
                 f"{' '.join(str(exc).split())[:600]}"
             ) from exc
-        optimized = onnx.load(str(path), load_external_data=False) if path.exists() else None
+        note = str(answer["note"])
+        optimized = None
+        if path.exists():
+            try:
+                optimized = onnx.load(str(path), load_external_data=False)
+            except Exception as exc:  # a protobuf ORT wrote that onnx cannot read (over 2 GB, ...)
+                note = f"the optimized graph ORT wrote cannot be read back ({type(exc).__name__})"
         weights = path.parent / worker_program.GRAPH_WEIGHTS
         weights_sha256 = _sha256(weights) if optimized is not None and weights.exists() else ""
     if model.path is not None:
@@ -81,7 +87,7 @@ def optimized_graph(
     placement = tuple((str(name), str(op), str(provider)) for name, op, provider in answer["placement"])
     seconds = time.perf_counter() - started
     return OptimizedGraph(
-        optimized, source, placement, bool(answer["placed"]), str(answer["note"]), seconds, weights_sha256
+        optimized, source, placement, bool(answer["placed"]), note, seconds, weights_sha256
     )
 
 
