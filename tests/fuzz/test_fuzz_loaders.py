@@ -85,6 +85,8 @@ from pytest_ortperf.errors import (
     SessionBuildError,
     UsageError,
 )
+from pytest_ortperf.graph.diff import parse_graph_threshold
+from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.decision import judge, parse_threshold
 from pytest_ortperf.ort.inputs import InputOptions, InputSpec, load_feeds, specs_from_session
 from pytest_ortperf.ort.models import ModelResolver, ModelSource, is_lfs_pointer
@@ -92,6 +94,7 @@ from pytest_ortperf.ort.probe import ProviderProber
 from pytest_ortperf.ort.providers import parse_providers, resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
 from pytest_ortperf.ort.sessions import SessionPool, session_options
+from pytest_ortperf.ort.transformers import parse_options
 from pytest_ortperf.ort.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels
 from pytest_ortperf.plugin.config import (
     OPTIONS,
@@ -542,6 +545,47 @@ def test_accuracy_record_from_dict(data: Any) -> None:
     tried("AccuracyRecord.from_dict")
     with contextlib.suppress(*ENTRY_ERRORS):
         AccuracyRecord.from_dict(data)
+
+
+def graph_dicts() -> st.SearchStrategy[dict[str, Any]]:
+    """Graph figures as a baseline holds them (``GraphFigures.as_dict``)."""
+    counts = st.dictionaries(st.text(max_size=20), st.integers(min_value=0, max_value=10_000), max_size=5)
+    return st.fixed_dictionaries(
+        {"ops": counts, "fused": counts, "providers": counts},
+        optional={
+            "off_provider": st.integers(min_value=0, max_value=100),
+            "copies": st.integers(min_value=0, max_value=100),
+            "digest": st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+            "hardware_class": st.text(max_size=40),
+            "pre_pass": counts,
+        },
+    )
+
+
+@given(data=(mutated(graph_dicts()) | JSON_VALUES).filter(lambda d: not _unloadable(d)).map(_loaded))
+@fuzz()
+def test_graph_figures_from_dict(data: Any) -> None:
+    """Only the errors that baselines.parse turns into BaselineError; what loads writes back the same."""
+    tried("GraphFigures.from_dict")
+    try:
+        figures = GraphFigures.from_dict(data)
+    except ENTRY_ERRORS:
+        return
+    assert GraphFigures.from_dict(figures.as_dict()) == figures
+
+
+@given(value=JSON_VALUES | st.text(max_size=12) | st.dictionaries(st.text(max_size=8), st.integers() | st.booleans()))
+@fuzz()
+def test_graph_thresholds_and_transformer_options(value: Any) -> None:
+    """ort_thresholds(graph=...) and ort_model(transformers=...): a value or a UsageError naming the marker."""
+    tried("graph.diff.parse_graph_threshold + ort.transformers.parse_options")
+    for parser in (parse_graph_threshold, parse_options):
+        message = ""
+        try:
+            parser(value, source="the marker")
+        except UsageError as exc:
+            message = str(exc)
+        assert not message or message.startswith("the marker: ")
 
 
 # --------------------------------------------------------------------------- reference .npz
