@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import onnx
+import onnxruntime
 import pytest
 
 from pytest_ortperf.reports.show import show_baselines
@@ -21,6 +22,7 @@ def test_graph(ort_perf):
     ort_perf.check_graph()
 """
 LEVELS = ("--ort-opt-levels=basic,extended",)
+PLACEMENT = hasattr(onnxruntime.InferenceSession, "get_provider_graph_assignment_info")
 CPUINFO = Path(__file__).resolve().parents[1] / "unit" / "data" / "cpuinfo" / "sapphire_rapids_amx.txt"
 # A conftest that makes a run believe it runs on the CPU $FAKE_CPUINFO describes (runs started with it
 # set are subprocesses, so the patch never outlives them).
@@ -84,7 +86,8 @@ def test_the_graph_is_recorded_per_variant_and_passes_unchanged(
     assert basic["ops"] == {"Conv": 3, "Identity": 1, "Relu": 3} or basic["ops"] == {"Conv": 3, "Relu": 3}
     assert basic["fused"] == {}
     assert extended["fused"] == {"com.microsoft:FusedConv": 3}
-    assert extended["providers"] == {"CPUExecutionProvider": sum(basic["providers"].values())}  # type: ignore[union-attr]
+    if PLACEMENT:  # onnxruntime 1.23 (Python 3.10) cannot say where nodes run
+        assert extended["providers"] == {"CPUExecutionProvider": sum(basic["providers"].values())}  # type: ignore[union-attr]
     assert len(str(extended["digest"])) == 64
     result = pytester.runpytest(*LEVELS)
     result.assert_outcomes(passed=2)
