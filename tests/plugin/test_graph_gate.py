@@ -10,6 +10,8 @@ import onnx
 import onnxruntime
 import pytest
 
+from pytest_ortperf.ort.models import ModelResolver
+from pytest_ortperf.ort.transformers import prepare
 from pytest_ortperf.reports.show import show_baselines
 from tests.models import conv_stack_model, reexported
 from tests.plugin.conftest import git, move_figures_to_other_hardware
@@ -317,6 +319,7 @@ def test_damaged_graph_figures_name_the_file_and_overwrite_nothing(
 
 
 MODELS = Path(__file__).resolve().parents[2] / "examples" / "models"
+BERT = (("hidden_size", 64), ("model_type", "bert"), ("num_heads", 4))
 ENCODER = MODELS / "encoder.onnx"
 PRE_PASS_TEST = """
 import pytest
@@ -336,6 +339,10 @@ def test_the_transformer_optimizer_pre_pass_records_its_fusions_and_a_lost_atten
 ) -> None:
     """The example BERT exported from transformers, then exported again with its attention written as
     scaled_dot_product_attention (transformers' sdpa): the same model, fusions lost."""
+    model = ModelResolver(pytester.path).resolve(MODELS / "bert.onnx", test_dir=pytester.path, origin="test")
+    here = prepare(model, BERT, cache_dir=pytester.path / "probe", ort_version=onnxruntime.__version__)
+    if "Attention" not in here.fused:  # onnxruntime 1.23.2 (Python 3.10) does not; 1.31 and 1.32 do
+        pytest.skip(f"onnxruntime {onnxruntime.__version__}'s transformer optimizer does not fuse this export's attention")
     git(pytester, "init", "-q")
     git(pytester, "config", "user.name", "Test")
     git(pytester, "config", "user.email", "test@example.com")
