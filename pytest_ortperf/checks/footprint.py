@@ -228,30 +228,55 @@ def record(
     """Record this hardware's ``kind`` figures under the entry's recipe, keeping the other checks'
     parts of its figures. Figures that compare as unchanged with those recorded are kept, so an
     update of a steady model leaves the file byte for byte."""
+
+    def changes_of(before: PartFigures) -> tuple[str, ...] | None:
+        comparisons = compare(before, current)
+        # A figure this version measures that the stored ones lack (one added since they were recorded).
+        added = tuple(
+            f"{name} added" for name in current.as_dict() if name not in before.as_dict() and name != "nodes"
+        )
+        if not added and comparisons and worst(comparisons) in (Verdict.OK, Verdict.INCONCLUSIVE):
+            return None
+        return added + tuple(f"{c.figure} {c.describe()}" for c in comparisons if c.verdict is not Verdict.OK)
+
+    status, before, changes = stage_part(
+        kind, key, current, store=store, environment=environment, today=today, changes_of=changes_of
+    )
+    comparisons = tuple(compare(before, current)) if before is not None else ()
+    return FootprintResult(
+        key, kind, status, current, "record", reference=before, comparisons=comparisons, changes=changes
+    )
+
+
+def stage_part(
+    kind: str,
+    key: CheckKey,
+    current: PartFigures,
+    *,
+    store: BaselineStore,
+    environment: Mapping[str, Any],
+    today: str,
+    changes_of: Callable[[PartFigures], tuple[str, ...] | None],
+) -> tuple[Status, PartFigures | None, tuple[str, ...]]:
+    """Stage ``current`` as this machine key's ``kind`` part of the entry, under the entry's recipe,
+    keeping the other checks' parts: (status, the part it replaces, what made it record).
+    ``changes_of(stored part)`` says what changed, or None when the stored part stands (nothing is
+    staged: an update of a steady model leaves the file byte for byte)."""
     recipe, measured_on = split(environment)
     existing = store.current(key.test_file, key.test)
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         figures = _with_part(Figures(recorded=today, measured_on=measured_on), current)
         store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
-        return FootprintResult(key, kind, Status.NEW, current, "record")
+        return Status.NEW, None, ()
     same = same_or_identical(existing.recipe, recipe)
     here = existing.figures_for(key.machine) if same else None
     before = _part(here, kind)
-    changes: tuple[str, ...] = ()
-    comparisons: tuple[FigureComparison, ...] = ()
     if before is not None:
-        comparisons = tuple(compare(before, current))
-        # A figure this version measures that the stored ones lack (one added since they were recorded).
-        added = tuple(
-            f"{name} added" for name in current.as_dict() if name not in before.as_dict() and name != "nodes"
-        )
-        if not added and comparisons and worst(comparisons) in (Verdict.OK, Verdict.INCONCLUSIVE):
-            return FootprintResult(
-                key, kind, Status.UNCHANGED, current, "record", reference=before, comparisons=comparisons
-            )
-        moved = tuple(f"{c.figure} {c.describe()}" for c in comparisons if c.verdict is not Verdict.OK)
-        changes = added + moved
+        found = changes_of(before)
+        if found is None:
+            return Status.UNCHANGED, before, ()
+        changes = found
     elif same:
         changes = (f"{KIND_TEXT[kind]} figures of this hardware added",)
     else:
@@ -261,14 +286,11 @@ def record(
     figures = _with_part(base, current)
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
     store.stage(key.test_file, key.test, entry)
-    status = Status.NEW if same and before is None else Status.UPDATED
-    return FootprintResult(
-        key, kind, status, current, "record", reference=before, comparisons=comparisons, changes=changes
-    )
+    return (Status.NEW if same and before is None else Status.UPDATED), before, changes
 
 
 def _with_part(figures: Figures, part: PartFigures) -> Figures:
-    """``figures`` with ``part`` in place of its memory or start-up figures, the other parts kept."""
+    """``figures`` with ``part`` in place of its memory, start-up or graph figures, the others kept."""
     if isinstance(part, MemoryFigures):
         return replace(figures, memory=part)
     if isinstance(part, GraphFigures):

@@ -21,15 +21,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_ortperf.checks.footprint import FootprintResult, closing_lines
+from pytest_ortperf.checks.footprint import FootprintResult, PartFigures, closing_lines, stage_part
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.graph.diff import GraphDiff, failures, pinned
 from pytest_ortperf.graph.figures import GraphFigures
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
-from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.store.keys import CheckKey
-from pytest_ortperf.store.recipe import same_or_identical, split
 
 GRAPH = "graph"
 
@@ -175,31 +173,16 @@ def record(
 ) -> GraphResult:
     """Record the graph in this machine key's figures under the entry's recipe, keeping the other
     parts. A graph equal to the one recorded is kept, so an update of a steady model writes nothing."""
+
+    def changes_of(before: PartFigures) -> tuple[str, ...] | None:
+        assert isinstance(before, GraphFigures)
+        return None if before == current else (f"graph: {GraphDiff(before, current).text()}",)
+
     today = datetime.date.today().isoformat()
-    recipe, measured_on = split(environment)
-    existing = store.current(key.test_file, key.test)
-    if existing is None:
-        entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
-        figures = Figures(recorded=today, measured_on=measured_on, graph=current)
-        store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
-        return GraphResult(key, GRAPH, Status.NEW, current, "record")
-    same = same_or_identical(existing.recipe, recipe)
-    here = existing.figures_for(key.machine) if same else None
-    before = here.graph if here is not None else None
-    if before is not None and before == current:
-        return GraphResult(
-            key, GRAPH, Status.UNCHANGED, current, "record", reference=before, difference="same graph"
-        )
-    if before is not None:
-        changes: tuple[str, ...] = (f"graph: {GraphDiff(before, current).text()}",)
-    elif same:
-        changes = ("graph of this hardware added",)
-    else:
-        changes = (*what_changed(existing.recipe, recipe), "figures measured under the old recipe dropped")
-    base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
-    entry = existing.with_recipe(recipe, recorded=today).with_figures(
-        key.machine, replace(base, graph=current)
+    status, before, changes = stage_part(
+        GRAPH, key, current, store=store, environment=environment, today=today, changes_of=changes_of
     )
-    store.stage(key.test_file, key.test, entry)
-    status = Status.NEW if same and before is None else Status.UPDATED
-    return GraphResult(key, GRAPH, status, current, "record", reference=before, changes=changes)
+    stays = "same graph" if status is Status.UNCHANGED else ""
+    return GraphResult(
+        key, GRAPH, status, current, "record", reference=before, changes=changes, difference=stays
+    )

@@ -104,7 +104,6 @@ class OrtperfRun:
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
         self._prepared: dict[tuple[str, TransformerOptions], Prepared] = {}
-        self._pre_pass: dict[str, Mapping[str, int]] = {}  # prepared model sha256 -> what it fused
         self._graphs: dict[tuple[str, str, Variant, SessionSettings, str], tuple[GraphFigures, str]] = {}
 
     @property
@@ -209,10 +208,12 @@ class OrtperfRun:
         key = (model.sha256, options)
         if key not in self._prepared:
             cache = Path(self.config.rootdir) / ".ortperf" / "transformers"
-            done = prepare(model, options, cache_dir=cache, ort_version=self.runtime.version)
-            self._prepared[key] = done
-            self._pre_pass[done.model.sha256] = done.fused
+            self._prepared[key] = prepare(model, options, cache_dir=cache, ort_version=self.runtime.version)
         return self._prepared[key].model
+
+    def _pre_pass_of(self, model: ModelSource) -> Mapping[str, int]:
+        """What the transformer optimizer fused when this run prepared ``model``; {} otherwise."""
+        return next((p.fused for p in self._prepared.values() if p.model.sha256 == model.sha256), {})
 
     def graph(
         self, model: ModelSource, variant: Variant, settings: SessionSettings, *, python: str = ""
@@ -234,7 +235,7 @@ class OrtperfRun:
                 requested=variant.provider,
                 hardware=self.machine.hardware.as_dict(),
                 weights_sha256=built.weights_sha256,
-                pre_pass=self._pre_pass.get(model.sha256, {}),
+                pre_pass=self._pre_pass_of(model),
             )
             unplaced = "" if built.placed else "this onnxruntime does not report node placement"
             note = built.note or unplaced

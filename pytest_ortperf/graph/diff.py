@@ -72,6 +72,17 @@ class GraphDiff:
         before, after = self.before.pre_pass, self.after.pre_pass
         return [f"{op} {n} -> {after.get(op, 0)}" for op, n in sorted(before.items()) if after.get(op, 0) < n]
 
+    def placement_changes(self) -> list[str]:
+        """What moved work between providers: nodes off the requested one, new copy nodes."""
+        changes = []
+        moved = self.moved_off_provider()
+        if moved:
+            changes.append(f"nodes off the requested provider {moved[0]} -> {moved[1]}")
+        copies = self.new_copies()
+        if copies:
+            changes.append(f"copy nodes between providers {copies[0]} -> {copies[1]}")
+        return changes
+
     def moved_off_provider(self) -> tuple[int, int] | None:
         pair = self.before.off_provider, self.after.off_provider
         return pair if pair[1] > pair[0] else None
@@ -102,12 +113,7 @@ class GraphDiff:
             parts.append(
                 f"{short(op)} {before} -> {after}" if is_fusion(op) else f"{short(op)} {after - before:+d}"
             )
-        moved = self.moved_off_provider()
-        if moved:
-            parts.append(f"nodes off the requested provider {moved[0]} -> {moved[1]}")
-        copies = self.new_copies()
-        if copies:
-            parts.append(f"copy nodes {copies[0]} -> {copies[1]}")
+        parts += self.placement_changes()
         return ", ".join(parts) or "same op counts, other weights, attributes or wiring"
 
     def lines(self) -> list[str]:
@@ -151,12 +157,7 @@ def failures(diff: GraphDiff, mode: str = DEFAULT_MODE) -> list[str]:
         return []
     reasons = [f"lost fusion: {lost}" for lost in diff.lost_fusions()]
     reasons += [f"the transformer optimizer fused less: {lost}" for lost in diff.lost_pre_pass()]
-    moved = diff.moved_off_provider()
-    if moved:
-        reasons.append(f"nodes off the requested provider: {moved[0]} -> {moved[1]}")
-    copies = diff.new_copies()
-    if copies:
-        reasons.append(f"copy nodes between providers: {copies[0]} -> {copies[1]}")
+    reasons += diff.placement_changes()
     if mode == "exact" and not reasons:
         reasons.append(
             f"the graph changed ({diff.text()}) and ort_thresholds(graph='exact') fails any change"
