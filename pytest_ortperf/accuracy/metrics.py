@@ -2,12 +2,14 @@
 
 Pure numpy. A comparison reports, per output, max absolute and relative error,
 mean absolute error, the fraction of elements outside ``np.isclose(atol,
-rtol)``, cosine similarity, the worst element with both values, top-1/top-k
-agreement for outputs that look like class scores, and new NaN/Inf values.
+rtol)``, cosine similarity, the signal-to-quantization-noise ratio (SQNR, dB),
+the worst element with both values, top-1/top-k agreement for outputs that
+look like class scores, and new NaN/Inf values.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +38,7 @@ class OutputComparison:
     mean_abs: float = 0.0
     mismatches: int = 0
     cosine: float | None = None
+    sqnr_db: float | None = None  # 10 log10(|expected|^2 / |actual - expected|^2); inf when equal
     worst_index: tuple[int, ...] = ()
     worst_actual: float = 0.0
     worst_expected: float = 0.0
@@ -61,15 +64,19 @@ class OutputComparison:
         if self.note and not self.count:
             return f"{head}: {'ok' if self.ok else 'FAILED on ' + self.failed_metric} ({self.note})"
         sampled = f" sampled (of {self.sampled_from})" if self.sampled_from else ""
-        numbers = (
-            f"max abs {self.max_abs:.3g}, max rel {self.max_rel:.3g}, mean abs {self.mean_abs:.3g}, "
-            f"{self.mismatches} of {self.count}{sampled} elements outside tolerance "
-            f"({self.mismatch_fraction:.2%})"
-        )
+        numbers = f"max abs {self.max_abs:.3g}, max rel {self.max_rel:.3g}, mean abs {self.mean_abs:.3g}"
+        if self.tolerance.mismatch < 1.0:  # else elements are not judged one by one (int8)
+            numbers += (
+                f", {self.mismatches} of {self.count}{sampled} elements outside tolerance "
+                f"({self.mismatch_fraction:.2%})"
+            )
         if self.cosine is not None:
             shown, limit = distinct_digits(1.0 - self.cosine, 1.0 - self.tolerance.cosine)
             numbers += f", cosine {self.cosine:.6f} (1-cos {shown}"
             numbers += f" > {limit} allowed)" if self.cosine < self.tolerance.cosine else ")"
+        if self.sqnr_db is not None and self.tolerance.sqnr:
+            numbers += f", SQNR {self.sqnr_db:.1f} dB"
+            numbers += f" (< {self.tolerance.sqnr:g} allowed)" if self.sqnr_db < self.tolerance.sqnr else ""
         if self.top1 is not None:
             numbers += f", top-1 agreement {self.top1:.0%}, top-{TOP_K} overlap {self.topk:.0%}"
         status = "ok" if self.ok else f"FAILED on {self.failed_metric}"
@@ -140,6 +147,7 @@ def compare_output(
         mean_abs=float(finite_diff.mean()) if finite_diff.size else float("nan"),
         mismatches=int(np.count_nonzero(~close)),
         cosine=_cosine(a, e) if actual.dtype.kind in "fc" else None,
+        sqnr_db=sqnr_db(a, e) if actual.dtype.kind in "fc" else None,
         worst_index=tuple(int(i) for i in np.unravel_index(worst, actual.shape)),
         worst_actual=float(a[worst]),
         worst_expected=float(e[worst]),
@@ -152,6 +160,8 @@ def compare_output(
         return replace(comparison, failed_metric="isclose")
     if comparison.cosine is not None and comparison.cosine < tolerance.cosine:
         return replace(comparison, failed_metric="cosine")
+    if comparison.sqnr_db is not None and tolerance.sqnr and comparison.sqnr_db < tolerance.sqnr:
+        return replace(comparison, failed_metric="sqnr")
     return comparison
 
 
@@ -180,6 +190,35 @@ def _cosine(a: Array, e: Array) -> float:
     if norm == 0.0:
         return 1.0 if not a.any() and not e.any() else 0.0
     return float(np.dot(a, e) / norm)
+
+
+def sqnr_db(actual: Array, expected: Array) -> float:
+    """Signal-to-quantization-noise ratio in dB of ``actual`` against ``expected`` (finite elements):
+    the power of the expected signal over the power of the difference. inf when they are equal,
+    -inf when the expected signal is all zeros and the actual is not."""
+    finite = np.isfinite(actual) & np.isfinite(expected)
+    a, e = actual[finite].astype(np.float64), expected[finite].astype(np.float64)
+    noise = float(np.sum((a - e) ** 2))
+    if noise == 0.0:
+        return math.inf
+    signal = float(np.sum(e**2))
+    return 10.0 * math.log10(signal / noise) if signal > 0.0 else -math.inf
+
+
+def agreement(actual: Array, expected: Array, tolerance: Tolerance) -> float:
+    """The share of ``actual`` that agrees with ``expected``: for outputs whose last axis holds scores
+    (two or more float values), the share of rows whose arg-max agrees; for other outputs, the share
+    of elements within the tolerance."""
+    if actual.shape != expected.shape or actual.size == 0:
+        return 0.0 if actual.shape != expected.shape else 1.0
+    if expected.dtype.kind == "f" and expected.ndim >= 1 and expected.shape[-1] >= 2:
+        rows_a = actual.reshape(-1, actual.shape[-1])
+        rows_e = expected.reshape(-1, expected.shape[-1])
+        return float(np.mean(np.argmax(rows_a, axis=1) == np.argmax(rows_e, axis=1)))
+    if expected.dtype.kind not in "fc":
+        return float(np.mean(actual == expected))
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    return float(np.mean(np.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)))
 
 
 def _class_agreement(actual: Array, expected: Array) -> tuple[float | None, float | None]:

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.ort.providers import resolve_provider
-from pytest_ortperf.ort.variants import parse_opt_level
+from pytest_ortperf.ort.variants import Precision, parse_opt_level, parse_precision, split_precision
 from pytest_ortperf.values import percent_value, safe_repr
 
 if TYPE_CHECKING:
     import numpy as np
 
-_TOLERANCE_KEYS = ("atol", "rtol", "cosine", "mismatch")
+_TOLERANCE_KEYS = ("atol", "rtol", "cosine", "mismatch", "sqnr")
 SELECTOR_DTYPES = ("float16", "float32", "float64")
 SCOPES = ("dtype", "variant", "output")
 
@@ -24,15 +24,21 @@ SCOPES = ("dtype", "variant", "output")
 @dataclass(frozen=True)
 class Tolerance:
     """Limits for one output: every element within ``atol + rtol * |expected|`` (up to a
-    ``mismatch`` fraction of elements) and cosine similarity at least ``cosine``."""
+    ``mismatch`` fraction of elements), cosine similarity at least ``cosine`` and, when ``sqnr`` is
+    above 0, a signal-to-noise ratio of at least ``sqnr`` dB."""
 
     atol: float
     rtol: float
     cosine: float
     mismatch: float = 0.0
+    sqnr: float = 0.0  # dB; 0: not judged
 
     def describe(self) -> str:
+        if self.mismatch >= 1.0:  # elements are not judged one by one (quantized precisions)
+            extra = f", sqnr>={self.sqnr:g} dB" if self.sqnr else ""
+            return f"cosine>={self.cosine:g}{extra}"
         extra = f", mismatch<={self.mismatch:g}" if self.mismatch else ""
+        extra += f", sqnr>={self.sqnr:g} dB" if self.sqnr else ""
         return f"atol={self.atol:g}, rtol={self.rtol:g}, cosine>={self.cosine:g}{extra}"
 
 
@@ -49,6 +55,15 @@ PROVIDER_TOLERANCES: dict[str, Tolerance] = {
     "cuda": Tolerance(atol=1e-4, rtol=1e-3, cosine=0.9999),
     "dml": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
     "coreml": Tolerance(atol=1e-3, rtol=1e-2, cosine=0.999),
+}
+# Precision variants against fp32 (and against their own recorded outputs): measured on the example
+# models in docs/accuracy.md, "Precision variants". fp16 keeps element-wise limits, loosened to the
+# error of a 10-bit mantissa through a deep graph; int8 moves every element by up to a quantization
+# step of its tensor, so it is judged as a whole (cosine, SQNR), not element by element.
+PRECISION_TOLERANCES: dict[Precision, Tolerance] = {
+    Precision.FP16: Tolerance(atol=1e-2, rtol=5e-2, cosine=0.999, mismatch=0.01, sqnr=30.0),
+    Precision.INT8_DYNAMIC: Tolerance(atol=0.0, rtol=0.0, cosine=0.99, mismatch=1.0, sqnr=12.0),
+    Precision.INT8_STATIC: Tolerance(atol=0.0, rtol=0.0, cosine=0.99, mismatch=1.0, sqnr=12.0),
 }
 EXACT = Tolerance(atol=0.0, rtol=0.0, cosine=-1.0)
 
@@ -85,12 +100,23 @@ class ToleranceSpec:
                 rtol=max(base.rtol, looser.rtol),
                 cosine=min(base.cosine, looser.cosine),
             )
+        precision = split_precision(variant)[1] if variant else Precision.FP32
+        reduced = PRECISION_TOLERANCES.get(precision)
+        if reduced is not None:
+            base = Tolerance(
+                atol=max(base.atol, reduced.atol),
+                rtol=max(base.rtol, reduced.rtol),
+                cosine=min(base.cosine, reduced.cosine),
+                mismatch=max(base.mismatch, reduced.mismatch),
+                sqnr=reduced.sqnr,
+            )
         return replace(
             base,
             **{
                 **self.overall,
                 **self.dtypes.get(dtype.name, {}),
                 **self.variants.get(provider_short, {}),
+                **(self.variants.get(precision.value, {}) if reduced is not None else {}),
                 **(self.variants.get(variant, {}) if variant else {}),
                 **self.outputs.get(name, {}),
             },
@@ -142,14 +168,22 @@ def parse_selector(scope: str, value: str, *, where: str) -> str:
 
 
 def _variant_selector(text: str, *, where: str) -> str:
-    """A provider (``cuda``, ``CUDAExecutionProvider``) or a variant id (``cuda-all``), as ids spell it."""
-    provider, dash, level = text.rpartition("-")
+    """A provider (``cuda``, ``CUDAExecutionProvider``), a precision (``int8-dynamic``) or a variant id
+    (``cuda-all``, ``cpu-all-int8-dynamic``), as ids spell it."""
     try:
-        return resolve_provider(text, source=where).short
+        return parse_precision(text, source=where).value
+    except UsageError:
+        pass
+    base, precision = split_precision(text)
+    suffix = "" if precision is Precision.FP32 else f"-{precision.value}"
+    provider, dash, level = base.rpartition("-")
+    try:
+        return resolve_provider(base, source=where).short + suffix
     except UsageError:
         if not dash:
             raise
-    return f"{resolve_provider(provider, source=where).short}-{parse_opt_level(level, source=where).value}"
+    short = resolve_provider(provider, source=where).short
+    return f"{short}-{parse_opt_level(level, source=where).value}{suffix}"
 
 
 def _bad_key(where: str, why: str) -> NoReturn:
@@ -157,7 +191,8 @@ def _bad_key(where: str, why: str) -> NoReturn:
 
 
 def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[str, float]:
-    """Validate ``atol``/``rtol``/``cosine``/``mismatch`` values: numbers >= 0, cosine <= 1.
+    """Validate ``atol``/``rtol``/``cosine``/``mismatch``/``sqnr`` values: numbers >= 0, cosine <= 1;
+    ``sqnr`` in dB.
 
     ``atol``, ``rtol`` and ``cosine`` are plain numbers, as numpy's ``isclose`` takes them
     (``rtol=0.05`` allows 5% of ``|expected|``; ``rtol=5`` five times it). ``mismatch`` is a share

@@ -36,6 +36,8 @@ class Status(str, enum.Enum):
     ERROR = "error"
     # --ortperf-timing=off
     NOT_TIMED = "not timed"
+    # a contract this run does not measure (a variant held to itself, an update)
+    NOT_MEASURED = "not measured"
 
     def __str__(self) -> str:
         return self.value

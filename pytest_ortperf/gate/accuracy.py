@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route, rebuild_plan
+from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.outputs import run_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
@@ -71,10 +73,32 @@ class AccuracyCheck:
             more_data_sets=more_data_sets,
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
         )
+        result = self._where_precision_went(result, inputs)
         context.run.results.publish_accuracy(result, context.nodeid)
         context.add_property("ortperf_accuracy_verdict", str(result.status))
         return result
 
+    def _where_precision_went(self, result: AccuracyResult, inputs: dict[str, Array]) -> AccuracyResult:
+        """A failed precision variant, with the activations that lost the most against its fp32 model
+        on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
+        context = self._context
+        made = context.run.made_from(context.built.model)
+        if made is None or not any(outcome.failed for outcome in result.references):
+            return result  # passed, or failed for want of a baseline: the outputs did not drift
+        from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
+
+        precision = context.built.variant.precision.value
+        title = f"tensors of the {precision} model that lost the most (SQNR against fp32)"
+        try:
+            losses = worst_tensors(made[0], context.built.model, inputs)
+        except OrtperfError as exc:
+            return replace(result, message=f"{result.message}\n  {title}: not available ({exc})")
+        listed = [f"    {loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
+        calibration = made[1]
+        if calibration is not None:
+            weak = ", a weak stand-in for real data" if calibration.synthetic else ""
+            listed.append(f"    (calibrated on {calibration.source}{weak})")
+        return replace(result, message="\n".join([result.message, f"  {title}:", *listed]))
 
     def _recorded_outputs(self, target: CheckTarget, digest: str) -> Reference | None:
         """When today's inputs differ from those the baseline's outputs were recorded on: the outputs

@@ -45,6 +45,7 @@ class OrtperfConfig:
     timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
     checks: tuple[str, ...] = ("latency", "accuracy")  # what ort_perf.check() runs (ortperf_checks)
     memory_limit: int = 0  # bytes a memory check's worker may add before it fails; 0: no limit
+    contracts: tuple[str, ...] = ()  # default relative contracts of check(): levels, quantized
 
 
 @dataclass(frozen=True)

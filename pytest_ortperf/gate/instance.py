@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from pytest_ortperf.checks.contracts import Contract
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.footprint import not_timed as footprint_not_timed
 from pytest_ortperf.checks.latency import LatencyResult, not_timed
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.accuracy import AccuracyCheck
+from pytest_ortperf.gate.contracts import ContractCheck
 from pytest_ortperf.gate.graph import GraphCheck
 from pytest_ortperf.gate.latency import LatencyCheck, canary_on
 from pytest_ortperf.gate.memory import MemoryCheck
@@ -39,6 +41,10 @@ class InstanceChecks:
         self.memory = MemoryCheck(context, on_result=on_footprint)
         self.startup = StartupCheck(context, on_result=on_footprint)
         self.graph = GraphCheck(context)
+
+    def contracts(self, contracts: Sequence[Contract]) -> Check:
+        """A check of ``contracts``, each measured against its other variant in this run."""
+        return ContractCheck(self._context, contracts)
 
     def named(self, kind: str) -> Check:
         """The check object of ``kind`` (latency, accuracy, graph, memory, startup)."""

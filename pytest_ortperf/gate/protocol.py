@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.contracts import ContractResult
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -44,7 +46,11 @@ class CheckError:
     skipped: bool = False
 
 
-Outcome = LatencyResult | AccuracyResult | FootprintResult | CheckError
+Outcome = LatencyResult | AccuracyResult | FootprintResult | ContractResult | CheckError
+
+
+def _no_other_variant(variant_id: str) -> BuiltSession:
+    raise OrtperfError(f"no other variant can be built for this check (asked for {variant_id}).")
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,9 @@ class CheckContext:
     nodeid: str = ""
     add_property: Callable[[str, object], None] = lambda name, value: None
     ab: Callable[[], ABReference | None] = lambda: None  # the A/B reference; None: stored mode
+    # This test's model at another variant (an id such as "cpu-disabled"), for a contract; raises
+    # ProviderUnavailable when that variant cannot run here.
+    other_variant: Callable[[str], BuiltSession] = _no_other_variant
 
 
 @dataclass(frozen=True)

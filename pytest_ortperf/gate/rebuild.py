@@ -7,9 +7,11 @@ from pytest_ortperf.checks.paths import Plan
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.gate.run import OrtperfRun
+from pytest_ortperf.ort.inputs import InputOptions
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.transformers import parse_options
+from pytest_ortperf.ort.variants import Precision
 from pytest_ortperf.store.environment import what_changed
 
 
@@ -37,6 +39,17 @@ def rebuild(run: OrtperfRun, built: BuiltSession, plan: Plan) -> tuple[RecordedR
                 model = run.prepared(model, recorded)
             except OrtperfError as exc:
                 return None, f"the recorded model cannot be prepared again ({exc})"
+        if built.variant.precision is not Precision.FP32 and model.sha256 != plan.model_sha256:
+            # its fp32 source, from git: built at this precision again (a static int8 build with the
+            # calibration of the model under test)
+            made = run.made_from(built.model)
+            calibration = made[1] if made is not None else None
+            try:
+                model = run.precision_model(
+                    model, built.variant, built.settings, options=InputOptions(), calibration=calibration
+                )
+            except OrtperfError as exc:
+                return None, f"the recorded model cannot be built at {built.variant.precision.value} again ({exc})"
         labels.append(found.label)
     settings = built.settings
     if plan.settings is not None:

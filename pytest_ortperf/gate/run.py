@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.graph.figures import GraphFigures, summarize
@@ -27,6 +27,7 @@ from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
     InputSpec,
+    data_sets,
     feeds_from_data_set,
     load_feeds,
     specs_from_session,
@@ -38,7 +39,7 @@ from pytest_ortperf.ort.runtime import RuntimeInfo, import_onnxruntime, runtime_
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
 from pytest_ortperf.ort.transformers import Prepared, TransformerOptions, prepare
-from pytest_ortperf.ort.variants import Variant
+from pytest_ortperf.ort.variants import Precision, Variant
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.ort.workers import WorkerError, WorkerPool
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
@@ -47,17 +48,21 @@ from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run
 from pytest_ortperf.reports.ci_files import gate_time, write_reports
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, lock_wait_lines, profile_lines
+from pytest_ortperf.reports.tradeoffs import tradeoff_tables
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
+from pytest_ortperf.store.environment import portable_label
 from pytest_ortperf.store.machine import Machine, detect_machine
 from pytest_ortperf.store.model_cache import ModelCache
 from pytest_ortperf.store.outputs import zoo_expected
 from pytest_ortperf.store.unused import Selection, unused_entries
+from pytest_ortperf.values import safe_repr
 from pytest_ortperf.version import __version__
 
 ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference runtimes, under rootdir
 
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
+    from pytest_ortperf.ort.precision import Calibration, PrecisionModel
 
 
 class OrtperfRun:
@@ -104,6 +109,10 @@ class OrtperfRun:
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
         self._prepared: dict[tuple[str, TransformerOptions], Prepared] = {}
+        # Precision builds of this run, by (source sha256, precision, calibration digest), and what each
+        # built model was made from (its fp32 source and the calibration it used).
+        self._precision_builds: dict[tuple[str, Precision, str], PrecisionModel] = {}
+        self._made_from: dict[str, tuple[ModelSource, Calibration | None]] = {}
         self._graphs: dict[tuple[str, str, Variant, SessionSettings, str], tuple[GraphFigures, str]] = {}
 
     @property
@@ -210,6 +219,88 @@ class OrtperfRun:
             cache = Path(self.config.rootdir) / ".ortperf" / "transformers"
             self._prepared[key] = prepare(model, options, cache_dir=cache, ort_version=self.runtime.version)
         return self._prepared[key].model
+
+    def precision_model(
+        self,
+        model: ModelSource,
+        variant: Variant,
+        settings: SessionSettings,
+        *,
+        options: InputOptions,
+        calibration_sets: Sequence[Mapping[str, Any]] | None = None,
+        calibration: Calibration | None = None,
+    ) -> ModelSource:
+        """The model ``variant`` runs: ``model`` itself at fp32, else its fp16 or int8 build
+        (``ort/precision.py``), once per run and cached by content under ``.ortperf/precision``.
+        Static int8 is calibrated with ``calibration`` when given (a rebuild reuses the current
+        model's), else ``calibration_sets`` (the ``ort_calibration_data`` fixture), the model's test
+        data sets, or seeded synthetic inputs."""
+        if variant.precision is Precision.FP32:
+            return model
+        from pytest_ortperf.ort.precision import build_precision
+
+        if variant.precision is Precision.INT8_STATIC and calibration is None:
+            calibration = self._calibration(model, variant, settings, options, calibration_sets)
+        key = (model.sha256, variant.precision, calibration.digest if calibration is not None else "")
+        if key not in self._precision_builds:
+            self._precision_builds[key] = build_precision(
+                model,
+                variant.precision,
+                cache_dir=Path(self.config.rootdir) / ".ortperf" / "precision",
+                ort_version=self.runtime.version,
+                calibration=calibration,
+            )
+        built = self._precision_builds[key].model
+        self._made_from[built.sha256] = (model, calibration)
+        return built
+
+    def model_facts(self, built: BuiltSession) -> dict[str, Any]:
+        """What model ``built`` runs, for the reports: its fp32 model (label, sha256), the precision,
+        the size of the file the session loads and, for a static int8 build, its calibration."""
+        made = self.made_from(built.model)
+        source, calibration = made if made is not None else (built.model, None)
+        model = built.model
+        size = model.path.stat().st_size if model.path is not None else len(model.data or b"")
+        facts: dict[str, Any] = {
+            "label": portable_label(source.label),
+            "sha256": source.sha256,
+            "precision": built.variant.precision.value,
+            "bytes": size,
+        }
+        if calibration is not None:
+            facts["calibration"] = {"source": calibration.source, "synthetic": calibration.synthetic}
+        return facts
+
+    def made_from(self, model: ModelSource) -> tuple[ModelSource, Calibration | None] | None:
+        """The fp32 model (and the calibration) a precision build of this run was made from; None for
+        a model this run did not build."""
+        return self._made_from.get(model.sha256)
+
+    def _calibration(
+        self,
+        model: ModelSource,
+        variant: Variant,
+        settings: SessionSettings,
+        options: InputOptions,
+        sets: Sequence[Mapping[str, Any]] | None,
+    ) -> Calibration:
+        from pytest_ortperf.ort.precision import Calibration, synthetic_calibration
+
+        if sets is not None:
+            feeds = tuple(dict(one) for one in sets)
+            if not feeds or not all(isinstance(one, Mapping) for one in sets):
+                raise UsageError(
+                    "the ort_calibration_data fixture must return input sets (dicts of input name to "
+                    f"array), at least one; got {safe_repr(sets)}."
+                )
+            return Calibration(feeds, f"the ort_calibration_data fixture ({len(feeds)} sets)", False)
+        fp32 = self.session(model, variant.fp32, settings)
+        found = data_sets(model.directory) if model.directory is not None else []
+        if found:
+            sets_read = tuple(dict(self.data_set_feeds(data_set, fp32)) for data_set in found)
+            names = f"{found[0].name}" if len(found) == 1 else f"{found[0].name} .. {found[-1].name}"
+            return Calibration(sets_read, f"the model's {names}", False)
+        return synthetic_calibration(specs_from_session(fp32.session), options)
 
     def _pre_pass_of(self, model: ModelSource) -> Mapping[str, int]:
         """What the transformer optimizer fused when this run prepared ``model``; {} otherwise."""
@@ -350,16 +441,21 @@ class OrtperfRun:
     def reference_choice(self, built: BuiltSession) -> ReferenceChoice:
         """The reference variant of ``built``'s check: its session, or why it is not compared."""
         reference = self.config.reference_variant
+        made_from = self.made_from(built.model)
+        model = built.model
+        if made_from is not None:  # a precision variant: compared with its fp32 model
+            model = made_from[0]
+            reference = (reference or built.variant).fp32
         if reference is None:
             return ReferenceChoice()
-        label = f"variant {reference.id}"
+        label = f"variant {reference.id}" + (" (fp32)" if made_from is not None else "")
         if reference == built.variant:
             return ReferenceChoice(label, note="this variant is the reference")
         probe = self.prober.probe(reference.provider_spec)
         if not probe.available:
             reason = probe.reason or "the provider probe failed"
             return ReferenceChoice(label, note=f"not available here ({reason})")
-        return ReferenceChoice(label, self.pool.get(built.model, reference, built.settings))
+        return ReferenceChoice(label, self.pool.get(model, reference, built.settings))
 
     def _native_profiler(self, built: BuiltSession, directory: Path) -> NativeRunProfiler | None:
         """ORT's own run-level profiling when this onnxruntime's Python API has it."""
@@ -473,6 +569,7 @@ class OrtperfRun:
             gate_time=gate_time(self.results.records),
             not_timed=self.results.not_timed_count(),
             lock_waits=lock_wait_lines(self.results.records),
+            tradeoffs=tradeoff_tables(self.results.records),
             update=self.update_report,
             prune=self.config.prune,
             reported_differences=self.results.reported_differences(),

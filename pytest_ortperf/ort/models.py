@@ -41,6 +41,10 @@ class ModelSource:
     # The transformer optimizer's options when this is its output (ort/transformers.py): then
     # ``git_blob`` is the id of the model it was made from.
     transformers: tuple[tuple[str, Any], ...] = ()
+    # How a precision build made this model from the one under test (ort/precision.py): its recipe
+    # as sorted (key, value) pairs, nested values as canonical JSON text, so the source stays
+    # hashable; then ``git_blob`` is the id of the model it was made from.
+    precision: tuple[tuple[str, Any], ...] = ()
 
     @property
     def ort_input(self) -> str | bytes:

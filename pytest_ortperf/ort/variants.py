@@ -1,4 +1,4 @@
-"""Optimization levels and the provider x level variant matrix."""
+"""Optimization levels, precisions, and the provider x level x precision variant matrix."""
 
 from __future__ import annotations
 
@@ -81,12 +81,65 @@ def parse_opt_levels(values: str | Iterable[str], *, source: str) -> tuple[OptLe
     return tuple(levels)
 
 
+class Precision(str, enum.Enum):
+    """The numeric precision of the model a variant runs: the model under test (``fp32``), or one
+    built from it with onnxruntime's own tools (``ort/precision.py``)."""
+
+    FP32 = "fp32"
+    FP16 = "fp16"
+    INT8_DYNAMIC = "int8-dynamic"
+    INT8_STATIC = "int8-static"
+
+    @property
+    def quantized(self) -> bool:
+        return self in (Precision.INT8_DYNAMIC, Precision.INT8_STATIC)
+
+
+def _valid_precisions() -> str:
+    return ", ".join(member.value for member in Precision)
+
+
+def parse_precision(name: str, *, source: str) -> Precision:
+    key = name.strip().lower().replace("_", "-")
+    try:
+        return Precision(key)
+    except ValueError:
+        raise UsageError(
+            f"{source}: unknown precision {name!r}. Valid precisions: {_valid_precisions()}."
+        ) from None
+
+
+def parse_precisions(values: str | Iterable[str], *, source: str) -> tuple[Precision, ...]:
+    """Parse ``"fp32,int8-dynamic"`` (or a list of such strings); order kept, duplicates dropped."""
+    names = split_names(values)
+    if not names:
+        raise UsageError(f"{source}: no precision given. Valid precisions: {_valid_precisions()}.")
+    precisions: list[Precision] = []
+    for name in names:
+        precision = parse_precision(name, source=source)
+        if precision not in precisions:
+            precisions.append(precision)
+    return tuple(precisions)
+
+
+def split_precision(text: str) -> tuple[str, Precision]:
+    """``cpu-all-int8-dynamic`` to (``cpu-all``, INT8_DYNAMIC); a text without a precision suffix is fp32."""
+    stripped = text.strip()
+    for precision in sorted(Precision, key=lambda p: -len(p.value)):
+        suffix = f"-{precision.value}"
+        if stripped.lower().endswith(suffix) and len(stripped) > len(suffix):
+            return stripped[: -len(suffix)], precision
+    return stripped, Precision.FP32
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One cell of the matrix: an execution provider at an optimization level."""
+    """One cell of the matrix: an execution provider at an optimization level, running the model at
+    a precision (fp32: the model under test itself)."""
 
     provider_spec: ProviderSpec
     opt_level: OptLevel
+    precision: Precision = Precision.FP32
 
     @property
     def provider(self) -> str:
@@ -95,14 +148,30 @@ class Variant:
 
     @property
     def id(self) -> str:
-        """Test id suffix and baseline key, e.g. ``cuda-extended``."""
-        return f"{self.provider_spec.short}-{self.opt_level.value}"
+        """Test id suffix and baseline key, e.g. ``cuda-extended`` or ``cpu-all-int8-dynamic``."""
+        base = f"{self.provider_spec.short}-{self.opt_level.value}"
+        return base if self.precision is Precision.FP32 else f"{base}-{self.precision.value}"
+
+    @property
+    def fp32(self) -> Variant:
+        """This provider and level on the model under test itself."""
+        return Variant(self.provider_spec, self.opt_level)
 
     def __str__(self) -> str:
         return self.id
 
 
-def variant_matrix(providers: Iterable[ProviderSpec], levels: Iterable[OptLevel]) -> tuple[Variant, ...]:
-    """Every provider at every level, provider-major (keeps one provider's runs together)."""
-    level_list = tuple(levels)
-    return tuple(Variant(spec, level) for spec in providers for level in level_list)
+def variant_matrix(
+    providers: Iterable[ProviderSpec],
+    levels: Iterable[OptLevel],
+    precisions: Iterable[Precision] = (Precision.FP32,),
+) -> tuple[Variant, ...]:
+    """Every provider at every level at every precision, provider-major, then level (keeps one
+    provider's runs together, and a level's precisions beside each other)."""
+    level_list, precision_list = tuple(levels), tuple(precisions)
+    return tuple(
+        Variant(spec, level, precision)
+        for spec in providers
+        for level in level_list
+        for precision in precision_list
+    )

@@ -19,6 +19,7 @@ from pytest_ortperf.accuracy.tolerances import (
     parse_tolerance_key,
     parse_tolerance_values,
 )
+from pytest_ortperf.checks.contracts import Contract, parse_contracts
 from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
@@ -29,7 +30,15 @@ from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.ort.inputs import InputOptions
 from pytest_ortperf.ort.providers import parse_providers, resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
-from pytest_ortperf.ort.variants import Variant, parse_opt_level, parse_opt_levels, variant_matrix
+from pytest_ortperf.ort.variants import (
+    Precision,
+    Variant,
+    parse_opt_level,
+    parse_opt_levels,
+    parse_precisions,
+    split_precision,
+    variant_matrix,
+)
 from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
 from pytest_ortperf.store.machine import validate_name
 from pytest_ortperf.values import on_off, option_text, parse_size, safe_repr
@@ -51,6 +60,7 @@ THRESHOLD_KWARGS = (
     "variants",
 )
 CHECKS = ("latency", "accuracy", "graph", "memory", "startup")
+DEFAULT_CONTRACTS = ("levels", "quantized")
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
@@ -67,6 +77,8 @@ def build_config(config: Any) -> OrtperfConfig:
     specs = parse_providers(providers, source=where)
     levels_value, where = _value(config, "ortperf_opt_levels")
     levels = parse_opt_levels(levels_value, source=where)
+    precisions_value, where = _value(config, "ort_precisions")
+    precisions = parse_precisions(precisions_value, source=where)
 
     settings = SessionSettings().with_overrides(
         parse_assignments(config.getini("ortperf_session_options"), source="ini ortperf_session_options"),
@@ -89,7 +101,7 @@ def build_config(config: Any) -> OrtperfConfig:
     )
     policy = _policy(config)
     return OrtperfConfig(
-        variants=variant_matrix(specs, levels),
+        variants=variant_matrix(specs, levels, precisions),
         settings=settings,
         inputs=inputs,
         rootdir=Path(config.rootpath),
@@ -117,8 +129,24 @@ def build_config(config: Any) -> OrtperfConfig:
         progress=_progress(config),
         timing=_timing(config, update=policy.update),
         checks=_checks(config),
+        contracts=_contracts(config),
         memory_limit=_memory_limit(config),
     )
+
+
+def _contracts(config: Any) -> tuple[str, ...]:
+    """``ortperf_contracts``: the default relative contracts (``off``: none)."""
+    value, where = _value(config, "ortperf_contracts")
+    names = [name.strip() for name in option_text(value, source=where).split(",") if name.strip()]
+    if names in ([], ["off"]) or names == ["none"]:
+        return ()
+    unknown = [name for name in names if name not in DEFAULT_CONTRACTS]
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown contract(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT_CONTRACTS)} "
+            "or off."
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def _checks(config: Any) -> tuple[str, ...]:
@@ -246,7 +274,13 @@ def ab_marker(
 
 def _reference_variant(config: Any) -> Variant | None:
     value, where = _value(config, "ortperf_reference_variant")
-    return parse_variant(str(value), source=where)
+    variant = parse_variant(str(value), source=where)
+    if variant is not None and variant.precision is not Precision.FP32:
+        raise UsageError(
+            f"{where}: the reference variant runs the model under test (fp32); give PROVIDER-LEVEL such as "
+            f"cpu-disabled, got {value!r}. Precision variants are compared with it at fp32."
+        )
+    return variant
 
 
 def _tolerances(config: Any) -> ToleranceSpec:
@@ -443,10 +477,48 @@ def parse_variant(text: str, *, source: str) -> Variant | None:
     """``cpu-disabled`` to a variant; ``none`` turns the reference variant off."""
     if text.strip().lower() in ("", "none", "off"):
         return None
-    provider, sep, level = text.strip().rpartition("-")
+    base, precision = split_precision(text)
+    provider, sep, level = base.rpartition("-")
     if not sep:
-        raise UsageError(f"{source}: expected PROVIDER-LEVEL such as cpu-disabled, or none; got {text!r}.")
-    return Variant(resolve_provider(provider, source=source), parse_opt_level(level, source=source))
+        raise UsageError(
+            f"{source}: expected PROVIDER-LEVEL[-PRECISION] such as cpu-disabled or cpu-all-int8-dynamic, "
+            f"or none; got {text!r}."
+        )
+    return Variant(
+        resolve_provider(provider, source=source), parse_opt_level(level, source=source), precision
+    )
+
+
+def variant_id(text: str, *, source: str) -> str:
+    """A variant id as ids spell it (``cpu-disabled``, ``cpu-all-int8-dynamic``), checked."""
+    variant = parse_variant(text, source=source) if isinstance(text, str) and text.strip() else None
+    if variant is None:
+        raise UsageError(
+            f"{source}: expected a variant id such as cpu-disabled or cpu-all-int8-dynamic, got {text!r}."
+        )
+    return variant.id
+
+
+def expect_contracts(
+    markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]], *, origin: str
+) -> tuple[Contract, ...]:
+    """``ort_expect(faster_than={...}, agreement={...})`` markers, farthest first, as contracts (a
+    closer marker's contract with the same variant replaces a farther one's)."""
+    merged: dict[tuple[str, str], Contract] = {}
+    for args, kwargs in markers:
+        unknown = sorted(set(kwargs) - {"faster_than", "agreement"})
+        if args or unknown:
+            raise UsageError(
+                f"{origin}: ort_expect takes faster_than={{variant: speedup}} and "
+                "agreement={variant: share} as keywords only"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                + "."
+            )
+        for contract in parse_contracts(
+            kwargs.get("faster_than"), kwargs.get("agreement"), source=origin, check_id=variant_id
+        ):
+            merged[(contract.kind, contract.other)] = contract
+    return tuple(merged.values())
 
 
 def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin: str) -> Any:

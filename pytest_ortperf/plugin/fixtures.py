@@ -15,23 +15,26 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_ortperf.checks.contracts import Contract, default_contracts
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
-from pytest_ortperf.errors import OrtperfError, ProviderUnavailable
+from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
 from pytest_ortperf.footprint.startup import StartupFigures
 from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.gate.run import OrtperfRun
-from pytest_ortperf.ort.inputs import Feeds
+from pytest_ortperf.ort.inputs import Feeds, InputOptions
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.transformers import parse_options
-from pytest_ortperf.ort.variants import Variant
+from pytest_ortperf.ort.variants import Precision, Variant
 from pytest_ortperf.plugin import RUN_KEY
 from pytest_ortperf.plugin.benchmark import annotate, publish
 from pytest_ortperf.plugin.config import (
     ab_marker,
+    expect_contracts,
     input_options,
     model_marker_spec,
+    parse_variant,
     settings_for,
     thresholds_for,
 )
@@ -81,7 +84,25 @@ def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_m
     markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
     model = _guarded(lambda: run.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture"))
     settings = _guarded(lambda: settings_for(run.config.settings, markers, origin=origin))
+    if ort_variant.precision is not Precision.FP32:
+        options = _input_options(request, run)
+        sets = (
+            request.getfixturevalue("ort_calibration_data")
+            if ort_variant.precision is Precision.INT8_STATIC
+            else None
+        )
+        model = _guarded(
+            lambda: run.precision_model(model, ort_variant, settings, options=options, calibration_sets=sets)
+        )
     return _guarded(lambda: run.session(model, ort_variant, settings))
+
+
+@pytest.fixture
+def ort_calibration_data() -> Any:
+    """Input sets that calibrate this test's ``int8-static`` variants: override it to return a list of
+    ``{input name: array}``. None (this default): the model's test data sets, else seeded synthetic
+    inputs, which the report names as a weak stand-in."""
+    return None
 
 
 @pytest.fixture
@@ -120,12 +141,17 @@ def ort_session(
 def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -> Feeds:
     """Deterministic feeds: the model's test_data_set_0, an .npz beside it, or seeded synthetic data."""
     run = _run(request)
+    options = _input_options(request, run)
+    return _guarded(lambda: run.feeds(ort_session_info, options))
+
+
+def _input_options(request: pytest.FixtureRequest, run: OrtperfRun) -> InputOptions:
+    """The run's input options with the ``ort_model`` markers' ``dims``, ``int_range`` and ``seed``."""
     kwargs: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("ort_model"))):  # closest wins, per keyword
-        kwargs.update({k: v for k, v in marker.kwargs.items() if k != "path"})
+        kwargs.update({k: v for k, v in marker.kwargs.items() if k not in ("path", "transformers")})
     origin = f"ort_model marker of {request.node.nodeid}"
-    options = _guarded(lambda: input_options(run.config.inputs, kwargs, origin=origin))
-    return _guarded(lambda: run.feeds(ort_session_info, options))
+    return _guarded(lambda: input_options(run.config.inputs, kwargs, origin=origin))
 
 
 @pytest.fixture
@@ -177,14 +203,57 @@ def ort_perf(
         data_set=directory / ort_inputs.source
         if directory and ort_inputs.source.startswith("test_data_set_")
         else None,
+        other_variant=lambda variant_id: _other_variant(request, run, ort_session_info, variant_id),
     )
+    run.results.describe(request.node.nodeid, run.model_facts(ort_session_info))
+    expect_origin = f"ort_expect marker of {request.node.nodeid}"
+    expect = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_expect")))]
+    contracts = _guarded(lambda: expect_contracts(expect, origin=expect_origin))
+    defaults = default_contracts(ort_session_info.variant, run.config.variants, run.config.contracts)
     return OrtPerf(
         context,
+        contracts=_merged_contracts(defaults, contracts),
         fail=lambda message: pytest.fail(message, pytrace=False),
         skip=pytest.skip,
         on_result=lambda result: _publish_to_pytest_benchmark(request, result),
         on_footprint=lambda result: _footprint_to_pytest_benchmark(request, result),
     )
+
+
+def _other_variant(
+    request: pytest.FixtureRequest, run: OrtperfRun, built: BuiltSession, variant_id: str
+) -> BuiltSession:
+    """This test's model at another variant, for a contract: its fp32 model at that variant's
+    precision, under this test's settings (the static int8 build reuses this variant's calibration,
+    when it has one)."""
+    variant = parse_variant(variant_id, source=f"contract of {request.node.nodeid}")
+    if variant is None:
+        raise UsageError(f"contract of {request.node.nodeid}: no variant named {variant_id!r}.")
+    run.require_available(variant)
+    made = run.made_from(built.model)
+    source, calibration = made if made is not None else (built.model, None)
+    sets = None
+    if variant.precision is Precision.INT8_STATIC and calibration is None:
+        sets = request.getfixturevalue("ort_calibration_data")
+    model = run.precision_model(
+        source,
+        variant,
+        built.settings,
+        options=_input_options(request, run),
+        calibration_sets=sets,
+        calibration=calibration if variant.precision is Precision.INT8_STATIC else None,
+    )
+    return run.session(model, variant, built.settings)
+
+
+def _merged_contracts(*groups: Sequence[Contract]) -> tuple[Contract, ...]:
+    """Contracts from defaults, then markers: a later one of the same kind and other variant replaces
+    an earlier one."""
+    merged: dict[tuple[str, str], Contract] = {}
+    for group in groups:
+        for contract in group:
+            merged[(contract.kind, contract.other)] = contract
+    return tuple(merged.values())
 
 
 def _publish_to_pytest_benchmark(request: pytest.FixtureRequest, result: LatencyResult) -> bool:

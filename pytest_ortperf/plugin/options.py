@@ -31,6 +31,9 @@ MARKERS = (
     "or onnx.ModelProto), with its own file at that git revision, or in the ONNX Runtime of that "
     "interpreter's environment (python= combines with either), and compared by paired ratios instead "
     "of the stored baseline.",
+    "ort_expect(faster_than={'cpu-disabled': 1.3}, agreement={'cpu-all': 0.99}): relative contracts "
+    "between this variant and others of the same model, measured side by side in the same run "
+    "(no baseline): at least that speedup; at least that share of agreeing outputs.",
     "ort_profile: run-level profiling; every run of ort_session (and a few untimed runs of each "
     "ort_perf latency check) writes its own trace, summarized per operator and provider.",
 )
@@ -73,6 +76,24 @@ OPTIONS: tuple[OptionDef, ...] = (
         "Graph optimization levels to test, comma separated: disabled, basic, extended, layout, all "
         "(default: all).",
         "all",
+        "LIST",
+    ),
+    OptionDef(
+        "--ort-precisions",
+        "ort_precisions",
+        "Precisions to test, comma separated: fp32 (the model under test), fp16, int8-dynamic, "
+        "int8-static (built from it with onnxruntime's own tools, cached under .ortperf/precision). "
+        "Default: fp32.",
+        "fp32",
+        "LIST",
+    ),
+    OptionDef(
+        "--ortperf-contracts",
+        "ortperf_contracts",
+        "Relative contracts every test with ort_perf.check() is held to, measured side by side in the "
+        "run, comma separated: 'levels' (a level is not slower than the level below it), 'quantized' "
+        "(an int8 variant is faster than fp32), or 'off' (default).",
+        "off",
         "LIST",
     ),
     OptionDef(

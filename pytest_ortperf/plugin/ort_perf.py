@@ -6,12 +6,13 @@ and turns their outcomes into one failure or skip of the test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import count
 from typing import NoReturn
 
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.contracts import Contract, ContractResult, parse_contracts
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.errors import OrtperfError
@@ -20,6 +21,7 @@ from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
 from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.plugin.config import variant_id
 from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 
 __all__ = ["CheckContext", "OrtPerf", "key_for"]
@@ -36,8 +38,10 @@ class OrtPerf:
     ``check_accuracy()`` compares outputs with the recorded baseline, the
     reference variant and the model's own test data; ``check_memory()`` and
     ``check_startup()`` measure the session in fresh worker processes;
-    ``check()`` runs the run's checks (``ortperf_checks``: latency and accuracy
-    unless configured) and fails once with every problem.
+    ``check()`` runs the run's checks (``ortperf_checks``: latency, accuracy and
+    graph unless configured) and the test's contracts, and fails once with every
+    problem. ``check_speedup()`` and ``check_contracts()`` hold this variant to
+    others of the same model, measured side by side in the run.
 
     With ``--ortperf-timing=off`` nothing is timed: ``check_latency()`` skips the
     test, naming the option, and ``check()`` checks accuracy only; the latency
@@ -56,8 +60,10 @@ class OrtPerf:
         skip: Abort,
         on_result: Callable[[LatencyResult], object] | None = None,
         on_footprint: Callable[[FootprintResult], object] | None = None,
+        contracts: Sequence[Contract] = (),
     ) -> None:
         self._context = context
+        self._contracts = tuple(contracts)  # ort_expect markers and ortperf_contracts defaults
         self._fail = fail
         self._skip = skip
         self._checks = InstanceChecks(context, on_result=on_result, on_footprint=on_footprint)
@@ -116,6 +122,31 @@ class OrtPerf:
         check = self._graph_check(expect_fusions)
         return self._one(self._checks.run([check], None, key))  # type: ignore[return-value]
 
+    def check_speedup(
+        self, *, than: str, at_least: float, feeds: Mapping[str, Array] | None = None
+    ) -> ContractResult:
+        """This variant at least ``at_least`` times as fast as variant ``than`` of the same model, both
+        measured side by side in this run (no baseline): fails when the whole interval of the speedup
+        lies below ``at_least``, passes when it lies at or above, and is inconclusive in between."""
+        __tracebackhide__ = True
+        try:
+            (contract,) = parse_contracts(
+                {than: at_least}, source=f"check_speedup(than={than!r})", check_id=variant_id
+            )
+        except OrtperfError as exc:
+            self._fail(str(exc))
+        return self._one(self._checks.run([self._checks.contracts([contract])], feeds, self._context.key))  # type: ignore[return-value]
+
+    def check_contracts(self, feeds: Mapping[str, Array] | None = None) -> tuple[ContractResult, ...]:
+        """The test's contracts (``ort_expect`` markers, ``ortperf_contracts``), each measured in this
+        run against its other variant; the test fails once if any failed. () when there are none."""
+        __tracebackhide__ = True
+        if not self._contracts:
+            return ()
+        groups = self._checks.run([self._checks.contracts(self._contracts)], feeds, self._context.key)
+        outcomes = self._finish([outcome for group in groups for outcome in group])
+        return tuple(outcome for outcome in outcomes if isinstance(outcome, ContractResult))
+
     def check(
         self,
         feeds: Mapping[str, Array] | None = None,
@@ -146,11 +177,13 @@ class OrtPerf:
             if STARTUP in kinds:
                 untimed[STARTUP] = checks.footprint_not_timed(STARTUP, key)
         named = {GRAPH: self._graph_check(expect_fusions)}
-        groups = checks.run(
-            [named.get(kind) or checks.named(kind) for kind in kinds if kind not in untimed], feeds, key
+        chosen = [named.get(kind) or checks.named(kind) for kind in kinds if kind not in untimed]
+        contracts = (
+            [checks.contracts(self._contracts)] if self._contracts and self._context.run.config.timing else []
         )
+        groups = checks.run([*chosen, *contracts], feeds, key)
         self._finish([outcome for group in groups for outcome in group])
-        ran = iter(group[0] for group in groups)
+        ran = iter(group[0] for group in groups[: len(chosen)])
         return tuple(untimed[kind] if kind in untimed else next(ran) for kind in kinds)
 
     def _graph_check(self, expect_fusions: Mapping[str, int] | None) -> Check:

@@ -17,10 +17,12 @@ from typing import Any
 
 from pytest_ortperf.accuracy.metrics import OutputComparison
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.contracts import ContractResult
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
+from pytest_ortperf.reports.tradeoffs import HEADERS, cells, heading, tradeoff_tables
 from pytest_ortperf.store.keys import CheckKey
 
 ERROR = str(Status.ERROR)
@@ -158,6 +160,45 @@ def footprint_record(result: FootprintResult, nodeid: str) -> dict[str, Any]:
     }
 
 
+def contract_record(result: ContractResult, nodeid: str) -> dict[str, Any]:
+    """A relative contract: what was promised of which other variant, and what the run measured."""
+    contract, speedup = result.contract, result.speedup
+    return {
+        "test": nodeid,
+        "kind": "contract",
+        "variant": result.key.variant,
+        "machine": result.key.machine,
+        "verdict": str(result.status),
+        "failed": result.failed,
+        "contract": {
+            "kind": contract.kind,
+            "other": contract.other,
+            "bound": contract.bound,
+            "source": contract.source,
+        },
+        "speedup": (
+            {
+                "value": speedup.value,
+                "low": speedup.low,
+                "high": speedup.high,
+                "confidence": speedup.confidence,
+                "rounds": speedup.rounds,
+            }
+            if speedup is not None
+            else None
+        ),
+        "agreement": result.agreement,
+        "current": {"median_ms": result.current.median_ms} if result.current is not None else None,
+        "reference": (
+            {"label": f"variant {contract.other}", "median_ms": result.other.median_ms}
+            if result.other is not None
+            else None
+        ),
+        "decided_by": "a/b: median of paired round ratios, sign-test interval" if speedup is not None else "",
+        "message": result.message,
+    }
+
+
 def output_record(comparison: OutputComparison) -> dict[str, Any]:
     """One output against one reference: every metric, the worst element and the limits applied."""
     compared = bool(comparison.count) and not comparison.problem
@@ -172,6 +213,7 @@ def output_record(comparison: OutputComparison) -> dict[str, Any]:
         "mismatches": comparison.mismatches,
         "count": comparison.count,
         "cosine": _number(comparison.cosine),
+        "sqnr_db": _number(comparison.sqnr_db),
         "top1": _number(comparison.top1),
         "topk": _number(comparison.topk),
         "worst": (
@@ -275,6 +317,7 @@ def report_document(
         "errors": sum(r["verdict"] == ERROR for r in records),
         "run_errors": list(run_errors),
         "unused_baselines": list(unused),
+        "tradeoffs": [table.as_dict() for table in tradeoff_tables(records)],
     }
     rounded_document: dict[str, Any] = rounded(document)
     return rounded_document
@@ -331,6 +374,10 @@ def markdown(
     if errors:
         lines += ["", "Checks that ended in an error:", ""]
         lines += [f"- `{r['test']}` ({r['kind']}): {_first_line(str(r['message']))}" for r in errors]
+    for table in tradeoff_tables(records):
+        lines += ["", f"**{heading(table)}**", "", "| " + " | ".join(HEADERS) + " |"]
+        lines += ["|" + " --- |" * len(HEADERS)]
+        lines += ["| " + " | ".join(row) + " |" for row in cells(table)]
     if unused:
         lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
     return "\n".join(lines) + "\n"

@@ -11,16 +11,18 @@ tally read from here and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.contracts import ContractResult
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.reports.ci_files import (
     accuracy_record,
+    contract_record,
     error_record,
     footprint_record,
     latency_record,
@@ -52,29 +54,45 @@ class RunResults:
         self._not_timed: list[LatencyResult] = []  # --ortperf-timing=off: skipped, never measured
         self._footprint: list[FootprintResult] = []  # memory and start-up
         self._records: list[dict[str, Any]] = []
+        self._contracts: list[ContractResult] = []
+        self._models: dict[str, dict[str, Any]] = {}  # node id -> what model its variant ran (describe)
         self._handed = _Handed()
+
+    def describe(self, nodeid: str, model: Mapping[str, Any]) -> None:
+        """What model the test instance ``nodeid`` runs (its fp32 model, precision, size): every record
+        of its checks carries it, so that reports can put a model's variants side by side."""
+        self._models[nodeid] = dict(model)
+
+    def _add(self, record: dict[str, Any]) -> None:
+        model = self._models.get(str(record["test"]))
+        self._records.append({**record, "model": model} if model else record)
 
     def publish_latency(self, result: LatencyResult, nodeid: str) -> None:
         self._latency.append(result)
-        self._records.append(latency_record(result, nodeid))
+        self._add(latency_record(result, nodeid))
 
     def publish_accuracy(self, result: AccuracyResult, nodeid: str) -> None:
         self._accuracy.append(result)
-        self._records.append(accuracy_record(result, nodeid))
+        self._add(accuracy_record(result, nodeid))
 
     def publish_footprint(self, result: FootprintResult, nodeid: str) -> None:
         """A memory or start-up check."""
         self._footprint.append(result)
-        self._records.append(footprint_record(result, nodeid))
+        self._add(footprint_record(result, nodeid))
 
     def publish_not_timed(self, result: LatencyResult, nodeid: str) -> None:
         """A latency check of a functional-only run: in the statuses and CI files, not in the table."""
         self._not_timed.append(result)
-        self._records.append(not_timed_record(result, nodeid))
+        self._add(not_timed_record(result, nodeid))
+
+    def publish_contract(self, result: ContractResult, nodeid: str) -> None:
+        """A relative contract between two variants of one model."""
+        self._contracts.append(result)
+        self._add(contract_record(result, nodeid))
 
     def publish_error(self, key: CheckKey, *, kind: str, nodeid: str, message: str) -> None:
         """A check that ended in an error instead of a verdict: reported like a failed check."""
-        self._records.append(error_record(key, kind=kind, nodeid=nodeid, message=message))
+        self._add(error_record(key, kind=kind, nodeid=nodeid, message=message))
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -83,10 +101,11 @@ class RunResults:
 
     def statuses(self) -> list[str]:
         """The status of every check of the run, latency and accuracy, workers' included."""
-        results: list[LatencyResult | AccuracyResult | FootprintResult] = [
+        results: list[LatencyResult | AccuracyResult | FootprintResult | ContractResult] = [
             *self._latency,
             *self._accuracy,
             *self._footprint,
+            *self._contracts,
         ]
         local = [str(r.status) for r in results]
         return local + [str(r.status) for r in self._not_timed] + self._handed.statuses

@@ -16,6 +16,7 @@ from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
+from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, heading
 from pytest_ortperf.store.keys import split_check_name
 from pytest_ortperf.store.machine import runner_class
 
@@ -285,6 +286,7 @@ class RunSummary:
     gate_time: str = ""  # where the latency checks' time went (reports.ci_files.gate_time)
     not_timed: int = 0  # latency checks skipped by --ortperf-timing=off
     lock_waits: Sequence[str] = ()  # who held the timing lock while checks waited (lock_wait_lines)
+    tradeoffs: Sequence[TradeoffTable] = ()  # each model's variants side by side (reports/tradeoffs.py)
 
 
 def summary_lines(summary: RunSummary) -> list[str]:
@@ -303,6 +305,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
         )
         lines.append(f"timing: {summary.timing_mode}")
     lines += footprint_table(summary.footprint_rows, summary.machine)
+    for table in summary.tradeoffs:
+        lines += [heading(table), *format_table([HEADERS, *cells(table)])]
     if summary.not_timed:
         lines.append(not_timed_line(summary.not_timed))
     if summary.gate_time:

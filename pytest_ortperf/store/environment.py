@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ortperf.ort.precision import recipe_of
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.store.machine import Machine
@@ -66,6 +67,7 @@ def environment(
         "model_sha256": built.model.sha256,
         "model_git_blob": built.model.git_blob,
         **({"model_transformers": dict(built.model.transformers)} if built.model.transformers else {}),
+        **({"model_precision": recipe_of(built.model)} if built.model.precision else {}),
         "variant": built.variant.id,
         "providers_requested": list(built.variant.provider_spec.providers),
         "providers_used": list(built.providers),

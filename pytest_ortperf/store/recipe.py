@@ -27,7 +27,13 @@ CONTROLLED = (
 )
 # Keys of an environment kept in the recipe.
 RECIPE_KEYS = (
-    *CONTROLLED, "model", "model_git_blob", "model_transformers", "providers_requested", "plugin_version"
+    *CONTROLLED,
+    "model",
+    "model_git_blob",
+    "model_transformers",
+    "model_precision",
+    "providers_requested",
+    "plugin_version",
 )
 # Keys kept per hardware, beside its figures.
 MEASURED_KEYS = ("cpu", "cores", "gpu", "hardware", "measurement")
