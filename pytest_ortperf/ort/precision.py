@@ -102,15 +102,17 @@ def synthetic_calibration(
     session_or_specs: Sequence[InputSpec] | _HasInputs, options: InputOptions, *, sets: int = 8
 ) -> Calibration:
     """``sets`` input sets made as ``ort/inputs.py`` makes synthetic feeds (``synthesize``), set ``i``
-    with seed ``options.seed + i``: takes the model's :class:`InputSpec` list, or a session to read
-    it from. Set 0 is the synthetic feed the accuracy check runs on."""
+    with seed ``options.seed + 1 + i``: takes the model's :class:`InputSpec` list, or a session to
+    read it from. The feed the checks run on (seed ``options.seed``) is left out, so that a model is
+    not calibrated on the very inputs its accuracy is judged on."""
     if sets < 1:
         raise UsageError(f"synthetic calibration needs at least one input set, got {sets}.")
     specs = (
         session_or_specs if isinstance(session_or_specs, Sequence) else specs_from_session(session_or_specs)
     )
-    feeds = tuple(dict(synthesize(specs, replace(options, seed=options.seed + i))) for i in range(sets))
-    return Calibration(feeds, f"synthetic (seed {options.seed}, {sets} sets)", synthetic=True)
+    first = options.seed + 1
+    feeds = tuple(dict(synthesize(specs, replace(options, seed=first + i))) for i in range(sets))
+    return Calibration(feeds, f"synthetic (seeds {first}..{first + sets - 1})", synthetic=True)
 
 
 @dataclass(frozen=True)
@@ -217,14 +219,13 @@ def _build(
     destination.parent.mkdir(parents=True, exist_ok=True)
     # Beside the destination, so that the finished files are moved into place on the same file system.
     with tempfile.TemporaryDirectory(prefix=".building-", dir=destination.parent) as scratch_dir:
-        scratch = Path(scratch_dir)
-        source = model.path
-        if source is None:
-            source = scratch / "model.onnx"
+        scratch = Path(scratch_dir).absolute()  # the tools run in it: every path they take is absolute
+        source = model.path.absolute() if model.path is not None else scratch / "model.onnx"
+        if model.path is None:
             source.write_bytes(model.data or b"")
         written = scratch / "built.onnx"
         failure = ""
-        with quiet_tools():
+        with running_tools(scratch):
             try:
                 options = _BUILDERS[precision](source, written, scratch, calibration)
             except Exception as exc:  # the tools raise anything from KeyError to onnx's own errors
@@ -261,10 +262,13 @@ def describe_failure(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def quiet_tools() -> Iterator[None]:
-    """Silence onnxruntime's Python tools while they run: they log advice and progress through
+def running_tools(workdir: Path) -> Iterator[None]:
+    """Run onnxruntime's Python tools quietly, in ``workdir``. They log advice and progress through
     ``logging`` (some on the root logger), warn, and print; a run that turns warnings into errors
-    must not fail on them, and none of it is the user's business. Their failures are exceptions."""
+    must not fail on them, and none of it is the user's business: their failures are exceptions.
+    And they write beside them: symbolic shape inference that gives up saves
+    ``sym_shape_infer_temp.onnx`` and a ``<uuid>.data`` into the current directory (the user's
+    repository), so they run in a scratch directory that is removed after them."""
     import onnxruntime  # the tools' own package: its files are where their log records come from
 
     muted = _FromPackage(str(Path(onnxruntime.__file__).parent))
@@ -275,11 +279,14 @@ def quiet_tools() -> Iterator[None]:
         targets.append(logging.lastResort)
     for target in targets:
         target.addFilter(muted)
+    was_in = os.getcwd()
+    os.chdir(workdir)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             yield
     finally:
+        os.chdir(was_in)
         for target in targets:
             target.removeFilter(muted)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from pytest_ortperf.errors import ModelError
 from pytest_ortperf.ort.models import ModelSource
-from pytest_ortperf.ort.precision import FeedSets, describe_failure, quiet_tools
+from pytest_ortperf.ort.precision import FeedSets, describe_failure, running_tools
 
 Array = npt.NDArray[Any]
 Activations = dict[str, list[Array]]
@@ -47,9 +47,13 @@ def worst_tensors(
     """The ``limit`` activations of ``quantized_model`` that lost the most on ``feeds``, lowest SQNR
     first. Runs both models on the CPU without graph optimizations (so every tensor exists), in a
     temporary directory it removes. A ModelError says why when the models cannot be compared."""
+    # The tools run in the scratch directory: every path they take is absolute.
+    float_model, quantized_model = _absolute(float_model), _absolute(quantized_model)
     try:
-        with tempfile.TemporaryDirectory(prefix="ortperf-tensors-") as scratch, quiet_tools():
-            losses = _losses(float_model, quantized_model, feeds, Path(scratch))
+        with tempfile.TemporaryDirectory(prefix="ortperf-tensors-") as scratch_dir:
+            scratch = Path(scratch_dir).absolute()
+            with running_tools(scratch):
+                losses = _losses(float_model, quantized_model, feeds, scratch)
     except Exception as exc:  # the debug tools and sessions raise anything
         raise ModelError(
             f"'{quantized_model.label}': its tensors cannot be compared with the float model's "
@@ -97,6 +101,10 @@ def _on_disk(model: ModelSource, spare: Path) -> Path:
         return model.path
     spare.write_bytes(model.data or b"")
     return spare
+
+
+def _absolute(model: ModelSource) -> ModelSource:
+    return model if model.path is None else replace(model, path=model.path.absolute())
 
 
 def _activations(model: Path, augmented: Path, feeds: Mapping[str, Array]) -> Activations:
