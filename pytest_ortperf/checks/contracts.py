@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.decision import RatioEstimate
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.variants import OptLevel, Variant
@@ -86,6 +87,7 @@ class ContractResult:
     skipped: bool = False
     message: str = ""
     kind: str = CONTRACT
+    seconds: GateSeconds = field(default_factory=GateSeconds)  # where the contract's time went, by phase
 
 
 def judge_speedup(

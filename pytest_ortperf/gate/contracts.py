@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from pytest_ortperf.accuracy.metrics import agreement
 from pytest_ortperf.checks.contracts import (
@@ -118,6 +119,7 @@ class ContractCheck:
 
     def _publish(self, result: ContractResult) -> ContractResult:
         context = self._context
+        result = replace(result, seconds=self._activity.seconds())
         context.run.results.publish_contract(result, context.nodeid)
         context.add_property(
             f"ortperf_contract_{result.contract.kind}_{result.contract.other}", str(result.status)

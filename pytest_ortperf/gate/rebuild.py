@@ -49,7 +49,8 @@ def rebuild(run: OrtperfRun, built: BuiltSession, plan: Plan) -> tuple[RecordedR
                     model, built.variant, built.settings, options=InputOptions(), calibration=calibration
                 )
             except OrtperfError as exc:
-                return None, f"the recorded model cannot be built at {built.variant.precision.value} again ({exc})"
+                precision = built.variant.precision.value
+                return None, f"the recorded model cannot be built at {precision} again ({exc})"
         labels.append(found.label)
     settings = built.settings
     if plan.settings is not None:

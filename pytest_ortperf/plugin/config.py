@@ -274,13 +274,12 @@ def ab_marker(
 
 def _reference_variant(config: Any) -> Variant | None:
     value, where = _value(config, "ortperf_reference_variant")
-    variant = parse_variant(str(value), source=where)
-    if variant is not None and variant.precision is not Precision.FP32:
+    if split_precision(str(value))[1] is not Precision.FP32:
         raise UsageError(
             f"{where}: the reference variant runs the model under test (fp32); give PROVIDER-LEVEL such as "
             f"cpu-disabled, got {value!r}. Precision variants are compared with it at fp32."
         )
-    return variant
+    return parse_variant(str(value), source=where, precision=False)
 
 
 def _tolerances(config: Any) -> ToleranceSpec:
@@ -473,20 +472,21 @@ def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec
     )
 
 
-def parse_variant(text: str, *, source: str) -> Variant | None:
-    """``cpu-disabled`` to a variant; ``none`` turns the reference variant off."""
+def parse_variant(text: str, *, source: str, precision: bool = True) -> Variant | None:
+    """``cpu-disabled`` (or, with ``precision``, ``cpu-all-int8-dynamic``) to a variant; ``none`` turns
+    the reference variant off."""
     if text.strip().lower() in ("", "none", "off"):
         return None
-    base, precision = split_precision(text)
+    base, found = split_precision(text) if precision else (text.strip(), Precision.FP32)
     provider, sep, level = base.rpartition("-")
     if not sep:
-        raise UsageError(
-            f"{source}: expected PROVIDER-LEVEL[-PRECISION] such as cpu-disabled or cpu-all-int8-dynamic, "
-            f"or none; got {text!r}."
+        expected = (
+            "PROVIDER-LEVEL[-PRECISION] such as cpu-disabled or cpu-all-int8-dynamic"
+            if precision
+            else "PROVIDER-LEVEL such as cpu-disabled"
         )
-    return Variant(
-        resolve_provider(provider, source=source), parse_opt_level(level, source=source), precision
-    )
+        raise UsageError(f"{source}: expected {expected}, or none; got {text!r}.")
+    return Variant(resolve_provider(provider, source=source), parse_opt_level(level, source=source), found)
 
 
 def variant_id(text: str, *, source: str) -> str:

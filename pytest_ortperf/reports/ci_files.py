@@ -195,6 +195,7 @@ def contract_record(result: ContractResult, nodeid: str) -> dict[str, Any]:
             else None
         ),
         "decided_by": "a/b: median of paired round ratios, sign-test interval" if speedup is not None else "",
+        "seconds": result.seconds.as_dict(),
         "message": result.message,
     }
 

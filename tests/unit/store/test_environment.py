@@ -175,8 +175,9 @@ def test_environment_read_back_from_a_baseline_file_shows_no_change(tmp_path: Pa
     env = environment(built_session(settings), feeds(), machine=MACHINE, runtime=RUNTIME)
     stats = LatencyStats(1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1000.0, (1.0,))
     recipe, measured_on = split(env)
-    # every key of an environment has its place (model_transformers: only with the pre-pass)
-    assert set(recipe) == set(RECIPE_KEYS) - {"model_transformers"}
+    # every key of an environment has its place (model_transformers: only with the pre-pass;
+    # model_precision: only for a precision variant's built model)
+    assert set(recipe) == set(RECIPE_KEYS) - {"model_transformers", "model_precision"}
     assert set(measured_on) == set(MEASURED_KEYS)
     figures = Figures("2025-01-02", stats, measured_on=measured_on)
     text = render({"test_x": BaselineEntry("cpu-all", "2025-01-02", recipe, figures={"ci": figures})})
