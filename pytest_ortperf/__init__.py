@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pytest_ortperf.accuracy.metrics import OutputComparison
     from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
     from pytest_ortperf.checks.accuracy import AccuracyResult, ReferenceOutcome
+    from pytest_ortperf.checks.contracts import ContractResult
     from pytest_ortperf.checks.footprint import FootprintResult
     from pytest_ortperf.checks.latency import LatencyResult
     from pytest_ortperf.checks.status import Status
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pytest_ortperf.ort.models import ModelSource
     from pytest_ortperf.ort.session_settings import SessionSettings
     from pytest_ortperf.ort.sessions import BuiltSession
-    from pytest_ortperf.ort.variants import OptLevel, Variant
+    from pytest_ortperf.ort.variants import OptLevel, Precision, Variant, variant
     from pytest_ortperf.plugin.ort_perf import OrtPerf
     from pytest_ortperf.profiling.book import MarkedProfile
     from pytest_ortperf.store.keys import CheckKey
@@ -57,6 +58,9 @@ _PUBLIC = {
     "Tolerance": "pytest_ortperf.accuracy.tolerances",
     "ToleranceSpec": "pytest_ortperf.accuracy.tolerances",
     "Variant": "pytest_ortperf.ort.variants",
+    "Precision": "pytest_ortperf.ort.variants",
+    "ContractResult": "pytest_ortperf.checks.contracts",
+    "variant": "pytest_ortperf.ort.variants",
     "Verdict": "pytest_ortperf.latency.decision",
 }
 
@@ -65,6 +69,7 @@ __all__ = [
     "BuiltSession",
     "CheckKey",
     "Comparison",
+    "ContractResult",
     "Feeds",
     "FootprintResult",
     "LatencyResult",
@@ -76,6 +81,7 @@ __all__ = [
     "OrtPerf",
     "OrtperfError",
     "OutputComparison",
+    "Precision",
     "ReferenceOutcome",
     "SessionSettings",
     "StartupFigures",
@@ -85,6 +91,7 @@ __all__ = [
     "Variant",
     "Verdict",
     "__version__",
+    "variant",
 ]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.ort.providers import ProviderSpec, split_names
+from pytest_ortperf.ort.providers import ProviderSpec, resolve_provider, split_names
 
 
 class OptLevel(str, enum.Enum):
@@ -175,3 +175,31 @@ def variant_matrix(
         for level in level_list
         for precision in precision_list
     )
+
+
+def parse_variant(text: str, *, source: str, precision: bool = True) -> Variant | None:
+    """``cpu-disabled`` (or, with ``precision``, ``cpu-all-int8-dynamic``) to a variant; ``none`` turns
+    the reference variant off."""
+    if text.strip().lower() in ("", "none", "off"):
+        return None
+    base, found = split_precision(text) if precision else (text.strip(), Precision.FP32)
+    provider, sep, level = base.rpartition("-")
+    if not sep:
+        expected = (
+            "PROVIDER-LEVEL[-PRECISION] such as cpu-disabled or cpu-all-int8-dynamic"
+            if precision
+            else "PROVIDER-LEVEL such as cpu-disabled"
+        )
+        raise UsageError(f"{source}: expected {expected}, or none; got {text!r}.")
+    return Variant(resolve_provider(provider, source=source), parse_opt_level(level, source=source), found)
+
+
+def variant(variant_id: str) -> Variant:
+    """The variant an id names (``cpu-all``, ``cpu-all-int8-dynamic``), for a test that chooses its own:
+    ``@pytest.mark.parametrize("ort_variant", [variant("cpu-all-int8-static")], indirect=True)``."""
+    found = parse_variant(variant_id, source=f"variant({variant_id!r})") if variant_id.strip() else None
+    if found is None:
+        raise UsageError(
+            f"variant({variant_id!r}): expected a variant id such as cpu-all or cpu-all-int8-dynamic."
+        )
+    return found

@@ -28,14 +28,14 @@ from pytest_ortperf.latency.decision import parse_threshold
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.ort.inputs import InputOptions
-from pytest_ortperf.ort.providers import parse_providers, resolve_provider
+from pytest_ortperf.ort.providers import parse_providers
 from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
 from pytest_ortperf.ort.variants import (
     Precision,
     Variant,
-    parse_opt_level,
     parse_opt_levels,
     parse_precisions,
+    parse_variant,
     split_precision,
     variant_matrix,
 )
@@ -470,23 +470,6 @@ def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec
         parsed("dtype"),
         parsed("variant"),
     )
-
-
-def parse_variant(text: str, *, source: str, precision: bool = True) -> Variant | None:
-    """``cpu-disabled`` (or, with ``precision``, ``cpu-all-int8-dynamic``) to a variant; ``none`` turns
-    the reference variant off."""
-    if text.strip().lower() in ("", "none", "off"):
-        return None
-    base, found = split_precision(text) if precision else (text.strip(), Precision.FP32)
-    provider, sep, level = base.rpartition("-")
-    if not sep:
-        expected = (
-            "PROVIDER-LEVEL[-PRECISION] such as cpu-disabled or cpu-all-int8-dynamic"
-            if precision
-            else "PROVIDER-LEVEL such as cpu-disabled"
-        )
-        raise UsageError(f"{source}: expected {expected}, or none; got {text!r}.")
-    return Variant(resolve_provider(provider, source=source), parse_opt_level(level, source=source), found)
 
 
 def variant_id(text: str, *, source: str) -> str:

@@ -99,7 +99,11 @@ def tradeoff_tables(records: Sequence[Mapping[str, Any]]) -> list[TradeoffTable]
         base_id, _ = split_precision(str(record["variant"]))
         provider = base_id.rpartition("-")[0]
         key = (str(model.get("label", "?")), str(model.get("sha256", "")), provider)
-        groups.setdefault(key, {}).setdefault(str(record["variant"]), []).append(record)
+        variants = groups.setdefault(key, {})
+        variants.setdefault(str(record["variant"]), []).append(record)
+        contract = record.get("contract")
+        if record.get("kind") == "contract" and isinstance(contract, Mapping):
+            variants.setdefault(str(contract.get("other")), [])  # measured for the contract: a row too
     tables = []
     for (label, _, provider), variants in groups.items():
         if len(variants) < 2:

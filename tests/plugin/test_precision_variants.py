@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tests.models import conv_stack_model, mlp_model
+from tests.plugin.conftest import needs_gpu_wheel
 
 PRECISIONS = "--ort-precisions=fp32,fp16,int8-dynamic,int8-static"
 NO_BASELINE = "--ortperf-missing=pass"  # these runs compare variants; none records a baseline
@@ -50,9 +51,12 @@ def test_each_precision_is_built_run_and_compared_with_fp32(pytester: pytest.Pyt
         (reference,) = [r for r in checks[variant]["references"] if r["reference"].startswith("variant")]
         assert reference["reference"] == "variant cpu-disabled (fp32)"
         (output,) = reference["outputs"]
-        assert output["ok"] and output["sqnr_db"] > 12 and output["cosine"] > 0.99
+        assert output["ok"]
+        assert output["sqnr_db"] > 12
+        assert output["cosine"] > 0.99
         model = checks[variant]["model"]
-        assert model["precision"] == variant.split("cpu-all-")[1] and model["label"] == "model.onnx"
+        assert model["precision"] == variant.split("cpu-all-")[1]
+        assert model["label"] == "model.onnx"
     # each built model is smaller than the fp32 one, and the static one says how it was calibrated
     sizes = {variant: checks[variant]["model"]["bytes"] for variant in checks}
     assert max(sizes["cpu-all-fp16"], sizes["cpu-all-int8-dynamic"]) < sizes["cpu-all"]
@@ -162,7 +166,8 @@ def test_a_speedup_contract_holds_and_fails_when_a_change_makes_the_faster_varia
     held = pytester.runpytest("--ort-opt-levels=all", "--ortperf-report=r.json", "-rA")
     held.assert_outcomes(passed=1)
     (record,) = [c for c in report(pytester.path / "r.json")["checks"] if c["kind"] == "contract"]  # type: ignore[union-attr, index]
-    assert record["verdict"] == "ok" and record["speedup"]["low"] >= 1.3
+    assert record["verdict"] == "ok"
+    assert record["speedup"]["low"] >= 1.3
     assert record["contract"] == {
         "kind": "faster_than",
         "other": "cpu-disabled",
@@ -176,4 +181,111 @@ def test_a_speedup_contract_holds_and_fails_when_a_change_makes_the_faster_varia
         [
             "*contract of test_levels_pay_off[[]cpu-all[]]: cpu-all at least 1.3x as fast as cpu-disabled FAILED: measured *x (99*% CI *x .. *x, * rounds), wholly below 1.3x*"
         ]
+    )
+
+
+def test_a_model_that_cannot_be_built_at_a_precision_fails_only_those_variants(
+    pytester: pytest.Pytester,
+) -> None:
+    # weights in an external data file: ORT runs it, the precision tools would lose the weights
+    onnx.save(
+        mlp_model(layers=2, width=64),
+        pytester.path / "model.onnx",
+        save_as_external_data=True,
+        size_threshold=0,
+    )
+    pytester.makepyfile(test_acc=ACCURACY_TEST)
+    result = pytester.runpytest("--ort-precisions=fp32,int8-dynamic", NO_BASELINE, "--ort-opt-levels=all")
+    result.assert_outcomes(passed=1, errors=1)  # the variant's session cannot be set up
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_outputs[[]cpu-all-int8-dynamic[]]*",
+            "'model.onnx': building the int8-dynamic model needs a model without external data files.",
+        ]
+    )
+
+
+AGREEMENT_TEST = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 8})
+
+@pytest.mark.ort_expect(agreement={"cpu-disabled": 0.99})
+def test_agrees(ort_perf):
+    (result,) = ort_perf.check_contracts()
+    print("AGREEMENT", result.agreement)
+
+@pytest.mark.ort_expect(faster_than={"cuda-all": 1.0})
+def test_against_a_provider_that_cannot_run(ort_perf):
+    ort_perf.check_contracts()
+"""
+
+
+@needs_gpu_wheel
+def test_contracts_need_no_baseline_and_say_what_they_could_not_measure(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=2, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_contracts=AGREEMENT_TEST)
+    result = pytester.runpytest("--ort-precisions=int8-static", "--ort-opt-levels=all", "-s", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*AGREEMENT 1.0",
+            "SKIPPED * contract of test_against_a_provider_that_cannot_run[[]cpu-all-int8-static[]]: "
+            "cpu-all-int8-static at least 1x as fast as cuda-all: not available (CUDAExecutionProvider is not usable here*",
+        ]
+    )
+    # an update records baselines; contracts keep none and are not measured
+    update = pytester.runpytest(
+        "--ort-precisions=int8-static",
+        "--ort-opt-levels=all",
+        "--ortperf-update",
+        "-k",
+        "agrees",
+        "--ortperf-report=r.json",
+    )
+    update.assert_outcomes(passed=1)
+    (record,) = [c for c in report(pytester.path / "r.json")["checks"] if c["kind"] == "contract"]  # type: ignore[union-attr, index]
+    assert record["verdict"] == "not measured"
+
+
+DEFAULTS_TEST = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+def test_gate(ort_perf):
+    ort_perf.check(graph=False)
+"""
+
+
+@pytest.mark.slow
+def test_default_contracts_hold_int8_to_fp32_and_the_table_comes_back_from_xdist_workers(
+    pytester: pytest.Pytester,
+) -> None:
+    onnx.save(mlp_model(layers=4, width=256), pytester.path / "model.onnx")
+    pytester.makepyfile(test_gate=DEFAULTS_TEST)
+    args = (
+        "--ort-precisions=fp32,int8-dynamic",
+        "--ort-opt-levels=all",
+        NO_BASELINE,
+        "--ortperf-report=r.json",
+    )
+    result = pytester.runpytest(*args, "--ortperf-contracts=quantized", "-n", "2")
+    assert result.ret in (0, 1)  # the verdict is the machine's to give; its record is what is tested
+    document = report(pytester.path / "r.json")
+    (record,) = [c for c in document["checks"] if c["kind"] == "contract"]  # type: ignore[union-attr, index]
+    assert record["variant"] == "cpu-all-int8-dynamic"
+    assert record["contract"] == {
+        "kind": "faster_than",
+        "other": "cpu-all",
+        "bound": 1.0,
+        "source": "ortperf_contracts = quantized",
+    }
+    assert record["verdict"] in ("ok", "failed", "inconclusive")
+    assert record["speedup"]["low"] <= record["speedup"]["value"] <= record["speedup"]["high"]
+    (table,) = document["tradeoffs"]  # type: ignore[misc]
+    rows = {row["variant"]: row for row in table["rows"]}
+    assert set(rows) == {"cpu-all", "cpu-all-int8-dynamic"}
+    assert rows["cpu-all-int8-dynamic"]["speedup"]["basis"] == "side by side"
+    assert rows["cpu-all-int8-dynamic"]["sqnr_db"] > 20
+    result.stdout.fnmatch_lines(
+        ["trade-offs of model.onnx on cpu *", "*cpu-all-int8-dynamic*x (*..*)*cos 0.99*"]
     )
