@@ -13,7 +13,8 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from pytest_ortperf.accuracy.metrics import agreement
+from pytest_ortperf.accuracy.metrics import Array, agreement
+from pytest_ortperf.accuracy.tolerances import Tolerance
 from pytest_ortperf.checks.contracts import (
     AGREEMENT,
     CONTRACT,
@@ -82,11 +83,10 @@ class ContractCheck:
             judge_speedup(key, contract, speedup, current=rounds.current, other=rounds.reference)
         )
 
-    def _tolerance(self, name: str, expected: object) -> object:
+    def _tolerance(self, name: str, expected: Array) -> Tolerance:
         built = self._context.built
-        dtype = expected.dtype
         return self._context.tolerances.for_output(
-            name, dtype, built.variant.provider_spec.short, built.variant.id
+            name, expected.dtype, built.variant.provider_spec.short, built.variant.id
         )
 
     def _speedup(

@@ -26,7 +26,7 @@ from pytest_ortperf.ort.inputs import Feeds, InputOptions
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.transformers import parse_options
-from pytest_ortperf.ort.variants import Precision, Variant
+from pytest_ortperf.ort.variants import Precision, Variant, parse_variant
 from pytest_ortperf.plugin import RUN_KEY
 from pytest_ortperf.plugin.benchmark import annotate, publish
 from pytest_ortperf.plugin.config import (
@@ -34,7 +34,6 @@ from pytest_ortperf.plugin.config import (
     expect_contracts,
     input_options,
     model_marker_spec,
-    parse_variant,
     settings_for,
     thresholds_for,
 )

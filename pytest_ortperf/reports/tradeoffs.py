@@ -127,7 +127,7 @@ def _row(variant: str, variants: Mapping[str, Sequence[Mapping[str, Any]]], base
     records = variants[variant]
     base_id, precision = split_precision(variant)
     median = _median(records)
-    model = next((r["model"] for r in records if isinstance(r.get("model"), Mapping)), {})
+    model: Mapping[str, Any] = next((r["model"] for r in records if isinstance(r.get("model"), Mapping)), {})
     cosine, sqnr, verdict = _accuracy(records)
     calibration = model.get("calibration")
     return TradeoffRow(
@@ -237,7 +237,7 @@ def _accuracy_text(row: TradeoffRow) -> str:
 
 def cells(table: TradeoffTable) -> list[tuple[str, ...]]:
     """The table's rows as text cells: variant, median, speedup, accuracy, size, contracts."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for row in table.rows:
         median = f"{row.median_ms:.4g} ms" if row.median_ms is not None else "-"
         speedup = row.speedup.describe() if row.speedup is not None else "-"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -26,8 +27,8 @@ def test_outputs(ort_perf, ort_variant):
 """
 
 
-def report(path: Path) -> dict[str, object]:
-    document: dict[str, object] = json.loads(path.read_text())
+def report(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(path.read_text())
     return document
 
 
@@ -46,7 +47,7 @@ def test_each_precision_is_built_run_and_compared_with_fp32(pytester: pytest.Pyt
             "test_acc.py::test_outputs[[]cpu-all-int8-static[]] PRECISION cpu-all-int8-static int8-static",
         ]
     )
-    checks = {c["variant"]: c for c in report(pytester.path / "r.json")["checks"]}  # type: ignore[index, union-attr]
+    checks = {c["variant"]: c for c in report(pytester.path / "r.json")["checks"]}
     for variant in ("cpu-all-fp16", "cpu-all-int8-dynamic", "cpu-all-int8-static"):
         (reference,) = [r for r in checks[variant]["references"] if r["reference"].startswith("variant")]
         assert reference["reference"] == "variant cpu-disabled (fp32)"
@@ -165,7 +166,7 @@ def test_a_speedup_contract_holds_and_fails_when_a_change_makes_the_faster_varia
     # only cpu-all runs: cpu-disabled is built for the contract all the same; no baseline exists
     held = pytester.runpytest("--ort-opt-levels=all", "--ortperf-report=r.json", "-rA")
     held.assert_outcomes(passed=1)
-    (record,) = [c for c in report(pytester.path / "r.json")["checks"] if c["kind"] == "contract"]  # type: ignore[union-attr, index]
+    (record,) = [c for c in report(pytester.path / "r.json")["checks"] if c["kind"] == "contract"]
     assert record["verdict"] == "ok"
     assert record["speedup"]["low"] >= 1.3
     assert record["contract"] == {
@@ -243,7 +244,7 @@ def test_contracts_need_no_baseline_and_say_what_they_could_not_measure(pytester
         "--ortperf-report=r.json",
     )
     update.assert_outcomes(passed=1)
-    (record,) = [c for c in report(pytester.path / "r.json")["checks"] if c["kind"] == "contract"]  # type: ignore[union-attr, index]
+    (record,) = [c for c in report(pytester.path / "r.json")["checks"] if c["kind"] == "contract"]
     assert record["verdict"] == "not measured"
 
 
@@ -271,7 +272,7 @@ def test_default_contracts_hold_int8_to_fp32_and_the_table_comes_back_from_xdist
     result = pytester.runpytest(*args, "--ortperf-contracts=quantized", "-n", "2")
     assert result.ret in (0, 1)  # the verdict is the machine's to give; its record is what is tested
     document = report(pytester.path / "r.json")
-    (record,) = [c for c in document["checks"] if c["kind"] == "contract"]  # type: ignore[union-attr, index]
+    (record,) = [c for c in document["checks"] if c["kind"] == "contract"]
     assert record["variant"] == "cpu-all-int8-dynamic"
     assert record["contract"] == {
         "kind": "faster_than",
@@ -281,7 +282,7 @@ def test_default_contracts_hold_int8_to_fp32_and_the_table_comes_back_from_xdist
     }
     assert record["verdict"] in ("ok", "failed", "inconclusive")
     assert record["speedup"]["low"] <= record["speedup"]["value"] <= record["speedup"]["high"]
-    (table,) = document["tradeoffs"]  # type: ignore[misc]
+    (table,) = document["tradeoffs"]
     rows = {row["variant"]: row for row in table["rows"]}
     assert set(rows) == {"cpu-all", "cpu-all-int8-dynamic"}
     assert rows["cpu-all-int8-dynamic"]["speedup"]["basis"] == "side by side"

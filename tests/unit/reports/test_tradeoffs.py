@@ -50,9 +50,9 @@ def test_one_table_per_model_with_speedups_against_the_lowest_fp32_level() -> No
     rows = {row.variant: row for row in table.rows}
     assert list(rows) == ["cpu-disabled", "cpu-all", "cpu-all-int8-static"]
     # measured side by side by a contract: its interval; else the ratio of this run's medians
-    assert (rows["cpu-all"].speedup.value, rows["cpu-all"].speedup.low) == (1.9, 1.8)  # type: ignore[union-attr]
-    assert rows["cpu-all-int8-static"].speedup.value == 2.5  # type: ignore[union-attr]
-    assert rows["cpu-all-int8-static"].speedup.basis == "medians"  # type: ignore[union-attr]
+    assert (rows["cpu-all"].speedup.value, rows["cpu-all"].speedup.low) == (1.9, 1.8)
+    assert rows["cpu-all-int8-static"].speedup.value == 2.5
+    assert rows["cpu-all-int8-static"].speedup.basis == "medians"
     assert (rows["cpu-all-int8-static"].cosine, rows["cpu-all-int8-static"].sqnr_db) == (0.9995, 31.2)
     text = {row[0]: row for row in cells(table)}
     assert text["cpu-all"][2] == "1.90x (1.80..2.10)"
