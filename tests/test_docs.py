@@ -354,14 +354,10 @@ def test_quoted_sequential_looks_say_what_a_check_prints(page: Path) -> None:
 
     for look, looks, shown in LOOK.findall(_prose(page)):
         ratios = [1.0 + 0.001 * i for i in range(11)]
-        printed = verdict_at(
-            ratios, threshold=0.03, confidence=0.99, look=int(look), looks=int(looks)
-        ).statistic
+        printed = verdict_at(ratios, threshold=0.03, confidence=0.99, look=int(look), looks=int(looks)).statistic
         expected = LOOK.search(printed)
         assert expected is not None, printed
-        assert shown == expected.group(3), (
-            f"{rel(page)} quotes look {look} of {looks} {shown}; a check prints {printed!r}"
-        )
+        assert shown == expected.group(3), f"{rel(page)} quotes look {look} of {looks} {shown}; a check prints {printed!r}"
 
 
 def test_the_docs_quote_the_update_summary_as_it_is_printed() -> None:

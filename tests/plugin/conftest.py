@@ -127,11 +127,7 @@ def other_generation(here: dict[str, Any]) -> dict[str, Any]:
 
 
 def move_figures_to_other_hardware(
-    baseline_file: Path,
-    test: str,
-    key: str,
-    *,
-    edit: Callable[[dict[str, Any]], object] = lambda figures: None,
+    baseline_file: Path, test: str, key: str, *, edit: Callable[[dict[str, Any]], object] = lambda figures: None
 ) -> str:
     """The figures ``test`` recorded under machine key ``key`` moved to the same runner class on another
     CPU generation (:func:`other_generation`), after ``edit`` changed them in place; that key."""

@@ -240,10 +240,7 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        [
-            "*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
-            "  output 'y': FAILED on isclose (*",
-        ]
+        ["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED", "  output 'y': FAILED on isclose (*"]
     )
     # named once, by the accuracy line (the short summary repeats that line untruncated where CI is set)
     failures = result.stdout.str().split("short test summary info")[0]

@@ -59,9 +59,7 @@ def this_runtime() -> str:
 @pytest.mark.slow
 def test_the_same_runtime_in_another_worker_passes_and_names_both_runtimes(pytester: pytest.Pytester) -> None:
     suite(pytester)
-    result = pytester.runpytest(
-        f"--ortperf-ab-python={sys.executable}", "--ortperf-report=report.json", *QUICK
-    )
+    result = pytester.runpytest(f"--ortperf-ab-python={sys.executable}", "--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=1)
     found = checks(pytester)
     (latency,) = found["latency"]
@@ -109,9 +107,7 @@ def test_a_marker_naming_a_missing_interpreter_fails_its_test_only(pytester: pyt
     pytester.makepyfile(test_other="def test_other():\n    pass\n")
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(
-        ["*ort_ab marker of test_rt.py::test_model*: python: '*envs/none/bin/python' is not*"]
-    )
+    result.stdout.fnmatch_lines(["*ort_ab marker of test_rt.py::test_model*: python: '*envs/none/bin/python' is not*"])
 
 
 def test_an_environment_without_onnxruntime_fails_each_check_and_the_run_goes_on(
@@ -120,7 +116,9 @@ def test_an_environment_without_onnxruntime_fails_each_check_and_the_run_goes_on
     bare = pytester.path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     suite(pytester)
-    pytester.makepyfile(test_two=TEST_FILE.format(marker="").replace("def test_model", "def test_again"))
+    pytester.makepyfile(
+        test_two=TEST_FILE.format(marker="").replace("def test_model", "def test_again")
+    )
     result = pytester.runpytest(f"--ortperf-ab-python={bare}/bin/python", *QUICK)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*cannot import onnxruntime and numpy in *bare*No module named*"] * 2)
@@ -131,9 +129,7 @@ def _record(pytester: pytest.Pytester, python: str = "") -> Path:
     if python:
         done = subprocess.run(
             [python, "-m", "pytest", "-p", "no:cacheprovider", "--ortperf-update", *QUICK],
-            cwd=pytester.path,
-            capture_output=True,
-            text=True,
+            cwd=pytester.path, capture_output=True, text=True,
         )
         assert done.returncode == 0, done.stdout + done.stderr
     else:
@@ -182,16 +178,9 @@ def _env(pytester: pytest.Pytester, python: str, flavour: str, version: str) -> 
     (env / "bin" / "python").chmod(0o755)
     (env / "ortperf-env.json").write_text(
         json.dumps(
-            {
-                "key": key,
-                "specs": [f"{flavour}=={version}"],
-                "python": python,
-                "flavour": flavour,
-                "version": version,
-                "providers": ["CPUExecutionProvider"],
-                "python_version": "3",
-                "created": "2026-11-24T00:00:00+00:00",
-            }
+            {"key": key, "specs": [f"{flavour}=={version}"], "python": python, "flavour": flavour,
+             "version": version, "providers": ["CPUExecutionProvider"], "python_version": "3",
+             "created": "2026-11-24T00:00:00+00:00"}
         )
     )
     return key
@@ -205,18 +194,11 @@ def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pyt
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     assert latency["path"] == "stored figures"
-    assert (
-        "ortperf env 0123456789ab claims onnxruntime 1.19.2 but its interpreter imports"
-        in latency["stored_reason"]
-    )
+    assert "ortperf env 0123456789ab claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
 
 
-@pytest.mark.skipif(
-    not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime"
-)
-def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(
-    pytester: pytest.Pytester,
-) -> None:
+@pytest.mark.skipif(not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime")
+def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(pytester: pytest.Pytester) -> None:
     suite(pytester)
     baseline = _record(pytester, OTHER_PYTHON)
     entry = next(iter(json.loads(baseline.read_text())["entries"].values()))
@@ -278,19 +260,8 @@ def test_workers_never_outlive_the_pytest_run(pytester: pytest.Pytester, kill: b
     onnx.save(mlp_model(**FAST), pytester.path / "model.onnx")
     pytester.makepyfile(test_linger=LINGER_FILE.format(kill=kill))
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            f"--ortperf-ab-python={sys.executable}",
-            *QUICK,
-        ],
-        cwd=pytester.path,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--ortperf-ab-python={sys.executable}", *QUICK],
+        cwd=pytester.path, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == (-9 if kill else 0), done.stdout + done.stderr
     pids = (pytester.path / "workers.txt").read_text().split()

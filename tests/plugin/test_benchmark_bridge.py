@@ -233,9 +233,7 @@ def test_numbers_that_cannot_be_a_measurement_are_rejected(
 
 
 @pytest.mark.slow
-def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(
-    pytester: pytest.Pytester,
-) -> None:
+def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
     pytester.makeconftest(_CONFTEST)
     pytester.makepyfile(
@@ -247,9 +245,7 @@ def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(
             ort_perf.check(memory=True, startup=True)
         """
     )
-    result = pytester.runpytest(
-        "--ortperf-update", "--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--benchmark-json=bench.json"
-    )
+    result = pytester.runpytest("--ortperf-update", "--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--benchmark-json=bench.json")
     result.assert_outcomes(passed=1)
     entries = {b["fullname"]: b for b in json.loads((pytester.path / "bench.json").read_text())["benchmarks"]}
     assert sorted(entries) == ["test_fp.py::test_fp[cpu-all]", "test_fp.py::test_fp[cpu-all]::startup"]

@@ -60,18 +60,13 @@ def test_the_gate_step_passes_on_a_runner_class_that_has_no_entry_yet_and_record
     (pytester.path / "tests" / "models").mkdir(parents=True)
     write_model("tests/models/model.onnx", **LATENCY_MODEL)
     (pytester.path / "tests" / "models" / "test_gate.py").write_text(LATENCY_TEST_FILE)
-    args = [
-        arg.replace("$ORTPERF_MODEL_CACHE_DIR", env["ORTPERF_MODEL_CACHE_DIR"])
-        for arg in _gate_command(text)[1:]
-    ]
+    args = [arg.replace("$ORTPERF_MODEL_CACHE_DIR", env["ORTPERF_MODEL_CACHE_DIR"]) for arg in _gate_command(text)[1:]]
     # The noise limit is lifted (as in the latency-gate tests): whether this machine is quiet is not what
     # is tested here.
     result = pytester.runpytest(*args, "--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
     result.assert_outcomes(passed=2)  # --ort-opt-levels=disabled,all
     assert result.ret == 0
-    recorded = json.loads(
-        (pytester.path / "baselines" / "tests" / "models" / "test_gate.py.json").read_text()
-    )
+    recorded = json.loads((pytester.path / "baselines" / "tests" / "models" / "test_gate.py.json").read_text())
     for variant in ("cpu-disabled", "cpu-all"):
         (key,) = recorded["entries"][f"test_latency[{variant}]"]["figures"]
         assert key.startswith(f"{machine}@")

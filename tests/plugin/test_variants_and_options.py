@@ -73,18 +73,9 @@ def test_variant_fixture_exposes_provider_and_level(pytester: pytest.Pytester) -
 @pytest.mark.parametrize(
     ("option", "expected"),
     [
-        (
-            "--ort-providers=cpu,tpu",
-            "*--ort-providers: unknown execution provider 'tpu'. Valid names: cpu, cuda, tensorrt/trt*",
-        ),
-        (
-            "--ort-opt-levels=all,turbo",
-            "*--ort-opt-levels: unknown graph optimization level 'turbo'. Valid levels: disabled, basic, extended, layout, all*",
-        ),
-        (
-            "--ortperf-session-option=intra_op_threads=many",
-            "*--ortperf-session-option: intra_op_threads='many' is not a whole number*",
-        ),
+        ("--ort-providers=cpu,tpu", "*--ort-providers: unknown execution provider 'tpu'. Valid names: cpu, cuda, tensorrt/trt*"),
+        ("--ort-opt-levels=all,turbo", "*--ort-opt-levels: unknown graph optimization level 'turbo'. Valid levels: disabled, basic, extended, layout, all*"),
+        ("--ortperf-session-option=intra_op_threads=many", "*--ortperf-session-option: intra_op_threads='many' is not a whole number*"),
         ("--ortperf-session-option=threads=2", "*unknown session setting 'threads'*"),
         ("--ortperf-int-range=10:1", "*--ortperf-int-range: integer range 10:1 is empty*"),
         ("--ortperf-dims=batch=zero", "*--ortperf-dims: expected NAME=N*"),
@@ -127,12 +118,10 @@ def test_user_parametrization_of_the_variant_is_respected(pytester: pytest.Pytes
 def test_header_shows_runtime_variants_and_settings(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--ort-opt-levels=basic,all", "--ortperf-session-option=mem_pattern=0")
-    result.stdout.fnmatch_lines(
-        [
-            "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
-            "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
-        ]
-    )
+    result.stdout.fnmatch_lines([
+        "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
+        "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
+    ])
 
 
 # --- Where baselines go, and failing on improvements (real sessions) ---------------------------
@@ -172,9 +161,7 @@ def test_baseline_dir_ini_is_relative_to_the_ini_file(pytester: pytest.Pytester,
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
 
 
-def test_fail_on_improvement_fails_a_check_that_got_much_faster(
-    pytester: pytest.Pytester, write_model
-) -> None:
+def test_fail_on_improvement_fails_a_check_that_got_much_faster(pytester: pytest.Pytester, write_model) -> None:
     write_model(layers=32, width=128)
     pytester.makepyfile(test_gate=LATENCY_TEST)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
@@ -188,10 +175,7 @@ def test_fail_on_improvement_fails_a_check_that_got_much_faster(
     failed = pytester.runpytest("--ortperf-fail-on-improvement", *QUICK)
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(
-        [
-            "*latency improvement in *test_latency*",
-            "*(faster beyond the threshold: check that the model still does all its work)",
-        ]
+        ["*latency improvement in *test_latency*", "*(faster beyond the threshold: check that the model still does all its work)"]
     )
     assert (pytester.path / "baselines" / "test_gate.py.json").read_bytes() == baseline
 
@@ -217,9 +201,7 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     write_model()
     pytester.makepyfile(test_gate=TWO_TESTS)
     both_levels = "--ort-opt-levels=disabled,all"
-    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", both_levels, *QUICK).assert_outcomes(
-        passed=4
-    )
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", both_levels, *QUICK).assert_outcomes(passed=4)
     pytester.makepyfile(test_gate=TWO_TESTS.split("def test_two")[0])  # test_two deleted
     baseline = pytester.path / "baselines" / "test_gate.py.json"
     laptop = ("--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK)
@@ -260,12 +242,8 @@ def test_missing_pass_or_skip_names_the_machines_that_have_baselines(
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=1)
     # Other input data (seed): nothing can be rebuilt, so only this hardware's own figures could
     # decide, and the laptop has none: missing, and the hint names the machines that hold figures.
-    result = pytester.runpytest(
-        "--ortperf-machine=laptop", f"--ortperf-missing={policy}", "--ortperf-seed=7", *QUICK
-    )
+    result = pytester.runpytest("--ortperf-machine=laptop", f"--ortperf-missing={policy}", "--ortperf-seed=7", *QUICK)
     result.assert_outcomes(**{"passed" if policy == "pass" else "skipped": 1})
     result.stdout.fnmatch_lines(
-        [
-            f"1 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE}); record them with *"
-        ]
+        [f"1 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE}); record them with *"]
     )

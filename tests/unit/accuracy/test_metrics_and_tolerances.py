@@ -84,10 +84,8 @@ def test_with_the_floor_an_element_fails_only_beyond_rtol_and_passes_within_it(t
     rng = np.random.default_rng(3)
     expected = rng.normal(0.0, 1.0, 4000) * (rng.random(4000) < 0.5)  # half exact zeros
     expected = np.concatenate([expected, rng.normal(0.0, tolerance.atol / tolerance.rtol, 4000)])
-    actual = (
-        expected
-        + rng.normal(0.0, tolerance.atol * 2, expected.size)
-        + expected * rng.normal(0.0, tolerance.rtol, expected.size)
+    actual = expected + rng.normal(0.0, tolerance.atol * 2, expected.size) + expected * rng.normal(
+        0.0, tolerance.rtol, expected.size
     )
     for i in range(expected.size):
         one = compare_output("y", actual[i : i + 1], expected[i : i + 1], tolerance, "ref")
@@ -427,10 +425,7 @@ def test_parse_tolerance_values_accepts_numbers_and_numeric_text() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        (
-            {"atoll": 1.0},
-            "ort_thresholds: unknown tolerance 'atoll'; use atol, rtol, cosine, mismatch, sqnr.",
-        ),
+        ({"atoll": 1.0}, "ort_thresholds: unknown tolerance 'atoll'; use atol, rtol, cosine, mismatch, sqnr."),
         ({"atol": -1e-3}, "ort_thresholds: atol must be a number >= 0, got -0.001."),
         ({"rtol": float("nan")}, "ort_thresholds: rtol must be a number >= 0, got nan."),
         ({"rtol": float("inf")}, "ort_thresholds: rtol must be a number >= 0, got inf."),
@@ -474,9 +469,7 @@ def test_mismatch_is_a_fraction_or_a_percentage(value: Any, expected: float) -> 
         ),
     ],
 )
-def test_mismatch_refuses_bare_numbers_above_one_and_shares_above_all(
-    values: dict[str, Any], message: str
-) -> None:
+def test_mismatch_refuses_bare_numbers_above_one_and_shares_above_all(values: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_tolerance_values(values, source="ort_thresholds")
     assert str(info.value) == message
@@ -516,9 +509,15 @@ def test_compare_outputs_compares_every_expected_output_and_flags_missing_and_ne
     assert by_name["ids"].tolerance == EXACT
     assert by_name["ids"].failed_metric == "isclose"
     assert by_name["gone"].problem == "output missing from the model now"
-    assert by_name["gone"].describe() == "output 'gone': output missing from the model now"
+    assert (
+        by_name["gone"].describe()
+        == "output 'gone': output missing from the model now"
+    )
     assert by_name["extra"].problem == "new output, not in the reference"
-    assert by_name["extra"].describe() == "output 'extra': new output, not in the reference"
+    assert (
+        by_name["extra"].describe()
+        == "output 'extra': new output, not in the reference"
+    )
 
 
 def test_compare_outputs_applies_per_output_tolerances() -> None:

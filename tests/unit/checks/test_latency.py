@@ -89,9 +89,7 @@ def check(
     )
 
 
-def entry_of(
-    latency: LatencyStats, environment: dict[str, Any], *, machine: str = "ci", **more: Any
-) -> BaselineEntry:
+def entry_of(latency: LatencyStats, environment: dict[str, Any], *, machine: str = "ci", **more: Any) -> BaselineEntry:
     recipe, measured_on = split(environment)
     figures = Figures(recorded="2025-01-02", latency=latency, measured_on=measured_on, **more)
     return BaselineEntry("cpu-all", "2025-01-02", recipe, figures={machine: figures})
@@ -103,9 +101,7 @@ def record(
     """Figures of ``machine``; under the recipe already on disk they join the other machines' (the
     store's write merges them), under another recipe they replace the entry."""
     store = BaselineStore(root)
-    store.stage(
-        TEST_FILE, TEST, entry_of(latency, ENV if environment is None else environment, machine=machine)
-    )
+    store.stage(TEST_FILE, TEST, entry_of(latency, ENV if environment is None else environment, machine=machine))
     store.write()
     return store.path_for(TEST_FILE)
 
@@ -274,10 +270,7 @@ def test_an_update_replaces_noisy_figures_by_quieter_ones_and_keeps_quiet_ones(r
     store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.3, settled=False))
     store.write()
     quieter = check(BaselineStore(root), FakeMeasure(stats(10.0, seed=2, noise=0.01)), update=True)
-    assert (quieter.status, quieter.changes) == (
-        "updated",
-        (f"quieter figures (spread 30.0% -> {quieter.recorded_spread:.1%})",),
-    )
+    assert (quieter.status, quieter.changes) == ("updated", (f"quieter figures (spread 30.0% -> {quieter.recorded_spread:.1%})",))
     store = BaselineStore(root)
     store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.02))
     store.write()
@@ -381,9 +374,7 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
     )
     assert lines[6] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
     assert lines[7] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
-    assert lines[8].startswith(
-        "  decided by stored figures: the baseline predates what a reference is rebuilt from"
-    )
+    assert lines[8].startswith("  decided by stored figures: the baseline predates what a reference is rebuilt from")
     assert lines[9] == f"  to accept the new latency: {RECORD}"
     assert len(lines) == 10
     assert list(store.staged()) == []
@@ -563,9 +554,7 @@ def test_figures_measured_on_other_hardware_never_decide_and_the_check_says_why_
         result = check(store, FakeMeasure(stats(scale, seed=2)), ENV | {"hardware": ZEN3}, missing=missing)
         assert result.status == Status.MISSING
         assert (result.failed, result.skipped, result.comparison) == (failed, skipped, None)
-        assert result.message.startswith(
-            f"no latency baseline for {TEST} on machine 'ci' (the baseline predates"
-        )
+        assert result.message.startswith(f"no latency baseline for {TEST} on machine 'ci' (the baseline predates")
         assert "this hardware has no figures of its own (figures exist for: zen4-runner)" in result.message
     assert not list(store.staged())
 

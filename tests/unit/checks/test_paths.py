@@ -35,10 +35,7 @@ def stats() -> LatencyStats:
 
 
 def entry(*machines: str, recipe: dict[str, Any] | None = None) -> BaselineEntry:
-    figures = {
-        m: Figures(recorded="2026-11-20", latency=stats(), measured_on={"hardware": {"digest": m}})
-        for m in machines
-    }
+    figures = {m: Figures(recorded="2026-11-20", latency=stats(), measured_on={"hardware": {"digest": m}}) for m in machines}
     return BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=recipe or RECIPE, figures=figures)
 
 
@@ -79,9 +76,7 @@ def test_a_changed_model_is_rebuilt_from_its_recorded_blob_and_sha256_on_any_har
 
 
 def test_changed_settings_rebuild_the_recorded_settings_on_the_same_model() -> None:
-    plan = choose(
-        entry(THERE), now(settings={"intra_op_threads": 2, "inter_op_threads": 1}), HERE, update=False
-    )
+    plan = choose(entry(THERE), now(settings={"intra_op_threads": 2, "inter_op_threads": 1}), HERE, update=False)
     assert plan.route is Route.SIDE_BY_SIDE
     assert plan.settings == RECIPE["settings"]
     assert not plan.model_changed
@@ -125,10 +120,7 @@ def test_a_reference_that_cannot_be_rebuilt_falls_back_to_this_hardwares_figures
 
 @pytest.mark.parametrize(
     ("changes", "model_changed"),
-    [
-        ({"ort_version": "1.32.0", "ort_flavour": "onnxruntime"}, False),
-        ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, True),
-    ],
+    [({"ort_version": "1.32.0", "ort_flavour": "onnxruntime"}, False), ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, True)],
     ids=["runtime", "runtime-and-model"],
 )
 def test_a_changed_runtime_is_rebuilt_in_the_recorded_one_with_a_reason_for_when_none_exists(

@@ -83,9 +83,7 @@ def test_nodes_moving_off_the_provider_and_new_copies_fail() -> None:
         "copy nodes between providers 0 -> 2",
     ]
     assert "off the requested provider: conv1" in diff.lines()
-    assert diff.text().endswith(
-        "nodes off the requested provider 0 -> 1, copy nodes between providers 0 -> 2"
-    )
+    assert diff.text().endswith("nodes off the requested provider 0 -> 1, copy nodes between providers 0 -> 2")
 
 
 def test_graphs_that_could_not_be_serialized_compare_by_their_figures() -> None:
@@ -109,27 +107,12 @@ def test_graph_thresholds_are_a_mode_or_pinned_counts() -> None:
     ("value", "expected"),
     [
         ("loose", "marker: graph: expected one of fusions, exact, off, got 'loose'."),
-        (
-            3,
-            "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got 3.",
-        ),
-        (
-            {},
-            "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got {}.",
-        ),
-        (
-            {"FusedConv": -1},
-            "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got -1.",
-        ),
-        (
-            {"FusedConv": True},
-            "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got True.",
-        ),
+        (3, "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got 3."),
+        ({}, "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got {}."),
+        ({"FusedConv": -1}, "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got -1."),
+        ({"FusedConv": True}, "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got True."),
         ({"": 1}, "marker: graph: op type names must be non-empty strings, got ''."),
-        (
-            {"X": -(10**5000)},
-            "marker: graph: the count pinned for 'X' must be an integer >= 0, got <int too large to show>.",
-        ),
+        ({"X": -(10**5000)}, "marker: graph: the count pinned for 'X' must be an integer >= 0, got <int too large to show>."),
     ],
 )
 def test_bad_graph_thresholds_are_usage_errors_naming_where(value: object, expected: str) -> None:

@@ -305,7 +305,6 @@ def test_an_old_baseline_file_renders_back_byte_for_byte(tmp_path: Path) -> None
         throughput_per_s=500.0,
         round_medians_ms=(1.5, 2.0, 2.5),
     )
-
     def entries(stats: LatencyStats) -> dict[str, BaselineEntry]:
         figures = Figures("2025-01-02", stats, measured_on={"cores": 2})
         return {"test_a[cpu-all]": BaselineEntry("cpu-all", "2025-01-02", {}, figures={"ci": figures})}

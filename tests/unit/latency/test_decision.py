@@ -70,13 +70,7 @@ def test_parse_threshold_rejects_booleans(value: bool) -> None:
 
 @pytest.mark.parametrize(
     ("value", "written", "meant"),
-    [
-        (5, "5", "500%"),
-        ("5", "5", "500%"),
-        (" 20 ", "20", "2000%"),
-        (1.5, "1.5", "150%"),
-        ("1.01", "1.01", "101%"),
-    ],
+    [(5, "5", "500%"), ("5", "5", "500%"), (" 20 ", "20", "2000%"), (1.5, "1.5", "150%"), ("1.01", "1.01", "101%")],
 )
 def test_parse_threshold_refuses_a_bare_number_above_one_and_suggests_percent(
     value: object, written: str, meant: str
@@ -96,9 +90,7 @@ def test_parse_threshold_keeps_fractions_up_to_one_and_any_percentage(value: obj
 
 
 def test_parse_threshold_bare_number_too_large_to_scale_still_gets_the_hint() -> None:
-    with pytest.raises(
-        UsageError, match=r"did you mean 1e308%\? .* would mean far more than 100%; write '1e308%'\.$"
-    ):
+    with pytest.raises(UsageError, match=r"did you mean 1e308%\? .* would mean far more than 100%; write '1e308%'\.$"):
         parse_threshold("1e308", source=SRC)
 
 

@@ -618,9 +618,7 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     row = next(line for line in table.splitlines() if "test_resnet" in line)
     assert f"{result.reference.median_ms:.4g} ms" in row  # type: ignore[union-attr]
     assert "could detect >= " in row
-    assert row.endswith(
-        f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |"
-    )
+    assert row.endswith(f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |")
     (terminal,) = latency_rows([result])
     assert terminal[2] == "a/b"
     assert terminal[3] == f"{result.reference.median_ms:.4g} ms"  # type: ignore[union-attr]

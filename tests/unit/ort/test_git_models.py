@@ -210,9 +210,7 @@ def test_ab_marker_python_alone_or_with_a_reference_or_a_revision(tmp_path: Path
     python = sys.executable
     assert ab_marker((), {"python": python}, origin=ORIGIN) == ABMarker(python=python)
     assert ab_marker(("x.onnx",), {"python": python}, origin=ORIGIN) == ABMarker("x.onnx", python=python)
-    assert ab_marker((), {"rev": "HEAD", "python": python}, origin=ORIGIN) == ABMarker(
-        rev="HEAD", python=python
-    )
+    assert ab_marker((), {"rev": "HEAD", "python": python}, origin=ORIGIN) == ABMarker(rev="HEAD", python=python)
     # A relative path is relative to rootdir; a bare name is looked up on PATH.
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "python").symlink_to(python)
@@ -223,9 +221,7 @@ def test_ab_marker_python_alone_or_with_a_reference_or_a_revision(tmp_path: Path
 
 @pytest.mark.parametrize("python", ["envs/none/bin/python", "/no/such/python", "no-such-command-here", "."])
 def test_ab_marker_python_must_be_an_interpreter_here(python: str, tmp_path: Path) -> None:
-    with pytest.raises(
-        UsageError, match=rf"^{ORIGIN}: python: '.*' is not a Python interpreter here .*ortperf env create"
-    ):
+    with pytest.raises(UsageError, match=rf"^{ORIGIN}: python: '.*' is not a Python interpreter here .*ortperf env create"):
         ab_marker((), {"python": python}, origin=ORIGIN, rootdir=tmp_path)
 
 

@@ -245,9 +245,7 @@ def test_empty_path_is_a_usage_error(tmp_path: Path) -> None:
 POINTER = LFS_POINTER + b"v1\noid sha256:" + b"4d" * 32 + b"\nsize 4925402\n"
 
 
-def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(
-    layout: tuple[Path, Path, bytes],
-) -> None:
+def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(layout: tuple[Path, Path, bytes]) -> None:
     root, test_dir, _ = layout
     path = test_dir / "m.onnx"
     path.write_bytes(POINTER)
@@ -262,9 +260,7 @@ def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(
 
 
 def test_git_lfs_pointer_bytes_are_a_model_error() -> None:
-    with pytest.raises(
-        ModelError, match=r"^marker X: the model bytes are a Git LFS pointer .*'git lfs pull'"
-    ):
+    with pytest.raises(ModelError, match=r"^marker X: the model bytes are a Git LFS pointer .*'git lfs pull'"):
         ModelResolver(Path(".")).resolve(POINTER, test_dir=Path("."), origin="marker X")
 
 

@@ -128,20 +128,10 @@ def test_a_profile_runs_on_a_new_profiling_session_and_leaves_the_timed_ones_alo
 def test_runs_are_timed_in_the_worker_and_judged_like_in_process_ab(tmp_path: Path) -> None:
     pool = WorkerPool(timeout_s=30)
     try:
-        small = load(
-            pool.get(sys.executable, "current"),
-            _source(mlp_model(2, 64), tmp_path),
-            CPU_ALL,
-            SessionSettings(),
-            {"x": np.ones((8, 64), np.float32)},
-        )
-        big = load(
-            pool.get(sys.executable, "reference"),
-            _source(mlp_model(12, 64), tmp_path),
-            CPU_ALL,
-            SessionSettings(),
-            {"x": np.ones((8, 64), np.float32)},
-        )
+        small = load(pool.get(sys.executable, "current"), _source(mlp_model(2, 64), tmp_path), CPU_ALL,
+                     SessionSettings(), {"x": np.ones((8, 64), np.float32)})
+        big = load(pool.get(sys.executable, "reference"), _source(mlp_model(12, 64), tmp_path), CPU_ALL,
+                   SessionSettings(), {"x": np.ones((8, 64), np.float32)})
         assert small.worker is not big.worker
         timings = small.time_runs(5, expected_ns=1e5)
         assert len(timings) == 5
@@ -169,13 +159,8 @@ def test_a_run_past_the_run_timeout_is_terminated_and_named(tmp_path: Path) -> N
     # A real model that takes seconds per run: 8 x (4096 x 1024 @ 1024 x 1024) on one thread.
     process = WorkerProcess(sys.executable, timeout_s=0.5)
     try:
-        slow = load(
-            process,
-            _source(mlp_model(8, 1024), tmp_path),
-            CPU_ALL,
-            SessionSettings(),
-            {"x": np.ones((4096, 1024), np.float32)},
-        )
+        slow = load(process, _source(mlp_model(8, 1024), tmp_path), CPU_ALL, SessionSettings(),
+                    {"x": np.ones((4096, 1024), np.float32)})
         started = time.monotonic()
         with pytest.raises(WorkerError, match=r"took longer than 0.5 s and was terminated"):
             slow.time_runs(1, expected_ns=1e6)
@@ -202,9 +187,7 @@ def test_a_worker_that_crashes_fails_the_command_with_what_it_printed(tmp_path: 
     program = _stand_in(tmp_path, "time", 'print("about to crash", file=sys.stderr)\nctypes.string_at(0)')
     process = WorkerProcess(sys.executable, timeout_s=30, program=program)
     loaded = load(process, _source(mlp_model(1, 16), tmp_path), CPU_ALL, SessionSettings(), FEEDS)
-    with pytest.raises(
-        WorkerError, match=r"(?s)killed by signal 11 \(SIGSEGV\) during 'time'.*about to crash"
-    ):
+    with pytest.raises(WorkerError, match=r"(?s)killed by signal 11 \(SIGSEGV\) during 'time'.*about to crash"):
         loaded.time_runs(3, expected_ns=1e5)
     assert not process.alive
 

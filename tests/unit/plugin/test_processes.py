@@ -34,9 +34,7 @@ def fake_run(store: BaselineStore) -> Any:
         machines_with_missing_baselines=list,
         traces=dict,
     )
-    run.add_errors = lambda *messages: setattr(
-        run, "finish_error", "; ".join(filter(None, [run.finish_error, *messages]))
-    )
+    run.add_errors = lambda *messages: setattr(run, "finish_error", "; ".join(filter(None, [run.finish_error, *messages])))
     return run
 
 

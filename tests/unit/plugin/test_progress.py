@@ -12,9 +12,7 @@ from pytest_ortperf.latency.lock_holder import LockHolder
 from pytest_ortperf.plugin.progress import LOG_EVERY_S, SHOW_AFTER_S, TerminalProgress, progress_text, wanted
 
 
-def moment(
-    step: str = "measuring side by side", *, phase: str = "", rounds: int = 16, elapsed: float = 2.0
-) -> Progress:
+def moment(step: str = "measuring side by side", *, phase: str = "", rounds: int = 16, elapsed: float = 2.0) -> Progress:
     return Progress(
         check="test_resnet[cpu-all]",
         phase=phase or step.split(" ")[0],
@@ -50,19 +48,11 @@ class Clock:
 
 
 def test_the_text_names_the_test_the_step_and_the_rounds() -> None:
-    assert (
-        progress_text(moment())
-        == "test_resnet[cpu-all]: measuring side by side, round 16 of at most 40 (2 s)"
-    )
+    assert progress_text(moment()) == "test_resnet[cpu-all]: measuring side by side, round 16 of at most 40 (2 s)"
     assert progress_text(moment("measuring")) == "test_resnet[cpu-all]: measuring, round 16 of 40 (2 s)"
-    assert (
-        progress_text(moment("warming reference", rounds=0))
-        == "test_resnet[cpu-all]: warming reference (2 s)"
-    )
+    assert progress_text(moment("warming reference", rounds=0)) == "test_resnet[cpu-all]: warming reference (2 s)"
     confirming = progress_text(moment("measuring side by side", phase="confirming"))
-    assert (
-        confirming == "test_resnet[cpu-all]: confirming: measuring side by side, round 16 of at most 40 (2 s)"
-    )
+    assert confirming == "test_resnet[cpu-all]: confirming: measuring side by side, round 16 of at most 40 (2 s)"
     assert progress_text(moment("waiting")).endswith(": waiting for the timing lock (2 s)")
 
 
@@ -141,9 +131,7 @@ def test_in_a_log_each_update_is_a_line_at_most_every_few_seconds_and_on_each_ne
         clock.now += 0.5
         progress.update(moment(rounds=rounds))
     assert written[0] == "ortperf: test_resnet[cpu-all]: warming reference (2 s)\n"
-    assert written[1].startswith(
-        "ortperf: test_resnet[cpu-all]: measuring side by side, round 1 of at most 40"
-    )
+    assert written[1].startswith("ortperf: test_resnet[cpu-all]: measuring side by side, round 1 of at most 40")
     assert len(written) == 2 + int(29 * 0.5 / LOG_EVERY_S)  # a new step at once, then every LOG_EVERY_S
     progress.clear()
     assert all(line.endswith("\n") and "\b" not in line for line in written)

@@ -20,9 +20,7 @@ def _summary(runs: int, nodes: list[tuple[str, str, str, int]]) -> ProfileSummar
 
 
 def test_op_profile_is_per_run_and_counts_nodes_per_op() -> None:
-    profile = op_profile(
-        _summary(2, [("a", "Conv", "CPU", 400), ("b", "Conv", "CPU", 200), ("c", "Relu", "CPU", 20)])
-    )
+    profile = op_profile(_summary(2, [("a", "Conv", "CPU", 400), ("b", "Conv", "CPU", 200), ("c", "Relu", "CPU", 20)]))
     assert profile.ops == {"Conv": (300.0, 2), "Relu": (10.0, 1)}
     assert profile.nodes["a"] == ("Conv", "CPU", 200.0)
 
@@ -42,10 +40,7 @@ def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
     before = OpProfile(
         5,
         {"FusedConv": (900.0, 2), "Relu": (10.0, 1)},
-        {
-            "c1": ("FusedConv", "CUDAExecutionProvider", 500.0),
-            "c2": ("FusedConv", "CUDAExecutionProvider", 400.0),
-        },
+        {"c1": ("FusedConv", "CUDAExecutionProvider", 500.0), "c2": ("FusedConv", "CUDAExecutionProvider", 400.0)},
     )
     after = OpProfile(
         5,
@@ -53,18 +48,10 @@ def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
         {"c1": ("Conv", "CPUExecutionProvider", 900.0), "c2": ("Conv", "CUDAExecutionProvider", 600.0)},
     )
     lines = explain(before, after)
-    assert (
-        lines[0]
-        == "op types whose time grew most: Conv 0.000 -> 1.500 ms/run (new), Relu 0.010 -> 0.060 ms/run (+500%)"
-    )
-    assert lines[1].startswith(
-        "nodes whose time grew most: c1 0.500 -> 0.900 ms/run (+80%), c2 0.400 -> 0.600"
-    )
+    assert lines[0] == "op types whose time grew most: Conv 0.000 -> 1.500 ms/run (new), Relu 0.010 -> 0.060 ms/run (+500%)"
+    assert lines[1].startswith("nodes whose time grew most: c1 0.500 -> 0.900 ms/run (+80%), c2 0.400 -> 0.600")
     assert lines[2] == "nodes that changed provider: c1 CUDAExecutionProvider -> CPUExecutionProvider"
-    assert (
-        lines[3]
-        == "node count per op type changed after optimization: Conv 0 -> 2, FusedConv 2 -> 0, Relu 1 -> 3"
-    )
+    assert lines[3] == "node count per op type changed after optimization: Conv 0 -> 2, FusedConv 2 -> 0, Relu 1 -> 3"
 
 
 def test_identical_profiles_explain_nothing() -> None:

@@ -75,9 +75,7 @@ def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() 
     assert controller.worker_traces() == {"t::x": ["/tmp/a.json"]}
     assert controller.worker_profile_lines() == ["profile t::x"]
     assert len(controller.records) == 1 + len(worker.records)
-    assert (
-        controller.missing_latency() == []
-    )  # the workers' results are counts, rows and records, not objects
+    assert controller.missing_latency() == []  # the workers' results are counts, rows and records, not objects
 
 
 def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> None:
@@ -180,9 +178,7 @@ def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_
                allow_nan=False)  # fmt: skip
     assert gate_time(worker.records) == ""  # nothing was timed
     controller = filled()
-    controller.take_over(
-        json.loads(json.dumps(worker.handover(missing_machines=[], traces={}, profile_lines=[])))
-    )
+    controller.take_over(json.loads(json.dumps(worker.handover(missing_machines=[], traces={}, profile_lines=[]))))
     assert controller.not_timed_count() == 1
     lines = summary_lines(RunSummary(machine="ci", not_timed=controller.not_timed_count()))
     assert lines == [

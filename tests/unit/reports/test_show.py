@@ -35,9 +35,7 @@ def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> Latenc
 
 
 def figures(median: float, p90: float, canary: tuple[float, ...] = (), **changes: Any) -> Figures:
-    return Figures(
-        recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes
-    )
+    return Figures(recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes)
 
 
 SHA = "0123456789abcdef" * 4
@@ -56,9 +54,7 @@ def baseline_dir(tmp_path: Path) -> Path:
             "2025-01-03",
             recipe,
             figures={
-                "laptop": figures(
-                    3.25, 3.5, (0.1, 0.1, 0.1), recorded="2025-01-03", spread=0.2, settled=False
-                ),
+                "laptop": figures(3.25, 3.5, (0.1, 0.1, 0.1), recorded="2025-01-03", spread=0.2, settled=False),
                 "ci": figures(12.3456, 13.5, spread=0.031),
             },
         ),
@@ -66,22 +62,13 @@ def baseline_dir(tmp_path: Path) -> Path:
     store.stage(
         "tests/nlp/test_bert.py",
         "test_bert[cuda-extended]",
-        BaselineEntry(
-            "cuda-extended", "2025-02-01", {}, figures={"gpu-box": figures(1.5, 1.75, recorded="2025-02-01")}
-        ),
+        BaselineEntry("cuda-extended", "2025-02-01", {}, figures={"gpu-box": figures(1.5, 1.75, recorded="2025-02-01")}),
     )
     store.write()
     return root
 
 
-NO_FOOTPRINT = {
-    "memory": None,
-    "memory_text": None,
-    "startup": None,
-    "startup_text": None,
-    "graph": None,
-    "graph_text": None,
-}
+NO_FOOTPRINT = {"memory": None, "memory_text": None, "startup": None, "startup_text": None, "graph": None, "graph_text": None}
 
 
 def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> None:
@@ -160,12 +147,7 @@ def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_d
     assert lines[1].split() == [
         "gpu-box", "median", "1.5", "ms", "p90", "1.75", "ms", "rounds", "3", "spread", "-", "recorded", "2025-02-01"
     ]  # fmt: skip
-    assert lines[2].split()[:4] == [
-        "tests/test_vision.py::test_squeezenet[cpu-all]",
-        "cpu-all",
-        "model",
-        SHA[:12],
-    ]
+    assert lines[2].split()[:4] == ["tests/test_vision.py::test_squeezenet[cpu-all]", "cpu-all", "model", SHA[:12]]
     assert "onnxruntime 1.31.1" in lines[2]
     assert lines[3].split()[0] == "ci"
     assert "median 12.35 ms" in lines[3]
@@ -240,11 +222,7 @@ def test_an_undecodable_file_is_reported_by_its_path(baseline_dir: Path) -> None
 def test_rows_are_sorted_even_when_a_file_was_edited_by_hand(tmp_path: Path) -> None:
     entry = BaselineEntry("cpu-all", "2025-01-02", {}, figures={"m": figures(1.0, 1.0)}).as_dict()
     entry["figures"] = {"zeta": entry["figures"]["m"], "alpha": entry["figures"]["m"]}
-    document = {
-        "schema": 2,
-        "kind": "pytest-ortperf baselines",
-        "entries": {"test_b": entry, "test_a": entry},
-    }
+    document = {"schema": 2, "kind": "pytest-ortperf baselines", "entries": {"test_b": entry, "test_a": entry}}
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
     rows, problems = baseline_rows(tmp_path)
     assert problems == []
@@ -261,9 +239,7 @@ def test_a_schema_1_file_shows_migrated(tmp_path: Path) -> None:
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
     rows, problems = baseline_rows(tmp_path)
     assert problems == []
-    assert [(row["ort_version"], [f["machine"] for f in row["figures"]]) for row in rows] == [
-        ("1.30.0", ["ci"])
-    ]
+    assert [(row["ort_version"], [f["machine"] for f in row["figures"]]) for row in rows] == [("1.30.0", ["ci"])]
 
 
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
@@ -284,9 +260,7 @@ def test_a_missing_directory_is_a_problem(tmp_path: Path) -> None:
 
 CONFIG_FILES = [
     pytest.param("pytest.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="pytest.ini"),
-    pytest.param(
-        "pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"
-    ),
+    pytest.param("pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"),
     pytest.param("tox.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="tox.ini"),
     pytest.param("setup.cfg", "[tool:pytest]\nortperf_baseline_dir = perf/base\n", id="setup.cfg"),
 ]
@@ -311,9 +285,7 @@ def test_without_the_key_baselines_sit_beside_the_config_file_and_without_one_in
 
     start = tmp_path / "project" / "tests"
     start.mkdir(parents=True)
-    (tmp_path / "project" / "setup.cfg").write_text(
-        "[metadata]\nname = x\n", encoding="utf-8"
-    )  # not pytest's
+    (tmp_path / "project" / "setup.cfg").write_text("[metadata]\nname = x\n", encoding="utf-8")  # not pytest's
     (tmp_path / "project" / "pyproject.toml").write_text("[tool.black]\n", encoding="utf-8")  # not pytest's
     outer = tmp_path / "pytest.ini"
     outer.write_text("[pytest]\n", encoding="utf-8")
