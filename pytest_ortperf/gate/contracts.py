@@ -18,6 +18,7 @@ from pytest_ortperf.accuracy.tolerances import Tolerance
 from pytest_ortperf.checks.contracts import (
     AGREEMENT,
     CONTRACT,
+    FASTER_THAN,
     Contract,
     ContractResult,
     Speedup,
@@ -61,6 +62,8 @@ class ContractCheck:
         if target.policy.update:
             result = not_measured(key, contract, "--ortperf-update records baselines; contracts need none")
             return self._publish(result)
+        if contract.kind == FASTER_THAN and not context.run.config.timing:
+            return self._publish(not_measured(key, contract, "--ortperf-timing=off: nothing is timed"))
         if contract.other == context.built.variant.id:  # a marker on a test that runs that variant too
             return self._publish(not_measured(key, contract, "this is the variant it is compared with"))
         try:

@@ -8,7 +8,7 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -287,12 +287,13 @@ class OrtperfRun:
         from pytest_ortperf.ort.precision import Calibration, synthetic_calibration
 
         if sets is not None:
-            feeds = tuple(dict(one) for one in sets)
-            if not feeds or not all(isinstance(one, Mapping) for one in sets):
+            listed = list(sets) if isinstance(sets, Iterable) and not isinstance(sets, (Mapping, str)) else []
+            if not listed or not all(isinstance(one, Mapping) for one in listed):
                 raise UsageError(
-                    "the ort_calibration_data fixture must return input sets (dicts of input name to "
-                    f"array), at least one; got {safe_repr(sets)}."
+                    "the ort_calibration_data fixture must return a list of input sets (dicts of input "
+                    f"name to array), at least one; got {safe_repr(sets)}."
                 )
+            feeds = tuple(dict(one) for one in listed)
             return Calibration(feeds, f"the ort_calibration_data fixture ({len(feeds)} sets)", False)
         fp32 = self.session(model, variant.fp32, settings)
         found = data_sets(model.directory) if model.directory is not None else []

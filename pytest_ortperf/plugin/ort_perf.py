@@ -178,9 +178,7 @@ class OrtPerf:
                 untimed[STARTUP] = checks.footprint_not_timed(STARTUP, key)
         named = {GRAPH: self._graph_check(expect_fusions)}
         chosen = [named.get(kind) or checks.named(kind) for kind in kinds if kind not in untimed]
-        contracts = (
-            [checks.contracts(self._contracts)] if self._contracts and self._context.run.config.timing else []
-        )
+        contracts = [checks.contracts(self._contracts)] if self._contracts else []
         groups = checks.run([*chosen, *contracts], feeds, key)
         self._finish([outcome for group in groups for outcome in group])
         ran = iter(group[0] for group in groups[: len(chosen)])

@@ -290,3 +290,33 @@ def test_default_contracts_hold_int8_to_fp32_and_the_table_comes_back_from_xdist
     result.stdout.fnmatch_lines(
         ["trade-offs of model.onnx on cpu *", "*cpu-all-int8-dynamic*x (*..*)*cos 0.99*"]
     )
+
+
+def test_calibration_data_that_is_not_input_sets_is_a_clear_error_of_the_static_variants_only(
+    pytester: pytest.Pytester,
+) -> None:
+    onnx.save(mlp_model(layers=2, width=16), pytester.path / "model.onnx")
+    pytester.makeconftest(
+        """
+        import numpy as np
+        import pytest
+
+        @pytest.fixture
+        def ort_calibration_data():
+            return np.ones((4, 16), np.float32)  # an array, not a list of {input name: array}
+        """
+    )
+    pytester.makepyfile(test_acc=ACCURACY_TEST)
+    result = pytester.runpytest(
+        "--ort-precisions=int8-dynamic,int8-static", NO_BASELINE, "--ort-opt-levels=all"
+    )
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_outputs[[]cpu-all-int8-static[]]*",
+            "the ort_calibration_data fixture must return a list of input sets (dicts of input name to array), "
+            "at least one; got array(*",
+        ]
+    )
+    # only the dynamic build is cached: nothing was written for the refused calibration
+    assert len(list((pytester.path / ".ortperf" / "precision").glob("*.onnx"))) == 1
