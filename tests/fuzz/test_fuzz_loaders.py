@@ -95,10 +95,11 @@ from pytest_ortperf.ort.providers import parse_providers, resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
 from pytest_ortperf.ort.sessions import SessionPool, session_options
 from pytest_ortperf.ort.transformers import parse_options
-from pytest_ortperf.ort.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels
+from pytest_ortperf.ort.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels, parse_precisions
 from pytest_ortperf.plugin.config import (
     OPTIONS,
     build_config,
+    expect_contracts,
     input_options,
     model_marker_spec,
     parse_tolerance_lines,
@@ -588,6 +589,36 @@ def test_graph_thresholds_and_transformer_options(value: Any) -> None:
         assert not message or message.startswith("the marker: ")
 
 
+CONTRACT_VALUES = (
+    JSON_VALUES
+    | st.dictionaries(
+        st.sampled_from(["cpu-disabled", "cpu-all-int8-static", "cuda-all", "cpu", "x-y-fp16", ""]) | st.text(max_size=8),
+        st.floats(allow_nan=True) | st.integers() | st.booleans() | st.text(max_size=4),
+        max_size=3,
+    )
+)
+
+
+@given(
+    args=st.lists(JSON_VALUES, max_size=1),
+    kwargs=st.dictionaries(st.sampled_from(["faster_than", "agreement", "speedup"]), CONTRACT_VALUES, max_size=2),
+)
+@fuzz()
+def test_contract_marker_values(args: list[Any], kwargs: dict[str, Any]) -> None:
+    """ort_expect(faster_than=..., agreement=...): contracts, or a UsageError naming the marker."""
+    tried("plugin.config.expect_contracts")
+    message = ""
+    try:
+        contracts = expect_contracts([(args, kwargs)], origin="the marker")
+    except UsageError as exc:
+        message = str(exc)
+    assert not message or message.startswith("the marker")
+    if not message:
+        for contract in contracts:
+            assert contract.bound > 0
+            assert contract.kind in ("faster_than", "agreement")
+
+
 # --------------------------------------------------------------------------- reference .npz
 
 
@@ -957,6 +988,7 @@ TEXT_PARSERS: dict[str, Callable[[Any], Any]] = {
     "providers.resolve_provider": lambda v: resolve_provider(v, source="--opt"),
     "variants.parse_opt_levels": lambda v: parse_opt_levels(v, source="--opt"),
     "variants.parse_opt_level": lambda v: parse_opt_level(v, source="--opt"),
+    "variants.parse_precisions": lambda v: parse_precisions(v, source="--opt"),
     "machine.validate_name": lambda v: validate_name(v, source="--opt"),
 }
 # Shapes the option values really have, for each parser.
