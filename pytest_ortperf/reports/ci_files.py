@@ -71,6 +71,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             "rounds": current.rounds,
             "runs": current.count,
             "round_cv": current.round_cv,
+            "round_medians_ms": list(current.round_medians_ms),
         },
         "baseline": (
             {

@@ -15,10 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ortperf.latency.decision import ratio_interval
 from pytest_ortperf.ort.variants import OptLevel, Precision, split_precision
 
 MEDIANS = "medians"
 SIDE_BY_SIDE = "side by side"
+ROUNDS = "rounds"  # two latency checks' round medians, not interleaved: an interval, but not a paired one
 
 
 @dataclass(frozen=True)
@@ -26,12 +28,17 @@ class Speedup:
     value: float
     low: float | None = None
     high: float | None = None
-    basis: str = MEDIANS  # "side by side" (a contract's interval) or "medians" (no interval)
+    basis: str = MEDIANS  # "side by side" (a contract's interval), "rounds" or "medians" (no interval)
 
     def describe(self) -> str:
         if self.low is None or self.high is None:
             return f"{self.value:.2f}x ({self.basis})"
-        return f"{self.value:.2f}x ({self.low:.2f}..{self.high:.2f})"
+        interval = f"{self.low:.2f}..{self.high:.2f}"
+        return (
+            f"{self.value:.2f}x ({interval})"
+            if self.basis == SIDE_BY_SIDE
+            else f"{self.value:.2f}x ({interval}, {self.basis})"
+        )
 
 
 @dataclass(frozen=True)
@@ -176,10 +183,30 @@ def _speedup(
         if inverted:
             value, low, high = 1.0 / value, 1.0 / high, 1.0 / low
         return Speedup(value, low, high, SIDE_BY_SIDE)
+    base_rounds, rounds = _rounds(variants[base]), _rounds(variants[variant])
+    if base_rounds and rounds:
+        estimate = ratio_interval(base_rounds, rounds)  # this variant / the base: below 1 is faster
+        return Speedup(1.0 / estimate.ratio, 1.0 / estimate.high, 1.0 / estimate.low, ROUNDS)
     base_median = _median(variants[base])
     if median is None or base_median is None or median <= 0:
         return None
     return Speedup(base_median / median)
+
+
+def _rounds(records: Sequence[Mapping[str, Any]]) -> list[float]:
+    """The round medians of the first latency check that timed rounds."""
+    for record in records:
+        current = record.get("current")
+        if record.get("kind") != "latency" or not isinstance(current, Mapping):
+            continue
+        values = current.get("round_medians_ms")
+        if (
+            isinstance(values, list)
+            and values
+            and all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values)
+        ):
+            return [float(v) for v in values]
+    return []
 
 
 def _accuracy(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None, str]:
@@ -257,6 +284,7 @@ HEADERS = ("variant", "median", "speedup", "vs fp32 (least output)", "size", "co
 
 def heading(table: TradeoffTable) -> str:
     return (
-        f"trade-offs of {table.model} on {table.provider} (this run; speedup against {table.base}: "
-        "an interval where a contract measured the pair side by side, else the ratio of medians)"
+        f"trade-offs of {table.model} on {table.provider} (this run; speedup against {table.base}: the "
+        "interval of a contract that measured the pair side by side, else of the two latency checks' "
+        "rounds, not interleaved)"
     )

@@ -86,3 +86,20 @@ def test_the_tables_reach_the_json_report_and_the_markdown_summary() -> None:
     text = markdown(RECORDS, machine="ci", unused=[])
     assert "**trade-offs of models/cnn.onnx on cpu" in text
     assert "| cpu-all-int8-static | 0.8 ms | 2.50x (medians) |" in text
+
+
+def test_without_a_contract_the_two_latency_checks_rounds_give_an_interval_marked_as_not_interleaved() -> (
+    None
+):
+    base, fast = latency("cpu-disabled", 2.0), latency("cpu-all", 1.0)
+    base["current"]["round_medians_ms"] = [2.0, 2.1, 1.9, 2.05, 1.95]
+    fast["current"]["round_medians_ms"] = [1.0, 1.05, 0.95, 1.02, 0.98]
+    (table,) = tradeoff_tables([base, fast])
+    speedup = table.rows[1].speedup
+    assert speedup is not None
+    assert speedup.basis == "rounds"
+    assert speedup.low is not None
+    assert speedup.high is not None
+    assert speedup.low < speedup.value < speedup.high
+    assert 1.8 < speedup.value < 2.2
+    assert cells(table)[1][2].endswith(", rounds)")
