@@ -91,18 +91,35 @@ class ContractResult:
 
 
 def judge_speedup(
-    key: CheckKey, contract: Contract, speedup: Speedup, **rounds: LatencyStats
+    key: CheckKey,
+    contract: Contract,
+    speedup: Speedup,
+    *,
+    first: Speedup | None = None,
+    **rounds: LatencyStats,
 ) -> ContractResult:
-    """The interval against the promised speedup: wholly below fails, wholly at or above holds."""
+    """The interval against the promised speedup: wholly below fails, wholly at or above holds, across
+    it is inconclusive. ``first``: a measurement that failed, which ``speedup`` (measured again on
+    fresh sessions) had to confirm; a failure it does not confirm is inconclusive, never a failure."""
     if speedup.high < contract.bound:
         status = Status.FAILED
+    elif first is not None:
+        status = Status.NOT_CONFIRMED
     elif speedup.low >= contract.bound:
         status = Status.OK
     else:
         status = Status.INCONCLUSIVE
     head = f"contract of {key.test}: {key.variant} {contract.describe()}"
+    earlier = f"; first measurement {first.describe()}" if first is not None else ""
     if status is Status.FAILED:
-        message = f"{head} FAILED: measured {speedup.describe()}, wholly below {contract.bound:g}x"
+        confirmed = " (confirmed by a second measurement on fresh sessions)" if first is not None else ""
+        below = f"wholly below {contract.bound:g}x{confirmed}{earlier}"
+        message = f"{head} FAILED: measured {speedup.describe()}, {below}"
+    elif status is Status.NOT_CONFIRMED:
+        message = (
+            f"{head} inconclusive: a first measurement, {first.describe() if first else ''}, lay wholly "
+            f"below {contract.bound:g}x, but a second on fresh sessions measured {speedup.describe()}"
+        )
     elif status is Status.OK:
         message = f"{head} holds: measured {speedup.describe()}"
     else:

@@ -225,3 +225,17 @@ def test_precision_tolerances_follow_the_variant_and_users_override_them_per_pre
     assert tighter.for_output("y", np.dtype("float32"), "cpu", "cpu-all-int8-static").sqnr == 25
     assert tighter.for_output("y", np.dtype("float32"), "cpu", "cpu-all-int8-dynamic").cosine == 0.999
     assert tighter.for_output("y", np.dtype("float32"), "cpu", "cpu-disabled-int8-dynamic").cosine == 0.995
+
+
+def test_a_failure_a_second_measurement_does_not_confirm_is_inconclusive_never_a_failure() -> None:
+    first = Speedup(1.10, 1.05, 1.20, 0.99, 16)
+    unconfirmed = judge_speedup(KEY, contract(1.3), Speedup(1.35, 1.31, 1.40, 0.99, 16), first=first)
+    assert unconfirmed.status is Status.NOT_CONFIRMED
+    assert not unconfirmed.failed
+    assert (
+        "a first measurement, 1.10x (99% CI 1.05x .. 1.20x, 16 rounds), lay wholly below 1.3x"
+        in unconfirmed.message
+    )
+    confirmed = judge_speedup(KEY, contract(1.3), Speedup(1.12, 1.08, 1.18, 0.99, 24), first=first)
+    assert confirmed.failed
+    assert "(confirmed by a second measurement on fresh sessions)" in confirmed.message
