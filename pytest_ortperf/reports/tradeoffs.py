@@ -119,8 +119,16 @@ def tradeoff_tables(records: Sequence[Mapping[str, Any]]) -> list[TradeoffTable]
         fp32 = [v for v in ordered if split_precision(v)[1] is Precision.FP32]
         base = fp32[0] if fp32 else ordered[0]
         rows = tuple(_row(variant, variants, base) for variant in ordered)
-        tables.append(TradeoffTable(label, provider, base, rows))
+        compared = [row for row in rows if row.variant != base and (row.speedup or row.cosine is not None)]
+        if compared:  # a model whose variants only had their graphs checked compares nothing
+            tables.append(TradeoffTable(label, provider, base, rows))
     return tables
+
+
+def worth_showing(table: TradeoffTable) -> bool:
+    """Whether the terminal shows ``table``: when it holds a precision variant or a contract. The
+    levels of one fp32 model alone are in the JSON report and the markdown summary."""
+    return any(row.precision != Precision.FP32.value or row.contracts for row in table.rows)
 
 
 def _order(variant: str) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_ortperf.reports.ci_files import markdown, report_document
-from pytest_ortperf.reports.tradeoffs import cells, tradeoff_tables
+from pytest_ortperf.reports.tradeoffs import cells, tradeoff_tables, worth_showing
 
 MODEL = {"label": "models/cnn.onnx", "sha256": "ab" * 32, "bytes": 24_000}
 
@@ -103,3 +103,13 @@ def test_without_a_contract_the_two_latency_checks_rounds_give_an_interval_marke
     assert speedup.low < speedup.value < speedup.high
     assert 1.8 < speedup.value < 2.2
     assert cells(table)[1][2].endswith(", rounds)")
+
+
+def test_the_terminal_shows_tables_with_precisions_or_contracts_and_none_that_compare_nothing() -> None:
+    levels_only = [latency("cpu-disabled", 2.0), latency("cpu-all", 1.0)]
+    (table,) = tradeoff_tables(levels_only)
+    assert not worth_showing(table)  # in the JSON report and the markdown, not the terminal
+    (with_int8,) = tradeoff_tables(RECORDS)
+    assert worth_showing(with_int8)
+    graphs_only = [{**record, "kind": "graph", "current": None} for record in levels_only]
+    assert tradeoff_tables(graphs_only) == []
