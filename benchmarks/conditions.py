@@ -15,6 +15,22 @@ from pathlib import Path
 GATE_MODULES = ("measure", "stats", "compare", "checks", "baselines", "ab", "canary")
 
 
+def cpu_fields() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo ({} without it)."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            name, _, value = line.partition(":")
+            name = name.strip()
+            if name and name not in fields:
+                fields[name] = value.strip()
+            if not line.strip() and fields:
+                break  # the first processor is enough
+    except OSError:
+        pass
+    return fields
+
+
 def loadavg() -> str:
     try:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])

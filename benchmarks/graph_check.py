@@ -65,7 +65,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.conditions import Sampler, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.conditions import Sampler, cpu_fields, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.graph.figures import GraphFigures, short, summarize  # noqa: E402
 from pytest_ortperf.ort.graph import optimized_graph  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver, ModelSource  # noqa: E402
@@ -124,16 +124,8 @@ def log(message: str) -> None:
 
 def cpu_description() -> str:
     """'AMD EPYC (family 25 model 1, stepping 1), avx512f: no' from /proc/cpuinfo."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            name, _, value = line.partition(":")
-            name = name.strip()
-            if name and name not in fields:
-                fields[name] = value.strip()
-            if not line.strip() and fields:
-                break  # the first processor is enough
-    except OSError:
+    fields = cpu_fields()
+    if not fields:
         return "unknown (no /proc/cpuinfo)"
     flags = fields.get("flags", "").split()
     return (

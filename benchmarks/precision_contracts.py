@@ -92,7 +92,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.conditions import (  # noqa: E402
+    Sampler,
+    code_state,
+    cpu_fields,
+    loadavg,
+    other_pytest_processes,
+)
 
 LIGHT = Path(onnx.__file__).parent / "backend/test/data/light"
 ENCODER_MARKER = (
@@ -167,22 +173,6 @@ def log(message: str) -> None:
 
 
 # --- the machine and the code -------------------------------------------------------------------
-
-
-def cpu_fields() -> dict[str, str]:
-    """The first processor's fields of /proc/cpuinfo."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            name, _, value = line.partition(":")
-            name = name.strip()
-            if name and name not in fields:
-                fields[name] = value.strip()
-            if not line.strip() and fields:
-                break
-    except OSError:
-        pass
-    return fields
 
 
 def cpu_description() -> str:

@@ -6,10 +6,13 @@ works (and fails clearly) before any session exists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pytest_ortperf.errors import UsageError
+
+T = TypeVar("T")
 
 CPU = "CPUExecutionProvider"
 CUDA = "CUDAExecutionProvider"
@@ -101,14 +104,23 @@ def split_names(values: str | Iterable[str]) -> list[str]:
     return [part.strip() for item in items for part in item.split(",") if part.strip()]
 
 
-def parse_providers(values: str | Iterable[str], *, source: str) -> tuple[ProviderSpec, ...]:
-    """Parse ``"cpu,cuda"`` (or a list of such strings); order kept, duplicates dropped."""
+def parse_names(
+    values: str | Iterable[str], parse: Callable[..., T], *, source: str, none_given: str
+) -> tuple[T, ...]:
+    """``"a,b"`` (or a list of such strings), each name read by ``parse(name, source=source)``; order
+    kept, duplicates dropped. No name at all: a usage error saying ``none_given``."""
     names = split_names(values)
     if not names:
-        raise UsageError(f"{source}: no execution provider given. Valid names: {valid_provider_names()}.")
-    specs: list[ProviderSpec] = []
+        raise UsageError(f"{source}: {none_given}")
+    found: list[T] = []
     for name in names:
-        spec = resolve_provider(name, source=source)
-        if spec not in specs:
-            specs.append(spec)
-    return tuple(specs)
+        item = parse(name, source=source)
+        if item not in found:
+            found.append(item)
+    return tuple(found)
+
+
+def parse_providers(values: str | Iterable[str], *, source: str) -> tuple[ProviderSpec, ...]:
+    """Parse ``"cpu,cuda"`` (or a list of such strings); order kept, duplicates dropped."""
+    none_given = f"no execution provider given. Valid names: {valid_provider_names()}."
+    return parse_names(values, resolve_provider, source=source, none_given=none_given)

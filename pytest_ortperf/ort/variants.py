@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.ort.providers import ProviderSpec, resolve_provider, split_names
+from pytest_ortperf.ort.providers import ProviderSpec, parse_names, resolve_provider
 
 
 class OptLevel(str, enum.Enum):
@@ -70,15 +70,8 @@ def parse_opt_level(name: str, *, source: str) -> OptLevel:
 
 def parse_opt_levels(values: str | Iterable[str], *, source: str) -> tuple[OptLevel, ...]:
     """Parse ``"disabled,all"`` (or a list of such strings); order kept, duplicates dropped."""
-    names = split_names(values)
-    if not names:
-        raise UsageError(f"{source}: no optimization level given. Valid levels: {_valid_levels()}.")
-    levels: list[OptLevel] = []
-    for name in names:
-        level = parse_opt_level(name, source=source)
-        if level not in levels:
-            levels.append(level)
-    return tuple(levels)
+    none_given = f"no optimization level given. Valid levels: {_valid_levels()}."
+    return parse_names(values, parse_opt_level, source=source, none_given=none_given)
 
 
 class Precision(str, enum.Enum):
@@ -111,15 +104,8 @@ def parse_precision(name: str, *, source: str) -> Precision:
 
 def parse_precisions(values: str | Iterable[str], *, source: str) -> tuple[Precision, ...]:
     """Parse ``"fp32,int8-dynamic"`` (or a list of such strings); order kept, duplicates dropped."""
-    names = split_names(values)
-    if not names:
-        raise UsageError(f"{source}: no precision given. Valid precisions: {_valid_precisions()}.")
-    precisions: list[Precision] = []
-    for name in names:
-        precision = parse_precision(name, source=source)
-        if precision not in precisions:
-            precisions.append(precision)
-    return tuple(precisions)
+    none_given = f"no precision given. Valid precisions: {_valid_precisions()}."
+    return parse_names(values, parse_precision, source=source, none_given=none_given)
 
 
 def split_precision(text: str) -> tuple[str, Precision]:

@@ -24,7 +24,9 @@ ROUNDS = "rounds"  # two latency checks' round medians, not interleaved: an inte
 
 
 @dataclass(frozen=True)
-class Speedup:
+class SpeedupCell:
+    """A speedup as the table shows it: with an interval when one was measured, and on what basis."""
+
     value: float
     low: float | None = None
     high: float | None = None
@@ -47,7 +49,7 @@ class TradeoffRow:
     precision: str
     level: str
     median_ms: float | None = None
-    speedup: Speedup | None = None
+    speedup: SpeedupCell | None = None
     cosine: float | None = None  # the least of its outputs, against the fp32 reference
     sqnr_db: float | None = None
     accuracy_verdict: str = ""
@@ -172,11 +174,11 @@ def _median(records: Sequence[Mapping[str, Any]]) -> float | None:
 
 def _speedup(
     variant: str, base: str, variants: Mapping[str, Sequence[Mapping[str, Any]]], median: float | None
-) -> Speedup | None:
+) -> SpeedupCell | None:
     """Against ``base``: a contract's side-by-side interval when one measured the pair, else the ratio of
     this run's medians."""
     if variant == base:
-        return Speedup(1.0, 1.0, 1.0, SIDE_BY_SIDE)
+        return SpeedupCell(1.0, 1.0, 1.0, SIDE_BY_SIDE)
     for record, inverted in [*((r, False) for r in variants[variant]), *((r, True) for r in variants[base])]:
         contract, measured = record.get("contract"), record.get("speedup")
         if (
@@ -190,15 +192,15 @@ def _speedup(
         value, low, high = (float(measured[k]) for k in ("value", "low", "high"))
         if inverted:
             value, low, high = 1.0 / value, 1.0 / high, 1.0 / low
-        return Speedup(value, low, high, SIDE_BY_SIDE)
+        return SpeedupCell(value, low, high, SIDE_BY_SIDE)
     base_rounds, rounds = _rounds(variants[base]), _rounds(variants[variant])
     if base_rounds and rounds:
         estimate = ratio_interval(base_rounds, rounds)  # this variant / the base: below 1 is faster
-        return Speedup(1.0 / estimate.ratio, 1.0 / estimate.high, 1.0 / estimate.low, ROUNDS)
+        return SpeedupCell(1.0 / estimate.ratio, 1.0 / estimate.high, 1.0 / estimate.low, ROUNDS)
     base_median = _median(variants[base])
     if median is None or base_median is None or median <= 0:
         return None
-    return Speedup(base_median / median)
+    return SpeedupCell(base_median / median)
 
 
 def _rounds(records: Sequence[Mapping[str, Any]]) -> list[float]:
