@@ -140,6 +140,20 @@ def _parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="remove every environment, incomplete ones too"
     )
     env_remove.add_argument("--dir", default=None, help=env_dir_help)
+    init = commands.add_parser(
+        "init",
+        help="write a starting configuration for a folder of models: pytest settings, a CI workflow",
+        description="Find the *.onnx files and model-zoo folders under PATH; write pytest.ini (with "
+        "ortperf_models, so pytest collects them as tests), a .gitignore line and a CI workflow. A file "
+        "that exists is never overwritten: what it would add is printed instead.",
+    )
+    init.add_argument("path", nargs="?", default=".", help="the repository's folder (default: .)")
+    init.add_argument(
+        "--ci", default="github", choices=("github", "gitlab", "azure"), help="the CI workflow to write"
+    )
+    init.add_argument(
+        "--providers", default="cpu", help="execution providers to test, comma separated (default: cpu)"
+    )
     return parser
 
 
@@ -321,6 +335,15 @@ def _env(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(path: str, ci: str, providers: str) -> int:
+    from pytest_ortperf.store.scaffold import init, report
+
+    root = Path(path)
+    names = [spec.short for spec in parse_providers(providers, source="--providers")]
+    print(report(init(root, ci=ci, providers=names), root), end="")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         # Names from traces and baselines may hold undecodable bytes: show them, never crash on them.
@@ -344,6 +367,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profile(args.trace, args.top, args.json, args.provider)
         if args.command == "env":
             return _env(args)
+        if args.command == "init":
+            return _init(args.path, args.ci, args.providers)
     except (OrtperfError, OSError) as exc:
         print(f"ortperf: error: {exc}", file=sys.stderr)
         return 2

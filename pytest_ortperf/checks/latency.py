@@ -556,9 +556,7 @@ def _compared_line(baseline: LatencyStats, current: LatencyStats) -> str:
     )
 
 
-def _medians_line(
-    baseline: LatencyStats, current: LatencyStats, decisive: Comparison | None
-) -> list[str]:
+def _medians_line(baseline: LatencyStats, current: LatencyStats, decisive: Comparison | None) -> list[str]:
     """When the medians of all runs fall outside the decisive interval: a line that says they are
     shown, not compared, so that they do not read as contradicting the change."""
     if decisive is None:

@@ -203,9 +203,7 @@ class LatencyCheck:
         lines = ["the same optimized graph on both sides"] if diff.same else diff.lines()
         return with_section(result, f"graph at {built.variant.id}", lines)
 
-    def _ab(
-        self, reference: ABReference, inputs: dict[str, Array], key: CheckKey
-    ) -> list[Outcome]:
+    def _ab(self, reference: ABReference, inputs: dict[str, Array], key: CheckKey) -> list[Outcome]:
         context = self._context
         built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
         if reference.across_runtimes and reference.source is not None:

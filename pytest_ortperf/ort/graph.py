@@ -86,9 +86,7 @@ def optimized_graph(
         source = onnx.load_from_string(model.data)
     placement = tuple((str(name), str(op), str(provider)) for name, op, provider in answer["placement"])
     seconds = time.perf_counter() - started
-    return OptimizedGraph(
-        optimized, source, placement, bool(answer["placed"]), note, seconds, weights_sha256
-    )
+    return OptimizedGraph(optimized, source, placement, bool(answer["placed"]), note, seconds, weights_sha256)
 
 
 def _sha256(path: Path) -> str:

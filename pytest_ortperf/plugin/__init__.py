@@ -57,12 +57,37 @@ def pytest_configure(config: pytest.Config) -> None:
             run.git_revision(ortperf_config.ab_rev)
         except OrtperfError as exc:
             raise pytest.UsageError(str(exc)) from None
+    _collect_models(config)
     run.progress = terminal_progress(config, ortperf_config.progress)
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(fixtures, "ortperf-fixtures")
     role = Worker(run) if hasattr(config, "workerinput") else Controller(run)
     config.pluginmanager.register(role, "ortperf-process")
+
+
+def _collect_models(config: pytest.Config) -> None:
+    """Find the models ``ortperf_models`` names; add them to what pytest collects when the run names
+    no paths of its own (or when ``--ortperf-models`` names them)."""
+    from pytest_ortperf.plugin.model_items import MODELS_KEY, ModelCollection, model_patterns
+
+    patterns, from_command_line = model_patterns(config)
+    pyproject = Path(config.rootpath) / "pyproject.toml"
+    found = ModelCollection.find(patterns, rootdir=Path(config.rootpath), pyproject=pyproject)
+    config.stash[MODELS_KEY] = found
+    if found.models and (from_command_line or config.args_source is not pytest.Config.ArgsSource.ARGS):
+        known = {Path(arg).resolve() for arg in config.args if "::" not in arg}
+        config.args += [str(path) for path in sorted(found.models) if path not in known]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    from pytest_ortperf.plugin.model_items import MODELS_KEY, ModelFile
+
+    found = parent.config.stash.get(MODELS_KEY, None)
+    if found is None or file_path.suffix != ".onnx" or not found.collects(file_path):
+        return None
+    collector: pytest.Collector = ModelFile.from_parent(parent, path=file_path)
+    return collector
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

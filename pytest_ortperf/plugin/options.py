@@ -79,6 +79,16 @@ OPTIONS: tuple[OptionDef, ...] = (
         "LIST",
     ),
     OptionDef(
+        "--ortperf-models",
+        "ortperf_models",
+        "Collect model files as tests without Python: a glob of *.onnx files or model-zoo folders "
+        "(repeatable; relative to where pytest runs). The ini key takes one glob per line, relative to "
+        "the ini file. Each model gets one test per check and variant (models/m.onnx::latency[cpu-all]).",
+        [],
+        "GLOB",
+        "linelist",
+    ),
+    OptionDef(
         "--ort-precisions",
         "ort_precisions",
         "Precisions to test, comma separated: fp32 (the model under test), fp16, int8-dynamic, "

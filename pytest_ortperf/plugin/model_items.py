@@ -1,0 +1,225 @@
+"""A folder of models gated without Python: ``ortperf_models`` globs make pytest collect each matching
+``*.onnx`` file and model-zoo folder (``model.onnx`` + ``test_data_set_*``) as a file of test items,
+one per check and variant: ``models/resnet50.onnx::latency[cpu-all]``, ``::accuracy[cpu-all]``...
+
+Each item builds its session, inputs and ``ort_perf`` object the way the fixtures do
+(``plugin/instance.py``), from the model's settings in ``pyproject.toml`` or ``ortperf.toml`` tables
+(``store/model_tables.py``) instead of markers. Baselines are keyed by the model's path
+(``baselines/models/resnet50.onnx.json``), so everything a Python test gets holds for them: routes,
+updates, A/B, contracts, reports, ``-k``, ``--deselect``, node ids and xdist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_ortperf.errors import OrtperfError, UsageError
+from pytest_ortperf.ort.providers import parse_providers
+from pytest_ortperf.ort.variants import Precision, Variant, parse_opt_levels, parse_precisions, variant_matrix
+from pytest_ortperf.plugin import RUN_KEY
+from pytest_ortperf.plugin.config import input_options, settings_for
+from pytest_ortperf.plugin.instance import InstanceSpec, guarded, make_ort_perf
+from pytest_ortperf.store.model_tables import (
+    ModelSettings,
+    ModelTable,
+    ortperf_files,
+    read_tables,
+)
+from pytest_ortperf.store.model_tables import settings_for as table_settings
+from pytest_ortperf.values import safe_repr
+
+CONTRACTS = "contracts"
+ZOO_MODEL = "model.onnx"
+MODELS_KEY = pytest.StashKey["ModelCollection"]()
+
+
+@dataclass
+class ModelCollection:
+    """The models a run collects as tests: what the globs found, and their settings tables."""
+
+    rootdir: Path
+    models: set[Path] = field(default_factory=set)
+    pyproject: Path | None = None
+    _tables: list[ModelTable] | None = None
+
+    @classmethod
+    def find(
+        cls, patterns: Iterable[tuple[str, Path]], *, rootdir: Path, pyproject: Path | None
+    ) -> ModelCollection:
+        """The ``*.onnx`` files and model-zoo folders the globs match, each glob relative to its base."""
+        found: set[Path] = set()
+        for pattern, base in patterns:
+            for path in sorted(base.glob(pattern)):
+                if path.is_file() and path.suffix == ".onnx":
+                    found.add(path.resolve())
+                elif path.is_dir() and (path / ZOO_MODEL).is_file():
+                    found.add((path / ZOO_MODEL).resolve())
+        return cls(rootdir, found, pyproject)
+
+    def collects(self, path: Path) -> bool:
+        return path.resolve() in self.models
+
+    def settings(self, model: Path) -> ModelSettings:
+        if self._tables is None:
+            files = ortperf_files(self.models, rootdir=self.rootdir)
+            self._tables = read_tables(self.pyproject, files, rootdir=self.rootdir)
+        return table_settings(model, self._tables)
+
+
+def model_patterns(config: pytest.Config) -> tuple[list[tuple[str, Path]], bool]:
+    """The model globs of ``--ortperf-models`` (relative to where pytest runs) and of the ini key
+    ``ortperf_models`` (relative to the ini file), and whether the command line named any."""
+    cli = [str(p) for p in config.getoption("ortperf_models") or []]
+    if cli:
+        return [(p.strip(), Path(config.invocation_params.dir)) for p in cli if p.strip()], True
+    base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+    lines = [str(line).strip() for line in config.getini("ortperf_models") or []]
+    return [(line, base) for line in lines if line and not line.startswith("#")], False
+
+
+class ModelFile(pytest.File):
+    """A model file (or a model-zoo folder's ``model.onnx``) collected as tests."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        run = self.config.stash[RUN_KEY]
+        settings = self.config.stash[MODELS_KEY].settings(self.path)
+        problem = "\n".join(settings.problems)
+        try:
+            variants = _variants(run.config.variants, settings)
+        except OrtperfError as exc:
+            problem = problem or str(exc)
+            variants = run.config.variants
+        kinds = list(run.config.checks)
+        if CONTRACTS in settings.values or run.config.contracts:
+            kinds.append(CONTRACTS)
+        for variant in variants:
+            for kind in kinds:
+                yield ModelItem.from_parent(
+                    self,
+                    name=f"{kind}[{variant.id}]",
+                    kind=kind,
+                    variant=variant,
+                    settings=settings,
+                    problem=problem,
+                )
+
+
+class ModelItem(pytest.Item):
+    """One check of one model at one variant."""
+
+    def __init__(
+        self, *, kind: str, variant: Variant, settings: ModelSettings, problem: str = "", **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.kind, self.variant, self.model_settings, self.problem = kind, variant, settings, problem
+        self.keywords[variant.id] = True  # -k cpu-all, as for a parametrized test
+
+    def runtest(self) -> None:
+        __tracebackhide__ = True
+        if self.problem:
+            pytest.fail(self.problem, pytrace=False)
+        values = self.model_settings.values
+        skip = values.get("skip")
+        if skip:
+            pytest.skip(
+                str(skip) if isinstance(skip, str) else f"skipped by {self.model_settings.origin('skip')}"
+            )
+        run = self.config.stash[RUN_KEY]
+        variant = guarded(lambda: run.require_available(self.variant))
+        path = self.path
+        model = guarded(lambda: run.model(path, test_dir=path.parent, origin=self.nodeid))
+        origin = self.model_settings.origin
+        settings = guarded(
+            lambda: settings_for(
+                run.config.settings, _as_marker(values, "settings", origin), origin=origin("settings")
+            )
+        )
+        input_kwargs = {key: values[key] for key in ("dims", "int_range", "seed") if key in values}
+        inputs_origin = " / ".join(origin(key) for key in input_kwargs) or self.nodeid
+        options = guarded(
+            lambda: input_options(run.config.inputs, _input_values(input_kwargs), origin=inputs_origin)
+        )
+        if variant.precision is not Precision.FP32:
+            model = guarded(lambda: run.precision_model(model, variant, settings, options=options))
+        built = guarded(lambda: run.session(model, variant, settings))
+        feeds = guarded(lambda: run.feeds(built, options))
+        spec = InstanceSpec(
+            test_dir=path.parent,
+            options=options,
+            thresholds=guarded(lambda: _as_marker(values, "thresholds", origin)),
+            thresholds_origin=origin("thresholds"),
+            expect=guarded(lambda: _as_marker(values, CONTRACTS, origin)),
+            expect_origin=origin(CONTRACTS),
+        )
+        perf = make_ort_perf(self, run, built, feeds, None, spec)
+        checks: dict[str, Callable[[], object]] = {
+            "latency": perf.check_latency,
+            "accuracy": perf.check_accuracy,
+            "graph": perf.check_graph,
+            "memory": perf.check_memory,
+            "startup": perf.check_startup,
+            CONTRACTS: perf.check_contracts,
+        }
+        checks[self.kind]()
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+def _as_marker(
+    values: Mapping[str, Any], key: str, origin: Callable[[str], str]
+) -> list[tuple[Sequence[Any], Mapping[str, Any]]]:
+    """A table's value as the keyword arguments of the marker it stands for (none when absent)."""
+    if key not in values:
+        return []
+    value = values[key]
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{origin(key)}: must be a table of keywords, got {safe_repr(value)}.")
+    return [((), dict(value))]
+
+
+def _input_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML has no tuples: ``int_range = [0, 1000]`` and ``{input = [0, 2]}`` read as ranges."""
+    found = dict(values)
+    if isinstance(found.get("int_range"), Mapping):
+        found["int_range"] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in found["int_range"].items()
+        }
+    elif isinstance(found.get("int_range"), list):
+        found["int_range"] = tuple(found["int_range"])
+    return found
+
+
+def _variants(matrix: Sequence[Variant], settings: ModelSettings) -> tuple[Variant, ...]:
+    """The run's matrix, with the providers, levels and precisions a model's table sets instead."""
+    values = settings.values
+    providers = tuple(dict.fromkeys(v.provider_spec for v in matrix))
+    levels = tuple(dict.fromkeys(v.opt_level for v in matrix))
+    precisions = tuple(dict.fromkeys(v.precision for v in matrix))
+    if "providers" in values:
+        providers = parse_providers(
+            _names(values, "providers", settings), source=settings.origin("providers")
+        )
+    if "opt_levels" in values:
+        levels = parse_opt_levels(
+            _names(values, "opt_levels", settings), source=settings.origin("opt_levels")
+        )
+    if "precisions" in values:
+        precisions = parse_precisions(
+            _names(values, "precisions", settings), source=settings.origin("precisions")
+        )
+    return variant_matrix(providers, levels, precisions)
+
+
+def _names(values: Mapping[str, Any], key: str, settings: ModelSettings) -> str | list[str]:
+    value = values[key]
+    if isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        return value
+    raise UsageError(
+        f'{settings.origin(key)}: expected a list of names such as ["cpu", "cuda"], got {safe_repr(value)}.'
+    )
