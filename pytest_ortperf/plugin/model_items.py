@@ -97,9 +97,11 @@ class ModelFile(pytest.File):
         kinds = list(run.config.checks)
         if CONTRACTS in settings.values or run.config.contracts:
             kinds.append(CONTRACTS)
+        skip = settings.values.get("skip")
+        reason = skip if isinstance(skip, str) else f"skipped by {settings.origin('skip')}"
         for variant in variants:
             for kind in kinds:
-                yield ModelItem.from_parent(
+                item = ModelItem.from_parent(
                     self,
                     name=f"{kind}[{variant.id}]",
                     kind=kind,
@@ -107,6 +109,9 @@ class ModelFile(pytest.File):
                     settings=settings,
                     problem=problem,
                 )
+                if skip:
+                    item.add_marker(pytest.mark.skip(reason=reason))
+                yield item
 
 
 class ModelItem(pytest.Item):
@@ -167,8 +172,8 @@ class ModelItem(pytest.Item):
         }
         checks[self.kind]()
 
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.path.name}::{self.name}"
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"{self.path.name}::{self.name}"
 
 
 def _as_marker(
