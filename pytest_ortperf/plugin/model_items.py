@@ -173,7 +173,7 @@ class ModelItem(pytest.Item):
         checks[self.kind]()
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, 0, f"{self.path.name}::{self.name}"
+        return self.path, 0, self.name
 
 
 def _as_marker(

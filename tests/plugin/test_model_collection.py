@@ -103,9 +103,7 @@ def test_per_model_tables_most_specific_first_and_bad_keys_fail_only_their_model
     )
     result = pytester.runpytest("--ortperf-checks=accuracy", "-s", "-rs", "--ortperf-report=r.json")
     result.assert_outcomes(passed=1, skipped=1)  # only 'all' (pyproject); small.onnx skipped
-    result.stdout.fnmatch_lines(
-        ["SKIPPED [[]1[]] models/small.onnx*: retired, kept for the record"]
-    )
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] models/small.onnx*: retired, kept for the record"])
     (record,) = [
         c for c in json.loads((pytester.path / "r.json").read_text())["checks"] if c["kind"] == "accuracy"
     ]
@@ -237,3 +235,44 @@ def test_init_then_record_then_gate_passes_and_fails_on_a_slower_model(
     slower = run()
     assert slower.returncode == 1, slower.stdout[-2000:]
     assert "latency regression in latency[cpu-" in slower.stdout
+
+
+def test_a_collected_model_is_compared_with_its_file_at_a_revision_in_ab_mode(
+    pytester: pytest.Pytester, models: Path
+) -> None:
+    for argv in (["init", "-q"], ["config", "user.name", "T"], ["config", "user.email", "t@example.com"],
+                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "models"]):  # fmt: skip
+        subprocess.run(["git", *argv], cwd=pytester.path, check=True)
+    onnx.save(mlp_model(layers=2, width=16, seed=5), models / "mlp.onnx")  # re-exported: other weights
+    result = pytester.runpytest(
+        "--ortperf-ab=HEAD", "--ortperf-checks=latency", "-k", "cpu-all", "--ortperf-report=r.json"
+    )
+    checks = {(c["test"], c["kind"]): c for c in json.loads((pytester.path / "r.json").read_text())["checks"]}
+    small = checks[("models/small.onnx::latency[cpu-all]", "latency")]
+    assert small["verdict"] == "identical to reference"
+    mlp = checks[("models/mlp.onnx::latency[cpu-all]", "latency")]
+    assert mlp["mode"] == "a/b"
+    assert mlp["reference"]["label"] == "HEAD:models/mlp.onnx"
+    # the re-export's outputs differ from the committed model's: the A/B outputs check says so
+    assert checks[("models/mlp.onnx::latency[cpu-all]", "accuracy")]["verdict"] == "failed"
+    assert result.ret == 1
+
+
+def test_a_model_table_declares_contracts_measured_in_their_own_item(
+    pytester: pytest.Pytester, models: Path
+) -> None:
+    pytester.makefile(
+        ".toml",
+        pyproject="""
+        [tool.ortperf.models."models/mlp.onnx"]
+        opt_levels = ["all"]
+        contracts = {agreement = {"cpu-disabled" = 0.99}}
+        """,
+    )
+    result = pytester.runpytest("--ortperf-checks=graph", "-k", "mlp", "--ortperf-report=r.json", "-v")
+    result.stdout.fnmatch_lines(["models/mlp.onnx::contracts[[]cpu-all[]] PASSED*"])
+    (record,) = [
+        c for c in json.loads((pytester.path / "r.json").read_text())["checks"] if c["kind"] == "contract"
+    ]
+    assert record["contract"]["source"] == 'pyproject.toml [tool.ortperf.models."models/mlp.onnx"] contracts'
+    assert record["agreement"] == 1.0
