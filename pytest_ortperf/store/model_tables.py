@@ -61,7 +61,7 @@ class ModelTable:
                 relative = PurePosixPath(candidate.resolve().relative_to(self.base.resolve()).as_posix())
             except ValueError:
                 continue
-            if relative.match(self.glob) or fnmatch.fnmatch(str(relative), self.glob):
+            if fnmatch.fnmatch(str(relative), self.glob) or _path_match(relative, self.glob):
                 return True
         return False
 
@@ -141,7 +141,10 @@ def _tables_of(path: Path, keys: tuple[str, ...], *, file_rank: int, rootdir: Pa
         where = f'{label} [{dotted}."{glob}"]'
         rank = (file_rank, depth, sum(1 for c in str(glob) if c not in "*?[]"))
         problem = ""
-        if not isinstance(values, Mapping):
+        if not str(glob).strip():
+            problem = f"{where}: the glob is empty; name the models it is for, such as \"models/*.onnx\"."
+            values = {}
+        elif not isinstance(values, Mapping):
             problem = f"{where}: must be a table of settings ({', '.join(KEYS)}), got {values!r}."
             values = {}
         else:
@@ -150,8 +153,19 @@ def _tables_of(path: Path, keys: tuple[str, ...], *, file_rank: int, rootdir: Pa
                 problem = (
                     f"{where}: unknown key(s) {', '.join(unknown)}; a model table takes {', '.join(KEYS)}."
                 )
-        tables.append(ModelTable(str(glob), path.parent, where, dict(values), rank, problem))
+        # an empty glob matches no model by name: its problem goes to every model the file configures
+        pattern = str(glob) if str(glob).strip() else "**"
+        tables.append(ModelTable(pattern, path.parent, where, dict(values), rank, problem))
     return tables
+
+
+def _path_match(relative: PurePosixPath, glob: str) -> bool:
+    """pathlib's right-anchored match (``*.onnx`` matches in any folder); a glob it cannot read
+    (empty, a lone separator) matches nothing."""
+    try:
+        return relative.match(glob)
+    except ValueError:
+        return False
 
 
 def _under(path: Path, rootdir: Path) -> bool:

@@ -119,6 +119,8 @@ from pytest_ortperf.profiling.trace import (
 )
 from pytest_ortperf.store.baselines import KIND, SCHEMA, BaselineStore, parse, render
 from pytest_ortperf.store.machine import validate_name
+from pytest_ortperf.store.model_tables import read_tables
+from pytest_ortperf.store.model_tables import settings_for as settings_for_model
 from pytest_ortperf.store.outputs import AccuracyRecord, load_npz, zoo_expected
 from tests.fuzz._support import COUNTS, DEFAULT_PROFILE, LONG_PROFILE, profile_name
 from tests.models import mlp_model
@@ -1706,3 +1708,25 @@ def test_regression_settings_marker_int_over_4300_digits(settings: dict[str, Any
     # Found by the long profile: str() of the value raised a raw ValueError in ort/session_settings.py.
     with pytest.raises(UsageError, match=r"^ort_settings marker of test_x\.py::t: .*far too large"):
         settings_for(SessionSettings(), [((), settings)], origin="ort_settings marker of test_x.py::t")
+
+
+# --------------------------------------------------------------------------- model tables
+
+TOML_TABLES = st.builds(
+    lambda glob, key, value: f'[tool.ortperf.models."{glob}"]\n{key} = {value}\n',
+    st.sampled_from(["*.onnx", "models/*", "**", "m.onnx", "[", ""]) | st.text(max_size=6),
+    st.sampled_from(["dims", "seed", "skip", "thresholds", "batch", "x y"]) | st.text(max_size=5),
+    st.sampled_from(["1", '"a"', "{batch = 2}", "[1, 2]", "true", "{", "inf"]) | st.text(max_size=6),
+)
+
+
+@given(text=TOML_TABLES | st.text(max_size=200))
+@fuzz()
+def test_model_tables_from_any_pyproject(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    """Any pyproject.toml: tables or problems naming the file, never an exception."""
+    tried("store.model_tables.read_tables")
+    root = tmp_path_factory.mktemp("tables")
+    (root / "pyproject.toml").write_text(text, encoding="utf-8", errors="surrogateescape")
+    tables = read_tables(root / "pyproject.toml", [], rootdir=root)
+    found = settings_for_model(root / "m.onnx", tables)
+    assert all(problem.startswith("pyproject.toml") for problem in found.problems)

@@ -57,3 +57,14 @@ def test_unknown_keys_bad_tables_and_unreadable_files_are_problems_of_the_models
     (sub,) = settings_for(tmp_path / "sub" / "deep" / "c.onnx", tables).problems
     assert sub.startswith("sub/ortperf.toml: not a readable TOML file (")
     assert settings_for(tmp_path / "c.onnx", tables).problems == ()
+
+
+def test_an_empty_glob_is_a_problem_of_every_model_the_file_configures(tmp_path: Path) -> None:
+    pyproject = _write(tmp_path / "pyproject.toml", '[tool.ortperf.models.""]\nseed = 1\n')
+    (problem,) = settings_for(
+        tmp_path / "models" / "m.onnx", read_tables(pyproject, [], rootdir=tmp_path)
+    ).problems
+    assert (
+        problem
+        == 'pyproject.toml [tool.ortperf.models.""]: the glob is empty; name the models it is for, such as "models/*.onnx".'
+    )
