@@ -73,7 +73,10 @@ def _collect_models(config: pytest.Config) -> None:
 
     patterns, from_command_line = model_patterns(config)
     pyproject = Path(config.rootpath) / "pyproject.toml"
-    found = ModelCollection.find(patterns, rootdir=Path(config.rootpath), pyproject=pyproject)
+    try:
+        found = ModelCollection.find(patterns, rootdir=Path(config.rootpath), pyproject=pyproject)
+    except OrtperfError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.stash[MODELS_KEY] = found
     if found.models and (from_command_line or config.args_source is not pytest.Config.ArgsSource.ARGS):
         known = {Path(arg).resolve() for arg in config.args if "::" not in arg}

@@ -54,7 +54,14 @@ class ModelCollection:
         """The ``*.onnx`` files and model-zoo folders the globs match, each glob relative to its base."""
         found: set[Path] = set()
         for pattern, base in patterns:
-            for path in sorted(base.glob(pattern)):
+            try:
+                matched = sorted(base.glob(pattern))
+            except (ValueError, NotImplementedError) as exc:  # absolute, empty or '..' patterns
+                raise UsageError(
+                    f"ortperf_models: cannot use the glob {pattern!r} ({exc}); write it relative to the ini "
+                    "file (or, for --ortperf-models, to where pytest runs), e.g. models/*.onnx."
+                ) from None
+            for path in matched:
                 if path.is_file() and path.suffix == ".onnx":
                     found.add(path.resolve())
                 elif path.is_dir() and (path / ZOO_MODEL).is_file():
@@ -129,11 +136,6 @@ class ModelItem(pytest.Item):
         if self.problem:
             pytest.fail(self.problem, pytrace=False)
         values = self.model_settings.values
-        skip = values.get("skip")
-        if skip:
-            pytest.skip(
-                str(skip) if isinstance(skip, str) else f"skipped by {self.model_settings.origin('skip')}"
-            )
         run = self.config.stash[RUN_KEY]
         variant = guarded(lambda: run.require_available(self.variant))
         path = self.path

@@ -142,7 +142,7 @@ def _tables_of(path: Path, keys: tuple[str, ...], *, file_rank: int, rootdir: Pa
         rank = (file_rank, depth, sum(1 for c in str(glob) if c not in "*?[]"))
         problem = ""
         if not str(glob).strip():
-            problem = f"{where}: the glob is empty; name the models it is for, such as \"models/*.onnx\"."
+            problem = f'{where}: the glob is empty; name the models it is for, such as "models/*.onnx".'
             values = {}
         elif not isinstance(values, Mapping):
             problem = f"{where}: must be a table of settings ({', '.join(KEYS)}), got {values!r}."

@@ -276,3 +276,9 @@ def test_a_model_table_declares_contracts_measured_in_their_own_item(
     ]
     assert record["contract"]["source"] == 'pyproject.toml [tool.ortperf.models."models/mlp.onnx"] contracts'
     assert record["agreement"] == 1.0
+
+
+def test_a_glob_that_cannot_be_used_is_a_usage_error_naming_it(pytester: pytest.Pytester, models: Path) -> None:
+    result = pytester.runpytest("--ortperf-models=/abs/*.onnx")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ortperf_models: cannot use the glob '/abs/*.onnx' (*); write it relative to*"])
