@@ -50,11 +50,16 @@ fastest round median, not the fastest single run (``LatencyStats.min_ms``), and
 ``Metadata.stats`` (``Stats.update``) rather than via ``Metadata.update``, whose
 ``duration / iterations`` would only add float rounding.
 
-Options. Under ``--benchmark-disable`` (also forced by pytest-xdist)
-pytest-benchmark's contract is "no stats are reported", so :func:`publish`
-returns ``False``. ``--benchmark-skip`` only deselects tests that request the
-``benchmark`` fixture; a check that ran has already paid for its measurement,
-so it is still published. ``--benchmark-only`` skips every test that does not
+Options. Under ``--benchmark-disable`` pytest-benchmark's contract is "no stats
+are reported", so :func:`publish` returns ``False``. pytest-xdist makes
+pytest-benchmark disable itself in every process, and its ``--benchmark-json``
+then writes nothing. An xdist worker keeps its entries as data instead
+(:func:`handed`); the controller adds them to its own session
+(:func:`publish_handed`), whose file writing does not depend on being enabled,
+so ``--benchmark-json`` holds every ortperf measurement of the run.
+``--benchmark-skip`` only deselects tests that request the ``benchmark``
+fixture; a check that ran has already paid for its measurement, so it is still
+published. ``--benchmark-only`` skips every test that does not
 request ``benchmark``, ortperf's included, so there is nothing to publish.
 
 Private shapes are guarded: if the session or ``Metadata`` does not look like
@@ -79,6 +84,7 @@ SOURCE = "pytest-ortperf"
 """``options.source`` of every published entry: tells our entries from the fixture's."""
 
 _UNUSABLE = pytest.StashKey[str]()
+_HANDED = pytest.StashKey[list[dict[str, Any]]]()  # an xdist worker's entries, for the controller
 
 
 @dataclass
@@ -123,19 +129,63 @@ def publish(
     ``group``: pytest-benchmark's group (table section, ``--benchmark-group-by``).
 
     Returns ``False``, touching nothing, when pytest-benchmark is not installed,
-    not loaded (``-p no:benchmark``), disabled (``--benchmark-disable``, xdist),
-    or does not have the shape this bridge knows. Raises ``ValueError`` on
-    numbers that cannot be a measurement (no rounds, non-finite or negative
-    values, ``runs_per_round < 1``).
+    not loaded (``-p no:benchmark``), disabled (``--benchmark-disable``),
+    or does not have the shape this bridge knows. In a pytest-xdist worker, where
+    pytest-benchmark disables itself, the entry is kept instead (:func:`handed`) for the
+    controller to add to its session (:func:`publish_handed`), so that ``--benchmark-json``
+    holds it. Raises ``ValueError`` on numbers that cannot be a measurement (no rounds,
+    non-finite or negative values, ``runs_per_round < 1``).
     """
     values_s = _seconds(round_medians_ms)
     if isinstance(runs_per_round, bool) or not isinstance(runs_per_round, int) or runs_per_round < 1:
         raise ValueError(f"runs_per_round must be a whole number >= 1, got {runs_per_round!r}")
+    nodeid = str(getattr(node, "nodeid", "") or getattr(node, "name", "?"))
+    param, params = _param(node)
+    entry = {
+        "name": name if name is not None else nodeid,
+        "fullname": fullname if fullname is not None else nodeid,
+        "group": group,
+        "param": param,
+        "params": {key: str(value) for key, value in (params or {}).items()} if params is not None else None,
+        "extra_info": dict(extra_info or {}),
+        "seconds": values_s,
+        "runs_per_round": runs_per_round,
+    }
     if _UNUSABLE in config.stash:
         return False
     session = _benchmark_session(config)
+    if session is not None and _disabled_by_xdist(session) and hasattr(config, "workerinput"):
+        config.stash.setdefault(_HANDED, []).append(entry)
+        return False
     if session is None or getattr(session, "disabled", True) is not False:
         return False
+    return _add(config, session, entry)
+
+
+def handed(config: pytest.Config) -> list[dict[str, Any]]:
+    """The entries this xdist worker kept for the controller (JSON-able)."""
+    kept: list[dict[str, Any]] = config.stash.get(_HANDED, [])
+    return list(kept)
+
+
+def publish_handed(config: pytest.Config, entries: Sequence[Mapping[str, Any]]) -> int:
+    """Add entries an xdist worker kept to this controller's session, which pytest-xdist disabled but
+    which still writes ``--benchmark-json`` and saved runs from what it holds; how many were added.
+    Nothing is added when the user disabled pytest-benchmark (``--benchmark-disable``)."""
+    session = _benchmark_session(config)
+    if session is None or _UNUSABLE in config.stash:
+        return 0
+    if getattr(session, "disabled", True) is not False and not _disabled_by_xdist(session):
+        return 0
+    return sum(_add(config, session, dict(entry)) for entry in entries)
+
+
+def _disabled_by_xdist(session: object) -> bool:
+    """pytest-benchmark turned itself off only because pytest-xdist is active (not --benchmark-disable)."""
+    return getattr(session, "disabled", False) is True and getattr(session, "xdist_warning", False) is True
+
+
+def _add(config: pytest.Config, session: object, entry: dict[str, Any]) -> bool:
     benchmarks = getattr(session, "benchmarks", None)
     if not isinstance(benchmarks, list):
         return _give_up(config, "BenchmarkSession.benchmarks is not a list")
@@ -143,24 +193,21 @@ def publish(
         metadata_cls = importlib.import_module("pytest_benchmark.stats").Metadata
     except (ImportError, AttributeError) as exc:
         return _give_up(config, f"pytest_benchmark.stats.Metadata unavailable: {exc!r}")
-
-    nodeid = str(getattr(node, "nodeid", "") or getattr(node, "name", "?"))
-    entry_name = name if name is not None else nodeid
-    entry_fullname = fullname if fullname is not None else nodeid
+    entry_name, entry_fullname = str(entry["name"]), str(entry["fullname"])
     taken = {getattr(bench, "fullname", None) for bench in benchmarks}
     if entry_fullname in taken:
         n = 2
         while f"{entry_fullname}#{n}" in taken:
             n += 1
         entry_name, entry_fullname = f"{entry_name}#{n}", f"{entry_fullname}#{n}"
-    param, params = _param(node)
+    values_s = [float(value) for value in entry["seconds"]]
     measured = _Measured(
         name=entry_name,
         fullname=entry_fullname,
-        group=group,
-        param=param,
-        params=params,
-        extra_info=dict(extra_info or {}),
+        group=entry.get("group"),
+        param=entry.get("param"),
+        params=entry.get("params"),
+        extra_info=dict(entry.get("extra_info") or {}),
     )
     options = {
         "source": SOURCE,
@@ -174,7 +221,7 @@ def publish(
         "warmup": True,
     }
     try:
-        metadata = metadata_cls(measured, iterations=runs_per_round, options=options)
+        metadata = metadata_cls(measured, iterations=int(entry["runs_per_round"]), options=options)
         for value in values_s:
             metadata.stats.update(value)
         # Fail here, not at session finish, if the stats no longer work this way.

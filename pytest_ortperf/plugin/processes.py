@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import pytest
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.run import OrtperfRun
+from pytest_ortperf.plugin.benchmark import handed, publish_handed
 from pytest_ortperf.reports.terminal import lost_worker_line, profile_lines, summary_lines
 from pytest_ortperf.store.baselines import BaselineEntry
 
@@ -45,7 +47,10 @@ class Controller:
         """pytest-xdist: a worker finished; take over what it staged and reported."""
         payload = getattr(node, "workeroutput", {}).get(KEY)
         if payload is not None:
-            merge(self._run, payload)
+            entries = merge(self._run, payload)
+            config = getattr(node, "config", None)
+            if entries and config is not None:
+                publish_handed(config, entries)
         if error is not None or payload is None:
             self.lost.append(lost_worker_line(_worker_id(node), update=self._run.config.policy.update))
 
@@ -75,13 +80,15 @@ class Worker:
             run.profiles.close()
         except (OrtperfError, OSError) as exc:
             run.add_errors(f"cannot finish profiling: {exc}")
-        session.config.workeroutput[KEY] = export(run)  # type: ignore[attr-defined]
+        session.config.workeroutput[KEY] = export(run, handed(session.config))  # type: ignore[attr-defined]
 
 
-def export(run: OrtperfRun) -> str:
-    """Everything the controller needs from one worker, as JSON."""
+def export(run: OrtperfRun, benchmarks: Sequence[Mapping[str, Any]] = ()) -> str:
+    """Everything the controller needs from one worker, as JSON (``benchmarks``: the entries it kept
+    for pytest-benchmark, ``plugin/benchmark.py``)."""
     return json.dumps(
         {
+            "benchmarks": list(benchmarks),
             "staged": [
                 [str(path), test, None if entry is None else entry.as_dict()]
                 for path, test, entry in run.store.staged()
@@ -100,8 +107,8 @@ def export(run: OrtperfRun) -> str:
     )
 
 
-def merge(run: OrtperfRun, payload: str) -> None:
-    """Fold one worker's export into the controller's run."""
+def merge(run: OrtperfRun, payload: str) -> list[dict[str, Any]]:
+    """Fold one worker's export into the controller's run; the pytest-benchmark entries it kept."""
     data: dict[str, Any] = json.loads(payload)
     errors = [data["error"]] if data.get("error") else []
     for path, test, entry in data["staged"]:
@@ -118,6 +125,8 @@ def merge(run: OrtperfRun, payload: str) -> None:
     run.selection.add(data["collected"], partially_selected=data["partially_selected"])
     run.results.take_over(data["results"])
     run.add_errors(*errors)
+    benchmarks = data.get("benchmarks", [])
+    return [entry for entry in benchmarks if isinstance(entry, dict)] if isinstance(benchmarks, list) else []
 
 
 def _worker_id(node: Any) -> str:

@@ -233,7 +233,9 @@ def test_numbers_that_cannot_be_a_measurement_are_rejected(
 
 
 @pytest.mark.slow
-def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(pytester: pytest.Pytester) -> None:
+def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(
+    pytester: pytest.Pytester,
+) -> None:
     onnx.save(mlp_model(2, 16), pytester.path / "model.onnx")
     pytester.makeconftest(_CONFTEST)
     pytester.makepyfile(
@@ -245,7 +247,9 @@ def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(p
             ort_perf.check(memory=True, startup=True)
         """
     )
-    result = pytester.runpytest("--ortperf-update", "--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--benchmark-json=bench.json")
+    result = pytester.runpytest(
+        "--ortperf-update", "--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--benchmark-json=bench.json"
+    )
     result.assert_outcomes(passed=1)
     entries = {b["fullname"]: b for b in json.loads((pytester.path / "bench.json").read_text())["benchmarks"]}
     assert sorted(entries) == ["test_fp.py::test_fp[cpu-all]", "test_fp.py::test_fp[cpu-all]::startup"]
@@ -257,3 +261,43 @@ def test_start_up_is_an_entry_of_its_own_and_memory_rides_on_the_tests_entries(p
     memory = entries["test_fp.py::test_fp[cpu-all]"]["extra_info"]["ortperf_memory"]
     assert memory["verdict"] == "new"
     assert memory["weights"] == 2 * 16 * 16 * 4
+
+
+_XDIST_CHECKS = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+def test_a(ort_perf):
+    ort_perf.check_latency()
+
+def test_b(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+def test_under_xdist_benchmark_json_holds_every_measurement_written_by_the_controller(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(_CONFTEST)
+    onnx.save(mlp_model(layers=2, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_checks=_XDIST_CHECKS)
+    args = ("-n", "2", "--ort-opt-levels=disabled,all", "--ortperf-missing=pass", "--ortperf-budget=0.2")
+    result = pytester.runpytest(*args, "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=4)
+    entries = _entries(pytester.path / "bench.json")
+    assert sorted(e["fullname"] for e in entries) == [
+        "test_checks.py::test_a[cpu-all]",
+        "test_checks.py::test_a[cpu-disabled]",
+        "test_checks.py::test_b[cpu-all]",
+        "test_checks.py::test_b[cpu-disabled]",
+    ]
+    for entry in entries:
+        assert entry["group"] == "ortperf"
+        assert entry["extra_info"]["variant"] in entry["fullname"]
+        assert entry["param"] in ("cpu-all", "cpu-disabled")
+        assert entry["stats"]["rounds"] >= 1
+        assert entry["options"]["source"] == "pytest-ortperf"
+    # the user's --benchmark-disable still means no stats
+    disabled = pytester.runpytest(*args, "--benchmark-json=off.json", "--benchmark-disable")
+    disabled.assert_outcomes(passed=4)
+    assert not (pytester.path / "off.json").exists()
