@@ -60,6 +60,11 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             {
                 "label": result.reference_label,
                 "median_ms": result.reference.median_ms if result.reference is not None else None,
+                **(
+                    {"round_medians_ms": list(result.reference.round_medians_ms)}
+                    if result.reference is not None
+                    else {}
+                ),
                 **({"runtimes": result.runtimes} if result.runtimes else {}),
             }
             if result.mode == "a/b"

@@ -610,7 +610,11 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     assert record["mode"] == "a/b"
     assert record["verdict"] == "inconclusive"
     assert record["decided_by"] == f"a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR}"
-    assert record["reference"] == {"label": LABEL, "median_ms": result.reference.median_ms}  # type: ignore[union-attr]
+    assert record["reference"] == {  # the reference's rounds too, for a report that draws both sides
+        "label": LABEL,
+        "median_ms": result.reference.median_ms,  # type: ignore[union-attr]
+        "round_medians_ms": list(result.reference.round_medians_ms),  # type: ignore[union-attr]
+    }
     assert record["baseline"] is None
     assert record["change"]["detectable"] == pytest.approx(result.comparison.detectable)  # type: ignore[union-attr]
     assert record["change"]["detectable"] > 0.03
