@@ -8,6 +8,7 @@ Plain logic: no pytest here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,19 +49,17 @@ class Change:
 
 def model_globs(root: Path) -> list[str]:
     """One glob per folder that holds models: ``models/*.onnx`` for model files, ``models/*`` for
-    model-zoo folders (``model.onnx`` beside ``test_data_set_*``), relative to ``root``."""
+    model-zoo folders (``model.onnx`` beside ``test_data_set_*``), relative to ``root``. Environments,
+    baselines and hidden folders are not entered (a virtual environment holds thousands of files)."""
     globs: list[str] = []
-    for path in sorted(root.rglob("*.onnx")):
-        relative = path.relative_to(root)
-        if any(part in SKIPPED_FOLDERS or part.startswith(".") for part in relative.parts[:-1]):
-            continue
-        folder = relative.parent
-        if path.name == "model.onnx" and any(path.parent.glob("test_data_set_*")):
-            glob = (folder.parent / "*").as_posix()
-        else:
-            glob = (folder / "*.onnx").as_posix()
-        if glob not in globs:
-            globs.append(glob)
+    for folder, subfolders, files in os.walk(root):  # top-down: pruned folders are never entered
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        relative = Path(folder).relative_to(root)
+        for name in sorted(f for f in files if f.endswith(".onnx")):
+            zoo = name == "model.onnx" and any(d.startswith("test_data_set_") for d in subfolders)
+            glob = (relative.parent / "*").as_posix() if zoo else (relative / "*.onnx").as_posix()
+            if glob not in globs:
+                globs.append(glob)
     return globs
 
 
