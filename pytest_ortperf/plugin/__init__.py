@@ -84,10 +84,12 @@ def _collect_models(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.suffix != ".onnx":  # every file of every run passes here: decide before importing
+        return None
     from pytest_ortperf.plugin.model_items import MODELS_KEY, ModelFile
 
     found = parent.config.stash.get(MODELS_KEY, None)
-    if found is None or file_path.suffix != ".onnx" or not found.collects(file_path):
+    if found is None or not found.collects(file_path):
         return None
     collector: pytest.Collector = ModelFile.from_parent(parent, path=file_path)
     return collector

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.ort.providers import parse_providers
-from pytest_ortperf.ort.variants import Precision, Variant, parse_opt_levels, parse_precisions, variant_matrix
+from pytest_ortperf.ort.variants import Variant, parse_opt_levels, parse_precisions, variant_matrix
 from pytest_ortperf.plugin import RUN_KEY
 from pytest_ortperf.plugin.config import input_options, settings_for
 from pytest_ortperf.plugin.instance import InstanceSpec, guarded, make_ort_perf
@@ -151,8 +151,8 @@ class ModelItem(pytest.Item):
         options = guarded(
             lambda: input_options(run.config.inputs, _input_values(input_kwargs), origin=inputs_origin)
         )
-        if variant.precision is not Precision.FP32:
-            model = guarded(lambda: run.precision_model(model, variant, settings, options=options))
+        # the model this variant's precision runs (at fp32, the file itself)
+        model = guarded(lambda: run.precision_model(model, variant, settings, options=options))
         built = guarded(lambda: run.session(model, variant, settings))
         feeds = guarded(lambda: run.feeds(built, options))
         spec = InstanceSpec(

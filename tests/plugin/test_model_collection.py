@@ -141,6 +141,19 @@ def test_files_that_are_not_models_fail_only_their_own_items(pytester: pytest.Py
     )
 
 
+def _repository(folder: Path) -> None:
+    """A git repository in ``folder``, with an author for its commits."""
+    for args in (("init", "-q"), ("config", "user.name", "T"), ("config", "user.email", "t@example.com"),
+                 ("config", "commit.gpgsign", "false")):  # fmt: skip
+        subprocess.run(["git", *args], cwd=folder, check=True)
+
+
+def _commit(folder: Path) -> None:
+    """Commit everything in ``folder``."""
+    subprocess.run(["git", "add", "-A"], cwd=folder, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "models"], cwd=folder, check=True)
+
+
 # ortperf init -------------------------------------------------------------------
 
 
@@ -207,9 +220,7 @@ def test_init_then_record_then_gate_passes_and_fails_on_a_slower_model(
     """The three commands on a fresh folder of models, then a model that got slower."""
     (tmp_path / "models").mkdir()
     onnx.save(mlp_model(layers=8, width=128), tmp_path / "models" / "mlp.onnx")
-    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    for key, value in (("user.name", "T"), ("user.email", "t@example.com"), ("commit.gpgsign", "false")):
-        subprocess.run(["git", "config", key, value], cwd=tmp_path, check=True)
+    _repository(tmp_path)
     _init(tmp_path, capsys=capsys)
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -227,8 +238,7 @@ def test_init_then_record_then_gate_passes_and_fails_on_a_slower_model(
 
     recorded = run("--ortperf-update")
     assert recorded.returncode == 0, recorded.stdout[-2000:]
-    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "gate"], cwd=tmp_path, check=True)
+    _commit(tmp_path)
     gate = run()
     assert gate.returncode == 0, gate.stdout[-2000:]
     onnx.save(mlp_model(layers=32, width=128), tmp_path / "models" / "mlp.onnx")  # four times the work
@@ -240,9 +250,8 @@ def test_init_then_record_then_gate_passes_and_fails_on_a_slower_model(
 def test_a_collected_model_is_compared_with_its_file_at_a_revision_in_ab_mode(
     pytester: pytest.Pytester, models: Path
 ) -> None:
-    for argv in (["init", "-q"], ["config", "user.name", "T"], ["config", "user.email", "t@example.com"],
-                 ["config", "commit.gpgsign", "false"], ["add", "-A"], ["commit", "-q", "-m", "models"]):  # fmt: skip
-        subprocess.run(["git", *argv], cwd=pytester.path, check=True)
+    _repository(pytester.path)
+    _commit(pytester.path)
     onnx.save(mlp_model(layers=2, width=16, seed=5), models / "mlp.onnx")  # re-exported: other weights
     result = pytester.runpytest(
         "--ortperf-ab=HEAD", "--ortperf-checks=latency", "-k", "cpu-all", "--ortperf-report=r.json"
