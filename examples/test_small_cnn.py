@@ -32,3 +32,11 @@ def test_memory(ort_perf):
 def test_start_up(ort_perf):
     """Session creation and the first run, over fresh processes."""
     ort_perf.check_startup()
+
+
+@pytest.mark.ort_profile
+def test_profiled_latency(ort_perf, ort_session, ort_inputs):
+    """Each run of the test writes its own trace; the latency baseline keeps the operator profile, so
+    a regression names the op types and nodes whose time grew, and the HTML report draws both."""
+    ort_session.run(None, ort_inputs)
+    ort_perf.check_latency()

@@ -74,6 +74,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="the directory to merge into (default: the configured baseline directory, as for 'show')",
     )
+    report = commands.add_parser(
+        "report",
+        help="render JSON reports as one self-contained HTML page, merging several CI jobs' reports",
+        description="Render one or more JSON reports (written with --ortperf-report) as one HTML page; "
+        "each report is a job on the page (a CI matrix's runners side by side). A report that cannot "
+        "be read is named and left out; the page shows the others.",
+    )
+    report.add_argument("reports", nargs="+", metavar="JSON", help="JSON reports written by --ortperf-report")
+    report.add_argument("--html", required=True, metavar="PATH", help="the HTML page to write")
     profile = commands.add_parser(
         "profile",
         help="summarize an ONNX Runtime trace, or a marked test's profile summary, by operator",
@@ -272,6 +281,24 @@ def _merge(sources: Sequence[str], into: str | None) -> int:
     return 1 if report.conflicts else 0
 
 
+def _report(sources: Sequence[str], html: str) -> int:
+    from pytest_ortperf.reports.page import ReportFileError, read_reports, write_page
+
+    target = Path(html)
+    inputs = [Path(source) for source in sources]
+    if any(target.resolve() == source.resolve() for source in inputs):
+        raise OrtperfError(f"--html {html}: that is one of the reports to read; it is not overwritten")
+    jobs, problems = read_reports(inputs)
+    for problem in problems:
+        print(f"ortperf: error: {problem}", file=sys.stderr)
+    if not jobs:
+        raise ReportFileError("no report could be read; no page was written")
+    write_page(target, jobs, problems=problems)
+    checks = sum(len(job.document["checks"]) for job in jobs)
+    print(f"ortperf report: wrote {target} ({len(jobs)} report(s), {checks} checks)")
+    return 1 if problems else 0
+
+
 def _providers(names: str | None) -> int:
     from pytest_ortperf.ort.probe import ProviderProber
     from pytest_ortperf.ort.runtime import runtime_info
@@ -363,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args.baseline_dir, args.json)
         if args.command == "merge":
             return _merge(args.sources, args.into)
+        if args.command == "report":
+            return _report(args.reports, args.html)
         if args.command == "profile":
             return _profile(args.trace, args.top, args.json, args.provider)
         if args.command == "env":

@@ -3,8 +3,10 @@
 Pure numpy. A comparison reports, per output, max absolute and relative error,
 mean absolute error, the fraction of elements outside ``np.isclose(atol,
 rtol)``, cosine similarity, the signal-to-quantization-noise ratio (SQNR, dB),
-the worst element with both values, top-1/top-k agreement for outputs that
-look like class scores, and new NaN/Inf values.
+the worst elements with both values, top-1/top-k agreement for outputs that
+look like class scores, new NaN/Inf values, and how the elements' errors spread
+against their tolerance (a histogram of ``|actual - expected| / (atol + rtol *
+|expected|)`` over fixed decades: an element above 1 is outside the tolerance).
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
 
 Array = npt.NDArray[Any]
 TOP_K = 5
+WORST_KEPT = 5  # the worst elements a comparison keeps, worst first
+# Edges of the error-against-tolerance histogram: bin 0 holds the exact elements and those below
+# 1e-4 of their tolerance, each next bin a decade, the last those at 1000x and more. An element in a
+# bin from TOLERANCE_BIN on is outside its tolerance (its error over atol + rtol * |expected| is >= 1).
+ERROR_EDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
+TOLERANCE_BIN = ERROR_EDGES.index(1.0) + 1
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,10 @@ class OutputComparison:
     topk: float | None = None
     note: str = ""  # why a passing output was not compared element by element ("identical", ...)
     sampled_from: int = 0  # the whole tensor's size when the elements compared are its subsample
+    # Elements per bin of error / (atol + rtol * |expected|), bins split at ERROR_EDGES; NaN errors
+    # (a new NaN) count in the last bin.
+    error_bins: tuple[int, ...] = ()
+    worst_elements: tuple[tuple[tuple[int, ...], float, float], ...] = ()  # (index, actual, expected)
 
     @property
     def ok(self) -> bool:
@@ -139,6 +151,13 @@ def compare_output(
     top1, topk = _class_agreement(actual, expected)
     finite_diff = diff[~np.isnan(diff)]
     finite_rel = rel[~np.isnan(rel)]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        against = diff / (tolerance.atol + tolerance.rtol * np.abs(e))  # 0 / 0: NaN, an exact element
+    against = np.where(diff == 0.0, 0.0, np.nan_to_num(against, nan=np.inf))
+    bins = np.bincount(np.searchsorted(ERROR_EDGES, against, side="right"), minlength=len(ERROR_EDGES) + 1)
+    # Outside the tolerance first, then by error; an exact element is never among the worst.
+    largest = np.nan_to_num(diff, nan=np.inf)
+    order = [int(i) for i in np.lexsort((-largest, close))[:WORST_KEPT] if largest[i] > 0.0]
     comparison = replace(
         base,
         count=int(a.size),
@@ -153,6 +172,11 @@ def compare_output(
         worst_expected=float(e[worst]),
         top1=top1,
         topk=topk,
+        error_bins=tuple(int(count) for count in bins),
+        worst_elements=tuple(
+            (tuple(int(i) for i in np.unravel_index(int(flat), actual.shape)), float(a[flat]), float(e[flat]))
+            for flat in order
+        ),
     )
     if new_nonfinite:
         return replace(comparison, failed_metric=f"nan/inf ({new_nonfinite} new non-finite values)")

@@ -255,8 +255,19 @@ def _whole_tensor(comparison: OutputComparison, array: Array, stored: StoredOutp
         if comparison.count and comparison.worst_index
         else comparison.worst_index
     )
+    elements = tuple(
+        (tuple(int(i) for i in np.unravel_index(int(indices[index[0]]), stored.shape)), actual, expected)
+        for index, actual, expected in comparison.worst_elements
+    )
     # Class agreement on evenly spaced elements says nothing about the classes.
-    comparison = replace(comparison, worst_index=worst, top1=None, topk=None, sampled_from=int(array.size))
+    comparison = replace(
+        comparison,
+        worst_index=worst,
+        worst_elements=elements,
+        top1=None,
+        topk=None,
+        sampled_from=int(array.size),
+    )
     now = nonfinite_count(array)
     if stored.nonfinite is not None and now > stored.nonfinite:
         first = np.unravel_index(int(np.flatnonzero(~np.isfinite(array.ravel()))[0]), array.shape)

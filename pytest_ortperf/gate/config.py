@@ -33,6 +33,7 @@ class OrtperfConfig:
     parallel_timing: bool = False
     report_path: Path | None = None
     markdown_path: Path | None = None
+    html_path: Path | None = None
     strict: bool = False
     run_timeout_s: float = 300.0
     repair: bool = False

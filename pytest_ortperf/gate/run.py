@@ -45,7 +45,7 @@ from pytest_ortperf.ort.workers import WorkerError, WorkerPool
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
-from pytest_ortperf.reports.ci_files import gate_time, write_reports
+from pytest_ortperf.reports.ci_files import gate_time, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, lock_wait_lines, profile_lines
 from pytest_ortperf.reports.tradeoffs import tradeoff_tables, worth_showing
@@ -549,6 +549,8 @@ class OrtperfRun:
             traces=self.traces(),
             unused=self.update_report.unused if self.update_report else self.strict_unused,
             run_errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
+            html_path=config.html_path,
+            profiles=[*self.profile_records(), *self.results.worker_profiles()],
         )
 
     def summary(self, lost_workers: Sequence[str]) -> RunSummary:
@@ -579,6 +581,10 @@ class OrtperfRun:
                 *self.results.worker_profile_lines(),
             ],
         )
+
+    def profile_records(self) -> list[dict[str, Any]]:
+        """This process's profiled tests, for the reports."""
+        return [profile_record(report) for report in self.profiles.reports]
 
     def traces(self) -> dict[str, list[str]]:
         """Trace paths per marked test, from this process and from xdist workers."""

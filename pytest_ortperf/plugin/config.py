@@ -118,6 +118,7 @@ def build_config(config: Any) -> OrtperfConfig:
         parallel_timing=_flag(config, "ortperf_parallel_timing"),
         report_path=_optional_path(config, "ortperf_report"),
         markdown_path=_optional_path(config, "ortperf_markdown"),
+        html_path=_optional_path(config, "ortperf_html"),
         model_cache=_optional_path(config, "ortperf_model_cache"),
         strict=_flag(config, "ortperf_strict"),
         run_timeout_s=_seconds(config, "ortperf_run_timeout"),

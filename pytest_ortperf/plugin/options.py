@@ -416,6 +416,14 @@ OPTIONS: tuple[OptionDef, ...] = (
         "PATH.md",
     ),
     OptionDef(
+        "--ortperf-html",
+        "ortperf_html",
+        "Write one self-contained HTML page of the run's checks, with charts (rendered from the JSON "
+        "report; `ortperf report` renders and merges reports later).",
+        "",
+        "PATH.html",
+    ),
+    OptionDef(
         "--ortperf-strict",
         "ortperf_strict",
         "Fail the run when baselines are unused (their tests were renamed or deleted).",

@@ -101,6 +101,7 @@ def export(run: OrtperfRun, benchmarks: Sequence[Mapping[str, Any]] = ()) -> str
                 missing_machines=run.machines_with_missing_baselines(),
                 traces=run.traces(),
                 profile_lines=[line for report in run.profiles.reports for line in profile_lines(report)],
+                profiles=run.profile_records(),
             ),
             "error": run.finish_error,
         }

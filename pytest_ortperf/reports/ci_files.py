@@ -15,13 +15,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.accuracy.metrics import OutputComparison
+from pytest_ortperf.accuracy.metrics import ERROR_EDGES, OutputComparison
 from pytest_ortperf.checks.accuracy import AccuracyResult
 from pytest_ortperf.checks.contracts import ContractResult
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.latency import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
+from pytest_ortperf.profiling.book import ProfileReport
+from pytest_ortperf.profiling.operators import op_profile
 from pytest_ortperf.reports.tradeoffs import HEADERS, cells, heading, tradeoff_tables
 from pytest_ortperf.store.keys import CheckKey
 
@@ -83,6 +85,10 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
                 "median_ms": result.baseline.latency.median_ms,
                 "p90_ms": result.baseline.latency.p90_ms,
                 "recorded": result.baseline.recorded,
+                "round_medians_ms": list(result.baseline.latency.round_medians_ms),
+                # A profiled test's operator profile, as recorded (the HTML report draws it against
+                # the run's own profile).
+                **({"profile": result.baseline.profile.as_dict()} if result.baseline.profile else {}),
             }
             if result.baseline is not None and result.baseline.latency is not None
             else None
@@ -233,6 +239,33 @@ def output_record(comparison: OutputComparison) -> dict[str, Any]:
             else None
         ),
         "tolerance": {name: _number(value) for name, value in asdict(comparison.tolerance).items()},
+        **(
+            {
+                "against_tolerance": {"edges": list(ERROR_EDGES), "counts": list(comparison.error_bins)},
+                "worst_elements": [
+                    {"index": list(index), "actual": _number(actual), "expected": _number(expected)}
+                    for index, actual, expected in comparison.worst_elements
+                ],
+            }
+            if comparison.error_bins
+            else {}
+        ),
+    }
+
+
+def profile_record(report: ProfileReport) -> dict[str, Any]:
+    """Where a profiled test's runs spent their time, per run: by op type and node (the form a
+    baseline keeps its profile in, so the two compare) and by provider."""
+    summary = report.summary
+    runs = max(summary.runs, 1)
+    return {
+        "test": report.nodeid,
+        "runs": summary.runs,
+        "run_ms": summary.run_us / runs / 1000,
+        "profile": op_profile(summary).as_dict(),
+        "providers": {row.name: row.us / runs for row in summary.by_provider},
+        "fallback_nodes": list(summary.fallback_nodes),
+        "warnings": list(report.warnings),
     }
 
 
@@ -311,9 +344,11 @@ def report_document(
     traces: Mapping[str, Sequence[str]],
     unused: Sequence[str],
     run_errors: Sequence[str] = (),
+    profiles: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The whole run; ``run_errors`` are problems of the run rather than of one check (a baseline
-    that could not be written, an xdist worker that went down)."""
+    that could not be written, an xdist worker that went down); ``profiles``: the profiled tests'
+    :func:`profile_record`."""
     checks = [dict(r, traces=list(traces.get(str(r["test"]), []))) for r in records]
     document = {
         "plugin_version": version,
@@ -325,6 +360,7 @@ def report_document(
         "run_errors": list(run_errors),
         "unused_baselines": list(unused),
         "tradeoffs": [table.as_dict() for table in tradeoff_tables(records)],
+        "profiles": [dict(profile) for profile in profiles],
     }
     rounded_document: dict[str, Any] = rounded(document)
     return rounded_document
@@ -449,13 +485,16 @@ def write_reports(
     traces: Mapping[str, Sequence[str]],
     unused: Sequence[str],
     run_errors: Sequence[str],
+    html_path: Path | None = None,
+    profiles: Sequence[Mapping[str, Any]] = (),
 ) -> None:
-    """The JSON report and the markdown summary whenever asked for, even with no check at all;
-    GitHub's step summary (``step_summary``) only when there is something to show: the plugin
-    loads in every suite. ``machine`` and ``runtime`` are asked only when a file is written."""
-    if not (report_path or markdown_path or (step_summary and (records or run_errors))):
+    """The JSON report, the HTML page (rendered from that report) and the markdown summary
+    whenever asked for, even with no check at all; GitHub's step summary (``step_summary``) only
+    when there is something to show: the plugin loads in every suite. ``machine`` and ``runtime``
+    are asked only when a file is written."""
+    if not (report_path or markdown_path or html_path or (step_summary and (records or run_errors))):
         return
-    if report_path:
+    if report_path or html_path:
         document = report_document(
             records,
             machine=machine(),
@@ -464,8 +503,16 @@ def write_reports(
             traces=traces,
             unused=unused,
             run_errors=run_errors,
+            profiles=profiles,
         )
-        write_json(report_path, document)
+        if report_path:
+            write_json(report_path, document)
+        if html_path:
+            from pytest_ortperf.reports.page import Job, write_page  # only a run that asks for it
+
+            # From the JSON text itself, so that `ortperf report` on the JSON report renders this page.
+            source = json.loads(json.dumps(document, sort_keys=True))
+            write_page(html_path, [Job(label="", document=source)])
     text = markdown(records, machine=machine(), unused=unused, run_errors=run_errors)
     if markdown_path:
         markdown_path.parent.mkdir(parents=True, exist_ok=True)

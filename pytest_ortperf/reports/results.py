@@ -43,6 +43,7 @@ class _Handed:
     missing_machines: set[str] = field(default_factory=set)
     traces: dict[str, list[str]] = field(default_factory=dict)
     profile_lines: list[str] = field(default_factory=list)
+    profiles: list[dict[str, Any]] = field(default_factory=list)
 
 
 class RunResults:
@@ -155,8 +156,17 @@ class RunResults:
     def worker_profile_lines(self) -> list[str]:
         return list(self._handed.profile_lines)
 
+    def worker_profiles(self) -> list[dict[str, Any]]:
+        """The workers' profiled tests, as :func:`~pytest_ortperf.reports.ci_files.profile_record`."""
+        return list(self._handed.profiles)
+
     def handover(
-        self, *, missing_machines: Sequence[str], traces: dict[str, list[str]], profile_lines: Sequence[str]
+        self,
+        *,
+        missing_machines: Sequence[str],
+        traces: dict[str, list[str]],
+        profile_lines: Sequence[str],
+        profiles: Sequence[Mapping[str, Any]] = (),
     ) -> dict[str, Any]:
         """What an xdist worker hands the controller, as JSON-able data."""
         return {
@@ -168,6 +178,7 @@ class RunResults:
             "records": self.records,
             "traces": traces,
             "profile_lines": list(profile_lines),
+            "profiles": [dict(profile) for profile in profiles],
         }
 
     def take_over(self, data: dict[str, Any]) -> None:
@@ -180,4 +191,5 @@ class RunResults:
         handed.missing_machines.update(data["missing_machines"])
         handed.traces.update(data["traces"])
         handed.profile_lines += data["profile_lines"]
+        handed.profiles += data.get("profiles", [])
         self._records += data["records"]

@@ -33,6 +33,7 @@ def fake_run(store: BaselineStore) -> Any:
         finish_error="",
         machines_with_missing_baselines=list,
         traces=dict,
+        profile_records=list,
     )
     run.add_errors = lambda *messages: setattr(run, "finish_error", "; ".join(filter(None, [run.finish_error, *messages])))
     return run
