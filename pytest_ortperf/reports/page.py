@@ -17,8 +17,9 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ def read_report(path: Path) -> Job:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ReportFileError(f"{path}: cannot read the report ({exc.strerror or exc})") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (RecursionError, ValueError) as exc:  # JSONDecodeError, bad UTF-8, numbers past 4300 digits
         raise ReportFileError(f"{path}: not a JSON report ({exc})") from exc
     if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
         raise ReportFileError(
@@ -83,6 +84,19 @@ def read_report(path: Path) -> Job:
     if bad:
         raise ReportFileError(f"{path}: check {bad[0]} is not a check record (needs test, kind and verdict)")
     return Job(label=path.stem, document=document)
+
+
+def _listed(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _objects(value: object) -> list[Mapping[str, Any]]:
+    """The objects of a list in a report (one read from a file may hold anything there)."""
+    return [item for item in _listed(value) if isinstance(item, Mapping)]
+
+
+def _checks(document: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [check for check in _listed(document.get("checks")) if _is_check(check)]
 
 
 def _is_check(check: object) -> bool:
@@ -141,9 +155,7 @@ def render_page(jobs: Sequence[Job], *, problems: Sequence[str] = ()) -> str:
     merged = len(jobs) > 1
     checks = [
         _Check(anchor=f"c{n}", job=job.label if merged else "", record=record)
-        for n, (job, record) in enumerate(
-            (job, record) for job in jobs for record in job.document.get("checks", []) if _is_check(record)
-        )
+        for n, (job, record) in enumerate((job, record) for job in jobs for record in _checks(job.document))
     ]
     ordered = sorted(checks, key=lambda c: (c.state not in ("failed", ERROR), c.job, str(c.record["test"])))
     failed = sum(c.state in ("failed", ERROR) for c in checks)
@@ -190,9 +202,10 @@ def _header(jobs: Sequence[Job], checks: Sequence[_Check], problems: Sequence[st
         name = f"<b>{escape(job.label)}</b>: " if job.label else ""
         runs.append(f"<div class='muted'>{name}{facts}</div>")
         runs += [
-            f"<div class='runerr'>{name}run error: {escape(str(e))}</div>" for e in doc.get("run_errors", [])
+            f"<div class='runerr'>{name}run error: {escape(str(e))}</div>"
+            for e in _listed(doc.get("run_errors"))
         ]
-        unused = doc.get("unused_baselines") or []
+        unused = _listed(doc.get("unused_baselines"))
         if unused:
             runs.append(f"<div class='muted'>{name}{len(unused)} unused baseline entries</div>")
     runs += [f"<div class='runerr'>left out: {escape(problem)}</div>" for problem in problems]
@@ -223,8 +236,12 @@ def _summary(checks: Sequence[_Check], merged: bool) -> str:
     rows = []
     for check in checks:
         r = check.record
-        before, after = _sides(r)
-        change_text, change_value = _change(r)
+        try:
+            before, after = _sides(r)
+            change_text, change_value = _change(r)
+        except DAMAGE as exc:  # a damaged record still gets its row, saying so
+            before, after = ("-", None), ("-", None)
+            change_text, change_value = f"could not be read: {exc!r}", None
         mark = {"failed": "✗", ERROR: "✗", "warn": "?", "ok": "✓"}[check.state]
         test, variant = str(r["test"]), str(r.get("variant", ""))
         cells_ = [
@@ -345,17 +362,17 @@ def _details(checks: Sequence[_Check], jobs: Sequence[Job]) -> str:
     profiled = {
         (job.label if len(jobs) > 1 else "", str(p.get("test")))
         for job in jobs
-        for p in job.document.get("profiles", [])
+        for p in _objects(job.document.get("profiles"))
     }
     sections = []
     for check in checks:
         r = check.record
-        body = _BODIES.get(str(r["kind"]), _plain)(r)
-        facts = _facts(check, profiled)
+        body = _guarded(partial(_BODIES.get(str(r["kind"]), _plain), r), "this check's figures")
+        facts = _guarded(partial(_facts, check, profiled), "this check's facts")
         message = str(r.get("message") or "").strip()
         shown = f"<pre>{escape(message)}</pre>" if message else ""
         opened = " open" if check.state in ("failed", ERROR) else ""
-        change_text, _ = _change(r)
+        change_text = _change_text(r)
         sections.append(
             f'<details class="check {check.state}" id="{check.anchor}"{opened}><summary>'
             f'<span class="v-{check.state}">{escape(str(r["verdict"]))}</span> · '
@@ -365,6 +382,29 @@ def _details(checks: Sequence[_Check], jobs: Sequence[Job]) -> str:
             f'<div class="body">{facts}{body}{shown}</div></details>'
         )
     return f'<section id="checks"><h2>Checks</h2>{"".join(sections)}</section>'
+
+
+DAMAGE = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError)
+
+
+def _guarded(draw: Callable[[], str], what: str) -> str:
+    """``draw()``, or a line saying ``what`` could not be drawn: a report from a file (another
+    version's, or edited by hand) may hold anything, and one damaged record costs only its own part."""
+    try:
+        return draw()
+    except DAMAGE as exc:
+        return _damaged(what, exc)
+
+
+def _damaged(what: str, exc: Exception) -> str:
+    return f"<p class='runerr'>{escape(what)} could not be drawn from this report ({escape(repr(exc))})</p>"
+
+
+def _change_text(record: Mapping[str, Any]) -> str:
+    try:
+        return _change(record)[0]
+    except DAMAGE:
+        return "-"
 
 
 def _facts(check: _Check, profiled: set[tuple[str, str]]) -> str:
@@ -775,11 +815,13 @@ def _profiles(jobs: Sequence[Job], checks: Sequence[_Check]) -> str:
     sections = []
     for job in jobs:
         label = job.label if merged else ""
-        for profile in job.document.get("profiles", []):
+        for profile in _objects(job.document.get("profiles")):
             if not isinstance(profile, Mapping):
                 continue
             test = str(profile.get("test", "?"))
-            sections.append(_profile(label, test, profile, baselines.get((label, test))))
+            baseline = baselines.get((label, test))
+            drawn = _guarded(partial(_profile, label, test, profile, baseline), f"the profile of {test}")
+            sections.append(drawn)
     body = (
         "".join(sections) or "<p class='muted'>No profiled test (mark one with <code>ort_profile</code>).</p>"
     )
@@ -902,9 +944,15 @@ def _nodes_grew(before: object, after: object) -> list[tuple[str, str, str, floa
 def _tradeoffs(jobs: Sequence[Job], merged: bool) -> str:
     sections = []
     for job in jobs:
-        records = [r for r in job.document.get("checks", []) if _is_check(r)]
-        for table in tradeoff_tables(records):
-            sections.append(_tradeoff(table, job.label if merged else ""))
+        label = job.label if merged else ""
+        try:
+            tables = tradeoff_tables(_checks(job.document))
+        except DAMAGE as exc:
+            sections.append(_damaged(f"the trade-offs{' of ' + label if label else ''}", exc))
+            continue
+        sections += [
+            _guarded(partial(_tradeoff, table, label), f"the trade-offs of {table.model}") for table in tables
+        ]
     body = "".join(sections) or "<p class='muted'>No model ran two or more variants.</p>"
     return (
         '<section id="tradeoffs"><h2>Trade-offs per model</h2><p class="muted">Each variant '
@@ -953,8 +1001,3 @@ def _tradeoff(table: TradeoffTable, job: str) -> str:
         f"<h3>{escape(name)}</h3><div class='charts'>{chart}"
         f"<table style='width:auto'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )
-
-
-def records_of(jobs: Iterable[Job]) -> list[Mapping[str, Any]]:
-    """Every check record of ``jobs``, for a merged JSON report."""
-    return [record for job in jobs for record in job.document.get("checks", []) if _is_check(record)]

@@ -189,7 +189,11 @@ def _speedup(
             continue
         if contract.get("other") != (variant if inverted else base):
             continue
-        value, low, high = (float(measured[k]) for k in ("value", "low", "high"))
+        figures = [measured.get(k) for k in ("value", "low", "high")]
+        numbers = [float(f) for f in figures if isinstance(f, (int, float)) and math.isfinite(f) and f > 0]
+        if len(numbers) != len(figures):
+            continue  # a hand-edited or damaged report's record: no interval to show
+        value, low, high = numbers
         if inverted:
             value, low, high = 1.0 / value, 1.0 / high, 1.0 / low
         return SpeedupCell(value, low, high, SIDE_BY_SIDE)
@@ -228,11 +232,11 @@ def _accuracy(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, float
     for record in records:
         if record.get("kind") != "accuracy":
             continue
-        for reference in record.get("references") or []:
+        for reference in _listed(record.get("references")):
             if not str(reference.get("reference", "")).startswith("variant "):
                 continue
             verdict = "FAILED" if reference.get("failed") or verdict == "FAILED" else "ok"
-            for output in reference.get("outputs") or []:
+            for output in _listed(reference.get("outputs")):
                 cosine, sqnr = output.get("cosine"), output.get("sqnr_db")
                 if isinstance(cosine, (int, float)):
                     cosines.append(float(cosine))
@@ -241,11 +245,18 @@ def _accuracy(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, float
     return (min(cosines) if cosines else None, min(sqnrs) if sqnrs else None, verdict)
 
 
+def _listed(value: object) -> list[Mapping[str, Any]]:
+    """The objects of a list in a record (a report read from a file may hold anything there)."""
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
 def _contract_text(record: Mapping[str, Any]) -> str:
-    contract = record.get("contract") or {}
+    contract = record.get("contract")
+    contract = contract if isinstance(contract, Mapping) else {}
     kind = "faster than" if contract.get("kind") == "faster_than" else "agrees with"
     bound = contract.get("bound")
-    bound_text = f"{bound:g}x" if contract.get("kind") == "faster_than" else f"{bound:g}"
+    bound_text = f"{bound:g}" if isinstance(bound, (int, float)) else str(bound)
+    bound_text += "x" if contract.get("kind") == "faster_than" else ""
     return f"{kind} {contract.get('other')} {bound_text}: {record.get('verdict')}"
 
 

@@ -220,9 +220,9 @@ RAW_LITERALS = st.one_of(
     st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1e-999", "-0", "0.0", "1E400"]),
     st.integers(4290, 4310).map(lambda n: Raw("9" * n)),  # around the 4300-digit limit
     st.integers(309, 4300).map(lambda n: "1" * n),  # past float range, within the digit limit
-    st.tuples(st.integers(1, 500) | st.sampled_from([1000, 3000, 100_000]), st.sampled_from(["list", "dict"])).map(
-        lambda t: _nested(*t)
-    ),
+    st.tuples(
+        st.integers(1, 500) | st.sampled_from([1000, 3000, 100_000]), st.sampled_from(["list", "dict"])
+    ).map(lambda t: _nested(*t)),
 ).map(lambda v: v if isinstance(v, Raw) else Raw(v))
 
 
@@ -247,12 +247,16 @@ JSON_SCALARS = st.one_of(
     st.integers(),
     st.floats(),  # NaN and infinities included: json.dumps writes NaN/Infinity, json.loads reads them
     st.text(max_size=20),
-    st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010, exclude_categories=()), max_size=3),  # lone surrogates
+    st.text(
+        st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010, exclude_categories=()), max_size=3
+    ),  # lone surrogates
     EDGE_NUMBERS,
 )
 JSON_VALUES = st.recursive(
     JSON_SCALARS,
-    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
     max_leaves=30,
 )
 # What replaces one field of a valid document: wrong types, non-finite, huge, negative, raw literals.
@@ -357,7 +361,9 @@ def profile_dicts(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "runs": draw(st.integers(0, 10)),
         "ops": {op: {"us": us, "nodes": n} for op, (us, n) in ops.items()},
-        "nodes": {n: {"op": op, "provider": "CPUExecutionProvider", "us": us} for n, (op, us) in nodes.items()},
+        "nodes": {
+            n: {"op": op, "provider": "CPUExecutionProvider", "us": us} for n, (op, us) in nodes.items()
+        },
     }
 
 
@@ -483,7 +489,9 @@ def test_baseline_parse_random_text(text: str) -> None:
 @given(
     document=(
         JSON_VALUES
-        | st.builds(lambda s, e: {"schema": s, "kind": KIND, "entries": e}, st.sampled_from([1, SCHEMA]), JSON_VALUES)
+        | st.builds(
+            lambda s, e: {"schema": s, "kind": KIND, "entries": e}, st.sampled_from([1, SCHEMA]), JSON_VALUES
+        )
     )
 )
 @fuzz()
@@ -577,7 +585,11 @@ def test_graph_figures_from_dict(data: Any) -> None:
     assert GraphFigures.from_dict(figures.as_dict()) == figures
 
 
-@given(value=JSON_VALUES | st.text(max_size=12) | st.dictionaries(st.text(max_size=8), st.integers() | st.booleans()))
+@given(
+    value=JSON_VALUES
+    | st.text(max_size=12)
+    | st.dictionaries(st.text(max_size=8), st.integers() | st.booleans())
+)
 @fuzz()
 def test_graph_thresholds_and_transformer_options(value: Any) -> None:
     """ort_thresholds(graph=...) and ort_model(transformers=...): a value or a UsageError naming the marker."""
@@ -591,19 +603,19 @@ def test_graph_thresholds_and_transformer_options(value: Any) -> None:
         assert not message or message.startswith("the marker: ")
 
 
-CONTRACT_VALUES = (
-    JSON_VALUES
-    | st.dictionaries(
-        st.sampled_from(["cpu-disabled", "cpu-all-int8-static", "cuda-all", "cpu", "x-y-fp16", ""]) | st.text(max_size=8),
-        st.floats(allow_nan=True) | st.integers() | st.booleans() | st.text(max_size=4),
-        max_size=3,
-    )
+CONTRACT_VALUES = JSON_VALUES | st.dictionaries(
+    st.sampled_from(["cpu-disabled", "cpu-all-int8-static", "cuda-all", "cpu", "x-y-fp16", ""])
+    | st.text(max_size=8),
+    st.floats(allow_nan=True) | st.integers() | st.booleans() | st.text(max_size=4),
+    max_size=3,
 )
 
 
 @given(
     args=st.lists(JSON_VALUES, max_size=1),
-    kwargs=st.dictionaries(st.sampled_from(["faster_than", "agreement", "speedup"]), CONTRACT_VALUES, max_size=2),
+    kwargs=st.dictionaries(
+        st.sampled_from(["faster_than", "agreement", "speedup"]), CONTRACT_VALUES, max_size=2
+    ),
 )
 @fuzz()
 def test_contract_marker_values(args: list[Any], kwargs: dict[str, Any]) -> None:
@@ -650,7 +662,11 @@ def byte_mutated(draw: st.DrawFn, blobs: st.SearchStrategy[bytes]) -> bytes:
         if action == "flip" and data:
             data[position] ^= 1 << draw(st.integers(0, 7))
         elif action == "set" and data:
-            data[position] = draw(st.sampled_from([0x00, 0xFF, 0x7F, 0x80])) if draw(st.booleans()) else draw(st.integers(0, 255))
+            data[position] = (
+                draw(st.sampled_from([0x00, 0xFF, 0x7F, 0x80]))
+                if draw(st.booleans())
+                else draw(st.integers(0, 255))
+            )
         elif action == "insert":
             data[position:position] = draw(st.binary(min_size=1, max_size=8))
         elif action == "delete":
@@ -685,14 +701,20 @@ def crafted_npz(draw: st.DrawFn) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         for index in range(draw(st.integers(1, 3))):
-            fields = {key: draw(values) for key, values in NPY_HEADER_VALUES.items() if draw(st.integers(0, 9))}
+            fields = {
+                key: draw(values) for key, values in NPY_HEADER_VALUES.items() if draw(st.integers(0, 9))
+            }
             header = "{" + "".join(f"'{k}': {v}, " for k, v in fields.items()) + "}"
             header = header.ljust(draw(st.integers(len(header), len(header) + 100)))
             version = draw(st.sampled_from([(1, 0), (2, 0), (3, 0), (9, 9)]))
             encoded = header.encode("latin-1", "replace") + b"\n"
             size = len(encoded).to_bytes(2 if version[0] == 1 else 4, "little")
             body = draw(st.binary(max_size=64))
-            name = draw(st.sampled_from([f"a{index}.npy", f"a{index}", f"../x{index}.npy", f"d/{index}.npy", f"/{index}"]))
+            name = draw(
+                st.sampled_from(
+                    [f"a{index}.npy", f"a{index}", f"../x{index}.npy", f"d/{index}.npy", f"/{index}"]
+                )
+            )
             archive.writestr(name, b"\x93NUMPY" + bytes(version) + size + encoded + body)
     return buffer.getvalue()
 
@@ -736,7 +758,9 @@ DATA_JSON_TEXTS = st.one_of(
     st.sampled_from([1_000, 100_000]).map(lambda depth: '{"a": ' * depth + "1" + "}" * depth),
     st.sampled_from([1_000, 100_000]).map(lambda depth: "[" * depth + "]" * depth),
 )
-OUTPUT_PB = numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "y").SerializeToString()
+OUTPUT_PB = numpy_helper.from_array(
+    np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "y"
+).SerializeToString()
 
 
 def _data_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -794,7 +818,9 @@ def test_input_npz_beside_the_model(tmp_path_factory: pytest.TempPathFactory, da
 
 # --------------------------------------------------------------------------- traces
 
-PROVIDERS = st.sampled_from(["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider", ""])
+PROVIDERS = st.sampled_from(
+    ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider", ""]
+)
 # Mostly real microsecond counts; sometimes negative, float or near the end of float range.
 DURATIONS = st.one_of(
     st.integers(0, 500),
@@ -890,7 +916,9 @@ def _run_cli(argv: list[str]) -> tuple[int, str, str]:
     options=st.sampled_from([[], ["--json"], ["--provider", "cuda"], ["--top", "0"]]),
 )
 @fuzz(0.5)
-def test_ortperf_profile_cli(tmp_path_factory: pytest.TempPathFactory, data: bytes, options: list[str]) -> None:
+def test_ortperf_profile_cli(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, options: list[str]
+) -> None:
     """`ortperf profile FILE`: a summary (exit 0) or one 'ortperf: error:' line naming the file (exit 2)."""
     tried("ortperf profile")
     path = tmp_path_factory.mktemp("trace") / "trace.json"
@@ -900,6 +928,70 @@ def test_ortperf_profile_cli(tmp_path_factory: pytest.TempPathFactory, data: byt
     if code == 2:
         assert err.startswith("ortperf: error:"), err
         assert str(path) in err, err
+
+
+# --------------------------------------------------------------------------- JSON reports (the HTML page)
+# `ortperf report` reads JSON reports that may come from another version, or be cut short or edited
+# by hand: read_report gives a Job or a ReportFileError naming the file, and a Job always renders.
+EXAMPLE_REPORT = json.loads(
+    (Path(__file__).parents[1] / "unit" / "reports" / "example_report.json").read_text()
+)
+
+
+def _small(value: Any) -> Any:
+    """The example report with every list and object cut to its first 4 items: each kind of check
+    and field stays, and a failing example's repr stays readable."""
+    if isinstance(value, list):
+        return [_small(item) for item in value[:4]]
+    if isinstance(value, dict):
+        keep = list(value)[:4] if not {"test", "kind", "checks"} & set(value) else list(value)
+        return {key: _small(value[key]) for key in keep}
+    return value
+
+
+@st.composite
+def report_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """One to three of the example report's checks (of any kind), its profiles and trade-offs."""
+    picked = draw(st.lists(st.sampled_from(range(len(EXAMPLE_REPORT["checks"]))), min_size=1, max_size=3))
+    document = {key: value for key, value in EXAMPLE_REPORT.items() if key != "checks"}
+    document["checks"] = [EXAMPLE_REPORT["checks"][i] for i in picked]
+    return {key: _small(value) for key, value in document.items()}
+
+
+REPORT_DOCUMENTS = report_documents()
+
+
+def _check_report_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    from pytest_ortperf.reports.page import ReportFileError, read_report, render_page
+
+    path = tmp_path_factory.mktemp("report") / "report.json"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        job = read_report(path)
+    except ReportFileError as exc:
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        assert str(path) in problem
+        return
+    page = render_page([job])
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count('<tr class="') == len(job.document["checks"])
+
+
+@given(document=mutated(REPORT_DOCUMENTS))
+@fuzz(0.5)
+def test_report_page_mutated_document(tmp_path_factory: pytest.TempPathFactory, document: Any) -> None:
+    tried("page.read_report")
+    _check_report_text(tmp_path_factory, to_json(document))
+
+
+@given(text=text_mutated(REPORT_DOCUMENTS.map(to_json)))
+@fuzz(0.5)
+def test_report_page_mutated_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    tried("page.read_report")
+    _check_report_text(tmp_path_factory, text)
 
 
 # --------------------------------------------------------------------------- option, ini and marker values
@@ -917,7 +1009,9 @@ SETTING_KEYS = st.sampled_from(["intra_op_threads", "inter_op_threads", "executi
                                 "inter_op_spinning", "cpu_mem_arena", "mem_pattern", "denormal_as_zero",
                                 "intra_op_thread_affinities", "config.session.x", "config.", "cuda:x", "cpu:arena",
                                 "bogus:x", "config_entries", "provider_options"])  # fmt: skip
-TOLERANCE_KEYS = st.sampled_from(["atol", "rtol", "cosine", "mismatch", "logits.atol", ".rtol", "a.b.cosine", "x"])
+TOLERANCE_KEYS = st.sampled_from(
+    ["atol", "rtol", "cosine", "mismatch", "logits.atol", ".rtol", "a.b.cosine", "x"]
+)
 # What Python makes of undecodable bytes in argv or a file (surrogateescape): lone surrogates.
 SURROGATES = st.text(st.characters(min_codepoint=0xDC80, max_codepoint=0xDCFF, exclude_categories=()),
                      min_size=1, max_size=2)  # fmt: skip
@@ -955,9 +1049,16 @@ def _assignment(keys: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 SETTING_LINES = st.lists(option_text() | _assignment(SETTING_KEYS), max_size=5)
 TOLERANCE_LINES = st.lists(option_text() | _assignment(TOLERANCE_KEYS), max_size=5)
 # (Built by map: hypothesis cannot repr a strategy holding an int of more than 4300 digits.)
-HUGE_INTS = st.sampled_from([2**31, 2**63, 2**64, 10**400, -(10**400)]) | st.integers(4301, 5000).map(lambda n: 10**n)
+HUGE_INTS = st.sampled_from([2**31, 2**63, 2**64, 10**400, -(10**400)]) | st.integers(4301, 5000).map(
+    lambda n: 10**n
+)
 PY_VALUES = st.one_of(
-    JSON_VALUES, option_text(), NUMBER_TEXT, HUGE_INTS, st.tuples(JSON_SCALARS, JSON_SCALARS), st.binary(max_size=8)
+    JSON_VALUES,
+    option_text(),
+    NUMBER_TEXT,
+    HUGE_INTS,
+    st.tuples(JSON_SCALARS, JSON_SCALARS),
+    st.binary(max_size=8),
 )
 
 
@@ -1158,11 +1259,14 @@ def _safe_model_name(name: str) -> bool:
 
 @given(
     data=st.binary(max_size=4096),
-    name=(st.text(min_size=1, max_size=40) | st.integers(200, 5000).map(lambda n: "m" * n))
-    .filter(_safe_model_name),
+    name=(st.text(min_size=1, max_size=40) | st.integers(200, 5000).map(lambda n: "m" * n)).filter(
+        _safe_model_name
+    ),
 )
 @fuzz()
-def test_model_resolver_garbage_file(tmp_path_factory: pytest.TempPathFactory, data: bytes, name: str) -> None:
+def test_model_resolver_garbage_file(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, name: str
+) -> None:
     """A model file of any bytes resolves (it is only hashed), except a Git LFS pointer, which is a
     ModelError naming it; any relative name resolves or is an OrtperfError."""
     tried("models.ModelResolver.resolve")
@@ -1276,7 +1380,9 @@ def _assert_clean_build(answer: dict[str, Any], data: bytes = b"") -> None:
     assert "died" not in answer, f"ONNX Runtime crashed the process building this model: {answer}"
     if is_lfs_pointer(data):
         assert answer["build"] == "ModelError", answer
-        assert "is a Git LFS pointer" in answer["message"] or "are a Git LFS pointer" in answer["message"], answer
+        assert "is a Git LFS pointer" in answer["message"] or "are a Git LFS pointer" in answer["message"], (
+            answer
+        )
         return
     assert answer["build"] in ("ok", "SessionBuildError"), f"not a SessionBuildError: {answer}"
     if answer["build"] == "SessionBuildError":
@@ -1379,7 +1485,9 @@ def proto_mutated(draw: st.DrawFn) -> bytes:
             elif kind == "drop_node":
                 del graph.node[index]
         elif kind == "opset":
-            model.opset_import[0].version = draw(st.sampled_from([1, 6, 7, 11, 12, 17, 21, 22, 23, 24, 99, 0, -1]))
+            model.opset_import[0].version = draw(
+                st.sampled_from([1, 6, 7, 11, 12, 17, 21, 22, 23, 24, 99, 0, -1])
+            )
         elif kind == "ir_version":
             model.ir_version = draw(st.sampled_from([0, 1, 3, 4, 7, 10, 11, 12, 99, -1]))
         elif kind == "value_info" and graph.input:
@@ -1432,14 +1540,18 @@ def test_session_from_garbage_bytes(worker: ModelWorker, data: bytes, by_path: b
     level=st.sampled_from(["all", "disabled"]),
 )
 @fuzz()
-def test_session_from_mutated_model_bytes(worker: ModelWorker, data: bytes, by_path: bool, level: str) -> None:
+def test_session_from_mutated_model_bytes(
+    worker: ModelWorker, data: bytes, by_path: bool, level: str
+) -> None:
     tried("SessionPool.get (mutated model bytes)")
     _assert_clean_build(worker.build(data, by_path=by_path, level=level, run=True), data)
 
 
 @given(data=proto_mutated(), by_path=st.booleans(), level=st.sampled_from(["all", "disabled"]))
 @fuzz()
-def test_session_from_mutated_model_proto(worker: ModelWorker, data: bytes, by_path: bool, level: str) -> None:
+def test_session_from_mutated_model_proto(
+    worker: ModelWorker, data: bytes, by_path: bool, level: str
+) -> None:
     tried("SessionPool.get (mutated ModelProto)")
     _assert_clean_build(worker.build(data, by_path=by_path, level=level, run=True), data)
 
@@ -1523,7 +1635,9 @@ def test_regression_baseline_accuracy_huge_int() -> None:
         parse(_baseline_document(accuracy=accuracy), path=BASELINE_PATH)
 
 
-@pytest.mark.parametrize("profile", [{"runs": 1, "ops": None, "nodes": {}}, {"runs": 1, "ops": {}, "nodes": [1]}])
+@pytest.mark.parametrize(
+    "profile", [{"runs": 1, "ops": None, "nodes": {}}, {"runs": 1, "ops": {}, "nodes": [1]}]
+)
 def test_regression_baseline_profile_not_an_object(profile: dict[str, Any]) -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
         parse(_baseline_document(profile=profile), path=BASELINE_PATH)
@@ -1553,10 +1667,15 @@ def test_regression_baseline_profile_nan_cannot_be_written_back() -> None:
 
 
 def test_regression_baseline_schema_2_figures_nan_cannot_be_written_back() -> None:
-    figures = {"recorded": "2026-11-22", "profile": {"runs": 1, "ops": {"Relu": {"us": Raw("NaN"), "nodes": 1}}, "nodes": {}}}
+    figures = {
+        "recorded": "2026-11-22",
+        "profile": {"runs": 1, "ops": {"Relu": {"us": Raw("NaN"), "nodes": 1}}, "nodes": {}},
+    }
     entry = {"variant": "cpu-all", "recorded": "2026-11-22", "recipe": {}, "figures": {"m": figures}}
     text = to_json({"schema": SCHEMA, "kind": KIND, "entries": {"test_a[cpu-all]": entry}})
-    with pytest.raises(BaselineError, match=r"test_x\.py\.json.*, figures of machine 'm' are damaged \(profile"):
+    with pytest.raises(
+        BaselineError, match=r"test_x\.py\.json.*, figures of machine 'm' are damaged \(profile"
+    ):
         parse(text, path=BASELINE_PATH)
 
 
@@ -1577,7 +1696,9 @@ def test_regression_trace_deep_nesting() -> None:
         parse_trace("[" * 100_000, source="trace.json")
 
 
-@pytest.mark.parametrize("ts", ["Infinity", "1e999", '"inf"', "1" + "0" * 309], ids=["Infinity", "1e999", "inf-text", "huge-int"])
+@pytest.mark.parametrize(
+    "ts", ["Infinity", "1e999", '"inf"', "1" + "0" * 309], ids=["Infinity", "1e999", "inf-text", "huge-int"]
+)
 def test_regression_trace_infinite_number(ts: str) -> None:
     text = '[{"cat": "Node", "name": "n", "ts": %s, "dur": 0}]' % ts  # noqa: UP031
     with pytest.raises(TraceError, match=r"trace\.json"):
@@ -1669,7 +1790,9 @@ def test_regression_model_path_too_long(tmp_path: Path) -> None:
 
 
 def test_regression_model_non_utf8_dim_name() -> None:
-    data = mlp_model().SerializeToString().replace(b"batch", b"\xffatch")  # the minimal byte flip the fuzzer found
+    data = (
+        mlp_model().SerializeToString().replace(b"batch", b"\xffatch")
+    )  # the minimal byte flip the fuzzer found
     session = onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
     with pytest.raises(InputsError):
         specs_from_session(session)

@@ -273,3 +273,17 @@ def test_a_page_replaces_the_previous_one_whole(tmp_path: Path, document: dict[s
     write_page(page, [Job("", document)])
     assert page.read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
+
+
+def test_a_damaged_record_costs_only_its_own_part(document: dict[str, Any]) -> None:
+    assert "could not be drawn" not in render_page([Job("", document)])
+    record = _check(document, "memory")
+    record["comparisons"] = 5  # hand-edited: not a list
+    document["profiles"][0]["providers"] = ["CPUExecutionProvider"]
+    page = render_page([Job("", document)])
+    assert page.count("could not be drawn from this report") == 2
+    assert "this check&#x27;s figures could not be drawn" in _section(page, record, "memory")
+    assert f"the profile of {document['profiles'][0]['test']} could not be drawn" in page
+    # Every other check is drawn as before.
+    assert page.count('<tr class="') == len(document["checks"])
+    assert "iv bad" in _section(page, _check(document, "latency", "regression"), "latency")
