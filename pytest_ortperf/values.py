@@ -1,11 +1,15 @@
 """User-given values: on/off words, option text, percentages, safe reprs for messages and file-name
-slugs."""
+slugs; and a text file written whole or not at all."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import os
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.errors import UsageError
@@ -91,3 +95,20 @@ def safe_repr(value: Any, limit: int = 60) -> str:
 def file_slug(text: str, *, length: int = 100) -> str:
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:length]
     return f"{readable}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
+def write_atomically(path: Path, text: str, *, mode: int | None = None) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, replaced in one step: a reader
+    sees the old file or the new one, never half of one, and a failure leaves no temporary file.
+    ``mode``: the new file's permissions (a temporary file is made 0600)."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        if mode is not None:
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

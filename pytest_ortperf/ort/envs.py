@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from typing import Any, TextIO
 
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.ort.worker_program import FLAVOURS
+from pytest_ortperf.values import write_atomically
 
 METADATA_FILE = "ortperf-env.json"
 PROJECT_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
@@ -330,7 +330,7 @@ class EnvCache:
         record = env.as_dict()
         del record["path"]
         record["distributions"] = [list(dist) for dist in probe.distributions]
-        _write_atomically(env_dir / METADATA_FILE, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        write_atomically(env_dir / METADATA_FILE, json.dumps(record, indent=1, sort_keys=True) + "\n")
         _say(out, f"created {key}: {env.runtime} ({', '.join(env.providers)}), python {env_python}")
         return env
 
@@ -451,15 +451,3 @@ def _rmtree(path: Path) -> None:
         path.unlink()
     elif path.exists():
         shutil.rmtree(path)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise

@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -31,6 +29,7 @@ from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.reports import svg
 from pytest_ortperf.reports.page_assets import SCRIPT, STYLE
 from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, tradeoff_tables
+from pytest_ortperf.values import write_atomically
 
 MAX_BARS = 14  # op types, nodes or providers a bar chart shows; the rest are summed up in words
 MAX_NODES_GREW = 10
@@ -122,14 +121,7 @@ def write_page(path: Path, jobs: Sequence[Job], *, problems: Sequence[str] = ())
     ``problems``: reports that could not be read, shown at the top."""
     text = render_page(jobs, problems=problems)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text, mode=0o644)  # a page to share, as a plain write would leave it
 
 
 @dataclass(frozen=True)

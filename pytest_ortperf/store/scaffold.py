@@ -147,7 +147,8 @@ INSTALL = 'python -m pip install "pytest-ortperf[gpu]"'
 AB = "pytest --ortperf-ab=auto --ortperf-report=ortperf-ab.json"
 GATE = (
     "pytest --ortperf-update=missing --ortperf-model-cache=.ortperf/models "
-    "--ortperf-report=ortperf-report.json --ortperf-markdown=ortperf-summary.md --junitxml=ortperf-junit.xml"
+    "--ortperf-report=ortperf-report.json --ortperf-html=ortperf-report.html "
+    "--ortperf-markdown=ortperf-summary.md --junitxml=ortperf-junit.xml"
 )
 
 
@@ -195,6 +196,7 @@ jobs:
           name: ortperf-reports
           path: |
             ortperf-*.json
+            ortperf-*.html
             ortperf-*.md
             ortperf-junit.xml
             .ortperf/profiles
@@ -219,6 +221,7 @@ ortperf-gate:
     when: always
     paths:
       - ortperf-report.json
+      - ortperf-report.html
       - ortperf-summary.md
       - .ortperf/profiles
     reports:
@@ -256,5 +259,8 @@ steps:
       testResultsFiles: ortperf-junit.xml
   - publish: .ortperf/profiles
     artifact: ortperf-traces
+    condition: always()
+  - publish: ortperf-report.html
+    artifact: ortperf-report
     condition: always()
 """

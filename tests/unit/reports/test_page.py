@@ -273,6 +273,7 @@ def test_a_page_replaces_the_previous_one_whole(tmp_path: Path, document: dict[s
     write_page(page, [Job("", document)])
     assert page.read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
+    assert page.stat().st_mode & 0o777 == 0o644  # readable by whoever it is shared with
 
 
 def test_a_damaged_record_costs_only_its_own_part(document: dict[str, Any]) -> None:
