@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.accuracy.metrics import TOLERANCE_BIN
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
@@ -36,8 +37,20 @@ MAX_NODES_GREW = 10
 SHAPES = ("circle", "square", "triangle", "diamond")  # svg.scatter's shape per series
 EXACT = 1e-9  # 1 - cosine below this is the rounding of the cosine's own sums: drawn as exact
 GREW = 1.10  # a node "grew" by more than this factor (or is new): smaller changes are run-to-run noise
-ERROR = "error"
-WARNINGS = frozenset({"missing", "no reference", "drifted", "inputs changed", "differs (reported)"})
+ERROR = str(Status.ERROR)
+# Passing verdicts that still ask for a look: drawn amber, not green.
+WARNINGS = frozenset(
+    str(status)
+    for status in (
+        Status.MISSING,
+        Status.NO_REFERENCE,
+        Status.DRIFTED,
+        Status.INPUTS_CHANGED,
+        Status.DIFFERS_REPORTED,
+        Status.INCONCLUSIVE,
+        Status.NOT_CONFIRMED,
+    )
+)
 
 
 class ReportFileError(OrtperfError):
@@ -138,7 +151,7 @@ class _Check:
             return ERROR
         if self.record.get("failed"):
             return "failed"
-        return "warn" if verdict in WARNINGS or verdict.startswith("inconclusive") else "ok"
+        return "warn" if verdict in WARNINGS else "ok"
 
 
 def render_page(jobs: Sequence[Job], *, problems: Sequence[str] = ()) -> str:

@@ -37,7 +37,8 @@ tr.failed td{background:#fff3f2}tr.error td{background:#fff3f2}
 .v-failed,.v-error{color:var(--bad);font-weight:600}.v-warn{color:var(--warn)}.v-ok{color:var(--ok)}
 #filter{margin:4px 0 6px;padding:4px 8px;width:22em;max-width:100%;border:1px solid var(--line);
 border-radius:4px}
-details.check{border:1px solid var(--line);border-radius:6px;margin:8px 0;background:#fff}
+details.check{border:1px solid var(--line);border-radius:6px;margin:8px 0;background:#fff;
+content-visibility:auto;contain-intrinsic-size:auto 40px}
 details.check>summary{padding:6px 10px;cursor:pointer;background:var(--card);border-radius:6px}
 details.check[open]>summary{border-bottom:1px solid var(--line);border-radius:6px 6px 0 0}
 details.check.failed,details.check.error{border-color:#f3b7b2}
