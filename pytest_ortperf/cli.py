@@ -282,7 +282,7 @@ def _merge(sources: Sequence[str], into: str | None) -> int:
 
 
 def _report(sources: Sequence[str], html: str) -> int:
-    from pytest_ortperf.reports.page import ReportFileError, read_reports, write_page
+    from pytest_ortperf.reports.html import ReportFileError, read_reports, write_page
 
     target = Path(html)
     inputs = [Path(source) for source in sources]

@@ -508,7 +508,7 @@ def write_reports(
         if report_path:
             write_json(report_path, document)
         if html_path:
-            from pytest_ortperf.reports.page import Job, write_page  # only a run that asks for it
+            from pytest_ortperf.reports.html import Job, write_page  # only a run that asks for it
 
             # From the JSON text itself, so that `ortperf report` on the JSON report renders this page.
             source = json.loads(json.dumps(document, sort_keys=True))

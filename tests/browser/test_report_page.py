@@ -15,7 +15,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.cli import main as ortperf_main
-from pytest_ortperf.reports.page import Job, write_page
+from pytest_ortperf.reports.html import Job, write_page
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SECTIONS = ("summary", "checks", "profiles", "tradeoffs")

@@ -962,7 +962,7 @@ REPORT_DOCUMENTS = report_documents()
 
 
 def _check_report_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
-    from pytest_ortperf.reports.page import ReportFileError, read_report, render_page
+    from pytest_ortperf.reports.html import ReportFileError, read_report, render_page
 
     path = tmp_path_factory.mktemp("report") / "report.json"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")

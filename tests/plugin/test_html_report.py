@@ -9,7 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from pytest_ortperf.reports.page import Job, render_page
+from pytest_ortperf.reports.html import Job, render_page
 from tests.models import mlp_model
 
 TESTS = """

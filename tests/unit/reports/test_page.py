@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.cli import main
-from pytest_ortperf.reports.page import (
+from pytest_ortperf.reports.html import (
     Job,
     ReportFileError,
     read_report,

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pytest_ortperf.reports.svg import (
+from pytest_ortperf.reports.html.svg import (
     Point,
     distributions,
     histogram,

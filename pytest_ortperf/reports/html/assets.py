@@ -1,7 +1,7 @@
 """The HTML report's stylesheet and script, inlined into every page: the page fetches nothing.
 
 The script only sorts and filters the summary table and opens a check when its row is followed;
-every chart is static SVG (``reports/svg.py``), so the page reads the same with scripts off.
+every chart is static SVG (``svg.py``), so the page reads the same with scripts off.
 """
 
 from __future__ import annotations

@@ -1,0 +1,350 @@
+"""Each check kind's figures on the page, one function a kind (:data:`DRAWINGS`).
+
+A new kind of check draws its record here: one function from the record to HTML, added to
+:data:`DRAWINGS`; a kind without one shows its facts and message only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from pytest_ortperf.accuracy.metrics import TOLERANCE_BIN
+from pytest_ortperf.graph.diff import GraphDiff
+from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.reports.html import svg
+from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figure, floats, short_number
+
+
+def _latency(record: Mapping[str, Any]) -> str:
+    current = record.get("current") or {}
+    now = floats(current.get("round_medians_ms")) if isinstance(current, Mapping) else []
+    reference = record.get("reference")
+    baseline = record.get("baseline")
+    sides: list[tuple[str, Sequence[float]]] = []
+    marks: list[tuple[str, float]] = []
+    before: list[float] = []
+    if isinstance(reference, Mapping):
+        before = floats(reference.get("round_medians_ms"))
+        sides.append((str(reference.get("label") or "reference"), before))
+    elif isinstance(baseline, Mapping):
+        before = floats(baseline.get("round_medians_ms"))
+        sides.append((f"baseline {baseline.get('recorded', '')}".strip(), before))
+        median = as_number(baseline.get("median_ms"))
+        if not before and median is not None and math.isfinite(median):
+            marks.append(("baseline median", median))
+    sides.append(("current", now))
+    charts = []
+    if now or before:
+        charts.append(
+            figure(
+                svg.distributions(sides, unit="ms", marks=marks),
+                "Round medians of each side (dots), their quartiles (box) and median.",
+            )
+        )
+    change = record.get("change")
+    if isinstance(change, Mapping):
+        ratio, low, high = (as_number(change.get(k)) for k in ("ratio", "low", "high"))
+        threshold = as_number(change.get("threshold")) or 0.0
+        if ratio is not None and low is not None and high is not None:
+            paired = (
+                [c / b for c, b in zip(now, before, strict=True) if b > 0]
+                if record.get("mode") == "a/b" and len(now) == len(before)
+                else []
+            )
+            confidence = as_number(change.get("confidence"))
+            charts.append(
+                figure(
+                    svg.interval(
+                        value=ratio,
+                        low=low,
+                        high=high,
+                        band=(1 / (1 + threshold), 1 + threshold),
+                        points=paired,
+                        failed=bool(record.get("failed")),
+                    ),
+                    f"Current / reference: {'paired round ratios (dots), ' if paired else ''}"
+                    f"the {confidence:.1%} interval (bar) and estimate; the band is the threshold "
+                    f"(±{threshold:.0%})."
+                    if confidence is not None
+                    else "Current / reference against the threshold band.",
+                )
+            )
+    return f'<div class="charts">{"".join(charts)}</div>' if charts else ""
+
+
+def _graph(record: Mapping[str, Any]) -> str:
+    current, reference = record.get("current"), record.get("reference")
+    if not isinstance(current, Mapping):
+        return ""
+    now = counts(current.get("ops"))
+    before = counts(reference.get("ops")) if isinstance(reference, Mapping) else {}
+    names = sorted(
+        set(now) | set(before),
+        key=lambda op: (now.get(op) == before.get(op), -max(now.get(op, 0), before.get(op, 0)), op),
+    )
+    rows: list[tuple[str, float | None, float | None]] = [
+        (op, float(before[op]) if op in before else (0.0 if before else None), float(now.get(op, 0)))
+        for op in names[:MAX_BARS]
+    ]
+    side = str(reference.get("label") or "reference") if isinstance(reference, Mapping) else "reference"
+    parts = []
+    diff = _graph_diff(reference, current)
+    if diff is not None:
+        lost, gained = diff.lost_fusions(), diff.gained_fusions()
+        placement = diff.placement_changes()
+        items = [f'<li class="lost">lost fusion: {escape(x)}</li>' for x in lost]
+        items += [f'<li class="gained">gained fusion: {escape(x)}</li>' for x in gained]
+        items += [f'<li class="lost">{escape(x)}</li>' for x in placement]
+        if not items:
+            items = [f"<li>{'same graph' if diff.same else escape(diff.text())}</li>"]
+        parts.append(f"<ul>{''.join(items)}</ul>")
+    more = len(names) - MAX_BARS
+    hidden = f"; {more} more op types not shown" if more > 0 else ""
+    caption = f"Nodes per op type after optimization, changed ones first{hidden}."
+    parts.append(
+        '<div class="charts">'
+        + figure(svg.paired_bars(rows, sides=(side, "current"), unit="nodes"), caption)
+        + "</div>"
+    )
+    providers = counts(current.get("providers"))
+    if providers:
+        placed = ", ".join(f"{name} {count}" for name, count in sorted(providers.items()))
+        parts.append(
+            f"<p class='muted'>placement: {escape(placed)}; off the requested provider "
+            f"{escape(str(current.get('off_provider', 0)))}, "
+            f"copy nodes {escape(str(current.get('copies', 0)))}</p>"
+        )
+    return "".join(parts)
+
+
+def _graph_diff(reference: object, current: Mapping[str, Any]) -> GraphDiff | None:
+    if not isinstance(reference, Mapping):
+        return None
+    try:
+        before = GraphFigures.from_dict({k: v for k, v in reference.items() if k != "label"})
+        after = GraphFigures.from_dict(current)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return GraphDiff(before, after)
+
+
+def _comparisons(record: Mapping[str, Any]) -> str:
+    rows = []
+    for c in record.get("comparisons") or []:
+        if not isinstance(c, Mapping):
+            continue
+        verdict = str(c.get("verdict", ""))
+        state = "failed" if verdict in ("regression", "failed") else "ok" if verdict == "ok" else "warn"
+        rows.append(
+            f"<tr><td>{escape(str(c.get('figure', '')))}</td>"
+            f"<td class='num'>{escape(_amount(c.get('before'), c.get('unit')))}</td>"
+            f"<td class='num'>{escape(_amount(c.get('after'), c.get('unit')))}</td>"
+            f"<td>{escape(str(c.get('text', '')))}</td><td>{escape(str(c.get('limit', '')))}</td>"
+            f"<td class='v-{state}'>{escape(verdict)}</td></tr>"
+        )
+    if not rows:
+        return ""
+    return (
+        "<table><thead><tr><th>figure</th><th>reference</th><th>current</th><th>change</th><th>limit</th>"
+        f"<th>verdict</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _amount(value: object, unit: object) -> str:
+    number = as_number(value)
+    if number is None:
+        return "-"
+    if unit == "bytes":
+        for size, name in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+            if abs(number) >= size:
+                return f"{number / size:.3g} {name}"
+        return f"{number:.0f} B"
+    return f"{number:.4g} {unit or ''}".strip()
+
+
+def _memory(record: Mapping[str, Any]) -> str:
+    parts = [_comparisons(record)]
+    current, reference = record.get("current"), record.get("reference")
+    if isinstance(current, Mapping):
+        now = counts(current.get("nodes"))
+        before = counts(reference.get("nodes")) if isinstance(reference, Mapping) else {}
+        names = sorted(set(now) | set(before), key=lambda n: -max(now.get(n, 0), before.get(n, 0)))
+        if names:
+            rows: list[tuple[str, float | None, float | None]] = [
+                (n, before[n] / 1024 if n in before else None, now[n] / 1024 if n in now else None)
+                for n in names[:MAX_BARS]
+            ]
+            more = len(names) - MAX_BARS
+            parts.append(
+                '<div class="charts">'
+                + figure(
+                    svg.paired_bars(rows, sides=("reference", "current"), unit="KiB"),
+                    f"Memory per node (KiB), largest first{f'; {more} more nodes' if more > 0 else ''}.",
+                )
+                + "</div>"
+            )
+    return "".join(parts)
+
+
+def _startup(record: Mapping[str, Any]) -> str:
+    parts = [_comparisons(record)]
+    current, reference = record.get("current"), record.get("reference")
+    charts = []
+    for key, name in (("create_ms", "session creation"), ("first_run_ms", "first run")):
+        now = floats(current.get(key)) if isinstance(current, Mapping) else []
+        before = floats(reference.get(key)) if isinstance(reference, Mapping) else []
+        if now or before:
+            charts.append(
+                figure(
+                    svg.distributions([("reference", before), ("current", now)], unit="ms"),
+                    f"{name}: one dot per fresh process",
+                )
+            )
+    if charts:
+        parts.append(f'<div class="charts">{"".join(charts)}</div>')
+    return "".join(parts)
+
+
+_BIN_LABELS = ("<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1", "10", "100", "≥1e3")
+
+
+def _accuracy(record: Mapping[str, Any]) -> str:
+    parts = []
+    for reference in record.get("references") or []:
+        if not isinstance(reference, Mapping):
+            continue
+        label = str(reference.get("reference", "reference"))
+        note = f" ({reference['note']})" if reference.get("note") else ""
+        outputs = [o for o in reference.get("outputs") or [] if isinstance(o, Mapping)]
+        parts.append(f"<h3>against {escape(label)}{escape(note)}</h3>")
+        if outputs:
+            parts.append(_output_table(outputs))
+        charts = [chart for chart in (_error_chart(o) for o in outputs) if chart]
+        if charts:
+            parts.append(f'<div class="charts">{"".join(charts)}</div>')
+        worst = [w for w in (_worst_table(o) for o in outputs) if w]
+        parts += worst
+    return "".join(parts)
+
+
+def _output_table(outputs: Sequence[Mapping[str, Any]]) -> str:
+    rows = []
+    for o in outputs:
+        ok = bool(o.get("ok"))
+        state = "ok" if ok else "failed"
+        result = "ok" if ok else f"failed: {o.get('failed_metric') or o.get('problem')}"
+        tolerance = o.get("tolerance") or {}
+        cosine, sqnr = as_number(o.get("cosine")), as_number(o.get("sqnr_db"))
+        count = int(as_number(o.get("count")) or 0)
+        mismatches = int(as_number(o.get("mismatches")) or 0)
+        rows.append(
+            f"<tr><td class='mono'>{escape(str(o.get('name', '')))}</td>"
+            f"<td class='num'>{short_number(o.get('max_abs'))}</td>"
+            f"<td class='num'>{short_number(o.get('mean_abs'))}</td>"
+            f"<td class='num'>{mismatches} of {count}</td>"
+            f"<td class='num'>{'-' if cosine is None else f'{cosine:.6f}'}</td>"
+            f"<td class='num'>{'-' if sqnr is None else f'{sqnr:.1f} dB'}</td>"
+            f"<td>{escape(_tolerance_text(tolerance))}</td><td class='v-{state}'>{escape(result)}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>output</th><th>max abs</th><th>mean abs</th><th>outside tolerance</th>"
+        "<th>cosine</th><th>SQNR</th><th>tolerance</th><th>result</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _tolerance_text(tolerance: object) -> str:
+    if not isinstance(tolerance, Mapping):
+        return ""
+    names = ("atol", "rtol", "cosine", "mismatch", "sqnr")
+    return ", ".join(
+        f"{n} {tolerance[n]:g}"
+        for n in names
+        if isinstance(tolerance.get(n), (int, float)) and (tolerance[n] or n == "atol")
+    )
+
+
+def _error_chart(output: Mapping[str, Any]) -> str:
+    spread = output.get("against_tolerance")
+    if not isinstance(spread, Mapping):
+        return ""
+    counts = [int(c) for c in spread.get("counts", []) if isinstance(c, int)]
+    if not counts or (not any(counts[1:]) and not as_number(output.get("max_abs"))):
+        return ""  # every element exact: nothing to draw
+    labels = list(_BIN_LABELS[: len(counts)])
+    return figure(
+        svg.histogram(
+            counts, labels, marker=float(TOLERANCE_BIN), marker_label="tolerance", bad_from=TOLERANCE_BIN
+        ),
+        f"{output.get('name')}: elements by error / (atol + rtol·|expected|); right of the line is "
+        "outside the tolerance.",
+    )
+
+
+def _worst_table(output: Mapping[str, Any]) -> str:
+    worst = [w for w in output.get("worst_elements") or [] if isinstance(w, Mapping)]
+    if not worst or output.get("ok"):
+        return ""
+    rows = "".join(
+        f"<tr><td class='mono'>{escape(str(w.get('index')))}</td>"
+        f"<td class='num'>{short_number(w.get('actual'))}</td>"
+        f"<td class='num'>{short_number(w.get('expected'))}</td></tr>"
+        for w in worst
+    )
+    return (
+        f"<p>worst elements of <code>{escape(str(output.get('name')))}</code>:</p>"
+        f"<table><thead><tr><th>index</th><th>actual</th><th>expected</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _contract(record: Mapping[str, Any]) -> str:
+    contract = record.get("contract") or {}
+    speedup = record.get("speedup")
+    parts = []
+    if isinstance(contract, Mapping):
+        parts.append(
+            f"<p>{escape(str(contract.get('kind', '')).replace('_', ' '))} "
+            f"<b>{escape(str(contract.get('other', '')))}</b>, "
+            f"bound {escape(str(contract.get('bound', '')))} ({escape(str(contract.get('source', '')))})</p>"
+        )
+    if isinstance(speedup, Mapping):
+        value, low, high = (as_number(speedup.get(k)) for k in ("value", "low", "high"))
+        bound = as_number(contract.get("bound")) if isinstance(contract, Mapping) else None
+        if value is not None and low is not None and high is not None and bound is not None:
+            parts.append(
+                '<div class="charts">'
+                + figure(
+                    svg.interval(
+                        value=value,
+                        low=low,
+                        high=high,
+                        band=(bound, math.inf),
+                        failed=bool(record.get("failed")),
+                        label="speedup over the other variant",
+                    ),
+                    f"Speedup: interval over {speedup.get('rounds')} paired rounds; the band is what the "
+                    f"contract allows (≥ {bound:g}x).",
+                )
+                + "</div>"
+            )
+    agreement = as_number(record.get("agreement"))
+    if agreement is not None:
+        parts.append(f"<p>agreement {agreement:.2%}</p>")
+    return "".join(parts)
+
+
+def draw_nothing(record: Mapping[str, Any]) -> str:
+    return ""
+
+
+DRAWINGS = {
+    "latency": _latency,
+    "graph": _graph,
+    "memory": _memory,
+    "startup": _startup,
+    "accuracy": _accuracy,
+    "contract": _contract,
+}
