@@ -37,6 +37,16 @@ SAME_GRAPH_MODE = "same graph"  # a changed model whose optimized graph is the r
 
 
 @dataclass(frozen=True)
+class OperatorProfiles:
+    """What a failed check's operator-level explanation compared: ``source`` says where the two
+    profiles come from ("profiled runs vs the baseline's", both sides profiled side by side)."""
+
+    source: str
+    before: OpProfile
+    after: OpProfile
+
+
+@dataclass(frozen=True)
 class LatencyResult:
     key: CheckKey
     status: Status
@@ -58,6 +68,7 @@ class LatencyResult:
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
+    operators: OperatorProfiles | None = None  # a failure's operator profiles, when they could be made
 
     @property
     def decisive(self) -> Comparison | None:
@@ -182,6 +193,8 @@ def explained(
         lines = lines or ["no op type, node, provider or node count changed beyond run-to-run noise"]
     except (OrtperfError, OSError) as exc:
         lines = [f"not available: the profiled runs failed ({exc})"]
+    else:
+        result = replace(result, operators=OperatorProfiles(source, before, after))
     return with_section(result, f"at operator level ({source})", lines)
 
 

@@ -109,6 +109,17 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
         **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
+        **(
+            {
+                "operators": {
+                    "source": result.operators.source,
+                    "before": result.operators.before.as_dict(),
+                    "after": result.operators.after.as_dict(),
+                }
+            }
+            if result.operators is not None
+            else {}
+        ),
         "message": result.message,
     }
 

@@ -16,6 +16,7 @@ from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.reports.html import svg
 from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figure, floats, short_number
+from pytest_ortperf.reports.html.operators import operator_comparison
 
 
 def _latency(record: Mapping[str, Any]) -> str:
@@ -72,7 +73,17 @@ def _latency(record: Mapping[str, Any]) -> str:
                     else "Current / reference against the threshold band.",
                 )
             )
-    return f'<div class="charts">{"".join(charts)}</div>' if charts else ""
+    drawn = f'<div class="charts">{"".join(charts)}</div>' if charts else ""
+    operators = record.get("operators")
+    if isinstance(operators, Mapping) and isinstance(operators.get("after"), Mapping):
+        earlier = operators.get("before")
+        source = str(operators.get("source") or "")
+        drawn += f"<h3>At operator level ({escape(source)})</h3>" + operator_comparison(
+            earlier if isinstance(earlier, Mapping) else None,
+            operators["after"],
+            sides=("reference", "current"),
+        )
+    return drawn
 
 
 def _graph(record: Mapping[str, Any]) -> str:

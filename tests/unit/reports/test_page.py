@@ -280,7 +280,7 @@ def test_a_damaged_record_costs_only_its_own_part(document: dict[str, Any]) -> N
     assert "could not be drawn" not in render_page([Job("", document)])
     record = _check(document, "memory")
     record["comparisons"] = 5  # hand-edited: not a list
-    document["profiles"][0]["providers"] = ["CPUExecutionProvider"]
+    document["profiles"][0]["fallback_nodes"] = 5  # not a list
     page = render_page([Job("", document)])
     assert page.count("could not be drawn from this report") == 2
     assert "this check&#x27;s figures could not be drawn" in _section(page, record, "memory")
@@ -288,3 +288,21 @@ def test_a_damaged_record_costs_only_its_own_part(document: dict[str, Any]) -> N
     # Every other check is drawn as before.
     assert page.count('<tr class="') == len(document["checks"])
     assert "iv bad" in _section(page, _check(document, "latency", "regression"), "latency")
+
+
+def test_a_failed_latency_check_draws_the_operator_profiles_its_explanation_compared(
+    document: dict[str, Any],
+) -> None:
+    record = _check(document, "latency", "regression")
+    after = copy.deepcopy(document["profiles"][0]["profile"])
+    before = copy.deepcopy(after)
+    slowest = max(after["nodes"], key=lambda name: after["nodes"][name]["us"])
+    before["nodes"][slowest]["us"] /= 2
+    record["operators"] = {"source": "both sides profiled now", "before": before, "after": after}
+    section = _section(render_page([Job("", document)]), record, "latency")
+    assert "At operator level (both sides profiled now)" in section
+    assert section.count('<svg class="chart"') == 4  # rounds, interval, by op type, by provider
+    grew = re.search(r"nodes whose time grew most.*?</table>", section, re.S)
+    assert grew is not None
+    assert slowest in grew.group(0)
+    assert "+100%" in grew.group(0)
