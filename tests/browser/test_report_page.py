@@ -102,7 +102,7 @@ def test_the_example_suites_page_shows_the_injected_regression_in_the_first_scre
     assert section.locator("svg.chart .iv.bad").count() == 1
     # The profiled test's failed latency check shows where the time went, both sides profiled.
     profiled = page.locator("details.check.failed", has_text="test_profiled_latency[cpu-all] · latency")
-    assert profiled.locator("text=At operator level").count() == 1
+    assert profiled.locator("h3", has_text="At operator level").count() == 1
     # The profiled test and the trade-offs are drawn too.
     assert page.locator("#tradeoffs svg.chart").count() >= 1
     opened.screenshot(tmp_path / "example-suite-first-screen.png")
