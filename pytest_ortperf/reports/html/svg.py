@@ -344,6 +344,8 @@ def interval(
         return _no_data(label)
     bounds = [c for edge in (band_lo, band_hi) if (c := change(edge)) is not None]
     ticks = _domain_ticks([*shown, 0.0, *bounds], 0.06, 2.0)
+    if ticks[0] < -100.0:  # a ratio is never below 0: the axis starts at -100% at the lowest
+        ticks = [-100.0, *(tick for tick in ticks if tick > -100.0)]
     height = 80.0
     scale = _Scale(ticks[0], ticks[-1], 22, WIDTH - 22)
     top, axis_y = 18.0, 58.0

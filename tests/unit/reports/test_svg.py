@@ -322,3 +322,13 @@ def test_text_is_escaped(chart: object) -> None:
 )
 def test_empty_charts_say_no_data(chart: object) -> None:
     assert no_data(chart())  # type: ignore[operator]
+
+
+def test_an_interval_axis_never_reaches_below_minus_100_percent() -> None:
+    # A ratio is never below 0: a +750% regression's axis starts at -100%, not at a "nice" -500%.
+    chart = interval(value=8.5, low=5.9, high=10.4, band=(1 / 1.03, 1.03), failed=True)
+    ticks = [
+        text.text for text in ET.fromstring(chart).iter(f"{SVG}text") if text.text and text.text.endswith("%")
+    ]
+    assert ticks[0] == "-100%"
+    assert all(float(t.rstrip("%").replace("k", "e3")) >= -100 for t in ticks)
