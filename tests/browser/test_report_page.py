@@ -76,8 +76,14 @@ def test_the_example_suites_page_shows_the_injected_regression_in_the_first_scre
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     document = json.loads(report_path.read_text())
     regressions = [c for c in document["checks"] if c["kind"] == "latency" and c["verdict"] == "regression"]
-    assert regressions
-    assert all("test_small_cnn.py" in c["test"] or "small_cnn" in str(c.get("model")) for c in regressions)
+    # The injected one is caught at every level. (Under another onnxruntime than the one that recorded
+    # the baselines, other models may really differ too.)
+    injected = {
+        c["variant"]
+        for c in regressions
+        if c["test"].startswith("test_small_cnn.py::test_latency_and_accuracy")
+    }
+    assert injected == {"cpu-disabled", "cpu-basic", "cpu-extended", "cpu-all"}
 
     opened = open_page(page_path)
     page = opened.page
