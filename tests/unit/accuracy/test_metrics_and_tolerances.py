@@ -701,3 +701,27 @@ def test_marker_dtypes_and_variants_are_checked_like_the_option() -> None:
         thresholds_for(CheckPolicy(), ToleranceSpec(), [((), {"dtypes": {"bf8": {"atol": 1}}})], origin="m")
     with pytest.raises(UsageError, match=r"m: variants must map variants or providers to tolerances"):
         thresholds_for(CheckPolicy(), ToleranceSpec(), [((), {"variants": {"cuda": 1e-3}})], origin="m")
+
+
+def test_errors_against_the_tolerance_are_counted_by_decade_and_the_worst_elements_kept_in_order() -> None:
+    from pytest_ortperf.accuracy.metrics import ERROR_EDGES, TOLERANCE_BIN, WORST_KEPT
+
+    tolerance = Tolerance(atol=1e-3, rtol=0.0, cosine=0.0, mismatch=1.0)
+    expected = np.zeros((4, 5), np.float32)
+    actual = expected.copy()
+    actual[0, 1] = 5e-4  # half its tolerance: inside, bin of 0.1..1
+    actual[1, 2] = 2e-3  # twice: outside, bin of 1..10
+    actual[2, 3] = 5e-1  # 500 times: bin of 100..1000
+    actual[3, 4] = 2e-6  # 0.002 of it: bin of 1e-3..1e-2
+    comparison = compare_output("y", actual, expected, tolerance, "baseline")
+    assert len(comparison.error_bins) == len(ERROR_EDGES) + 1
+    assert sum(comparison.error_bins) == actual.size
+    assert comparison.error_bins[0] == actual.size - 4  # exact elements
+    assert comparison.error_bins[TOLERANCE_BIN - 1] == 1
+    assert comparison.error_bins[TOLERANCE_BIN] == 1
+    assert comparison.error_bins[TOLERANCE_BIN + 2] == 1
+    assert comparison.error_bins[2] == 1
+    # Outside the tolerance first (largest first), then inside by error; never an exact element.
+    assert [index for index, _, _ in comparison.worst_elements] == [(2, 3), (1, 2), (0, 1), (3, 4)]
+    assert len(comparison.worst_elements) <= WORST_KEPT
+    assert compare_output("y", expected, expected, tolerance, "baseline").worst_elements == ()
