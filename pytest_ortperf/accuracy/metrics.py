@@ -29,6 +29,7 @@ WORST_KEPT = 5  # the worst elements a comparison keeps, worst first
 # bin from TOLERANCE_BIN on is outside its tolerance (its error over atol + rtol * |expected| is >= 1).
 ERROR_EDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 TOLERANCE_BIN = ERROR_EDGES.index(1.0) + 1
+_EDGES = np.asarray(ERROR_EDGES)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,12 @@ def compare_output(
         diff = np.abs(a - e)
         diff[(a == e) | (np.isnan(a) & np.isnan(e))] = 0.0  # equal infinities, matching NaNs
         rel = np.where(diff == 0.0, 0.0, diff / np.maximum(np.abs(e), floor))
+        # Each element's error over its own tolerance; an exact one is 0, a NaN error (0 / 0 with a
+        # zero tolerance, or a new NaN) counts as beyond every edge.
+        exact = diff == 0.0
+        against = diff / (tolerance.atol + tolerance.rtol * np.abs(e))
+        against[exact] = 0.0
+        against[np.isnan(against)] = np.inf
     if actual.dtype.kind in "iub":  # exact, on the original values (int64 above 2**53 too)
         close = (actual == expected).ravel()
     else:
@@ -151,10 +158,7 @@ def compare_output(
     top1, topk = _class_agreement(actual, expected)
     finite_diff = diff[~np.isnan(diff)]
     finite_rel = rel[~np.isnan(rel)]
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        against = diff / (tolerance.atol + tolerance.rtol * np.abs(e))  # 0 / 0: NaN, an exact element
-    against = np.where(diff == 0.0, 0.0, np.nan_to_num(against, nan=np.inf))
-    bins = np.bincount(np.searchsorted(ERROR_EDGES, against, side="right"), minlength=len(ERROR_EDGES) + 1)
+    bins = np.bincount(np.searchsorted(_EDGES, against, side="right"), minlength=len(ERROR_EDGES) + 1)
     order = _worst_elements(np.nan_to_num(diff, nan=np.inf), close)
     comparison = replace(
         base,
@@ -170,7 +174,7 @@ def compare_output(
         worst_expected=float(e[worst]),
         top1=top1,
         topk=topk,
-        error_bins=tuple(int(count) for count in bins),
+        error_bins=tuple(bins.tolist()),
         worst_elements=tuple(
             (tuple(int(i) for i in np.unravel_index(int(flat), actual.shape)), float(a[flat]), float(e[flat]))
             for flat in order
