@@ -306,3 +306,18 @@ def test_a_failed_latency_check_draws_the_operator_profiles_its_explanation_comp
     assert grew is not None
     assert slowest in grew.group(0)
     assert "+100%" in grew.group(0)
+
+
+def test_ortperf_report_to_a_folder_is_an_error_naming_it(
+    tmp_path: Path, document: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(document))
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    assert main(["report", str(good), "--html", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ortperf: error:")
+    assert str(folder) in err
+    assert list(folder.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json", "pages"]  # no temporary file left
