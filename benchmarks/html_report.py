@@ -93,6 +93,8 @@ if str(REPO) not in sys.path:
 from benchmarks.conditions import cpu_fields, loadavg  # noqa: E402
 from pytest_ortperf.reports.html import Job, render_page, svg  # noqa: E402
 from pytest_ortperf.reports.tradeoffs import tradeoff_tables  # noqa: E402
+from tests.browser.chromium import FLAGS as BROWSER_FLAGS  # noqa: E402
+from tests.browser.chromium import VIEWPORT, chromium_path  # noqa: E402
 
 EXAMPLE = REPO / "tests/unit/reports/example_report.json"
 RESULTS = REPO / "benchmarks/results"
@@ -101,18 +103,8 @@ FAILED_SHARE = 0.10
 CHECKS_PER_PROFILE = 20
 RENDER_REPEATS = 7
 PAGES = ("svg", "plotly eager", "plotly lazy")
-# tests/browser/conftest.py's flags (root on a closed network), plus exact heap figures.
-FLAGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-precise-memory-info",
-)
-VIEWPORT = {"width": 1280, "height": 800}
+# The browser tests' flags (root on a closed network), plus exact heap figures.
+FLAGS = (*BROWSER_FLAGS, "--enable-precise-memory-info")
 CHART_FUNCTIONS = ("distributions", "interval", "paired_bars", "histogram", "scatter")
 WIDTH = 440
 COLOURS = ("#7a8aa6", "#1f6fd1")
@@ -930,7 +922,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--full-repeats-up-to", type=int, default=200)
     parser.add_argument("--plotly-env", type=Path, default=Path("/tmp/plotlyenv"), help="a venv with plotly")
     parser.add_argument("--no-plotly", action="store_true", help="measure the SVG page only")
-    parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--chromium", default=chromium_path() or "/usr/bin/chromium")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a load may take")
     parser.add_argument("--keep", type=Path, help="also keep the pages measured in this folder")
     parser.add_argument("--out", type=Path, default=RESULTS / "html_report.md")

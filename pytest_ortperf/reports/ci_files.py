@@ -473,9 +473,9 @@ def _ms(value: object) -> str:
     return f"{value:.4g} ms" if isinstance(value, (int, float)) and not math.isnan(value) else "-"
 
 
-def write_json(path: Path, document: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+def json_text(document: Mapping[str, Any]) -> str:
+    """The JSON report's text, as written."""
+    return json.dumps(document, indent=1, sort_keys=True) + "\n"
 
 
 def append_text(path: Path, text: str) -> None:
@@ -516,14 +516,15 @@ def write_reports(
             run_errors=run_errors,
             profiles=profiles,
         )
+        written = json_text(document)  # serialized once, for both files
         if report_path:
-            write_json(report_path, document)
+            report_path.parent.mkdir(parents=True, exist_ok=True)
+            report_path.write_text(written, encoding="utf-8")
         if html_path:
             from pytest_ortperf.reports.html import Job, write_page  # only a run that asks for it
 
             # From the JSON text itself, so that `ortperf report` on the JSON report renders this page.
-            source = json.loads(json.dumps(document, sort_keys=True))
-            write_page(html_path, [Job(label="", document=source)])
+            write_page(html_path, [Job(label="", document=json.loads(written))])
     text = markdown(records, machine=machine(), unused=unused, run_errors=run_errors)
     if markdown_path:
         markdown_path.parent.mkdir(parents=True, exist_ok=True)

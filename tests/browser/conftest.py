@@ -16,26 +16,7 @@ from typing import Any
 
 import pytest
 
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-# As root on a machine with a closed network: no sandbox (root), and no background connections,
-# which would be refused and logged on every start.
-FLAGS = (
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
-VIEWPORT = {"width": 1280, "height": 800}
-
-
-def chromium_path() -> str | None:
-    explicit = os.environ.get("ORTPERF_CHROMIUM")
-    if explicit:
-        return explicit
-    return next((found for name in CANDIDATES if (found := shutil.which(name))), None)
+from tests.browser.chromium import FLAGS, VIEWPORT, chromium_path
 
 
 @pytest.fixture(scope="session")
