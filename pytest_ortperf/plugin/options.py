@@ -442,7 +442,8 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-repair",
         "ortperf_repair",
         "With --ortperf-update, set a damaged baseline file aside as <file>.damaged-<time> and record "
-        "it afresh; without this flag a damaged file is never touched.",
+        "it afresh, keeping every entry still readable in it and naming the parts it cannot keep; "
+        "without this flag a damaged file is never touched.",
         "false",
         ini_type="bool",
     ),

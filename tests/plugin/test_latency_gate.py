@@ -524,6 +524,61 @@ def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Py
     assert "test_latency[cpu-all]" in json.loads(latency_suite.read_text())["entries"]
 
 
+SEVERAL_TESTS = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+def test_iris(ort_perf):
+    ort_perf.check_accuracy()
+
+def test_wine(ort_perf):
+    ort_perf.check_accuracy()
+
+def test_digits(ort_perf):
+    ort_perf.check_accuracy()
+
+def test_mnist(ort_perf):
+    ort_perf.check_accuracy()
+"""
+
+
+def test_a_narrowed_repair_keeps_every_readable_entry_and_names_the_damaged_one(
+    pytester: pytest.Pytester, write_model: Any
+) -> None:
+    """``ortperf update --ortperf-repair -k iris`` on a file damaged in one entry: the other tests'
+    entries stay in the repaired file; the one that cannot be read is named, not dropped silently."""
+    write_model()
+    pytester.makepyfile(test_several=SEVERAL_TESTS)
+    pytester.runpytest("--ortperf-update").assert_outcomes(passed=4)
+    path = pytester.path / "baselines" / "test_several.py.json"
+    text = path.read_text(encoding="utf-8")
+    entries = json.loads(text)["entries"]
+    assert sorted(entries) == [f"test_{name}[cpu-all]" for name in ("digits", "iris", "mnist", "wine")]
+    start = text.index('  "test_wine[cpu-all]": {')
+    at = text.index('"variant": ', start)
+    damaged = text[:at] + '"variant" ' + text[at + len('"variant": ') :]  # one colon lost, in one entry
+    path.write_text(damaged, encoding="utf-8")
+
+    result = pytester.runpytest("--ortperf-update", "--ortperf-repair", "-k", "iris")
+    result.assert_outcomes(passed=1, deselected=3)
+    result.stdout.fnmatch_lines(
+        [
+            "repaired *test_several.py.json: the damaged file was kept as test_several.py.json.damaged-*; "
+            "3 entries still readable in it kept",
+            "WARNING: 1 damaged part of *test_several.py.json is only in test_several.py.json.damaged-*, "
+            "not recorded afresh by this run *",
+            "  entry 'test_wine[[]cpu-all]' (not JSON at line *: Expecting ':' delimiter)",
+        ]
+    )
+    after = json.loads(path.read_text(encoding="utf-8"))["entries"]
+    assert sorted(after) == ["test_digits[cpu-all]", "test_iris[cpu-all]", "test_mnist[cpu-all]"]
+    assert all(after[name] == entries[name] for name in after)  # kept as they were, outputs included
+    (backup,) = path.parent.glob("test_several.py.json.damaged-*")
+    assert backup.read_text(encoding="utf-8") == damaged
+    kept = pytester.runpytest("-k", "not wine")
+    kept.assert_outcomes(passed=3, deselected=1)  # nothing "never recorded" among the kept entries
+
+
 TWO_CHECKS = """
 import numpy as np
 import pytest

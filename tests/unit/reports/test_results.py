@@ -14,6 +14,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.reports.ci_files import latency_record, markdown
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, summary_lines
+from pytest_ortperf.store.baselines import Repaired
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.reports.test_terminal import result
 
@@ -106,7 +107,7 @@ def test_the_summary_keeps_its_order_and_is_empty_when_nothing_happened() -> Non
             machine="ci",
             sessions=["sessions: 2 built in 0.10 s, reused 3 time(s)"],
             errors=["cannot write a report: disk full", "worker gw1 went down: ..."],
-            repaired=[(Path("b/t.json"), Path("b/t.json.damaged-1"))],
+            repaired=[Repaired(Path("b/t.json"), Path("b/t.json.damaged-1"))],
             strict_unused=["t::gone"],
             rows=results.latency_rows(),
             missing=results.missing_count(),
