@@ -100,7 +100,8 @@ class Figures:
     hardware identity, measurement settings): they explain these figures, not the recipe.
     ``spread`` says how much the compared round medians varied when recorded (a fraction,
     e.g. 0.12), so a comparison with noisy figures can widen by it; ``settled`` is False
-    when the recording hit its cap before the figures settled ("noisy").
+    when the recording hit its cap before the figures settled ("not settled"; "noisy" is a spread
+    above --ortperf-max-cv, latency.recording.noise).
     """
 
     recorded: str

@@ -472,6 +472,33 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_sui
     )
 
 
+@pytest.mark.slow
+def test_the_update_summary_and_ortperf_show_call_the_same_figures_noisy(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    """One rule (latency.recording.noise) for both: what an update lists as noisy is what `ortperf
+    show`, reading the same ini, marks noisy, entry by entry and with the same reason. A max-cv
+    far below any real spread makes every recording noisy, so the comparison is never empty."""
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_other(ort_perf):\n    ort_perf.check_latency()\n")
+    pytester.makeini("[pytest]\nortperf_max_cv = 0.0001%\n")
+    result = pytester.runpytest("--ortperf-update", *QUICK[:2])
+    result.assert_outcomes(passed=2)
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("noisy figures ("))
+    listed = {}
+    for line in lines[start + 1 :]:
+        if not line.startswith("  "):
+            break
+        test, _, why = line.strip().partition(" (")
+        listed[test] = why.removesuffix(")")
+    assert sorted(listed) == ["test_gate.py::test_latency[cpu-all]", "test_gate.py::test_other[cpu-all]"]
+    shown = pytester.run(Path(sys.executable).parent / "ortperf", "show", "--json")
+    assert shown.ret == 0, shown.stderr.str()
+    marked = {row["test"]: figures["noise"] for row in json.loads(shown.stdout.str()) for figures in row["figures"]}
+    assert marked == listed
+    assert all(why.startswith("spread ") and "> max-cv 0.0001%" in why for why in marked.values())
+
+
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytest.importorskip("pytest_benchmark")
     result = pytester.runpytest(

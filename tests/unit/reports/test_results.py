@@ -82,10 +82,10 @@ def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() 
 def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> None:
     results = RunResults()
     noisy = dataclasses.replace(
-        result("test_n", "cpu-all", Status.NEW, 1.0), recorded_spread=0.142, noisy=True
+        result("test_n", "cpu-all", Status.NEW, 1.0), recorded_spread=0.142, noise="spread 14.2% > max-cv 10%"
     )
     settled = dataclasses.replace(
-        result("test_s", "cpu-all", Status.NEW, 1.0), recorded_spread=0.01, noisy=False
+        result("test_s", "cpu-all", Status.NEW, 1.0), recorded_spread=0.01, noise=""
     )
     results.publish_latency(noisy, "tests/test_perf.py::test_n[cpu-all]")
     results.publish_latency(settled, "tests/test_perf.py::test_s[cpu-all]")
@@ -94,7 +94,7 @@ def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> N
         statuses, unused=["t::gone"], written=[Path("b/t.json")], noisy=results.noisy_recordings()
     )
     assert (report.new, report.updated, report.unchanged) == (3, 1, 1)
-    assert report.noisy == ["tests/test_perf.py::test_n[cpu-all] (spread 14.2%)"]
+    assert report.noisy == ["tests/test_perf.py::test_n[cpu-all] (spread 14.2% > max-cv 10%)"]
     assert report.unused == ["t::gone"]
     assert report.written == [Path("b/t.json")]
 
