@@ -39,13 +39,11 @@ class Readable:
     ``schema`` is None when the file does not say it readably; ``unreadable`` holds, for each entry
     that is not JSON, its name (None for a stretch of lines where no name can be read) and a
     description that says why.
-    ``whole`` is True when the file was JSON as a whole (its entries were read as objects).
     """
 
     schema: int | None
     entries: dict[str, Any]
     unreadable: tuple[tuple[str | None, str], ...]
-    whole: bool
 
 
 def readable_parts(data: bytes) -> Readable:
@@ -55,10 +53,10 @@ def readable_parts(data: bytes) -> Readable:
     except (ValueError, RecursionError):  # not UTF-8, not JSON, huge integers, deep nesting
         return _blocks(data)
     if not isinstance(document, dict) or not isinstance(document.get("entries"), dict):
-        return Readable(None, {}, ((None, "the whole file (it holds no 'entries' object)"),), whole=True)
+        return Readable(None, {}, ((None, "the whole file (it holds no 'entries' object)"),))
     schema = document.get("schema")
     known = schema if isinstance(schema, int) and not isinstance(schema, bool) else None
-    return Readable(known, dict(document["entries"]), (), whole=True)
+    return Readable(known, dict(document["entries"]), ())
 
 
 def _blocks(data: bytes) -> Readable:
@@ -120,7 +118,7 @@ def _blocks(data: bytes) -> Readable:
         unreadable.append((name, f"entry {name!r} (it appears more than once)"))
     if not entries and not unreadable:
         unreadable.append((None, "the whole file (no entry can be read in it)"))
-    return Readable(schema, entries, tuple(unreadable), whole=False)
+    return Readable(schema, entries, tuple(unreadable))
 
 
 def _line(raw: bytes) -> str | None:
