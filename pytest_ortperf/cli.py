@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         "that file; without such a file ./baselines)",
     )
     show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.add_argument(
+        "--max-cv",
+        default=None,
+        metavar="PCT",
+        help="mark figures noisy as an update with --ortperf-max-cv=PCT does (default: ortperf_max_cv of "
+        "the configuration file found as for --baseline-dir, else 10%%)",
+    )
     merge = commands.add_parser(
         "merge",
         help="merge baseline directories recorded on several runners into one",
@@ -252,11 +259,16 @@ def _update(pytest_args: Sequence[str]) -> int:
     return int(pytest.main(["--ortperf-update", *pytest_args]))
 
 
-def _show(directory: str | None, as_json: bool) -> int:
-    from pytest_ortperf.reports.show import configured_baseline_dir, show_baselines
+def _show(directory: str | None, as_json: bool, max_cv: str | None) -> int:
+    from pytest_ortperf.latency.decision import parse_threshold
+    from pytest_ortperf.reports.show import configured_baseline_dir, configured_max_cv, show_baselines
 
     where = Path(directory) if directory is not None else configured_baseline_dir(Path.cwd())
-    lines, problems = show_baselines(where, as_json=as_json)
+    if max_cv is not None:
+        cv = parse_threshold(max_cv, source="--max-cv")
+    else:
+        cv = configured_max_cv(Path.cwd())[0]
+    lines, problems = show_baselines(where, as_json=as_json, max_cv=cv)
     for line in lines:
         print(line)
     for problem in problems:
@@ -387,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "providers":
             return _providers(args.names)
         if args.command == "show":
-            return _show(args.baseline_dir, args.json)
+            return _show(args.baseline_dir, args.json, args.max_cv)
         if args.command == "merge":
             return _merge(args.sources, args.into)
         if args.command == "report":

@@ -23,7 +23,13 @@ from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verd
 from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
-from pytest_ortperf.latency.recording import Recording, compared_values, decision_cv, record_until_settled
+from pytest_ortperf.latency.recording import (
+    Recording,
+    compared_values,
+    decision_cv,
+    noise,
+    record_until_settled,
+)
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
@@ -64,11 +70,15 @@ class LatencyResult:
     drift: float | None = None  # unchanged: current / recorded median, for information
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
     recorded_spread: float | None = None  # an update: how much the recorded figures varied
-    noisy: bool = False  # an update: the figures did not settle, or vary beyond --ortperf-max-cv
+    noise: str = ""  # an update: why the recorded figures are noisy (latency.recording.noise), "" if not
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
     operators: OperatorProfiles | None = None  # a failure's operator profiles, when they could be made
+
+    @property
+    def noisy(self) -> bool:
+        return bool(self.noise)
 
     @property
     def decisive(self) -> Comparison | None:
@@ -443,12 +453,12 @@ def _record(
 ) -> LatencyResult:
     """Record this hardware's figures under the entry's recipe. Never refuses: a noisy machine's
     figures are written with their spread and whether they settled within the cap (``noisy`` in the
-    summary when the spread exceeds --ortperf-max-cv), and where they later decide, that spread
+    summary, as :func:`latency.recording.noise` defines it), and where they later decide, that spread
     widens the interval. An unchanged recipe keeps every other
     hardware's figures; a changed one replaces the recipe and drops the figures measured for the old."""
     current = recording.stats
     recipe, measured_on = split(environment)
-    noisy = recording.spread > policy.max_cv
+    noisy = noise(recording.spread, max_cv=policy.max_cv)
     figures = Figures(
         recorded=today,
         latency=current,
@@ -457,7 +467,7 @@ def _record(
         settled=recording.settled,
     )
     existing = store.current(key.test_file, key.test)
-    extra: dict[str, Any] = {"recorded_spread": recording.spread, "noisy": noisy}
+    extra: dict[str, Any] = {"recorded_spread": recording.spread, "noise": noisy}
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         # Profiled only when the entry is written: the profiling runs cost time.
@@ -475,7 +485,7 @@ def _record(
             changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
         # Noisy figures are replaced by quieter ones; otherwise figures within the threshold are kept,
         # so an update on a steady model leaves the file byte for byte.
-        if before.spread is not None and before.spread > policy.max_cv > recording.spread:
+        if noise(before.spread, max_cv=policy.max_cv) and not noisy:
             changes += (f"quieter figures (spread {before.spread:.1%} -> {recording.spread:.1%})",)
         comparison = _judge(before, current, policy)
         kept = comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE)

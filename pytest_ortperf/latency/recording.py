@@ -46,6 +46,24 @@ SETTLE_TARGET = 0.03
 CAP_BUDGETS = 4.0
 
 
+# What --ortperf-max-cv defaults to: the spread beyond which recorded figures are noisy.
+DEFAULT_MAX_CV = 0.10
+
+
+def noise(spread: float | None, *, max_cv: float) -> str:
+    """Why recorded latency figures are noisy, or "" when they are not.
+
+    The one definition of "noisy": the update summary, ``ortperf show`` and an update's choice to
+    replace noisy figures by quieter ones all call this. Figures are noisy when their round
+    medians vary more than ``max_cv`` (``--ortperf-max-cv``): their ``spread`` is what widens a
+    later stored comparison. Whether the recording *settled* (its own figure met
+    :data:`SETTLE_TARGET` before the cap) is another property with its own word, "not settled":
+    a figure of 8% spread may not have settled, one of 17% may have."""
+    if spread is None or spread <= max_cv:
+        return ""
+    return f"spread {spread:.1%} > max-cv {max_cv * 100:g}%"
+
+
 def record_cap_s(budget_s: float) -> float:
     """The cap of a recording measured at ``budget_s`` a measurement (:data:`CAP_BUDGETS` of them)."""
     return CAP_BUDGETS * budget_s

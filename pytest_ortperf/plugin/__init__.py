@@ -78,7 +78,13 @@ def _collect_models(config: pytest.Config) -> None:
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[MODELS_KEY] = found
-    if found.models and (from_command_line or config.args_source is not pytest.Config.ArgsSource.ARGS):
+    source_of_tests = from_command_line or config.args_source is not pytest.Config.ArgsSource.ARGS
+    if found.unmatched and source_of_tests:
+        # The globs are what this run collects: one that matches nothing would gate nothing and pass
+        # (pytest's "collected 0 items", or fewer models than written). Only where the run names its
+        # own paths is it a warning in the header (pytest_report_header), so that run is not stopped.
+        raise pytest.UsageError("\n".join(found.unmatched))
+    if found.models and source_of_tests:
         known = {Path(arg).resolve() for arg in config.args if "::" not in arg}
         config.args += [str(path) for path in sorted(found.models) if path not in known]
 
@@ -104,7 +110,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     ortperf = config.stash[RUN_KEY].config
-    return _header_lines(ortperf)
+    from pytest_ortperf.plugin.model_items import MODELS_KEY
+
+    found = config.stash.get(MODELS_KEY, None)
+    unmatched = [f"ortperf WARNING: {line}" for line in (found.unmatched if found is not None else ())]
+    return _header_lines(ortperf) + unmatched
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -38,35 +38,45 @@ ZOO_MODEL = "model.onnx"
 MODELS_KEY = pytest.StashKey["ModelCollection"]()
 
 
+@dataclass(frozen=True)
+class ModelGlob:
+    """One ``ortperf_models`` glob, the folder it is relative to, and where it was written (for messages)."""
+
+    pattern: str
+    base: Path
+    source: str  # "--ortperf-models" or "ortperf_models in <ini file>"
+
+
 @dataclass
 class ModelCollection:
-    """The models a run collects as tests: what the globs found, and their settings tables."""
+    """The models a run collects as tests: what the globs found, and their settings tables.
+    ``unmatched``: a line per glob that matched no model file (see :meth:`find`)."""
 
     rootdir: Path
     models: set[Path] = field(default_factory=set)
     pyproject: Path | None = None
+    unmatched: list[str] = field(default_factory=list)
     _tables: list[ModelTable] | None = None
 
     @classmethod
-    def find(
-        cls, patterns: Iterable[tuple[str, Path]], *, rootdir: Path, pyproject: Path | None
-    ) -> ModelCollection:
-        """The ``*.onnx`` files and model-zoo folders the globs match, each glob relative to its base."""
+    def find(cls, globs: Iterable[ModelGlob], *, rootdir: Path, pyproject: Path | None) -> ModelCollection:
+        """The ``*.onnx`` files and model-zoo folders the globs match, each glob relative to its base;
+        a glob that matches none of them is named in ``unmatched``, with what it did match."""
         found: set[Path] = set()
-        for pattern, base in patterns:
+        unmatched = []
+        for glob in globs:
             try:
-                matched = sorted(base.glob(pattern))
+                matched = sorted(glob.base.glob(glob.pattern))
             except (ValueError, NotImplementedError) as exc:  # absolute, empty or '..' patterns
                 raise UsageError(
-                    f"ortperf_models: cannot use the glob {pattern!r} ({exc}); write it relative to the ini "
-                    "file (or, for --ortperf-models, to where pytest runs), e.g. models/*.onnx."
+                    f"ortperf_models: cannot use the glob {glob.pattern!r} ({exc}); write it relative to "
+                    "the ini file (or, for --ortperf-models, to where pytest runs), e.g. models/*.onnx."
                 ) from None
-            for path in matched:
-                if path.is_file() and path.suffix == ".onnx":
-                    found.add(path.resolve())
-                elif path.is_dir() and (path / ZOO_MODEL).is_file():
-                    found.add((path / ZOO_MODEL).resolve())
-        return cls(rootdir, found, pyproject)
+            models = [model for model in map(_model_of, matched) if model is not None]
+            found.update(models)
+            if not models:
+                unmatched.append(_unmatched(glob, matched))
+        return cls(rootdir, found, pyproject, unmatched)
 
     def collects(self, path: Path) -> bool:
         return path.resolve() in self.models
@@ -78,15 +88,37 @@ class ModelCollection:
         return table_settings(model, self._tables)
 
 
-def model_patterns(config: pytest.Config) -> tuple[list[tuple[str, Path]], bool]:
+def _model_of(path: Path) -> Path | None:
+    """The model a matched path stands for: a ``*.onnx`` file, or a model-zoo folder's ``model.onnx``."""
+    if path.is_file() and path.suffix == ".onnx":
+        return path.resolve()
+    if path.is_dir() and (path / ZOO_MODEL).is_file():
+        return (path / ZOO_MODEL).resolve()
+    return None
+
+
+def _unmatched(glob: ModelGlob, matched: Sequence[Path]) -> str:
+    what = "nothing"
+    if matched:
+        what = f"{len(matched)} path(s), none a *.onnx file or a folder holding {ZOO_MODEL}"
+        what += f" (e.g. {matched[0].name})"
+    return (
+        f"{glob.source}: the glob {glob.pattern!r} matches no model file under {glob.base} (it matches "
+        f"{what}); fix or remove it."
+    )
+
+
+def model_patterns(config: pytest.Config) -> tuple[list[ModelGlob], bool]:
     """The model globs of ``--ortperf-models`` (relative to where pytest runs) and of the ini key
     ``ortperf_models`` (relative to the ini file), and whether the command line named any."""
     cli = [str(p) for p in config.getoption("ortperf_models") or []]
     if cli:
-        return [(p.strip(), Path(config.invocation_params.dir)) for p in cli if p.strip()], True
+        here = Path(config.invocation_params.dir)
+        return [ModelGlob(p.strip(), here, "--ortperf-models") for p in cli if p.strip()], True
     base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
+    source = f"ortperf_models in {config.inipath}" if config.inipath else "ortperf_models"
     lines = [str(line).strip() for line in config.getini("ortperf_models") or []]
-    return [(line, base) for line in lines if line and not line.startswith("#")], False
+    return [ModelGlob(line, base, source) for line in lines if line and not line.startswith("#")], False
 
 
 class ModelFile(pytest.File):

@@ -342,8 +342,8 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-max-cv",
         "ortperf_max_cv",
         "With --ortperf-update, list as noisy in the update summary the recorded latency baselines whose "
-        "round medians (relative to the machine-speed canary when it runs) vary more than this; every "
-        "entry is written all the same (default: 10%).",
+        "round medians (relative to the machine-speed canary when it runs) vary more than this (the rule "
+        "'ortperf show' marks noisy by); every entry is written all the same (default: 10%).",
         "10%",
         "PCT",
     ),
@@ -442,7 +442,8 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-repair",
         "ortperf_repair",
         "With --ortperf-update, set a damaged baseline file aside as <file>.damaged-<time> and record "
-        "it afresh; without this flag a damaged file is never touched.",
+        "it afresh, keeping every entry still readable in it and naming the parts it cannot keep; "
+        "without this flag a damaged file is never touched.",
         "false",
         ini_type="bool",
     ),

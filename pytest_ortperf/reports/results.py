@@ -112,9 +112,10 @@ class RunResults:
         return local + [str(r.status) for r in self._not_timed] + self._handed.statuses
 
     def noisy_recordings(self) -> list[str]:
-        """Latency figures an update wrote although they did not settle: "node id (spread 14.2%)"."""
+        """Latency figures an update wrote noisy, with why (``latency.recording.noise``, the rule
+        ``ortperf show`` marks them by): "node id (spread 14.2% > max-cv 10%)"."""
         return [
-            f"{record['test']} (spread {record['recorded_spread']:.1%})"
+            f"{record['test']} ({record.get('noise') or format(record['recorded_spread'], '.1%')})"
             for record in self._records
             if record.get("kind") == "latency" and record.get("noisy")
         ]

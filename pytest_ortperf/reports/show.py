@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.latency.decision import parse_threshold
+from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, noise
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.store.baselines import BaselineError, Figures, parse
 
@@ -27,7 +29,7 @@ def _rounds(latency: LatencyStats | None) -> str:
     return f"{latency.rounds} + canary" if latency.canary_round_medians_ms else str(latency.rounds)
 
 
-def _figures_row(machine: str, figures: Figures) -> Row:
+def _figures_row(machine: str, figures: Figures, max_cv: float) -> Row:
     latency = figures.latency
     return {
         "machine": machine,
@@ -36,6 +38,8 @@ def _figures_row(machine: str, figures: Figures) -> Row:
         "rounds": _rounds(latency),
         "spread": figures.spread,
         "settled": figures.settled,
+        # The update summary's rule (latency.recording.noise), so both call the same figures noisy.
+        "noise": noise(figures.spread, max_cv=max_cv) if latency else "",
         "recorded": figures.recorded,
         "memory": figures.memory.as_dict() if figures.memory else None,
         "memory_text": figures.memory.describe() if figures.memory else None,
@@ -46,9 +50,10 @@ def _figures_row(machine: str, figures: Figures) -> Row:
     }
 
 
-def baseline_rows(directory: Path) -> tuple[list[Row], list[str]]:
+def baseline_rows(directory: Path, *, max_cv: float = DEFAULT_MAX_CV) -> tuple[list[Row], list[str]]:
     """One row per entry (test x variant) of every ``*.json`` under ``directory``, with its recipe
-    summary and one row per machine's figures; plus the files that are damaged."""
+    summary and one row per machine's figures (``noise``: why they are noisy at ``max_cv``, as an
+    update judges them); plus the files that are damaged."""
     rows: list[Row] = []
     problems: list[str] = []
     if not directory.is_dir():
@@ -73,16 +78,19 @@ def baseline_rows(directory: Path) -> tuple[list[Row], list[str]]:
                     "ort_version": str(entry.recipe.get("ort_version", "?")),
                     "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
                     "recorded": entry.recorded,
-                    "figures": [_figures_row(m, entry.figures[m]) for m in sorted(entry.figures)],
+                    "figures": [_figures_row(m, entry.figures[m], max_cv) for m in sorted(entry.figures)],
                 }
             )
     return rows, problems
 
 
-def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[str]]:
+def show_baselines(
+    directory: Path, *, as_json: bool, max_cv: float = DEFAULT_MAX_CV
+) -> tuple[list[str], list[str]]:
     """Each entry once, with its recipe (model, onnxruntime, variant), and under it one line per
-    machine key's figures: they share the recipe, only the hardware differs."""
-    rows, problems = baseline_rows(directory)
+    machine key's figures: they share the recipe, only the hardware differs. Figures are marked
+    noisy by the rule the update summary uses, at ``max_cv``."""
+    rows, problems = baseline_rows(directory, max_cv=max_cv)
     if as_json:
         return [json.dumps(rows, indent=1, sort_keys=True)], problems
     if not rows:
@@ -114,7 +122,10 @@ def show_baselines(directory: Path, *, as_json: bool) -> tuple[list[str], list[s
                     f"spread {'-' if f['spread'] is None else format(f['spread'], '.1%')}",
                     f"recorded {f['recorded']}",
                     *(f"{part} {f[part + '_text'] or '-'}" for part in parts),
-                    "" if f["settled"] else "noisy",
+                    " ".join(
+                        ([f"noisy ({f['noise']})"] if f["noise"] else [])
+                        + ([] if f["settled"] else ["not settled"])
+                    ),
                 )
                 for f in figure_rows
             ]
@@ -147,6 +158,22 @@ def configured_baseline_dir(start: Path) -> Path:
                 value = ini.get("ortperf_baseline_dir")
                 return (directory / str(value)).resolve() if value else directory / "baselines"
     return start / "baselines"
+
+
+def configured_max_cv(start: Path) -> tuple[float, str]:
+    """``ortperf_max_cv`` of the configuration file :func:`configured_baseline_dir` reads, and where
+    it came from: what an update started here calls noisy, so ``show`` calls the same figures so.
+    A value that does not parse is a :class:`UsageError` naming the file and key."""
+    for directory in (start, *start.parents):
+        for name in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
+            ini = _ini_options(directory / name)
+            if ini is not None:
+                value = ini.get("ortperf_max_cv")
+                if value is None or not str(value).strip():
+                    return DEFAULT_MAX_CV, "the default"
+                where = f"ortperf_max_cv in {directory / name}"
+                return parse_threshold(value, source=where), where
+    return DEFAULT_MAX_CV, "the default"
 
 
 def _ini_options(path: Path) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, heading
+from pytest_ortperf.store.baselines import Repaired
 from pytest_ortperf.store.keys import split_check_name
 from pytest_ortperf.store.machine import runner_class
 
@@ -271,7 +272,7 @@ class RunSummary:
     machine: str
     sessions: Sequence[str] = ()  # sessions built and reused, providers that could not run
     errors: Sequence[str] = ()  # errors of the run as a whole, lost xdist workers included
-    repaired: Sequence[tuple[Path, Path]] = ()  # (damaged file, where it was set aside)
+    repaired: Sequence[Repaired] = ()  # damaged files set aside, what of each was kept and lost
     strict_unused: Sequence[str] = ()
     unused_hint: Sequence[str] = ()
     rows: Sequence[tuple[str, ...]] = ()
@@ -289,12 +290,30 @@ class RunSummary:
     tradeoffs: Sequence[TradeoffTable] = ()  # each model's variants side by side (reports/tradeoffs.py)
 
 
+def repaired_lines(repaired: Repaired) -> list[str]:
+    """A repaired file: where the damaged one went, how many of its entries the new one kept, and
+    each part that is only in the damaged copy (a repair never ends with fewer entries unnamed)."""
+    line = f"repaired {repaired.path}: the damaged file was kept as {repaired.backup.name}"
+    if repaired.kept:
+        line += f"; {repaired.kept} {'entry' if repaired.kept == 1 else 'entries'} still readable in it kept"
+    lines = [line]
+    if repaired.lost:
+        count = len(repaired.lost)
+        lines.append(
+            f"WARNING: {count} damaged {'part' if count == 1 else 'parts'} of {repaired.path} "
+            f"{'is' if count == 1 else 'are'} only in {repaired.backup.name}, not recorded afresh by this "
+            "run (select their tests in an update to record them, or copy them back by hand):"
+        )
+        lines += [f"  {what}" for what in repaired.lost]
+    return lines
+
+
 def summary_lines(summary: RunSummary) -> list[str]:
     """The ortperf section of the terminal summary, in order; empty when there is nothing to say."""
     lines = list(summary.sessions)
     lines += [f"ERROR: {error}" for error in summary.errors]
-    for damaged, backup in summary.repaired:
-        lines.append(f"repaired {damaged}: the damaged file was kept as {backup.name}")
+    for repaired in summary.repaired:
+        lines += repaired_lines(repaired)
     if summary.strict_unused:
         lines.append(f"ERROR: {len(summary.strict_unused)} unused baseline entries (--ortperf-strict):")
         lines += [f"  {nodeid}" for nodeid in summary.strict_unused]

@@ -46,6 +46,7 @@ from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.outputs import AccuracyRecord
 from pytest_ortperf.store.recipe import canonical, same_or_identical, split
+from pytest_ortperf.store.salvage import readable_parts
 
 SCHEMA = 2
 KIND = "pytest-ortperf baselines"
@@ -99,7 +100,8 @@ class Figures:
     hardware identity, measurement settings): they explain these figures, not the recipe.
     ``spread`` says how much the compared round medians varied when recorded (a fraction,
     e.g. 0.12), so a comparison with noisy figures can widen by it; ``settled`` is False
-    when the recording hit its cap before the figures settled ("noisy").
+    when the recording hit its cap before the figures settled ("not settled"; "noisy" is a spread
+    above --ortperf-max-cv, latency.recording.noise).
     """
 
     recorded: str
@@ -425,6 +427,75 @@ def _migrated(raw: Mapping[str, Any], path: Path) -> tuple[Entries, frozenset[st
     return entries, frozenset(named)
 
 
+# Salvage -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A part of a damaged file that a repair cannot keep: an entry (``test``), one machine's figures
+    in an entry (``machine`` too), or a stretch with no readable name (``test`` None)."""
+
+    what: str
+    test: str | None = None
+    machine: str | None = None
+
+    def recorded_by(self, staged: BaselineEntry | None) -> bool:
+        """Whether ``staged`` (this run's entry for ``test``) records afresh what was lost."""
+        if staged is None:
+            return False
+        return self.machine is None or self.machine in staged.figures
+
+
+@dataclass(frozen=True)
+class Salvage:
+    """What a repair keeps of a damaged baseline file, and what it cannot."""
+
+    entries: Entries
+    named: frozenset[str]  # reference outputs files the kept entries name
+    lost: tuple[Lost, ...]
+
+
+def salvaged(data: bytes, path: Path) -> Salvage:
+    """Every entry of a damaged file that still loads on its own (see :mod:`store.salvage`), and
+    what does not: one damaged entry, or one machine's damaged figures, costs only itself."""
+    parts = readable_parts(data)
+    lost = [Lost(what, test=test) for test, what in parts.unreadable]
+    entries: Entries = {}
+    for test, raw in parts.entries.items():
+        entry, dropped = _salvaged_entry(test, raw, schema=parts.schema, path=path)
+        lost += dropped
+        if entry is not None:
+            entries[test] = entry
+    named = frozenset(entry.accuracy.file for entry in entries.values() if entry.accuracy is not None)
+    return Salvage(entries, named, tuple(lost))
+
+
+def _salvaged_entry(
+    test: str, raw: Any, *, schema: int | None, path: Path
+) -> tuple[BaselineEntry | None, list[Lost]]:
+    """One entry as its schema reads it, less the figures of any machine that are damaged."""
+    if schema in MIGRATED_SCHEMAS or (schema is None and not _looks_like_schema_2(raw)):
+        try:
+            return _migrated({test: raw}, path)[0].get(test), []
+        except BaselineError as exc:
+            return None, [Lost(str(exc).removeprefix(f"baseline file '{path}': "), test=test)]
+    lost: list[Lost] = []
+    while True:
+        try:
+            return BaselineEntry.from_dict(raw), lost
+        except FiguresError as exc:
+            figures = {key: value for key, value in raw["figures"].items() if str(key) != exc.machine}
+            raw = {**raw, "figures": figures}
+            what = f"entry {test!r}: the figures of machine {exc.machine!r} ({exc.reason})"
+            lost.append(Lost(what, test=test, machine=exc.machine))
+        except ENTRY_ERRORS as exc:
+            return None, [Lost(f"entry {test!r} ({exc})", test=test)]
+
+
+def _looks_like_schema_2(raw: Any) -> bool:
+    return isinstance(raw, Mapping) and "recipe" in raw
+
+
 # Writing -----------------------------------------------------------------------------------------
 
 
@@ -504,13 +575,31 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
+@dataclass(frozen=True)
+class Repaired:
+    """A damaged file that ``--ortperf-repair`` set aside as ``backup`` and wrote afresh: ``kept``
+    entries of it were still readable and are in the new file; ``lost`` names each part that is
+    only in ``backup`` (this run did not record it afresh). An outputs archive is one part: 0, ()."""
+
+    path: Path
+    backup: Path
+    kept: int = 0
+    lost: tuple[str, ...] = ()
+
+
 class BaselineStore:
-    """Reads baseline files lazily (once each) and stages changes until :meth:`write`."""
+    """Reads baseline files lazily (once each) and stages changes until :meth:`write`.
+
+    Under ``repair``, a damaged baseline file loads as what can still be read of it
+    (:func:`salvaged`), so a repair with a narrowed selection keeps the other tests' entries;
+    :meth:`write` sets the damaged file aside, writes what was kept with what this run recorded,
+    and names in :attr:`repaired` what is only in the damaged copy.
+    """
 
     def __init__(self, root: Path, *, repair: bool = False) -> None:
         self.root = root
         self._repair = repair
-        self.repaired: list[tuple[Path, Path]] = []
+        self.repaired: list[Repaired] = []
         self._loaded: dict[Path, Entries] = {}
         self._read: dict[Path, bytes | None] = {}  # the bytes each loaded file had (None: no file)
         self._named: dict[Path, frozenset[str]] = {}  # outputs files each loaded file named
@@ -519,6 +608,7 @@ class BaselineStore:
         self._arrays: dict[Path, bytes] = {}
         self._writing: Path | None = None
         self._damaged: set[Path] = set()
+        self._lost: dict[Path, tuple[Lost, ...]] = {}  # what each salvaged file could not keep
 
     def path_for(self, test_file: str) -> Path:
         return self.root / f"{test_file}.json"
@@ -540,15 +630,20 @@ class BaselineStore:
                 raise self._errors[path] from None
             try:
                 self._take(path, data)
+            except NewerBaselineError as exc:  # to upgrade for, never to repair (or downgrade)
+                self._errors[path] = exc
+                raise
             except BaselineError as exc:
                 if not self._repair:
-                    newer = isinstance(exc, NewerBaselineError)
-                    self._errors[path] = exc if newer else BaselineError(f"{exc} {repair_hint(path)}")
+                    self._errors[path] = BaselineError(f"{exc} {repair_hint(path)}")
                     raise self._errors[path] from None
-                # --ortperf-repair: start this file afresh. The damaged file is only set aside by
-                # write(), so an xdist worker (which never writes) leaves it for the controller.
+                # --ortperf-repair: start this file from what can still be read of it. The damaged
+                # file is only set aside by write(), so an xdist worker (which never writes)
+                # leaves it for the controller.
+                salvage = salvaged(data or b"", path)
                 self._damaged.add(path)
-                self._loaded[path], self._named[path], self._read[path] = {}, frozenset(), None
+                self._lost[path] = salvage.lost
+                self._loaded[path], self._named[path], self._read[path] = salvage.entries, salvage.named, None
         return self._loaded[path]
 
     def _take(self, path: Path, data: bytes | None) -> None:
@@ -606,7 +701,16 @@ class BaselineStore:
                 path.replace(backup)
             except FileNotFoundError:
                 continue  # already gone: nothing left to keep
-            self.repaired.append((path, backup))
+            staged = self._staged.get(path, {})
+            lost = tuple(
+                part.what
+                for part in self._lost.get(path, ())
+                if part.test is None or not part.recorded_by(staged.get(part.test))
+            )
+            kept = len(self._loaded.get(path, {})) if path in self._lost else 0
+            self.repaired.append(Repaired(path, backup, kept=kept, lost=lost))
+            if kept:  # written even when this run staged nothing in it: what was kept stays
+                self._staged.setdefault(path, {})
         self._damaged.clear()
 
     def lookup(self, test_file: str, test: str) -> BaselineEntry | None:

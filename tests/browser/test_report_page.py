@@ -144,6 +144,20 @@ def test_the_pages_controls_sort_filter_and_open_a_followed_check(open_page: Any
     rows = page.locator("#checks-table tbody tr")
     assert rows.count() == len(document["checks"])
     assert "failed" in (rows.first.get_attribute("class") or "")
+    # At 1280 px the table fits the page: nothing scrolls sideways, and "current" is on screen.
+    assert page.viewport_size["width"] == 1280
+    table = page.evaluate(
+        "(() => { const t = document.getElementById('checks-table'), d = document.documentElement;"
+        " return [t.scrollWidth, t.clientWidth, t.offsetWidth, t.parentElement.clientWidth,"
+        " d.scrollWidth, d.clientWidth]; })()"
+    )
+    assert table[0] <= table[1], table  # the table's content fits the table
+    assert table[2] <= table[3], table  # the table fits its section
+    assert table[4] <= table[5], table  # the page does not scroll sideways
+    current = page.locator("#checks-table th", has_text="current").bounding_box()
+    assert current is not None
+    assert current["x"] + current["width"] <= 1280
+    opened.screenshot(tmp_path / "summary-1280.png")
     # Sorting by the check column, ascending then descending.
     header = page.locator("#checks-table th", has_text="check")
     header.click()

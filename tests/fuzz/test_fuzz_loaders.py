@@ -117,7 +117,7 @@ from pytest_ortperf.profiling.trace import (
     summarize,
     summary_lines,
 )
-from pytest_ortperf.store.baselines import KIND, SCHEMA, BaselineStore, parse, render
+from pytest_ortperf.store.baselines import KIND, SCHEMA, BaselineStore, parse, render, salvaged
 from pytest_ortperf.store.machine import validate_name
 from pytest_ortperf.store.model_tables import read_tables
 from pytest_ortperf.store.model_tables import settings_for as settings_for_model
@@ -521,6 +521,33 @@ def test_baseline_parse_mutated_document(document: Any) -> None:
 def test_baseline_parse_mutated_text(text: str) -> None:
     tried("baselines.parse")
     _check_baseline_text(text, Path("baselines/t.py.json"))
+
+
+def _rendered(document: Any) -> str:
+    """A valid document as the store writes it (render's layout: what a repair reads block by block)."""
+    return render(parse(to_json(document), path=Path("b.json")))
+
+
+@given(
+    data=st.one_of(
+        st.binary(),
+        text_mutated(BASELINE_DOCUMENTS.map(_rendered)).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        mutated(BASELINE_DOCUMENTS).map(lambda d: to_json(d).encode()),
+    )
+)
+@fuzz(0.5)
+def test_a_repair_salvages_any_bytes_without_raising(data: bytes) -> None:
+    """--ortperf-repair reads whatever is left of a damaged file (store/salvage.py): it never raises,
+    what it keeps writes and loads again, and a file that loads whole is kept whole."""
+    tried("baselines.salvaged")
+    path = Path("baselines/t.py.json")
+    salvage = salvaged(data, path)
+    written = render(salvage.entries)
+    assert render(parse(written, path=path)) == written
+    whole = _outcome(lambda: parse(data.decode("utf-8"), path=path), (BaselineError, UnicodeDecodeError))
+    if isinstance(whole, dict):
+        assert salvage.entries == whole
+        assert salvage.lost == ()
 
 
 @given(

@@ -472,6 +472,33 @@ def test_ortperf_update_and_show_commands(pytester: pytest.Pytester, latency_sui
     )
 
 
+@pytest.mark.slow
+def test_the_update_summary_and_ortperf_show_call_the_same_figures_noisy(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    """One rule (latency.recording.noise) for both: what an update lists as noisy is what `ortperf
+    show`, reading the same ini, marks noisy, entry by entry and with the same reason. A max-cv
+    far below any real spread makes every recording noisy, so the comparison is never empty."""
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE + "\ndef test_other(ort_perf):\n    ort_perf.check_latency()\n")
+    pytester.makeini("[pytest]\nortperf_max_cv = 0.0001%\n")
+    result = pytester.runpytest("--ortperf-update", *QUICK[:2])
+    result.assert_outcomes(passed=2)
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("noisy figures ("))
+    listed = {}
+    for line in lines[start + 1 :]:
+        if not line.startswith("  "):
+            break
+        test, _, why = line.strip().partition(" (")
+        listed[test] = why.removesuffix(")")
+    assert sorted(listed) == ["test_gate.py::test_latency[cpu-all]", "test_gate.py::test_other[cpu-all]"]
+    shown = pytester.run(Path(sys.executable).parent / "ortperf", "show", "--json")
+    assert shown.ret == 0, shown.stderr.str()
+    marked = {row["test"]: figures["noise"] for row in json.loads(shown.stdout.str()) for figures in row["figures"]}
+    assert marked == listed
+    assert all(why.startswith("spread ") and "> max-cv 0.0001%" in why for why in marked.values())
+
+
 def test_checks_appear_in_pytest_benchmark_json(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytest.importorskip("pytest_benchmark")
     result = pytester.runpytest(
@@ -522,6 +549,61 @@ def test_repair_sets_a_damaged_file_aside_and_records_afresh(pytester: pytest.Py
     (backup,) = latency_suite.parent.glob("test_gate.py.json.damaged-*")
     assert backup.read_bytes() == damage
     assert "test_latency[cpu-all]" in json.loads(latency_suite.read_text())["entries"]
+
+
+SEVERAL_TESTS = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+def test_iris(ort_perf):
+    ort_perf.check_accuracy()
+
+def test_wine(ort_perf):
+    ort_perf.check_accuracy()
+
+def test_digits(ort_perf):
+    ort_perf.check_accuracy()
+
+def test_mnist(ort_perf):
+    ort_perf.check_accuracy()
+"""
+
+
+def test_a_narrowed_repair_keeps_every_readable_entry_and_names_the_damaged_one(
+    pytester: pytest.Pytester, write_model: Any
+) -> None:
+    """``ortperf update --ortperf-repair -k iris`` on a file damaged in one entry: the other tests'
+    entries stay in the repaired file; the one that cannot be read is named, not dropped silently."""
+    write_model()
+    pytester.makepyfile(test_several=SEVERAL_TESTS)
+    pytester.runpytest("--ortperf-update").assert_outcomes(passed=4)
+    path = pytester.path / "baselines" / "test_several.py.json"
+    text = path.read_text(encoding="utf-8")
+    entries = json.loads(text)["entries"]
+    assert sorted(entries) == [f"test_{name}[cpu-all]" for name in ("digits", "iris", "mnist", "wine")]
+    start = text.index('  "test_wine[cpu-all]": {')
+    at = text.index('"variant": ', start)
+    damaged = text[:at] + '"variant" ' + text[at + len('"variant": ') :]  # one colon lost, in one entry
+    path.write_text(damaged, encoding="utf-8")
+
+    result = pytester.runpytest("--ortperf-update", "--ortperf-repair", "-k", "iris")
+    result.assert_outcomes(passed=1, deselected=3)
+    result.stdout.fnmatch_lines(
+        [
+            "repaired *test_several.py.json: the damaged file was kept as test_several.py.json.damaged-*; "
+            "3 entries still readable in it kept",
+            "WARNING: 1 damaged part of *test_several.py.json is only in test_several.py.json.damaged-*, "
+            "not recorded afresh by this run *",
+            "  entry 'test_wine[[]cpu-all]' (not JSON at line *: Expecting ':' delimiter)",
+        ]
+    )
+    after = json.loads(path.read_text(encoding="utf-8"))["entries"]
+    assert sorted(after) == ["test_digits[cpu-all]", "test_iris[cpu-all]", "test_mnist[cpu-all]"]
+    assert all(after[name] == entries[name] for name in after)  # kept as they were, outputs included
+    (backup,) = path.parent.glob("test_several.py.json.damaged-*")
+    assert backup.read_text(encoding="utf-8") == damaged
+    kept = pytester.runpytest("-k", "not wine")
+    kept.assert_outcomes(passed=3, deselected=1)  # nothing "never recorded" among the kept entries
 
 
 TWO_CHECKS = """

@@ -291,3 +291,39 @@ def test_a_glob_that_cannot_be_used_is_a_usage_error_naming_it(pytester: pytest.
     result = pytester.runpytest("--ortperf-models=/abs/*.onnx")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ortperf_models: cannot use the glob '/abs/*.onnx' (*); write it relative to*"])
+
+
+def test_a_glob_that_matches_no_model_is_a_usage_error_naming_it_and_its_source(
+    pytester: pytest.Pytester, models: Path
+) -> None:
+    """A typo'd glob used to give 'collected 0 items' (exit 5) and, beside a good glob, fewer models
+    without a word: a gate that collects nothing passes. It is a usage error naming glob and source."""
+    ini = pytester.path / "pytest.ini"
+    ini.write_text(INI.replace("models/*.onnx", "modles/*.onnx"), encoding="utf-8")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*ortperf_models in {ini}: the glob 'modles/*.onnx' matches no model file under {pytester.path} "
+         "(it matches nothing); fix or remove it."]
+    )  # fmt: skip
+    ini.write_text(INI.replace("models/*.onnx", "models/*.onnx\n    zoo/*"), encoding="utf-8")
+    (pytester.path / "zoo" / "notes").mkdir(parents=True)  # a folder without model.onnx
+    one_bad = pytester.runpytest("--collect-only")
+    assert one_bad.ret == pytest.ExitCode.USAGE_ERROR
+    one_bad.stderr.fnmatch_lines(
+        ["*the glob 'zoo/[*]' matches no model file under * (it matches 1 path(s), none a [*].onnx file or a "
+         "folder holding model.onnx (e.g. notes)); fix or remove it."]
+    )  # fmt: skip
+    cli = pytester.runpytest("--ortperf-models=models/*.onxx")
+    assert cli.ret == pytest.ExitCode.USAGE_ERROR
+    cli.stderr.fnmatch_lines(["*--ortperf-models: the glob 'models/[*].onxx' matches no model file under *"])
+
+
+def test_an_unmatched_ini_glob_only_warns_when_the_run_names_its_own_tests(
+    pytester: pytest.Pytester, models: Path
+) -> None:
+    (pytester.path / "pytest.ini").write_text(INI.replace("models/*.onnx", "modles/*.onnx"), encoding="utf-8")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("test_plain.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["ortperf WARNING: ortperf_models in *pytest.ini: the glob 'modles/[*].onnx' matches no model file*"])

@@ -28,10 +28,13 @@ border-radius:4px;margin:6px 0;max-height:22em;overflow:auto}
 .runerr{color:var(--bad);font-weight:600}
 table{border-collapse:collapse;width:100%;margin:4px 0 10px}
 th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);vertical-align:top}
-#checks-table td{max-width:14em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#checks-table{table-layout:fixed}
+#checks-table td,#checks-table th{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#checks-table td:first-child,#checks-table th:first-child{padding:3px 2px;text-overflow:clip}
 th{background:var(--card);position:sticky;top:0;cursor:pointer;user-select:none;white-space:nowrap}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
-#checks-table td.t{max-width:30em}#checks-table td.c{max-width:24em;text-align:left}
+#checks-table td.c{text-align:left}
+#checks-table td.t{direction:rtl;text-align:left}#checks-table td.t a{direction:ltr;unicode-bidi:isolate}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.failed td{background:#fff3f2}tr.error td{background:#fff3f2}
 .v-failed,.v-error{color:var(--bad);font-weight:600}.v-warn{color:var(--warn)}.v-ok{color:var(--ok)}

@@ -7,13 +7,14 @@ A new kind of check draws its record here: one function from the record to HTML,
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 from pytest_ortperf.accuracy.metrics import TOLERANCE_BIN
 from pytest_ortperf.graph.diff import GraphDiff
-from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.graph.figures import GraphFigures, short
 from pytest_ortperf.reports.html import svg
 from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figure, floats, short_number
 from pytest_ortperf.reports.html.operators import operator_comparison
@@ -96,8 +97,9 @@ def _graph(record: Mapping[str, Any]) -> str:
         set(now) | set(before),
         key=lambda op: (now.get(op) == before.get(op), -max(now.get(op, 0), before.get(op, 0)), op),
     )
+    label = _op_labels(names)
     rows: list[tuple[str, float | None, float | None]] = [
-        (op, float(before[op]) if op in before else (0.0 if before else None), float(now.get(op, 0)))
+        (label[op], float(before[op]) if op in before else (0.0 if before else None), float(now.get(op, 0)))
         for op in names[:MAX_BARS]
     ]
     side = str(reference.get("label") or "reference") if isinstance(reference, Mapping) else "reference"
@@ -129,6 +131,15 @@ def _graph(record: Mapping[str, Any]) -> str:
             f"copy nodes {escape(str(current.get('copies', 0)))}</p>"
         )
     return "".join(parts)
+
+
+def _op_labels(ops: Sequence[str]) -> dict[str, str]:
+    """Each op type as the terminal names it (``nchwc:Conv``, ``FusedConv``, ``Conv``: graph.figures.short),
+    so that the three NCHWc ops do not all read ``com.microsoft.nchwc…``; where two would read the
+    same (``com.microsoft:Gelu`` beside ``Gelu``), both keep their domain."""
+    shortened = {op: short(op) for op in ops}
+    seen = Counter(shortened.values())
+    return {op: name if seen[name] == 1 else op for op, name in shortened.items()}
 
 
 def _graph_diff(reference: object, current: Mapping[str, Any]) -> GraphDiff | None:

@@ -105,10 +105,18 @@ def _header(jobs: Sequence[Job], checks: Sequence[PageCheck], problems: Sequence
 # What decides a row's reading comes first (verdict, check, test, change), so that it stays in the first
 # screen when the long columns are cut short.
 _COLUMNS = ("", "verdict", "check", "test", "variant", "change", "reference", "current", "decided by")
+# Each column's share of the table's width (percent; the table has a fixed layout): the table is as
+# wide as the page at any width (at 1280 px it scrolled sideways and cut "current" off), and a cell
+# too long for its share ends in an ellipsis, its whole text in its tooltip.
+_WIDTHS = {"": 2, "verdict": 9, "check": 7, "test": 19, "variant": 12, "change": 19, "reference": 10,
+           "current": 11, "decided by": 11}  # fmt: skip
+_MERGED_WIDTHS = _WIDTHS | {"test": 16, "change": 16, "decided by": 8, "job": 9}
 
 
 def _summary(checks: Sequence[PageCheck], merged: bool) -> str:
     heads = [*_COLUMNS, *(["job"] if merged else [])]
+    widths = _MERGED_WIDTHS if merged else _WIDTHS
+    columns = "".join(f'<col style="width:{widths[h]}%">' for h in heads)
     numeric = {"reference", "current", "change"}
     head = "".join(f"<th{' data-num' if h in numeric else ''}>{escape(h)}</th>" for h in heads)
     rows = []
@@ -125,16 +133,16 @@ def _summary(checks: Sequence[PageCheck], merged: bool) -> str:
         cells_ = [
             f'<td data-v="{0 if check.state in ("failed", ERROR) else 2 if check.state == "ok" else 1}" '
             f'class="v-{check.state}">{mark}</td>',
-            f'<td class="v-{check.state}">{escape(str(r["verdict"]))}</td>',
-            f"<td>{escape(str(r['kind']))}</td>",
+            _cell(str(r["verdict"]), f"v-{check.state}"),
+            _cell(str(r["kind"])),
             f'<td class="mono t" title="{escape(test)}">'
             f'<a href="#{check.anchor}">{escape(_without(test, variant))}</a></td>',
-            f"<td>{escape(variant)}</td>",
+            _cell(variant),
             _num_cell(change_text, change_value, "c"),
             _num_cell(*before),
             _num_cell(*after),
-            f"<td>{escape(_decided(r))}</td>",
-            *([f"<td>{escape(check.job)}</td>"] if merged else []),
+            _cell(_decided(r)),
+            *([_cell(check.job)] if merged else []),
         ]
         rows.append(f'<tr class="{check.state}">{"".join(cells_)}</tr>')
     empty = "<p class='muted'>No check ran.</p>" if not checks else ""
@@ -142,7 +150,8 @@ def _summary(checks: Sequence[PageCheck], merged: bool) -> str:
         '<section id="summary"><h2>Summary</h2>'
         '<input id="filter" type="search" placeholder="filter: words in a row, e.g. failed latency" '
         'aria-label="filter the checks">'
-        f'<table id="checks-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<table id="checks-table"><colgroup>{columns}</colgroup><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table>'
         f"{empty}</section>"
     )
 
@@ -151,6 +160,12 @@ def _without(test: str, variant: str) -> str:
     """A node id without its variant's parameter, which the variant column shows."""
     suffix = f"[{variant}]"
     return test[: -len(suffix)] if variant and test.endswith(suffix) else test
+
+
+def _cell(text: str, css: str = "") -> str:
+    """A text cell with its whole text in a tooltip: the fixed-width table cuts long cells short."""
+    attribute = f' class="{css}"' if css else ""
+    return f'<td{attribute} title="{escape(text)}">{escape(text)}</td>'
 
 
 def _num_cell(text: str, value: float | None, css: str = "") -> str:

@@ -128,6 +128,17 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(1, limit - 1)] + "\u2026"
 
 
+def _clip_name(text: str, limit: int) -> str:
+    """A row's name cut to ``limit``; a ``domain:op`` name keeps its op whole and loses the start of
+    its domain (``…icrosoft.nchwc:Conv``), since the op is what tells rows apart."""
+    if len(text) <= limit:
+        return text
+    _, colon, op = text.rpartition(":")
+    if not colon or len(op) + 2 > limit:
+        return _clip(text, limit)
+    return "\u2026" + text[len(text) - (limit - 1) :]
+
+
 def _finite(values: Iterable[object]) -> list[float]:
     kept: list[float] = []
     for value in values:
@@ -405,7 +416,8 @@ def paired_bars(
     if not values:
         return _no_data(title)
     ticks = _domain_ticks([0.0, *values])
-    label_width = min(130.0, max(40.0, CHAR * max(len(_clip(name, 20)) for name, _, _ in shown) + 10))
+    # Room for 24 characters: 'nchwc:GlobalAveragePool' whole; longer names lose the start of their domain.
+    label_width = min(160.0, max(40.0, CHAR * max(len(_clip_name(name, 24)) for name, _, _ in shown) + 10))
     scale = _Scale(ticks[0], ticks[-1], label_width, WIDTH - 40)
     top, row_height = 20.0, 22.0
     axis_y = top + row_height * len(shown) + 2
@@ -426,7 +438,7 @@ def paired_bars(
     zero = scale(0.0)
     for row, (name, *pair) in enumerate(shown):
         y = top + row_height * row
-        names.append(_text(label_width - 6, y + 14, _clip(name, 20)))
+        names.append(_text(label_width - 6, y + 14, _clip_name(name, 24)))
         described.append(f"{name}: " + " / ".join("-" if v is None else short(v) for v in pair))
         for side, v in enumerate(pair):
             if v is None:

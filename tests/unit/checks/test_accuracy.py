@@ -902,7 +902,7 @@ def test_repair_keeps_damaged_outputs_aside_and_records_afresh(recorded: Path) -
     store.write()
     (kept,) = [p for p in npz.parent.iterdir() if p.name.startswith("ci-by-hand.npz.damaged-")]
     assert kept.read_bytes() == b"garbage"
-    assert [(path.name, backup.name) for path, backup in store.repaired] == [(npz.name, kept.name)]
+    assert [(r.path.name, r.backup.name) for r in store.repaired] == [(npz.name, kept.name)]
     assert_same_outputs(load_npz(recorded / NPZ), OUT)
     assert not check(BaselineStore(recorded), OUT).failed
 

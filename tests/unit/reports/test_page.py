@@ -210,7 +210,7 @@ def test_several_jobs_merge_into_one_page_each_named(tmp_path: Path, document: d
     page = render_page(jobs)
     assert page.count('<tr class="') == 2 * len(document["checks"])
     assert "<th>job</th>" in page
-    assert page.count("<td>linux-avx512/report</td>") == len(document["checks"])
+    assert page.count('<td title="linux-avx512/report">linux-avx512/report</td>') == len(document["checks"])
     assert page.count(", speedups against ") == 2 * len(document["tradeoffs"])
 
 
@@ -321,3 +321,40 @@ def test_ortperf_report_to_a_folder_is_an_error_naming_it(
     assert str(folder) in err
     assert list(folder.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json", "pages"]  # no temporary file left
+
+
+def test_graph_bars_name_each_op_type_as_the_terminal_does(document: dict[str, Any]) -> None:
+    """The NCHWc op types all read 'com.microsoft.nchwc…' (the label cut at 20 characters): they are
+    labelled as the terminal names them, a name two domains share keeps its domain, and a name too
+    long for its label loses the start of its domain, never its op."""
+    record = _check(document, "graph", "unchanged")
+    record["reference"]["ops"] = {"Gelu": 1, "com.microsoft:Gelu": 1, "com.microsoft:FusedConv": 2}
+    record["current"]["ops"] = {
+        "com.microsoft.nchwc:Conv": 2,
+        "com.microsoft.nchwc:MaxPool": 2,
+        "com.microsoft.nchwc:GlobalAveragePool": 1,
+        "com.microsoft.nchwc:ReorderOutput": 1,
+        "Gelu": 1,
+        "com.microsoft:Gelu": 1,
+        "org.example.custom.kernels:MyAttention": 1,
+    }
+    section = _section(render_page([Job("", document)]), record, "graph")
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", section)
+    shown = ("nchwc:Conv", "nchwc:MaxPool", "nchwc:GlobalAveragePool", "nchwc:ReorderOutput", "FusedConv")
+    for op in (*shown, "Gelu", "com.microsoft:Gelu", "\u2026tom.kernels:MyAttention"):
+        assert op in labels, (op, labels)
+    assert not any(label.startswith("com.microsoft.nchwc") for label in labels)
+
+
+def test_the_summary_table_has_a_fixed_layout_whose_columns_share_the_width(document: dict[str, Any]) -> None:
+    """At 1280 px the summary table scrolled sideways and cut 'current' off: its columns now share the
+    page's width (tests/browser checks it in Chromium), each cell's whole text in its tooltip."""
+    for merged, jobs in ((False, [Job("", document)]), (True, [Job("a", document), Job("b", document)])):
+        page = render_page(jobs)
+        table = page[page.index('<table id="checks-table">') : page.index("</table>")]
+        widths = [int(w) for w in re.findall(r'<col style="width:(\d+)%">', table)]
+        assert sum(widths) == 100
+        assert len(widths) == len(re.findall(r"<th[ >]", table)) == (10 if merged else 9)
+        first_row = table[table.index("<tbody>") :].split("</tr>")[0]
+        cells = re.findall(r"<td[^>]*>", first_row)
+        assert all("title=" in cell for cell in cells[1:]), cells

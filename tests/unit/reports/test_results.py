@@ -14,6 +14,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.reports.ci_files import latency_record, markdown
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, summary_lines
+from pytest_ortperf.store.baselines import Repaired
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.reports.test_terminal import result
 
@@ -81,10 +82,10 @@ def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() 
 def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> None:
     results = RunResults()
     noisy = dataclasses.replace(
-        result("test_n", "cpu-all", Status.NEW, 1.0), recorded_spread=0.142, noisy=True
+        result("test_n", "cpu-all", Status.NEW, 1.0), recorded_spread=0.142, noise="spread 14.2% > max-cv 10%"
     )
     settled = dataclasses.replace(
-        result("test_s", "cpu-all", Status.NEW, 1.0), recorded_spread=0.01, noisy=False
+        result("test_s", "cpu-all", Status.NEW, 1.0), recorded_spread=0.01, noise=""
     )
     results.publish_latency(noisy, "tests/test_perf.py::test_n[cpu-all]")
     results.publish_latency(settled, "tests/test_perf.py::test_s[cpu-all]")
@@ -93,7 +94,7 @@ def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> N
         statuses, unused=["t::gone"], written=[Path("b/t.json")], noisy=results.noisy_recordings()
     )
     assert (report.new, report.updated, report.unchanged) == (3, 1, 1)
-    assert report.noisy == ["tests/test_perf.py::test_n[cpu-all] (spread 14.2%)"]
+    assert report.noisy == ["tests/test_perf.py::test_n[cpu-all] (spread 14.2% > max-cv 10%)"]
     assert report.unused == ["t::gone"]
     assert report.written == [Path("b/t.json")]
 
@@ -106,7 +107,7 @@ def test_the_summary_keeps_its_order_and_is_empty_when_nothing_happened() -> Non
             machine="ci",
             sessions=["sessions: 2 built in 0.10 s, reused 3 time(s)"],
             errors=["cannot write a report: disk full", "worker gw1 went down: ..."],
-            repaired=[(Path("b/t.json"), Path("b/t.json.damaged-1"))],
+            repaired=[Repaired(Path("b/t.json"), Path("b/t.json.damaged-1"))],
             strict_unused=["t::gone"],
             rows=results.latency_rows(),
             missing=results.missing_count(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "rounds": "3",
                     "spread": None,
                     "settled": True,
+                    "noise": "",
                     "recorded": "2025-02-01",
                     **NO_FOOTPRINT,
                 }
@@ -110,6 +112,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "rounds": "3",
                     "spread": 0.031,
                     "settled": True,
+                    "noise": "",
                     "recorded": "2025-01-02",
                     **NO_FOOTPRINT,
                 },
@@ -120,6 +123,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "rounds": "3 + canary",
                     "spread": 0.2,
                     "settled": False,
+                    "noise": "spread 20.0% > max-cv 10%",
                     "recorded": "2025-01-03",
                     **NO_FOOTPRINT,
                 },
@@ -156,7 +160,7 @@ def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_d
     assert not lines[3].endswith("noisy")
     assert lines[4].split()[0] == "laptop"
     assert "rounds 3 + canary" in lines[4]
-    assert lines[4].endswith("noisy")
+    assert lines[4].endswith("noisy (spread 20.0% > max-cv 10%) not settled")
     # machines are indented under their entry, and their columns aligned
     assert all(line.startswith("    ") for line in (lines[1], lines[3], lines[4]))
     offset = lines[1].index("median")
@@ -334,3 +338,66 @@ def test_memory_and_start_up_figures_get_columns_only_where_an_entry_holds_them(
     (row,) = baseline_rows(tmp_path)[0]
     assert row["figures"][0]["memory"] == memory.as_dict()
     assert row["figures"][1]["startup"] is None
+
+
+@pytest.mark.parametrize(
+    ("spread", "settled", "noise", "end"),
+    [
+        # The two figures of the report: 17.5% (settled) was noisy in the update summary only, 8.3%
+        # (not settled) in `ortperf show` only. Now one rule says noisy, and "not settled" is its own word.
+        (0.175, True, "spread 17.5% > max-cv 10%", "noisy (spread 17.5% > max-cv 10%)"),
+        (0.083, False, "", "not settled"),
+        (0.25, False, "spread 25.0% > max-cv 10%", "noisy (spread 25.0% > max-cv 10%) not settled"),
+        (0.031, True, "", "recorded 2025-01-02"),
+    ],
+)
+def test_show_and_the_update_summary_call_the_same_figures_noisy(
+    tmp_path: Path, spread: float, settled: bool, noise: str, end: str
+) -> None:
+    from pytest_ortperf.latency.recording import noise as rule
+    from pytest_ortperf.reports.results import RunResults
+    from tests.unit.reports.test_terminal import result
+
+    store = BaselineStore(tmp_path)
+    entry = BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": figures(3.0, 3.5, spread=spread, settled=settled)})
+    store.stage("t.py", "test_a[cpu-all]", entry)
+    store.write()
+    (row,), _ = baseline_rows(tmp_path, max_cv=0.10)
+    assert row["figures"][0]["noise"] == noise == rule(spread, max_cv=0.10)
+    table, _ = show_baselines(tmp_path, as_json=False, max_cv=0.10)
+    assert table[1].rstrip().endswith(end)
+    assert ("noisy" in table[1]) == bool(noise)
+
+    results = RunResults()  # what the update that recorded these figures lists
+    recorded = result("test_a", "cpu-all", "new", 3.0)
+    results.publish_latency(
+        dataclasses.replace(recorded, recorded_spread=spread, noise=rule(spread, max_cv=0.10)), "t.py::test_a[cpu-all]"
+    )
+    assert results.noisy_recordings() == ([f"t.py::test_a[cpu-all] ({noise})"] if noise else [])
+
+
+def test_show_reads_max_cv_where_an_update_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ortperf.cli import main
+    from pytest_ortperf.reports.show import configured_max_cv
+
+    assert configured_max_cv(tmp_path) == (0.10, "the default")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nortperf_max_cv = 25%\n", encoding="utf-8")
+    assert configured_max_cv(tmp_path) == (0.25, f"ortperf_max_cv in {tmp_path / 'pytest.ini'}")
+    store = BaselineStore(tmp_path / "baselines")
+    entry = BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": figures(3.0, 3.5, spread=0.175)})
+    store.stage("t.py", "test_a[cpu-all]", entry)
+    store.write()
+    monkeypatch.chdir(tmp_path)
+
+    def noise(*args: str) -> str:
+        assert main(["show", "--json", *args]) == 0
+        (row,) = json.loads(capsys.readouterr().out)
+        return str(row["figures"][0]["noise"])
+
+    assert noise() == ""  # 17.5% is within the configured 25%
+    assert noise("--max-cv", "5%") == "spread 17.5% > max-cv 5%"
+    (tmp_path / "pytest.ini").write_text("[pytest]\nortperf_max_cv = lots\n", encoding="utf-8")
+    assert main(["show"]) == 2
+    assert f"ortperf_max_cv in {tmp_path / 'pytest.ini'}: expected a threshold" in capsys.readouterr().err

@@ -400,3 +400,24 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     ]
     assert lock_wait_lines(many)[-1] == "waiting 4.0 s for the timing lock, held by 2 other processes"
     assert len(lock_wait_lines(many)) == 4
+
+
+def test_a_repair_names_what_it_kept_and_each_part_only_in_the_damaged_copy() -> None:
+    from pytest_ortperf.reports.terminal import repaired_lines
+    from pytest_ortperf.store.baselines import Repaired
+
+    path, backup = Path("b/t.py.json"), Path("b/t.py.json.damaged-20250102-101500")
+    assert repaired_lines(Repaired(Path("b/o.npz"), Path("b/o.npz.damaged-1"))) == [
+        "repaired b/o.npz: the damaged file was kept as o.npz.damaged-1"
+    ]
+    assert repaired_lines(Repaired(path, backup, kept=1)) == [
+        "repaired b/t.py.json: the damaged file was kept as t.py.json.damaged-20250102-101500; "
+        "1 entry still readable in it kept"
+    ]
+    lines = repaired_lines(Repaired(path, backup, kept=3, lost=("entry 'a' (x)", "lines 4-9 (y)")))
+    assert lines[0].endswith("; 3 entries still readable in it kept")
+    assert lines[1].startswith(
+        "WARNING: 2 damaged parts of b/t.py.json are only in t.py.json.damaged-20250102-101500, not recorded "
+        "afresh by this run"
+    )
+    assert lines[2:] == ["  entry 'a' (x)", "  lines 4-9 (y)"]

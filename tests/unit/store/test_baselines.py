@@ -990,8 +990,9 @@ def test_repair_treats_a_damaged_file_as_empty_and_sets_it_aside_only_when_writi
     assert store.damaged() == [path]
 
     assert store.write() == [path]
-    ((damaged, backup),) = store.repaired
+    ((damaged, backup, kept, lost),) = [(r.path, r.backup, r.kept, r.lost) for r in store.repaired]
     assert damaged == path
+    assert (kept, lost) == (0, ("the whole file (no entry can be read in it)",))
     assert backup.name.startswith(f"{path.name}.damaged-")
     assert backup.read_text(encoding="utf-8") == "garbage"
     assert parse(path.read_text(encoding="utf-8"), path=path) == {TEST: make_entry()}
@@ -1005,7 +1006,7 @@ def test_a_damaged_file_named_by_another_process_is_set_aside_by_the_writer(tmp_
     controller.recheck(path)
     controller.write()
     assert not path.exists()
-    assert [backup.read_text(encoding="utf-8") for _, backup in controller.repaired] == ["garbage"]
+    assert [r.backup.read_text(encoding="utf-8") for r in controller.repaired] == ["garbage"]
     plain = BaselineStore(tmp_path)
     path.write_text("garbage", encoding="utf-8")
     plain.recheck(path)  # without --ortperf-repair: left for the tests that use it to report
