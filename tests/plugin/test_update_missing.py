@@ -51,7 +51,10 @@ def test_a_new_runner_class_judges_a_slower_model_and_records_only_an_unchanged_
     slower.stdout.fnmatch_lines(
         [
             f"latency regression in test_latency[[]cpu-all[]] against the recorded model (git {blob[:12]}) (same-job A/B)",
-            "  to accept the new latency: ORTPERF_MACHINE=runner-class-b ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' *",
+            # the accepting command records; it leaves out --ortperf-report (and never carries the update flag)
+            "  to accept the new latency: ORTPERF_MACHINE=runner-class-b ortperf update "
+            "'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-budget=0.2 --ortperf-latency-threshold=50% "
+            "--ortperf-max-cv=1000%",
         ]
     )
     slower.stdout.fnmatch_lines(
