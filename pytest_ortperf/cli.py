@@ -375,7 +375,7 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _init(path: str, ci: str, providers: str) -> int:
-    from pytest_ortperf.store.scaffold import init, report
+    from pytest_ortperf.scaffold import init, report
 
     root = Path(path)
     names = [spec.short for spec in parse_providers(providers, source="--providers")]

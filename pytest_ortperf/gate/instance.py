@@ -10,7 +10,7 @@ from pytest_ortperf.checks.contracts import Contract
 from pytest_ortperf.checks.footprint import FootprintResult
 from pytest_ortperf.checks.footprint import not_timed as footprint_not_timed
 from pytest_ortperf.checks.latency import LatencyResult, not_timed
-from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.policy import CheckPolicy, MissingOnly, missing_only
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.accuracy import AccuracyCheck
 from pytest_ortperf.gate.contracts import ContractCheck
@@ -21,7 +21,7 @@ from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckT
 from pytest_ortperf.gate.startup import StartupCheck
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.store.baselines import BaselineEntry
-from pytest_ortperf.store.environment import environment
+from pytest_ortperf.store.environment import environment, recipe_changes
 from pytest_ortperf.store.keys import CheckKey
 
 
@@ -67,10 +67,12 @@ class InstanceChecks:
         else:
             measured_in = self._environment(inputs)  # once: it hashes the inputs
             for check in checks:
-                policy = self._policy(check, entry, key)
+                policy, missing_only = self._policy(check, entry, key, measured_in)
                 target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=feeds is None)
+                noted = {"update_missing": missing_only.as_dict()} if missing_only else {}
                 try:
-                    groups.append(list(check.run(target)))
+                    with context.run.results.noted(noted):
+                        groups.append(list(check.run(target)))
                 except OrtperfError as exc:
                     groups.append([CheckError(key, check.kind, str(exc))])
         for outcome in (outcome for group in groups for outcome in group):
@@ -94,13 +96,20 @@ class InstanceChecks:
         context.add_property(self.startup.verdict_property, str(result.status))
         return result
 
-    def _policy(self, check: Check, entry: BaselineEntry | None, key: CheckKey) -> CheckPolicy:
-        """The run's policy for this check: under ``--ortperf-update=missing``, a plain run's for a
-        check whose part this hardware's entry already holds."""
+    def _policy(
+        self, check: Check, entry: BaselineEntry | None, key: CheckKey, measured_in: Mapping[str, object]
+    ) -> tuple[CheckPolicy, MissingOnly | None]:
+        """The run's policy for this check and, under ``--ortperf-update=missing``, what that does with
+        it (``checks/policy.py: missing_only``): a new entry, or this hardware's missing part under the
+        recorded recipe, is recorded; anything else gets a plain run's policy, so it is judged and its
+        entry left byte for byte."""
         policy = self._context.policy
-        if not policy.update_missing or entry is None:
-            return policy
-        return policy.for_entry(check.recorded(entry, key.machine))
+        if not policy.update_missing:
+            return policy, None
+        recorded_here = entry is not None and check.recorded(entry, key.machine)
+        changes = None if entry is None else recipe_changes(entry.recipe, measured_in)
+        decided = missing_only(exists=entry is not None, recorded_here=recorded_here, changes=changes)
+        return (policy if decided.records else policy.judged()), decided
 
     def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
         context = self._context

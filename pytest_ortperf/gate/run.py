@@ -511,6 +511,7 @@ class OrtperfRun:
             unused=self._unused,
             written=written,
             noisy=self.results.noisy_recordings(),
+            missing_only=self.results.missing_only() if policy.update_missing else None,
         )
 
     def end(self, lost_workers: Sequence[str]) -> bool:

@@ -212,6 +212,10 @@ _NOT_CARRIED = {
     "--ortperf-prune",
     "--ortperf-missing",
     "--ortperf-fail-on-improvement",
+    # Reports of the run that failed: accepting its figures need not overwrite them.
+    "--ortperf-report",
+    "--ortperf-markdown",
+    "--ortperf-html",
 }
 _FLAGS = {"--ortperf-update", "--ortperf-prune", "--ortperf-fail-on-improvement"}
 

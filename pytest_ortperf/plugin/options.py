@@ -41,8 +41,9 @@ MARKERS = (
 
 UPDATE_MISSING = "--ortperf-update=missing"
 UPDATE_MISSING_HELP = (
-    "Record only the baseline entries this hardware lacks; every other entry is checked as in a plain "
-    "run and left byte for byte."
+    "Record only what does not exist: new entries, and figures this hardware lacks under an unchanged "
+    "recipe. A changed model, settings, inputs or runtime is judged as in a plain run, never recorded; "
+    "every entry it does not record is left byte for byte."
 )
 
 

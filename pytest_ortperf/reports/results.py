@@ -11,7 +11,8 @@ tally read from here and nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,18 @@ class RunResults:
         self._contracts: list[ContractResult] = []
         self._models: dict[str, dict[str, Any]] = {}  # node id -> what model its variant ran (describe)
         self._handed = _Handed()
+        self._noted: dict[str, Any] = {}  # fields every record published now carries (noted)
+
+    @contextlib.contextmanager
+    def noted(self, fields: Mapping[str, Any]) -> Iterator[None]:
+        """Every record published inside carries ``fields`` (what ``--ortperf-update=missing`` did
+        with the check: recorded, or judged and why), for the reports and the update summary."""
+        before = self._noted
+        self._noted = {**before, **fields}
+        try:
+            yield
+        finally:
+            self._noted = before
 
     def describe(self, nodeid: str, model: Mapping[str, Any]) -> None:
         """What model the test instance ``nodeid`` runs (its fp32 model, precision, size): every record
@@ -65,6 +78,7 @@ class RunResults:
         self._models[nodeid] = dict(model)
 
     def _add(self, record: dict[str, Any]) -> None:
+        record = {**record, **self._noted}
         model = self._models.get(str(record["test"]))
         self._records.append({**record, "model": model} if model else record)
 
@@ -119,6 +133,17 @@ class RunResults:
             for record in self._records
             if record.get("kind") == "latency" and record.get("noisy")
         ]
+
+    def missing_only(self) -> list[dict[str, Any]]:
+        """Under ``--ortperf-update=missing``, what it did with each check, workers' included: one
+        note per test and kind (``test``, ``kind``, ``action``, ``reason``, ``changes``)."""
+        notes: dict[tuple[str, str], dict[str, Any]] = {}
+        for record in self._records:
+            note = record.get("update_missing")
+            if isinstance(note, Mapping):
+                test, kind = str(record["test"]), str(record.get("kind", ""))
+                notes.setdefault((test, kind), {"test": test, "kind": kind, **note})
+        return list(notes.values())
 
     def not_timed_count(self) -> int:
         """Latency checks of the run, workers' included, that --ortperf-timing=off skipped."""

@@ -34,6 +34,8 @@ class UpdateReport:
     noisy: list[str] = field(default_factory=list)  # "node id (spread 14.2%)" of figures written noisy
     unused: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    # --ortperf-update=missing: what it did with each check (reports.results: RunResults.missing_only)
+    missing_only: list[Mapping[str, Any]] | None = None
 
     @classmethod
     def tally(
@@ -43,8 +45,14 @@ class UpdateReport:
         unused: Sequence[str],
         written: Sequence[Path],
         noisy: Sequence[str] = (),
+        missing_only: Sequence[Mapping[str, Any]] | None = None,
     ) -> UpdateReport:
-        report = cls(unused=list(unused), written=list(written), noisy=list(noisy))
+        report = cls(
+            unused=list(unused),
+            written=list(written),
+            noisy=list(noisy),
+            missing_only=None if missing_only is None else list(missing_only),
+        )
         for status in statuses:
             if status == Status.NEW:
                 report.new += 1
@@ -177,6 +185,8 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
     if report.noisy:
         counts += f", {len(report.noisy)} noisy"
     lines = [counts]
+    if report.missing_only is not None:
+        lines += missing_only_lines(report.missing_only)
     if report.noisy:
         lines.append(
             "noisy figures (written with their spread; where they decide, the spread widens the interval; "
@@ -188,6 +198,27 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
         lines.append(f"unused baselines ({action}):")
         lines += [f"  {nodeid}" for nodeid in report.unused]
     lines += [f"wrote {path}" for path in report.written]
+    return lines
+
+
+def missing_only_lines(notes: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What ``--ortperf-update=missing`` recorded and what it judged: a figure taken in is never
+    mistaken for a verdict. Checks whose recipe changed are listed with what changed."""
+    recorded = sum(note.get("action") == "recorded" for note in notes)
+    judged = len(notes) - recorded
+    lines = [
+        f"--ortperf-update=missing: {recorded} check(s) recorded (never recorded, or figures this "
+        f"hardware lacked under an unchanged recipe); {judged} judged as in a plain run, nothing "
+        "written for them"
+    ]
+    changed = [note for note in notes if note.get("action") == "judged" and note.get("changes")]
+    if changed:
+        lines.append(
+            "judged, not recorded: their recipe changed since it was recorded (a changed model, "
+            "settings, inputs or runtime is never taken in; accept it with a plain 'ortperf update'):"
+        )
+        for note in changed:
+            lines.append(f"  {note['test']} ({note['kind']}): {'; '.join(str(c) for c in note['changes'])}")
     return lines
 
 

@@ -18,6 +18,7 @@ from pytest_ortperf.ort.precision import recipe_of
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.store.machine import Machine
+from pytest_ortperf.store.recipe import CONTROLLED, canonical, same_recipe
 from pytest_ortperf.version import __version__
 
 # Keys compared for "what changed", with how they are named in reports.
@@ -116,4 +117,21 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             changes.append(f"{label} {str(before)[:12]} -> {str(after)[:12]}")
         else:
             changes.append(f"{label} {before} -> {after}")
+    return changes
+
+
+def recipe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What the repository changed since ``recorded`` (a baseline entry's recipe) in ``current`` (this
+    run's environment): one line per controlled key; empty when the recipe is the same
+    (:func:`~pytest_ortperf.store.recipe.same_recipe`). A key the recorded recipe lacks (an entry
+    written by an older version) is named too: what was not recorded cannot be shown unchanged."""
+    if same_recipe(recorded, current):
+        return []
+    changes = []
+    for key in CONTROLLED:
+        if key not in recorded:
+            changes.append(f"the recorded recipe has no {key} (recorded by an older version)")
+        elif canonical(recorded[key]) != canonical(current.get(key)):
+            described = what_changed({key: recorded[key]}, {key: current.get(key)})
+            changes += described or [f"{key} {recorded[key]} -> {current.get(key)}"]
     return changes

@@ -222,6 +222,21 @@ def test_the_record_command_carries_a_runner_class_named_in_the_environment(
     result.stdout.fnmatch_lines(["    ortperf update 'test_gate.py::test_latency[[]cpu-all[]]' --ortperf-machine=runner-class-b *"])
 
 
+def test_the_record_command_leaves_out_the_options_that_write_reports(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    """Accepting a check's figures records a baseline; it need not rewrite the failed run's reports."""
+    reports = ("--ortperf-report=r.json", "--ortperf-html", "r.html", "--ortperf-markdown=r.md")
+    result = pytester.runpytest(*reports, "--ortperf-seed=3", *QUICK)
+    result.assert_outcomes(failed=1)
+    (line,) = [line for line in result.stdout.lines if line.startswith("    ortperf update ")]
+    assert line == (
+        "    ortperf update 'test_gate.py::test_latency[cpu-all]' --ortperf-seed=3 --ortperf-budget=0.2 "
+        "--ortperf-latency-threshold=50% --ortperf-max-cv=1000%"
+    )
+    assert (pytester.path / "r.html").is_file()  # the separate value was taken as the option's, not a path
+
+
 def test_thresholds_marker_beats_the_option(pytester: pytest.Pytester, latency_suite: Path) -> None:
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     _slow_down(pytester)

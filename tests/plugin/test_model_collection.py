@@ -141,9 +141,10 @@ def test_files_that_are_not_models_fail_only_their_own_items(pytester: pytest.Py
     )
 
 
-def _repository(folder: Path) -> None:
-    """A git repository in ``folder``, with an author for its commits."""
-    for args in (("init", "-q"), ("config", "user.name", "T"), ("config", "user.email", "t@example.com"),
+def _repository(folder: Path, *, branch: str = "") -> None:
+    """A git repository in ``folder`` (on ``branch``, else git's default), with an author for its commits."""
+    init = ("init", "-q", *(("-b", branch) if branch else ()))
+    for args in (init, ("config", "user.name", "T"), ("config", "user.email", "t@example.com"),
                  ("config", "commit.gpgsign", "false")):  # fmt: skip
         subprocess.run(["git", *args], cwd=folder, check=True)
 
@@ -162,14 +163,61 @@ def _init(path: Path, *args: str, capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().out
 
 
+def _github(document: dict[Any, Any]) -> dict[str, Any]:
+    jobs, on = document["jobs"], document[True]  # YAML 1.1 reads the key `on` as true
+
+    def runs(job: str) -> list[str]:
+        return [step["run"] for step in jobs[job]["steps"] if "run" in step]
+
+    kept = [s["with"]["path"] for s in jobs["record"]["steps"] if s.get("uses", "").startswith("actions/upload")]
+    return {
+        "gate": runs("gate"),
+        "record": runs("record"),
+        "install": [s["run"] for job in jobs.values() for s in job["steps"] if s.get("name") == "Install"],
+        "branches": [on["push"]["branches"], on["pull_request"]["branches"]],
+        "kept": kept,
+    }
+
+
+def _gitlab(document: dict[Any, Any]) -> dict[str, Any]:
+    gate, record = document["ortperf-gate"], document["ortperf-record"]
+    rules = [rule["if"] for job in (gate, record) for rule in job["rules"]]
+    return {
+        "gate": gate["script"],
+        "record": record["script"],
+        "install": document[".ortperf"]["before_script"],
+        "branches": [[rule.split('"')[1]] for rule in rules if "$CI_COMMIT_BRANCH" in rule],
+        "kept": record["artifacts"]["paths"],
+    }
+
+
+def _azure(document: dict[Any, Any]) -> dict[str, Any]:
+    jobs = {job["job"]: job["steps"] for job in document["jobs"]}
+    return {
+        "gate": [step["script"] for step in jobs["gate"] if "script" in step],
+        "record": [step["script"] for step in jobs["record"] if "script" in step],
+        "install": [step["script"] for steps in jobs.values() for step in steps if step.get("displayName") == "Install"],
+        "branches": [document[key]["branches"]["include"] for key in ("trigger", "pr")]
+        + [schedule["branches"]["include"] for schedule in document["schedules"]],
+        "kept": [step["publish"] for step in jobs["record"] if "publish" in step],
+    }
+
+
 @pytest.mark.parametrize(
-    ("ci", "workflow", "steps"),
-    [("github", ".github/workflows/ortperf.yml", lambda doc: doc["jobs"]["gate"]["steps"]),
-     ("gitlab", ".gitlab-ci.yml", lambda doc: doc["ortperf-gate"]["script"]),
-     ("azure", "azure-pipelines.yml", lambda doc: doc["steps"])],
+    ("ci", "workflow", "read"),
+    [("github", ".github/workflows/ortperf.yml", _github),
+     ("gitlab", ".gitlab-ci.yml", _gitlab),
+     ("azure", "azure-pipelines.yml", _azure)],
 )  # fmt: skip
+@pytest.mark.parametrize(("providers", "extra"), [("cpu,cuda", "gpu"), ("cpu", "cpu")])
 def test_init_writes_the_configuration_and_a_workflow_that_parses(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], ci: str, workflow: str, steps: Any
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    ci: str,
+    workflow: str,
+    read: Any,
+    providers: str,
+    extra: str,
 ) -> None:
     (tmp_path / "models" / "zoo" / "resnet").mkdir(parents=True)
     (tmp_path / "models" / "zoo" / "resnet" / "test_data_set_0").mkdir()
@@ -177,20 +225,33 @@ def test_init_writes_the_configuration_and_a_workflow_that_parses(
     onnx.save(mlp_model(), tmp_path / "models" / "mlp.onnx")
     (tmp_path / ".venv").mkdir()
     onnx.save(mlp_model(), tmp_path / ".venv" / "ignored.onnx")  # an environment's files are not models
-    out = _init(tmp_path, "--ci", ci, "--providers", "cpu,cuda", capsys=capsys)
-    assert out.splitlines()[:3] == ["wrote pytest.ini", "wrote .gitignore", f"wrote {workflow}"]
+    _repository(tmp_path, branch="master")  # a repository whose branch is master, not main
+    out = _init(tmp_path, "--ci", ci, "--providers", providers, capsys=capsys)
+    assert out.splitlines()[:3] == [
+        "wrote pytest.ini",
+        "wrote .gitignore",
+        f"wrote {workflow} (branch master, from the branch checked out; installs pytest-ortperf[{extra}])",
+    ]
     assert out.rstrip().splitlines()[-2:] == [
         "  ortperf update    # record the baselines (then commit baselines/)",
         "  pytest            # the gate: fails a model that got slower or less accurate",
     ]
     ini = (tmp_path / "pytest.ini").read_text()
     assert "ortperf_models =\n    models/*.onnx\n    models/zoo/*\n" in ini
-    assert "ortperf_providers = cpu,cuda\n" in ini
-    document = yaml.safe_load((tmp_path / workflow).read_text())
-    text = json.dumps(steps(document))
-    assert "pip install" in text
-    assert "--ortperf-ab=auto" in text
-    assert "--ortperf-report=ortperf-report.json" in text
+    assert f"ortperf_providers = {providers}\n" in ini
+    found = read(yaml.safe_load((tmp_path / workflow).read_text()))
+    assert found["install"]
+    assert all(f'"pytest-ortperf[{extra}]"' in command for command in found["install"])
+    assert found["branches"]
+    assert all(branches == ["master"] for branches in found["branches"])
+    # The gate: side by side on pull requests, then against the committed baselines; it never writes.
+    gate = " ".join(found["gate"])
+    assert "--ortperf-ab=auto" in gate
+    assert "--ortperf-report=ortperf-report.json" in gate
+    assert "--ortperf-update" not in gate
+    # Recording is a job of its own, and what it records is kept for ortperf merge.
+    assert [command for command in found["record"] if "pytest --ortperf-update=missing " in command]
+    assert found["kept"] in (["baselines/"], ["baselines"])
     assert ".ortperf" in (tmp_path / workflow).read_text()  # the model cache and runtimes are kept
 
 

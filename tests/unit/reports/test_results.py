@@ -186,3 +186,29 @@ def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_
         "timing off (--ortperf-timing=off): 1 latency check not timed; sessions were run and accuracy checks "
         "compared outputs"
     ]
+
+
+def test_records_published_while_noted_carry_the_note_and_update_missing_reads_them() -> None:
+    results = RunResults()
+    recorded = {"update_missing": {"action": "recorded", "reason": "never recorded", "changes": []}}
+    with results.noted(recorded):
+        results.publish_latency(
+            result("test_a", "cpu-all", Status.NEW, 10.0), "tests/test_perf.py::test_a[cpu-all]"
+        )
+    results.publish_accuracy(accuracy(Status.OK), "tests/test_perf.py::test_x[cpu-all]")  # outside: no note
+    judged = {"update_missing": {"action": "judged", "reason": "changed", "changes": ["model sha256 a -> b"]}}
+    with results.noted(judged):
+        for _ in range(2):  # one check's two records are one note
+            results.publish_accuracy(accuracy(Status.FAILED), "tests/test_perf.py::test_x[cpu-all]")
+    assert [r.get("update_missing", {}).get("action") for r in results.records] == [
+        "recorded", None, "judged", "judged"
+    ]
+    assert results.missing_only() == [
+        {"test": "tests/test_perf.py::test_a[cpu-all]", "kind": "latency", **recorded["update_missing"]},
+        {"test": "tests/test_perf.py::test_x[cpu-all]", "kind": "accuracy", **judged["update_missing"]},
+    ]
+    # an xdist worker's notes reach the controller with its records
+    controller = RunResults()
+    handed = results.handover(missing_machines=[], traces={}, profile_lines=[])
+    controller.take_over(json.loads(json.dumps(handed)))
+    assert controller.missing_only() == results.missing_only()

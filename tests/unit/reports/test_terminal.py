@@ -159,6 +159,26 @@ def test_update_lines_count_everything_and_list_written_files() -> None:
     ]
 
 
+def test_update_lines_say_what_update_missing_recorded_and_what_it_judged() -> None:
+    """A figure taken in is never mistaken for a verdict: checks whose recipe changed are named."""
+    changed = {"action": "judged", "reason": "...", "changes": ["model sha256 aaa -> bbb", "input data c -> d"]}
+    notes = [
+        {"test": "t.py::test_a[cpu-all]", "kind": "latency", "action": "recorded", "reason": "never recorded"},
+        {"test": "t.py::test_b[cpu-all]", "kind": "accuracy", "action": "judged", "changes": []},
+        {"test": "t.py::test_c[cpu-all]", "kind": "latency", **changed},
+    ]
+    assert update_lines(UpdateReport(new=1, missing_only=notes), prune=False) == [
+        "ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused",
+        "--ortperf-update=missing: 1 check(s) recorded (never recorded, or figures this hardware lacked "
+        "under an unchanged recipe); 2 judged as in a plain run, nothing written for them",
+        "judged, not recorded: their recipe changed since it was recorded (a changed model, settings, "
+        "inputs or runtime is never taken in; accept it with a plain 'ortperf update'):",
+        "  t.py::test_c[cpu-all] (latency): model sha256 aaa -> bbb; input data c -> d",
+    ]
+    # a plain update says nothing of it
+    assert not any("missing" in line for line in update_lines(UpdateReport(new=1), prune=False))
+
+
 def test_update_lines_count_and_list_noisy_figures() -> None:
     """An update never refuses: figures written although they did not settle are counted and listed."""
     noisy = ["t.py::test_a[cpu-all] (spread 14.2%)", "t.py::test_b[cpu-all] (spread 20.0%)"]

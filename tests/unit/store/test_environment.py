@@ -22,6 +22,7 @@ from pytest_ortperf.store.environment import (
     environment,
     feeds_digest,
     portable_label,
+    recipe_changes,
     what_changed,
 )
 from pytest_ortperf.store.hardware import Hardware
@@ -264,3 +265,18 @@ def test_what_changed_labels_each_key(key: str, value: Any, line: str) -> None:
 def test_what_changed_reports_a_key_missing_from_an_old_baseline() -> None:
     old = {k: v for k, v in OLD.items() if k != "ort_version"}
     assert what_changed(old, OLD) == ["onnxruntime None -> 1.30.0"]
+
+
+def test_recipe_changes_name_what_the_repository_changed_and_nothing_a_machine_measured() -> None:
+    recipe = {key: value for key, value in OLD.items() if key not in ("cpu", "cores", "gpu")} | {"variant": "cpu-all"}
+    assert recipe_changes(recipe, OLD | {"variant": "cpu-all", "cpu": "other", "cores": 64}) == []
+    new = OLD | {"variant": "cpu-all", "model_sha256": "b" * 64, "inputs_sha256": "d" * 64}
+    assert recipe_changes(recipe, new) == ["model sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb", "input data cccccccccccc -> dddddddddddd"]
+    assert recipe_changes(recipe, OLD | {"variant": "cpu-basic"}) == ["variant cpu-all -> cpu-basic"]
+
+
+def test_recipe_changes_name_a_key_an_older_recipe_lacks() -> None:
+    old = {key: value for key, value in OLD.items() if key != "inputs_sha256"} | {"variant": "cpu-all"}
+    assert recipe_changes(old, OLD | {"variant": "cpu-all"}) == [
+        "the recorded recipe has no inputs_sha256 (recorded by an older version)"
+    ]

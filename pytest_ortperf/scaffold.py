@@ -1,0 +1,416 @@
+"""``ortperf init``: a starting configuration for a repository of models, written beside them.
+
+It finds the models (``*.onnx`` files and model-zoo folders), writes the pytest configuration that
+collects them as tests (``ortperf_models``), a ``.gitignore`` line for ``.ortperf/`` and a CI
+workflow, and never overwrites a file: where one exists, it prints what it would add instead.
+
+The workflow gates with a plain ``pytest``, which never writes baselines; recording is a job of its
+own whose figures are kept for ``ortperf merge``. It triggers on the repository's default branch, as
+git names it, and installs the CPU wheel when only the CPU provider is tested. No pytest here: the
+console script's ``init`` is its only user, which is why it sits beside it rather than in ``store/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pytest_ortperf.errors import UsageError
+
+SKIPPED_FOLDERS = {
+    ".git",
+    ".ortperf",
+    ".venv",
+    "venv",
+    "node_modules",
+    "site-packages",
+    "__pycache__",
+    "baselines",
+}
+INI_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+CI_FILES = {
+    "github": Path(".github/workflows/ortperf.yml"),
+    "gitlab": Path(".gitlab-ci.yml"),
+    "azure": Path("azure-pipelines.yml"),
+}
+GITIGNORE_LINE = ".ortperf/"
+NEXT_STEPS = (
+    "ortperf update    # record the baselines (then commit baselines/)",
+    "pytest            # the gate: fails a model that got slower or less accurate",
+)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file ``init`` writes, or would add to when it exists."""
+
+    path: Path
+    text: str
+    written: bool  # False: the file exists and was left as it is; ``text`` is what to add by hand
+    note: str = ""  # what the file was made from, shown after its line
+
+
+def model_globs(root: Path) -> list[str]:
+    """One glob per folder that holds models: ``models/*.onnx`` for model files, ``models/*`` for
+    model-zoo folders (``model.onnx`` beside ``test_data_set_*``), relative to ``root``. Environments,
+    baselines and hidden folders are not entered (a virtual environment holds thousands of files)."""
+    globs: list[str] = []
+    for folder, subfolders, files in os.walk(root):  # top-down: pruned folders are never entered
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        relative = Path(folder).relative_to(root)
+        for name in sorted(f for f in files if f.endswith(".onnx")):
+            zoo = name == "model.onnx" and any(d.startswith("test_data_set_") for d in subfolders)
+            glob = (relative.parent / "*").as_posix() if zoo else (relative / "*.onnx").as_posix()
+            if glob not in globs:
+                globs.append(glob)
+    return globs
+
+
+def init(root: Path, *, ci: str = "github", providers: Sequence[str] = ("cpu",)) -> list[Change]:
+    """Write the configuration for the models under ``root``; existing files are left untouched."""
+    if ci not in CI_FILES:
+        raise UsageError(f"--ci: expected one of {', '.join(CI_FILES)}, got {ci!r}.")
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a folder.")
+    globs = model_globs(root)
+    if not globs:
+        raise UsageError(
+            f"{root}: no *.onnx file or model-zoo folder found (folders such as .venv are skipped)."
+        )
+    changes = [_configuration(root, globs, providers), _gitignore(root)]
+    branch = default_branch(root)
+    workflow = _write(root / CI_FILES[ci], _workflow(ci, branch.name, providers))
+    note = f"branch {branch.name}, {branch.source}; installs pytest-ortperf[{extra(providers)}]"
+    changes.append(replace(workflow, note=note))
+    return changes
+
+
+def report(changes: Sequence[Change], root: Path) -> str:
+    """What ``init`` did and would do, then the two commands that follow it."""
+    lines = []
+    for change in changes:
+        shown = (
+            change.path.relative_to(root).as_posix() if change.path.is_relative_to(root) else str(change.path)
+        )
+        if change.written:
+            lines.append(f"wrote {shown}" + (f" ({change.note})" if change.note else ""))
+        elif not change.text:
+            lines.append(f"{shown} already has what it needs")
+        else:
+            lines += [f"{shown} exists and was left as it is; add this to it:", ""]
+            lines += [f"    {line}" if line else "" for line in change.text.rstrip("\n").splitlines()]
+            lines.append("")
+    lines += ["", "Next:", *(f"  {step}" for step in NEXT_STEPS)]
+    return "\n".join(lines) + "\n"
+
+
+def _configuration(root: Path, globs: Sequence[str], providers: Sequence[str]) -> Change:
+    existing = next((root / name for name in INI_FILES if (root / name).is_file()), None)
+    provider_list = ",".join(providers)
+    if existing is not None and existing.name == "pyproject.toml":
+        quoted = ", ".join(f'"{glob}"' for glob in globs)
+        text = (
+            "[tool.pytest.ini_options]\n"
+            f"ortperf_models = [{quoted}]\n"
+            f'ortperf_providers = "{provider_list}"\n'
+            'ortperf_opt_levels = "disabled,all"\n'
+        )
+        return Change(existing, text, written=False)
+    lines = "".join(f"    {glob}\n" for glob in globs)
+    body = (
+        "# pytest-ortperf: each model below is collected as tests, one per check and variant\n"
+        '# (models/m.onnx::latency[cpu-all]); per-model settings go in [tool.ortperf.models."GLOB"]\n'
+        "# tables of pyproject.toml or an ortperf.toml beside the models.\n"
+        f"ortperf_models =\n{lines}"
+        f"ortperf_providers = {provider_list}\n"
+        "ortperf_opt_levels = disabled,all\n"
+    )
+    if existing is not None:
+        section = "[tool:pytest]" if existing.name == "setup.cfg" else "[pytest]"
+        return Change(existing, f"{section}\n{body}", written=False)
+    return _write(root / "pytest.ini", f"[pytest]\n{body}")
+
+
+def _gitignore(root: Path) -> Change:
+    path = root / ".gitignore"
+    text = f"{GITIGNORE_LINE}\n"
+    if path.exists():
+        present = GITIGNORE_LINE in path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return Change(path, "" if present else text, written=False)
+    return _write(path, "# traces, the model cache, reference runtimes: never commit them\n" + text)
+
+
+def _write(path: Path, text: str) -> Change:
+    if path.exists():
+        return Change(path, text, written=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("x", encoding="utf-8") as stream:  # "x": never replaces a file made meanwhile
+        stream.write(text)
+    return Change(path, text, written=True)
+
+
+FALLBACK_BRANCH = "main"
+_BRANCH_NAME = re.compile(r"[A-Za-z0-9._/-]+")  # what the workflows can quote without escaping
+WEEKLY = "0 4 * * 1"  # the record job's schedule: a new runner CPU gets its figures without a merge
+
+
+@dataclass(frozen=True)
+class Branch:
+    """The branch the workflows gate and record on, and where its name came from."""
+
+    name: str
+    source: str  # where the name came from, as the report of ``init`` says it
+
+
+def default_branch(root: Path) -> Branch:
+    """The repository's default branch: the one ``origin/HEAD`` names (set by ``git clone``), else the
+    branch checked out in ``root``, else ``main``. A name the workflows could not quote as it is (a
+    quote, a space) is passed over for the next source."""
+    asked = (
+        (("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"), "from origin/HEAD"),
+        (("symbolic-ref", "--quiet", "--short", "HEAD"), "from the branch checked out"),
+    )
+    for args, source in asked:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.SubprocessError):  # no git here: nothing more to ask
+            break
+        name = done.stdout.strip().removeprefix("origin/") if done.returncode == 0 else ""
+        if name and _BRANCH_NAME.fullmatch(name):
+            return Branch(name, source)
+    return Branch(FALLBACK_BRANCH, "no git branch found, so the usual default")
+
+
+def extra(providers: Sequence[str]) -> str:
+    """The package extra the workflows install: ``cpu`` (the onnxruntime wheel) when every provider
+    is the CPU one, else ``gpu`` (onnxruntime-gpu, about 340 MB, which also runs on CPU)."""
+    return "cpu" if all(provider == "cpu" for provider in providers) else "gpu"
+
+
+REPORTS = (
+    "--ortperf-report=ortperf-report.json --ortperf-html=ortperf-report.html "
+    "--ortperf-markdown=ortperf-summary.md --junitxml=ortperf-junit.xml"
+)
+AB = "pytest --ortperf-ab=auto --ortperf-report=ortperf-ab.json"
+# The gate never writes baselines: the committed recipes decide every check on any runner.
+GATE = f"pytest --ortperf-model-cache=.ortperf/models {REPORTS}"
+# Recording is its own job, and what it writes is kept: --ortperf-update=missing adds only what this
+# runner's hardware lacks under unchanged recipes; a changed recipe is judged, never taken in.
+RECORD = (
+    "pytest --ortperf-update=missing --ortperf-model-cache=.ortperf/models "
+    "--ortperf-report=ortperf-record.json"
+)
+KEEP = "download the artifact, run 'ortperf merge <its folder> --into baselines' and commit baselines/"
+
+
+def _workflow(ci: str, branch: str, providers: Sequence[str]) -> str:
+    """A workflow with two jobs. The gate, on pull requests and pushes to ``branch``: each changed
+    model side by side with the base branch's (pull requests), then every check against the committed
+    baselines, which it never writes. The record job, after a push to ``branch`` and weekly: adds
+    what this runner's hardware lacks and keeps it as an artifact for ``ortperf merge``. Both cache
+    the model cache and the reference runtimes."""
+    install = f'python -m pip install "pytest-ortperf[{extra(providers)}]"'
+    quoted = json.dumps(branch)  # a YAML double-quoted scalar
+    if ci == "github":
+        return f"""# pytest-ortperf: the ONNX model gate (written by ortperf init).
+# gate: judges every change against the committed baselines; it never writes them.
+# record: after a push to {branch} and weekly, records what this runner's hardware lacks (a changed
+# model, setting or runtime is judged, never recorded) and keeps it as an artifact:
+# {KEEP}.
+name: ortperf
+on:
+  pull_request:
+    branches: [{quoted}]
+  push:
+    branches: [{quoted}]
+  schedule:
+    - cron: "{WEEKLY}"
+  workflow_dispatch:
+env:
+  ORTPERF_MACHINE: gha-ubuntu-24.04-x64  # one name for this runner class
+jobs:
+  gate:
+    if: github.event_name == 'pull_request' || github.event_name == 'push'
+    runs-on: ubuntu-24.04
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0  # changed models are measured against the recorded ones, read with git
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: Install
+        run: {install}
+      - name: Model cache and reference runtimes
+        uses: actions/cache@v4
+        with:
+          path: |
+            .ortperf/models
+            .ortperf/envs
+          key: ortperf-${{{{ runner.os }}}}-${{{{ github.sha }}}}
+          restore-keys: ortperf-${{{{ runner.os }}}}-
+      - name: Pull requests - each changed model side by side with the base branch's
+        if: github.event_name == 'pull_request'
+        run: {AB}
+      - name: The gate against the committed baselines (never writes them)
+        run: {GATE}
+      - name: Reports and traces
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: ortperf-reports
+          path: |
+            ortperf-*.json
+            ortperf-*.html
+            ortperf-*.md
+            ortperf-junit.xml
+            .ortperf/profiles
+  record:
+    if: github.event_name != 'pull_request'
+    runs-on: ubuntu-24.04
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: Install
+        run: {install}
+      - name: Model cache and reference runtimes
+        uses: actions/cache@v4
+        with:
+          path: |
+            .ortperf/models
+            .ortperf/envs
+          key: ortperf-${{{{ runner.os }}}}-${{{{ github.sha }}}}
+          restore-keys: ortperf-${{{{ runner.os }}}}-
+      - name: Record what this runner's hardware lacks (a changed recipe is judged, never recorded)
+        run: {RECORD}
+      - name: Did it record anything?
+        id: recorded
+        if: always()
+        run: echo "changed=$(git status --porcelain -- baselines | wc -l)" >> "$GITHUB_OUTPUT"
+      - name: Keep the recorded baselines ({KEEP})
+        if: always() && steps.recorded.outputs.changed != '0'
+        uses: actions/upload-artifact@v4
+        with:
+          name: ortperf-baselines-${{{{ github.run_id }}}}
+          path: baselines/
+"""
+    if ci == "gitlab":
+        on_branch = f"$CI_COMMIT_BRANCH == {quoted}"
+        return f"""# pytest-ortperf: the ONNX model gate (written by ortperf init).
+# ortperf-gate: judges every change against the committed baselines; it never writes them.
+# ortperf-record: after a push to {branch} and in scheduled pipelines, records what this runner's
+# hardware lacks (a changed model, setting or runtime is judged, never recorded) and keeps it as an
+# artifact: {KEEP}.
+variables:
+  ORTPERF_MACHINE: gitlab-saas-linux-x64  # one name for this runner class
+  GIT_DEPTH: "0"  # changed models are measured against the recorded ones, read with git
+.ortperf:
+  image: python:3.12
+  cache:
+    key: ortperf
+    paths:
+      - .ortperf/models
+      - .ortperf/envs
+  before_script:
+    - {install}
+ortperf-gate:
+  extends: .ortperf
+  rules:
+    - if: $CI_PIPELINE_SOURCE == "merge_request_event"
+    - if: {on_branch} && $CI_PIPELINE_SOURCE == "push"
+  script:
+    - if [ -n "$CI_MERGE_REQUEST_IID" ]; then {AB}; fi
+    - {GATE}
+  artifacts:
+    when: always
+    paths:
+      - ortperf-report.json
+      - ortperf-report.html
+      - ortperf-summary.md
+      - .ortperf/profiles
+    reports:
+      junit: ortperf-junit.xml
+ortperf-record:
+  extends: .ortperf
+  rules:
+    - if: {on_branch} && ($CI_PIPELINE_SOURCE == "push" || $CI_PIPELINE_SOURCE == "schedule")
+  script:
+    - {RECORD}
+  artifacts:
+    when: always
+    name: ortperf-baselines-$CI_PIPELINE_ID
+    paths:
+      - baselines/
+"""
+    steps = f"""      - checkout: self
+        fetchDepth: 0  # changed models are measured against the recorded ones, read with git
+      - task: UsePythonVersion@0
+        inputs:
+          versionSpec: "3.12"
+      - task: Cache@2
+        inputs:
+          key: ortperf | "$(Agent.OS)"
+          path: .ortperf
+      - script: {install}
+        displayName: Install
+"""
+    return f"""# pytest-ortperf: the ONNX model gate (written by ortperf init).
+# gate: judges every change against the committed baselines; it never writes them.
+# record: after a push to {branch} and weekly, records what this runner's hardware lacks (a changed
+# model, setting or runtime is judged, never recorded) and keeps it as an artifact:
+# {KEEP}.
+trigger:
+  branches:
+    include: [{quoted}]
+pr:
+  branches:
+    include: [{quoted}]
+schedules:
+  - cron: "{WEEKLY}"
+    displayName: Weekly - record what a new runner's hardware lacks
+    branches:
+      include: [{quoted}]
+    always: true
+pool:
+  vmImage: ubuntu-24.04
+variables:
+  ORTPERF_MACHINE: azure-ubuntu-24.04-x64  # one name for this runner class
+jobs:
+  - job: gate
+    condition: ne(variables['Build.Reason'], 'Schedule')
+    steps:
+{steps}      - script: {AB}
+        displayName: Pull requests - each changed model side by side with the base branch's
+        condition: eq(variables['Build.Reason'], 'PullRequest')
+      - script: {GATE}
+        displayName: The gate against the committed baselines (never writes them)
+      - task: PublishTestResults@2
+        condition: always()
+        inputs:
+          testResultsFiles: ortperf-junit.xml
+      - publish: .ortperf/profiles
+        artifact: ortperf-traces
+        condition: always()
+      - publish: ortperf-report.html
+        artifact: ortperf-report
+        condition: always()
+  - job: record
+    condition: ne(variables['Build.Reason'], 'PullRequest')
+    steps:
+{steps}      - script: {RECORD}
+        displayName: Record what this runner's hardware lacks (a changed recipe is judged, never recorded)
+      - publish: baselines
+        artifact: ortperf-baselines-$(Build.BuildId)
+        condition: succeededOrFailed()
+"""

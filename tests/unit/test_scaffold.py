@@ -1,0 +1,82 @@
+"""What ortperf init finds and writes, as plain logic."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.scaffold import Branch, default_branch, extra, init, model_globs
+
+
+def test_one_glob_per_folder_of_models_zoo_folders_by_their_parent_and_environments_skipped(
+    tmp_path: Path,
+) -> None:
+    for name in ("models/a.onnx", "models/b.onnx", "deep/x/c.onnx", "zoo/resnet/model.onnx", ".venv/lib/d.onnx",
+                 "baselines/e.onnx"):  # fmt: skip
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "zoo" / "resnet" / "test_data_set_0").mkdir()
+    assert model_globs(tmp_path) == ["deep/x/*.onnx", "models/*.onnx", "zoo/*"]
+
+
+def test_init_refuses_what_it_cannot_use_and_writes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"no \*\.onnx file or model-zoo folder found"):
+        init(tmp_path)
+    (tmp_path / "m.onnx").write_bytes(b"")
+    with pytest.raises(UsageError, match="--ci: expected one of github, gitlab, azure, got 'jenkins'"):
+        init(tmp_path, ci="jenkins")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
+
+
+def _git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
+
+
+@pytest.fixture
+def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git that reads no user or system config and finds no repository above ``tmp_path``."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_default_branch_is_origins_head_else_the_branch_checked_out_else_main(
+    tmp_path: Path, isolated_git: None
+) -> None:
+    (tmp_path / "plain").mkdir()
+    assert default_branch(tmp_path / "plain") == Branch("main", "no git branch found, so the usual default")
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    _git(upstream, "init", "-q", "-b", "master")
+    assert default_branch(upstream) == Branch("master", "from the branch checked out")  # no commit yet
+    (upstream / "m.onnx").write_bytes(b"")
+    _git(upstream, "add", "m.onnx")
+    _git(upstream, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "m")
+    # A clone on a feature branch: origin/HEAD still names the remote's default branch.
+    _git(tmp_path, "clone", "-q", str(upstream), "clone")
+    _git(tmp_path / "clone", "checkout", "-q", "-b", "feature")
+    assert default_branch(tmp_path / "clone") == Branch("master", "from origin/HEAD")
+    # A name the workflows could not quote as it is is passed over.
+    _git(upstream, "checkout", "-q", "-b", "it's")
+    assert default_branch(upstream) == Branch("main", "no git branch found, so the usual default")
+
+
+def test_the_cpu_wheel_is_installed_only_when_every_provider_is_the_cpu_one() -> None:
+    assert extra(["cpu"]) == "cpu"
+    assert extra(["cpu", "cuda"]) == "gpu"
+    assert extra(["tensorrt"]) == "gpu"
+
+
+def test_a_repository_on_master_gets_workflows_that_trigger_on_master(tmp_path: Path, isolated_git: None) -> None:
+    _git(tmp_path, "init", "-q", "-b", "master")
+    (tmp_path / "m.onnx").write_bytes(b"")
+    for ci in ("github", "gitlab", "azure"):
+        (change,) = [c for c in init(tmp_path, ci=ci) if c.path.name.endswith(".yml")]
+        assert '"master"' in change.text
+        assert '"main"' not in change.text
+        assert "pytest-ortperf[cpu]" in change.text
