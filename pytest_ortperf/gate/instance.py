@@ -5,6 +5,7 @@ computed once, and every check object (``gate/protocol.py``) runs on that; an er
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from pytest_ortperf.checks.contracts import Contract
 from pytest_ortperf.checks.footprint import FootprintResult
@@ -19,7 +20,8 @@ from pytest_ortperf.gate.latency import LatencyCheck, canary_on
 from pytest_ortperf.gate.memory import MemoryCheck
 from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
 from pytest_ortperf.gate.startup import StartupCheck
-from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.inputs import Array, synthetic_hint
+from pytest_ortperf.ort.watchdog import RUN_FAILED
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import environment
 from pytest_ortperf.store.keys import CheckKey
@@ -73,10 +75,21 @@ class InstanceChecks:
                     groups.append(list(check.run(target)))
                 except OrtperfError as exc:
                     groups.append([CheckError(key, check.kind, str(exc))])
+        if feeds is None:
+            groups = [[self._pointed(outcome) for outcome in group] for group in groups]
         for outcome in (outcome for group in groups for outcome in group):
             if isinstance(outcome, CheckError):
                 self._publish_error(outcome)
         return groups
+
+    def _pointed(self, outcome: Outcome) -> Outcome:
+        """A run that ONNX Runtime refused on synthesized inputs (``Pad reflect requires axis length
+        >= 2``): its error also names those inputs and how to give the model others, since ORT's own
+        words do not say the inputs were made up."""
+        hint = synthetic_hint(self._context.feeds)
+        if not isinstance(outcome, CheckError) or RUN_FAILED not in outcome.message or not hint:
+            return outcome
+        return replace(outcome, message=f"{outcome.message}\n{hint}")
 
     def not_timed(self, key: CheckKey) -> LatencyResult:
         """A latency check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""

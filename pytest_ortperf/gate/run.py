@@ -47,7 +47,13 @@ from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.reports.ci_files import gate_time, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
-from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, lock_wait_lines, profile_lines
+from pytest_ortperf.reports.terminal import (
+    RunSummary,
+    UpdateReport,
+    inputs_lines,
+    lock_wait_lines,
+    profile_lines,
+)
 from pytest_ortperf.reports.tradeoffs import tradeoff_tables, worth_showing
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.environment import portable_label
@@ -572,6 +578,7 @@ class OrtperfRun:
             gate_time=gate_time(self.results.records),
             not_timed=self.results.not_timed_count(),
             lock_waits=lock_wait_lines(self.results.records),
+            inputs=inputs_lines(self.results.records),
             tradeoffs=[table for table in tradeoff_tables(self.results.records) if worth_showing(table)],
             update=self.update_report,
             prune=self.config.prune,
