@@ -191,9 +191,10 @@ def check_options(specs: Sequence[InputSpec], options: InputOptions) -> None:
     unknown = sorted(options.model_dims - set(named))
     if unknown:
         exist = f"its named dims are {', '.join(named)}" if named else "its inputs have no named dims"
+        match = "match" if len(unknown) > 1 else "matches"
         raise UsageError(
-            f"{options.dims_origin}: dims {', '.join(repr(n) for n in unknown)} "
-            f"{'match' if len(unknown) > 1 else 'matches'} no dim of the model's inputs; {exist} (inputs: {listing}). Unnamed dims (?) are sized with "
+            f"{options.dims_origin}: dims {', '.join(repr(n) for n in unknown)} {match} no dim of the "
+            f"model's inputs; {exist} (inputs: {listing}). Unnamed dims (?) are sized with "
             "shapes={'<input name>': [...]}."
         )
 
