@@ -209,9 +209,7 @@ def unsized_message(
         names = [spec.shape[axis] for axis in axes if isinstance(spec.shape[axis], str) and spec.shape[axis]]
         described.append(
             f"input {spec.name!r} {symbolic(spec.shape)} ({'axes' if len(axes) > 1 else 'axis'} "
-            f"{', '.join(map(str, axes))}"
-            + (f": {', '.join(map(str, names))}" if names else "")
-            + ")"
+            f"{', '.join(map(str, axes))}" + (f": {', '.join(map(str, names))}" if names else "") + ")"
         )
     example = ", ".join(
         f"{spec.name!r}: [{', '.join(str(s) if s is not None else '<n>' for s in shapes[spec.name])}]"

@@ -59,8 +59,8 @@ def test_unknown_kwargs_are_named() -> None:
         model_marker_spec(("a.onnx",), {"provider": "cuda", "batch": 2, "seed": 1}, origin=ORIGIN)
     message = str(info.value)
     assert message.startswith(f"{ORIGIN}: unknown argument(s) batch, provider;")
-    assert "dims, int_range, seed, transformers" in message
-    assert set(MODEL_MARKER_KWARGS) == {"path", "dims", "int_range", "seed", "transformers"}
+    assert "shapes, dims, int_range, seed, transformers" in message
+    assert set(MODEL_MARKER_KWARGS) == {"path", "shapes", "dims", "int_range", "seed", "transformers"}
 
 
 # --- input_options -------------------------------------------------------------------------------
@@ -78,6 +78,23 @@ def test_dims_merge_over_the_base() -> None:
     assert dict(options.dims) == {"batch": 2, "seq": 128, "heads": 4}
     assert dict(BASE.dims) == {"batch": 2, "seq": 8}  # base untouched
     assert input_options(BASE, {"dims": {"batch": 1}}, origin=ORIGIN).dims == {"batch": 1, "seq": 8}
+
+
+def test_marker_dims_are_the_model_s_own_and_checked_against_it() -> None:
+    options = input_options(BASE, {"dims": {"seq": 16}}, origin=ORIGIN)
+    assert options.model_dims == {"seq"}  # the run-wide batch and seq of BASE are not
+    assert options.dims_origin == ORIGIN
+    assert BASE.model_dims == frozenset()
+
+
+def test_shapes_are_read_with_where_they_came_from() -> None:
+    options = input_options(BASE, {"shapes": {"x": [1, 3, 64, 64], "sr": []}}, origin=ORIGIN)
+    assert options.shapes == {"x": (1, 3, 64, 64), "sr": ()}
+    assert options.shapes_origin == ORIGIN
+    table = input_options(
+        BASE, {"shapes": {"x": [2]}}, origin="a / b", origins={"shapes": "pyproject.toml [t] shapes"}
+    )
+    assert table.shapes_origin == "pyproject.toml [t] shapes"
 
 
 def test_seed() -> None:
@@ -109,6 +126,17 @@ def test_per_input_int_ranges_merge() -> None:
         ({"seed": "x"}, f"{ORIGIN}: seed must be a whole number"),
         ({"int_range": "9:1"}, f"{ORIGIN}: integer range 9:1 is empty"),
         ({"int_range": {"input_ids": "a:b"}}, f"{ORIGIN} int_range['input_ids']: expected an integer range"),
+        (
+            {"shapes": [1, 3, 64, 64]},
+            f"{ORIGIN}: shapes must map input names to shapes, such as shapes={{'x'",
+        ),
+        ({"shapes": {}}, f"{ORIGIN}: shapes must map input names to shapes"),
+        ({"shapes": {"x": [1, 0, 64]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": [1, -3]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": [1, 2.5]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": [True, 3]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": "1x3"}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {3: [1]}}, f"{ORIGIN}: shapes[3] must be a list of whole sizes >= 1"),
     ],
 )
 def test_bad_marker_values_name_the_marker(kwargs: dict[str, Any], fragment: str) -> None:
@@ -287,7 +315,10 @@ def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path,
         assert getattr(policy, field) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(("cli", "ini"), [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})])
+@pytest.mark.parametrize(
+    ("cli", "ini"),
+    [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})],
+)
 def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
     tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any]
 ) -> None:
@@ -305,7 +336,10 @@ def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
         ({"memory": 2}, "ort_thresholds marker of t.py::t: memory: did you mean 2%?"),
         ({"startup": "30"}, "ort_thresholds marker of t.py::t: startup: did you mean 30%?"),
         ({"mismatch": 2}, "ort_thresholds marker of t.py::t: mismatch: did you mean 2%?"),
-        ({"outputs": {"y": {"mismatch": 3}}}, "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?"),
+        (
+            {"outputs": {"y": {"mismatch": 3}}},
+            "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?",
+        ),
     ],
 )
 def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key(
@@ -315,7 +349,9 @@ def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key
     from pytest_ortperf.checks.policy import CheckPolicy
 
     with pytest.raises(UsageError) as info:
-        thresholds_for(CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t")
+        thresholds_for(
+            CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t"
+        )
     assert str(info.value).startswith(prefix)
 
 
@@ -364,27 +400,44 @@ def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("4KiB", 4096), ("64 MiB", 64 << 20), ("2GB", 2 * 10**9), ("1048576", 1 << 20), ("0.5GiB", 1 << 29), ("off", 0)],
+    [
+        ("4KiB", 4096),
+        ("64 MiB", 64 << 20),
+        ("2GB", 2 * 10**9),
+        ("1048576", 1 << 20),
+        ("0.5GiB", 1 << 29),
+        ("off", 0),
+    ],
 )
 def test_sizes_take_binary_and_decimal_units(tmp_path: Path, value: str, expected: int) -> None:
     assert build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value})).memory_limit == expected
     if expected:
-        assert build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor == expected
+        assert (
+            build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor
+            == expected
+        )
 
 
 def test_the_memory_limit_defaults_to_the_physical_memory(tmp_path: Path) -> None:
-    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf(
+        "SC_PHYS_PAGES"
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("latency,accuracy", ("latency", "accuracy")), ("memory, startup,memory", ("memory", "startup"))],
 )
-def test_the_checks_of_check_come_from_the_option_in_order(tmp_path: Path, value: str, expected: tuple[str, ...]) -> None:
+def test_the_checks_of_check_come_from_the_option_in_order(
+    tmp_path: Path, value: str, expected: tuple[str, ...]
+) -> None:
     assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value})).checks == expected
 
 
 @pytest.mark.parametrize("value", ["", "latency,speed", " , "])
 def test_unknown_or_no_checks_are_a_usage_error_naming_the_ini_key(tmp_path: Path, value: str) -> None:
-    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup"):
+    with pytest.raises(
+        UsageError,
+        match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup",
+    ):
         build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value}))
