@@ -83,6 +83,7 @@ def test_accuracy(ort_perf, ort_inputs):
 """
 
 
+@pytest.mark.slow
 def test_a_stateful_vad_is_sized_recorded_changed_and_gated(pytester: pytest.Pytester) -> None:
     onnx.save(vad_model(), pytester.path / "vad.onnx")
     pytester.makepyfile(test_vad=VAD_TESTS.format(sizes=""))
@@ -164,6 +165,7 @@ def test_sizes_that_do_not_fit_the_model_are_usage_errors_naming_the_marker(
     result.stdout.fnmatch_lines([message])
 
 
+@pytest.mark.slow
 def test_model_tables_size_collected_models_and_name_their_key(pytester: pytest.Pytester) -> None:
     (pytester.path / "models").mkdir()
     onnx.save(detector_model(), pytester.path / "models" / "detector.onnx")
