@@ -307,7 +307,7 @@ class OrtperfRun:
             sets_read = tuple(dict(self.data_set_feeds(data_set, fp32)) for data_set in found)
             names = f"{found[0].name}" if len(found) == 1 else f"{found[0].name} .. {found[-1].name}"
             return Calibration(sets_read, f"the model's {names}", False)
-        return synthetic_calibration(specs_from_session(fp32.session), options)
+        return synthetic_calibration(specs_from_session(fp32.session), options, model=model)
 
     def _pre_pass_of(self, model: ModelSource) -> Mapping[str, int]:
         """What the transformer optimizer fused when this run prepared ``model``; {} otherwise."""

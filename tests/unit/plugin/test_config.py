@@ -126,10 +126,7 @@ def test_per_input_int_ranges_merge() -> None:
         ({"seed": "x"}, f"{ORIGIN}: seed must be a whole number"),
         ({"int_range": "9:1"}, f"{ORIGIN}: integer range 9:1 is empty"),
         ({"int_range": {"input_ids": "a:b"}}, f"{ORIGIN} int_range['input_ids']: expected an integer range"),
-        (
-            {"shapes": [1, 3, 64, 64]},
-            f"{ORIGIN}: shapes must map input names to shapes, such as shapes={{'x'",
-        ),
+        ({"shapes": [1, 3, 64, 64]}, f"{ORIGIN}: shapes must map input names to shapes, such as shapes={{'x'"),
         ({"shapes": {}}, f"{ORIGIN}: shapes must map input names to shapes"),
         ({"shapes": {"x": [1, 0, 64]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
         ({"shapes": {"x": [1, -3]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
@@ -315,10 +312,7 @@ def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path,
         assert getattr(policy, field) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(
-    ("cli", "ini"),
-    [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})],
-)
+@pytest.mark.parametrize(("cli", "ini"), [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})])
 def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
     tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any]
 ) -> None:
@@ -336,10 +330,7 @@ def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
         ({"memory": 2}, "ort_thresholds marker of t.py::t: memory: did you mean 2%?"),
         ({"startup": "30"}, "ort_thresholds marker of t.py::t: startup: did you mean 30%?"),
         ({"mismatch": 2}, "ort_thresholds marker of t.py::t: mismatch: did you mean 2%?"),
-        (
-            {"outputs": {"y": {"mismatch": 3}}},
-            "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?",
-        ),
+        ({"outputs": {"y": {"mismatch": 3}}}, "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?"),
     ],
 )
 def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key(
@@ -349,9 +340,7 @@ def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key
     from pytest_ortperf.checks.policy import CheckPolicy
 
     with pytest.raises(UsageError) as info:
-        thresholds_for(
-            CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t"
-        )
+        thresholds_for(CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t")
     assert str(info.value).startswith(prefix)
 
 
@@ -400,44 +389,27 @@ def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [
-        ("4KiB", 4096),
-        ("64 MiB", 64 << 20),
-        ("2GB", 2 * 10**9),
-        ("1048576", 1 << 20),
-        ("0.5GiB", 1 << 29),
-        ("off", 0),
-    ],
+    [("4KiB", 4096), ("64 MiB", 64 << 20), ("2GB", 2 * 10**9), ("1048576", 1 << 20), ("0.5GiB", 1 << 29), ("off", 0)],
 )
 def test_sizes_take_binary_and_decimal_units(tmp_path: Path, value: str, expected: int) -> None:
     assert build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value})).memory_limit == expected
     if expected:
-        assert (
-            build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor
-            == expected
-        )
+        assert build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor == expected
 
 
 def test_the_memory_limit_defaults_to_the_physical_memory(tmp_path: Path) -> None:
-    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf(
-        "SC_PHYS_PAGES"
-    )
+    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("latency,accuracy", ("latency", "accuracy")), ("memory, startup,memory", ("memory", "startup"))],
 )
-def test_the_checks_of_check_come_from_the_option_in_order(
-    tmp_path: Path, value: str, expected: tuple[str, ...]
-) -> None:
+def test_the_checks_of_check_come_from_the_option_in_order(tmp_path: Path, value: str, expected: tuple[str, ...]) -> None:
     assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value})).checks == expected
 
 
 @pytest.mark.parametrize("value", ["", "latency,speed", " , "])
 def test_unknown_or_no_checks_are_a_usage_error_naming_the_ini_key(tmp_path: Path, value: str) -> None:
-    with pytest.raises(
-        UsageError,
-        match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup",
-    ):
+    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup"):
         build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value}))

@@ -113,9 +113,7 @@ def _table(results: list, machine: str) -> list[str]:
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
     lines = _table(RESULTS, "ci-large")
-    assert lines[0].startswith(
-        "latency on machine 'ci-large' (reference and current: medians of all runs; change:"
-    )
+    assert lines[0].startswith("latency on machine 'ci-large' (reference and current: medians of all runs; change:")
     header, *rows = lines[1:5]
     assert header.split() == ["test", "variant", "mode", "reference", "current", "change", "verdict"]
     assert rows[0].split("  ")[0] == "tests/test_perf.py::test_squeezenet"
@@ -229,9 +227,7 @@ KEY = CheckKey("tests/test_perf.py", "test_a[cpu-all]#2", "cpu-all", "ci", "ortp
 
 
 def test_an_error_is_a_failed_check_in_every_report() -> None:
-    error = error_record(
-        KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore"
-    )
+    error = error_record(KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore")
     assert error == {
         "test": "tests/test_perf.py::test_a[cpu-all]",
         "kind": "latency",
@@ -286,41 +282,21 @@ def test_output_records_of_a_changed_shape_have_no_worst_element_and_stay_valid_
     assert changed["worst"] is None
     assert changed["problem"].startswith("shape changed")
     nan = output_record(
-        compare_output(
-            "y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline"
-        )
+        compare_output("y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline")
     )
     json.dumps(nan, allow_nan=False)
 
 
 def _timed(test: str, variant: str, **seconds: float) -> dict[str, object]:
-    return {
-        "test": test,
-        "kind": "latency",
-        "variant": variant,
-        "failed": False,
-        "verdict": "ok",
-        "seconds": seconds,
-    }
+    return {"test": test, "kind": "latency", "variant": variant, "failed": False, "verdict": "ok", "seconds": seconds}
 
 
 def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest() -> None:
     records = [
         _timed("t.py::test_a[cpu-all]", "cpu-all", building=0.5, warming=0.25, measuring=2.0),
         _timed("t.py::test_b", "cuda-all", warming=0.25, measuring=3.0, confirming=4.0),
-        {
-            "test": "t.py::test_a[cpu-all]",
-            "kind": "accuracy",
-            "variant": "cpu-all",
-            "failed": False,
-            "verdict": "ok",
-        },
-        error_record(
-            CheckKey("t.py", "test_c", "cpu-all", "m", "u"),
-            kind="latency",
-            nodeid="t.py::test_c",
-            message="x",
-        ),
+        {"test": "t.py::test_a[cpu-all]", "kind": "accuracy", "variant": "cpu-all", "failed": False, "verdict": "ok"},
+        error_record(CheckKey("t.py", "test_c", "cpu-all", "m", "u"), kind="latency", nodeid="t.py::test_c", message="x"),
     ]
     assert gate_time(records) == (
         "gate time: 10.0 s over 2 latency checks (building 0.5 s, warming 0.5 s, measuring 5.0 s, "
@@ -335,9 +311,7 @@ def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest(
 
 
 def test_an_unchanged_check_shows_its_drift_in_the_markdown_change_column_as_in_the_terminal() -> None:
-    unchanged = replace(
-        result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04
-    )
+    unchanged = replace(result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04)
     (row,) = latency_rows([unchanged])
     assert row[5] == "machine 1.04x slower than at recording; nothing changed"
     record = latency_record(unchanged, "tests/test_perf.py::test_squeezenet[cpu-all]")
@@ -397,31 +371,19 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     later = LockHolder(1234, "pytest tests/ -k mlp", since + 40)
     sibling = LockHolder(77, "pytest -n 2", since, worker="gw1", this_run=True)
     # what a worker hands over: JSON
-    records = json.loads(
-        json.dumps(
-            [
-                {
-                    **_timed("t.py::test_a", "cpu-all", measuring=1.0, waiting=20.0),
-                    "timing_lock": [LockWait(18.0, other).as_dict(), LockWait(2.0, None).as_dict()],
-                },
-                {
-                    **_timed("t.py::test_b", "cpu-all", measuring=1.0, waiting=4.8),
-                    "timing_lock": [LockWait(4.8, later).as_dict()],
-                },
-                {
-                    **_timed("t.py::test_c", "cpu-all", measuring=1.0, waiting=3.0),
-                    "timing_lock": [LockWait(3.0, sibling).as_dict()],
-                },
-                # a short wait is not worth a line
-                {
-                    **_timed("t.py::test_d", "cpu-all", measuring=1.0, waiting=0.9),
-                    "timing_lock": [LockWait(0.9, LockHolder(555, "pytest other/", since)).as_dict()],
-                },
-                # a damaged record says nothing rather than failing the summary
-                {**_timed("t.py::test_e", "cpu-all", waiting=5.0), "timing_lock": [{"seconds": "long"}, "x"]},
-            ]
-        )
-    )
+    records = json.loads(json.dumps([
+        {**_timed("t.py::test_a", "cpu-all", measuring=1.0, waiting=20.0),
+         "timing_lock": [LockWait(18.0, other).as_dict(), LockWait(2.0, None).as_dict()]},
+        {**_timed("t.py::test_b", "cpu-all", measuring=1.0, waiting=4.8),
+         "timing_lock": [LockWait(4.8, later).as_dict()]},
+        {**_timed("t.py::test_c", "cpu-all", measuring=1.0, waiting=3.0),
+         "timing_lock": [LockWait(3.0, sibling).as_dict()]},
+        # a short wait is not worth a line
+        {**_timed("t.py::test_d", "cpu-all", measuring=1.0, waiting=0.9),
+         "timing_lock": [LockWait(0.9, LockHolder(555, "pytest other/", since)).as_dict()]},
+        # a damaged record says nothing rather than failing the summary
+        {**_timed("t.py::test_e", "cpu-all", waiting=5.0), "timing_lock": [{"seconds": "long"}, "x"]},
+    ]))
     assert lock_wait_lines(records) == [
         f"waiting 22.8 s for the timing lock, held by pid 1234 (pytest tests/ -k mlp) since {clock_text(since)}",
         "waiting 2.0 s for the timing lock, held by a process the lock file does not name"
@@ -434,10 +396,7 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     summary = summary_lines(RunSummary(machine="m", gate_time="gate time: 1 s", lock_waits=waits))
     assert summary[-3:] == ["gate time: 1 s", *waits]
     many = [
-        {
-            **_timed(f"t.py::test_{pid}", "cpu-all", waiting=2.0),
-            "timing_lock": [LockWait(2.0, LockHolder(pid, "p", since)).as_dict()],
-        }
+        {**_timed(f"t.py::test_{pid}", "cpu-all", waiting=2.0), "timing_lock": [LockWait(2.0, LockHolder(pid, "p", since)).as_dict()]}
         for pid in range(10, 15)
     ]
     assert lock_wait_lines(many)[-1] == "waiting 4.0 s for the timing lock, held by 2 other processes"
