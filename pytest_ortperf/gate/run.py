@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
+from pytest_ortperf.errors import InputsError, OrtperfError, ProviderUnavailable, UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.graph.figures import GraphFigures, summarize
@@ -27,6 +27,7 @@ from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
     InputSpec,
+    UnmadeFeeds,
     data_sets,
     feeds_from_data_set,
     load_feeds,
@@ -498,6 +499,14 @@ class OrtperfRun:
 
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)
+
+    def feeds_or_problem(self, built: BuiltSession, options: InputOptions) -> Feeds:
+        """:meth:`feeds`, or :class:`UnmadeFeeds` saying why they cannot be made: the checks that
+        would run on them end in that error, while a check given its own feeds runs."""
+        try:
+            return self.feeds(built, options)
+        except InputsError as exc:
+            return UnmadeFeeds(str(exc))
 
     def finish(self) -> None:
         """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""

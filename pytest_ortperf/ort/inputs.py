@@ -76,6 +76,15 @@ class Feeds(dict[str, Array]):
         self.source = source
 
 
+class UnmadeFeeds(Feeds):
+    """No feeds: why a test's inputs could not be made (an input that nothing sizes, an unreadable
+    ``.npz``), kept for the checks that would run on them, while checks given their own feeds run."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__({}, source="")
+        self.problem = problem
+
+
 def specs_from_session(session: Any) -> tuple[InputSpec, ...]:
     try:
         return tuple(InputSpec(arg.name, arg.type, tuple(arg.shape)) for arg in session.get_inputs())

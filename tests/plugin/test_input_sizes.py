@@ -29,21 +29,55 @@ def _detector_suite(pytester: pytest.Pytester, sizes: str = "") -> None:
     pytester.makepyfile(test_det=DETECTOR_TESTS.format(sizes=sizes))
 
 
+UNSIZED_MESSAGE = (
+    "model 'detector.onnx': nothing sizes input 'x' [[]?, 3, ?, ?[]] (axes 2, 3); synthetic data would have to "
+    "guess these sizes (a dim of 1 measures a degenerate input). Size it with ort_model(..., shapes={'x': "
+    "[[]1, 3, <n>, <n>[]]}) (or the key shapes of its model table), or give the model its own inputs beside it: "
+    "detector.npz, or test_data_set_0/input_<i>.pb (ONNX model-zoo layout)."
+)
+
+
 def test_an_unsized_detector_fails_its_checks_naming_the_input_and_shapes(pytester: pytest.Pytester) -> None:
     onnx.save(detector_model(), pytester.path / "detector.onnx")
     _detector_suite(pytester)
-    first = pytester.runpytest("--ortperf-update", *ONE_LEVEL)
-    first.assert_outcomes(errors=2)
+    pytester.makepyfile(
+        test_more="""
+        import numpy as np
+        import pytest
+        pytestmark = pytest.mark.ort_model("detector.onnx")
+
+        def test_own_feeds(ort_perf):  # a check given its feeds needs no sizes
+            ort_perf.check_accuracy(feeds={"x": np.zeros((1, 3, 16, 16), np.float32)})
+
+        def test_inputs(ort_inputs):
+            pass
+        """
+    )
+    first = pytester.runpytest("--ortperf-update", "--ortperf-report=r.json", *ONE_LEVEL)
+    first.assert_outcomes(failed=2, passed=1, errors=1)
     first.stdout.fnmatch_lines(
         [
-            "model 'detector.onnx': nothing sizes input 'x' [[]?, 3, ?, ?[]] (axes 2, 3); synthetic "
-            "data would have to guess these sizes (a dim of 1 measures a degenerate input). Size it with "
-            "ort_model(..., shapes={'x': [[]1, 3, <n>, <n>[]]}) (or the key shapes of its model table), or give "
-            "the model its own inputs beside it: detector.npz, or test_data_set_0/input_<i>.pb (ONNX model-zoo "
-            "layout)."
+            "*ERROR at setup of test_inputs[[]cpu-all[]]*",
+            UNSIZED_MESSAGE,
+            "*_ test_latency[[]cpu-all[]] _*",
+            UNSIZED_MESSAGE,
+            "*_ test_accuracy[[]cpu-all[]] _*",
+            UNSIZED_MESSAGE,
         ]
     )
-    assert not (pytester.path / "baselines").exists(), "nothing measured, nothing recorded"
+    records = json.loads((pytester.path / "r.json").read_text())["checks"]
+    unsized = [
+        (r["test"], r["kind"], r["verdict"]) for r in records if "nothing sizes input 'x'" in r["message"]
+    ]
+    assert unsized == [
+        ("test_det.py::test_latency[cpu-all]", "latency", "error"),
+        ("test_det.py::test_accuracy[cpu-all]", "accuracy", "error"),
+    ]
+    entries = json.loads((pytester.path / "baselines" / "test_more.py.json").read_text())["entries"]
+    assert list(entries) == ["test_own_feeds[cpu-all]"]
+    assert not (pytester.path / "baselines" / "test_det.py.json").exists(), (
+        "nothing measured, nothing recorded"
+    )
 
 
 @pytest.mark.slow
@@ -88,7 +122,7 @@ def test_a_stateful_vad_is_sized_recorded_changed_and_gated(pytester: pytest.Pyt
     onnx.save(vad_model(), pytester.path / "vad.onnx")
     pytester.makepyfile(test_vad=VAD_TESTS.format(sizes=""))
     unsized = pytester.runpytest("--ortperf-update", *ONE_LEVEL)
-    unsized.assert_outcomes(errors=1)
+    unsized.assert_outcomes(errors=1)  # the test asks for ort_inputs: its setup errs
     unsized.stdout.fnmatch_lines(
         [
             "model 'vad.onnx': nothing sizes input 'input' [[]?, ?[]] (axis 1); input 'state' "
