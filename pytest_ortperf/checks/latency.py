@@ -75,6 +75,10 @@ class LatencyResult:
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
     operators: OperatorProfiles | None = None  # a failure's operator profiles, when they could be made
+    # What was fed: {input: "float32[1, 3, 640, 640]"}, and where it came from ("synthetic(seed=0)",
+    # "test_data_set_0", "the check's feeds"), so that a reader sees what was measured.
+    inputs: Mapping[str, str] = field(default_factory=dict)
+    inputs_source: str = ""
 
     @property
     def noisy(self) -> bool:

@@ -5,6 +5,7 @@ computed once, and every check object (``gate/protocol.py``) runs on that; an er
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from pytest_ortperf.checks.contracts import Contract
 from pytest_ortperf.checks.footprint import FootprintResult
@@ -19,7 +20,8 @@ from pytest_ortperf.gate.latency import LatencyCheck, canary_on
 from pytest_ortperf.gate.memory import MemoryCheck
 from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
 from pytest_ortperf.gate.startup import StartupCheck
-from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.inputs import Array, UnmadeFeeds, synthetic_hint
+from pytest_ortperf.ort.watchdog import RUN_FAILED
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import environment, recipe_changes
 from pytest_ortperf.store.keys import CheckKey
@@ -59,26 +61,49 @@ class InstanceChecks:
         mode adds the comparison of the two models' outputs after it)."""
         context = self._context
         inputs = dict(context.feeds if feeds is None else feeds)
-        groups: list[list[Outcome]] = []
-        try:
-            entry = context.run.store.lookup(key.test_file, key.test)
-        except OrtperfError as exc:  # a damaged or unreadable baseline file: every check says so
-            groups = [[CheckError(key, check.kind, str(exc))] for check in checks]
+        unmade = context.feeds if feeds is None and isinstance(context.feeds, UnmadeFeeds) else None
+        groups: list[list[Outcome]]
+        if unmade is not None:  # the test's inputs could not be made: nothing to run its checks on
+            groups = [[CheckError(key, check.kind, unmade.problem)] for check in checks]
         else:
-            measured_in = self._environment(inputs)  # once: it hashes the inputs
-            for check in checks:
-                policy, missing_only = self._policy(check, entry, key, measured_in)
-                target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=feeds is None)
-                noted = {"update_missing": missing_only.as_dict()} if missing_only else {}
-                try:
-                    with context.run.results.noted(noted):
-                        groups.append(list(check.run(target)))
-                except OrtperfError as exc:
-                    groups.append([CheckError(key, check.kind, str(exc))])
+            groups = self._checked(checks, inputs, key, own_feeds=feeds is None)
+        if feeds is None:
+            groups = [[self._pointed(outcome) for outcome in group] for group in groups]
         for outcome in (outcome for group in groups for outcome in group):
             if isinstance(outcome, CheckError):
                 self._publish_error(outcome)
         return groups
+
+    def _checked(
+        self, checks: Sequence[Check], inputs: dict[str, Array], key: CheckKey, *, own_feeds: bool
+    ) -> list[list[Outcome]]:
+        """The outcomes of ``checks`` on ``inputs``: the entry read once, the environment computed once."""
+        context = self._context
+        groups: list[list[Outcome]] = []
+        try:
+            entry = context.run.store.lookup(key.test_file, key.test)
+        except OrtperfError as exc:  # a damaged or unreadable baseline file: every check says so
+            return [[CheckError(key, check.kind, str(exc))] for check in checks]
+        measured_in = self._environment(inputs)  # once: it hashes the inputs
+        for check in checks:
+            policy, missing_only = self._policy(check, entry, key, measured_in)
+            target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=own_feeds)
+            noted = {"update_missing": missing_only.as_dict()} if missing_only else {}
+            try:
+                with context.run.results.noted(noted):
+                    groups.append(list(check.run(target)))
+            except OrtperfError as exc:
+                groups.append([CheckError(key, check.kind, str(exc))])
+        return groups
+
+    def _pointed(self, outcome: Outcome) -> Outcome:
+        """A run that ONNX Runtime refused on synthesized inputs (``Pad reflect requires axis length
+        >= 2``): its error also names those inputs and how to give the model others, since ORT's own
+        words do not say the inputs were made up."""
+        hint = synthetic_hint(self._context.feeds)
+        if not isinstance(outcome, CheckError) or RUN_FAILED not in outcome.message or not hint:
+            return outcome
+        return replace(outcome, message=f"{outcome.message}\n{hint}")
 
     def not_timed(self, key: CheckKey) -> LatencyResult:
         """A latency check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""

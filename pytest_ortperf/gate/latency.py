@@ -65,6 +65,7 @@ class LatencyCheck:
         self._context = context
         self._on_result = on_result
         self._activity = Activity()  # the check in progress: its phases, rounds and time
+        self._fed: tuple[Mapping[str, str], str] = ({}, "")  # the inputs' shapes and their source
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
@@ -72,6 +73,9 @@ class LatencyCheck:
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         """The path of this mode, followed by the run's progress line and timed by phase."""
+        shapes = target.environment.get("inputs")
+        source = getattr(self._context.feeds, "source", "") if target.own_feeds else "the check's feeds"
+        self._fed = (dict(shapes) if isinstance(shapes, Mapping) else {}, source)
         with self._context.run.activity(target.key.test) as self._activity:
             return self._paths(target)
 
@@ -388,7 +392,14 @@ class LatencyCheck:
         """A latency result, with where its time went, into the run's report, the JUnit properties
         and pytest-benchmark."""
         context = self._context
-        result = replace(result, seconds=self._activity.seconds(), lock_waits=self._activity.lock_waits())
+        inputs, source = self._fed
+        result = replace(
+            result,
+            seconds=self._activity.seconds(),
+            lock_waits=self._activity.lock_waits(),
+            inputs=inputs,
+            inputs_source=source,
+        )
         context.run.results.publish_latency(result, context.nodeid)
         context.add_property("ortperf_latency_verdict", str(result.status))
         context.add_property("ortperf_latency_mode", result.basis)

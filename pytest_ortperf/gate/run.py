@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
+from pytest_ortperf.errors import InputsError, OrtperfError, ProviderUnavailable, UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.graph.figures import GraphFigures, summarize
@@ -27,6 +27,7 @@ from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
     InputSpec,
+    UnmadeFeeds,
     data_sets,
     feeds_from_data_set,
     load_feeds,
@@ -47,7 +48,13 @@ from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.reports.ci_files import gate_time, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
-from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, lock_wait_lines, profile_lines
+from pytest_ortperf.reports.terminal import (
+    RunSummary,
+    UpdateReport,
+    inputs_lines,
+    lock_wait_lines,
+    profile_lines,
+)
 from pytest_ortperf.reports.tradeoffs import tradeoff_tables, worth_showing
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
 from pytest_ortperf.store.environment import portable_label
@@ -301,7 +308,7 @@ class OrtperfRun:
             sets_read = tuple(dict(self.data_set_feeds(data_set, fp32)) for data_set in found)
             names = f"{found[0].name}" if len(found) == 1 else f"{found[0].name} .. {found[-1].name}"
             return Calibration(sets_read, f"the model's {names}", False)
-        return synthetic_calibration(specs_from_session(fp32.session), options)
+        return synthetic_calibration(specs_from_session(fp32.session), options, model=model)
 
     def _pre_pass_of(self, model: ModelSource) -> Mapping[str, int]:
         """What the transformer optimizer fused when this run prepared ``model``; {} otherwise."""
@@ -493,6 +500,14 @@ class OrtperfRun:
     def feeds(self, built: BuiltSession, options: InputOptions) -> Feeds:
         return load_feeds(built.model, specs_from_session(built.session), options)
 
+    def feeds_or_problem(self, built: BuiltSession, options: InputOptions) -> Feeds:
+        """:meth:`feeds`, or :class:`UnmadeFeeds` saying why they cannot be made: the checks that
+        would run on them end in that error, while a check given its own feeds runs."""
+        try:
+            return self.feeds(built, options)
+        except InputsError as exc:
+            return UnmadeFeeds(str(exc))
+
     def finish(self) -> None:
         """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""
         policy = self.config.policy
@@ -573,6 +588,7 @@ class OrtperfRun:
             gate_time=gate_time(self.results.records),
             not_timed=self.results.not_timed_count(),
             lock_waits=lock_wait_lines(self.results.records),
+            inputs=inputs_lines(self.results.records),
             tradeoffs=[table for table in tradeoff_tables(self.results.records) if worth_showing(table)],
             update=self.update_report,
             prune=self.config.prune,

@@ -4,6 +4,11 @@ In order of preference: the model's own test data in ONNX model-zoo layout
 (``test_data_set_<n>/input_<i>.pb`` beside the model), an ``<model stem>.npz``
 beside the model, or seeded synthetic data built from the session's input
 metadata. The same model and options always give the same arrays.
+
+Synthetic data is sized, never guessed: every dim of an input comes from the model (a fixed size),
+``shapes`` (the whole input, by name), ``dims`` (a named dim) or, for a leading batch dim only, a
+default of 1. A dim that nothing sizes fails the feeds, naming the input and the ways to size it: an
+input measured at ``1x3x1x1`` times a degenerate graph.
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
-from pytest_ortperf.errors import InputsError
+from pytest_ortperf.errors import InputsError, UsageError
 from pytest_ortperf.ort.models import LFS_FETCH, ModelSource, is_lfs_pointer
 
 Array = npt.NDArray[Any]
@@ -44,12 +49,21 @@ class InputSpec:
 
 @dataclass(frozen=True)
 class InputOptions:
-    """How synthetic feeds are made. ``int_ranges`` are half-open ``[low, high)`` per input."""
+    """How synthetic feeds are made. ``int_ranges`` are half-open ``[low, high)`` per input.
+
+    ``shapes`` sizes whole inputs by name. ``model_dims`` are the ``dims`` names given for this model
+    (its marker or model table, not the run-wide ``--ortperf-dims``, which serves every model): each
+    must name a dim of its inputs. The origins name where each came from, for messages.
+    """
 
     seed: int = 0
     dims: Mapping[str, int] = field(default_factory=dict)
     int_range: tuple[int, int] = (0, 100)
     int_ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    model_dims: frozenset[str] = frozenset()
+    dims_origin: str = ""
+    shapes_origin: str = ""
 
 
 class Feeds(dict[str, Array]):
@@ -60,6 +74,15 @@ class Feeds(dict[str, Array]):
     def __init__(self, arrays: Mapping[str, Array], *, source: str) -> None:
         super().__init__(arrays)
         self.source = source
+
+
+class UnmadeFeeds(Feeds):
+    """No feeds: why a test's inputs could not be made (an input that nothing sizes, an unreadable
+    ``.npz``), kept for the checks that would run on them, while checks given their own feeds run."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__({}, source="")
+        self.problem = problem
 
 
 def specs_from_session(session: Any) -> tuple[InputSpec, ...]:
@@ -78,44 +101,181 @@ def data_sets(directory: Path) -> list[Path]:
 
 
 def load_feeds(model: ModelSource, specs: Sequence[InputSpec], options: InputOptions) -> Feeds:
-    """Feeds for ``model`` from its first test data set, an ``.npz`` beside it, or synthetic data."""
+    """Feeds for ``model`` from its first test data set, an ``.npz`` beside it, or synthetic data.
+
+    ``shapes`` and ``dims`` that do not fit the model are a usage error whichever source feeds it; the
+    model's own data is fed as it is, and a ``shapes`` entry it contradicts is an error too (it would
+    otherwise be ignored without a word)."""
+    check_options(specs, options)
     directory = model.directory
     if directory is not None and model.path is not None:
         found = data_sets(directory)
         if found:
-            return feeds_from_data_set(found[0], specs)
+            return _agreeing(feeds_from_data_set(found[0], specs), options, origin=str(found[0]))
         npz = model.path.with_suffix(".npz")
         if npz.is_file():
-            return _from_npz(npz, specs)
-    return synthesize(specs, options)
+            return _agreeing(_from_npz(npz, specs), options, origin=str(npz))
+    return synthesize(specs, options, model=model)
 
 
-def synthesize(specs: Sequence[InputSpec], options: InputOptions) -> Feeds:
-    arrays = {spec.name: _synthetic_array(spec, options) for spec in specs}
+def synthesize(
+    specs: Sequence[InputSpec], options: InputOptions, *, model: ModelSource | None = None
+) -> Feeds:
+    """Seeded data for every input, each sized by :func:`resolve_shape`; :class:`InputsError` naming
+    every input with a dim that nothing sizes, and how to size it."""
+    check_options(specs, options)
+    shapes = {spec.name: resolve_shape(spec, options) for spec in specs}
+    unsized = [spec for spec in specs if None in shapes[spec.name]]
+    if unsized:
+        raise InputsError(unsized_message(unsized, shapes, model=model))
+    arrays = {spec.name: _synthetic_array(spec, options, _sized(shapes[spec.name])) for spec in specs}
     return Feeds(arrays, source=f"synthetic(seed={options.seed})")
 
 
-def resolve_shape(spec: InputSpec, dims: Mapping[str, int]) -> tuple[int, ...]:
-    """Concrete shape: named symbolic dims from ``dims``, other unknown dims 1."""
-    shape = []
-    for dim in spec.shape:
-        if isinstance(dim, int) and dim > 0:
+def synthetic_hint(feeds: Mapping[str, Array]) -> str:
+    """For an error ONNX Runtime raised on ``feeds``: when they were synthesized, which inputs and
+    shapes were made up, and how to give the model others; "" for the model's own data."""
+    if not isinstance(feeds, Feeds) or not feeds.source.startswith("synthetic"):
+        return ""
+    made = ", ".join(f"{name} {feeds[name].dtype}{list(feeds[name].shape)}" for name in feeds)
+    return (
+        f"The inputs were synthesized ({feeds.source}): {made}. A model that needs other sizes or values "
+        "takes them from ort_model(..., shapes={'<input>': [...]}) (or dims=, int_range=), or from its "
+        "own inputs beside it: <model>.npz or test_data_set_0/input_<i>.pb."
+    )
+
+
+def resolve_shape(spec: InputSpec, options: InputOptions) -> tuple[int | None, ...]:
+    """The shape synthetic data takes, None where nothing sizes a dim: the whole shape from
+    ``options.shapes``, else per dim its fixed size, its named size from ``options.dims``, or 1 for a
+    leading batch dim (axis 0 of an input of rank 2 or more)."""
+    if spec.name in options.shapes:
+        return tuple(options.shapes[spec.name])
+    shape: list[int | None] = []
+    for axis, dim in enumerate(spec.shape):
+        if _fixed(dim):
             shape.append(dim)
-        elif isinstance(dim, str) and dim in dims:
-            shape.append(int(dims[dim]))
-        else:
+        elif isinstance(dim, str) and dim in options.dims:
+            shape.append(int(options.dims[dim]))
+        elif axis == 0 and len(spec.shape) >= 2:
             shape.append(1)
+        else:
+            shape.append(None)
     return tuple(shape)
 
 
-def _synthetic_array(spec: InputSpec, options: InputOptions) -> Array:
+def symbolic(shape: Sequence[Dim]) -> str:
+    """A model's declared shape as people read it: ``[?, 3, ?, ?]``, ``[batch, 3, height, width]``."""
+    return "[" + ", ".join(str(d) if _fixed(d) or (isinstance(d, str) and d) else "?" for d in shape) + "]"
+
+
+def check_options(specs: Sequence[InputSpec], options: InputOptions) -> None:
+    """:class:`UsageError` for a ``shapes`` entry that names no input or does not fit its input's
+    declared shape, and for a model's ``dims`` name that matches no dim of its inputs."""
+    by_name = {spec.name: spec for spec in specs}
+    listing = "; ".join(f"{spec.name!r} {symbolic(spec.shape)}" for spec in specs) or "none"
+    for name, given in options.shapes.items():
+        spec = by_name.get(name)
+        if spec is None:
+            raise UsageError(
+                f"{options.shapes_origin}: shapes names input {name!r}, which the model does not have; "
+                f"its inputs: {listing}."
+            )
+        contradicted = [
+            f"axis {axis} is fixed at {dim}"
+            for axis, (dim, size) in enumerate(zip(spec.shape, given, strict=False))
+            if _fixed(dim) and dim != size
+        ]
+        if len(given) != len(spec.shape) or contradicted:
+            why = (
+                f"the model's input has rank {len(spec.shape)}, not {len(given)}"
+                if len(given) != len(spec.shape)
+                else "; ".join(contradicted)
+            )
+            raise UsageError(
+                f"{options.shapes_origin}: shapes gives input {name!r} the shape {list(given)}, but the "
+                f"model declares it {symbolic(spec.shape)} ({why})."
+            )
+    named = sorted({dim for spec in specs for dim in spec.shape if isinstance(dim, str) and dim})
+    unknown = sorted(options.model_dims - set(named))
+    if unknown:
+        exist = f"its named dims are {', '.join(named)}" if named else "its inputs have no named dims"
+        match = "match" if len(unknown) > 1 else "matches"
+        raise UsageError(
+            f"{options.dims_origin}: dims {', '.join(repr(n) for n in unknown)} {match} no dim of the "
+            f"model's inputs; {exist} (inputs: {listing}). Unnamed dims (?) are sized with "
+            "shapes={'<input name>': [...]}."
+        )
+
+
+def unsized_message(
+    unsized: Sequence[InputSpec], shapes: Mapping[str, tuple[int | None, ...]], *, model: ModelSource | None
+) -> str:
+    """Which inputs have dims that nothing sizes, and the three ways to size them."""
+    described = []
+    for spec in unsized:
+        axes = [axis for axis, size in enumerate(shapes[spec.name]) if size is None]
+        names = [spec.shape[axis] for axis in axes if isinstance(spec.shape[axis], str) and spec.shape[axis]]
+        described.append(
+            f"input {spec.name!r} {symbolic(spec.shape)} ({'axes' if len(axes) > 1 else 'axis'} "
+            f"{', '.join(map(str, axes))}" + (f": {', '.join(map(str, names))}" if names else "") + ")"
+        )
+    example = ", ".join(
+        f"{spec.name!r}: [{', '.join(str(s) if s is not None else '<n>' for s in shapes[spec.name])}]"
+        for spec in unsized
+    )
+    named = sorted(
+        {
+            dim
+            for spec in unsized
+            for dim, size in zip(spec.shape, shapes[spec.name], strict=False)
+            if size is None and isinstance(dim, str) and dim
+        }
+    )
+    npz = (
+        model.path.with_suffix(".npz").name if model is not None and model.path is not None else "<model>.npz"
+    )
+    where = f"model {model.label!r}: " if model is not None else ""
+    them = "them" if len(unsized) > 1 else "it"
+    return (
+        f"{where}nothing sizes {'; '.join(described)}; synthetic data would have to guess these sizes "
+        f"(a dim of 1 measures a degenerate input). Size {them} with ort_model(..., shapes={{{example}}}) "
+        "(or the key shapes of its model table)"
+        + (f", name its dims with dims={{{', '.join(f'{n!r}: <n>' for n in named)}}}" if named else "")
+        + f", or give the model its own inputs beside it: {npz}, or test_data_set_0/input_<i>.pb "
+        "(ONNX model-zoo layout)."
+    )
+
+
+def _fixed(dim: Dim) -> TypeGuard[int]:
+    return isinstance(dim, int) and not isinstance(dim, bool) and dim > 0
+
+
+def _sized(shape: tuple[int | None, ...]) -> tuple[int, ...]:
+    return tuple(size for size in shape if size is not None)
+
+
+def _agreeing(feeds: Feeds, options: InputOptions, *, origin: str) -> Feeds:
+    """The model's own data, when ``shapes`` agrees with it: test data is fed as it is, so a shape
+    given for an input that it holds at another shape would be ignored without a word."""
+    for name, given in options.shapes.items():
+        held = tuple(feeds[name].shape)
+        if held != tuple(given):
+            raise UsageError(
+                f"{options.shapes_origin}: shapes gives input {name!r} the shape {list(given)}, but the "
+                f"model's own inputs ('{origin}') hold it at {list(held)} and are fed as they are; drop "
+                "the entry or change the data."
+            )
+    return feeds
+
+
+def _synthetic_array(spec: InputSpec, options: InputOptions, shape: tuple[int, ...]) -> Array:
     dtype = _DTYPES.get(spec.type)
     if dtype is None:
         raise InputsError(
             f"input {spec.name!r} has type {spec.type}, which synthetic feeds do not cover; "
             "put the inputs in an .npz beside the model (same name as the model, .npz suffix)."
         )
-    shape = resolve_shape(spec, options.dims)
     rng = np.random.default_rng([options.seed & 0xFFFFFFFF, zlib.crc32(spec.name.encode())])
     if spec.type in _FLOATS:
         return rng.standard_normal(shape, dtype=np.float32).astype(dtype)

@@ -99,7 +99,11 @@ class _HasInputs(Protocol):
 
 
 def synthetic_calibration(
-    session_or_specs: Sequence[InputSpec] | _HasInputs, options: InputOptions, *, sets: int = 8
+    session_or_specs: Sequence[InputSpec] | _HasInputs,
+    options: InputOptions,
+    *,
+    sets: int = 8,
+    model: ModelSource | None = None,
 ) -> Calibration:
     """``sets`` input sets made as ``ort/inputs.py`` makes synthetic feeds (``synthesize``), set ``i``
     with seed ``options.seed + 1 + i``: takes the model's :class:`InputSpec` list, or a session to
@@ -111,7 +115,7 @@ def synthetic_calibration(
         session_or_specs if isinstance(session_or_specs, Sequence) else specs_from_session(session_or_specs)
     )
     first = options.seed + 1
-    feeds = tuple(dict(synthesize(specs, replace(options, seed=first + i))) for i in range(sets))
+    feeds = tuple(dict(synthesize(specs, replace(options, seed=first + i), model=model)) for i in range(sets))
     return Calibration(feeds, f"synthetic (seeds {first}..{first + sets - 1})", synthetic=True)
 
 

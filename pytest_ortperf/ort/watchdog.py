@@ -17,6 +17,7 @@ from typing import Any
 from pytest_ortperf.errors import OrtperfError
 
 DEFAULT_TIMEOUT_S = 300.0
+RUN_FAILED = "session.run failed on"  # how a RunFailed message starts: callers add what they know
 
 
 class RunTimeout(OrtperfError):
@@ -82,7 +83,7 @@ class Watchdog:
             providers = ", ".join(session.get_providers())
             detail = " ".join(str(exc).split())[:600]
             raise RunFailed(
-                f"session.run failed on {providers} (no fallback to another provider is attempted): "
+                f"{RUN_FAILED} {providers} (no fallback to another provider is attempted): "
                 f"{type(exc).__name__}: {detail}"
             ) from exc
         else:

@@ -39,11 +39,18 @@ from pytest_ortperf.ort.variants import (
     split_precision,
     variant_matrix,
 )
-from pytest_ortperf.plugin.options import OPTIONS, parse_dims, parse_int_range, parse_seconds, parse_seed
+from pytest_ortperf.plugin.options import (
+    OPTIONS,
+    parse_dims,
+    parse_int_range,
+    parse_seconds,
+    parse_seed,
+    parse_shapes,
+)
 from pytest_ortperf.store.machine import validate_name
 from pytest_ortperf.values import on_off, option_text, parse_size, safe_repr
 
-MODEL_MARKER_KWARGS = ("path", "dims", "int_range", "seed", "transformers")
+MODEL_MARKER_KWARGS = ("path", "shapes", "dims", "int_range", "seed", "transformers")
 AB_MARKER_KWARGS = ("reference", "rev", "python")
 THRESHOLD_KWARGS = (
     "latency",
@@ -521,15 +528,24 @@ def model_marker_spec(args: Sequence[Any], kwargs: Mapping[str, Any], *, origin:
     return given[0]
 
 
-def input_options(base: InputOptions, kwargs: Mapping[str, Any], *, origin: str) -> InputOptions:
-    """Apply ``dims=``, ``int_range=`` and ``seed=`` from an ``ort_model`` marker.
+def input_options(
+    base: InputOptions, kwargs: Mapping[str, Any], *, origin: str, origins: Mapping[str, str] | None = None
+) -> InputOptions:
+    """Apply ``shapes=``, ``dims=``, ``int_range=`` and ``seed=`` from an ``ort_model`` marker (or a
+    model table: ``origins`` then names where each key came from).
 
     ``int_range`` is one range for every integer input, or a mapping of input
-    name to range.
+    name to range. The ``dims`` names given here are this model's: each must match a dim of its inputs
+    (``ort/inputs.py: check_options``), unlike the run-wide ``--ortperf-dims``.
     """
     options = base
+    if "shapes" in kwargs:
+        where = (origins or {}).get("shapes", origin)
+        options = replace(options, shapes=parse_shapes(kwargs["shapes"], source=where), shapes_origin=where)
     if "dims" in kwargs:
-        options = replace(options, dims={**base.dims, **parse_dims(kwargs["dims"], source=origin)})
+        where = (origins or {}).get("dims", origin)
+        dims = parse_dims(kwargs["dims"], source=where)
+        options = replace(options, dims={**base.dims, **dims}, model_dims=frozenset(dims), dims_origin=where)
     if "seed" in kwargs:
         options = replace(options, seed=parse_seed(kwargs["seed"], source=origin))
     if "int_range" in kwargs:

@@ -20,8 +20,9 @@ _WHOLE = re.compile(r"[0-9]{1,9}")  # a billion is far past any dim; int() stays
 
 # The markers, as pytest --markers shows them: name(arguments): what it does.
 MARKERS = (
-    "ort_model(model, *, dims=None, int_range=None, seed=None): the ONNX model a test, class "
-    "or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto.",
+    "ort_model(model, *, shapes=None, dims=None, int_range=None, seed=None): the ONNX model a test, "
+    "class or module uses: a path (relative to the test file or rootdir) or an onnx.ModelProto; "
+    "shapes={'input': [1, 3, 640, 640]} and dims={'height': 640} size its synthetic inputs.",
     "ort_settings(**settings): per-test ORT session settings, e.g. intra_op_threads=2 or "
     "provider_options={'cuda': {'cudnn_conv_algo_search': 'DEFAULT'}}.",
     "ort_thresholds(latency='10%', ab='3%', memory='1%', startup='25%', atol=..., rtol=..., cosine=..., "
@@ -121,8 +122,8 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-dims",
         "ortperf_dims",
-        "Sizes for symbolic input dims in synthetic feeds, e.g. batch=1,sequence=128 "
-        "(unnamed or unlisted dims are 1).",
+        "Sizes for named symbolic input dims in synthetic feeds, e.g. batch=1,sequence=128, for every "
+        "model (a leading batch dim is 1 unless sized; any other dim that nothing sizes is an error).",
         "",
         "NAME=N,...",
     ),
@@ -520,6 +521,28 @@ def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]
             )
         dims[str(name).strip()] = int(text)
     return dims
+
+
+def parse_shapes(value: Any, *, source: str) -> dict[str, tuple[int, ...]]:
+    """``{"x": [1, 3, 640, 640]}`` (a mapping of input name to a list of whole sizes >= 1) to
+    ``{"x": (1, 3, 640, 640)}``; a scalar input's shape is ``[]``."""
+    if not isinstance(value, Mapping) or not value:
+        raise UsageError(
+            f"{source}: shapes must map input names to shapes, such as shapes={{'x': [1, 3, 640, 640]}}; "
+            f"got {safe_repr(value)}."
+        )
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, shape in value.items():
+        fits = isinstance(shape, (list, tuple)) and all(
+            isinstance(size, int) and not isinstance(size, bool) and 1 <= size < 10**9 for size in shape
+        )
+        if not isinstance(name, str) or not name or not fits:
+            raise UsageError(
+                f"{source}: shapes[{safe_repr(name)}] must be a list of whole sizes >= 1 for an input name, "
+                f"such as [1, 3, 640, 640]; got {safe_repr(shape)}."
+            )
+        shapes[name] = tuple(shape)
+    return shapes
 
 
 def parse_int_range(value: Any, *, source: str) -> tuple[int, int]:

@@ -264,6 +264,33 @@ LOCK_WAIT_SHOWN_S = 1.0  # a check that waited longer than this for the timing l
 LOCK_HOLDERS_SHOWN = 3  # other processes named; the rest are counted
 
 
+INPUTS_TESTS_SHOWN = 3  # tests named per set of inputs; the rest are counted
+
+
+def inputs_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the latency checks were fed, from their records (workers' included): one line per set of
+    inputs (each input's dtype and shape, where the data came from) with the tests measured on it,
+    so that a reader sees what was measured (``inputs: x float32[1, 3, 64, 64] (synthetic(seed=0))
+    for test_det.py::test_latency``)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for record in records:
+        shapes = record.get("inputs")
+        if record.get("kind") != "latency" or not isinstance(shapes, Mapping):
+            continue
+        fed = ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or "no inputs"
+        test = str(record.get("test", "")).replace(f"[{record.get('variant', '')}]", "")
+        tests = groups.setdefault((fed, str(record.get("inputs_source", ""))), [])
+        if test not in tests:
+            tests.append(test)
+    lines = []
+    for (fed, source), tests in groups.items():
+        shown = ", ".join(tests[:INPUTS_TESTS_SHOWN])
+        rest = len(tests) - INPUTS_TESTS_SHOWN
+        more = f" and {rest} more" if rest > 0 else ""
+        lines.append(f"inputs: {fed}{f' ({source})' if source else ''} for {shown}{more}")
+    return lines
+
+
 def lock_wait_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """Who held the timing lock while checks waited more than :data:`LOCK_WAIT_SHOWN_S` for it, from
     the checks' records (workers' included): one line per other process, longest wait first
@@ -318,6 +345,7 @@ class RunSummary:
     gate_time: str = ""  # where the latency checks' time went (reports.ci_files.gate_time)
     not_timed: int = 0  # latency checks skipped by --ortperf-timing=off
     lock_waits: Sequence[str] = ()  # who held the timing lock while checks waited (lock_wait_lines)
+    inputs: Sequence[str] = ()  # what the latency checks were fed (inputs_lines)
     tradeoffs: Sequence[TradeoffTable] = ()  # each model's variants side by side (reports/tradeoffs.py)
 
 
@@ -353,6 +381,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         lines += latency_table(
             summary.rows, summary.machine, missing=summary.missing, elsewhere=summary.elsewhere
         )
+        lines += summary.inputs
         lines.append(f"timing: {summary.timing_mode}")
     lines += footprint_table(summary.footprint_rows, summary.machine)
     for table in summary.tradeoffs:

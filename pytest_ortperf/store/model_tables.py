@@ -29,6 +29,7 @@ else:  # pragma: no cover - Python 3.10
 
 # What a model table takes, and what each is read as (docs/models.md).
 KEYS = (
+    "shapes",  # {"x": [1, 3, 640, 640]}: whole shapes of synthetic inputs, named dims or not
     "dims",  # {"batch": 1}: sizes of symbolic dims of synthetic inputs
     "int_range",  # [0, 1000], or {input: [low, high]}
     "seed",  # synthetic inputs' seed

@@ -1189,8 +1189,8 @@ def test_tolerance_values(values: dict[str, Any]) -> None:
     _usage(lambda: parse_tolerance_values(values, source="ort_thresholds"))
 
 
-MARKER_KEYS = st.sampled_from(["latency", "atol", "rtol", "cosine", "mismatch", "outputs", "dims", "int_range",
-                               "seed", "path"]) | SETTING_KEYS  # fmt: skip
+MARKER_KEYS = st.sampled_from(["latency", "atol", "rtol", "cosine", "mismatch", "outputs", "dims", "shapes",
+                               "int_range", "seed", "path"]) | SETTING_KEYS  # fmt: skip
 MARKER_KWARGS = st.dictionaries(
     MARKER_KEYS | st.text(max_size=6),
     PY_VALUES | st.dictionaries(st.text(max_size=6) | TOLERANCE_KEYS | SETTING_KEYS, PY_VALUES, max_size=3),
@@ -1865,8 +1865,9 @@ def test_regression_settings_marker_int_over_4300_digits(settings: dict[str, Any
 TOML_TABLES = st.builds(
     lambda glob, key, value: f'[tool.ortperf.models."{glob}"]\n{key} = {value}\n',
     st.sampled_from(["*.onnx", "models/*", "**", "m.onnx", "[", ""]) | st.text(max_size=6),
-    st.sampled_from(["dims", "seed", "skip", "thresholds", "batch", "x y"]) | st.text(max_size=5),
-    st.sampled_from(["1", '"a"', "{batch = 2}", "[1, 2]", "true", "{", "inf"]) | st.text(max_size=6),
+    st.sampled_from(["dims", "shapes", "seed", "skip", "thresholds", "batch", "x y"]) | st.text(max_size=5),
+    st.sampled_from(["1", '"a"', "{batch = 2}", "{x = [1, 3]}", "[1, 2]", "true", "{", "inf"])
+    | st.text(max_size=6),
 )
 
 

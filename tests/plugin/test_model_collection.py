@@ -115,7 +115,7 @@ def test_per_model_tables_most_specific_first_and_bad_keys_fail_only_their_model
     bad.assert_outcomes(failed=1, skipped=1)
     bad.stdout.fnmatch_lines(
         [
-            '*models/ortperf.toml [[]models."mlp.onnx"[]]: unknown key(s) batch_size; a model table takes dims,*'
+            '*models/ortperf.toml [[]models."mlp.onnx"[]]: unknown key(s) batch_size; a model table takes shapes, dims,*'
         ]
     )
     (models / "ortperf.toml").write_text('[models."mlp.onnx"]\nopt_levels = ["fastest"]\n')

@@ -171,7 +171,7 @@ def test_a_git_lfs_pointer_given_as_the_model_is_named_with_the_command_that_fet
         ("ort_model(42)", "*expected a model path (str or os.PathLike), an onnx.ModelProto or bytes, got int (42).*"),
         ("ort_model()", "*ort_model takes exactly one model (a path or an onnx.ModelProto), got 0.*"),
         ("ort_model('a.onnx', 'b.onnx')", "*ort_model takes exactly one model*got 2.*"),
-        ("ort_model('a.onnx', batch=2)", "*unknown argument(s) batch; ort_model takes a model and optionally dims, int_range, seed, transformers.*"),
+        ("ort_model('a.onnx', batch=2)", "*unknown argument(s) batch; ort_model takes a model and optionally shapes, dims, int_range, seed, transformers.*"),
         ("ort_model('a.onnx', int_range='ten')", "*ort_model marker of *: expected an integer range LOW:HIGH*"),
     ],
 )

@@ -74,7 +74,7 @@ def _latency(record: Mapping[str, Any]) -> str:
                     else "Current / reference against the threshold band.",
                 )
             )
-    drawn = f'<div class="charts">{"".join(charts)}</div>' if charts else ""
+    drawn = _inputs(record) + (f'<div class="charts">{"".join(charts)}</div>' if charts else "")
     operators = record.get("operators")
     if isinstance(operators, Mapping) and isinstance(operators.get("after"), Mapping):
         earlier = operators.get("before")
@@ -85,6 +85,16 @@ def _latency(record: Mapping[str, Any]) -> str:
             sides=("reference", "current"),
         )
     return drawn
+
+
+def _inputs(record: Mapping[str, Any]) -> str:
+    """What the check was fed (``inputs`` of its record), so that a reader sees what was measured."""
+    shapes = record.get("inputs")
+    if not isinstance(shapes, Mapping) or not shapes:
+        return ""
+    fed = ", ".join(f"<code>{escape(f'{name} {shape}')}</code>" for name, shape in shapes.items())
+    source = record.get("inputs_source")
+    return f"<p>Inputs fed{f' ({escape(str(source))})' if source else ''}: {fed}</p>"
 
 
 def _graph(record: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, numpy_helper
 
-from pytest_ortperf.errors import InputsError
+from pytest_ortperf.errors import InputsError, UsageError
 from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
@@ -24,7 +24,9 @@ from pytest_ortperf.ort.inputs import (
     load_feeds,
     resolve_shape,
     specs_from_session,
+    symbolic,
     synthesize,
+    synthetic_hint,
 )
 from pytest_ortperf.ort.models import LFS_POINTER, ModelSource
 
@@ -110,20 +112,129 @@ def test_feeds_source_for_synthetic_names_the_seed() -> None:
     ("shape", "dims", "expected"),
     [
         (("batch", "seq", 3), {"batch": 4, "seq": 128}, (4, 128, 3)),
-        (("batch", "seq"), {"batch": 4}, (4, 1)),
-        ((None, 5), {}, (1, 5)),
-        ((-1, 0, 2), {}, (1, 1, 2)),
+        (("batch", "seq"), {"batch": 4}, (4, None)),  # a named dim that nothing sizes
+        ((None, 5), {}, (1, 5)),  # a leading batch dim defaults to 1, named or not
+        (("batch", 5), {}, (1, 5)),
+        ((-1, 0, 2), {}, (1, None, 2)),  # ORT's -1 and 0 are unknown sizes
+        ((None,), {}, (None,)),  # a rank-1 input's only dim is a length, not a batch
+        ((3, None), {}, (3, None)),
         ((), {"batch": 2}, ()),
     ],
 )
-def test_resolve_shape(shape: tuple[Any, ...], dims: dict[str, int], expected: tuple[int, ...]) -> None:
-    assert resolve_shape(InputSpec("x", "tensor(float)", shape), dims) == expected
+def test_resolve_shape(
+    shape: tuple[Any, ...], dims: dict[str, int], expected: tuple[int | None, ...]
+) -> None:
+    assert resolve_shape(InputSpec("x", "tensor(float)", shape), InputOptions(dims=dims)) == expected
+
+
+def test_shapes_size_a_whole_input_over_dims() -> None:
+    spec = InputSpec("x", "tensor(float)", (None, 3, "height", None))
+    options = InputOptions(dims={"height": 7}, shapes={"x": (2, 3, 64, 48)})
+    assert resolve_shape(spec, options) == (2, 3, 64, 48)
+    assert synthesize([spec], options)["x"].shape == (2, 3, 64, 48)
+
+
+def test_symbolic_shapes_read_as_the_model_declares_them() -> None:
+    assert symbolic((None, 3, -1, 0)) == "[?, 3, ?, ?]"
+    assert symbolic(("batch", 3, "height", "width")) == "[batch, 3, height, width]"
+    assert symbolic(()) == "[]"
+
+
+def test_an_unnamed_dim_nothing_sizes_fails_naming_the_input_and_every_way_to_size_it(tmp_path: Path) -> None:
+    spec = InputSpec("x", "tensor(float)", (None, 3, None, None))
+    model = ModelSource(label="models/det.onnx", sha256="0", path=tmp_path / "models" / "det.onnx")
+    with pytest.raises(InputsError) as info:
+        synthesize([spec], InputOptions(), model=model)
+    message = str(info.value)
+    assert message.startswith("model 'models/det.onnx': nothing sizes input 'x' [?, 3, ?, ?] (axes 2, 3);")
+    assert "shapes={'x': [1, 3, <n>, <n>]}" in message
+    assert "det.npz" in message
+    assert "test_data_set_0/input_<i>.pb" in message
+    assert "dims=" not in message  # no named dim to size
+
+
+def test_named_dims_nothing_sizes_are_offered_to_dims_and_every_input_is_named() -> None:
+    specs = [
+        InputSpec("image", "tensor(float)", ("batch", 3, "height", "width")),
+        InputSpec("state", "tensor(float)", (2, None, 128)),
+        InputSpec("sr", "tensor(int64)", ()),
+    ]
+    with pytest.raises(InputsError) as info:
+        synthesize(specs, InputOptions(dims={"width": 32}))
+    message = str(info.value)
+    assert (
+        "input 'image' [batch, 3, height, width] (axis 2: height); input 'state' [2, ?, 128] (axis 1)"
+        in message
+    )
+    assert "shapes={'image': [1, 3, <n>, 32], 'state': [2, <n>, 128]}" in message
+    assert "dims={'height': <n>}" in message
+    assert "'sr'" not in message  # a scalar needs no size
+
+
+@pytest.mark.parametrize(
+    ("shapes", "expected"),
+    [
+        ({"y": (1, 3, 8, 8)}, "M: shapes names input 'y', which the model does not have; its inputs: 'x' [?, 3, ?, ?]; "
+         "'sr' []."),
+        ({"x": (1, 3, 8)}, "M: shapes gives input 'x' the shape [1, 3, 8], but the model declares it [?, 3, ?, ?] "
+         "(the model's input has rank 4, not 3)."),
+        ({"x": (1, 4, 8, 8)}, "M: shapes gives input 'x' the shape [1, 4, 8, 8], but the model declares it "
+         "[?, 3, ?, ?] (axis 1 is fixed at 3)."),
+        ({"sr": (1,)}, "M: shapes gives input 'sr' the shape [1], but the model declares it [] (the model's input "
+         "has rank 0, not 1)."),
+    ],
+)  # fmt: skip
+def test_shapes_that_do_not_fit_the_model_are_usage_errors(
+    shapes: dict[str, tuple[int, ...]], expected: str
+) -> None:
+    specs = [InputSpec("x", "tensor(float)", (None, 3, None, None)), InputSpec("sr", "tensor(int64)", ())]
+    with pytest.raises(UsageError) as info:
+        synthesize(specs, InputOptions(shapes=shapes, shapes_origin="M"))
+    assert str(info.value) == expected
+
+
+def test_a_model_dims_name_that_matches_no_dim_lists_the_names_that_exist() -> None:
+    specs = [InputSpec("x", "tensor(float)", ("batch", 3, "height", "width"))]
+    options = InputOptions(dims={"heigth": 320}, model_dims=frozenset({"heigth"}), dims_origin="M")
+    with pytest.raises(UsageError) as info:
+        synthesize(specs, options)
+    assert str(info.value).startswith(
+        "M: dims 'heigth' matches no dim of the model's inputs; its named dims are batch, height, width "
+        "(inputs: 'x' [batch, 3, height, width])."
+    )
+    unnamed = [InputSpec("x", "tensor(float)", (None, 3, None, None))]
+    with pytest.raises(UsageError, match=r"its inputs have no named dims .*sized with shapes="):
+        synthesize(
+            unnamed, InputOptions(dims={"height": 320}, model_dims=frozenset({"height"}), dims_origin="M")
+        )
+    # the run-wide --ortperf-dims serves every model: a name one model lacks is no error
+    assert synthesize(specs, InputOptions(dims={"height": 4, "width": 4, "sequence": 8}))["x"].shape == (
+        1,
+        3,
+        4,
+        4,
+    )
+
+
+def test_synthetic_hint_names_the_inputs_made_up_and_is_empty_for_real_data() -> None:
+    feeds = synthesize(
+        [InputSpec("audio", "tensor(float)", (1, "samples"))], InputOptions(dims={"samples": 1})
+    )
+    hint = synthetic_hint(feeds)
+    assert hint.startswith("The inputs were synthesized (synthetic(seed=0)): audio float32[1, 1].")
+    assert "shapes=" in hint
+    assert "test_data_set_0" in hint
+    assert synthetic_hint(Feeds(dict(feeds), source="test_data_set_0")) == ""
+    assert synthetic_hint(dict(feeds)) == ""
 
 
 def test_symbolic_dims_from_real_session(make_model: ModelFactory) -> None:
     session = _session(make_model([("x", TensorProto.FLOAT, ["batch", None, "seq", 3])]))
-    feeds = synthesize(specs_from_session(session), InputOptions(dims={"seq": 5}))
-    assert feeds["x"].shape == (1, 1, 5, 3)
+    specs = specs_from_session(session)
+    with pytest.raises(InputsError, match=r"input 'x' \[batch, \?, seq, 3\] \(axis 1\)"):
+        synthesize(specs, InputOptions(dims={"seq": 5}))
+    feeds = synthesize(specs, InputOptions(dims={"seq": 5}, shapes={"x": (1, 2, 5, 3)}))
+    assert feeds["x"].shape == (1, 2, 5, 3)
     session.run(None, dict(feeds))
 
 
@@ -241,7 +352,7 @@ def test_real_squeezenet_with_a_zoo_data_set(tmp_path: Path, squeezenet_path: Pa
     session = ort.InferenceSession(str(model.path), providers=["CPUExecutionProvider"])
     specs = specs_from_session(session)
     (spec,) = specs
-    shape = resolve_shape(spec, {})
+    shape = resolve_shape(spec, InputOptions())
     image = np.random.default_rng(1).random(shape, dtype=np.float32)
     _write_pb(zoo / "test_data_set_0" / "input_0.pb", image, spec.name)
     feeds = load_feeds(model, specs, InputOptions())
@@ -439,3 +550,18 @@ def test_truncated_zip_npz_is_refused_without_leaking_the_file(
         gc.collect()
     assert str(npz) in message
     assert [str(u.exc_value) for u in leaked] == []
+
+
+def test_shapes_that_the_model_own_data_contradicts_are_a_usage_error(two_input_model: ModelSource) -> None:
+    assert two_input_model.directory is not None
+    data_set = two_input_model.directory / "test_data_set_0"
+    _write_pb(data_set / "input_0.pb", np.zeros((2, 3), np.float32), "x")
+    _write_pb(data_set / "input_1.pb", np.array([4, 2], np.int64), "ids")
+    agreeing = InputOptions(shapes={"x": (2, 3)}, shapes_origin="M")
+    assert load_feeds(two_input_model, TWO_SPECS, agreeing).source == "test_data_set_0"
+    with pytest.raises(UsageError) as info:
+        load_feeds(two_input_model, TWO_SPECS, InputOptions(shapes={"x": (4, 3)}, shapes_origin="M"))
+    assert str(info.value) == (
+        f"M: shapes gives input 'x' the shape [4, 3], but the model's own inputs ('{data_set}') hold it at "
+        "[2, 3] and are fed as they are; drop the entry or change the data."
+    )

@@ -59,8 +59,8 @@ def test_unknown_kwargs_are_named() -> None:
         model_marker_spec(("a.onnx",), {"provider": "cuda", "batch": 2, "seed": 1}, origin=ORIGIN)
     message = str(info.value)
     assert message.startswith(f"{ORIGIN}: unknown argument(s) batch, provider;")
-    assert "dims, int_range, seed, transformers" in message
-    assert set(MODEL_MARKER_KWARGS) == {"path", "dims", "int_range", "seed", "transformers"}
+    assert "shapes, dims, int_range, seed, transformers" in message
+    assert set(MODEL_MARKER_KWARGS) == {"path", "shapes", "dims", "int_range", "seed", "transformers"}
 
 
 # --- input_options -------------------------------------------------------------------------------
@@ -78,6 +78,23 @@ def test_dims_merge_over_the_base() -> None:
     assert dict(options.dims) == {"batch": 2, "seq": 128, "heads": 4}
     assert dict(BASE.dims) == {"batch": 2, "seq": 8}  # base untouched
     assert input_options(BASE, {"dims": {"batch": 1}}, origin=ORIGIN).dims == {"batch": 1, "seq": 8}
+
+
+def test_marker_dims_are_the_model_s_own_and_checked_against_it() -> None:
+    options = input_options(BASE, {"dims": {"seq": 16}}, origin=ORIGIN)
+    assert options.model_dims == {"seq"}  # the run-wide batch and seq of BASE are not
+    assert options.dims_origin == ORIGIN
+    assert BASE.model_dims == frozenset()
+
+
+def test_shapes_are_read_with_where_they_came_from() -> None:
+    options = input_options(BASE, {"shapes": {"x": [1, 3, 64, 64], "sr": []}}, origin=ORIGIN)
+    assert options.shapes == {"x": (1, 3, 64, 64), "sr": ()}
+    assert options.shapes_origin == ORIGIN
+    table = input_options(
+        BASE, {"shapes": {"x": [2]}}, origin="a / b", origins={"shapes": "pyproject.toml [t] shapes"}
+    )
+    assert table.shapes_origin == "pyproject.toml [t] shapes"
 
 
 def test_seed() -> None:
@@ -109,6 +126,14 @@ def test_per_input_int_ranges_merge() -> None:
         ({"seed": "x"}, f"{ORIGIN}: seed must be a whole number"),
         ({"int_range": "9:1"}, f"{ORIGIN}: integer range 9:1 is empty"),
         ({"int_range": {"input_ids": "a:b"}}, f"{ORIGIN} int_range['input_ids']: expected an integer range"),
+        ({"shapes": [1, 3, 64, 64]}, f"{ORIGIN}: shapes must map input names to shapes, such as shapes={{'x'"),
+        ({"shapes": {}}, f"{ORIGIN}: shapes must map input names to shapes"),
+        ({"shapes": {"x": [1, 0, 64]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": [1, -3]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": [1, 2.5]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": [True, 3]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {"x": "1x3"}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
+        ({"shapes": {3: [1]}}, f"{ORIGIN}: shapes[3] must be a list of whole sizes >= 1"),
     ],
 )
 def test_bad_marker_values_name_the_marker(kwargs: dict[str, Any], fragment: str) -> None:

@@ -92,6 +92,19 @@ def test_a_latency_regression_shows_both_sides_rounds_and_the_paired_ratios_agai
     assert "threshold (±3%)" in section
 
 
+def test_a_latency_check_names_the_inputs_it_was_fed(document: dict[str, Any]) -> None:
+    record = _check(document, "latency", "regression")
+    record["inputs"] = {"x": "float32[1, 3, 64, 64]", "<m>": "int64[]"}
+    record["inputs_source"] = "synthetic(seed=0)"
+    section = _section(render_page([Job("", document)]), record, "latency")
+    assert (
+        "<p>Inputs fed (synthetic(seed=0)): <code>x float32[1, 3, 64, 64]</code>, <code>&lt;m&gt; int64[]</code></p>"
+        in section
+    )
+    del record["inputs"]
+    assert "Inputs fed" not in _section(render_page([Job("", document)]), record, "latency")
+
+
 def test_an_unchanged_latency_check_shows_the_baselines_rounds_and_the_machines_drift(
     document: dict[str, Any],
 ) -> None:

@@ -28,6 +28,7 @@ from pytest_ortperf.reports.ci_files import (
 from pytest_ortperf.reports.terminal import (
     RunSummary,
     UpdateReport,
+    inputs_lines,
     latency_rows,
     latency_table,
     lock_wait_lines,
@@ -441,3 +442,42 @@ def test_a_repair_names_what_it_kept_and_each_part_only_in_the_damaged_copy() ->
         "afresh by this run"
     )
     assert lines[2:] == ["  entry 'a' (x)", "  lines 4-9 (y)"]
+
+
+def test_the_inputs_fed_are_in_the_latency_record_and_one_line_per_set_under_the_table() -> None:
+    fed = {"x": "float32[1, 3, 64, 64]"}
+    records = [
+        latency_record(
+            replace(
+                result("test_det", variant, "ok", 1.0, 1.0), inputs=fed, inputs_source="synthetic(seed=0)"
+            ),
+            f"tests/test_det.py::test_det[{variant}]",
+        )
+        for variant in ("cpu-all", "cpu-disabled")
+    ]
+    assert records[0]["inputs"] == fed
+    assert records[0]["inputs_source"] == "synthetic(seed=0)"
+    zoo = replace(
+        result("test_zoo", "cpu-all", "ok", 1.0),
+        inputs={"a": "int64[2]", "b": "float32[]"},
+        inputs_source="test_data_set_0",
+    )
+    records.append(latency_record(zoo, "tests/test_zoo.py::test_zoo[cpu-all]"))
+    records.append(latency_record(result("test_old", "cpu-all", "ok", 1.0), "t.py::test_old[cpu-all]"))
+    assert "inputs" not in records[-1]  # a result that knows nothing of its inputs claims nothing
+    records.append({"kind": "accuracy", "test": "t.py::test_acc[cpu-all]", "inputs": fed})
+    assert inputs_lines(records) == [
+        "inputs: x float32[1, 3, 64, 64] (synthetic(seed=0)) for tests/test_det.py::test_det",
+        "inputs: a int64[2], b float32[] (test_data_set_0) for tests/test_zoo.py::test_zoo",
+    ]
+    many = [
+        {"kind": "latency", "test": f"t.py::test_{i}[cpu-all]", "variant": "cpu-all", "inputs": fed}
+        for i in range(5)
+    ]
+    assert inputs_lines(many) == [
+        "inputs: x float32[1, 3, 64, 64] for t.py::test_0, t.py::test_1, t.py::test_2 and 2 more"
+    ]
+    summary = summary_lines(
+        RunSummary(machine="ci", rows=latency_rows(RESULTS), inputs=inputs_lines(records))
+    )
+    assert summary.index(inputs_lines(records)[0]) == summary.index("timing: ") - 2

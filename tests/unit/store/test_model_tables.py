@@ -50,7 +50,7 @@ def test_unknown_keys_bad_tables_and_unreadable_files_are_problems_of_the_models
     tables = read_tables(pyproject, [broken], rootdir=tmp_path)
     (a,) = settings_for(tmp_path / "a.onnx", tables).problems
     assert a.startswith(
-        'pyproject.toml [tool.ortperf.models."a.onnx"]: unknown key(s) batch; a model table takes dims,'
+        'pyproject.toml [tool.ortperf.models."a.onnx"]: unknown key(s) batch; a model table takes shapes, dims,'
     )
     (b,) = settings_for(tmp_path / "b.onnx", tables).problems
     assert b.startswith('pyproject.toml [tool.ortperf.models."b.onnx"]: must be a table of settings')
