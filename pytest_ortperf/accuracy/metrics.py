@@ -117,7 +117,7 @@ class OutputComparison:
             numbers += f", top-1 agreement {self.top1:.0%}"
             numbers += f", top-{TOP_K} overlap {self.topk:.0%}" if self.topk is not None else ""
         if self.keys:
-            numbers += f", keyed by {_keys_shown(self.keys)}"
+            numbers += f", {_keys_shown(self.keys)}"
         status = "ok" if self.ok else f"FAILED on {self.failed_metric}"
         worst = (
             f"; worst at {self._where(self.worst_index)}: actual {self.worst_actual:.6g}, "
@@ -136,7 +136,9 @@ class OutputComparison:
 
 def _keys_shown(keys: tuple[Key, ...], most: int = 10) -> str:
     shown = ", ".join(repr(k) for k in keys[:most])
-    return f"key {shown}" if len(keys) == 1 else f"keys {shown}" + (" ..." if len(keys) > most else "")
+    return (
+        f"map key {shown}" if len(keys) == 1 else f"map keys {shown}" + (" ..." if len(keys) > most else "")
+    )
 
 
 def distinct_digits(value: float, limit: float) -> tuple[str, str]:

@@ -252,7 +252,32 @@ class _Judge:
             else comparison
             for comparison in outcome.comparisons
         )
+        if record.structure is None:
+            comparisons = tuple(_recorded_before_structures(c, actual, record) for c in comparisons)
         return replace(outcome, comparisons=comparisons)
+
+
+RECORDED_BEFORE = (
+    "not in the recorded outputs, whose entry was recorded by a version that stored tensor outputs "
+    "only; record it again with --ortperf-update to compare it"
+)
+
+
+def _recorded_before_structures(
+    comparison: OutputComparison, actual: Mapping[str, OutputValue], record: AccuracyRecord
+) -> OutputComparison:
+    """A sequence or map output that an entry recorded before they were stored does not hold is not a
+    new output of the model: it was there, not stored. It is named not compared, with the fix."""
+    value = actual.get(comparison.name)
+    if (
+        value is None
+        or isinstance(value, np.ndarray)
+        or any(o.name == comparison.name for o in record.outputs)
+    ):
+        return comparison
+    return OutputComparison(
+        comparison.name, comparison.reference, comparison.tolerance, not_compared=RECORDED_BEFORE
+    )
 
 
 def _whole_tensor(comparison: OutputComparison, array: Array, stored: StoredOutput) -> OutputComparison:
@@ -401,7 +426,7 @@ def _record(
     previous = _previous_outputs(store, record) if record is not None else None
     if record is not None and previous is not None and record.inputs_sha256 == inputs_sha256:
         same = judge.against_baseline(actual, previous, record, label="baseline")
-        kept = [o.name for o in record.outputs] == list(arrays) and dict(record.structure) == structure
+        kept = [o.name for o in record.outputs] == list(arrays) and (record.structure or {}) == structure
         if not same.failed and kept:
             return Status.UNCHANGED, ReferenceOutcome("baseline", note="recorded outputs still match: kept")
     new_record = AccuracyRecord(

@@ -21,7 +21,7 @@ import io
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -129,12 +129,14 @@ class StoredOutput:
 @dataclass(frozen=True)
 class AccuracyRecord:
     """The accuracy part of a baseline entry: input digest, the records of the arrays stored, the
-    .npz file, and the structure of each output that is not one tensor (``accuracy/values.py``)."""
+    .npz file, and the structure of each output that is not one tensor (``accuracy/values.py``).
+    ``structure`` None: an entry recorded before sequence and map outputs were stored, which holds
+    its tensors only."""
 
     inputs_sha256: str
     outputs: tuple[StoredOutput, ...]
     file: str
-    structure: Mapping[str, Any] = field(default_factory=dict)
+    structure: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -142,7 +144,7 @@ class AccuracyRecord:
             "outputs": [output.as_dict() for output in self.outputs],
             "file": self.file,
         }
-        if self.structure:  # entries of tensor-only models stay as they were
+        if self.structure is not None:
             data["structure"] = {name: self.structure[name] for name in sorted(self.structure)}
         return data
 
@@ -150,7 +152,7 @@ class AccuracyRecord:
         """The recorded outputs, from the arrays of the .npz; a structure naming an array the file
         does not hold raises ``BaselineError``."""
         try:
-            return unflatten(stored, self.structure)
+            return unflatten(stored, self.structure or {})
         except (KeyError, TypeError) as exc:
             raise BaselineError(
                 f"reference outputs '{self.file}' do not hold what their entry's structure names ({exc}); "
@@ -170,15 +172,18 @@ class AccuracyRecord:
             or ".." in Path(file).parts
         ):
             raise TypeError("accuracy 'file' must be a relative .npz path inside the baseline directory")
-        structure = data.get("structure", {})
-        if not isinstance(structure, Mapping) or not all(isinstance(v, Mapping) for v in structure.values()):
-            raise TypeError("accuracy 'structure' must be an object of one object per output")
-        check_structure(structure)
+        structure = data.get("structure")
+        if structure is not None:
+            if not isinstance(structure, Mapping) or not all(
+                isinstance(v, Mapping) for v in structure.values()
+            ):
+                raise TypeError("accuracy 'structure' must be an object of one object per output")
+            check_structure(structure)
         return cls(
             str(data["inputs_sha256"]),
             tuple(StoredOutput.from_dict(o) for o in data["outputs"]),
             file,
-            structure=dict(structure),
+            structure=None if structure is None else dict(structure),
         )
 
 

@@ -194,7 +194,7 @@ def test_a_zipmap_whose_probabilities_moved_fails_naming_it_with_the_label_uncha
     text = moved.describe()
     assert text.startswith("output 'probabilities': FAILED on isclose (")
     assert "3 of 3 elements outside tolerance" in text
-    assert "top-1 agreement 100%, keyed by keys 0, 1, 2" in text
+    assert "top-1 agreement 100%, map keys 0, 1, 2" in text
     assert "worst at [0, key 1]: actual 0.333, expected 0.2" in text
     assert compare(expected, expected)["probabilities"].ok
 
@@ -286,9 +286,16 @@ def test_structured_outputs_round_trip_through_an_npz_read_without_pickle(tmp_pa
     assert compare(outputs, loaded)["odd"].not_compared
 
 
-def test_entries_of_tensor_models_keep_their_form() -> None:
-    _arrays, records = for_storage({"y": np.float32([1.0])})
-    assert "structure" not in AccuracyRecord("cd" * 32, records, "t.npz").as_dict()
+def test_entries_say_whether_they_were_recorded_with_structures() -> None:
+    """An entry from before sequence and map outputs were stored has no ``structure``; one recorded now
+    has one, empty for a tensor-only model, so the two are told apart."""
+    _, records = for_storage({"y": np.float32([1.0])})
+    older = AccuracyRecord("cd" * 32, records, "t.npz")
+    assert "structure" not in older.as_dict()
+    assert AccuracyRecord.from_dict(older.as_dict()).structure is None
+    now = AccuracyRecord("cd" * 32, records, "t.npz", structure={})
+    assert now.as_dict()["structure"] == {}
+    assert AccuracyRecord.from_dict(now.as_dict()).structure == {}
 
 
 @pytest.mark.parametrize(
