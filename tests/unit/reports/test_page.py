@@ -321,3 +321,20 @@ def test_ortperf_report_to_a_folder_is_an_error_naming_it(
     assert str(folder) in err
     assert list(folder.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json", "pages"]  # no temporary file left
+
+
+def test_an_output_not_compared_reads_so_with_its_reason(document: dict[str, Any]) -> None:
+    changed = copy.deepcopy(document)
+    record = _check(changed, "accuracy", "ok")
+    output = record["references"][0]["outputs"][0]
+    output["compared"], output["not_compared"] = False, "onnxruntime returned a SparseTensor, which is not compared"
+    section = _section(render_page([Job("", changed)]), record, "accuracy")
+    assert "<td class='v-warn'>not compared: onnxruntime returned a SparseTensor, which is not compared</td>" in section
+
+
+def test_a_cosine_that_did_not_judge_says_why(document: dict[str, Any]) -> None:
+    changed = copy.deepcopy(document)
+    record = _check(changed, "accuracy", "ok")
+    record["references"][0]["outputs"][0]["whole_output_not_judged"] = "every element within tolerance"
+    section = _section(render_page([Job("", changed)]), record, "accuracy")
+    assert "ok (cosine and SQNR not judged: every element within tolerance)" in section

@@ -400,3 +400,12 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     ]
     assert lock_wait_lines(many)[-1] == "waiting 4.0 s for the timing lock, held by 2 other processes"
     assert len(lock_wait_lines(many)) == 4
+
+
+def test_outputs_not_compared_end_the_summary_one_line_each() -> None:
+    skipped = ["t.py::test[cpu-all]: output 'sparse' vs baseline (recorded 2026-11-27): onnxruntime returned a SparseTensor"]
+    assert summary_lines(RunSummary(machine="m", not_compared=skipped)) == [
+        "outputs not compared (1):",
+        f"  {skipped[0]}",
+    ]
+    assert summary_lines(RunSummary(machine="m")) == []
