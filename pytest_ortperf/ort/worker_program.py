@@ -79,10 +79,33 @@ def _value_form(value: Any, arrays: list[Any]) -> Any:
     if isinstance(value, dict):
         return {"map": [[_plain(key), _value_form(item, arrays)] for key, item in value.items()]}
     if isinstance(value, (list, tuple)):
+        table = _maps_table(value)
+        if table is not None:  # ZipMap's rows: one array, not one JSON number per probability
+            keys, values = table
+            arrays.append(values)
+            return {"maps": {"keys": keys, "array": len(arrays) - 1}}
         return {"list": [_value_form(item, arrays) for item in value]}
     if isinstance(value, (bool, int, float, str)) or hasattr(value, "item"):
         return {"scalar": _plain(value)}
     return {"other": type(value).__name__}
+
+
+def _maps_table(rows: Any) -> tuple[list[Any], Any] | None:
+    """Dicts with one key set and plain number values as (keys, ``[rows, keys]`` array); else None."""
+    import numpy as np
+
+    if not rows or not all(isinstance(row, dict) for row in rows):
+        return None
+    keys = list(rows[0])
+    if any(list(row) != keys for row in rows):
+        return None
+    try:
+        values = np.asarray([[row[key] for key in keys] for row in rows])
+    except ValueError:
+        return None
+    if values.dtype.kind not in "fiub" or values.ndim != 2:
+        return None
+    return [_plain(key) for key in keys], values
 
 
 def _plain(value: Any) -> Any:

@@ -638,6 +638,9 @@ def _from_form(form: Any, arrays: Sequence[Any]) -> Any:
         return None
     if "map" in form:
         return {key: _from_form(item, arrays) for key, item in form["map"]}
+    if "maps" in form:  # rows of dicts with one key set, sent as one array
+        keys, values = form["maps"]["keys"], arrays[int(form["maps"]["array"])]
+        return [dict(zip(keys, row, strict=True)) for row in values.tolist()]
     if "list" in form:
         return [_from_form(item, arrays) for item in form["list"]]
     if "scalar" in form:

@@ -194,3 +194,48 @@ def test_a_near_zero_heatmap_within_tolerance_passes_and_says_why_cosine_did_not
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["    output 'heatmap': FAILED on isclose (*"])
+
+
+def optional_model(*, present: bool) -> onnx.ModelProto:
+    """``x -> (opt, y)``: ``opt`` an optional output, absent (``Optional`` without input, which
+    onnxruntime returns as None) or present (``Optional(x)``); ``y = x``."""
+    tensor = helper.make_tensor_type_proto(TensorProto.FLOAT, [2])
+    optional = (
+        helper.make_node("Optional", ["x"], ["opt"])
+        if present
+        else helper.make_node("Optional", [], ["opt"], type=tensor)
+    )
+    graph = helper.make_graph(
+        [optional, helper.make_node("Identity", ["x"], ["y"])],
+        "optional",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [
+            helper.make_value_info("opt", helper.make_optional_type_proto(tensor)),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+@pytest.mark.slow
+def test_an_optional_output_absent_when_recorded_and_present_now_fails(pytester: pytest.Pytester) -> None:
+    onnx.save(optional_model(present=False), pytester.path / "model.onnx")
+    pytester.makepyfile(test_optional=TEST_FILE)
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / "baselines" / "test_optional.py.json").read_text())
+    assert entry["entries"]["test_outputs[cpu-all]"]["accuracy"]["structure"] == {"opt": {"kind": "absent"}}
+    same = pytester.runpytest(LEVELS, "--ortperf-report=report.json")
+    same.assert_outcomes(passed=1)
+    opt = outputs_of(report(pytester)[0], "baseline")["opt"]
+    assert opt["ok"] is True
+    assert opt["compared"] is True
+
+    onnx.save(optional_model(present=True), pytester.path / "model.onnx")
+    result = pytester.runpytest(LEVELS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "    output 'opt': present now, absent in the reference (an optional output): absent -> a float32 "
+            "tensor [[]2[]]",
+        ]
+    )
