@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_ortperf.errors import ModelError
+
 Array = npt.NDArray[Any]
 Key = int | str
 MAX_KEYS_NAMED = 10  # a key-set difference names at most this many keys of each side
@@ -62,6 +64,10 @@ class NotComparable:
     """A value this version cannot compare, and why: every report names it "not compared"."""
 
     reason: str
+
+
+class OutputsError(ModelError):
+    """The model's outputs cannot be stored apart (an output named like another's element)."""
 
 
 ABSENT = Absent()
@@ -175,13 +181,15 @@ def flatten(outputs: Mapping[str, OutputValue]) -> Flat:
         if isinstance(value, np.ndarray):
             leaves[name] = value
             continue
-        structure[name] = _layout(name, value, leaves)
-    for name in structure:
-        for leaf in leaves:
-            if leaf != name and leaf.startswith(name) and leaf in outputs:
-                raise ValueError(
-                    f"output {leaf!r} has the name an element of output {name!r} would be stored under"
-                )
+        own: dict[str, Array] = {}
+        structure[name] = _layout(name, value, own)
+        clash = sorted(leaf for leaf in own if leaf != name and leaf in outputs)
+        if clash:
+            raise OutputsError(
+                f"output {clash[0]!r} has the name an element of output {name!r} is stored under; "
+                "the two cannot be told apart in the recorded outputs (rename one in the model)."
+            )
+        leaves.update(own)
     return Flat(leaves, structure)
 
 
