@@ -239,3 +239,50 @@ def test_an_optional_output_absent_when_recorded_and_present_now_fails(pytester:
             "tensor [[]2[]]",
         ]
     )
+
+
+def sparse_model() -> onnx.ModelProto:
+    """``x -> (s, y)``: ``s`` a constant sparse tensor (onnxruntime returns a ``SparseTensor`` object,
+    which this version does not compare), ``y = x``."""
+    values = numpy_helper.from_array(np.float32([1.0, 2.0]), "values")
+    indices = numpy_helper.from_array(np.int64([[0, 1], [1, 1]]), "indices")
+    sparse = helper.make_sparse_tensor(values, indices, [2, 2])
+    graph = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["s"], sparse_value=sparse),
+            helper.make_node("Identity", ["x"], ["y"]),
+        ],
+        "sparse",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [
+            helper.make_value_info("s", helper.make_sparse_tensor_type_proto(TensorProto.FLOAT, [2, 2])),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2]),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.slow
+def test_an_output_that_cannot_be_compared_is_named_in_every_report(pytester: pytest.Pytester) -> None:
+    onnx.save(sparse_model(), pytester.path / "model.onnx")
+    pytester.makepyfile(test_sparse=TEST_FILE)
+    pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=1)
+    result = pytester.runpytest(
+        LEVELS, "--ortperf-report=report.json", "--ortperf-markdown=summary.md", "--ortperf-html=page.html"
+    )
+    result.assert_outcomes(passed=1)
+    reason = "onnxruntime returned a SparseTensor, which is not compared"
+    result.stdout.fnmatch_lines(
+        [
+            "outputs not compared (2):",
+            f"  test_sparse.py::test_outputs[[]cpu-all[]]: output 's' vs baseline (recorded *): {reason}",
+            f"  test_sparse.py::test_outputs[[]cpu-all[]]: output 's' vs variant cpu-disabled: {reason}",
+        ]
+    )
+    (record,) = report(pytester)
+    assert record["verdict"] == "ok"
+    assert [item["output"] for item in record["not_compared"]] == ["s", "s"]
+    assert outputs_of(record, "baseline")["s"]["compared"] is False
+    assert outputs_of(record, "baseline")["y"]["compared"] is True
+    assert "output 's' vs baseline" in (pytester.path / "summary.md").read_text()
+    assert f"not compared: {reason}" in (pytester.path / "page.html").read_text()
