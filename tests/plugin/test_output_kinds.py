@@ -285,4 +285,6 @@ def test_an_output_that_cannot_be_compared_is_named_in_every_report(pytester: py
     assert outputs_of(record, "baseline")["s"]["compared"] is False
     assert outputs_of(record, "baseline")["y"]["compared"] is True
     assert "output 's' vs baseline" in (pytester.path / "summary.md").read_text()
-    assert f"not compared: {reason}" in (pytester.path / "page.html").read_text()
+    page = (pytester.path / "page.html").read_text()
+    assert f"not compared: {reason}" in page  # the output's row
+    assert ">not compared: s<" in page  # the check's row of the summary table
