@@ -149,7 +149,7 @@ def describe(value: OutputValue) -> str:
         return f"a sequence of {len(value.items)}" if value.items else "an empty sequence"
     if isinstance(value, Absent):
         return "absent"
-    return "a value not compared"
+    return f"a value not compared ({value.reason})"
 
 
 def value_dtype(value: OutputValue) -> np.dtype[Any]:
@@ -307,10 +307,10 @@ class Pairing:
 def pair(name: str, actual: OutputValue, expected: OutputValue, *, output: str = "") -> Pairing:
     """What of two values of output ``name`` is compared, and how their structures differ."""
     output = output or name
-    if isinstance(actual, NotComparable) or isinstance(expected, NotComparable):
-        reason = actual.reason if isinstance(actual, NotComparable) else expected.reason  # type: ignore[union-attr]
-        side = "" if isinstance(actual, NotComparable) else " (in the reference)"
-        return Pairing(not_compared=((name, f"{reason}{side}"),))
+    if isinstance(actual, NotComparable) and isinstance(expected, NotComparable):
+        return Pairing(not_compared=((name, actual.reason),))
+    if isinstance(actual, NotComparable) or isinstance(expected, NotComparable):  # what it was changed
+        return Pairing(problems=((name, f"kind changed: {describe(expected)} -> {describe(actual)}"),))
     if isinstance(actual, Absent) and isinstance(expected, Absent):
         return Pairing(notes=((name, "absent on both sides (an optional output)"),))
     if isinstance(actual, Absent) or isinstance(expected, Absent):

@@ -247,6 +247,8 @@ def test_what_cannot_be_compared_passes_but_says_so() -> None:
     assert result.ok
     assert result.not_compared == reason
     assert result.describe() == f"output 's': not compared ({reason})"
+    became = compare({"s": NotComparable(reason)}, {"s": np.float32([1.0])})["s"]
+    assert became.problem == f"kind changed: a float32 tensor [1] -> a value not compared ({reason})"
 
 
 def test_tolerances_apply_by_the_output_name_to_its_elements() -> None:
