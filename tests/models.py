@@ -176,3 +176,32 @@ def reexported(model: onnx.ModelProto) -> onnx.ModelProto:
     for index, node in enumerate(copy.graph.node):
         node.name = f"n{index}_{node.op_type}"
     return copy
+
+
+def structured_outputs_model(classes: int = 3) -> onnx.ModelProto:
+    """``x[2, classes]`` -> a ZipMap of it (``probabilities``: a sequence of maps, as skl2onnx writes a
+    classifier's), a sequence (``parts``: ``[x, -x]``) and a tensor (``y``): every output kind that
+    onnxruntime returns as something else than an array, beside one that it returns as an array."""
+    nodes = [
+        helper.make_node(
+            "ZipMap", ["x"], ["probabilities"], domain="ai.onnx.ml", classlabels_int64s=list(range(classes))
+        ),
+        helper.make_node("Neg", ["x"], ["negated"]),
+        helper.make_node("SequenceConstruct", ["x", "negated"], ["parts"]),
+        helper.make_node("Identity", ["x"], ["y"]),
+    ]
+    zipmap = helper.make_sequence_type_proto(
+        helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    )
+    graph = helper.make_graph(
+        nodes,
+        "structured",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, classes])],
+        [
+            helper.make_value_info("probabilities", zipmap),
+            helper.make_tensor_sequence_value_info("parts", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, classes]),
+        ],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)

@@ -3,10 +3,21 @@
 Pure numpy. A comparison reports, per output, max absolute and relative error,
 mean absolute error, the fraction of elements outside ``np.isclose(atol,
 rtol)``, cosine similarity, the signal-to-quantization-noise ratio (SQNR, dB),
-the worst elements with both values, top-1/top-k agreement for outputs that
-look like class scores, new NaN/Inf values, and how the elements' errors spread
-against their tolerance (a histogram of ``|actual - expected| / (atol + rtol *
-|expected|)`` over fixed decades: an element above 1 is outside the tolerance).
+the worst elements with both values, top-1/top-k agreement for outputs shaped as
+class scores (``[N, classes]``, or a map of scores per class), new NaN/Inf values,
+and how the elements' errors spread against their tolerance (a histogram of
+``|actual - expected| / (atol + rtol * |expected|)`` over fixed decades: an
+element above 1 is outside the tolerance).
+
+Cosine and SQNR judge an output as a whole, so they judge only what the element
+limits leave open: an output whose every element is within its tolerance, or
+whose values all lie below the tolerance's noise floor (``atol``, where the
+tolerance is absolute), passes whatever its cosine (on a near-zero output, a
+1e-7 difference is a large angle and means nothing).
+
+Outputs that are not one tensor (sequences, maps, ZipMap's sequence of maps,
+absent optional outputs) are paired by :mod:`pytest_ortperf.accuracy.values` and
+their arrays compared here; what cannot be compared is named "not compared".
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
+from pytest_ortperf.accuracy.values import Key, OutputValue, describe, pair, value_dtype
 
 Array = npt.NDArray[Any]
 TOP_K = 5
@@ -59,6 +71,10 @@ class OutputComparison:
     # (a new NaN) count in the last bin.
     error_bins: tuple[int, ...] = ()
     worst_elements: tuple[tuple[tuple[int, ...], float, float], ...] = ()  # (index, actual, expected)
+    not_compared: str = ""  # why this output was not compared at all (it passes, and says so)
+    keys: tuple[Key, ...] = ()  # a map's keys: the last axis's columns, named in the worst element
+    # Why cosine or SQNR, below its limit, did not fail this output (every element within tolerance).
+    unjudged: str = ""
 
     @property
     def ok(self) -> bool:
@@ -74,6 +90,8 @@ class OutputComparison:
         head = f"output {self.name!r}"
         if self.problem:
             return f"{head}: {self.problem}"
+        if self.not_compared:
+            return f"{head}: not compared ({self.not_compared})"
         if self.note and not self.count:
             return f"{head}: {'ok' if self.ok else 'FAILED on ' + self.failed_metric} ({self.note})"
         sampled = f" sampled (of {self.sampled_from})" if self.sampled_from else ""
@@ -83,23 +101,44 @@ class OutputComparison:
                 f", {self.mismatches} of {self.count}{sampled} elements outside tolerance "
                 f"({self.mismatch_fraction:.2%})"
             )
+        why = f", not judged: {self.unjudged}" if self.unjudged else ""
         if self.cosine is not None:
             shown, limit = distinct_digits(1.0 - self.cosine, 1.0 - self.tolerance.cosine)
             numbers += f", cosine {self.cosine:.6f} (1-cos {shown}"
-            numbers += f" > {limit} allowed)" if self.cosine < self.tolerance.cosine else ")"
+            if self.cosine < self.tolerance.cosine:
+                numbers += f" > {limit}{why or ' allowed'}"
+                why = ", not judged" if why else ""
+            numbers += ")"
         if self.sqnr_db is not None and self.tolerance.sqnr:
             numbers += f", SQNR {self.sqnr_db:.1f} dB"
-            numbers += f" (< {self.tolerance.sqnr:g} allowed)" if self.sqnr_db < self.tolerance.sqnr else ""
+            if self.sqnr_db < self.tolerance.sqnr:
+                numbers += f" (< {self.tolerance.sqnr:g}{why or ' allowed'})"
         if self.top1 is not None:
-            numbers += f", top-1 agreement {self.top1:.0%}, top-{TOP_K} overlap {self.topk:.0%}"
+            numbers += f", top-1 agreement {self.top1:.0%}"
+            numbers += f", top-{TOP_K} overlap {self.topk:.0%}" if self.topk is not None else ""
+        if self.keys:
+            numbers += f", {_keys_shown(self.keys)}"
         status = "ok" if self.ok else f"FAILED on {self.failed_metric}"
         worst = (
-            f"; worst at {list(self.worst_index)}: actual {self.worst_actual:.6g}, "
+            f"; worst at {self._where(self.worst_index)}: actual {self.worst_actual:.6g}, "
             f"expected {self.worst_expected:.6g}"
             if self.count
             else ""
         )
         return f"{head}: {status} ({numbers}{worst}; {self.tolerance.describe()})"
+
+    def _where(self, index: tuple[int, ...]) -> str:
+        """An element's index; in a map, its last position named by the key (``[3, key 1]``)."""
+        if self.keys and index and not self.sampled_from and index[-1] < len(self.keys):
+            return "[" + ", ".join([*(str(i) for i in index[:-1]), f"key {self.keys[index[-1]]!r}"]) + "]"
+        return str(list(index))
+
+
+def _keys_shown(keys: tuple[Key, ...], most: int = 10) -> str:
+    shown = ", ".join(repr(k) for k in keys[:most])
+    return (
+        f"map key {shown}" if len(keys) == 1 else f"map keys {shown}" + (" ..." if len(keys) > most else "")
+    )
 
 
 def distinct_digits(value: float, limit: float) -> tuple[str, str]:
@@ -112,10 +151,20 @@ def distinct_digits(value: float, limit: float) -> tuple[str, str]:
 
 
 def compare_output(
-    name: str, actual: Array, expected: Array, tolerance: Tolerance, reference: str
+    name: str,
+    actual: Array,
+    expected: Array,
+    tolerance: Tolerance,
+    reference: str,
+    *,
+    scores: bool | None = None,
+    keys: tuple[Key, ...] = (),
 ) -> OutputComparison:
-    """All metrics of ``actual`` against ``expected`` and the first limit they break, if any."""
-    base = OutputComparison(name=name, reference=reference, tolerance=tolerance)
+    """All metrics of ``actual`` against ``expected`` and the first limit they break, if any.
+
+    ``scores``: whether the output holds class scores on its last axis (a map of scores); None judges
+    by the shape. ``keys``: a map's keys, the last axis's columns."""
+    base = OutputComparison(name=name, reference=reference, tolerance=tolerance, keys=keys)
     if actual.shape != expected.shape:
         return replace(base, problem=f"shape changed: {list(expected.shape)} -> {list(actual.shape)}")
     if actual.dtype != expected.dtype:
@@ -155,7 +204,7 @@ def compare_output(
     excess = np.where(close, -np.inf, np.nan_to_num(diff, nan=np.inf, posinf=np.inf))
     worst = int(np.argmax(excess)) if not close.all() else int(np.argmax(np.nan_to_num(diff)))
     new_nonfinite = int(np.count_nonzero(~np.isfinite(a) & np.isfinite(e)))
-    top1, topk = _class_agreement(actual, expected)
+    top1, topk = _class_agreement(actual, expected, scores=scores)
     finite_diff = diff[~np.isnan(diff)]
     finite_rel = rel[~np.isnan(rel)]
     bins = np.bincount(np.searchsorted(_EDGES, against, side="right"), minlength=len(ERROR_EDGES) + 1)
@@ -184,11 +233,30 @@ def compare_output(
         return replace(comparison, failed_metric=f"nan/inf ({new_nonfinite} new non-finite values)")
     if comparison.mismatch_fraction > tolerance.mismatch:
         return replace(comparison, failed_metric="isclose")
-    if comparison.cosine is not None and comparison.cosine < tolerance.cosine:
-        return replace(comparison, failed_metric="cosine")
-    if comparison.sqnr_db is not None and tolerance.sqnr and comparison.sqnr_db < tolerance.sqnr:
-        return replace(comparison, failed_metric="sqnr")
-    return comparison
+    low_cosine = comparison.cosine is not None and comparison.cosine < tolerance.cosine
+    low_sqnr = comparison.sqnr_db is not None and bool(tolerance.sqnr) and comparison.sqnr_db < tolerance.sqnr
+    if not (low_cosine or low_sqnr):
+        return comparison
+    unjudged = whole_output_exempt(a, e, mismatches=comparison.mismatches, tolerance=tolerance)
+    if unjudged:
+        return replace(comparison, unjudged=unjudged)
+    return replace(comparison, failed_metric="cosine" if low_cosine else "sqnr")
+
+
+def whole_output_exempt(a: Array, e: Array, *, mismatches: int, tolerance: Tolerance) -> str:
+    """Why cosine and SQNR do not judge an output, or "" when they do: every element is within its
+    tolerance (the element limits already passed it, and the angle between two near-zero vectors
+    is noise), or every value on both sides is within ``atol`` of zero (the tolerance's noise floor,
+    where it is absolute). Quantized precisions judge elements by neither (``atol = rtol = 0``), so
+    only an exact output is exempt there, whose cosine is 1 anyway."""
+    if mismatches == 0:
+        return "every element within tolerance"
+    if tolerance.atol > 0.0:
+        with np.errstate(invalid="ignore"):
+            peak = max(float(np.nanmax(np.abs(a), initial=0.0)), float(np.nanmax(np.abs(e), initial=0.0)))
+        if peak <= tolerance.atol:
+            return f"every value below the noise floor (|x| <= atol {tolerance.atol:g})"
+    return ""
 
 
 def _worst_elements(error: Array, close: Array) -> list[int]:
@@ -263,14 +331,31 @@ def agreement(actual: Array, expected: Array, tolerance: Tolerance) -> float:
     return float(np.mean(np.isclose(a, e, rtol=tolerance.rtol, atol=tolerance.atol, equal_nan=True)))
 
 
-def _class_agreement(actual: Array, expected: Array) -> tuple[float | None, float | None]:
-    """Top-1 and top-k agreement when the output looks like class scores ([..., classes >= 10])."""
-    squeezed = expected.squeeze()
-    if expected.dtype.kind != "f" or squeezed.ndim not in (1, 2) or squeezed.shape[-1] < 2 * TOP_K:
+def score_shaped(expected: Array, scores: bool | None = None) -> bool:
+    """Whether an output holds class scores, where top-1 agreement means something: a float map of
+    scores keyed by class (``scores=True``: a map, or ZipMap's sequence of maps, two classes or
+    more), or a float tensor shaped exactly ``[N, classes]`` with at least ``2 * TOP_K`` classes (so
+    a detector's ``[N, 4]`` boxes are not taken for scores). A heatmap (``1x1xHxW``), an embedding,
+    a 1-D vector is not: its "top-1" would be the brightest pixel of a row."""
+    if expected.dtype.kind != "f" or expected.size == 0 or scores is False:
+        return False
+    if scores:
+        return expected.ndim in (1, 2) and expected.shape[-1] >= 2
+    return expected.ndim == 2 and expected.shape[-1] >= 2 * TOP_K
+
+
+def _class_agreement(
+    actual: Array, expected: Array, *, scores: bool | None = None
+) -> tuple[float | None, float | None]:
+    """Top-1 agreement for score-shaped outputs (:func:`score_shaped`), and top-k overlap where there
+    are more than k classes."""
+    if not score_shaped(expected, scores):
         return None, None
-    e = squeezed.reshape(-1, squeezed.shape[-1])
-    a = actual.squeeze().reshape(e.shape)
+    e = expected.reshape(-1, expected.shape[-1])
+    a = actual.reshape(e.shape)
     top1 = float(np.mean(np.argmax(a, axis=1) == np.argmax(e, axis=1)))
+    if e.shape[-1] <= TOP_K:
+        return top1, None
     a_top = np.argsort(-a, axis=1)[:, :TOP_K]
     e_top = np.argsort(-e, axis=1)[:, :TOP_K]
     overlap = np.mean([len(set(x) & set(y)) / TOP_K for x, y in zip(a_top, e_top, strict=True)])
@@ -278,8 +363,8 @@ def _class_agreement(actual: Array, expected: Array) -> tuple[float | None, floa
 
 
 def compare_outputs(
-    actual: Mapping[str, Array],
-    expected: Mapping[str, Array],
+    actual: Mapping[str, OutputValue],
+    expected: Mapping[str, OutputValue],
     *,
     reference: str,
     tolerances: ToleranceSpec,
@@ -288,22 +373,49 @@ def compare_outputs(
     absent_note: str = "",
 ) -> list[OutputComparison]:
     """Every expected output against the actual one; missing and new outputs are problems, unless
-    the reference covers only some outputs (``absent_note``: what to say of the others)."""
+    the reference covers only some outputs (``absent_note``: what to say of the others). An output
+    that is not one tensor gives one comparison per array it holds (a sequence's elements
+    ``name[0]``, ``name[1]``...), or one naming what differs in its structure or why it was not
+    compared."""
     results = []
-    for name, reference_array in expected.items():
-        tolerance = tolerances.for_output(name, reference_array.dtype, provider_short, variant)
+    for name, reference_value in expected.items():
+        tolerance = tolerances.for_output(name, value_dtype(reference_value), provider_short, variant)
         if name not in actual:
             results.append(
                 OutputComparison(name, reference, tolerance, problem="output missing from the model now")
             )
             continue
-        results.append(compare_output(name, actual[name], reference_array, tolerance, reference))
-    for name in actual:
+        current = actual[name]
+        if isinstance(current, np.ndarray) and isinstance(reference_value, np.ndarray):
+            results.append(compare_output(name, current, reference_value, tolerance, reference))
+            continue
+        paired = pair(name, current, reference_value)
+        for where, problem in paired.problems:
+            results.append(OutputComparison(where, reference, tolerance, problem=problem))
+        for where, why in paired.not_compared:
+            results.append(OutputComparison(where, reference, tolerance, not_compared=why))
+        for where, note in paired.notes:
+            results.append(OutputComparison(where, reference, tolerance, note=note))
+        for leaf in paired.leaves:
+            own = tolerances.for_output(leaf.output, leaf.expected.dtype, provider_short, variant)
+            results.append(
+                compare_output(
+                    leaf.name, leaf.actual, leaf.expected, own, reference, scores=leaf.scores, keys=leaf.keys
+                )
+            )
+    for name, value in actual.items():
         if name not in expected:
-            tolerance = tolerances.for_output(name, actual[name].dtype, provider_short, variant)
+            tolerance = tolerances.for_output(name, value_dtype(value), provider_short, variant)
             results.append(
                 OutputComparison(name, reference, tolerance, note=absent_note)
                 if absent_note
-                else OutputComparison(name, reference, tolerance, problem="new output, not in the reference")
+                else OutputComparison(
+                    name,
+                    reference,
+                    tolerance,
+                    problem="new output, not in the reference"
+                    if isinstance(value, np.ndarray)
+                    else f"new output ({describe(value)}), not in the reference",
+                )
             )
     return results

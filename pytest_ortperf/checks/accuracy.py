@@ -24,6 +24,7 @@ import numpy as np
 
 from pytest_ortperf.accuracy.metrics import Array, OutputComparison, compare_outputs
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
+from pytest_ortperf.accuracy.values import OutputValue, flatten
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import BaselineError
@@ -55,7 +56,7 @@ class Reference:
     """Outputs to compare against, with extra tolerance defaults (from data.json)."""
 
     label: str
-    outputs: Mapping[str, Array]
+    outputs: Mapping[str, OutputValue]
     tolerance_defaults: Mapping[str, float] = field(default_factory=dict)
     note: str = ""  # set: the reference was asked for but cannot be compared, and why
 
@@ -82,10 +83,13 @@ class ReferenceOutcome:
         if self.note:
             return [f"{head}{self.note}"]
         if not self.failed:
-            plain = ", ".join(c.name for c in self.comparisons if not c.note)
+            plain = ", ".join(c.name for c in self.comparisons if not c.note and not c.not_compared)
             noted = "; ".join(f"{c.name}: {c.note}" for c in self.comparisons if c.note)
-            return [f"{head}ok ({'; '.join(part for part in (plain, noted) if part)})"]
-        listed = [c.describe() for c in self.comparisons if not c.ok or c.note]
+            skipped = "; ".join(
+                f"{c.name}: not compared ({c.not_compared})" for c in self.comparisons if c.not_compared
+            )
+            return [f"{head}ok ({'; '.join(part for part in (plain, noted, skipped) if part)})"]
+        listed = [c.describe() for c in self.comparisons if not c.ok or c.note or c.not_compared]
         if not named:
             return [f"  {line}" for line in listed]
         return [f"  vs {self.label}:"] + [f"    {line}" for line in listed]
@@ -102,7 +106,7 @@ class AccuracyResult:
 
 
 def compare_with(
-    actual: Mapping[str, Array],
+    actual: Mapping[str, OutputValue],
     reference: Reference,
     *,
     key: CheckKey,
@@ -127,7 +131,7 @@ def compare_with(
 
 
 def check_accuracy(
-    actual: Mapping[str, Array],
+    actual: Mapping[str, OutputValue],
     *,
     inputs_sha256: str,
     key: CheckKey,
@@ -140,7 +144,7 @@ def check_accuracy(
     entry: BaselineEntry | None,
     environment: Mapping[str, Any],
     today: str,
-    more_data_sets: Sequence[tuple[Mapping[str, Array], Reference]] = (),
+    more_data_sets: Sequence[tuple[Mapping[str, OutputValue], Reference]] = (),
     rebuilt_reference: Reference | None = None,
 ) -> AccuracyResult:
     """Compare ``actual`` with every available reference; record the baseline under update.
@@ -206,7 +210,7 @@ class _Judge:
     variant: str
 
     def compare(
-        self, actual: Mapping[str, Array], reference: Reference | None, *, absent_note: str = ""
+        self, actual: Mapping[str, OutputValue], reference: Reference | None, *, absent_note: str = ""
     ) -> ReferenceOutcome | None:
         if reference is None:
             return None
@@ -225,23 +229,55 @@ class _Judge:
         return ReferenceOutcome(reference.label, tuple(comparisons))
 
     def against_baseline(
-        self, actual: Mapping[str, Array], stored: Mapping[str, Array], record: AccuracyRecord, *, label: str
+        self,
+        actual: Mapping[str, OutputValue],
+        stored: Mapping[str, Array],
+        record: AccuracyRecord,
+        *,
+        label: str,
     ) -> ReferenceOutcome:
-        """Stored elements compared one by one; a subsampled output also by its whole tensor."""
-        outcome = self.compare(comparable(actual, record.outputs), Reference(label, stored))
+        """Stored elements compared one by one; a subsampled array also by its whole tensor. ``stored``
+        holds the .npz's arrays, which the record's structure makes outputs again."""
+        outcome = self.compare(comparable(actual, record.outputs), Reference(label, record.values(stored)))
         assert outcome is not None
-        outcome = _with_recorded_shapes(outcome, actual, record)
+        leaves = flatten(actual).leaves
+        outcome = _with_recorded_shapes(outcome, leaves, record)
         recorded = {output.name: output for output in record.outputs}
         comparisons = tuple(
-            _whole_tensor(comparison, actual[comparison.name], recorded[comparison.name])
-            if comparison.name in actual
+            _whole_tensor(comparison, leaves[comparison.name], recorded[comparison.name])
+            if comparison.name in leaves
             and comparison.name in recorded
             and recorded[comparison.name].stored == "subsample"
             and not comparison.problem
             else comparison
             for comparison in outcome.comparisons
         )
+        if record.structure is None:
+            comparisons = tuple(_recorded_before_structures(c, actual, record) for c in comparisons)
         return replace(outcome, comparisons=comparisons)
+
+
+RECORDED_BEFORE = (
+    "not in the recorded outputs, whose entry was recorded by a version that stored tensor outputs "
+    "only; record it again with --ortperf-update to compare it"
+)
+
+
+def _recorded_before_structures(
+    comparison: OutputComparison, actual: Mapping[str, OutputValue], record: AccuracyRecord
+) -> OutputComparison:
+    """A sequence or map output that an entry recorded before they were stored does not hold is not a
+    new output of the model: it was there, not stored. It is named not compared, with the fix."""
+    value = actual.get(comparison.name)
+    if (
+        value is None
+        or isinstance(value, np.ndarray)
+        or any(o.name == comparison.name for o in record.outputs)
+    ):
+        return comparison
+    return OutputComparison(
+        comparison.name, comparison.reference, comparison.tolerance, not_compared=RECORDED_BEFORE
+    )
 
 
 def _whole_tensor(comparison: OutputComparison, array: Array, stored: StoredOutput) -> OutputComparison:
@@ -375,7 +411,7 @@ def _previous_outputs(store: BaselineStore, record: AccuracyRecord) -> dict[str,
 
 
 def _record(
-    actual: Mapping[str, Array],
+    actual: Mapping[str, OutputValue],
     inputs_sha256: str,
     key: CheckKey,
     store: BaselineStore,
@@ -386,12 +422,16 @@ def _record(
     judge: _Judge,
 ) -> tuple[Status, ReferenceOutcome]:
     arrays, stored = for_storage(actual)
+    structure = flatten(actual).structure
     previous = _previous_outputs(store, record) if record is not None else None
     if record is not None and previous is not None and record.inputs_sha256 == inputs_sha256:
         same = judge.against_baseline(actual, previous, record, label="baseline")
-        if not same.failed and [o.name for o in record.outputs] == list(actual):
+        kept = [o.name for o in record.outputs] == list(arrays) and (record.structure or {}) == structure
+        if not same.failed and kept:
             return Status.UNCHANGED, ReferenceOutcome("baseline", note="recorded outputs still match: kept")
-    new_record = AccuracyRecord(inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key))
+    new_record = AccuracyRecord(
+        inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key), structure=structure
+    )
     store.stage_file(new_record.file, npz_bytes(arrays))
     existing = store.current(key.test_file, key.test)
     recipe = split(environment)[0]

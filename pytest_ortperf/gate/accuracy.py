@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_ortperf.accuracy.values import OutputValue
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.outputs import run_outputs
+from pytest_ortperf.gate.outputs import run_outputs, worker_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.ort.inputs import Array, data_sets
@@ -50,7 +51,7 @@ class AccuracyCheck:
             else None
         )
         model_reference = None
-        more_data_sets: list[tuple[dict[str, Array], Reference]] = []
+        more_data_sets: list[tuple[dict[str, OutputValue], Reference]] = []
         if context.data_set is not None and target.own_feeds:
             expected, defaults = context.run.data_set_outputs(context.data_set, list(actual))
             if expected:  # a data set may ship inputs only
@@ -116,7 +117,7 @@ class AccuracyCheck:
             worker = context.run.workers.side(rebuilt.python, "reference", 1)[0]
             other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
             try:
-                outputs = other_model.outputs()
+                outputs = worker_outputs(other_model)
             finally:
                 other_model.release()
         else:
@@ -126,7 +127,7 @@ class AccuracyCheck:
 
     def _other_data_sets(
         self, first: Path, output_names: list[str]
-    ) -> list[tuple[dict[str, Array], Reference]]:
+    ) -> list[tuple[dict[str, OutputValue], Reference]]:
         """Every data set beside the model after the one the test's inputs come from."""
         context = self._context
         found = []

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from pytest_ortperf.accuracy.metrics import Array, agreement
 from pytest_ortperf.accuracy.tolerances import Tolerance
+from pytest_ortperf.accuracy.values import flatten
 from pytest_ortperf.checks.contracts import (
     AGREEMENT,
     CONTRACT,
@@ -73,8 +74,10 @@ class ContractCheck:
             return self._publish(not_available(key, contract, str(exc)))
         if contract.kind == AGREEMENT:
             watchdog = context.run.watchdog
-            actual = run_outputs(context.built, target.inputs, watchdog)
-            expected = run_outputs(other, target.inputs, watchdog)
+            # Agreement is a share of elements or of class rows: of every array the outputs hold (a
+            # map's values, a sequence's elements), under their leaf names.
+            actual = flatten(run_outputs(context.built, target.inputs, watchdog)).leaves
+            expected = flatten(run_outputs(other, target.inputs, watchdog)).leaves
             shares = {
                 name: agreement(actual[name], expected[name], self._tolerance(name, expected[name]))
                 for name in expected

@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from pytest_ortperf.accuracy.values import OutputValue
 from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, compare_with
 from pytest_ortperf.checks.latency import (
     LatencyResult,
@@ -24,7 +25,7 @@ from pytest_ortperf.checks.latency import (
 from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.outputs import run_outputs
+from pytest_ortperf.gate.outputs import run_outputs, worker_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference, RecordedReference
@@ -308,7 +309,8 @@ class LatencyCheck:
             self._traced_runs(inputs)
             result = self._publish(result)
             outputs = self._outputs(
-                lambda: self._compare_outputs(last.outputs(), last_other.outputs(), label, key), key
+                lambda: self._compare_outputs(worker_outputs(last), worker_outputs(last_other), label, key),
+                key,
             )
         finally:
             for side in sides:
@@ -364,7 +366,11 @@ class LatencyCheck:
         return self._compare_outputs(actual, run_outputs(other, inputs, watchdog), label, key)
 
     def _compare_outputs(
-        self, actual: dict[str, Array], reference: dict[str, Array], label: str, key: CheckKey
+        self,
+        actual: Mapping[str, OutputValue],
+        reference: Mapping[str, OutputValue],
+        label: str,
+        key: CheckKey,
     ) -> AccuracyResult:
         """Outputs of the model under test against a reference's (model or runtime), same inputs."""
         context = self._context

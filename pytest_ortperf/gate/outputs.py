@@ -3,23 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, Protocol
 
-import numpy as np
-
+from pytest_ortperf.accuracy.values import OutputValue, from_ort
 from pytest_ortperf.errors import InputsError
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.watchdog import Watchdog
 
 
-def run_outputs(built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog) -> dict[str, Array]:
-    """Tensor outputs by name; strings as fixed-width text. Sequence and map outputs are not compared."""
+def run_outputs(
+    built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog
+) -> dict[str, OutputValue]:
+    """Every output by name, none dropped: tensors as arrays (strings as fixed-width text); sequences,
+    maps and absent optional outputs made comparable (``accuracy/values.py``), each typed by what the
+    session says it is; what cannot be compared says why."""
     try:
-        names = [output.name for output in built.session.get_outputs()]
+        described = [(output.name, output.type) for output in built.session.get_outputs()]
     except UnicodeDecodeError as exc:
         raise InputsError(f"the model's output names are not valid UTF-8 ({exc}).") from None
-    outputs = {}
-    for name, value in zip(names, watchdog.run(built.session, names, dict(inputs)), strict=True):
-        if isinstance(value, np.ndarray):
-            outputs[name] = value.astype(str) if value.dtype == object else value
-    return outputs
+    names = [name for name, _ in described]
+    values = watchdog.run(built.session, names, dict(inputs))
+    return {
+        name: from_ort(value, str(type_text or ""))
+        for (name, type_text), value in zip(described, values, strict=True)
+    }
+
+
+def worker_outputs(loaded: WorkerOutputs) -> dict[str, OutputValue]:
+    """The outputs of a model loaded in a measuring worker (another runtime), made comparable as
+    :func:`run_outputs` makes this process's."""
+    return {name: from_ort(value, type_text) for name, (value, type_text) in loaded.typed_outputs().items()}
+
+
+class WorkerOutputs(Protocol):
+    """What gives a worker's outputs: a loaded model, or one side of a pair."""
+
+    def typed_outputs(self) -> dict[str, tuple[Any, str]]: ...

@@ -46,7 +46,7 @@ from pytest_ortperf.ort.workers import WorkerError, WorkerPool
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
-from pytest_ortperf.reports.ci_files import gate_time, profile_record, write_reports
+from pytest_ortperf.reports.ci_files import gate_time, not_compared_lines, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import (
     RunSummary,
@@ -593,6 +593,7 @@ class OrtperfRun:
             update=self.update_report,
             prune=self.config.prune,
             reported_differences=self.results.reported_differences(),
+            not_compared=not_compared_lines(self.results.records),
             profile_lines=[
                 *(line for report in self.profiles.reports for line in profile_lines(report)),
                 *self.results.worker_profile_lines(),

@@ -67,6 +67,51 @@ def _read_exact(stream: IO[bytes], size: int) -> bytearray:
     return data
 
 
+def _value_form(value: Any, arrays: list[Any]) -> Any:
+    """An output as JSON, its arrays appended to ``arrays``: every output onnxruntime returns, none
+    dropped (a list for a sequence, pairs for a map, null for an absent optional output, the type's
+    name for anything else), so the parent makes it comparable as it does its own outputs."""
+    if type(value).__name__ == "ndarray":
+        arrays.append(value)
+        return {"array": len(arrays) - 1}
+    if value is None:
+        return {"none": True}
+    if isinstance(value, dict):
+        return {"map": [[_plain(key), _value_form(item, arrays)] for key, item in value.items()]}
+    if isinstance(value, (list, tuple)):
+        table = _maps_table(value)
+        if table is not None:  # ZipMap's rows: one array, not one JSON number per probability
+            keys, values = table
+            arrays.append(values)
+            return {"maps": {"keys": keys, "array": len(arrays) - 1}}
+        return {"list": [_value_form(item, arrays) for item in value]}
+    if isinstance(value, (bool, int, float, str)) or hasattr(value, "item"):
+        return {"scalar": _plain(value)}
+    return {"other": type(value).__name__}
+
+
+def _maps_table(rows: Any) -> tuple[list[Any], Any] | None:
+    """Dicts with one key set and plain number values as (keys, ``[rows, keys]`` array); else None."""
+    import numpy as np
+
+    if not rows or not all(isinstance(row, dict) for row in rows):
+        return None
+    keys = list(rows[0])
+    if any(list(row) != keys for row in rows):
+        return None
+    try:
+        values = np.asarray([[row[key] for key in keys] for row in rows])
+    except ValueError:
+        return None
+    if values.dtype.kind not in "fiub" or values.ndim != 2:
+        return None
+    return [_plain(key) for key in keys], values
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
 def write_message(stream: IO[bytes], header: dict[str, Any], arrays: Sequence[Any] = ()) -> None:
     """One message: the header (with the arrays' dtypes and shapes added), then each array's bytes."""
     packed = []
@@ -351,10 +396,15 @@ class Worker:
         if command == "time":
             return {}, [self.time_runs(model, int(header["count"]))]
         if command == "outputs":
-            names = [output.name for output in model.sessions[0].get_outputs()]
-            values = self.run(model, names)
-            kept = [(n, v) for n, v in zip(names, values) if type(v).__name__ == "ndarray"]
-            return {"names": [n for n, _ in kept]}, [v for _, v in kept]
+            described = [(output.name, output.type) for output in model.sessions[0].get_outputs()]
+            values = self.run(model, [name for name, _ in described])
+            sent: list[Any] = []
+            shapes = [_value_form(value, sent) for value in values]
+            return {
+                "names": [name for name, _ in described],
+                "types": [str(kind or "") for _, kind in described],
+                "values": shapes,
+            }, sent
         if command == "profile":
             return {"trace": self.profile(model, int(header["runs"]), str(header["prefix"]))}, []
         raise ValueError(f"unknown command {command!r}")

@@ -266,8 +266,17 @@ class LoadedModel:
         return [int(value) for value in arrays[0]]
 
     def outputs(self) -> dict[str, Any]:
+        """Every output as onnxruntime returned it in the worker (arrays, lists, dicts, None)."""
+        return {name: value for name, (value, _) in self.typed_outputs().items()}
+
+    def typed_outputs(self) -> dict[str, tuple[Any, str]]:
+        """Every output with its type as the session states it (``seq(map(int64,tensor(float)))``)."""
         answer, arrays = self.worker.request({"cmd": "outputs", "handle": self.handle})
-        return dict(zip(answer["names"], arrays, strict=True))
+        values = [_from_form(form, arrays) for form in answer["values"]]
+        return {
+            name: (value, kind)
+            for name, kind, value in zip(answer["names"], answer["types"], values, strict=True)
+        }
 
     def profile(self, runs: int, prefix: Path) -> Path:
         """``runs`` untimed runs on a new session of this model with session-level profiling,
@@ -486,6 +495,9 @@ class WorkerSide:
     def outputs(self) -> dict[str, Any]:
         return self.models[0].outputs()
 
+    def typed_outputs(self) -> dict[str, tuple[Any, str]]:
+        return self.models[0].typed_outputs()
+
     @property
     def runtime(self) -> WorkerRuntime:
         return self.models[0].worker.runtime
@@ -607,3 +619,30 @@ def this_python() -> str:
 def _stop_all() -> None:  # a worker never outlives the run, even one nobody closed
     for worker in list(_LIVE):
         worker.kill()
+
+
+class OpaqueOutput:
+    """An output value the worker could not send (a sparse tensor): its type's name only."""
+
+    def __init__(self, type_name: str) -> None:
+        self.type_name = type_name
+
+
+def _from_form(form: Any, arrays: Sequence[Any]) -> Any:
+    """The value ``worker_program._value_form`` sent, rebuilt."""
+    if not isinstance(form, dict):
+        raise WorkerError(f"a worker sent an output this version cannot read: {form!r}")
+    if "array" in form:
+        return arrays[int(form["array"])]
+    if "none" in form:
+        return None
+    if "map" in form:
+        return {key: _from_form(item, arrays) for key, item in form["map"]}
+    if "maps" in form:  # rows of dicts with one key set, sent as one array
+        keys, values = form["maps"]["keys"], arrays[int(form["maps"]["array"])]
+        return [dict(zip(keys, row, strict=True)) for row in values.tolist()]
+    if "list" in form:
+        return [_from_form(item, arrays) for item in form["list"]]
+    if "scalar" in form:
+        return form["scalar"]
+    return OpaqueOutput(str(form.get("other", "?")))

@@ -144,8 +144,30 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
         "verdict": str(result.status),
         "failed": result.failed,
         "references": references,
+        # Outputs the check did not judge, and why: never dropped from what the reports say.
+        "not_compared": [
+            {"output": c.name, "reference": outcome.label, "reason": c.not_compared}
+            for outcome in result.references
+            for c in outcome.comparisons
+            if c.not_compared
+        ],
         "message": result.message,
     }
+
+
+def not_compared_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per output an accuracy check did not compare, with the reason (workers' included)."""
+    lines = []
+    for record in records:
+        if record.get("kind") != "accuracy":
+            continue
+        for item in record.get("not_compared") or []:
+            if isinstance(item, Mapping):
+                lines.append(
+                    f"{record.get('test')}: output {item.get('output')!r} vs {item.get('reference')}: "
+                    f"{item.get('reason')}"
+                )
+    return lines
 
 
 def footprint_record(result: FootprintResult, nodeid: str) -> dict[str, Any]:
@@ -231,6 +253,8 @@ def output_record(comparison: OutputComparison) -> dict[str, Any]:
     return {
         "name": comparison.name,
         "ok": comparison.ok,
+        "compared": not comparison.not_compared,
+        "not_compared": comparison.not_compared,
         "problem": comparison.problem,
         "failed_metric": comparison.failed_metric,
         "max_abs": _number(comparison.max_abs),
@@ -252,6 +276,9 @@ def output_record(comparison: OutputComparison) -> dict[str, Any]:
             else None
         ),
         "tolerance": {name: _number(value) for name, value in asdict(comparison.tolerance).items()},
+        # Why a cosine or SQNR below its limit did not fail the output ("" when none was below it).
+        "whole_output_not_judged": comparison.unjudged,
+        **({"keys": list(comparison.keys)} if comparison.keys else {}),
         **(
             {
                 "against_tolerance": {"edges": list(ERROR_EDGES), "counts": list(comparison.error_bins)},
@@ -434,6 +461,10 @@ def markdown(
         lines += ["", f"**{heading(table)}**", "", "| " + " | ".join(HEADERS) + " |"]
         lines += ["|" + " --- |" * len(HEADERS)]
         lines += ["| " + " | ".join(row) + " |" for row in cells(table)]
+    skipped = not_compared_lines(records)
+    if skipped:
+        lines += ["", f"Outputs not compared ({len(skipped)}):", ""]
+        lines += [f"- {line}" for line in skipped]
     if unused:
         lines += ["", f"{len(unused)} unused baseline entries: " + ", ".join(f"`{u}`" for u in unused)]
     return "\n".join(lines) + "\n"

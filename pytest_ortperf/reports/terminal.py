@@ -347,6 +347,7 @@ class RunSummary:
     lock_waits: Sequence[str] = ()  # who held the timing lock while checks waited (lock_wait_lines)
     inputs: Sequence[str] = ()  # what the latency checks were fed (inputs_lines)
     tradeoffs: Sequence[TradeoffTable] = ()  # each model's variants side by side (reports/tradeoffs.py)
+    not_compared: Sequence[str] = ()  # outputs an accuracy check did not compare, and why
 
 
 def repaired_lines(repaired: Repaired) -> list[str]:
@@ -394,5 +395,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
     if summary.update is not None:
         lines += update_lines(summary.update, prune=summary.prune)
     lines += summary.reported_differences
+    if summary.not_compared:
+        lines.append(f"outputs not compared ({len(summary.not_compared)}):")
+        lines += [f"  {line}" for line in summary.not_compared]
     lines += summary.profile_lines
     return lines

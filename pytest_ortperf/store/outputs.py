@@ -6,6 +6,12 @@ flattened tensor) plus mean/std/min/max, the count of NaN/Inf values and the
 sha256 of the whole tensor. The entry records which was done and how the
 subsample was taken, so a later change of the constants still compares old
 entries on their own elements.
+
+An output that is not one tensor (a sequence, a map, ZipMap's sequence of maps, an absent optional
+output) is stored as its arrays (``accuracy/values.py: flatten``: a map's values under the output's
+name, a sequence's elements as ``name[0]``, ``name[1]``...), each recorded like a tensor, and the
+entry's ``structure`` says, in plain JSON, what each such output is: its kind, a map's keys, a
+sequence's elements. Nothing needs pickle to read back.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from pytest_ortperf.accuracy.metrics import Array
+from pytest_ortperf.accuracy.values import OutputValue, check_structure, flatten, unflatten
 from pytest_ortperf.errors import BaselineError, InputsError
 from pytest_ortperf.ort.inputs import NotNpzError, read_npz, read_tensors
 from pytest_ortperf.store.keys import CheckKey
@@ -121,18 +128,36 @@ class StoredOutput:
 
 @dataclass(frozen=True)
 class AccuracyRecord:
-    """The accuracy part of a baseline entry: input digest, output records, the .npz file."""
+    """The accuracy part of a baseline entry: input digest, the records of the arrays stored, the
+    .npz file, and the structure of each output that is not one tensor (``accuracy/values.py``).
+    ``structure`` None: an entry recorded before sequence and map outputs were stored, which holds
+    its tensors only."""
 
     inputs_sha256: str
     outputs: tuple[StoredOutput, ...]
     file: str
+    structure: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "inputs_sha256": self.inputs_sha256,
             "outputs": [output.as_dict() for output in self.outputs],
             "file": self.file,
         }
+        if self.structure is not None:
+            data["structure"] = {name: self.structure[name] for name in sorted(self.structure)}
+        return data
+
+    def values(self, stored: Mapping[str, Array]) -> dict[str, OutputValue]:
+        """The recorded outputs, from the arrays of the .npz; a structure naming an array the file
+        does not hold raises ``BaselineError``."""
+        try:
+            return unflatten(stored, self.structure or {})
+        except (KeyError, TypeError) as exc:
+            raise BaselineError(
+                f"reference outputs '{self.file}' do not hold what their entry's structure names ({exc}); "
+                "re-record with --ortperf-update."
+            ) from None
 
     @classmethod
     def from_dict(cls, data: Any) -> AccuracyRecord:
@@ -147,8 +172,18 @@ class AccuracyRecord:
             or ".." in Path(file).parts
         ):
             raise TypeError("accuracy 'file' must be a relative .npz path inside the baseline directory")
+        structure = data.get("structure")
+        if structure is not None:
+            if not isinstance(structure, Mapping) or not all(
+                isinstance(v, Mapping) for v in structure.values()
+            ):
+                raise TypeError("accuracy 'structure' must be an object of one object per output")
+            check_structure(structure)
         return cls(
-            str(data["inputs_sha256"]), tuple(StoredOutput.from_dict(o) for o in data["outputs"]), file
+            str(data["inputs_sha256"]),
+            tuple(StoredOutput.from_dict(o) for o in data["outputs"]),
+            file,
+            structure=None if structure is None else dict(structure),
         )
 
 
@@ -188,13 +223,15 @@ def summary(array: Array) -> dict[str, float]:
 
 
 def for_storage(
-    outputs: Mapping[str, Array], limit: int = FULL_LIMIT
+    outputs: Mapping[str, OutputValue], limit: int = FULL_LIMIT
 ) -> tuple[dict[str, Array], tuple[StoredOutput, ...]]:
-    """What to put in the .npz (whole tensors or subsamples) and the record of each output."""
+    """What to put in the .npz (whole arrays or subsamples) and the record of each array; the
+    structure of the outputs that are not one tensor is ``flatten(outputs).structure``."""
     arrays: dict[str, Array] = {}
     records = []
     sampling = Sampling.current(limit)
-    for name, array in outputs.items():
+    flat = flatten(outputs)
+    for name, array in flat.leaves.items():
         array = np.ascontiguousarray(array)
         whole = array.size <= limit
         arrays[name] = array if whole else array.ravel()[sampling.indices(array.size)]
@@ -208,14 +245,15 @@ def for_storage(
     return arrays, tuple(records)
 
 
-def comparable(actual: Mapping[str, Array], records: Sequence[StoredOutput]) -> dict[str, Array]:
-    """The current outputs reduced the way the reference was stored (same subsample)."""
-    reduced = dict(actual)
+def comparable(actual: Mapping[str, OutputValue], records: Sequence[StoredOutput]) -> dict[str, OutputValue]:
+    """The current outputs reduced the way the reference was stored (same subsample of each array)."""
+    flat = flatten(actual)
+    reduced = dict(flat.leaves)
     for record in records:
-        array = actual.get(record.name)
+        array = flat.leaves.get(record.name)
         if record.stored == "subsample" and array is not None and tuple(array.shape) == record.shape:
             reduced[record.name] = np.ascontiguousarray(array).ravel()[record.sampling.indices(array.size)]
-    return reduced
+    return unflatten(reduced, flat.structure)
 
 
 def npz_bytes(arrays: Mapping[str, Array]) -> bytes:

@@ -268,6 +268,10 @@ def _output_table(outputs: Sequence[Mapping[str, Any]]) -> str:
         ok = bool(o.get("ok"))
         state = "ok" if ok else "failed"
         result = "ok" if ok else f"failed: {o.get('failed_metric') or o.get('problem')}"
+        if o.get("not_compared"):
+            state, result = "warn", f"not compared: {o.get('not_compared')}"
+        elif ok and o.get("whole_output_not_judged"):
+            result = f"ok (cosine and SQNR not judged: {o.get('whole_output_not_judged')})"
         tolerance = o.get("tolerance") or {}
         cosine, sqnr = as_number(o.get("cosine")), as_number(o.get("sqnr_db"))
         count = int(as_number(o.get("count")) or 0)

@@ -218,7 +218,8 @@ def _change(record: Mapping[str, Any]) -> tuple[str, float | None]:
 
 
 def _accuracy_change(record: Mapping[str, Any]) -> str:
-    """The outputs that failed, each with its metric, against which reference: '-' when none did."""
+    """The outputs that failed, each with its metric, against which reference, and those not compared:
+    '-' when none."""
     failed = []
     for reference in record.get("references") or []:
         if not isinstance(reference, Mapping):
@@ -227,6 +228,11 @@ def _accuracy_change(record: Mapping[str, Any]) -> str:
             if isinstance(output, Mapping) and not output.get("ok", True):
                 why = output.get("failed_metric") or output.get("problem") or "failed"
                 failed.append(f"{output.get('name')}: {why} vs {reference.get('reference')}")
+    skipped = sorted(
+        {str(o.get("output")) for o in record.get("not_compared") or [] if isinstance(o, Mapping)}
+    )
+    if skipped:  # passed, but not on everything: the summary row says so too
+        failed.append("not compared: " + ", ".join(skipped))
     return "; ".join(failed) or "-"
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.accuracy.values import NotComparable, from_ort
 from pytest_ortperf.checks.accuracy import (
     AccuracyResult,
     Reference,
@@ -21,6 +22,7 @@ from pytest_ortperf.checks.latency import check_latency
 from pytest_ortperf.checks.paths import choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.reports.ci_files import accuracy_record, markdown, not_compared_lines
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, Figures
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.outputs import AccuracyRecord, for_storage, load_npz, npz_bytes, outputs_file
@@ -924,3 +926,94 @@ def test_a_reference_variant_that_cannot_be_compared_is_reported(recorded: Path,
         "  vs baseline (recorded 2025-01-02): ok (ids, y)",
         f"  vs variant cuda-disabled: {note}",
     ]
+
+
+# outputs that are not one tensor --------------------------------------------
+
+ZIPMAP = "seq(map(int64,tensor(float)))"
+
+
+def classifier(*rows: tuple[float, ...]) -> dict[str, Any]:
+    """A scikit-learn classifier's outputs as the gate holds them: labels, and ZipMap's probabilities."""
+    probabilities = [{k: float(np.float32(p)) for k, p in enumerate(row)} for row in rows]
+    return {
+        "output_label": np.array([int(np.argmax(row)) for row in rows], np.int64),
+        "output_probability": from_ort(probabilities, ZIPMAP),
+    }
+
+
+def test_a_zipmap_is_recorded_kept_and_gated(root: Path) -> None:
+    first = BaselineStore(root)
+    recorded = classifier((0.75, 0.2, 0.05), (0.1, 0.3, 0.6))
+    assert check(first, recorded, update=True).status == "new"
+    first.write()
+    entry = BaselineStore(root).lookup(TEST_FILE, TEST)
+    assert entry is not None
+    assert entry.accuracy is not None
+    assert entry.accuracy.structure == {"output_probability": {"kind": "maps", "keys": [0, 1, 2]}}
+    before = snapshot(root)
+    again = check(BaselineStore(root), classifier((0.75, 0.2, 0.05), (0.1, 0.3, 0.6)), update=True)
+    assert again.status == "unchanged"
+    assert snapshot(root) == before
+    same = check(BaselineStore(root), classifier((0.75, 0.2, 0.05), (0.1, 0.3, 0.6)))
+    assert lines(same)[1] == "  vs baseline (recorded 2025-06-01): ok (output_label, output_probability)"
+    moved = check(BaselineStore(root), classifier((0.667, 0.333, 0.0), (0.1, 0.3, 0.6)))
+    assert moved.failed
+    assert lines(moved)[2].startswith("    output 'output_probability': FAILED on isclose (")
+    assert "worst at [0, key 1]: actual 0.333, expected 0.2" in lines(moved)[2]
+
+
+def test_an_entry_recorded_before_maps_were_stored_says_the_zipmap_was_not_compared(root: Path) -> None:
+    outputs = classifier((0.75, 0.2, 0.05))
+    record(root, {"output_label": outputs["output_label"]})  # what an older version stored
+    result = check(BaselineStore(root), outputs)
+    assert (result.status, result.failed) == ("ok", False)
+    assert lines(result)[1] == (
+        "  vs baseline (recorded 2025-01-02): ok (output_label; output_probability: not compared (not in "
+        "the recorded outputs, whose entry was recorded by a version that stored tensor outputs only; "
+        "record it again with --ortperf-update to compare it))"
+    )
+    store = BaselineStore(root)
+    assert check(store, outputs, update=True).status == "updated"  # recorded now, with its structure
+
+
+def test_a_map_output_new_since_a_recording_of_this_version_fails(root: Path) -> None:
+    first = BaselineStore(root)
+    outputs = classifier((0.75, 0.2, 0.05))
+    check(first, {"output_label": outputs["output_label"]}, update=True)
+    first.write()
+    result = check(BaselineStore(root), outputs)
+    assert result.failed
+    assert (
+        "    output 'output_probability': new output (a sequence of 1 maps with 3 keys), not in the reference"
+        in (lines(result))
+    )
+
+
+def test_an_output_that_cannot_be_compared_is_named_in_the_message_and_the_record(root: Path) -> None:
+    first = BaselineStore(root)
+    odd = {
+        "y": OUT["y"],
+        "sparse": NotComparable("onnxruntime returned a SparseTensor, which is not compared"),
+    }
+    check(first, odd, update=True)
+    first.write()
+    result = check(BaselineStore(root), odd)
+    assert not result.failed
+    assert lines(result)[1] == (
+        "  vs baseline (recorded 2025-06-01): ok (y; sparse: not compared (onnxruntime returned a "
+        "SparseTensor, which is not compared))"
+    )
+    json_record = accuracy_record(result, "t.py::test")
+    assert json_record["not_compared"] == [
+        {
+            "output": "sparse",
+            "reference": "baseline (recorded 2025-06-01)",
+            "reason": "onnxruntime returned a SparseTensor, which is not compared",
+        }
+    ]
+    assert not_compared_lines([json_record]) == [
+        "t.py::test: output 'sparse' vs baseline (recorded 2025-06-01): onnxruntime returned a SparseTensor, "
+        "which is not compared"
+    ]
+    assert "Outputs not compared (1):" in markdown([json_record], machine="ci", unused=[])

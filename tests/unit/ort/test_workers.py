@@ -37,7 +37,7 @@ from pytest_ortperf.ort.workers import (
     load,
     load_pair,
 )
-from tests.models import mlp_model
+from tests.models import mlp_model, structured_outputs_model
 
 CPU_ALL = Variant(resolve_provider("cpu", source="test"), OptLevel.ALL)
 FEEDS = {"x": np.linspace(-1, 1, 4 * 16, dtype=np.float32).reshape(4, 16)}
@@ -96,6 +96,27 @@ def test_outputs_match_an_in_process_session_bit_for_bit(worker: WorkerProcess, 
     session = ort.InferenceSession(source.data, providers=["CPUExecutionProvider"])
     expected = session.run(None, FEEDS)[0]
     np.testing.assert_array_equal(loaded.outputs()["y"], expected)
+    loaded.release()
+
+
+def test_sequence_and_map_outputs_come_back_from_a_worker_as_onnxruntime_returned_them(
+    worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """Nothing a worker runs is dropped: ZipMap's list of dicts, a sequence's list of arrays, with the
+    types the session states, so the gate compares them as it compares its own outputs."""
+    source = _source(structured_outputs_model(), tmp_path)
+    feeds = {"x": np.float32([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])}
+    loaded = load(worker, source, CPU_ALL, SessionSettings(), feeds)
+    typed = loaded.typed_outputs()
+    session = ort.InferenceSession(source.data, providers=["CPUExecutionProvider"])
+    probabilities, parts, y = session.run(None, feeds)
+    assert typed["probabilities"] == (probabilities, "seq(map(int64,tensor(float)))")
+    assert typed["parts"][1] == "seq(tensor(float))"
+    assert len(typed["parts"][0]) == 2
+    for got, expected in zip(typed["parts"][0], parts, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(typed["y"][0], y)
+    assert list(loaded.outputs()) == ["probabilities", "parts", "y"]
     loaded.release()
 
 

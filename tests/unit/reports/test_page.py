@@ -371,3 +371,20 @@ def test_the_summary_table_has_a_fixed_layout_whose_columns_share_the_width(docu
         first_row = table[table.index("<tbody>") :].split("</tr>")[0]
         cells = re.findall(r"<td[^>]*>", first_row)
         assert all("title=" in cell for cell in cells[1:]), cells
+
+
+def test_an_output_not_compared_reads_so_with_its_reason(document: dict[str, Any]) -> None:
+    changed = copy.deepcopy(document)
+    record = _check(changed, "accuracy", "ok")
+    output = record["references"][0]["outputs"][0]
+    output["compared"], output["not_compared"] = False, "onnxruntime returned a SparseTensor, which is not compared"
+    section = _section(render_page([Job("", changed)]), record, "accuracy")
+    assert "<td class='v-warn'>not compared: onnxruntime returned a SparseTensor, which is not compared</td>" in section
+
+
+def test_a_cosine_that_did_not_judge_says_why(document: dict[str, Any]) -> None:
+    changed = copy.deepcopy(document)
+    record = _check(changed, "accuracy", "ok")
+    record["references"][0]["outputs"][0]["whole_output_not_judged"] = "every element within tolerance"
+    section = _section(render_page([Job("", changed)]), record, "accuracy")
+    assert "ok (cosine and SQNR not judged: every element within tolerance)" in section

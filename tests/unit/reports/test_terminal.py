@@ -481,3 +481,12 @@ def test_the_inputs_fed_are_in_the_latency_record_and_one_line_per_set_under_the
         RunSummary(machine="ci", rows=latency_rows(RESULTS), inputs=inputs_lines(records))
     )
     assert summary.index(inputs_lines(records)[0]) == summary.index("timing: ") - 2
+
+
+def test_outputs_not_compared_end_the_summary_one_line_each() -> None:
+    skipped = ["t.py::test[cpu-all]: output 'sparse' vs baseline (recorded 2026-11-27): onnxruntime returned a SparseTensor"]
+    assert summary_lines(RunSummary(machine="m", not_compared=skipped)) == [
+        "outputs not compared (1):",
+        f"  {skipped[0]}",
+    ]
+    assert summary_lines(RunSummary(machine="m")) == []
