@@ -31,8 +31,8 @@ def lfs_repository(root: Path, remote: Path) -> None:
     repository ``remote`` (made here) as ``origin``. Git LFS is installed into the repository's
     own config only (``git lfs install --local``), so nothing outside the test changes."""
     root.mkdir(parents=True, exist_ok=True)
-    run_git(root.parent, "init", "-q", "--bare", str(remote))
-    run_git(root, "init", "-q")
+    run_git(root.parent, "init", "-q", "--bare", "-b", "main", str(remote))
+    run_git(root, "init", "-q", "-b", "main")
     for key, value in (
         ("user.name", "Test"),
         ("user.email", "test@example.com"),
@@ -63,7 +63,7 @@ def forget_local_objects(root: Path) -> None:
 def path_without_git_lfs(tmp: Path) -> str:
     """A PATH on which git runs and git-lfs does not exist."""
     bin_dir = tmp / "git-only-bin"
-    bin_dir.mkdir(exist_ok=True)
+    bin_dir.mkdir(parents=True, exist_ok=True)
     git = shutil.which("git")
     assert git is not None
     (bin_dir / "git").symlink_to(git)
