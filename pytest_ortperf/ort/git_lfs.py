@@ -154,4 +154,6 @@ def _why(stderr: bytes) -> str:
     lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line.lower() and not line.startswith("Errors logged to")]
     chosen = errors[-1] if errors else (lines[-1] if lines else "git lfs smudge failed without a message")
+    chosen = chosen.rpartition("Smudge error: ")[2]  # after git-lfs's own prefix naming the file again
+    chosen = _SHA256.sub(lambda match: match.group(0)[:12], chosen)  # the oid is named already
     return chosen if len(chosen) <= 300 else chosen[:297] + "..."

@@ -28,7 +28,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_ortperf.errors import ModelError, UsageError
@@ -216,11 +216,16 @@ def recorded_file(
     if found is None:
         return None
     commit, entry, lfs = found
-    label = f"the recorded model (git {commit[:12]}:{relative}{' from Git LFS' if lfs else ''})"
+    label = f"the recorded model (git {commit[:12]}:{relative})"  # as errors name it
     try:
-        return model_in_commit(toplevel, commit, relative, entry, label=label, data_dir=data_dir)
+        kept = model_in_commit(toplevel, commit, relative, entry, label=label, data_dir=data_dir)
     except ModelError as exc:
         return RevisionFile(label, None, str(exc))
+    return (
+        replace(kept, label=f"the recorded model (git {commit[:12]}:{relative} from Git LFS)")
+        if lfs
+        else kept
+    )
 
 
 def model_in_commit(

@@ -109,6 +109,7 @@ def test_an_object_nowhere_to_be_had_is_an_error_naming_the_fetch_and_the_push(
         "bytes) is neither in this clone (.git/lfs/objects) nor to be had from a remote ("
     )
     assert f"fetch it (git lfs fetch origin {commit})" in message
+    assert oid not in message  # git-lfs's reason is kept, with the object named once, shortly
     assert "push it from the clone that committed it (git lfs push --all origin)" in message
 
 
