@@ -415,12 +415,12 @@ class OrtperfRun:
                 kept = RevisionFile("the recorded model (git)", None, str(exc))
             if kept is not None:
                 found = self._revision_reference(kept)
-            external = model.path is not None and uses_external_data(model.path)  # its bytes alone are not it
             if (
                 (found is None or found.source is None)
                 and self.model_cache is not None
                 and sha256
-                and not external
+                # a model with external data files: its .onnx bytes alone are not the model
+                and not (model.path is not None and uses_external_data(model.path))
             ):
                 data = self.model_cache.get(sha256)
                 if data is not None:
