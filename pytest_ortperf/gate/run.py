@@ -21,7 +21,7 @@ from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache
-from pytest_ortperf.ort.git_models import AUTO, GitRevision, RevisionFile, recorded_file
+from pytest_ortperf.ort.git_models import AUTO, GitRevision, RevisionFile, is_shallow, recorded_file
 from pytest_ortperf.ort.graph import optimized_graph
 from pytest_ortperf.ort.inputs import (
     Feeds,
@@ -63,6 +63,14 @@ ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference ru
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
     from pytest_ortperf.ort.precision import Calibration, PrecisionModel
+
+
+# Why a recorded model is not found in a shallow clone, and the fix.
+SHALLOW = (
+    "the recorded one is neither in this clone's history, which is shallow (cut short), nor in the model "
+    "cache (--ortperf-model-cache): fetch the history (git fetch --unshallow; on GitHub Actions, "
+    "actions/checkout with fetch-depth: 0)"
+)
 
 
 class OrtperfRun:
@@ -427,6 +435,8 @@ class OrtperfRun:
                     origin = f"model cache {sha256}"
                     source = self.model(data, test_dir=self.config.rootdir, origin=origin)
                     found = ABReference(f"the recorded model (cache {sha256[:12]})", source)
+            if found is None and is_shallow(self.config.rootdir):
+                found = ABReference("the recorded model", None, SHALLOW)
             self._recorded_models[(blob, sha256)] = found
         return self._recorded_models[(blob, sha256)]
 

@@ -228,6 +228,18 @@ def recorded_file(
     )
 
 
+def is_shallow(cwd: Path) -> bool:
+    """Whether the repository around ``cwd`` is a shallow clone (its history cut short: CI checkouts
+    fetch one commit by default), where a recorded model's commit may simply not have been fetched."""
+    if shutil.which("git") is None:
+        return False
+    try:
+        done = _run(["rev-parse", "--is-shallow-repository"], cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == b"true"
+
+
 def model_in_commit(
     toplevel: Path, commit: str, relative: str, oid: str, *, label: str, data_dir: Path | None
 ) -> RevisionFile:

@@ -115,6 +115,30 @@ def test_a_fresh_clone_without_lfs_objects_fetches_the_recorded_one_from_the_rem
 
 
 @pytest.mark.slow
+@pytest.mark.slow
+def test_a_shallow_clone_says_to_fetch_the_history_and_then_compares(
+    pytester: pytest.Pytester, recorded: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CI checkouts fetch one commit: the pull request's, where the model is the slower one; the commit
+    # that recorded the model is not in the clone.
+    commit_and_push(pytester.path, "model.onnx", message="a slower model")
+    clone = pytester.path.with_name(f"{pytester.path.name}-clone")
+    run_git(pytester.path.parent, "clone", "-q", "--depth=1", f"file://{remote(pytester)}", str(clone))
+    shutil.copy(pytester.path / "model.onnx", clone / "model.onnx")  # the slower model under test
+    monkeypatch.chdir(clone)
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(failed=1)
+    latency = latency_record(clone)
+    assert latency["verdict"] == "missing"
+    assert (
+        "the recorded one is neither in this clone's history, which is shallow (cut short), nor in the model "
+        "cache (--ortperf-model-cache): fetch the history (git fetch --unshallow; on GitHub Actions, "
+        "actions/checkout with fetch-depth: 0)"
+    ) in latency["message"]
+    run_git(clone, "fetch", "-q", "--unshallow")
+    assert_fails_against_the_recorded_model(pytester, recorded, where=clone)
+
+
 def test_the_recorded_object_absent_here_is_fetched_from_the_remote(
     pytester: pytest.Pytester, recorded: str
 ) -> None:
