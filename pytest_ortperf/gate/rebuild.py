@@ -27,9 +27,12 @@ def rebuild(run: OrtperfRun, built: BuiltSession, plan: Plan) -> tuple[RecordedR
     if plan.model_changed:
         found = run.recorded_model(built.model, plan.model_blob, plan.model_sha256)
         if found is None or found.source is None:
+            what = f"the model changed (sha256 {plan.model_sha256[:12]} -> {built.model.sha256[:12]})"
+            if found is not None and found.reason:  # git holds it, and says why it cannot give it
+                return None, f"{what} and {found.reason.rstrip('.')}"
             return None, (
-                f"the model changed (sha256 {plan.model_sha256[:12]} -> {built.model.sha256[:12]}) and "
-                "the recorded one is neither in git here nor in the model cache (--ortperf-model-cache)"
+                f"{what} and the recorded one is neither in git here nor in the model cache "
+                "(--ortperf-model-cache)"
             )
         model = found.source
         options = plan.recorded.get("model_transformers")

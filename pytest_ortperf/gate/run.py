@@ -21,7 +21,7 @@ from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache
-from pytest_ortperf.ort.git_models import AUTO, GitRevision, read_blob
+from pytest_ortperf.ort.git_models import AUTO, GitRevision, RevisionFile, is_shallow, recorded_file
 from pytest_ortperf.ort.graph import optimized_graph
 from pytest_ortperf.ort.inputs import (
     Feeds,
@@ -70,6 +70,14 @@ ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference ru
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
     from pytest_ortperf.ort.precision import Calibration, PrecisionModel
+
+
+# Why a recorded model is not found in a shallow clone, and the fix.
+SHALLOW = (
+    "the recorded one is neither in this clone's history, which is shallow (cut short), nor in the model "
+    "cache (--ortperf-model-cache): fetch the history (git fetch --unshallow; on GitHub Actions, "
+    "actions/checkout with fetch-depth: 0)"
+)
 
 
 class OrtperfRun:
@@ -359,12 +367,19 @@ class OrtperfRun:
         ``auto``: the pull request's base, found once per run."""
         if rev not in self._revisions:
             root = self.config.rootdir
-            self._revisions[rev] = (
+            revision = (
                 GitRevision.pull_request_base(root, source=source)
                 if rev == AUTO
                 else GitRevision(rev, root, source=source)
             )
+            revision.data_dir = self._revision_dir
+            self._revisions[rev] = revision
         return self._revisions[rev]
+
+    @property
+    def _revision_dir(self) -> Path:
+        """Where a model read from git with its external data files is written (``ort/git_models.py``)."""
+        return Path(self.config.rootdir) / ".ortperf" / "revisions"
 
     def ab_reference(
         self, model: ModelSource, marker: ABMarker | None, *, test_dir: Path, origin: str
@@ -400,22 +415,48 @@ class OrtperfRun:
         return self._revision_references[key]
 
     def recorded_model(self, model: ModelSource, blob: str, sha256: str) -> ABReference | None:
-        """The model a baseline was recorded with: from the git object ``blob``, else from the model
-        cache by ``sha256``; None when neither keeps it here, or when the model's weights live in
-        external files that neither holds."""
-        if (blob, sha256) not in self._recorded_models:  # read (and checked for external data) once
-            external = model.path is not None and uses_external_data(model.path)
+        """The model a baseline was recorded with: from git (the object ``blob``, or the commit of the
+        model's history that holds it or its Git LFS pointer, with its external data files as they
+        were there), else from the model cache by ``sha256``. None when neither keeps it here; without
+        a source and with the reason when git holds it but cannot give it (git-lfs missing, the LFS
+        object nowhere to be had)."""
+        if (blob, sha256) not in self._recorded_models:  # read once
             found: ABReference | None = None
-            data = None if external or not blob else read_blob(self.config.rootdir, blob)
-            if data is not None:
-                label, origin = f"the recorded model (git {blob[:12]})", f"git object {blob}"
-            elif not external and self.model_cache is not None and sha256:
+            try:
+                kept = recorded_file(
+                    self.config.rootdir, model.path, blob, sha256, data_dir=self._revision_dir
+                )
+            except OrtperfError as exc:
+                kept = RevisionFile("the recorded model (git)", None, str(exc))
+            if kept is not None:
+                found = self._revision_reference(kept)
+            if (
+                (found is None or found.source is None)
+                and self.model_cache is not None
+                and sha256
+                # a model with external data files: its .onnx bytes alone are not the model
+                and not (model.path is not None and uses_external_data(model.path))
+            ):
                 data = self.model_cache.get(sha256)
-                label, origin = f"the recorded model (cache {sha256[:12]})", f"model cache {sha256}"
-            if data is not None:
-                found = ABReference(label, self.model(data, test_dir=self.config.rootdir, origin=origin))
+                if data is not None:
+                    origin = f"model cache {sha256}"
+                    source = self.model(data, test_dir=self.config.rootdir, origin=origin)
+                    found = ABReference(f"the recorded model (cache {sha256[:12]})", source)
+            if found is None and is_shallow(self.config.rootdir):
+                found = ABReference("the recorded model", None, SHALLOW)
             self._recorded_models[(blob, sha256)] = found
         return self._recorded_models[(blob, sha256)]
+
+    def _revision_reference(self, found: RevisionFile, *, test_dir: Path | None = None) -> ABReference:
+        """A model read from git as a reference: from the folder it was written to with its external
+        data files, else from its bytes; without a source and with the reason when there is none."""
+        if found.path is not None:
+            source = self.model(found.path, test_dir=found.path.parent, origin=found.label)
+        elif found.data is not None:
+            source = self.model(found.data, test_dir=test_dir or self.config.rootdir, origin=found.label)
+        else:
+            return ABReference(found.label, None, found.reason)
+        return ABReference(found.label, replace(source, label=found.label))
 
     def keep_model(self, model: ModelSource) -> None:
         """Put a measured model into the model cache (when one is configured), once per run."""
@@ -433,18 +474,7 @@ class OrtperfRun:
 
     def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path) -> ABReference:
         """``model``'s file at ``revision`` as an A/B reference, or why there is none."""
-        if uses_external_data(path):
-            return ABReference(
-                f"{revision.name}:{model.label}",
-                None,
-                "the model keeps tensors in external data files, which A/B mode cannot read from a "
-                "revision yet (compare with ort_ab('path/to/reference.onnx') instead)",
-            )
-        found = revision.model_at(path)
-        if found.data is None:
-            return ABReference(found.label, None, found.reason)
-        source = self.model(found.data, test_dir=path.parent, origin=found.label)
-        return ABReference(found.label, replace(source, label=found.label))
+        return self._revision_reference(revision.model_at(path), test_dir=path.parent)
 
     def reference_choice(self, built: BuiltSession) -> ReferenceChoice:
         """The reference variant of ``built``'s check: its session, or why it is not compared."""

@@ -3,9 +3,15 @@
 ``GitRevision`` checks once, up front, that git exists, that the rootdir is in
 a work tree and that the revision names a commit; any of those failing is a
 usage error naming ``--ortperf-ab``. Then ``model_at(path)`` reads the file at
-that commit with ``git show`` - or says why there is none (a model added
-since, a file outside the repository), which A/B mode reports instead of
-failing.
+that commit - or says why there is none (a model added since, a file outside
+the repository), which A/B mode reports instead of failing. A file kept in Git
+LFS is read from its LFS object (``ort/git_lfs.py``); a model that keeps its
+tensors in external data files is written, with those files as they were at
+the commit, into a folder of its own, where ONNX Runtime finds them beside it.
+
+:func:`recorded_file` finds the model a baseline recorded: by its git object
+id, else in the history of its path (every ref), as the commit whose file is
+that object or a Git LFS pointer to an object with the recorded sha256.
 
 ``--ortperf-ab=auto`` (:meth:`GitRevision.pull_request_base`) is the merge-base
 of ``HEAD`` and the pull request's target branch, taken from the CI system's
@@ -15,16 +21,19 @@ the base branch gained since.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import posixpath
 import re
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.ort.models import is_lfs_pointer
+from pytest_ortperf.ort.git_lfs import parse_pointer, smudge
+from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, is_lfs_pointer
 
 _TIMEOUT_S = 60
 AUTO = "auto"
@@ -42,18 +51,29 @@ PULL_REQUEST_BASES = (
 
 @dataclass(frozen=True)
 class RevisionFile:
-    """A file at a revision: ``data`` is None when there is none, and ``reason`` says why."""
+    """A model file at a revision: ``data`` is None when there is none, and ``reason`` says why.
+    ``path`` is where it was written with its external data files, when it has any (ONNX Runtime
+    then loads it from there)."""
 
     label: str
     data: bytes | None
     reason: str = ""
+    path: Path | None = None
 
 
 class GitRevision:
     def __init__(
-        self, rev: str, cwd: Path, *, source: str = "--ortperf-ab", name: str = "", where: str = ""
+        self,
+        rev: str,
+        cwd: Path,
+        *,
+        source: str = "--ortperf-ab",
+        name: str = "",
+        where: str = "",
+        data_dir: Path | None = None,
     ) -> None:
         self.rev = rev
+        self.data_dir = data_dir  # where a model with external data files is written; None: not read
         self.name = name or rev  # how reports name the revision
         self._where = where or f"{source}={rev}"  # how errors name the option or marker at fault
         if shutil.which("git") is None:
@@ -131,19 +151,15 @@ class GitRevision:
                 f"{self.name}:{path}", None, f"'{path}' is outside the repository {self.toplevel}"
             )
         label = f"{self.name}:{relative.as_posix()}"
-        listed = self._git(["ls-tree", "--name-only", self.commit, "--", relative.as_posix()], self.toplevel)
-        if listed.returncode == 0 and not listed.stdout.strip():
+        listed = self._git(["ls-tree", self.commit, "--", relative.as_posix()], self.toplevel)
+        if listed.returncode != 0:
+            raise ModelError(f"git could not read {label} ({_first(listed.stderr)}).")
+        entry = _tree_entry(listed.stdout)
+        if entry is None:
             return RevisionFile(label, None, f"no file '{relative.as_posix()}' at {self.name} (a new model?)")
-        shown = self._git(["show", f"{self.commit}:{relative.as_posix()}"], self.toplevel)
-        if listed.returncode != 0 or shown.returncode != 0:
-            failed = listed if listed.returncode != 0 else shown
-            raise ModelError(f"git could not read {label} ({_first(failed.stderr)}).")
-        if is_lfs_pointer(shown.stdout):
-            raise ModelError(
-                f"{label} is a Git LFS pointer, not the model: fetch the LFS objects of {self.rev} "
-                "(git lfs fetch origin <branch>) so A/B mode can read the reference model."
-            )
-        return RevisionFile(label, shown.stdout)
+        return model_in_commit(
+            self.toplevel, self.commit, relative.as_posix(), entry, label=label, data_dir=self.data_dir
+        )
 
     def _git(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
         try:
@@ -168,6 +184,277 @@ def read_blob(cwd: Path, oid: str) -> bytes | None:
     if done.returncode != 0 or is_lfs_pointer(done.stdout):
         return None
     return done.stdout
+
+
+def recorded_file(
+    cwd: Path, path: Path | None, blob: str, sha256: str, *, data_dir: Path | None
+) -> RevisionFile | None:
+    """The model a baseline recorded (git object ``blob``, content ``sha256``), from the repository
+    around ``cwd``: None when git keeps no such file here; without ``data`` and with the reason when
+    git names it but it cannot be read (git-lfs missing, the LFS object nowhere to be had).
+
+    The object itself is read when the clone has it (a model not in LFS); otherwise, and for a model
+    with external data files (which are read at the commit), the history of ``path`` (the model's
+    file now) is searched over every ref for a commit whose file is that object or an LFS pointer
+    to an object with that sha256."""
+    if shutil.which("git") is None:
+        return None
+    data = read_blob(cwd, blob) if blob else None
+    if data is not None and not external_locations(data):
+        return RevisionFile(f"the recorded model (git {blob[:12]})", data)
+    if path is None:
+        return None
+    try:
+        top = _run(["rev-parse", "--show-toplevel"], path.parent)
+        if top.returncode != 0:
+            return None
+        toplevel = Path(os.fsdecode(top.stdout).strip()).resolve()
+        relative = path.resolve().relative_to(toplevel).as_posix()
+        found = _commit_holding(toplevel, relative, blob, sha256)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    if found is None:
+        return None
+    commit, entry, lfs = found
+    label = f"the recorded model (git {commit[:12]}:{relative})"  # as errors name it
+    try:
+        kept = model_in_commit(toplevel, commit, relative, entry, label=label, data_dir=data_dir)
+    except ModelError as exc:
+        return RevisionFile(label, None, str(exc))
+    return (
+        replace(kept, label=f"the recorded model (git {commit[:12]}:{relative} from Git LFS)")
+        if lfs
+        else kept
+    )
+
+
+def is_shallow(cwd: Path) -> bool:
+    """Whether the repository around ``cwd`` is a shallow clone (its history cut short: CI checkouts
+    fetch one commit by default), where a recorded model's commit may simply not have been fetched."""
+    if shutil.which("git") is None:
+        return False
+    try:
+        done = _run(["rev-parse", "--is-shallow-repository"], cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == b"true"
+
+
+def model_in_commit(
+    toplevel: Path, commit: str, relative: str, oid: str, *, label: str, data_dir: Path | None
+) -> RevisionFile:
+    """The model file ``relative`` of ``commit``, kept as git object ``oid``: its bytes (from its LFS
+    object when git holds a pointer), and, when it keeps tensors in external data files, the model
+    written with those files at the commit under ``data_dir``. A :class:`ModelError` when git or
+    git-lfs cannot give it."""
+    try:
+        data = _content(toplevel, oid, name=relative, label=label, commit=commit)
+        locations = external_locations(data)
+        if not locations:
+            return RevisionFile(label, data)
+        if data_dir is None:
+            why = "the model keeps tensors in external data files, and no folder was given to write them to"
+            return RevisionFile(label, None, why)
+        directory = data_dir / hashlib.sha256(f"{commit}:{relative}".encode()).hexdigest()[:24]
+        target = directory / relative
+        if not target.is_file():  # written whole (renamed into place) by an earlier run, else now
+            _write_with_data(toplevel, commit, relative, data, locations, directory, label=label)
+        return RevisionFile(label, data, path=target)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ModelError(f"git could not read {label} ({exc}).") from None
+
+
+def external_locations(data: bytes) -> list[str]:
+    """The external data files a serialized model names (``location`` of its tensors, relative to the
+    model's folder), each once; [] when it has none or cannot be parsed here."""
+    import onnx  # a dependency; imported here so that reading git stays cheap without it
+
+    try:
+        proto = onnx.load_from_string(data)
+    except Exception:  # unreadable here: ONNX Runtime says why when it builds the session
+        return []
+    found: dict[str, None] = {}
+    graphs = [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        tensors = [*graph.initializer]
+        tensors += [t for sparse in graph.sparse_initializer for t in (sparse.values, sparse.indices)]
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.HasField("t"):
+                    tensors.append(attribute.t)
+                tensors.extend(attribute.tensors)
+                if attribute.HasField("g"):
+                    graphs.append(attribute.g)
+                graphs.extend(attribute.graphs)
+        for tensor in tensors:
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+                if location:
+                    found[location] = None
+    return list(found)
+
+
+def _write_with_data(
+    toplevel: Path,
+    commit: str,
+    relative: str,
+    data: bytes,
+    locations: list[str],
+    directory: Path,
+    *,
+    label: str,
+) -> None:
+    """Write the model and its external data files as they were at ``commit`` into ``directory``
+    (their paths relative to the repository kept), through a temporary folder renamed into place, so
+    that a run never finds a half-written one."""
+    folder = posixpath.dirname(relative)
+    files: list[tuple[str, str]] = []
+    for location in locations:
+        path = posixpath.normpath(posixpath.join(folder, location.replace("\\", "/")))
+        if posixpath.isabs(location) or path == ".." or path.startswith("../"):
+            raise ModelError(
+                f"{label}: its external data file '{location}' lies outside the repository, so git "
+                "cannot give it as it was."
+            )
+        listed = _run(["ls-tree", commit, "--", path], toplevel)
+        oid = _tree_entry(listed.stdout) if listed.returncode == 0 else None
+        if oid is None:
+            raise ModelError(
+                f"{label}: its external data file '{location}' is not in the commit {commit[:12]} "
+                f"(no '{path}' there), so the model cannot be rebuilt as it was."
+            )
+        files.append((path, oid))
+    staging = directory.with_name(f"{directory.name}.{os.getpid()}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+        (staging / relative).write_bytes(data)
+        for path, oid in files:
+            (staging / path).parent.mkdir(parents=True, exist_ok=True)
+            _content(
+                toplevel,
+                oid,
+                name=path,
+                label=f"{label}: its external data file '{path}'",
+                commit=commit,
+                destination=staging / path,
+            )
+        try:
+            staging.rename(directory)
+        except OSError:
+            if not (directory / relative).is_file():  # not another process's complete copy
+                raise
+    except OSError as exc:
+        raise ModelError(
+            f"{label}: cannot write the model with its external data to '{directory}': {exc}."
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _content(
+    toplevel: Path, oid: str, *, name: str, label: str, commit: str, destination: Path | None = None
+) -> bytes:
+    """What git keeps as ``oid`` (the file ``name`` of ``commit``): the LFS object when it is a Git LFS
+    pointer. Written to ``destination`` when given (then b"" is returned), else returned."""
+    size = _run(["cat-file", "-s", oid], toplevel)
+    if size.returncode != 0:
+        raise ModelError(f"git could not read {label} ({_first(size.stderr)}).")
+    small = int(size.stdout.decode().strip() or 0) < LFS_POINTER_MAX_BYTES
+    if destination is not None and not small:
+        with destination.open("wb") as out:
+            done = subprocess.run(
+                ["git", "cat-file", "blob", oid],
+                cwd=toplevel,
+                stdout=out,
+                stderr=subprocess.PIPE,
+                timeout=_TIMEOUT_S * 30,
+                check=False,
+            )
+        if done.returncode != 0:
+            raise ModelError(f"git could not read {label} ({_first(done.stderr)}).")
+        return b""
+    shown = _run(["cat-file", "blob", oid], toplevel)
+    if shown.returncode != 0:
+        raise ModelError(f"git could not read {label} ({_first(shown.stderr)}).")
+    data = shown.stdout
+    if is_lfs_pointer(data):
+        pointer = parse_pointer(data)
+        if pointer is None:
+            raise ModelError(
+                f"{label} is a Git LFS pointer that names no sha256 object (a damaged pointer in the "
+                f"commit {commit[:12]})."
+            )
+        return smudge(
+            toplevel, pointer, name=name, label=label, fetch=f"origin {commit}", destination=destination
+        )
+    if destination is not None:
+        destination.write_bytes(data)
+        return b""
+    return data
+
+
+def _commit_holding(toplevel: Path, relative: str, blob: str, sha256: str) -> tuple[str, str, bool] | None:
+    """The newest commit (over every ref) whose file ``relative`` is git object ``blob``, else a Git
+    LFS pointer to an object with content ``sha256``: (commit, its object id, whether it is in LFS)."""
+    log = _run(
+        ["log", "--all", "--no-renames", "--no-abbrev", "--format=commit %H", "--raw", "--", relative],
+        toplevel,
+    )
+    if log.returncode != 0:
+        return None
+    changes: list[tuple[str, str]] = []  # (commit, the file's object id after it), newest first
+    commit = ""
+    for line in log.stdout.decode(errors="replace").splitlines():
+        if line.startswith("commit "):
+            commit = line[7:].strip()
+        elif line.startswith(":") and commit:
+            fields = line.split("\t", 1)[0].split()
+            if len(fields) >= 4 and _OBJECT_ID.fullmatch(fields[3]) and fields[3] != "0" * 40:
+                changes.append((commit, fields[3]))
+    if blob:
+        match = next((change for change in changes if change[1] == blob), None)
+        if match is not None:
+            return (*match, False)
+    if not sha256:
+        return None
+    oids = list(dict.fromkeys(oid for _, oid in changes))
+    sizes = _run(["cat-file", "--batch-check"], toplevel, stdin="".join(f"{oid}\n" for oid in oids).encode())
+    small = set()
+    for line in sizes.stdout.decode(errors="replace").splitlines():
+        fields = line.split()
+        if (
+            len(fields) == 3
+            and fields[1] == "blob"
+            and fields[2].isdigit()
+            and int(fields[2]) < LFS_POINTER_MAX_BYTES
+        ):
+            small.add(fields[0])
+    for commit, oid in changes:
+        if oid in small:
+            shown = _run(["cat-file", "blob", oid], toplevel)
+            pointer = parse_pointer(shown.stdout) if shown.returncode == 0 else None
+            if pointer is not None and pointer.oid == sha256:
+                return commit, oid, True
+    return None
+
+
+def _tree_entry(listing: bytes) -> str | None:
+    """The object id of the one blob ``git ls-tree COMMIT -- PATH`` lists; None when it lists none."""
+    for line in listing.decode(errors="replace").splitlines():
+        meta, _, _ = line.partition("\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[1] == "blob":
+            return fields[2]
+    return None
+
+
+def _run(args: list[str], cwd: Path, *, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """git with ``args`` in ``cwd``, its output captured (OSError, TimeoutExpired raised)."""
+    return subprocess.run(
+        ["git", *args], cwd=cwd, input=stdin, capture_output=True, timeout=_TIMEOUT_S, check=False
+    )
 
 
 def _first(stderr: bytes) -> str:

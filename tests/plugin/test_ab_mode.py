@@ -159,24 +159,28 @@ def test_a_model_not_in_head_has_no_reference_and_passes(pytester: pytest.Pytest
     assert "no file 'new.onnx' at HEAD (a new model?)" in latency["message"]
 
 
-def test_a_model_with_external_data_is_reported_not_compared(pytester: pytest.Pytester) -> None:
-    # git show of the .onnx alone would lack the weights: say so instead of comparing something else.
+def test_a_model_with_external_data_is_compared_with_its_data_at_the_revision(
+    pytester: pytest.Pytester,
+) -> None:
+    # git show of the .onnx alone would lack the weights: the model is written with its data files as
+    # they were at the revision, and compared.
     git(pytester, "init", "-q")
-    onnx.save(
-        mlp_model(**FAST),
-        pytester.path / "model.onnx",
-        save_as_external_data=True,
-        location="model.data",
-        size_threshold=0,
-    )
+    model = pytester.path / "model.onnx"
+    onnx.save(mlp_model(**FAST), model, save_as_external_data=True, location="model.data", size_threshold=0)
     git(pytester, "add", "model.onnx", "model.data")
     git(pytester, "-c", "user.name=T", "-c", "user.email=t@t", "commit", "-q", "-m", "model")
+    (pytester.path / "model.data").unlink()  # onnx appends to an existing data file
+    onnx.save(mlp_model(**SLOW), model, save_as_external_data=True, location="model.data", size_threshold=0)
     suite(pytester)
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*latency regression in test_model[[]cpu-all[]] against HEAD:model.onnx (same-job A/B)"]
+    )
     (latency,) = report(pytester)["latency"]
-    assert latency["verdict"] == "no reference"
-    assert "external data files" in latency["message"]
+    assert latency["verdict"] == "regression"
+    (written,) = (pytester.path / ".ortperf" / "revisions").glob("*/model.onnx")
+    assert (written.parent / "model.data").stat().st_size < (pytester.path / "model.data").stat().st_size
 
 
 def test_a_reference_that_cannot_run_on_the_current_inputs_fails_with_a_message(
@@ -240,7 +244,10 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED", "  output 'y': FAILED on isclose (*"]
+        [
+            "*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
+            "  output 'y': FAILED on isclose (*",
+        ]
     )
     # named once, by the accuracy line (the short summary repeats that line untruncated where CI is set)
     failures = result.stdout.str().split("short test summary info")[0]
