@@ -270,6 +270,7 @@ class RunSummary:
 
     machine: str
     sessions: Sequence[str] = ()  # sessions built and reused, providers that could not run
+    runtimes: Sequence[str] = ()  # recorded runtimes fetched, or why not (gate/runtimes.py)
     errors: Sequence[str] = ()  # errors of the run as a whole, lost xdist workers included
     repaired: Sequence[tuple[Path, Path]] = ()  # (damaged file, where it was set aside)
     strict_unused: Sequence[str] = ()
@@ -292,6 +293,7 @@ class RunSummary:
 def summary_lines(summary: RunSummary) -> list[str]:
     """The ortperf section of the terminal summary, in order; empty when there is nothing to say."""
     lines = list(summary.sessions)
+    lines += summary.runtimes
     lines += [f"ERROR: {error}" for error in summary.errors]
     for damaged, backup in summary.repaired:
         lines.append(f"repaired {damaged}: the damaged file was kept as {backup.name}")
