@@ -548,8 +548,20 @@ def pip_install(
     install = [str(interpreter(env_dir)), "-I", "-m", "pip", "install", "--disable-pip-version-check"]
     status, output = _run([*install, *specs, *pip_args], out)
     if status != 0:
-        reason = pip_failure(output, status)
+        reason = pip_failure(output, status, _python_version(interpreter(env_dir)))
         raise OrtperfError(f"ortperf env create: cannot install {' '.join(specs)}: {reason}")
+
+
+def _python_version(python: Path) -> str:
+    """The version of ``python`` (the environment's: it may differ from this process's), or ""."""
+    try:
+        done = subprocess.run(
+            [str(python), "-I", "-c", "import platform; print(platform.python_version())"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 # pip's words when it cannot reach an index (urllib3, the resolver, the proxy).
