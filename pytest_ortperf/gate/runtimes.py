@@ -93,10 +93,9 @@ class RuntimeFinder:
         try:
             with self.hold():
                 fetched = cache.fetch([spec], run_id=self.run_id)
-        except OrtperfError as exc:
-            remembered = isinstance(exc, FetchError) and exc.remembered
+        except OrtperfError as exc:  # FetchError, or a recorded version that is no package spec
             why = f"{FETCH_OPTION}=auto could not fetch {wanted}: {exc}"
-            if remembered and isinstance(exc, FetchError):
+            if isinstance(exc, FetchError) and exc.remembered:  # another worker of this run tried
                 why += f" (failed at {exc.failure.when} in this run; not tried again)"
             else:
                 self._note(f"not fetched: {why}")

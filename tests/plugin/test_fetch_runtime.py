@@ -136,3 +136,26 @@ def test_the_setting_takes_auto_or_never_only(pytester: pytest.Pytester) -> None
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ini ortperf_fetch_runtime: expected auto or never, got 'off'.*"])
+
+
+@pytest.mark.slow
+def test_xdist_workers_of_one_run_try_a_failing_fetch_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers need the same recorded runtime: one tries (and fails), the other is told the
+    remembered reason; the summary says it once."""
+    _two_tests(pytester)
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
+    for baseline in (pytester.path / "baselines").glob("*.json"):
+        _recorded_runtime(baseline, "onnxruntime", "0.0.0.1")
+    empty = pytester.path / "no-wheels"
+    empty.mkdir()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
+
+    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    result.assert_outcomes(passed=2)
+    reasons = _stored_reasons(pytester)
+    assert all("No matching distribution found for onnxruntime==0.0.0.1" in reason for reason in reasons)
+    assert sum("(failed at " in reason and "in this run; not tried again)" in reason for reason in reasons) == 1
+    assert result.stdout.str().count("not fetched: --ortperf-fetch-runtime=auto could not fetch") == 1

@@ -400,3 +400,9 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     ]
     assert lock_wait_lines(many)[-1] == "waiting 4.0 s for the timing lock, held by 2 other processes"
     assert len(lock_wait_lines(many)) == 4
+
+
+def test_what_fetching_recorded_runtimes_did_follows_the_sessions_line() -> None:
+    fetched = "fetched onnxruntime-gpu 1.31.1 (the recorded runtime) into .ortperf/envs/f62860e429ae in 15.1 s"
+    lines = summary_lines(RunSummary(machine="m", sessions=["sessions: 2 built"], runtimes=[fetched]))
+    assert lines[:2] == ["sessions: 2 built", fetched]
