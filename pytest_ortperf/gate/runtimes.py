@@ -93,7 +93,7 @@ class RuntimeFinder:
         try:
             with self.hold():
                 fetched = cache.fetch([spec], run_id=self.run_id)
-        except OrtperfError as exc:  # FetchError, or a recorded version that is no package spec
+        except (OrtperfError, OSError) as exc:  # FetchError, a version that is no spec, an unwritable cache
             why = f"{FETCH_OPTION}=auto could not fetch {wanted}: {exc}"
             if isinstance(exc, FetchError) and exc.remembered:  # another worker of this run tried
                 why += f" (failed at {exc.failure.when} in this run; not tried again)"

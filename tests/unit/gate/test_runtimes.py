@@ -151,3 +151,14 @@ def test_a_second_cache_is_searched_but_never_fetched_into(tmp_path: Path) -> No
     )
     assert found.python(*WANTED)[1] == f"ortperf env {legacy.name}"
     assert installer.calls == 0
+
+
+def test_a_cache_that_cannot_be_written_is_a_reason_not_a_crash(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # the cache's root would be below a file
+    found, _ = finder(blocked / "envs")
+    python, why = found.python(*WANTED)
+    assert python == ""
+    assert why.startswith("--ortperf-fetch-runtime=auto could not fetch onnxruntime 1.99.0: ")
+    assert str(blocked) in why  # the OS error names the path
+    assert found.notes == [f"not fetched: {why.partition('; ortperf env create')[0]}"]
