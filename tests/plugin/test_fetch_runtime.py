@@ -9,12 +9,21 @@ version when this is the CPU wheel. pip's own cache keeps the download between r
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
 
 from pytest_ortperf.ort.envs import FAILED_DIR, EnvCache, env_key
-from tests.plugin.test_ab_runtimes import LENIENT_STORED, QUICK, _record, _recorded_runtime, checks, suite
+from tests.plugin.test_ab_runtimes import (
+    LENIENT_STORED,
+    QUICK,
+    _env,
+    _record,
+    _recorded_runtime,
+    checks,
+    suite,
+)
 
 
 def _this() -> tuple[str, str]:
@@ -159,3 +168,32 @@ def test_xdist_workers_of_one_run_try_a_failing_fetch_once(
     assert all("No matching distribution found for onnxruntime==0.0.0.1" in reason for reason in reasons)
     assert sum("(failed at " in reason and "in this run; not tried again)" in reason for reason in reasons) == 1
     assert result.stdout.str().count("not fetched: --ortperf-fetch-runtime=auto could not fetch") == 1
+
+
+@pytest.mark.slow
+def test_the_environment_cache_is_found_at_the_git_top_level_from_a_rootdir_below_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """``ortperf env create`` run at the repository root makes environments a suite whose rootdir is a
+    directory below finds: the cache is at the git top level, not the rootdir."""
+    top = pytester.path
+    (top / ".git").mkdir()  # what git_toplevel looks for (a work tree's top)
+    suite_dir = top / "examples"
+    suite_dir.mkdir()
+    (suite_dir / "pytest.ini").write_text("[pytest]\n")
+    suite(pytester)
+    for name in ("model.onnx", "test_rt.py"):
+        (top / name).rename(suite_dir / name)
+    pytester.chdir()
+    done = pytester.runpytest("examples", "--ortperf-update", *QUICK)
+    done.assert_outcomes(passed=1)
+    _recorded_runtime(suite_dir / "baselines" / "test_rt.py.json", "onnxruntime", "1.19.2")
+    key = _env(pytester, sys.executable, "onnxruntime", "1.19.2")  # at the top level's .ortperf/envs
+    assert (top / ".ortperf" / "envs" / key).is_dir()
+
+    result = pytester.runpytest("examples", "--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    result.assert_outcomes(passed=1)
+    (latency,) = checks(pytester)["latency"]
+    # Found there (and not trusted: its interpreter is really this runtime), so nothing is fetched.
+    assert f"ortperf env {key} claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
+    assert "fetching" not in result.stdout.str()
