@@ -178,7 +178,8 @@ class OrtperfRun:
                 return self.workers.side(python, "reference", 1)[0].runtime.describe()
 
             rootdir = Path(self.config.rootdir)
-            roots = dict.fromkeys([env_root(rootdir), rootdir / ENV_DIR])  # the second: before env_root
+            # The first is where a fetch creates; the second, where runs looked before env_root.
+            roots = dict.fromkeys([env_root(rootdir), rootdir / ENV_DIR])
             self._runtimes = RuntimeFinder(
                 caches=[EnvCache(root) for root in roots],
                 imports=imports,
