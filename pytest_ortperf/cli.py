@@ -114,11 +114,12 @@ def _parser() -> argparse.ArgumentParser:
         "env",
         help="create, list and remove cached reference environments holding another ONNX Runtime",
         description="Cached virtual environments, each holding one reference ONNX Runtime, in "
-        ".ortperf/envs of the project root (the nearest directory upward holding pytest.ini, "
-        "pyproject.toml, tox.ini or setup.cfg). The same specs, in any order, give the same one.",
+        ".ortperf/envs at the top of the git work tree (outside git: the nearest directory upward "
+        "holding pytest.ini, pyproject.toml, tox.ini or setup.cfg), the same from any directory of the "
+        "repository, where a pytest run looks for them. The same specs, in any order, give the same one.",
     )
     env_commands = env.add_subparsers(dest="env_command", metavar="ENV_COMMAND", required=True)
-    env_dir_help = "the environment cache (default: .ortperf/envs in the project root)"
+    env_dir_help = "the environment cache (default: .ortperf/envs at the top of the git work tree)"
     env_create = env_commands.add_parser(
         "create",
         help="create (or reuse) the environment for these package specs and print its python",
@@ -336,10 +337,10 @@ def _env(args: argparse.Namespace) -> int:
     import json
 
     from pytest_ortperf.errors import UsageError
-    from pytest_ortperf.ort.envs import EnvCache, project_env_root
+    from pytest_ortperf.ort.envs import EnvCache, env_root
     from pytest_ortperf.reports.show import format_table
 
-    root = Path(args.dir) if args.dir is not None else project_env_root(Path.cwd())
+    root = Path(args.dir) if args.dir is not None else env_root(Path.cwd())
     cache = EnvCache(root)
     if args.env_command == "create":
         python = args.python if args.python is not None else sys.executable

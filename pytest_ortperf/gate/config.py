@@ -39,6 +39,7 @@ class OrtperfConfig:
     repair: bool = False
     ab_rev: str = ""
     ab_python: str = ""  # the reference side's interpreter (A/B across runtimes)
+    fetch_runtime: bool = True  # create an environment with a recorded runtime on demand (auto|never)
     canary: bool = True
     ab_outputs_fail: bool = True
     progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)

@@ -8,6 +8,7 @@ Nothing here touches ONNX Runtime until a test actually asks for a session.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pytest_ortperf.errors import InputsError, OrtperfError, ProviderUnavailable, UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
+from pytest_ortperf.gate.runtimes import RuntimeFinder
+from pytest_ortperf.gate.runtimes import summary_lines as runtime_lines
 from pytest_ortperf.graph.figures import GraphFigures, summarize
 from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
-from pytest_ortperf.ort.envs import EnvCache
+from pytest_ortperf.ort.envs import EnvCache, env_root
 from pytest_ortperf.ort.git_models import AUTO, GitRevision, RevisionFile, is_shallow, recorded_file
 from pytest_ortperf.ort.graph import optimized_graph
 from pytest_ortperf.ort.inputs import (
@@ -42,7 +45,7 @@ from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
 from pytest_ortperf.ort.transformers import Prepared, TransformerOptions, prepare
 from pytest_ortperf.ort.variants import Precision, Variant
 from pytest_ortperf.ort.watchdog import Watchdog
-from pytest_ortperf.ort.workers import WorkerError, WorkerPool
+from pytest_ortperf.ort.workers import WorkerPool
 from pytest_ortperf.profiling.book import ProfileBook, operator_profile
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
@@ -65,7 +68,9 @@ from pytest_ortperf.store.unused import Selection, unused_entries
 from pytest_ortperf.values import safe_repr
 from pytest_ortperf.version import __version__
 
-ENV_DIR = Path(".ortperf/envs")  # where `ortperf env create` keeps reference runtimes, under rootdir
+# Where reference runtimes were kept before the cache moved to the top of the git work tree
+# (ort/envs.py: env_root), under rootdir: still searched.
+ENV_DIR = Path(".ortperf/envs")
 
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
@@ -86,8 +91,12 @@ class OrtperfRun:
         config: OrtperfConfig,
         on_build: Callable[[BuiltSession], None] | None = None,
         lock_owner: LockOwner | None = None,
+        run_id: str = "",
     ) -> None:
         self.config = config
+        # One id for the run, shared by its xdist workers: a failed fetch is not tried again in it.
+        self.run_id = run_id or uuid.uuid4().hex
+        self.announce: Callable[[str], None] | None = None  # a line on the terminal now (plugin layer)
         self.results = RunResults()  # every check result goes through this sink
         self.selection = Selection()  # what pytest collected: unused entries are judged against it
         self.profiles = ProfileBook(
@@ -120,7 +129,8 @@ class OrtperfRun:
         self._cached: set[str] = set()  # sha256 of the models this run put into the model cache
         self.model_cache = ModelCache(config.model_cache) if config.model_cache is not None else None
         self._workers: WorkerPool | None = None
-        self._runtime_pythons: dict[tuple[str, str], tuple[str, str]] = {}
+        self._runtimes: RuntimeFinder | None = None
+        self.handed_runtime_notes: list[str] = []  # the xdist workers' runtime_notes
         self._data_sets: dict[tuple[Path, tuple[str, ...]], tuple[dict[str, Any], dict[str, float]]] = {}
         self._data_set_feeds: dict[tuple[Path, tuple[InputSpec, ...]], Feeds] = {}
         self._prepared: dict[tuple[str, TransformerOptions], Prepared] = {}
@@ -169,45 +179,32 @@ class OrtperfRun:
 
     def runtime_python(self, flavour: str, version: str) -> tuple[str, str]:
         """An interpreter whose environment has ``flavour`` ``version`` (the configured
-        ``--ortperf-ab-python``, else an ``ortperf env`` of this project) and where it was found; or
-        ("", why there is none)."""
-        key = (flavour, version)
-        if key not in self._runtime_pythons:
-            self._runtime_pythons[key] = self._find_runtime_python(flavour, version)
-        return self._runtime_pythons[key]
+        ``--ortperf-ab-python``, an ``ortperf env`` of the repository, or one fetched now under
+        ``--ortperf-fetch-runtime=auto``) and where it was found; or ("", why there is none)."""
+        return self.runtimes.python(flavour, version)
 
-    def _find_runtime_python(self, flavour: str, version: str) -> tuple[str, str]:
-        wanted = f"{flavour} {version}"
+    @property
+    def runtimes(self) -> RuntimeFinder:
+        """Where recorded runtimes are found or fetched (``gate/runtimes.py``), made on first use."""
+        if self._runtimes is None:
 
-        def imports(python: str) -> str:
-            """The runtime a worker of ``python`` really imports (WorkerError when none starts)."""
-            return self.workers.side(python, "reference", 1)[0].runtime.describe()
+            def imports(python: str) -> str:
+                """The runtime a worker of ``python`` really imports (WorkerError when none starts)."""
+                return self.workers.side(python, "reference", 1)[0].runtime.describe()
 
-        configured = self.config.ab_python
-        if configured:
-            try:
-                if imports(configured) == wanted:
-                    return configured, f"--ortperf-ab-python {configured}"
-            except WorkerError:
-                pass  # an unusable interpreter is reported by the checks that name it explicitly
-        try:
-            found = EnvCache(self.config.rootdir / ENV_DIR).find(flavour, version)
-        except OrtperfError:
-            found = None
-        if found is not None:
-            # What the environment says it holds is checked against what its worker really imports.
-            where = f"ortperf env {found.key}"
-            try:
-                really = imports(str(found.python))
-            except WorkerError as exc:
-                return "", f"{where} cannot run a measuring worker: {exc}"
-            if really != wanted:
-                return "", f"{where} claims {wanted} but its interpreter imports {really}; remove it"
-            return str(found.python), where
-        return "", (
-            f"no environment here has {wanted} (neither --ortperf-ab-python nor {ENV_DIR}); create one "
-            f"with: ortperf env create {flavour}=={version}"
-        )
+            rootdir = Path(self.config.rootdir)
+            # The first is where a fetch creates; the second, where runs looked before env_root.
+            roots = dict.fromkeys([env_root(rootdir), rootdir / ENV_DIR])
+            self._runtimes = RuntimeFinder(
+                caches=[EnvCache(root) for root in roots],
+                imports=imports,
+                ab_python=self.config.ab_python,
+                fetch=self.config.fetch_runtime,
+                run_id=self.run_id,
+                hold=self.timing.held,
+                say=self.announce,
+            )
+        return self._runtimes
 
     def require_available(self, variant: Variant) -> Variant:
         """Raise :class:`ProviderUnavailable` before any model work if the EP cannot run."""
@@ -606,6 +603,7 @@ class OrtperfRun:
         return RunSummary(
             machine=self.machine.key if rows or footprint else "",
             sessions=self._session_lines(),
+            runtimes=runtime_lines([*self.runtime_notes(), *self.handed_runtime_notes]),
             errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
             repaired=list(self.store.repaired),
             strict_unused=self.strict_unused,
@@ -629,6 +627,11 @@ class OrtperfRun:
                 *self.results.worker_profile_lines(),
             ],
         )
+
+    def runtime_notes(self) -> list[str]:
+        """What fetching recorded runtimes did in this process (for the summary; a worker hands them
+        to the controller, which keeps them in :attr:`handed_runtime_notes`)."""
+        return list(self._runtimes.notes) if self._runtimes is not None else []
 
     def profile_records(self) -> list[dict[str, Any]]:
         """This process's profiled tests, for the reports."""

@@ -5,7 +5,13 @@ Runtime with another one (another version, another flavour) on the same machine.
 environment is a directory ``<root>/<key>``, where the key is derived from the package specs
 it was created from, so the same specs in any order give the same environment. Its
 ``ortperf-env.json`` says what it holds; it is written last, atomically, so a directory
-without a readable one is an incomplete leftover (an interrupted or failed create).
+without a readable one is an incomplete leftover (an interrupted or failed create), never used.
+
+The cache of a project is ``.ortperf/envs`` at the top of its git work tree (:func:`env_root`), so
+``ortperf env create`` run anywhere in the repository and a suite whose rootdir is any directory of
+it find the same environments. :meth:`EnvCache.fetch` is how a run creates the runtime its baselines
+recorded on demand: one creation per key across processes (a file lock), and a failure written down
+(``.failed/<key>.json``) so that the other workers of the same run report it instead of trying again.
 """
 
 from __future__ import annotations
@@ -14,13 +20,16 @@ import builtins
 import collections
 import contextlib
 import hashlib
+import io
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,6 +40,8 @@ from pytest_ortperf.ort.worker_program import FLAVOURS
 from pytest_ortperf.values import write_atomically
 
 METADATA_FILE = "ortperf-env.json"
+FAILED_DIR = ".failed"  # <root>/.failed/<key>.json: why the last fetch of <key> failed, and in which run
+LOG_DIR = ".logs"  # <root>/.logs/<key>.log: pip's output of the last fetch of <key>
 PROJECT_FILES = ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 KEY_LENGTH = 12
 MIN_PREFIX = 4
@@ -169,6 +180,24 @@ def project_env_root(start: Path) -> Path:
     return start / ".ortperf" / "envs"
 
 
+def git_toplevel(start: Path) -> Path | None:
+    """The top of the git work tree holding ``start`` (the nearest directory upward with a ``.git``
+    directory or file: a worktree or submodule has a file), or None outside git."""
+    start = start.absolute()
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def env_root(start: Path) -> Path:
+    """Where the reference environments of the project holding ``start`` are: ``.ortperf/envs`` at
+    the top of its git work tree, the same from any directory of the repository; outside git, in the
+    nearest project root (:func:`project_env_root`)."""
+    top = git_toplevel(start)
+    return top / ".ortperf" / "envs" if top is not None else project_env_root(start)
+
+
 def probe_environment(python: Path) -> EnvProbe:
     """Ask ``python`` (isolated: -I) which ONNX Runtime it imports; OrtperfError when it cannot."""
     try:
@@ -198,11 +227,53 @@ def probe_environment(python: Path) -> EnvProbe:
         raise OrtperfError(f"unexpected probe output from {python}: {done.stdout[-500:]!r}") from exc
 
 
-class EnvCache:
-    """The reference environments under ``root`` (usually ``<project>/.ortperf/envs``)."""
+# Makes the virtual environment ``env_dir`` with ``python`` and installs the specs into it, writing
+# its progress to the stream; raises OrtperfError saying why it could not.
+Installer = Callable[[Path, Sequence[str], str, TextIO, Sequence[str]], None]
 
-    def __init__(self, root: Path) -> None:
+
+@dataclass(frozen=True)
+class FetchFailure:
+    """Why the last fetch of an environment failed, when, and in which run."""
+
+    key: str
+    specs: tuple[str, ...]
+    reason: str
+    when: str
+    run_id: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "specs": list(self.specs), "reason": self.reason, "when": self.when,
+                "run_id": self.run_id}
+
+
+class FetchError(OrtperfError):
+    """A fetch that failed, now or earlier in the same run (``remembered``), with its reason."""
+
+    def __init__(self, failure: FetchFailure, *, remembered: bool) -> None:
+        super().__init__(failure.reason)
+        self.failure = failure
+        self.remembered = remembered
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What a fetch gave: the environment, whether this call created it, and the seconds it took
+    (creating, or waiting for another process that created it)."""
+
+    env: ReferenceEnv
+    created: bool
+    seconds: float
+
+
+class EnvCache:
+    """The reference environments under ``root`` (usually ``<project>/.ortperf/envs``).
+
+    ``installer`` makes one environment (default: ``python -m venv`` and ``pip install``)."""
+
+    def __init__(self, root: Path, installer: Installer | None = None) -> None:
         self.root = root.absolute()
+        self._installer = installer if installer is not None else pip_install
 
     # Reading ----------------------------------------------------------------------------------
 
@@ -273,21 +344,95 @@ class EnvCache:
                 f"(add one, such as {_EXAMPLE} or onnxruntime-gpu==1.30.0)"
             )
         key = env_key(normalized)
-        env_dir = self.root / key
         with self._locked(key, out):
-            existing = self.load(env_dir)
+            existing = self.load(self.root / key)
             if existing is not None:
-                _say(out, f"reusing {key} ({existing.runtime}) at {env_dir}")
+                _say(out, f"reusing {key} ({existing.runtime}) at {existing.path}")
                 return existing
-            if env_dir.exists() or env_dir.is_symlink():
-                _say(out, f"removing the incomplete {env_dir}")
-                _rmtree(env_dir)
-            _say(out, f"creating {key} for {' '.join(normalized)} in {env_dir}")
+            env = self._create_locked(key, normalized, python, out, pip_args)
+            with contextlib.suppress(OSError):
+                (self.root / FAILED_DIR / f"{key}.json").unlink()
+            return env
+
+    def fetch(
+        self,
+        specs: Sequence[str],
+        *,
+        run_id: str,
+        python: str = sys.executable,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> Fetched:
+        """The environment for ``specs``, created when there is none, for a run (``run_id``).
+
+        Processes of one run and concurrent runs share one creation (the lock of :meth:`create`);
+        the others wait and reuse it. A failure is written to ``.failed/<key>.json`` before the lock
+        is let go: a later fetch of the same run raises it again (``remembered``) without trying; a
+        fetch of another run tries again. pip's output goes to ``.logs/<key>.log``.
+        Raises :class:`FetchError`."""
+        normalized = normalize_specs(specs, command="fetching a recorded runtime")
+        key = env_key(normalized)
+        started = clock()
+        self.root.mkdir(parents=True, exist_ok=True)
+        with self._locked(key, io.StringIO()):
+            existing = self.load(self.root / key)
+            if existing is not None:  # made by another process while this one waited, or before
+                return Fetched(existing, created=False, seconds=clock() - started)
+            remembered = self.failure(key)
+            if remembered is not None and remembered.run_id == run_id:
+                raise FetchError(remembered, remembered=True)
+            (self.root / LOG_DIR).mkdir(parents=True, exist_ok=True)
+            log_path = self.root / LOG_DIR / f"{key}.log"
             try:
-                return self._build(env_dir, key, normalized, python, out, pip_args)
-            except BaseException:
-                _rmtree(env_dir)
-                raise
+                with open(log_path, "w", encoding="utf-8", errors="replace") as stream:
+                    env = self._create_locked(key, normalized, python, stream, ())
+            except (OrtperfError, OSError) as exc:
+                failure = FetchFailure(
+                    key=key,
+                    specs=normalized,
+                    reason=f"{str(exc).removeprefix('ortperf env create: ')} (pip's output: {log_path})",
+                    when=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    run_id=run_id,
+                )
+                with contextlib.suppress(OSError):
+                    (self.root / FAILED_DIR).mkdir(exist_ok=True)
+                    write_atomically(
+                        self.root / FAILED_DIR / f"{key}.json",
+                        json.dumps(failure.as_dict(), indent=1, sort_keys=True) + "\n",
+                    )
+                raise FetchError(failure, remembered=False) from exc
+            with contextlib.suppress(OSError):
+                (self.root / FAILED_DIR / f"{key}.json").unlink()
+            return Fetched(env, created=True, seconds=clock() - started)
+
+    def failure(self, key: str) -> FetchFailure | None:
+        """The last failed fetch of ``key``, if it is written down (None when unreadable)."""
+        try:
+            data = json.loads((self.root / FAILED_DIR / f"{key}.json").read_text(encoding="utf-8"))
+            return FetchFailure(
+                key=_str(data["key"]),
+                specs=tuple(_str(s) for s in _list(data["specs"])),
+                reason=_str(data["reason"]),
+                when=_str(data["when"]),
+                run_id=_str(data["run_id"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _create_locked(
+        self, key: str, specs: tuple[str, ...], python: str, out: TextIO, pip_args: Sequence[str]
+    ) -> ReferenceEnv:
+        """Build ``key`` afresh (the lock is held): a leftover is removed first, and a failed build
+        leaves nothing behind."""
+        env_dir = self.root / key
+        if env_dir.exists() or env_dir.is_symlink():
+            _say(out, f"removing the incomplete {env_dir}")
+            _rmtree(env_dir)
+        _say(out, f"creating {key} for {' '.join(specs)} in {env_dir}")
+        try:
+            return self._build(env_dir, key, specs, python, out, pip_args)
+        except BaseException:
+            _rmtree(env_dir)
+            raise
 
     def _build(
         self,
@@ -299,19 +444,8 @@ class EnvCache:
         pip_args: Sequence[str],
     ) -> ReferenceEnv:
         self._ignore_in_git()
-        status, output = _run([python, "-I", "-m", "venv", str(env_dir)], None)
-        if status != 0:
-            raise OrtperfError(
-                f"ortperf env create: '{python} -m venv {env_dir}' failed (exit status {status}): "
-                f"{_tail(output)}"
-            )
+        self._installer(env_dir, specs, python, out, pip_args)
         env_python = interpreter(env_dir)
-        install = [str(env_python), "-I", "-m", "pip", "install", "--disable-pip-version-check"]
-        status, output = _run([*install, *specs, *pip_args], out)
-        if status != 0:
-            errors = [line.strip() for line in output.splitlines() if line.startswith("ERROR:")]
-            reason = "; ".join(errors[-3:]) if errors else f"pip exit status {status}: {_tail(output)}"
-            raise OrtperfError(f"ortperf env create: cannot install {' '.join(specs)}: {reason}")
         try:
             probe = probe_environment(env_python)
         except OrtperfError as exc:
@@ -335,6 +469,7 @@ class EnvCache:
         return env
 
     def _ignore_in_git(self) -> None:
+        """The cache is never committed: a ``.gitignore`` of ``*`` in it."""
         self.root.mkdir(parents=True, exist_ok=True)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
@@ -399,6 +534,64 @@ class EnvCache:
         raise OrtperfError(
             f"ortperf env remove: no environment {what!r} in {self.root} (environments there: {there})"
         )
+
+
+def pip_install(
+    env_dir: Path, specs: Sequence[str], python: str, out: TextIO, pip_args: Sequence[str]
+) -> None:
+    """The default installer: ``python -m venv env_dir``, then its pip installs ``specs``."""
+    status, output = _run([python, "-I", "-m", "venv", str(env_dir)], None)
+    if status != 0:
+        raise OrtperfError(
+            f"ortperf env create: '{python} -m venv {env_dir}' failed (exit status {status}): {_tail(output)}"
+        )
+    install = [str(interpreter(env_dir)), "-I", "-m", "pip", "install", "--disable-pip-version-check"]
+    status, output = _run([*install, *specs, *pip_args], out)
+    if status != 0:
+        reason = pip_failure(output, status, _python_version(interpreter(env_dir)))
+        raise OrtperfError(f"ortperf env create: cannot install {' '.join(specs)}: {reason}")
+
+
+def _python_version(python: Path) -> str:
+    """The version of ``python`` (the environment's: it may differ from this process's), or ""."""
+    try:
+        done = subprocess.run(
+            [str(python), "-I", "-c", "import platform; print(platform.python_version())"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+# pip's words when it cannot reach an index (urllib3, the resolver, the proxy).
+_UNREACHABLE = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "ConnectTimeoutError",
+    "ProxyError",
+    "Could not fetch URL",
+    "Max retries exceeded",
+)
+
+
+def pip_failure(output: str, status: int, python_version: str = "") -> str:
+    """Why pip failed, in plain words first: it could not reach the package index, or there is no
+    distribution of the spec for this Python; then pip's own ERROR lines."""
+    errors = [line.strip() for line in output.splitlines() if line.startswith("ERROR:")]
+    said = "; ".join(errors[-3:]) if errors else f"pip exit status {status}: {_tail(output)}"
+    if any(words in output for words in _UNREACHABLE):
+        return f"pip cannot reach the package index: {said}"
+    if "No matching distribution found" in output:
+        version = python_version or platform.python_version()
+        return (
+            f"the package index has no distribution of it for this Python ({version}, "
+            f"{platform.system()} {platform.machine()}): {said}"
+        )
+    return said
 
 
 def _str(value: object) -> str:

@@ -43,13 +43,18 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_ortperf.plugin import fixtures
     from pytest_ortperf.plugin.config import build_config
     from pytest_ortperf.plugin.processes import Controller, Worker
-    from pytest_ortperf.plugin.progress import terminal_progress
+    from pytest_ortperf.plugin.progress import terminal_lines, terminal_progress
 
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     try:
         ortperf_config = build_config(config)
-        run = OrtperfRun(ortperf_config, on_build=_hook_caller(config), lock_owner=_lock_owner(config))
+        run = OrtperfRun(
+            ortperf_config,
+            on_build=_hook_caller(config),
+            lock_owner=_lock_owner(config),
+            run_id=_run_id(config),
+        )
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
     if ortperf_config.ab_rev and not ortperf_config.policy.update:
@@ -59,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     _collect_models(config)
     run.progress = terminal_progress(config, ortperf_config.progress)
+    run.announce = terminal_lines(config, run.progress)
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(fixtures, "ortperf-fixtures")
@@ -166,6 +172,12 @@ def _lock_owner(config: pytest.Config) -> LockOwner:
         str(workerinput.get("workerid") or ""),
         [str(arg) for arg in argv] if isinstance(argv, list) else None,
     )
+
+
+def _run_id(config: pytest.Config) -> str:
+    """The run's id, shared by its xdist workers (xdist's testrunuid); "" in a serial run (a new one)."""
+    workerinput = getattr(config, "workerinput", None)
+    return str(workerinput.get("testrunuid") or "") if isinstance(workerinput, dict) else ""
 
 
 def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:

@@ -132,6 +132,7 @@ def build_config(config: Any) -> OrtperfConfig:
         repair=_flag(config, "ortperf_repair"),
         ab_rev=_ab_rev(config),
         ab_python=_ab_python(config),
+        fetch_runtime=_fetch_runtime(config),
         canary=_on_off(config, "ortperf_canary"),
         ab_outputs_fail=_ab_outputs(config),
         progress=_progress(config),
@@ -204,6 +205,15 @@ def _progress(config: Any) -> bool | None:
     if switch is None:
         raise UsageError(f"{where}: expected auto, on or off, got {safe_repr(value)}.")
     return switch
+
+
+def _fetch_runtime(config: Any) -> bool:
+    """``ortperf_fetch_runtime``: auto (fetch a recorded runtime on demand) or never."""
+    value, where = _value(config, "ortperf_fetch_runtime")
+    text = option_text(value, source=where).strip().lower()
+    if text not in ("auto", "never"):
+        raise UsageError(f"{where}: expected auto or never, got {safe_repr(value)}.")
+    return text == "auto"
 
 
 def _ab_outputs(config: Any) -> bool:

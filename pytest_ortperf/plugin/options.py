@@ -283,6 +283,17 @@ OPTIONS: tuple[OptionDef, ...] = (
         "PATH",
     ),
     OptionDef(
+        "--ortperf-fetch-runtime",
+        "ortperf_fetch_runtime",
+        "auto: when a baseline recorded another onnxruntime than this one and no environment here has "
+        "it (--ortperf-ab-python, an 'ortperf env' of the repository), pip installs the recorded wheel "
+        "and version into the repository's .ortperf/envs once, and the checks are measured side by side "
+        "across the two runtimes; never: no install (an environment already there is still used), "
+        "those checks fall back to the stored figures of this hardware, saying why (default: auto).",
+        "auto",
+        "auto|never",
+    ),
+    OptionDef(
         "--ortperf-progress",
         "ortperf_progress",
         "Show what a long latency check is doing (which test, which side, rounds so far) while it runs: "

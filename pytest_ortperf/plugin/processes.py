@@ -104,6 +104,7 @@ def export(run: OrtperfRun, benchmarks: Sequence[Mapping[str, Any]] = ()) -> str
                 profiles=run.profile_records(),
             ),
             "error": run.finish_error,
+            "runtime_notes": run.runtime_notes(),
         }
     )
 
@@ -125,6 +126,7 @@ def merge(run: OrtperfRun, payload: str) -> list[dict[str, Any]]:
         run.store.recheck(Path(path))
     run.selection.add(data["collected"], partially_selected=data["partially_selected"])
     run.results.take_over(data["results"])
+    run.handed_runtime_notes += [str(note) for note in data.get("runtime_notes", [])]
     run.add_errors(*errors)
     benchmarks = data.get("benchmarks", [])
     return [entry for entry in benchmarks if isinstance(entry, dict)] if isinstance(benchmarks, list) else []

@@ -160,3 +160,26 @@ def terminal_progress(config: Any, setting: bool | None) -> TerminalProgress | N
         return int(writer.fullwidth - writer.width_of_current_line)
 
     return TerminalProgress(write, transient=tty, room=room)
+
+
+def terminal_lines(config: Any, progress: TerminalProgress | None = None) -> Callable[[str], None] | None:
+    """A writer of whole lines to the terminal while a test runs (pytest's capture suspended), for
+    what the run does once and the user waits for (fetching a recorded runtime); shown under ``-q``
+    and in CI too; the progress line, when shown, is taken down first. None in an xdist worker, whose
+    output does not reach the terminal."""
+    if hasattr(config, "workerinput"):
+        return None
+
+    def write(line: str) -> None:
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        with capman.global_and_fixture_disabled() if capman is not None else nullcontext():
+            if progress is not None:
+                progress.clear()
+            reporter.ensure_newline()
+            reporter.write_line(line)
+            reporter.flush()
+
+    return write

@@ -329,6 +329,7 @@ class RunSummary:
 
     machine: str
     sessions: Sequence[str] = ()  # sessions built and reused, providers that could not run
+    runtimes: Sequence[str] = ()  # recorded runtimes fetched, or why not (gate/runtimes.py)
     errors: Sequence[str] = ()  # errors of the run as a whole, lost xdist workers included
     repaired: Sequence[Repaired] = ()  # damaged files set aside, what of each was kept and lost
     strict_unused: Sequence[str] = ()
@@ -371,6 +372,7 @@ def repaired_lines(repaired: Repaired) -> list[str]:
 def summary_lines(summary: RunSummary) -> list[str]:
     """The ortperf section of the terminal summary, in order; empty when there is nothing to say."""
     lines = list(summary.sessions)
+    lines += summary.runtimes
     lines += [f"ERROR: {error}" for error in summary.errors]
     for repaired in summary.repaired:
         lines += repaired_lines(repaired)

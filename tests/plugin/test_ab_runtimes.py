@@ -148,22 +148,26 @@ def _recorded_runtime(baseline: Path, flavour: str, version: str) -> None:
 def test_a_changed_runtime_without_its_environment_says_which_command_creates_one(
     pytester: pytest.Pytester,
 ) -> None:
+    # --ortperf-fetch-runtime=never: no environment is fetched (tests/plugin/test_fetch_runtime.py fetches)
     suite(pytester)
     _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
-    result = pytester.runpytest("--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    never = "--ortperf-fetch-runtime=never"
+    result = pytester.runpytest("--ortperf-report=report.json", never, LENIENT_STORED, *QUICK)
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     assert latency["path"] == "stored figures"
     assert "ortperf env create onnxruntime==1.19.2" in latency["stored_reason"]
     # Another machine key has no figures of its own: missing, and the reason still names the command.
-    elsewhere = pytester.runpytest("--ortperf-machine=other-class", *QUICK)
+    elsewhere = pytester.runpytest("--ortperf-machine=other-class", never, *QUICK)
     elsewhere.assert_outcomes(failed=1)
     elsewhere.stdout.fnmatch_lines(
         [
             "*no latency baseline for test_model[[]cpu-*[]] on machine 'other-class@*' (onnxruntime changed "
-            "(onnxruntime 1.19.2 -> *): no environment here has onnxruntime 1.19.2 (*); create one with: "
-            "ortperf env create onnxruntime==1.19.2; this hardware has no figures of its own (figures exist "
-            "for: *), and stored figures are only compared on the hardware that measured them); measured median *"
+            "(onnxruntime 1.19.2 -> *): no environment here has onnxruntime 1.19.2 (*), and "
+            "--ortperf-fetch-runtime=never (ini ortperf_fetch_runtime) does not fetch it; create one with: "
+            "ortperf env create onnxruntime==1.19.2 (run anywhere in the repository); this hardware has no "
+            "figures of its own (figures exist for: *), and stored figures are only compared on the hardware "
+            "that measured them); measured median *"
         ]
     )
 

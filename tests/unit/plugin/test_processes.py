@@ -34,6 +34,8 @@ def fake_run(store: BaselineStore) -> Any:
         machines_with_missing_baselines=list,
         traces=dict,
         profile_records=list,
+        runtime_notes=list,
+        handed_runtime_notes=[],
     )
     run.add_errors = lambda *messages: setattr(run, "finish_error", "; ".join(filter(None, [run.finish_error, *messages])))
     return run
@@ -73,3 +75,14 @@ def test_an_entry_that_cannot_be_rebuilt_is_a_run_error_naming_the_test(tmp_path
         f"{tmp_path / FILE}.json: the entry recorded for test_a[cpu-all] cannot be stored (recipe must be an object)"
     )
     assert list(controller.store.staged()) == []
+
+
+def test_what_fetching_did_in_a_worker_reaches_the_controllers_summary(tmp_path: Path) -> None:
+    worker = fake_run(BaselineStore(tmp_path))
+    worker.runtime_notes = lambda: ["fetched onnxruntime 1.31.1 (the recorded runtime) into .ortperf/envs/ab in 9.0 s"]
+    controller = fake_run(BaselineStore(tmp_path))
+    merge(controller, export(worker))
+    merge(controller, export(fake_run(BaselineStore(tmp_path))))  # a worker that fetched nothing
+    assert controller.handed_runtime_notes == [
+        "fetched onnxruntime 1.31.1 (the recorded runtime) into .ortperf/envs/ab in 9.0 s"
+    ]

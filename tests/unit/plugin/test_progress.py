@@ -154,3 +154,47 @@ def test_when_progress_is_shown(
     setting: bool | None, tty: bool, verbosity: int, worker: bool, env: dict[str, str], shown: bool
 ) -> None:
     assert wanted(setting, tty=tty, verbosity=verbosity, worker=worker, env=env) is shown
+
+
+class _Reporter:
+    def __init__(self, out: list[str]) -> None:
+        self.out = out
+
+    def ensure_newline(self) -> None:
+        self.out.append("<newline>")
+
+    def write_line(self, line: str) -> None:
+        self.out.append(line)
+
+    def flush(self) -> None:
+        pass
+
+
+class _Plugins:
+    def __init__(self, reporter: _Reporter) -> None:
+        self.reporter = reporter
+
+    def get_plugin(self, name: str) -> object:
+        return self.reporter if name == "terminalreporter" else None
+
+
+def test_whole_lines_take_the_progress_line_down_first_and_never_come_from_an_xdist_worker() -> None:
+    from types import SimpleNamespace
+
+    from pytest_ortperf.plugin.progress import terminal_lines
+
+    written: list[str] = []
+    clock = Clock()
+    progress = TerminalProgress(written.append, transient=True, room=lambda: 60, clock=clock)
+    clock.now += 1.0
+    progress.update(moment())
+    shown = list(written)
+    out: list[str] = []
+    write = terminal_lines(SimpleNamespace(pluginmanager=_Plugins(_Reporter(out))), progress)
+    assert write is not None
+    write("ortperf: fetching onnxruntime-gpu 1.31.1 ...")
+    assert render("".join(written)) == ""  # the progress line was taken down
+    assert written[: len(shown)] == shown
+    assert out == ["<newline>", "ortperf: fetching onnxruntime-gpu 1.31.1 ..."]
+    worker = SimpleNamespace(workerinput={}, pluginmanager=_Plugins(_Reporter(out)))
+    assert terminal_lines(worker) is None

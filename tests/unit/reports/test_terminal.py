@@ -490,3 +490,9 @@ def test_outputs_not_compared_end_the_summary_one_line_each() -> None:
         f"  {skipped[0]}",
     ]
     assert summary_lines(RunSummary(machine="m")) == []
+
+
+def test_what_fetching_recorded_runtimes_did_follows_the_sessions_line() -> None:
+    fetched = "fetched onnxruntime-gpu 1.31.1 (the recorded runtime) into .ortperf/envs/f62860e429ae in 15.1 s"
+    lines = summary_lines(RunSummary(machine="m", sessions=["sessions: 2 built"], runtimes=[fetched]))
+    assert lines[:2] == ["sessions: 2 built", fetched]
