@@ -88,7 +88,9 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
     assert seconds["measuring"] > 0
     assert seconds["warming"] > 0
     assert seconds["confirming"] > 0
-    result.stdout.fnmatch_lines(["gate time: * s over 1 latency check (*measuring * s, confirming * s*)"])
+    # The line leaves out a phase under 0.05 s: on a fast CPU the first look at this small model measures
+    # for less (the JSON above has every phase).
+    result.stdout.fnmatch_lines(["gate time: * s over 1 latency check (*warming * s*confirming * s*)"])
 
 
 def test_auto_compares_with_the_pull_requests_base(
