@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import onnx
 import pytest
 
@@ -141,7 +142,28 @@ def test_a_stateful_vad_is_sized_recorded_changed_and_gated(pytester: pytest.Pyt
     changed.stdout.fnmatch_lines(["*output 'output': FAILED*"])
 
 
+def _refuses_a_one_sample_reflect_pad() -> str:
+    """Why this onnxruntime cannot show the case, or "": 1.31 refuses a reflect pad of an axis of length
+    1 (``Pad reflect requires axis length >= 2``); 1.23.2, Python 3.10's newest, runs it."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(vad_model().SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {
+        "input": np.ones((1, 1), np.float32),
+        "state": np.zeros((2, 1, 32), np.float32),
+        "sr": np.array(16000, np.int64),
+    }
+    try:
+        session.run(None, feeds)
+    except Exception:  # the refusal this test is about
+        return ""
+    return f"onnxruntime {ort.__version__} runs a reflect pad of an axis of length 1: nothing to refuse"
+
+
 def test_ort_refusing_synthesized_inputs_points_at_shapes_and_test_data(pytester: pytest.Pytester) -> None:
+    why_not = _refuses_a_one_sample_reflect_pad()
+    if why_not:
+        pytest.skip(why_not)
     onnx.save(vad_model(), pytester.path / "vad.onnx")
     too_short = ', shapes={"input": [1, 1], "state": [2, 1, 32]}'
     pytester.makepyfile(test_vad=VAD_TESTS.format(sizes=too_short))
