@@ -247,8 +247,9 @@ def whole_output_exempt(a: Array, e: Array, *, mismatches: int, tolerance: Toler
     """Why cosine and SQNR do not judge an output, or "" when they do: every element is within its
     tolerance (the element limits already passed it, and the angle between two near-zero vectors
     is noise), or every value on both sides is within ``atol`` of zero (the tolerance's noise floor,
-    where it is absolute). Quantized precisions judge elements by neither (``atol = rtol = 0``), so
-    only an exact output is exempt there, whose cosine is 1 anyway."""
+    where it is absolute). A quantized precision allows a share of elements outside tolerance
+    (``mismatch``), so its outputs rarely have none outside; its ``atol`` is at least float32's, so the
+    noise floor applies to it as to fp32."""
     if mismatches == 0:
         return "every element within tolerance"
     if tolerance.atol > 0.0:

@@ -83,8 +83,16 @@ class ReferenceOutcome:
         if self.note:
             return [f"{head}{self.note}"]
         if not self.failed:
-            plain = ", ".join(c.name for c in self.comparisons if not c.note and not c.not_compared)
+            plain = ", ".join(
+                c.name for c in self.comparisons if not c.note and not c.not_compared and not c.unjudged
+            )
             noted = "; ".join(f"{c.name}: {c.note}" for c in self.comparisons if c.note)
+            unjudged = "; ".join(
+                f"{c.name}: cosine and SQNR not judged ({c.unjudged})"
+                for c in self.comparisons
+                if c.unjudged and not c.note
+            )
+            noted = "; ".join(part for part in (noted, unjudged) if part)
             skipped = "; ".join(
                 f"{c.name}: not compared ({c.not_compared})" for c in self.comparisons if c.not_compared
             )

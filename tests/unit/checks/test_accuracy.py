@@ -1017,3 +1017,22 @@ def test_an_output_that_cannot_be_compared_is_named_in_the_message_and_the_recor
         "which is not compared"
     ]
     assert "Outputs not compared (1):" in markdown([json_record], machine="ci", unused=[])
+
+
+def test_a_passing_output_whose_cosine_did_not_judge_says_why_in_its_line() -> None:
+    """A near-zero map whose every element is within tolerance: cosine is below its limit but does not
+    judge, and the passing line says so instead of a plain 'ok (heatmap)'."""
+    rng = np.random.default_rng(3)
+    expected = (np.abs(rng.standard_normal((1, 1, 48, 48))) * 1e-6).astype(np.float32)
+    actual = (expected * (1 + rng.standard_normal(expected.shape) * 0.1)).astype(np.float32)
+    result = compare_with(
+        {"heatmap": actual, "y": OUT["y"]},
+        Reference(LONG_LABEL, {"heatmap": expected, "y": OUT["y"]}),
+        key=KEY,
+        tolerances=ToleranceSpec(),
+        provider_short="cpu",
+    )
+    assert not result.failed
+    assert lines(result)[1] == (
+        "  ok (y; heatmap: cosine and SQNR not judged (every element within tolerance))"
+    )
