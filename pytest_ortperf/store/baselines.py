@@ -440,10 +440,16 @@ class Lost:
     machine: str | None = None
 
     def recorded_by(self, staged: BaselineEntry | None) -> bool:
-        """Whether ``staged`` (this run's entry for ``test``) records afresh what was lost."""
-        if staged is None:
-            return False
-        return self.machine is None or self.machine in staged.figures
+        """Whether ``staged`` (this run's entry for ``test``) records afresh what was lost: one
+        machine's figures, recorded again on that machine. A whole entry never is: what it held
+        (other machines' figures, its outputs) cannot be known, so its loss is always named."""
+        return staged is not None and self.machine is not None and self.machine in staged.figures
+
+    def named(self, staged: BaselineEntry | None) -> str:
+        """How the summary names this loss, given this run's entry for its test."""
+        if staged is None or self.machine is not None:
+            return self.what
+        return f"{self.what}; re-recorded by this run, but what it held before is only in the damaged copy"
 
 
 @dataclass(frozen=True)
@@ -696,14 +702,14 @@ class BaselineStore:
 
     def _set_aside_damaged(self) -> None:
         for path in sorted(self._damaged):
-            backup = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            backup = _unused(path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"))
             try:
                 path.replace(backup)
             except FileNotFoundError:
                 continue  # already gone: nothing left to keep
             staged = self._staged.get(path, {})
             lost = tuple(
-                part.what
+                part.named(staged.get(part.test) if part.test is not None else None)
                 for part in self._lost.get(path, ())
                 if part.test is None or not part.recorded_by(staged.get(part.test))
             )
@@ -811,3 +817,12 @@ class BaselineStore:
                 (self.root / orphan).unlink(missing_ok=True)
         self._staged.clear()
         return written
+
+
+def _unused(backup: Path) -> Path:
+    """``backup``, or the first ``backup-N`` that does not exist: two repairs within one second never
+    overwrite the first one's damaged copy."""
+    candidate, number = backup, 1
+    while candidate.exists() or candidate.is_symlink():
+        candidate, number = backup.with_name(f"{backup.name}-{number}"), number + 1
+    return candidate

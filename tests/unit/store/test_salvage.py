@@ -72,14 +72,19 @@ def test_a_json_file_with_one_damaged_entry_keeps_the_others_even_with_nothing_s
     assert store.repaired[0].lost == ("entry 'test_c[cpu-all]' (variant must be a string)",)
 
 
-def test_a_damaged_entry_this_run_records_afresh_is_not_named_as_lost(tmp_path: Path) -> None:
+def test_a_damaged_entry_this_run_records_again_is_still_named_with_what_it_lost(tmp_path: Path) -> None:
+    """Recorded again on this machine, the entry is written; what the damaged one held besides (other
+    machines' figures, its outputs) is only in the damaged copy, and the summary says so."""
     raw = {name: entry.as_dict() for name, entry in three().items()}
     raw["test_c[cpu-all]"]["variant"] = 7
     store, path = damaged_file(tmp_path, document(raw))
     store.stage(TEST_FILE, "test_c[cpu-all]", make_entry(30.0))
     store.write()
     assert parse(path.read_text(encoding="utf-8"), path=path) == three() | {"test_c[cpu-all]": make_entry(30.0)}
-    assert (store.repaired[0].kept, store.repaired[0].lost) == (2, ())
+    (lost,) = store.repaired[0].lost
+    assert store.repaired[0].kept == 2
+    assert lost.startswith("entry 'test_c[cpu-all]'")
+    assert lost.endswith("; re-recorded by this run, but what it held before is only in the damaged copy")
 
 
 def test_one_machines_damaged_figures_cost_only_themselves(tmp_path: Path) -> None:
@@ -175,3 +180,32 @@ def test_an_entry_that_loads_is_the_same_entry_the_whole_file_would_give() -> No
     parts = readable_parts(text.replace('"kind"', '"kind" ', 1).encode())  # not JSON: read block by block
     assert parts.schema == 2
     assert {name: BaselineEntry.from_dict(raw) for name, raw in parts.entries.items()} == three()
+
+
+def test_a_whole_lost_entry_is_named_even_when_this_run_records_the_test_again() -> None:
+    """A damaged block may have held several machines' figures and its outputs: recording the test
+    again on one machine does not bring them back, so the summary still names the loss."""
+    from pytest_ortperf.store.baselines import Lost
+
+    whole = Lost("entry 'test_x[cpu-all]' (not JSON at line 9)", test="test_x[cpu-all]")
+    staged = make_entry(machine="runner-c")
+    assert not whole.recorded_by(staged)
+    assert whole.named(None) == whole.what
+    assert whole.named(staged) == (
+        "entry 'test_x[cpu-all]' (not JSON at line 9); re-recorded by this run, but what it held before "
+        "is only in the damaged copy"
+    )
+    figures = Lost("figures of 'runner-c'", test="test_x[cpu-all]", machine="runner-c")
+    assert figures.recorded_by(staged)  # one machine's figures, recorded again on that machine
+    assert not figures.recorded_by(make_entry(machine="runner-a"))
+
+
+def test_two_repairs_in_one_second_keep_both_damaged_copies(tmp_path: Path) -> None:
+    from pytest_ortperf.store.baselines import _unused
+
+    backup = tmp_path / "t.py.json.damaged-20250102-101500"
+    assert _unused(backup) == backup
+    backup.write_text("first")
+    assert _unused(backup) == tmp_path / "t.py.json.damaged-20250102-101500-1"
+    (tmp_path / "t.py.json.damaged-20250102-101500-1").write_text("second")
+    assert _unused(backup) == tmp_path / "t.py.json.damaged-20250102-101500-2"
