@@ -384,7 +384,7 @@ class EnvCache:
             log_path = self.root / LOG_DIR / f"{key}.log"
             try:
                 with open(log_path, "w", encoding="utf-8", errors="replace") as stream:
-                    env = self._create_locked(key, normalized, python, stream, ())
+                    env = self._create_locked(key, normalized, python, stream, FETCH_PIP_ARGS)
             except (OrtperfError, OSError) as exc:
                 failure = FetchFailure(
                     key=key,
@@ -563,6 +563,10 @@ def _python_version(python: Path) -> str:
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
 
+
+# A fetch runs inside a test run, holding the timing lock: where the index cannot be reached (a runner
+# whose firewall drops packets), pip gives up after one retry of 15 s instead of its default five.
+FETCH_PIP_ARGS = ("--retries", "1", "--timeout", "15")
 
 # pip's words when it cannot reach an index (urllib3, the resolver, the proxy).
 _UNREACHABLE = (

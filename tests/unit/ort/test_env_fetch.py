@@ -44,12 +44,14 @@ class StandIn:
 
     def __init__(self, *, fail: str = "", hold: threading.Event | None = None) -> None:
         self.calls = 0
+        self.pip_args: tuple[str, ...] = ()
         self.fail = fail
         self.hold = hold
         self.halfway = threading.Event()
 
     def __call__(self, env_dir: Path, specs: Sequence[str], python: str, out: TextIO, pip_args: Sequence[str]) -> None:
         self.calls += 1
+        self.pip_args = tuple(pip_args)
         pip_install_without_pip(env_dir, python)
         print(f"installing {' '.join(specs)}", file=out)
         self.halfway.set()
@@ -88,6 +90,8 @@ def test_a_fetch_creates_once_and_then_reuses(tmp_path: Path) -> None:
     assert again.env == first.env
     assert installer.calls == 1
     assert cache.find("onnxruntime", "1.99.0") == first.env
+    # Inside a test run, holding the timing lock: pip gives up soon where the index is unreachable.
+    assert installer.pip_args == ("--retries", "1", "--timeout", "15")
 
 
 def test_concurrent_fetches_share_one_creation(tmp_path: Path) -> None:
