@@ -84,8 +84,11 @@ def init(root: Path, *, ci: str = "github", providers: Sequence[str] = ("cpu",))
         )
     changes = [_configuration(root, globs, providers), _gitignore(root)]
     branch = default_branch(root)
-    workflow = _write(root / CI_FILES[ci], _workflow(ci, branch.name, providers))
+    lfs = uses_lfs(root)
+    workflow = _write(root / CI_FILES[ci], _workflow(ci, branch.name, providers, lfs=lfs))
     note = f"branch {branch.name}, {branch.source}; installs pytest-ortperf[{extra(providers)}]"
+    if lfs:
+        note += "; checks out the Git LFS objects"
     changes.append(replace(workflow, note=note))
     return changes
 
@@ -210,7 +213,23 @@ RECORD = (
 KEEP = "download the artifact, run 'ortperf merge <its folder> --into baselines' and commit baselines/"
 
 
-def _workflow(ci: str, branch: str, providers: Sequence[str]) -> str:
+def uses_lfs(root: Path) -> bool:
+    """Whether the repository keeps files in Git LFS: a ``.gitattributes`` at ``root`` or above it, up
+    to the git work tree's top, names ``filter=lfs``. Its workflows must then check the LFS objects
+    out: a pointer file is no model (and the gate reads recorded models from their LFS objects)."""
+    for folder in (root.resolve(), *root.resolve().parents):
+        attributes = folder / ".gitattributes"
+        try:
+            if "filter=lfs" in attributes.read_text(encoding="utf-8", errors="replace"):
+                return True
+        except OSError:
+            pass
+        if (folder / ".git").exists():
+            break
+    return False
+
+
+def _workflow(ci: str, branch: str, providers: Sequence[str], *, lfs: bool = False) -> str:
     """A workflow with two jobs. The gate, on pull requests and pushes to ``branch``: each changed
     model side by side with the base branch's (pull requests), then every check against the committed
     baselines, which it never writes. The record job, after a push to ``branch`` and weekly: adds
@@ -218,6 +237,11 @@ def _workflow(ci: str, branch: str, providers: Sequence[str]) -> str:
     the model cache and the reference runtimes."""
     install = f'python -m pip install "pytest-ortperf[{extra(providers)}]"'
     quoted = json.dumps(branch)  # a YAML double-quoted scalar
+    # Models in Git LFS: the checkout fetches their objects (the runners' images have git-lfs; GitLab's
+    # python image gets it from Debian, since the gate reads recorded models from their LFS objects).
+    github_lfs = "\n          lfs: true  # the models are in Git LFS" if lfs else ""
+    azure_lfs = "\n        lfs: true  # the models are in Git LFS" if lfs else ""
+    gitlab_lfs = "\n    - apt-get update -qq && apt-get install -y -qq git-lfs && git lfs pull" if lfs else ""
     if ci == "github":
         return f"""# pytest-ortperf: the ONNX model gate (written by ortperf init).
 # gate: judges every change against the committed baselines; it never writes them.
@@ -242,7 +266,7 @@ jobs:
     steps:
       - uses: actions/checkout@v4
         with:
-          fetch-depth: 0  # changed models are measured against the recorded ones, read with git
+          fetch-depth: 0  # changed models are measured against the recorded ones, read with git{github_lfs}
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
@@ -278,7 +302,7 @@ jobs:
     steps:
       - uses: actions/checkout@v4
         with:
-          fetch-depth: 0
+          fetch-depth: 0{github_lfs}
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
@@ -322,7 +346,7 @@ variables:
     paths:
       - .ortperf/models
       - .ortperf/envs
-  before_script:
+  before_script:{gitlab_lfs}
     - {install}
 ortperf-gate:
   extends: .ortperf
@@ -354,7 +378,7 @@ ortperf-record:
       - baselines/
 """
     steps = f"""      - checkout: self
-        fetchDepth: 0  # changed models are measured against the recorded ones, read with git
+        fetchDepth: 0  # changed models are measured against the recorded ones, read with git{azure_lfs}
       - task: UsePythonVersion@0
         inputs:
           versionSpec: "3.12"

@@ -255,6 +255,45 @@ def test_init_writes_the_configuration_and_a_workflow_that_parses(
     assert ".ortperf" in (tmp_path / workflow).read_text()  # the model cache and runtimes are kept
 
 
+@pytest.mark.parametrize("ci", ["github", "gitlab", "azure"])
+def test_init_in_a_repository_with_git_lfs_checks_the_lfs_objects_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ci: str
+) -> None:
+    """A model kept in Git LFS is a pointer in a checkout without its objects: every check would fail.
+    A repository whose .gitattributes names filter=lfs gets workflows that check the objects out."""
+    (tmp_path / "models").mkdir()
+    onnx.save(mlp_model(), tmp_path / "models" / "mlp.onnx")
+    _repository(tmp_path, branch="main")
+    paths = {"github": ".github/workflows/ortperf.yml", "gitlab": ".gitlab-ci.yml", "azure": "azure-pipelines.yml"}
+    plain = yaml.safe_load(_written(tmp_path, ci, paths[ci], capsys))
+    (tmp_path / ".gitattributes").write_text("*.onnx filter=lfs diff=lfs merge=lfs -text\n")
+    out = _init(tmp_path, "--ci", ci, capsys=capsys)
+    assert "checks out the Git LFS objects" in out.splitlines()[2]
+    lfs = yaml.safe_load((tmp_path / paths[ci]).read_text())
+    if ci == "github":
+        for document in (plain, lfs):
+            checkouts = [s for job in document["jobs"].values() for s in job["steps"] if "checkout" in s.get("uses", "")]
+            assert len(checkouts) == 2
+            assert all(bool(step["with"].get("lfs")) is (document is lfs) for step in checkouts)
+    elif ci == "azure":
+        checkouts = [s for job in lfs["jobs"] for s in job["steps"] if "checkout" in s]
+        assert checkouts
+        assert all(step["lfs"] is True for step in checkouts)
+        assert "lfs" not in str(plain)
+    else:
+        assert any("git lfs pull" in line for line in lfs[".ortperf"]["before_script"])
+        assert not any("git-lfs" in line for line in plain[".ortperf"]["before_script"])
+
+
+def _written(root: Path, ci: str, path: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """The workflow ``ortperf init --ci ci`` writes in ``root``, then removed so init can write it again."""
+    _init(root, "--ci", ci, capsys=capsys)
+    text = (root / path).read_text()
+    for written in (root / path, root / "pytest.ini", root / ".gitignore"):
+        written.unlink()
+    return text
+
+
 def test_init_never_overwrites_and_prints_what_it_would_add(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
