@@ -148,7 +148,8 @@ def synthetic_hint(feeds: Mapping[str, Array]) -> str:
 def resolve_shape(spec: InputSpec, options: InputOptions) -> tuple[int | None, ...]:
     """The shape synthetic data takes, None where nothing sizes a dim: the whole shape from
     ``options.shapes``, else per dim its fixed size, its named size from ``options.dims``, or 1 for a
-    leading batch dim (axis 0 of an input of rank 2 or more)."""
+    leading batch dim (axis 0 of an input of rank 2 or more, unnamed or named as a batch:
+    :func:`is_batch_dim`)."""
     if spec.name in options.shapes:
         return tuple(options.shapes[spec.name])
     shape: list[int | None] = []
@@ -157,11 +158,23 @@ def resolve_shape(spec: InputSpec, options: InputOptions) -> tuple[int | None, .
             shape.append(dim)
         elif isinstance(dim, str) and dim in options.dims:
             shape.append(int(options.dims[dim]))
-        elif axis == 0 and len(spec.shape) >= 2:
+        elif axis == 0 and len(spec.shape) >= 2 and is_batch_dim(dim):
             shape.append(1)
         else:
             shape.append(None)
     return tuple(shape)
+
+
+# Names exporters give a batch dim: "batch", "batch_size", "N" (skl2onnx, ONNX docs), "unk__12"
+# (tf2onnx's unknown dims), "None" and "?" (a dim without a name as some tools write it).
+_BATCH_NAME = re.compile(r"(?i)^(batch\w*|\w*_batch|n|b|bs|none|\?|unk__\d+)$")
+
+
+def is_batch_dim(dim: Dim) -> bool:
+    """Whether a dim at axis 0 is taken for a batch, which may default to 1: it has no name, or a
+    batch's name. A named axis 0 such as ``sequence`` or ``num_boxes`` is a length, sized like any
+    other dim: defaulting it to 1 would measure a degenerate input."""
+    return not isinstance(dim, str) or not dim or bool(_BATCH_NAME.match(dim))
 
 
 def symbolic(shape: Sequence[Dim]) -> str:

@@ -113,8 +113,14 @@ def test_feeds_source_for_synthetic_names_the_seed() -> None:
     [
         (("batch", "seq", 3), {"batch": 4, "seq": 128}, (4, 128, 3)),
         (("batch", "seq"), {"batch": 4}, (4, None)),  # a named dim that nothing sizes
-        ((None, 5), {}, (1, 5)),  # a leading batch dim defaults to 1, named or not
+        ((None, 5), {}, (1, 5)),  # a leading batch dim defaults to 1, unnamed or named as a batch
         (("batch", 5), {}, (1, 5)),
+        (("batch_size", 5), {}, (1, 5)),
+        (("N", 5), {}, (1, 5)),
+        (("unk__12", 5), {}, (1, 5)),  # tf2onnx's unknown dim
+        (("sequence", 64), {}, (None, 64)),  # a named axis 0 that is a length is never guessed
+        (("num_boxes", 4), {}, (None, 4)),
+        (("sequence", 64), {"sequence": 32}, (32, 64)),
         ((-1, 0, 2), {}, (1, None, 2)),  # ORT's -1 and 0 are unknown sizes
         ((None,), {}, (None,)),  # a rank-1 input's only dim is a length, not a batch
         ((3, None), {}, (3, None)),
