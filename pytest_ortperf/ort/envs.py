@@ -500,16 +500,19 @@ class EnvCache:
 
     def remove(self, what: str) -> builtins.list[Path]:
         """Remove the environment ``what`` names: its key, a unique key prefix of 4+ characters,
-        or the specs it was created from (whitespace-separated). Returns the removed paths."""
+        or the specs it was created from (whitespace-separated). Returns the removed paths. Waits
+        for a creation or fetch of it in progress (its lock), so a half-made one is not cut short."""
         target = self._resolve(what)
-        _rmtree(target)
+        with self._locked(target.name, sys.stderr):
+            _rmtree(target)
         return [target]
 
     def remove_all(self) -> builtins.list[Path]:
-        """Remove every environment, complete or not. Returns the removed paths."""
+        """Remove every environment, complete or not, each under its lock. Returns the removed paths."""
         removed = self._dirs()
         for path in removed:
-            _rmtree(path)
+            with self._locked(path.name, sys.stderr):
+                _rmtree(path)
         return removed
 
     def _resolve(self, what: str) -> Path:

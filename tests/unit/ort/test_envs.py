@@ -304,7 +304,9 @@ def test_remove_all_takes_complete_and_incomplete_environments(tmp_path: Path) -
     incomplete.mkdir()
     (tmp_path / ".gitignore").write_text("*\n")
     assert EnvCache(tmp_path).remove_all() == sorted([complete, incomplete])
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".gitignore"]
+    # Only the locks each removal took are left (a creation in progress would have been waited for).
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".gitignore", ".locks"]
+    assert not [p for p in (tmp_path / ".locks").iterdir() if not p.name.endswith(".lock")]
 
 
 # The project root --------------------------------------------------------------------------------
