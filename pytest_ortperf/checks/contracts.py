@@ -139,20 +139,39 @@ def judge_speedup(
     )
 
 
-def judge_agreement(key: CheckKey, contract: Contract, shares: Mapping[str, float]) -> ContractResult:
-    """Every output's agreeing share against the bound; the least agreeing output decides."""
+def judge_agreement(
+    key: CheckKey,
+    contract: Contract,
+    shares: Mapping[str, float],
+    *,
+    one_sided: Sequence[str] = (),
+    not_compared: Sequence[str] = (),
+) -> ContractResult:
+    """Every output's agreeing share against the bound; the least agreeing output decides. An output
+    only one of the two variants gives (``one_sided``) agrees on nothing; one that holds no array to
+    compare (``not_compared``: absent on both sides, a sparse tensor) is named, never dropped."""
     head = f"contract of {key.test}: {key.variant} {contract.describe()}"
+    shares = {**shares, **{name: 0.0 for name in one_sided}}
+    unjudged = (
+        f"; not compared: {', '.join(repr(name) for name in not_compared)} (no array on either side)"
+        if not_compared
+        else ""
+    )
     if not shares:
         return ContractResult(
             key,
             contract,
             Status.ERROR,
             failed=True,
-            message=f"{head}: no output to compare ({contract.source}).",
+            message=f"{head}: no output to compare{unjudged} ({contract.source}).",
         )
     worst_name = min(shares, key=lambda name: shares[name])
     worst = shares[worst_name]
-    listed = ", ".join(f"{name!r} {share:.4g}" for name, share in shares.items())
+    listed = ", ".join(
+        f"{name!r} {share:.4g}{' (given by one variant only)' if name in one_sided else ''}"
+        for name, share in shares.items()
+    )
+    listed += unjudged
     if worst < contract.bound:
         message = f"{head} FAILED: output {worst_name!r} agrees on {worst:.4g} (outputs: {listed})"
         status = Status.FAILED

@@ -76,14 +76,24 @@ class ContractCheck:
             watchdog = context.run.watchdog
             # Agreement is a share of elements or of class rows: of every array the outputs hold (a
             # map's values, a sequence's elements), under their leaf names.
-            actual = flatten(run_outputs(context.built, target.inputs, watchdog)).leaves
-            expected = flatten(run_outputs(other, target.inputs, watchdog)).leaves
+            mine = run_outputs(context.built, target.inputs, watchdog)
+            theirs = run_outputs(other, target.inputs, watchdog)
+            actual, expected = flatten(mine).leaves, flatten(theirs).leaves
             shares = {
                 name: agreement(actual[name], expected[name], self._tolerance(name, expected[name]))
                 for name in expected
                 if name in actual
             }
-            return self._publish(judge_agreement(key, contract, shares))
+            leaves = {*actual, *expected}
+            unjudged = sorted(
+                name
+                for name in {*mine, *theirs}
+                if not any(leaf == name or leaf.startswith(f"{name}[") for leaf in leaves)
+            )
+            one_sided = sorted(set(actual) ^ set(expected))
+            return self._publish(
+                judge_agreement(key, contract, shares, one_sided=one_sided, not_compared=unjudged)
+            )
         rounds, speedup = self._speedup(other, target, contract.bound)
         first = None
         if speedup.high < contract.bound:  # a failure is measured again before it fails the test

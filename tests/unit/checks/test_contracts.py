@@ -123,6 +123,22 @@ def test_agreement_is_decided_by_the_least_agreeing_output() -> None:
     assert "output 'boxes' agrees on 0.98" in short.message
 
 
+def test_agreement_never_drops_an_output_it_could_not_compare() -> None:
+    """An output one variant gives and the other not agrees on nothing; one with no array on either
+    side (absent, sparse) is named in the message, never dropped."""
+    contract = Contract(AGREEMENT, "cpu-all", 0.99, "m")
+    one_sided = judge_agreement(KEY, contract, {"label": 1.0}, one_sided=["probabilities"])
+    assert one_sided.failed
+    assert "output 'probabilities' agrees on 0 " in one_sided.message
+    assert "'probabilities' 0 (given by one variant only)" in one_sided.message
+    named = judge_agreement(KEY, contract, {"label": 1.0}, not_compared=["extra"])
+    assert named.status is Status.OK
+    assert "holds: 'label' 1; not compared: 'extra' (no array on either side)" in named.message
+    nothing = judge_agreement(KEY, contract, {}, not_compared=["extra"])
+    assert nothing.status is Status.ERROR
+    assert "no output to compare; not compared: 'extra'" in nothing.message
+
+
 def test_agreement_counts_rows_by_arg_max_and_other_outputs_by_tolerance() -> None:
     tolerance = PRECISION_TOLERANCES[Precision.FP16]
     scores = np.array([[0.1, 0.9], [0.8, 0.2], [0.4, 0.6], [0.3, 0.7]], np.float32)
