@@ -57,6 +57,7 @@ from pytest_ortperf.reports.terminal import (
     inputs_lines,
     lock_wait_lines,
     profile_lines,
+    repaired_lines,
 )
 from pytest_ortperf.reports.tradeoffs import tradeoff_tables, worth_showing
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
@@ -591,10 +592,23 @@ class OrtperfRun:
             version=__version__,
             traces=self.traces(),
             unused=self.update_report.unused if self.update_report else self.strict_unused,
-            run_errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
+            run_errors=[
+                *([self.finish_error] if self.finish_error else []),
+                *lost_workers,
+                *self._repair_warnings(),
+            ],
             html_path=config.html_path,
             profiles=[*self.profile_records(), *self.results.worker_profiles()],
         )
+
+    def _repair_warnings(self) -> list[str]:
+        """For the reports: each repaired file whose damaged copy holds parts the new one lacks, and
+        those parts (the terminal shows the same lines)."""
+        return [
+            "; ".join(line.strip() for line in repaired_lines(repaired)[1:])
+            for repaired in self.store.repaired
+            if repaired.lost
+        ]
 
     def summary(self, lost_workers: Sequence[str]) -> RunSummary:
         """What the terminal summary shows."""

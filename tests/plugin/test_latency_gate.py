@@ -602,8 +602,11 @@ def test_a_narrowed_repair_keeps_every_readable_entry_and_names_the_damaged_one(
     damaged = text[:at] + '"variant" ' + text[at + len('"variant": ') :]  # one colon lost, in one entry
     path.write_text(damaged, encoding="utf-8")
 
-    result = pytester.runpytest("--ortperf-update", "--ortperf-repair", "-k", "iris")
+    result = pytester.runpytest("--ortperf-update", "--ortperf-repair", "-k", "iris", "--ortperf-report=r.json")
     result.assert_outcomes(passed=1, deselected=3)
+    (warning,) = json.loads((pytester.path / "r.json").read_text(encoding="utf-8"))["run_errors"]
+    assert warning.startswith("WARNING: 1 damaged part of ")  # every report says what was left behind
+    assert "entry 'test_wine[cpu-all]' (not JSON at line " in warning
     result.stdout.fnmatch_lines(
         [
             "repaired *test_several.py.json: the damaged file was kept as test_several.py.json.damaged-*; "
