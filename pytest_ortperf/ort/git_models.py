@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pytest_ortperf.errors import ModelError, UsageError
 from pytest_ortperf.ort.git_lfs import parse_pointer, smudge
-from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, is_lfs_pointer
+from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, graph_tensors, is_lfs_pointer
 
 _TIMEOUT_S = 60
 AUTO = "auto"
@@ -274,24 +274,11 @@ def external_locations(data: bytes) -> list[str]:
     except Exception:  # unreadable here: ONNX Runtime says why when it builds the session
         return []
     found: dict[str, None] = {}
-    graphs = [proto.graph]
-    while graphs:
-        graph = graphs.pop()
-        tensors = [*graph.initializer]
-        tensors += [t for sparse in graph.sparse_initializer for t in (sparse.values, sparse.indices)]
-        for node in graph.node:
-            for attribute in node.attribute:
-                if attribute.HasField("t"):
-                    tensors.append(attribute.t)
-                tensors.extend(attribute.tensors)
-                if attribute.HasField("g"):
-                    graphs.append(attribute.g)
-                graphs.extend(attribute.graphs)
-        for tensor in tensors:
-            if tensor.data_location == onnx.TensorProto.EXTERNAL:
-                location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-                if location:
-                    found[location] = None
+    for tensor in graph_tensors(proto):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            if location:
+                found[location] = None
     return list(found)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,8 +169,7 @@ def uses_external_data(path: Path) -> bool:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception:  # unreadable here: ORT reports it when the session is built
         return False
-    constants = [a.t for node in proto.graph.node for a in node.attribute if a.HasField("t")]
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in [*proto.graph.initializer, *constants])
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in graph_tensors(proto))
 
 
 def weight_bytes(model: ModelSource) -> int | None:
@@ -186,24 +186,32 @@ def weight_bytes(model: ModelSource) -> int | None:
     except Exception:  # unreadable here: ORT reports it when the session is built
         return None
     total = 0
+    for tensor in graph_tensors(proto):
+        if tensor.data_type == onnx.TensorProto.STRING:
+            return None
+        count = 1
+        for dim in tensor.dims:
+            count *= dim
+        total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    return total
+
+
+def graph_tensors(proto: Any) -> Iterator[Any]:
+    """Every tensor a model (an ``onnx.ModelProto``) holds, in its graph and all its subgraphs:
+    initializers, a sparse initializer's values and indices, and tensors held by node attributes
+    (a Constant's value, tensor-list attributes)."""
     graphs = [proto.graph]
     while graphs:
         graph = graphs.pop()
-        tensors = list(graph.initializer)
-        tensors += [sparse.values for sparse in graph.sparse_initializer]
-        tensors += [sparse.indices for sparse in graph.sparse_initializer]
+        yield from graph.initializer
+        for sparse in graph.sparse_initializer:
+            yield sparse.values
+            yield sparse.indices
         for node in graph.node:
             for attribute in node.attribute:
                 if attribute.HasField("t"):
-                    tensors.append(attribute.t)
+                    yield attribute.t
+                yield from attribute.tensors
                 if attribute.HasField("g"):
                     graphs.append(attribute.g)
                 graphs.extend(attribute.graphs)
-        for tensor in tensors:
-            if tensor.data_type == onnx.TensorProto.STRING:
-                return None
-            count = 1
-            for dim in tensor.dims:
-                count *= dim
-            total += count * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-    return total
