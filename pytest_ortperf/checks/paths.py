@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_ortperf.store.baselines import BaselineEntry, Figures
-from pytest_ortperf.store.recipe import CONTROLLED, same_recipe
+from pytest_ortperf.store.recipe import CONTROLLED, data_changed, same_recipe
 
 _RUNTIME = ("ort_version", "ort_flavour")
 
@@ -82,6 +82,12 @@ def choose(
     if entry is None or not recorded_on:
         return Plan(Route.MISSING, reason="no machine has one yet")
     if same_recipe(entry.recipe, current):
+        data = data_changed(entry.recipe, current)
+        if data:  # the same .onnx with other weights beside it: the recorded data is not kept
+            stored = Plan(Route.STORED, figures=figures, recorded=recorded)
+            return without_reference(
+                stored, f"{data}, and the recorded ones cannot be rebuilt", recorded_on=recorded_on
+            )
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime

@@ -99,7 +99,7 @@ class FootprintCheck:
         ab = None if policy.update else context.ab()
         if ab is not None:
             # Across runtimes the same bytes are still two sides; in one runtime they are one.
-            if ab.source is None or (ab.source.sha256 == built.model.sha256 and not ab.across_runtimes):
+            if ab.source is None or (ab.source.content == built.model.content and not ab.across_runtimes):
                 alone = self.figures(self._measure([here], target, activity, self.glance_processes)[0])
                 reason = ab.reason if ab.source is None else f"identical to {ab.label}, nothing to compare"
                 identical = ab.source is not None

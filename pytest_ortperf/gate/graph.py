@@ -116,7 +116,7 @@ class GraphCheck:
         path = f"side by side vs {ab.label}"
         if ab.source is None:
             return self._alone(target, current, Status.NO_REFERENCE, path, ab.reason, notes)
-        if ab.source.sha256 == built.model.sha256 and not ab.across_runtimes:
+        if ab.source.content == built.model.content and not ab.across_runtimes:
             why = f"identical to {ab.label}, nothing to compare"
             return self._alone(target, current, Status.IDENTICAL_TO_REFERENCE, path, why, notes)
         return self._against(target, current, notes, ab.source, built.settings, ab.label, ab.python)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from pytest_ortperf.errors import ModelError, UsageError
 from pytest_ortperf.ort.git_lfs import parse_pointer, smudge
-from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, graph_tensors, is_lfs_pointer
+from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, is_lfs_pointer, tensor_locations
 
 _TIMEOUT_S = 60
 AUTO = "auto"
@@ -273,13 +273,7 @@ def external_locations(data: bytes) -> list[str]:
         proto = onnx.load_from_string(data)
     except Exception:  # unreadable here: ONNX Runtime says why when it builds the session
         return []
-    found: dict[str, None] = {}
-    for tensor in graph_tensors(proto):
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-            if location:
-                found[location] = None
-    return list(found)
+    return tensor_locations(proto)
 
 
 def _write_with_data(

@@ -39,6 +39,9 @@ class ModelSource:
     path: Path | None = None
     data: bytes | None = None
     git_blob: str = ""  # the id git gives these bytes (``git hash-object``): where a commit keeps them
+    # The digest of the external data files the model names (its weights beside it), "" when none:
+    # the .onnx file's own sha256 does not change when only they do.
+    data_sha256: str = ""
     # The transformer optimizer's options when this is its output (ort/transformers.py): then
     # ``git_blob`` is the id of the model it was made from.
     transformers: tuple[tuple[str, Any], ...] = ()
@@ -46,6 +49,11 @@ class ModelSource:
     # as sorted (key, value) pairs, nested values as canonical JSON text, so the source stays
     # hashable; then ``git_blob`` is the id of the model it was made from.
     precision: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def content(self) -> tuple[str, str]:
+        """What makes two models the same model: the .onnx file's bytes and its external data's."""
+        return self.sha256, self.data_sha256
 
     @property
     def ort_input(self) -> str | bytes:
@@ -66,6 +74,7 @@ class ModelResolver:
     def __init__(self, rootdir: Path) -> None:
         self._rootdir = rootdir
         self._digests: dict[tuple[Path, int, int], tuple[str, str]] = {}
+        self._locations: dict[tuple[Path, int, int], list[str]] = {}
 
     def resolve(self, spec: Any, *, test_dir: Path, origin: str) -> ModelSource:
         """Resolve a path (relative to ``test_dir``, then rootdir), a ModelProto or bytes.
@@ -115,7 +124,27 @@ class ModelResolver:
             found = found / ZOO_MODEL_NAME
         path = found.resolve()
         sha256, blob = self._digest_file(path, origin)
-        return ModelSource(label=self._label(path), sha256=sha256, path=path, git_blob=blob)
+        data = self._digest_data(path, origin)
+        return ModelSource(label=self._label(path), sha256=sha256, path=path, git_blob=blob, data_sha256=data)
+
+    def _digest_data(self, path: Path, origin: str) -> str:
+        """The digest of the external data files ``path`` names, each file's sha256 under its location
+        (each file read once per content); "" for a model without external data."""
+        try:
+            stat = path.stat()
+        except OSError:
+            return ""  # _digest_file has read it just now; a file gone since is ORT's to report
+        key = (path, stat.st_mtime_ns, stat.st_size)
+        if key not in self._locations:  # a parse of the model, once per content
+            self._locations[key] = external_data_locations(path)
+        locations = self._locations[key]
+        if not locations:
+            return ""
+        digest = hashlib.sha256()
+        for location in sorted(locations):
+            sha256, _ = self._digest_file(path.parent / location, origin)
+            digest.update(f"{location}\0{sha256}\n".encode())
+        return digest.hexdigest()
 
     def _label(self, path: Path) -> str:
         try:
@@ -159,6 +188,31 @@ def _digest_bytes(data: bytes) -> str:
 def git_blob_id(data: bytes) -> str:
     """The object id git gives ``data`` as a file's content (what ``git hash-object`` prints)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def external_data_locations(path: Path) -> list[str]:
+    """The external data files the model at ``path`` names (``location`` of its tensors, relative to
+    its folder), each once; [] when it names none or cannot be parsed here (ORT then says why)."""
+    import onnx  # a dependency; imported here so resolving a path stays cheap
+
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception:  # unreadable here: ORT reports it when the session is built
+        return []
+    return tensor_locations(proto)
+
+
+def tensor_locations(proto: Any) -> list[str]:
+    """The external data locations an ``onnx.ModelProto``'s tensors name, each once, in order."""
+    import onnx
+
+    found: dict[str, None] = {}
+    for tensor in graph_tensors(proto):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            if location:
+                found[location] = None
+    return list(found)
 
 
 def uses_external_data(path: Path) -> bool:

@@ -18,7 +18,7 @@ from pytest_ortperf.ort.precision import recipe_of
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.store.machine import Machine
-from pytest_ortperf.store.recipe import CONTROLLED, canonical, same_recipe
+from pytest_ortperf.store.recipe import CONTROLLED, MODEL_DATA, canonical, data_changed, same_recipe
 from pytest_ortperf.version import __version__
 
 # Keys compared for "what changed", with how they are named in reports.
@@ -67,6 +67,7 @@ def environment(
         "model": portable_label(built.model.label),
         "model_sha256": built.model.sha256,
         "model_git_blob": built.model.git_blob,
+        **({MODEL_DATA: built.model.data_sha256} if built.model.data_sha256 else {}),
         **({"model_transformers": dict(built.model.transformers)} if built.model.transformers else {}),
         **({"model_precision": recipe_of(built.model)} if built.model.precision else {}),
         "variant": built.variant.id,
@@ -125,9 +126,10 @@ def recipe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> l
     run's environment): one line per controlled key; empty when the recipe is the same
     (:func:`~pytest_ortperf.store.recipe.same_recipe`). A key the recorded recipe lacks (an entry
     written by an older version) is named too: what was not recorded cannot be shown unchanged."""
+    data = data_changed(recorded, current)
     if same_recipe(recorded, current):
-        return []
-    changes = []
+        return [data] if data else []
+    changes = [data] if data else []
     for key in CONTROLLED:
         if key not in recorded:
             changes.append(f"the recorded recipe has no {key} (recorded by an older version)")

@@ -25,9 +25,14 @@ CONTROLLED = (
     "providers_used",
     "variant",
 )
+# The digest of a model's external data files (its weights beside the .onnx), when it has any. Not in
+# CONTROLLED: an entry recorded before it existed still matches; where both sides have it, a change
+# is a changed model (data_changed).
+MODEL_DATA = "model_data_sha256"
 # Keys of an environment kept in the recipe.
 RECIPE_KEYS = (
     *CONTROLLED,
+    MODEL_DATA,
     "model",
     "model_git_blob",
     "model_transformers",
@@ -52,6 +57,17 @@ def same_recipe(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     did not record cannot be shown unchanged). Values are compared as a baseline file holds them,
     so a recipe read back from a file matches the one it was written from."""
     return all(key in a and key in b and canonical(a[key]) == canonical(b[key]) for key in CONTROLLED)
+
+
+def data_changed(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+    """Why the model's external data files differ from those ``recorded`` measured, or "": the .onnx
+    file can be the same while its weights beside it changed. An entry recorded before the digest
+    existed, or a model without external data, has nothing to compare."""
+    before, after = recorded.get(MODEL_DATA), current.get(MODEL_DATA)
+    if not isinstance(before, str) or not before or before == after:
+        return ""
+    now = f"{after[:12]}" if isinstance(after, str) and after else "none"
+    return f"the model's external data files changed (sha256 {before[:12]} -> {now})"
 
 
 def same_or_identical(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

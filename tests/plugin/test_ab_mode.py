@@ -185,6 +185,55 @@ def test_a_model_with_external_data_is_compared_with_its_data_at_the_revision(
     assert (written.parent / "model.data").stat().st_size < (pytester.path / "model.data").stat().st_size
 
 
+def _save_with_data(path: Path, seed: int) -> None:
+    if (path.parent / "model.data").exists():
+        (path.parent / "model.data").unlink()  # onnx appends to an existing data file
+    onnx.save(mlp_model(**FAST, seed=seed), path, save_as_external_data=True, location="model.data", size_threshold=0)
+
+
+def test_a_model_whose_external_data_alone_changed_is_compared_not_identical(pytester: pytest.Pytester) -> None:
+    """New weights in model.data, the .onnx byte for byte the same: not 'identical to HEAD' with nothing
+    compared, but measured and compared side by side; its outputs differ."""
+    git(pytester, "init", "-q")
+    model = pytester.path / "model.onnx"
+    _save_with_data(model, seed=0)
+    recorded = model.read_bytes()
+    git(pytester, "add", "model.onnx", "model.data")
+    git(pytester, "-c", "user.name=T", "-c", "user.email=t@t", "commit", "-q", "-m", "model")
+    _save_with_data(model, seed=1)
+    assert model.read_bytes() == recorded  # only the weights beside it changed
+    suite(pytester)
+    result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED*"])
+    (latency,) = report(pytester)["latency"]
+    assert latency["mode"] == "a/b"
+    assert latency["verdict"] != "identical to reference"
+    assert latency["reference"]["median_ms"] > 0
+
+
+def test_a_baseline_whose_external_data_alone_changed_is_not_taken_as_unchanged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recorded, then new weights in model.data with the .onnx byte for byte the same: the latency check
+    is not 'unchanged' with nothing judged. The recorded data is not kept, so on a runner class with no
+    figures the check is missing, saying why, and fails."""
+    model = pytester.path / "model.onnx"
+    _save_with_data(model, seed=0)
+    suite(pytester)
+    monkeypatch.setenv("ORTPERF_MACHINE", "runner-a")
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    recipe = next(iter(json.loads((pytester.path / "baselines" / "test_ab.py.json").read_text())["entries"].values()))["recipe"]
+    assert recipe["model_data_sha256"]
+    _save_with_data(model, seed=1)
+    monkeypatch.setenv("ORTPERF_MACHINE", "runner-b")
+    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the model's external data files changed (sha256 * -> *)*"])
+    (latency,) = report(pytester)["latency"]
+    assert latency["verdict"] == "missing"
+
+
 def test_a_reference_that_cannot_run_on_the_current_inputs_fails_with_a_message(
     pytester: pytest.Pytester,
 ) -> None:

@@ -142,3 +142,33 @@ def test_a_recipe_without_one_of_the_controlled_fields_is_never_unchanged(key: s
     assert key in plan.reason
     assert "re-record" in plan.reason
     assert choose(entry(HERE, recipe=old), now(), HERE, update=False).route is not Route.UNCHANGED
+
+
+def test_a_model_whose_external_data_alone_changed_is_never_unchanged() -> None:
+    """The same .onnx with other weights beside it: the recorded data is not kept anywhere to rebuild,
+    so this hardware's figures decide, or the check is missing, saying why."""
+    recorded = {**RECIPE, "model_data_sha256": "d" * 64}
+    assert choose(entry(THERE, recipe=recorded), now(model_data_sha256="d" * 64), HERE, update=False).route is (
+        Route.UNCHANGED
+    )
+    here = choose(entry(THERE, HERE, recipe=recorded), now(model_data_sha256="e" * 64), HERE, update=False)
+    assert here.route is Route.STORED
+    assert here.reason == (
+        f"the model's external data files changed (sha256 {'d' * 12} -> {'e' * 12}), and the recorded ones "
+        "cannot be rebuilt"
+    )
+    elsewhere = choose(entry(THERE, recipe=recorded), now(model_data_sha256="e" * 64), HERE, update=False)
+    assert elsewhere.route is Route.MISSING
+    assert elsewhere.reason.startswith("the model's external data files changed")
+    # An entry recorded before the digest existed has nothing to compare it with.
+    assert choose(entry(THERE), now(model_data_sha256="e" * 64), HERE, update=False).route is Route.UNCHANGED
+
+
+def test_a_changed_external_data_digest_is_named_among_the_recipes_changes() -> None:
+    from pytest_ortperf.store.environment import recipe_changes
+
+    recorded = {**RECIPE, "model_data_sha256": "d" * 64}
+    assert recipe_changes(recorded, now(model_data_sha256="e" * 64)) == [
+        f"the model's external data files changed (sha256 {'d' * 12} -> {'e' * 12})"
+    ]
+    assert recipe_changes(recorded, now(model_data_sha256="d" * 64)) == []

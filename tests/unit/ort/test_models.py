@@ -269,3 +269,24 @@ def test_only_a_small_file_that_starts_like_a_pointer_is_one(float_model: onnx.M
     assert not is_lfs_pointer(POINTER + b"x" * 1024)  # git-lfs pointers are below 1024 bytes
     assert not is_lfs_pointer(b"  " + POINTER)
     assert not is_lfs_pointer(float_model.SerializeToString())
+
+
+def test_a_models_external_data_has_its_own_digest_which_follows_the_weights(tmp_path: Path) -> None:
+    """The .onnx of a model with external data names its weights' file, offset and length only: new
+    weights of the same shapes leave it byte for byte the same, and its data digest changes."""
+    from tests.models import mlp_model
+
+    def saved(seed: int) -> ModelSource:
+        (tmp_path / "model.data").unlink(missing_ok=True)  # onnx appends to an existing data file
+        path = tmp_path / "model.onnx"
+        onnx.save(mlp_model(2, 64, seed=seed), path, save_as_external_data=True, location="model.data", size_threshold=0)
+        return ModelResolver(tmp_path).resolve("model.onnx", test_dir=tmp_path, origin="test")
+
+    first, again, other = saved(0), saved(0), saved(1)
+    assert first.data_sha256
+    assert first.content == again.content
+    assert other.sha256 == first.sha256  # the .onnx file is the same
+    assert other.data_sha256 != first.data_sha256
+    plain = tmp_path / "plain.onnx"
+    onnx.save(mlp_model(2, 64), plain)
+    assert ModelResolver(tmp_path).resolve("plain.onnx", test_dir=tmp_path, origin="test").data_sha256 == ""

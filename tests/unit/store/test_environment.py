@@ -177,8 +177,9 @@ def test_environment_read_back_from_a_baseline_file_shows_no_change(tmp_path: Pa
     stats = LatencyStats(1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1000.0, (1.0,))
     recipe, measured_on = split(env)
     # every key of an environment has its place (model_transformers: only with the pre-pass;
-    # model_precision: only for a precision variant's built model)
-    assert set(recipe) == set(RECIPE_KEYS) - {"model_transformers", "model_precision"}
+    # model_precision: only for a precision variant's built model; model_data_sha256: only for a
+    # model with external data files)
+    assert set(recipe) == set(RECIPE_KEYS) - {"model_transformers", "model_precision", "model_data_sha256"}
     assert set(measured_on) == set(MEASURED_KEYS)
     figures = Figures("2025-01-02", stats, measured_on=measured_on)
     text = render({"test_x": BaselineEntry("cpu-all", "2025-01-02", recipe, figures={"ci": figures})})
