@@ -103,7 +103,10 @@ def test_a_sized_detector_is_recorded_at_its_shape_shown_and_gated_when_it_chang
     pytester.runpytest(*ONE_LEVEL).assert_outcomes(passed=2)
 
     onnx.save(detector_model(seed=1), pytester.path / "detector.onnx")  # retrained: other weights
-    changed = pytester.runpytest(*ONE_LEVEL)
+    # The recorded model is neither in git nor in a model cache here, so stored figures decide latency:
+    # on a loaded 2-core machine their 10% threshold can be crossed by noise (+20.7% was seen). This
+    # step is about the outputs, so latency gets a threshold no same-size model crosses.
+    changed = pytester.runpytest(*ONE_LEVEL, "--ortperf-latency-threshold=1000%")
     changed.assert_outcomes(passed=1, failed=1)
     changed.stdout.fnmatch_lines(["*test_accuracy*", "*output 'heatmap': FAILED*"])
 
