@@ -23,6 +23,7 @@ from pytest_ortperf.checks.contracts import Contract, parse_contracts
 from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
+from pytest_ortperf.gate.runtimes import FETCH_CHOICES
 from pytest_ortperf.graph.diff import parse_graph_mode, parse_graph_threshold
 from pytest_ortperf.latency.decision import parse_threshold
 from pytest_ortperf.latency.measure import MeasureSettings
@@ -211,9 +212,9 @@ def _fetch_runtime(config: Any) -> bool:
     """``ortperf_fetch_runtime``: auto (fetch a recorded runtime on demand) or never."""
     value, where = _value(config, "ortperf_fetch_runtime")
     text = option_text(value, source=where).strip().lower()
-    if text not in ("auto", "never"):
-        raise UsageError(f"{where}: expected auto or never, got {safe_repr(value)}.")
-    return text == "auto"
+    if text not in FETCH_CHOICES:
+        raise UsageError(f"{where}: expected {' or '.join(FETCH_CHOICES)}, got {safe_repr(value)}.")
+    return text == FETCH_CHOICES[0]
 
 
 def _ab_outputs(config: Any) -> bool:
