@@ -98,13 +98,9 @@ def _stored_reasons(pytester: pytest.Pytester) -> list[str]:
     return [str(check["stored_reason"]) for check in found]
 
 
-@pytest.mark.slow
-def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A version the index does not have (offline here: an empty --find-links, no index): the first
-    check tries, the run's other checks are told the same reason without trying, and the next run tries
-    again."""
+def _recorded_with_a_runtime_pip_cannot_find(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tests recorded, their baselines then naming onnxruntime 0.0.0.1, and pip offline (no index,
+    an empty --find-links): a fetch of the recorded runtime fails with pip's own reason."""
     _two_tests(pytester)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
     for baseline in (pytester.path / "baselines").glob("*.json"):
@@ -113,6 +109,16 @@ def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
     empty.mkdir()
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
+
+
+@pytest.mark.slow
+def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version the index does not have (offline here: an empty --find-links, no index): the first
+    check tries, the run's other checks are told the same reason without trying, and the next run tries
+    again."""
+    _recorded_with_a_runtime_pip_cannot_find(pytester, monkeypatch)
 
     result = pytester.runpytest("--ortperf-report=report.json", LENIENT_STORED, *QUICK)
     result.assert_outcomes(passed=2)
@@ -153,14 +159,7 @@ def test_xdist_workers_of_one_run_try_a_failing_fetch_once(
 ) -> None:
     """Two workers need the same recorded runtime: one tries (and fails), the other is told the
     remembered reason; the summary says it once."""
-    _two_tests(pytester)
-    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=2)
-    for baseline in (pytester.path / "baselines").glob("*.json"):
-        _recorded_runtime(baseline, "onnxruntime", "0.0.0.1")
-    empty = pytester.path / "no-wheels"
-    empty.mkdir()
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(empty))
+    _recorded_with_a_runtime_pip_cannot_find(pytester, monkeypatch)
 
     result = pytester.runpytest_subprocess("-n", "2", "--ortperf-report=report.json", LENIENT_STORED, *QUICK)
     result.assert_outcomes(passed=2)
