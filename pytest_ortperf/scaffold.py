@@ -241,6 +241,23 @@ def _workflow(ci: str, branch: str, providers: Sequence[str], *, lfs: bool = Fal
     # python image gets it from Debian, since the gate reads recorded models from their LFS objects).
     github_lfs = "\n          lfs: true  # the models are in Git LFS" if lfs else ""
     azure_lfs = "\n        lfs: true  # the models are in Git LFS" if lfs else ""
+    # Both GitHub jobs: the checkout with its history, Python, the install, and the caches.
+    github_setup = f"""      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0  # changed models are measured against the recorded ones, read with git{github_lfs}
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - name: Install
+        run: {install}
+      - name: Model cache and reference runtimes
+        uses: actions/cache@v4
+        with:
+          path: |
+            .ortperf/models
+            .ortperf/envs
+          key: ortperf-${{{{ runner.os }}}}-${{{{ github.sha }}}}
+          restore-keys: ortperf-${{{{ runner.os }}}}-"""
     gitlab_lfs = "\n    - apt-get update -qq && apt-get install -y -qq git-lfs && git lfs pull" if lfs else ""
     if ci == "github":
         return f"""# pytest-ortperf: the ONNX model gate (written by ortperf init).
@@ -264,22 +281,7 @@ jobs:
     if: github.event_name == 'pull_request' || github.event_name == 'push'
     runs-on: ubuntu-24.04
     steps:
-      - uses: actions/checkout@v4
-        with:
-          fetch-depth: 0  # changed models are measured against the recorded ones, read with git{github_lfs}
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.12"
-      - name: Install
-        run: {install}
-      - name: Model cache and reference runtimes
-        uses: actions/cache@v4
-        with:
-          path: |
-            .ortperf/models
-            .ortperf/envs
-          key: ortperf-${{{{ runner.os }}}}-${{{{ github.sha }}}}
-          restore-keys: ortperf-${{{{ runner.os }}}}-
+{github_setup}
       - name: Pull requests - each changed model side by side with the base branch's
         if: github.event_name == 'pull_request'
         run: {AB}
@@ -300,22 +302,7 @@ jobs:
     if: github.event_name != 'pull_request'
     runs-on: ubuntu-24.04
     steps:
-      - uses: actions/checkout@v4
-        with:
-          fetch-depth: 0{github_lfs}
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.12"
-      - name: Install
-        run: {install}
-      - name: Model cache and reference runtimes
-        uses: actions/cache@v4
-        with:
-          path: |
-            .ortperf/models
-            .ortperf/envs
-          key: ortperf-${{{{ runner.os }}}}-${{{{ github.sha }}}}
-          restore-keys: ortperf-${{{{ runner.os }}}}-
+{github_setup}
       - name: Record what this runner's hardware lacks (a changed recipe is judged, never recorded)
         run: {RECORD}
       - name: Did it record anything?
