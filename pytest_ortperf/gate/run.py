@@ -36,7 +36,7 @@ from pytest_ortperf.ort.inputs import (
     load_feeds,
     specs_from_session,
 )
-from pytest_ortperf.ort.models import ModelResolver, ModelSource, uses_external_data
+from pytest_ortperf.ort.models import ModelResolver, ModelSource
 from pytest_ortperf.ort.probe import ProviderProber
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.runtime import RuntimeInfo, import_onnxruntime, runtime_info
@@ -433,7 +433,7 @@ class OrtperfRun:
                 and self.model_cache is not None
                 and sha256
                 # a model with external data files: its .onnx bytes alone are not the model
-                and not (model.path is not None and uses_external_data(model.path))
+                and not model.has_external_data
             ):
                 data = self.model_cache.get(sha256)
                 if data is not None:
@@ -461,7 +461,7 @@ class OrtperfRun:
         if self.model_cache is None or model.sha256 in self._cached:
             return
         self._cached.add(model.sha256)
-        if model.path is not None and uses_external_data(model.path):
+        if model.has_external_data:
             return  # its bytes alone are not the model
         try:
             data = model.data if model.data is not None else model.path.read_bytes() if model.path else None

@@ -51,6 +51,12 @@ class ModelSource:
     precision: tuple[tuple[str, Any], ...] = ()
 
     @property
+    def has_external_data(self) -> bool:
+        """Whether it keeps tensors in files beside it (then ORT needs its path, and its bytes alone are
+        not the model): known from resolving it, without parsing it again."""
+        return bool(self.data_sha256)
+
+    @property
     def content(self) -> tuple[str, str]:
         """What makes two models the same model: the .onnx file's bytes and its external data's."""
         return self.sha256, self.data_sha256
@@ -213,17 +219,6 @@ def tensor_locations(proto: Any) -> list[str]:
             if location:
                 found[location] = None
     return list(found)
-
-
-def uses_external_data(path: Path) -> bool:
-    """Whether the model keeps tensors in separate files (``git show`` of the .onnx alone lacks them)."""
-    import onnx  # a dependency; imported here so resolving a path stays cheap
-
-    try:
-        proto = onnx.load(str(path), load_external_data=False)
-    except Exception:  # unreadable here: ORT reports it when the session is built
-        return False
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in graph_tensors(proto))
 
 
 def weight_bytes(model: ModelSource) -> int | None:

@@ -42,7 +42,7 @@ import numpy.typing as npt
 
 from pytest_ortperf.errors import ModelError, UsageError
 from pytest_ortperf.ort.inputs import InputOptions, InputSpec, specs_from_session, synthesize
-from pytest_ortperf.ort.models import ModelSource, uses_external_data
+from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.variants import Precision
 
 Array = npt.NDArray[Any]
@@ -147,7 +147,7 @@ def build_precision(
             f"'{model.label}': the {precision.value} model is calibrated on input sets, and none were "
             f"given to {method}."
         )
-    if model.path is not None and uses_external_data(model.path):
+    if model.has_external_data:
         raise ModelError(
             f"'{model.label}': building the {precision.value} model needs a model without external "
             "data files."

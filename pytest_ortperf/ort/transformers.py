@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.ort.models import ModelSource, uses_external_data
+from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.values import safe_repr
 
 # What ``ort_model(transformers=...)`` takes, and the type of each value.
@@ -74,7 +74,7 @@ def prepare(
     """``model`` after ``optimize_model`` with ``options``, from the cache when this model, these options
     and this onnxruntime made it before. The prepared source keeps the model's git object id, so the
     recorded model can be found in git and prepared again."""
-    if model.path is not None and uses_external_data(model.path):
+    if model.has_external_data:
         raise ModelError(
             f"'{model.label}': the transformer optimizer pre-pass needs a model without external data files."
         )

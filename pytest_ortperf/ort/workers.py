@@ -29,7 +29,7 @@ import numpy as np
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort import worker_program
-from pytest_ortperf.ort.models import ModelSource, uses_external_data, weight_bytes
+from pytest_ortperf.ort.models import ModelSource, weight_bytes
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import provider_arguments, session_recipe
 from pytest_ortperf.ort.variants import Variant
@@ -369,7 +369,7 @@ def in_memory(model: ModelSource) -> ModelSource:
     """``model`` as bytes, read once, unless it keeps tensors in separate files (then ORT needs its
     path). Both sides of a comparison build from bytes: one read from a file and the other from git
     would otherwise differ by the file read, which is no part of ORT's start-up."""
-    if model.path is None or uses_external_data(model.path):
+    if model.path is None or model.has_external_data:
         return model
     try:
         return replace(model, data=model.path.read_bytes(), path=None)
