@@ -1,9 +1,9 @@
 """Memory and start-up checks: how steady are their figures, do they stay quiet, what do they catch?
 
 Question: ``check_memory()`` and ``check_startup()`` measure a session in fresh worker processes
-(``ort/workers.py: measure_footprint``) and decide with ``footprint/memory.py: compare_memory``
+(``ort/workers.py: measure_footprint``) and decide with ``footprint/memory_figures.py: compare_memory``
 (on the CPU, ORT's arena peak and the model's weight bytes decide: 1% and at least 4 KiB; the
-resident set, where the arena is off: at least 10% and 1 MiB) and ``footprint/startup.py:
+resident set, where the arena is off: at least 10% and 1 MiB) and ``footprint/startup_figures.py:
 compare_startup`` (session creation and first run, Hodges-Lehmann ratio at 95%, 25%). Are those
 defaults right on a shared 2-core machine?
 
@@ -20,7 +20,7 @@ Method, on the CPU provider at the default session settings, per workload family
    arena peak, arena held, peak RSS added, session creation, first run and steady run.
 2. A/A: ``--repeats`` (5) times per family, a memory check (2 vs 2 processes, profiled) and a
    start-up check (7 vs 7, not profiled) of the model against itself, the processes interleaved as
-   ``gate/footprint.py: FootprintCheck._measure`` does (current, reference, reference, current...),
+   ``kinds/fresh_processes.py: FootprintCheck._measure`` does (current, reference, reference, current...),
    judged by ``compare_memory`` / ``compare_startup`` at the gate's defaults.
 3. Detection, each ``--repeats`` times, side by side the same way, the base model as the reference:
    a. ``dup-weight`` (memory): one weight tensor of about 5% of the weights duplicated, a copy
@@ -81,7 +81,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.footprint.comparison import worst  # noqa: E402
-from pytest_ortperf.footprint.memory import (  # noqa: E402
+from pytest_ortperf.footprint.memory_figures import (  # noqa: E402
     DEFAULT_FLOOR,
     DEFAULT_THRESHOLD,
     RSS_FLOOR,
@@ -90,20 +90,20 @@ from pytest_ortperf.footprint.memory import (  # noqa: E402
     compare_memory,
     size_text,
 )
-from pytest_ortperf.footprint.startup import (  # noqa: E402
+from pytest_ortperf.footprint.startup_figures import (  # noqa: E402
     CONFIDENCE as STARTUP_CONFIDENCE,
 )
-from pytest_ortperf.footprint.startup import (  # noqa: E402
+from pytest_ortperf.footprint.startup_figures import (  # noqa: E402
     DEFAULT_THRESHOLD as STARTUP_THRESHOLD,
 )
-from pytest_ortperf.footprint.startup import (  # noqa: E402
+from pytest_ortperf.footprint.startup_figures import (  # noqa: E402
     PROCESSES as STARTUP_PROCESSES,
 )
-from pytest_ortperf.footprint.startup import (  # noqa: E402
+from pytest_ortperf.footprint.startup_figures import (  # noqa: E402
     StartupFigures,
     compare_startup,
 )
-from pytest_ortperf.gate.memory import MemoryCheck  # noqa: E402
+from pytest_ortperf.kinds.memory import MemoryCheck  # noqa: E402
 from pytest_ortperf.latency.decision import Verdict, decide, ratio_interval  # noqa: E402
 from pytest_ortperf.ort.models import ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
@@ -367,7 +367,7 @@ def run_job(job: Job, family: Family) -> None:
             else:
                 count = MEMORY_PROCESSES if job.kind == MEMORY else STARTUP_PROCESSES
                 sides = [("current", job.current), ("reference", job.reference)]
-                # gate/footprint.py: FootprintCheck._measure's order, for two sides: A B B A A B ...
+                # kinds/fresh_processes.py: FootprintCheck._measure's order, for two sides: A B B A A B ...
                 order = [i if n % 2 == 0 else 1 - i for n in range(count) for i in range(2)]
                 job.samples = {"current": [], "reference": []}
                 for side in order:

@@ -81,7 +81,7 @@ if str(REPO) not in sys.path:
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
 from benchmarks.gate_quality import BENCH_TEST, log, wilson  # noqa: E402
 from benchmarks.gate_quality import run_pytest_benchmark as _run_bench  # noqa: E402
-from pytest_ortperf.checks.latency import check_ab, check_latency, stored_comparison  # noqa: E402
+from pytest_ortperf.checks.latency_verdicts import check_ab, check_latency, stored_comparison  # noqa: E402
 from pytest_ortperf.checks.paths import choose  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402

@@ -85,7 +85,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
-from pytest_ortperf.checks.latency import LatencyResult, check_ab, check_latency, stored_comparison  # noqa: E402
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_ab, check_latency, stored_comparison  # noqa: E402
 from pytest_ortperf.checks.paths import choose  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402

@@ -3,7 +3,7 @@
 Questions:
 
 1. The graph check builds, per variant, a session of its own that writes ORT's optimized model
-   (``pytest_ortperf.ort.graph.optimized_graph``) and reads it into figures
+   (``pytest_ortperf.ort.optimized_graph.optimized_graph``) and reads it into figures
    (``pytest_ortperf.graph.figures.summarize``: op histogram, fusions, canonical digest). What does
    that cost beside the plain session build the gate makes anyway, per model and optimization level?
 2. A latency check whose model changed but whose optimized graph is the recorded one's (a re-export
@@ -67,8 +67,8 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, cpu_fields, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.graph.figures import GraphFigures, short, summarize  # noqa: E402
-from pytest_ortperf.ort.graph import optimized_graph  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver, ModelSource  # noqa: E402
+from pytest_ortperf.ort.optimized_graph import optimized_graph  # noqa: E402
 from pytest_ortperf.ort.probe import ProviderProber  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info  # noqa: E402

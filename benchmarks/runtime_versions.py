@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, code_state, loadavg  # noqa: E402
 from benchmarks.gate_paths import FAMILIES, Models, fresh, side_by_side  # noqa: E402
-from pytest_ortperf.checks.latency import check_ab  # noqa: E402
+from pytest_ortperf.checks.latency_verdicts import check_ab  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.paired import INSTANCES, judge_pair, measure_pair  # noqa: E402
 from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402

@@ -16,14 +16,14 @@ from pytest_ortperf.version import __version__
 if TYPE_CHECKING:
     from pytest_ortperf.accuracy.metrics import OutputComparison
     from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
-    from pytest_ortperf.checks.accuracy import AccuracyResult, ReferenceOutcome
-    from pytest_ortperf.checks.contracts import ContractResult
-    from pytest_ortperf.checks.footprint import FootprintResult
-    from pytest_ortperf.checks.latency import LatencyResult
+    from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, ReferenceOutcome
+    from pytest_ortperf.checks.contract_verdicts import ContractResult
+    from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+    from pytest_ortperf.checks.latency_verdicts import LatencyResult
     from pytest_ortperf.checks.status import Status
     from pytest_ortperf.errors import OrtperfError
-    from pytest_ortperf.footprint.memory import MemoryFigures
-    from pytest_ortperf.footprint.startup import StartupFigures
+    from pytest_ortperf.footprint.memory_figures import MemoryFigures
+    from pytest_ortperf.footprint.startup_figures import StartupFigures
     from pytest_ortperf.latency.decision import Comparison, Verdict
     from pytest_ortperf.latency.stats import LatencyStats
     from pytest_ortperf.ort.inputs import Feeds
@@ -36,30 +36,30 @@ if TYPE_CHECKING:
     from pytest_ortperf.store.keys import CheckKey
 
 _PUBLIC = {
-    "AccuracyResult": "pytest_ortperf.checks.accuracy",
+    "AccuracyResult": "pytest_ortperf.checks.accuracy_verdicts",
     "BuiltSession": "pytest_ortperf.ort.sessions",
     "CheckKey": "pytest_ortperf.store.keys",
     "Comparison": "pytest_ortperf.latency.decision",
     "Feeds": "pytest_ortperf.ort.inputs",
-    "FootprintResult": "pytest_ortperf.checks.footprint",
-    "LatencyResult": "pytest_ortperf.checks.latency",
+    "FootprintResult": "pytest_ortperf.checks.footprint_verdicts",
+    "LatencyResult": "pytest_ortperf.checks.latency_verdicts",
     "LatencyStats": "pytest_ortperf.latency.stats",
     "MarkedProfile": "pytest_ortperf.profiling.book",
-    "MemoryFigures": "pytest_ortperf.footprint.memory",
+    "MemoryFigures": "pytest_ortperf.footprint.memory_figures",
     "ModelSource": "pytest_ortperf.ort.models",
     "OptLevel": "pytest_ortperf.ort.variants",
     "OrtPerf": "pytest_ortperf.plugin.ort_perf",
     "OrtperfError": "pytest_ortperf.errors",
     "OutputComparison": "pytest_ortperf.accuracy.metrics",
-    "ReferenceOutcome": "pytest_ortperf.checks.accuracy",
+    "ReferenceOutcome": "pytest_ortperf.checks.accuracy_verdicts",
     "SessionSettings": "pytest_ortperf.ort.session_settings",
-    "StartupFigures": "pytest_ortperf.footprint.startup",
+    "StartupFigures": "pytest_ortperf.footprint.startup_figures",
     "Status": "pytest_ortperf.checks.status",
     "Tolerance": "pytest_ortperf.accuracy.tolerances",
     "ToleranceSpec": "pytest_ortperf.accuracy.tolerances",
     "Variant": "pytest_ortperf.ort.variants",
     "Precision": "pytest_ortperf.ort.variants",
-    "ContractResult": "pytest_ortperf.checks.contracts",
+    "ContractResult": "pytest_ortperf.checks.contract_verdicts",
     "variant": "pytest_ortperf.ort.variants",
     "Verdict": "pytest_ortperf.latency.decision",
 }

@@ -16,7 +16,7 @@ tolerance is absolute), passes whatever its cosine (on a near-zero output, a
 1e-7 difference is a large angle and means nothing).
 
 Outputs that are not one tensor (sequences, maps, ZipMap's sequence of maps,
-absent optional outputs) are paired by :mod:`pytest_ortperf.accuracy.values` and
+absent optional outputs) are paired by :mod:`pytest_ortperf.accuracy.output_values` and
 their arrays compared here; what cannot be compared is named "not compared".
 """
 
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from pytest_ortperf.accuracy.output_values import Key, OutputValue, describe, pair, value_dtype
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
-from pytest_ortperf.accuracy.values import Key, OutputValue, describe, pair, value_dtype
 
 Array = npt.NDArray[Any]
 TOP_K = 5

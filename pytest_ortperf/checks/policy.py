@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from pytest_ortperf.footprint import memory, startup
+from pytest_ortperf.footprint import memory_figures as memory
+from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
 from pytest_ortperf.latency.measure import MeasureSettings

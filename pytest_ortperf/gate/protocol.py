@@ -2,7 +2,7 @@
 :class:`CheckTarget`, returning outcomes.
 
 A new kind of check (memory, start-up, graph) is one new module beside ``latency.py`` and
-``accuracy.py`` with one class that satisfies :class:`Check`; ``gate/instance.py`` runs it, reads
+``accuracy.py`` with one class that satisfies :class:`Check`; ``gate/instance_checks.py`` runs it, reads
 its baseline entry once for it, and publishes what it returns. Errors end a check as a
 :class:`CheckError` outcome, never as a bare string.
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
-from pytest_ortperf.checks.accuracy import AccuracyResult
-from pytest_ortperf.checks.contracts import ContractResult
-from pytest_ortperf.checks.footprint import FootprintResult
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.checks.contract_verdicts import ContractResult
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError

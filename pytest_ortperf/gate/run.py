@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import InputsError, OrtperfError, ProviderUnavailable, UsageError
-from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
+from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.runtimes import RuntimeFinder
 from pytest_ortperf.gate.runtimes import summary_lines as runtime_lines
 from pytest_ortperf.graph.figures import GraphFigures, summarize
@@ -25,7 +25,6 @@ from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache, env_root
 from pytest_ortperf.ort.git_models import AUTO, GitRevision, RevisionFile, is_shallow, recorded_file
-from pytest_ortperf.ort.graph import optimized_graph
 from pytest_ortperf.ort.inputs import (
     Feeds,
     InputOptions,
@@ -37,6 +36,7 @@ from pytest_ortperf.ort.inputs import (
     specs_from_session,
 )
 from pytest_ortperf.ort.models import ModelResolver, ModelSource
+from pytest_ortperf.ort.optimized_graph import optimized_graph
 from pytest_ortperf.ort.probe import ProviderProber
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.runtime import RuntimeInfo, import_onnxruntime, runtime_info

@@ -21,8 +21,8 @@ from pytest_ortperf.plugin import hookspec
 from pytest_ortperf.plugin.options import MARKERS, register
 
 if TYPE_CHECKING:
-    from pytest_ortperf.gate.config import OrtperfConfig
     from pytest_ortperf.gate.run import OrtperfRun
+    from pytest_ortperf.gate.run_config import OrtperfConfig
     from pytest_ortperf.latency.lock_holder import LockOwner
     from pytest_ortperf.ort.sessions import BuiltSession
 
@@ -41,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # The rest of the package loads here, once pytest is configured, not when this module is imported.
     from pytest_ortperf.gate.run import OrtperfRun
     from pytest_ortperf.plugin import fixtures
-    from pytest_ortperf.plugin.config import build_config
+    from pytest_ortperf.plugin.configure import build_config
     from pytest_ortperf.plugin.processes import Controller, Worker
     from pytest_ortperf.plugin.progress import terminal_lines, terminal_progress
 

@@ -20,13 +20,13 @@ from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.transformers import parse_options
 from pytest_ortperf.ort.variants import Precision, Variant
 from pytest_ortperf.plugin import RUN_KEY
-from pytest_ortperf.plugin.config import (
+from pytest_ortperf.plugin.configure import (
     input_options,
     model_marker_spec,
     settings_for,
 )
-from pytest_ortperf.plugin.instance import InstanceSpec, make_ort_perf
-from pytest_ortperf.plugin.instance import guarded as _guarded
+from pytest_ortperf.plugin.instance_context import InstanceSpec, make_ort_perf
+from pytest_ortperf.plugin.instance_context import guarded as _guarded
 from pytest_ortperf.plugin.ort_perf import OrtPerf
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.profiling.run_profilers import ProfiledSession

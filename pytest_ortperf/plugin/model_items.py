@@ -3,7 +3,7 @@
 one per check and variant: ``models/resnet50.onnx::latency[cpu-all]``, ``::accuracy[cpu-all]``...
 
 Each item builds its session, inputs and ``ort_perf`` object the way the fixtures do
-(``plugin/instance.py``), from the model's settings in ``pyproject.toml`` or ``ortperf.toml`` tables
+(``plugin/instance_context.py``), from the model's settings in ``pyproject.toml`` or ``ortperf.toml`` tables
 (``store/model_tables.py``) instead of markers. Baselines are keyed by the model's path
 (``baselines/models/resnet50.onnx.json``), so everything a Python test gets holds for them: routes,
 updates, A/B, contracts, reports, ``-k``, ``--deselect``, node ids and xdist.
@@ -22,8 +22,8 @@ from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.ort.providers import parse_providers
 from pytest_ortperf.ort.variants import Variant, parse_opt_levels, parse_precisions, variant_matrix
 from pytest_ortperf.plugin import RUN_KEY
-from pytest_ortperf.plugin.config import input_options, settings_for
-from pytest_ortperf.plugin.instance import InstanceSpec, guarded, make_ort_perf
+from pytest_ortperf.plugin.configure import input_options, settings_for
+from pytest_ortperf.plugin.instance_context import InstanceSpec, guarded, make_ort_perf
 from pytest_ortperf.store.model_tables import (
     ModelSettings,
     ModelTable,

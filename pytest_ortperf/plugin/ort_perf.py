@@ -1,6 +1,6 @@
 """``ort_perf``: the checks a test runs against its baselines and references.
 
-The pytest face of ``gate/instance.py``: it names each check's baseline key, runs the check objects
+The pytest face of ``gate/instance_checks.py``: it names each check's baseline key, runs the check objects
 and turns their outcomes into one failure or skip of the test.
 """
 
@@ -11,17 +11,17 @@ from dataclasses import replace
 from itertools import count
 from typing import NoReturn
 
-from pytest_ortperf.checks.accuracy import AccuracyResult
-from pytest_ortperf.checks.contracts import Contract, ContractResult, parse_contracts
-from pytest_ortperf.checks.footprint import FootprintResult
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.checks.contract_verdicts import Contract, ContractResult, parse_contracts
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.instance import InstanceChecks
+from pytest_ortperf.gate.instance_checks import InstanceChecks
 from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
 from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.plugin.config import variant_id
+from pytest_ortperf.plugin.configure import variant_id
 from pytest_ortperf.store.keys import CheckKey, check_name, with_check_name
 
 __all__ = ["CheckContext", "OrtPerf", "key_for"]

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.accuracy.metrics import ERROR_EDGES, OutputComparison
-from pytest_ortperf.checks.accuracy import AccuracyResult
-from pytest_ortperf.checks.contracts import ContractResult
-from pytest_ortperf.checks.footprint import FootprintResult
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.checks.contract_verdicts import ContractResult
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.profiling.book import ProfileReport

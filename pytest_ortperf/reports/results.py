@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_ortperf.checks.accuracy import AccuracyResult
-from pytest_ortperf.checks.contracts import ContractResult
-from pytest_ortperf.checks.footprint import FootprintResult
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.checks.contract_verdicts import ContractResult
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.reports.ci_files import (
     accuracy_record,

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.errors import BaselineError
-from pytest_ortperf.footprint.memory import MemoryFigures
-from pytest_ortperf.footprint.startup import StartupFigures
+from pytest_ortperf.footprint.memory_figures import MemoryFigures
+from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile

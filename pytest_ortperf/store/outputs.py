@@ -8,7 +8,7 @@ subsample was taken, so a later change of the constants still compares old
 entries on their own elements.
 
 An output that is not one tensor (a sequence, a map, ZipMap's sequence of maps, an absent optional
-output) is stored as its arrays (``accuracy/values.py: flatten``: a map's values under the output's
+output) is stored as its arrays (``accuracy/output_values.py: flatten``: a map's values under the output's
 name, a sequence's elements as ``name[0]``, ``name[1]``...), each recorded like a tensor, and the
 entry's ``structure`` says, in plain JSON, what each such output is: its kind, a map's keys, a
 sequence's elements. Nothing needs pickle to read back.
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from pytest_ortperf.accuracy.metrics import Array
-from pytest_ortperf.accuracy.values import OutputValue, check_structure, flatten, unflatten
+from pytest_ortperf.accuracy.output_values import OutputValue, check_structure, flatten, unflatten
 from pytest_ortperf.errors import BaselineError, InputsError
 from pytest_ortperf.ort.inputs import NotNpzError, read_npz, read_tensors
 from pytest_ortperf.store.keys import CheckKey
@@ -129,7 +129,7 @@ class StoredOutput:
 @dataclass(frozen=True)
 class AccuracyRecord:
     """The accuracy part of a baseline entry: input digest, the records of the arrays stored, the
-    .npz file, and the structure of each output that is not one tensor (``accuracy/values.py``).
+    .npz file, and the structure of each output that is not one tensor (``accuracy/output_values.py``).
     ``structure`` None: an entry recorded before sequence and map outputs were stored, which holds
     its tensors only."""
 

@@ -96,7 +96,7 @@ from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignmen
 from pytest_ortperf.ort.sessions import SessionPool, session_options
 from pytest_ortperf.ort.transformers import parse_options
 from pytest_ortperf.ort.variants import OptLevel, Variant, parse_opt_level, parse_opt_levels, parse_precisions
-from pytest_ortperf.plugin.config import (
+from pytest_ortperf.plugin.configure import (
     OPTIONS,
     build_config,
     expect_contracts,

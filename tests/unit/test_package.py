@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import pytest_ortperf
-from pytest_ortperf.checks.accuracy import AccuracyResult
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.plugin.ort_perf import OrtPerf

@@ -17,7 +17,7 @@ from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures, short
 from pytest_ortperf.reports.html import svg
 from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figure, floats, short_number
-from pytest_ortperf.reports.html.operators import operator_comparison
+from pytest_ortperf.reports.html.operator_view import operator_comparison
 
 
 def _latency(record: Mapping[str, Any]) -> str:

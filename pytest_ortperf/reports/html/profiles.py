@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_ortperf.reports.html.fields import as_number, guarded, objects
 from pytest_ortperf.reports.html.jobs import Job, PageCheck
-from pytest_ortperf.reports.html.operators import operator_comparison
+from pytest_ortperf.reports.html.operator_view import operator_comparison
 
 
 def profile_anchor(job: str, test: str) -> str:

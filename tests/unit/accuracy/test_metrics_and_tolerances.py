@@ -614,7 +614,7 @@ def test_merged_merges_every_scope() -> None:
 
 
 def test_tolerance_lines_parse_every_scope() -> None:
-    from pytest_ortperf.plugin.config import parse_tolerance_lines
+    from pytest_ortperf.plugin.configure import parse_tolerance_lines
 
     spec = parse_tolerance_lines(
         [
@@ -671,7 +671,7 @@ def test_tolerance_lines_parse_every_scope() -> None:
     ],
 )
 def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str) -> None:
-    from pytest_ortperf.plugin.config import parse_tolerance_lines
+    from pytest_ortperf.plugin.configure import parse_tolerance_lines
 
     with pytest.raises(UsageError) as info:
         parse_tolerance_lines([line], source="--ortperf-tolerance")
@@ -683,7 +683,7 @@ def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str)
 
 def test_marker_tolerances_reach_every_output_and_the_closest_marker_wins() -> None:
     from pytest_ortperf.checks.policy import CheckPolicy
-    from pytest_ortperf.plugin.config import thresholds_for
+    from pytest_ortperf.plugin.configure import thresholds_for
 
     base = ToleranceSpec({"atol": 0.5}, {"y": {"rtol": 0.5}})
     farthest: tuple[tuple[Any, ...], dict[str, Any]] = (
@@ -702,7 +702,7 @@ def test_marker_tolerances_reach_every_output_and_the_closest_marker_wins() -> N
 
 def test_marker_dtypes_and_variants_are_checked_like_the_option() -> None:
     from pytest_ortperf.checks.policy import CheckPolicy
-    from pytest_ortperf.plugin.config import thresholds_for
+    from pytest_ortperf.plugin.configure import thresholds_for
 
     marker = (
         (),

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from pytest_ortperf.accuracy.metrics import compare_output, compare_outputs, score_shaped
-from pytest_ortperf.accuracy.tolerances import DTYPE_TOLERANCES, Tolerance, ToleranceSpec
-from pytest_ortperf.accuracy.values import (
+from pytest_ortperf.accuracy.output_values import (
     ABSENT,
     KeyedTable,
     NotComparable,
@@ -25,6 +24,7 @@ from pytest_ortperf.accuracy.values import (
     from_ort,
     unflatten,
 )
+from pytest_ortperf.accuracy.tolerances import DTYPE_TOLERANCES, Tolerance, ToleranceSpec
 from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.store.outputs import AccuracyRecord, comparable, for_storage, load_npz, npz_bytes
 

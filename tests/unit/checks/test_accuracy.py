@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_ortperf.accuracy.output_values import NotComparable, from_ort
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
-from pytest_ortperf.accuracy.values import NotComparable, from_ort
-from pytest_ortperf.checks.accuracy import (
+from pytest_ortperf.checks.accuracy_verdicts import (
     AccuracyResult,
     Reference,
     check_accuracy,
     compare_with,
 )
-from pytest_ortperf.checks.latency import check_latency
+from pytest_ortperf.checks.latency_verdicts import check_latency
 from pytest_ortperf.checks.paths import choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize

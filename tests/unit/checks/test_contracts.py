@@ -10,7 +10,7 @@ import pytest
 
 from pytest_ortperf.accuracy.metrics import agreement, compare_output, sqnr_db
 from pytest_ortperf.accuracy.tolerances import PRECISION_TOLERANCES, ToleranceSpec
-from pytest_ortperf.checks.contracts import (
+from pytest_ortperf.checks.contract_verdicts import (
     AGREEMENT,
     FASTER_THAN,
     Contract,
@@ -34,7 +34,7 @@ from pytest_ortperf.ort.variants import (
     variant,
     variant_matrix,
 )
-from pytest_ortperf.plugin.config import parse_tolerance_lines
+from pytest_ortperf.plugin.configure import parse_tolerance_lines
 from pytest_ortperf.store.keys import CheckKey
 
 KEY = CheckKey("test_m.py", "test_x[cpu-all]", "cpu-all", "ci", "ortperf update")

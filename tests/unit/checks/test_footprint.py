@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ortperf.checks.footprint import MEMORY, STARTUP, judged, missing, record, unchanged
+from pytest_ortperf.checks.footprint_verdicts import MEMORY, STARTUP, judged, missing, record, unchanged
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.footprint.memory import MemoryFigures, compare_memory
-from pytest_ortperf.footprint.startup import StartupFigures, compare_startup
+from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory
+from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
 from pytest_ortperf.store.baselines import BaselineStore
 from tests.unit.checks.test_latency import ENV, KEY, TEST, TEST_FILE, FakeMeasure, check, stats
 
@@ -165,7 +165,7 @@ def test_start_up_figures_record_beside_memory(tmp_path: Path) -> None:
 
 
 def test_a_regression_fails_only_when_a_second_measurement_in_new_processes_repeats_it() -> None:
-    from pytest_ortperf.gate.footprint import _confirmed
+    from pytest_ortperf.kinds.fresh_processes import _confirmed
 
     def judge(peak: int) -> object:
         figures = memory(peak)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_ortperf.checks.latency import LatencyResult, check_latency, glance
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_latency, glance
 from pytest_ortperf.checks.paths import Route, choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.checks.status import Status

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.checks.latency import LatencyResult, check_ab, check_latency, explained
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_ab, check_latency, explained
 from pytest_ortperf.checks.paths import choose
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.footprint.comparison import size_text
-from pytest_ortperf.footprint.memory import RSS_FLOOR, MemoryFigures, compare_memory, grown_nodes
+from pytest_ortperf.footprint.memory_figures import RSS_FLOOR, MemoryFigures, compare_memory, grown_nodes
 from pytest_ortperf.latency.decision import Verdict
 
 MIB = 1 << 20

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_ortperf.footprint.comparison import worst
-from pytest_ortperf.footprint.startup import StartupFigures, compare_startup
+from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
 from pytest_ortperf.latency.decision import Verdict
 
 

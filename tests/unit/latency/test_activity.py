@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pytest_ortperf.checks.latency import check_ab
+from pytest_ortperf.checks.latency_verdicts import check_ab
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.latency.activity import (
     BUILDING,

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import pytest
 
-from pytest_ortperf.checks.latency import LatencyResult, check_latency, stored_comparison
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_latency, stored_comparison
 from pytest_ortperf.checks.paths import Plan as RoutePlan
 from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.checks.policy import CheckPolicy
@@ -40,7 +40,7 @@ from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.plugin.config import OrtperfConfig, build_config
+from pytest_ortperf.plugin.configure import OrtperfConfig, build_config
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures, parse, render
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.latency.test_stats import STATS_KEYS

@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_ortperf.checks.latency import ab_without_reference, check_ab
+from pytest_ortperf.checks.latency_verdicts import ab_without_reference, check_ab
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict, decide, judge
 from pytest_ortperf.latency.measure import MeasureSettings

@@ -17,7 +17,7 @@ from pytest_ortperf.errors import ModelError, UsageError
 from pytest_ortperf.ort.git_lfs import lfs_available
 from pytest_ortperf.ort.git_models import GitRevision, read_blob
 from pytest_ortperf.ort.models import LFS_POINTER, ModelResolver, git_blob_id
-from pytest_ortperf.plugin.config import ABMarker, ab_marker, build_config, thresholds_for
+from pytest_ortperf.plugin.configure import ABMarker, ab_marker, build_config, thresholds_for
 from pytest_ortperf.plugin.options import OPTIONS
 from tests.models import mlp_model
 from tests.unit.plugin.test_config import FakeConfig

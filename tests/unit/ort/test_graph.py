@@ -13,8 +13,8 @@ import pytest
 from pytest_ortperf.errors import SessionBuildError
 from pytest_ortperf.graph.figures import summarize
 from pytest_ortperf.ort import worker_program
-from pytest_ortperf.ort.graph import optimized_graph
 from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.optimized_graph import optimized_graph
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import session_recipe

@@ -11,7 +11,7 @@ import pytest
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.ort.inputs import InputOptions
 from pytest_ortperf.ort.session_settings import SessionSettings
-from pytest_ortperf.plugin.config import (
+from pytest_ortperf.plugin.configure import (
     MODEL_MARKER_KWARGS,
     OrtperfConfig,
     build_config,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ortperf.checks.accuracy import AccuracyResult
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.reports.ci_files import latency_record, markdown
 from pytest_ortperf.reports.results import RunResults
@@ -157,7 +157,7 @@ def test_every_record_names_the_path_that_decided(mode: str, label: str, path: s
 def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_controller() -> None:
     """--ortperf-timing=off: a latency check is reported 'not timed', with no figures; an xdist worker's
     count reaches the controller's summary line."""
-    from pytest_ortperf.checks.latency import not_timed
+    from pytest_ortperf.checks.latency_verdicts import not_timed
     from pytest_ortperf.reports.ci_files import gate_time, report_document
 
     key = CheckKey("tests/test_perf.py", "test_n[cpu-all]", "cpu-all", "ci", "ortperf update 'n'")

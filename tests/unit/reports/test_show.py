@@ -316,8 +316,8 @@ def test_ortperf_show_reads_the_configured_dir_from_a_subdirectory(
 
 
 def test_memory_and_start_up_figures_get_columns_only_where_an_entry_holds_them(tmp_path: Path) -> None:
-    from pytest_ortperf.footprint.memory import MemoryFigures
-    from pytest_ortperf.footprint.startup import StartupFigures
+    from pytest_ortperf.footprint.memory_figures import MemoryFigures
+    from pytest_ortperf.footprint.startup_figures import StartupFigures
 
     store = BaselineStore(tmp_path)
     memory = MemoryFigures(processes=2, arena_peak=2 << 20, peak_rss=12 << 20)

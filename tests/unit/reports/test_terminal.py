@@ -11,7 +11,7 @@ import pytest
 
 from pytest_ortperf.accuracy.metrics import compare_output
 from pytest_ortperf.accuracy.tolerances import Tolerance
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
 from pytest_ortperf.latency.lock_holder import LockHolder, LockWait, clock_text

@@ -1015,8 +1015,8 @@ def test_a_damaged_file_named_by_another_process_is_set_aside_by_the_writer(tmp_
 
 
 def test_memory_and_start_up_figures_round_trip_beside_latency(tmp_path: Path) -> None:
-    from pytest_ortperf.footprint.memory import MemoryFigures
-    from pytest_ortperf.footprint.startup import StartupFigures
+    from pytest_ortperf.footprint.memory_figures import MemoryFigures
+    from pytest_ortperf.footprint.startup_figures import StartupFigures
 
     memory = MemoryFigures(processes=2, arena_peak=4096, arena_held=8192, peak_rss=1 << 20, peak_rss_range=(1, 2))
     startup = StartupFigures((8.0, 9.0), (0.3, 0.4), (0.05, 0.05), engine_cache="hit")

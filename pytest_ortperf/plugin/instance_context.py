@@ -15,18 +15,18 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_ortperf.checks.contracts import Contract, default_contracts
-from pytest_ortperf.checks.footprint import FootprintResult
-from pytest_ortperf.checks.latency import LatencyResult
+from pytest_ortperf.checks.contract_verdicts import Contract, default_contracts
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
-from pytest_ortperf.footprint.startup import StartupFigures
+from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.inputs import Feeds, InputOptions
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import Precision, parse_variant
 from pytest_ortperf.plugin.benchmark import annotate, publish
-from pytest_ortperf.plugin.config import ab_marker, expect_contracts, thresholds_for
+from pytest_ortperf.plugin.configure import ab_marker, expect_contracts, thresholds_for
 from pytest_ortperf.plugin.ort_perf import OrtPerf, key_for
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.store.machine import MACHINE_ENV

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_ortperf.checks.footprint import FootprintResult, PartFigures, closing_lines, stage_part
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult, PartFigures, closing_lines, stage_part
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.graph.diff import GraphDiff, failures, pinned

@@ -1,15 +1,16 @@
 """The memory check: what a session costs in memory, measured in fresh worker processes, on the
-routes of the latency check (``gate/footprint.py``); the figures and their rule: ``footprint/memory.py``."""
+routes of the latency check (``kinds/fresh_processes.py``); the figures and their rule:
+``footprint/memory_figures.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_ortperf.checks.footprint import MEMORY, PartFigures
+from pytest_ortperf.checks.footprint_verdicts import MEMORY, PartFigures
 from pytest_ortperf.footprint.comparison import FigureComparison
-from pytest_ortperf.footprint.memory import MemoryFigures, compare_memory, grown_nodes
-from pytest_ortperf.gate.footprint import FootprintCheck
+from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory, grown_nodes
 from pytest_ortperf.gate.protocol import CheckTarget
+from pytest_ortperf.kinds.fresh_processes import FootprintCheck
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.workers import Footprint
 

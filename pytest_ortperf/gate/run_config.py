@@ -1,5 +1,5 @@
 """The run's ortperf configuration as frozen values: what the pytest layer resolves from options,
-ini keys and markers (``plugin/config.py``) and hands to the gate. No pytest here."""
+ini keys and markers (``plugin/configure.py``) and hands to the gate. No pytest here."""
 
 from __future__ import annotations
 

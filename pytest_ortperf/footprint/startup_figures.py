@@ -11,7 +11,7 @@ takes several processes a side and judges them as latency judges round medians: 
 ratio with its interval (``latency/decision.py: decide``: a regression when the ratio exceeds the
 threshold and the interval lies above 1). At 99% confidence 11 of 25 unchanged checks of 7
 processes a side were inconclusive; at 95%, 0-33% of replayed ones, none a false verdict; hence
-:data:`CONFIDENCE`. A regression must also survive a second measurement (``gate/footprint.py``).
+:data:`CONFIDENCE`. A regression must also survive a second measurement (``kinds/fresh_processes.py``).
 """
 
 from __future__ import annotations

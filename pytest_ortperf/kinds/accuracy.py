@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_ortperf.accuracy.values import OutputValue
-from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, check_accuracy
+from pytest_ortperf.accuracy.output_values import OutputValue
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.outputs import run_outputs, worker_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
+from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.ort.inputs import Array, data_sets
 from pytest_ortperf.ort.workers import load
 from pytest_ortperf.store.baselines import BaselineEntry

@@ -19,10 +19,10 @@ from pytest_ortperf.accuracy.tolerances import (
     parse_tolerance_key,
     parse_tolerance_values,
 )
-from pytest_ortperf.checks.contracts import Contract, parse_contracts
+from pytest_ortperf.checks.contract_verdicts import Contract, parse_contracts
 from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.gate.config import ABMarker, OrtperfConfig
+from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.runtimes import FETCH_CHOICES
 from pytest_ortperf.graph.diff import parse_graph_mode, parse_graph_threshold
 from pytest_ortperf.latency.decision import parse_threshold

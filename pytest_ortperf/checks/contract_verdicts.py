@@ -10,7 +10,7 @@ interval lies below the promised speedup, holds when the whole interval lies at 
 is ``inconclusive`` in between, with the smallest and largest speedup the run could not rule out.
 Agreement is a count, not a noisy measurement: it holds or fails.
 
-Plain logic, no pytest, no onnxruntime: ``gate/contracts.py`` measures, this module decides.
+Plain logic, no pytest, no onnxruntime: ``kinds/contracts.py`` measures, this module decides.
 """
 
 from __future__ import annotations

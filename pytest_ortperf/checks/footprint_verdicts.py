@@ -16,8 +16,8 @@ from typing import Any
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison, worst
-from pytest_ortperf.footprint.memory import MemoryFigures
-from pytest_ortperf.footprint.startup import StartupFigures
+from pytest_ortperf.footprint.memory_figures import MemoryFigures
+from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.decision import Verdict
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
@@ -27,7 +27,8 @@ from pytest_ortperf.store.recipe import same_or_identical, split
 
 MEMORY, STARTUP = "memory", "startup"
 KIND_TEXT = {MEMORY: "memory", STARTUP: "start-up", "graph": "graph"}
-PartFigures = MemoryFigures | StartupFigures | GraphFigures  # GraphFigures: checks/graph.py's results
+# GraphFigures: checks/graph_verdicts.py's results
+PartFigures = MemoryFigures | StartupFigures | GraphFigures
 Compare = Callable[[PartFigures, PartFigures], Sequence[FigureComparison]]
 
 

@@ -1,5 +1,5 @@
-"""The graph check: what ORT will run for the variant (``ort/graph.py`` builds it, ``graph/`` reads and
-compares it), on the route the recipe chooses (``checks/graph.py`` decides).
+"""The graph check: what ORT will run for the variant (``ort/optimized_graph.py`` builds it,
+``graph/`` reads and compares it), on the route the recipe chooses (``checks/graph_verdicts.py`` decides).
 
 The graph is deterministic, so a side-by-side comparison is exact and holds on any hardware: the
 recorded reference is rebuilt (its model from git or the model cache, its settings) and its graph
@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from pytest_ortperf.checks.graph import GRAPH, GraphResult, alone, compared, record, stored_graph, unchanged
+from pytest_ortperf.checks.graph_verdicts import (
+    GRAPH,
+    GraphResult,
+    alone,
+    compared,
+    record,
+    stored_graph,
+    unchanged,
+)
 from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome

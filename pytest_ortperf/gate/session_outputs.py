@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from pytest_ortperf.accuracy.values import OutputValue, from_ort
+from pytest_ortperf.accuracy.output_values import OutputValue, from_ort
 from pytest_ortperf.errors import InputsError
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -16,7 +16,7 @@ def run_outputs(
     built: BuiltSession, inputs: Mapping[str, Array], watchdog: Watchdog
 ) -> dict[str, OutputValue]:
     """Every output by name, none dropped: tensors as arrays (strings as fixed-width text); sequences,
-    maps and absent optional outputs made comparable (``accuracy/values.py``), each typed by what the
+    maps and absent optional outputs made comparable (``accuracy/output_values.py``), each typed by what the
     session says it is; what cannot be compared says why."""
     try:
         described = [(output.name, output.type) for output in built.session.get_outputs()]

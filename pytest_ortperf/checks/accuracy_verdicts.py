@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from pytest_ortperf.accuracy.metrics import Array, OutputComparison, compare_outputs
+from pytest_ortperf.accuracy.output_values import OutputValue, flatten
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
-from pytest_ortperf.accuracy.values import OutputValue, flatten
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import BaselineError

@@ -1,17 +1,17 @@
 """The start-up check: session creation and the first run, in fresh worker processes, both sides'
-processes interleaved, on the routes of the latency check (``gate/footprint.py``); the figures and
-their rule: ``footprint/startup.py``."""
+processes interleaved, on the routes of the latency check (``kinds/fresh_processes.py``); the figures and
+their rule: ``footprint/startup_figures.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_ortperf.checks.footprint import STARTUP, PartFigures
-from pytest_ortperf.footprint import startup
+from pytest_ortperf.checks.footprint_verdicts import STARTUP, PartFigures
+from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.footprint.comparison import FigureComparison
-from pytest_ortperf.footprint.startup import StartupFigures, compare_startup
-from pytest_ortperf.gate.footprint import FootprintCheck
+from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
 from pytest_ortperf.gate.protocol import CheckTarget
+from pytest_ortperf.kinds.fresh_processes import FootprintCheck
 from pytest_ortperf.ort.workers import Footprint
 
 

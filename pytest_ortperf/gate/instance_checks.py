@@ -7,19 +7,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from pytest_ortperf.checks.contracts import Contract
-from pytest_ortperf.checks.footprint import FootprintResult
-from pytest_ortperf.checks.footprint import not_timed as footprint_not_timed
-from pytest_ortperf.checks.latency import LatencyResult, not_timed
+from pytest_ortperf.checks.contract_verdicts import Contract
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.footprint_verdicts import not_timed as footprint_not_timed
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, not_timed
 from pytest_ortperf.checks.policy import CheckPolicy, MissingOnly, missing_only
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.accuracy import AccuracyCheck
-from pytest_ortperf.gate.contracts import ContractCheck
-from pytest_ortperf.gate.graph import GraphCheck
-from pytest_ortperf.gate.latency import LatencyCheck, canary_on
-from pytest_ortperf.gate.memory import MemoryCheck
 from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
-from pytest_ortperf.gate.startup import StartupCheck
+from pytest_ortperf.kinds.accuracy import AccuracyCheck
+from pytest_ortperf.kinds.contracts import ContractCheck
+from pytest_ortperf.kinds.graph import GraphCheck
+from pytest_ortperf.kinds.latency import LatencyCheck, canary_on
+from pytest_ortperf.kinds.memory import MemoryCheck
+from pytest_ortperf.kinds.startup import StartupCheck
 from pytest_ortperf.ort.inputs import Array, UnmadeFeeds, synthetic_hint
 from pytest_ortperf.ort.watchdog import RUN_FAILED
 from pytest_ortperf.store.baselines import BaselineEntry

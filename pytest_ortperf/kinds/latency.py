@@ -10,9 +10,9 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from pytest_ortperf.accuracy.values import OutputValue
-from pytest_ortperf.checks.accuracy import AccuracyResult, Reference, compare_with
-from pytest_ortperf.checks.latency import (
+from pytest_ortperf.accuracy.output_values import OutputValue
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with
+from pytest_ortperf.checks.latency_verdicts import (
     LatencyResult,
     ab_without_reference,
     check_ab,
@@ -25,10 +25,10 @@ from pytest_ortperf.checks.latency import (
 from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.outputs import run_outputs, worker_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference, RecordedReference
+from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.activity import BUILDING, Activity

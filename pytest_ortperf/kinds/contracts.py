@@ -1,5 +1,5 @@
 """Relative contracts (``ort_expect``, ``check_speedup``): this variant against another variant of
-the same model, both built and measured in this run. The decisions are ``checks/contracts.py``'s.
+the same model, both built and measured in this run. The decisions are ``checks/contract_verdicts.py``'s.
 
 A speedup contract times both variants' sessions side by side in interleaved rounds, as a
 same-job A/B check does (``latency.paired``), and stops at the first planned look whose interval
@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pytest_ortperf.accuracy.metrics import Array, agreement
+from pytest_ortperf.accuracy.output_values import flatten
 from pytest_ortperf.accuracy.tolerances import Tolerance
-from pytest_ortperf.accuracy.values import flatten
-from pytest_ortperf.checks.contracts import (
+from pytest_ortperf.checks.contract_verdicts import (
     AGREEMENT,
     CONTRACT,
     FASTER_THAN,
@@ -29,8 +29,8 @@ from pytest_ortperf.checks.contracts import (
     not_measured,
 )
 from pytest_ortperf.errors import ProviderUnavailable
-from pytest_ortperf.gate.outputs import run_outputs
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+from pytest_ortperf.gate.session_outputs import run_outputs
 from pytest_ortperf.latency.activity import BUILDING, CONFIRMING, Activity
 from pytest_ortperf.latency.paired import INSTANCES, PairedRounds, alternating, measure_pair, paired_interval
 from pytest_ortperf.latency.sequential import look_confidence, looks_for

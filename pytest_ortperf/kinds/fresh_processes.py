@@ -2,8 +2,8 @@
 measured in fresh worker processes (``ort/workers.py: measure_footprint``), and the result published.
 
 A subclass names its part of a baseline's figures (``kind``), how many processes a measurement takes,
-how figures are made of processes' footprints and how two sets compare; ``gate/memory.py`` and
-``gate/startup.py`` are the two.
+how figures are made of processes' footprints and how two sets compare; ``kinds/memory.py`` and
+``kinds/startup.py`` are the two.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_ortperf.checks.footprint import (
+from pytest_ortperf.checks.footprint_verdicts import (
     FootprintResult,
     PartFigures,
     judged,
