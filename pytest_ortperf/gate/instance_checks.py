@@ -4,54 +4,34 @@ computed once, and every check object (``gate/protocol.py``) runs on that; an er
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from pytest_ortperf.checks.contract_verdicts import Contract
-from pytest_ortperf.checks.footprint_verdicts import FootprintResult
-from pytest_ortperf.checks.footprint_verdicts import not_timed as footprint_not_timed
-from pytest_ortperf.checks.latency_verdicts import LatencyResult, not_timed
 from pytest_ortperf.checks.policy import CheckPolicy, MissingOnly, missing_only
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome
-from pytest_ortperf.kinds.accuracy import AccuracyCheck
-from pytest_ortperf.kinds.contracts import ContractCheck
-from pytest_ortperf.kinds.graph import GraphCheck
-from pytest_ortperf.kinds.latency import LatencyCheck, canary_on
-from pytest_ortperf.kinds.memory import MemoryCheck
-from pytest_ortperf.kinds.startup import StartupCheck
+from pytest_ortperf.gate.protocol import Check, CheckContext, CheckError, CheckTarget, Outcome, canary_on
+from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.ort.inputs import Array, UnmadeFeeds, synthetic_hint
 from pytest_ortperf.ort.watchdog import RUN_FAILED
+from pytest_ortperf.reports.ci_files import error_record
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import environment, recipe_changes
 from pytest_ortperf.store.keys import CheckKey
 
 
 class InstanceChecks:
-    """The check objects of one test instance, and the one way they are run."""
+    """The check objects of one test instance, made from the run's kinds, and the one way they are run."""
 
-    def __init__(
-        self,
-        context: CheckContext,
-        *,
-        on_result: Callable[[LatencyResult], object] | None = None,
-        on_footprint: Callable[[FootprintResult], object] | None = None,
-    ) -> None:
+    def __init__(self, context: CheckContext, kinds: KindRegistry) -> None:
         self._context = context
-        self.latency = LatencyCheck(context, on_result=on_result)
-        self.accuracy = AccuracyCheck(context)
-        self.memory = MemoryCheck(context, on_result=on_footprint)
-        self.startup = StartupCheck(context, on_result=on_footprint)
-        self.graph = GraphCheck(context)
-
-    def contracts(self, contracts: Sequence[Contract]) -> Check:
-        """A check of ``contracts``, each measured against its other variant in this run."""
-        return ContractCheck(self._context, contracts)
+        self._kinds = kinds
+        self._made: dict[str, Check] = {}
 
     def named(self, kind: str) -> Check:
-        """The check object of ``kind`` (latency, accuracy, graph, memory, startup)."""
-        check: Check = getattr(self, kind)
-        return check
+        """The check object of ``kind`` for this instance (made once)."""
+        if kind not in self._made:
+            self._made[kind] = self._kinds[kind].make(self._context)
+        return self._made[kind]
 
     def run(
         self, checks: Sequence[Check], feeds: Mapping[str, Array] | None, key: CheckKey
@@ -105,20 +85,13 @@ class InstanceChecks:
             return outcome
         return replace(outcome, message=f"{outcome.message}\n{hint}")
 
-    def not_timed(self, key: CheckKey) -> LatencyResult:
-        """A latency check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
-        context = self._context
-        result = not_timed(key)
-        context.run.results.publish_not_timed(result, context.nodeid)
-        context.add_property("ortperf_latency_verdict", str(result.status))
-        return result
-
-    def footprint_not_timed(self, kind: str, key: CheckKey) -> FootprintResult:
-        """A start-up check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
-        context = self._context
-        result = footprint_not_timed(kind, key)
-        context.run.results.publish_footprint(result, context.nodeid)
-        context.add_property(self.startup.verdict_property, str(result.status))
+    def not_timed(self, kind: str, key: CheckKey) -> Outcome:
+        """A timed check under ``--ortperf-timing=off``: reported as 'not timed', nothing measured."""
+        declared = self._kinds[kind]
+        if declared.not_timed is None:
+            raise OrtperfError(f"the {kind} check has no 'not timed' outcome.")
+        result = declared.not_timed(key)
+        self._context.publisher.publish(declared.record(result, self._context.nodeid))
         return result
 
     def _policy(
@@ -149,7 +122,6 @@ class InstanceChecks:
 
     def _publish_error(self, error: CheckError) -> None:
         context = self._context
-        results = context.run.results
-        results.publish_error(error.key, kind=error.kind, nodeid=context.nodeid, message=error.message)
-        context.add_property(f"ortperf_{error.kind}_verdict", str(error.status))
+        record = error_record(error.key, kind=error.kind, nodeid=context.nodeid, message=error.message)
+        context.publisher.publish(record)
         context.add_property("ortperf_error", error.message)

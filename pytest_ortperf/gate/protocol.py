@@ -10,20 +10,22 @@ its baseline entry once for it, and publishes what it returns. Errors end a chec
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.kind_result import KindResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.store.baselines import BaselineEntry
@@ -46,7 +48,22 @@ class CheckError:
     skipped: bool = False
 
 
-Outcome = LatencyResult | AccuracyResult | FootprintResult | ContractResult | CheckError
+Outcome = LatencyResult | AccuracyResult | FootprintResult | ContractResult | KindResult | CheckError
+
+
+class Publisher(Protocol):
+    """Where a check's results go, once each, as records (``reports/ci_files.py`` makes them): the run's
+    results, the test's JUnit properties, pytest-benchmark (``gate/publisher.py`` is the run's)."""
+
+    def publish(self, record: Mapping[str, Any], *, verdict_property: str = "") -> None:
+        """Publish one check's record (``verdict_property``: the JUnit property of its verdict, when
+        not its kind's ``ortperf_<kind>_verdict``)."""
+        ...
+
+
+class _Unpublished:
+    def publish(self, record: Mapping[str, Any], *, verdict_property: str = "") -> None:
+        raise OrtperfError("this check context has no publisher.")
 
 
 def _no_other_variant(variant_id: str) -> BuiltSession:
@@ -72,6 +89,7 @@ class CheckContext:
     # This test's model at another variant (an id such as "cpu-disabled"), for a contract; raises
     # ProviderUnavailable when that variant cannot run here.
     other_variant: Callable[[str], BuiltSession] = _no_other_variant
+    publisher: Publisher = field(default_factory=_Unpublished)
 
 
 @dataclass(frozen=True)
@@ -108,3 +126,8 @@ class Check(Protocol):
         """Measure, decide and publish each result into the run (``OrtperfRun.results``); an
         OrtperfError raised here becomes a :class:`CheckError`, published by the instance."""
         ...
+
+
+def canary_on(context: CheckContext) -> bool:
+    """Whether latency is measured with the machine-speed canary: when on, for the CPU provider."""
+    return context.run.config.canary and context.built.variant.provider == CPU

@@ -14,8 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import InputsError, OrtperfError, ProviderUnavailable, UsageError
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
+from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.runtimes import RuntimeFinder
 from pytest_ortperf.gate.runtimes import summary_lines as runtime_lines
@@ -54,7 +56,9 @@ from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import (
     RunSummary,
     UpdateReport,
+    check_row,
     inputs_lines,
+    latency_rows,
     lock_wait_lines,
     profile_lines,
     repaired_lines,
@@ -91,10 +95,13 @@ class OrtperfRun:
         self,
         config: OrtperfConfig,
         on_build: Callable[[BuiltSession], None] | None = None,
+        *,
+        kinds: KindRegistry | None = None,
         lock_owner: LockOwner | None = None,
         run_id: str = "",
     ) -> None:
         self.config = config
+        self.kinds = kinds if kinds is not None else KindRegistry()  # the check kinds of the run
         # One id for the run, shared by its xdist workers: a failed fetch is not tried again in it.
         self.run_id = run_id or uuid.uuid4().hex
         self.announce: Callable[[str], None] | None = None  # a line on the terminal now (plugin layer)
@@ -598,6 +605,7 @@ class OrtperfRun:
                 *self._repair_warnings(),
             ],
             html_path=config.html_path,
+            drawings=self.kinds.drawings(),
             profiles=[*self.profile_records(), *self.results.worker_profiles()],
         )
 
@@ -612,8 +620,15 @@ class OrtperfRun:
 
     def summary(self, lost_workers: Sequence[str]) -> RunSummary:
         """What the terminal summary shows."""
-        rows = self.results.latency_rows()
-        footprint = self.results.footprint_rows()
+        records = self.results.records
+        rows = latency_rows(records)
+        footprint = [
+            (kind.row if kind.row is not None else check_row)(record)
+            for record in records
+            for kind in [self.kinds.get(str(record.get("kind")))]
+            if kind is not None and kind.name != "latency" and kind.name != "accuracy"
+            and record.get("verdict") != Status.ERROR
+        ]
         return RunSummary(
             machine=self.machine.key if rows or footprint else "",
             sessions=self._session_lines(),
@@ -637,8 +652,8 @@ class OrtperfRun:
             reported_differences=self.results.reported_differences(),
             not_compared=not_compared_lines(self.results.records),
             profile_lines=[
-                *(line for report in self.profiles.reports for line in profile_lines(report)),
-                *self.results.worker_profile_lines(),
+                line for record in [*self.profile_records(), *self.results.worker_profiles()]
+                for line in profile_lines(record)
             ],
         )
 
@@ -670,9 +685,9 @@ class OrtperfRun:
     def machines_with_missing_baselines(self) -> list[str]:
         """Machines that do have latency figures for a check that is missing here."""
         machines = self.results.machines_reported_missing
-        for key in self.results.missing_latency():
+        for test_file, test in self.results.missing_latency():
             try:
-                entry = self.store.lookup(key.test_file, key.test)
+                entry = self.store.lookup(test_file, test)
             except BaselineError:
                 continue  # reported by the test itself
             machines.update(entry.machines("latency") if entry is not None else [])

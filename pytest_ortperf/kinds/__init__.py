@@ -1,1 +1,14 @@
-"""Check kinds: one module per kind of check, each declared once and registered (``registry.py``)."""
+"""Check kinds: one module per kind of check, each declaring its ``KIND`` (``gate/registry.py:
+CheckKind``) beside its check object. The built-in kinds are registered in the order below, the order
+``ort_perf.check()`` runs them; plugins add theirs through ``pytest_ortperf_register_kinds``."""
+
+from __future__ import annotations
+
+from pytest_ortperf.gate.registry import KindRegistry
+
+
+def builtin_kinds() -> KindRegistry:
+    """A registry holding the built-in kinds (imported here, on first use: they load numpy and onnx)."""
+    from pytest_ortperf.kinds import accuracy, graph, latency, memory, startup
+
+    return KindRegistry([module.KIND for module in (latency, accuracy, graph, memory, startup)])

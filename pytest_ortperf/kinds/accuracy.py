@@ -15,9 +15,11 @@ from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
+from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.ort.inputs import Array, data_sets
 from pytest_ortperf.ort.workers import load
+from pytest_ortperf.reports.ci_files import accuracy_record
 from pytest_ortperf.store.baselines import BaselineEntry
 
 ACCURACY = "accuracy"
@@ -75,8 +77,7 @@ class AccuracyCheck:
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
         )
         result = self._where_precision_went(result, inputs)
-        context.run.results.publish_accuracy(result, context.nodeid)
-        context.add_property("ortperf_accuracy_verdict", str(result.status))
+        context.publisher.publish(accuracy_record(result, context.nodeid))
         return result
 
     def _where_precision_went(self, result: AccuracyResult, inputs: dict[str, Array]) -> AccuracyResult:
@@ -141,3 +142,12 @@ class AccuracyCheck:
             outputs = run_outputs(context.built, feeds, context.run.watchdog)
             found.append((outputs, Reference(data_set.name, expected, defaults)))
         return found
+
+
+KIND = CheckKind(
+    name=ACCURACY,
+    make=AccuracyCheck,
+    summary="outputs against the recorded ones, the reference variant and the model's own data sets",
+    default=True,
+    record=accuracy_record,
+)

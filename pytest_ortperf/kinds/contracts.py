@@ -35,6 +35,7 @@ from pytest_ortperf.latency.activity import BUILDING, CONFIRMING, Activity
 from pytest_ortperf.latency.paired import INSTANCES, PairedRounds, alternating, measure_pair, paired_interval
 from pytest_ortperf.latency.sequential import look_confidence, looks_for
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.reports.ci_files import contract_record
 from pytest_ortperf.store.baselines import BaselineEntry
 
 
@@ -142,9 +143,10 @@ class ContractCheck:
     def _publish(self, result: ContractResult) -> ContractResult:
         context = self._context
         result = replace(result, seconds=self._activity.seconds())
-        context.run.results.publish_contract(result, context.nodeid)
-        context.add_property(
-            f"ortperf_contract_{result.contract.kind}_{result.contract.other}", str(result.status)
+        contract = result.contract
+        context.publisher.publish(
+            contract_record(result, context.nodeid),
+            verdict_property=f"ortperf_contract_{contract.kind}_{contract.other}",
         )
         return result
 

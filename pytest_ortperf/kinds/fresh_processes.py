@@ -30,9 +30,11 @@ from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import RecordedReference
+from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.ort.models import weight_bytes
 from pytest_ortperf.ort.workers import Footprint, SideSpec, in_memory, measure_footprint, this_python
+from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
 
@@ -45,14 +47,9 @@ class FootprintCheck:
     glance_processes = 1  # an unchanged check's look, for the report only
     profiled = False  # whether each process also profiles a session (ORT's memory accounting)
     timed = False  # whether the measurement is timed (then it holds the run's timing lock)
-    verdict_property = ""  # the JUnit properties of its verdict and its figures
-    figures_property = ""
 
-    def __init__(
-        self, context: CheckContext, *, on_result: Callable[[FootprintResult], object] | None = None
-    ) -> None:
+    def __init__(self, context: CheckContext) -> None:
         self._context = context
-        self._on_result = on_result  # told each result once published (pytest-benchmark's entries)
 
     # --- what a subclass decides --------------------------------------------------------------
 
@@ -83,12 +80,7 @@ class FootprintCheck:
         context = self._context
         with context.run.activity(f"{target.key.test} ({self.kind})") as activity:
             result = self._routes(target, activity)
-        context.run.results.publish_footprint(result, context.nodeid)
-        context.add_property(self.verdict_property, str(result.status))
-        if result.current is not None:
-            context.add_property(self.figures_property, result.current.describe())
-        if self._on_result is not None:
-            self._on_result(result)
+        context.publisher.publish(footprint_record(result, context.nodeid))
         return [result]
 
     def _routes(self, target: CheckTarget, activity: Activity) -> FootprintResult:
@@ -249,3 +241,9 @@ def _spec(rebuilt: RecordedReference) -> SideSpec:
 
 def _noted(result: FootprintResult, notes: Sequence[str]) -> FootprintResult:
     return replace(result, notes=(*result.notes, *notes)) if notes else result
+
+
+def figures_property(record: Record) -> dict[str, object]:
+    """The JUnit property of a check's figures: ``ortperf_memory``, ``ortperf_startup``, ``ortperf_graph``."""
+    summary = record.get("summary")
+    return {f"ortperf_{record.get('kind')}": summary} if summary and record.get("current") is not None else {}

@@ -26,9 +26,13 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference
+from pytest_ortperf.gate.registry import CheckKind
+from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.graph.figures import GraphFigures, hardware_class
+from pytest_ortperf.kinds.fresh_processes import figures_property
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.recipe import same_recipe
@@ -39,7 +43,6 @@ class GraphCheck:
     recorded reference's, with pinned counts (``expected``: op type -> count) checked on every route."""
 
     kind = GRAPH
-    verdict_property, figures_property = "ortperf_graph_verdict", "ortperf_graph"
 
     def __init__(self, context: CheckContext, *, expected: Mapping[str, int] | None = None) -> None:
         self._context = context
@@ -49,6 +52,14 @@ class GraphCheck:
         """This check with pinned counts added (the call's over the marker's)."""
         return GraphCheck(self._context, expected={**self._expected, **expected})
 
+    def configured(self, *, expect_fusions: Mapping[str, int] | None = None) -> GraphCheck:
+        """``check_graph(expect_fusions=...)``: this check with the call's pinned counts, checked like
+        the marker's (a UsageError naming ``expect_fusions`` when one is not a count)."""
+        if not expect_fusions:
+            return self
+        _, pins = parse_graph_threshold(dict(expect_fusions), source="expect_fusions")
+        return self.expecting(dict(pins))
+
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
         return figures is not None and figures.graph is not None
@@ -57,10 +68,7 @@ class GraphCheck:
         context = self._context
         with context.run.activity(f"{target.key.test} (graph)"):
             result = self._routes(target)
-        context.run.results.publish_footprint(result, context.nodeid)
-        context.add_property(self.verdict_property, str(result.status))
-        if result.current is not None:
-            context.add_property(self.figures_property, result.current.describe())
+        context.publisher.publish(footprint_record(result, context.nodeid))
         return [result]
 
     def _current(self) -> tuple[GraphFigures, list[str]]:
@@ -196,3 +204,14 @@ class GraphCheck:
 
 def _noted(result: GraphResult, notes: Sequence[str]) -> GraphResult:
     return replace(result, notes=(*result.notes, *notes)) if notes else result
+
+
+KIND = CheckKind(
+    name=GRAPH,
+    make=GraphCheck,
+    summary="the optimized graph ORT runs (op types, fusions, placement), compared exactly",
+    default=True,
+    part=GRAPH,
+    record=footprint_record,
+    properties=figures_property,
+)

@@ -9,6 +9,7 @@ import datetime
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with
@@ -19,15 +20,17 @@ from pytest_ortperf.checks.latency_verdicts import (
     check_latency,
     explained,
     glance,
+    not_timed,
     same_graph,
     with_section,
 )
 from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome
+from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome, canary_on
 from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference, RecordedReference
+from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
@@ -37,22 +40,18 @@ from pytest_ortperf.latency.paired import INSTANCES, alternating
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
-from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
 from pytest_ortperf.profiling.book import worker_operator_profile
+from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
+from pytest_ortperf.reports.terminal import latency_row
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
 
 PROFILED_RUNS = 3
 BOTH_SIDES = "untimed profiled runs of both sides, after measuring"
 LATENCY, ACCURACY = "latency", "accuracy"
-
-
-def canary_on(context: CheckContext) -> bool:
-    """Whether latency is measured with the machine-speed canary: when on, for the CPU provider."""
-    return context.run.config.canary and context.built.variant.provider == CPU
 
 
 class LatencyCheck:
@@ -62,9 +61,8 @@ class LatencyCheck:
 
     kind = LATENCY
 
-    def __init__(self, context: CheckContext, *, on_result: Callable[[LatencyResult], object] | None = None):
+    def __init__(self, context: CheckContext):
         self._context = context
-        self._on_result = on_result
         self._activity = Activity()  # the check in progress: its phases, rounds and time
         self._fed: tuple[Mapping[str, str], str] = ({}, "")  # the inputs' shapes and their source
 
@@ -383,8 +381,8 @@ class LatencyCheck:
             provider_short=context.built.variant.provider_spec.short,
             fail=context.run.config.ab_outputs_fail,
         )
-        context.run.results.publish_accuracy(result, context.nodeid)
-        context.add_property("ortperf_ab_accuracy_verdict", str(result.status))
+        record = accuracy_record(result, context.nodeid)
+        context.publisher.publish(record, verdict_property="ortperf_ab_accuracy_verdict")
         return result
 
     def _outputs(self, compare: Callable[[], AccuracyResult], key: CheckKey) -> Outcome:
@@ -396,8 +394,7 @@ class LatencyCheck:
 
     def _publish(self, result: LatencyResult) -> LatencyResult:
         """A latency result, with where its time went, into the run's report, the JUnit properties
-        and pytest-benchmark."""
-        context = self._context
+        and pytest-benchmark (``KIND``: read from its record)."""
         inputs, source = self._fed
         result = replace(
             result,
@@ -406,19 +403,70 @@ class LatencyCheck:
             inputs=inputs,
             inputs_source=source,
         )
-        context.run.results.publish_latency(result, context.nodeid)
-        context.add_property("ortperf_latency_verdict", str(result.status))
-        context.add_property("ortperf_latency_mode", result.basis)
-        context.add_property("ortperf_latency_path", result.path)
-        if result.current.rounds:  # a check that timed nothing (the same graph) has no median
-            context.add_property("ortperf_latency_median_ms", round(result.current.median_ms, 6))
-        if result.change:
-            context.add_property("ortperf_latency_change", result.change)
-        if self._on_result is not None:
-            self._on_result(result)
+        self._context.publisher.publish(latency_record(result, self._context.nodeid))
         return result
 
 
 def _placed(graph: GraphFigures) -> tuple[str, dict[str, int], int, int]:
     """What makes two optimized graphs the same work: the graph itself and where its nodes run."""
     return graph.digest, dict(graph.providers), graph.off_provider, graph.copies
+
+
+def _row_medians(record: Record) -> BenchmarkEntry | None:
+    """pytest-benchmark's entry: one round per round median (a check that timed nothing, one that
+    passed as the same graph, has no rounds to show)."""
+    current = record.get("current") or {}
+    rounds, runs = int(current.get("rounds") or 0), int(current.get("runs") or 0)
+    if not rounds:
+        return None
+    reference = record.get("reference") or record.get("baseline") or {}
+    return BenchmarkEntry(
+        round_medians_ms=list(current.get("round_medians_ms") or []),
+        runs_per_round=max(runs // rounds, 1),
+        group="ortperf",
+        extra_info={
+            "variant": record.get("variant"),
+            "machine": record.get("machine"),
+            "verdict": record.get("verdict"),
+            "baseline_median_ms": reference.get("median_ms"),
+            "change": record.get("change_summary", ""),
+            "mode": record.get("mode"),
+            "path": record.get("path"),
+            "decided_by": record.get("decided_by"),
+            "reference": reference.get("label", ""),
+        },
+    )
+
+
+def _record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
+    if result.status == Status.NOT_TIMED:
+        return not_timed_record(result, nodeid)
+    return latency_record(result, nodeid)
+
+
+def _properties(record: Record) -> dict[str, object]:
+    current = record.get("current") or {}
+    properties: dict[str, object] = {
+        "ortperf_latency_mode": record.get("decided_by", ""),
+        "ortperf_latency_path": record.get("path", ""),
+    }
+    if current.get("rounds"):  # a check that timed nothing (the same graph) has no median
+        properties["ortperf_latency_median_ms"] = round(float(current["median_ms"]), 6)
+    if record.get("change_summary"):
+        properties["ortperf_latency_change"] = record["change_summary"]
+    return properties
+
+
+KIND = CheckKind(
+    name=LATENCY,
+    make=LatencyCheck,
+    summary="run time of ort_session, side by side with the recorded reference rebuilt, or stored figures",
+    default=True,
+    timed=True,
+    part="latency",
+    not_timed=not_timed,
+    record=_record,
+    row=latency_row,
+    benchmark=_row_medians,
+    properties=_properties,
+)

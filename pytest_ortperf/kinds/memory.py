@@ -4,15 +4,17 @@ routes of the latency check (``kinds/fresh_processes.py``); the figures and thei
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_ortperf.checks.footprint_verdicts import MEMORY, PartFigures
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory, grown_nodes
 from pytest_ortperf.gate.protocol import CheckTarget
-from pytest_ortperf.kinds.fresh_processes import FootprintCheck
+from pytest_ortperf.gate.registry import CheckKind, Record
+from pytest_ortperf.kinds.fresh_processes import FootprintCheck, figures_property
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.workers import Footprint
+from pytest_ortperf.reports.ci_files import footprint_record
 
 GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
 
@@ -26,7 +28,6 @@ class MemoryCheck(FootprintCheck):
     processes = 2
     glance_processes = 1
     profiled = True
-    verdict_property, figures_property = "ortperf_memory_verdict", "ortperf_memory"
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return MemoryFigures.of(footprints)
@@ -61,3 +62,31 @@ class MemoryCheck(FootprintCheck):
         if self._context.built.variant.provider in GPU_PROVIDERS:
             return 0
         return self._context.run.config.memory_limit
+
+
+def _benchmark_info(record: Record) -> dict[str, object] | None:
+    """Memory has no time to publish: its figures go into the ``extra_info`` of the test's other
+    pytest-benchmark entries (``ortperf_memory``)."""
+    current = record.get("current")
+    if not isinstance(current, Mapping):
+        return None
+    info = {
+        "check": record.get("kind"),
+        "variant": record.get("variant"),
+        "machine": record.get("machine"),
+        "verdict": record.get("verdict"),
+        "path": record.get("path"),
+        "change": record.get("change_text", ""),
+    }
+    return {"ortperf_memory": {**info, **current}}
+
+
+KIND = CheckKind(
+    name=MEMORY,
+    make=MemoryCheck,
+    summary="ORT's arena accounting, GPU memory and the peak resident set, in fresh worker processes",
+    part=MEMORY,
+    record=footprint_record,
+    benchmark=_benchmark_info,
+    properties=figures_property,
+)

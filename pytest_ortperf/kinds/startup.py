@@ -4,15 +4,18 @@ their rule: ``footprint/startup_figures.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 
-from pytest_ortperf.checks.footprint_verdicts import STARTUP, PartFigures
+from pytest_ortperf.checks.footprint_verdicts import STARTUP, PartFigures, not_timed
 from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
 from pytest_ortperf.gate.protocol import CheckTarget
-from pytest_ortperf.kinds.fresh_processes import FootprintCheck
+from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
+from pytest_ortperf.kinds.fresh_processes import FootprintCheck, figures_property
 from pytest_ortperf.ort.workers import Footprint
+from pytest_ortperf.reports.ci_files import footprint_record
 
 
 class StartupCheck(FootprintCheck):
@@ -22,7 +25,6 @@ class StartupCheck(FootprintCheck):
     processes = startup.PROCESSES
     glance_processes = startup.GLANCE_PROCESSES
     timed = True
-    verdict_property, figures_property = "ortperf_startup_verdict", "ortperf_startup"
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)
@@ -31,3 +33,42 @@ class StartupCheck(FootprintCheck):
         assert isinstance(before, StartupFigures)
         assert isinstance(after, StartupFigures)
         return compare_startup(before, after, threshold=target.policy.startup_threshold)
+
+
+def _benchmark_entry(record: Record) -> BenchmarkEntry | None:
+    """One pytest-benchmark entry (``<node id>::startup``, group ``ortperf-startup``): a fresh
+    process's session creation per round."""
+    current = record.get("current")
+    if not isinstance(current, Mapping) or not current.get("create_ms"):
+        return None
+    figures = StartupFigures.from_dict(current)
+    return BenchmarkEntry(
+        round_medians_ms=list(figures.create_ms),
+        runs_per_round=1,
+        group="ortperf-startup",
+        suffix="::startup",
+        extra_info={
+            "check": record.get("kind"),
+            "variant": record.get("variant"),
+            "machine": record.get("machine"),
+            "verdict": record.get("verdict"),
+            "path": record.get("path"),
+            "change": record.get("change_text", ""),
+            "first_run_ms": figures.median("first_run_ms"),
+            "steady_run_ms": figures.median("steady_run_ms"),
+            **({"engine_cache": figures.engine_cache} if figures.engine_cache else {}),
+        },
+    )
+
+
+KIND = CheckKind(
+    name=STARTUP,
+    make=StartupCheck,
+    summary="session creation and the first run, in fresh worker processes",
+    timed=True,
+    part=STARTUP,
+    not_timed=partial(not_timed, STARTUP),
+    record=footprint_record,
+    benchmark=_benchmark_entry,
+    properties=figures_property,
+)

@@ -40,6 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # The rest of the package loads here, once pytest is configured, not when this module is imported.
     from pytest_ortperf.gate.run import OrtperfRun
+    from pytest_ortperf.kinds import builtin_kinds
     from pytest_ortperf.plugin import fixtures
     from pytest_ortperf.plugin.configure import build_config
     from pytest_ortperf.plugin.processes import Controller, Worker
@@ -48,9 +49,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     try:
-        ortperf_config = build_config(config)
+        kinds = builtin_kinds()
+        config.hook.pytest_ortperf_register_kinds(registry=kinds)
+        ortperf_config = build_config(config, kinds=kinds.names())
         run = OrtperfRun(
             ortperf_config,
+            kinds=kinds,
             on_build=_hook_caller(config),
             lock_owner=_lock_owner(config),
             run_id=_run_id(config),

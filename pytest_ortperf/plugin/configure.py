@@ -80,7 +80,7 @@ def _value(config: Any, ini: str) -> tuple[Any, str]:
     return config.getini(ini), f"ini {ini}"
 
 
-def build_config(config: Any) -> OrtperfConfig:
+def build_config(config: Any, *, kinds: Sequence[str] = ()) -> OrtperfConfig:
     providers, where = _value(config, "ortperf_providers")
     specs = parse_providers(providers, source=where)
     levels_value, where = _value(config, "ortperf_opt_levels")
@@ -138,7 +138,7 @@ def build_config(config: Any) -> OrtperfConfig:
         ab_outputs_fail=_ab_outputs(config),
         progress=_progress(config),
         timing=_timing(config, update=policy.update),
-        checks=_checks(config),
+        checks=_checks(config, kinds or CHECKS),
         contracts=_contracts(config),
         memory_limit=_memory_limit(config),
     )
@@ -159,14 +159,14 @@ def _contracts(config: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _checks(config: Any) -> tuple[str, ...]:
-    """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given."""
+def _checks(config: Any, kinds: Sequence[str]) -> tuple[str, ...]:
+    """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given, from the run's kinds."""
     value, where = _value(config, "ortperf_checks")
     names = [name.strip() for name in option_text(value, source=where).split(",") if name.strip()]
-    unknown = [name for name in names if name not in CHECKS]
+    unknown = [name for name in names if name not in kinds]
     if unknown or not names:
         raise UsageError(
-            f"{where}: expected checks from {', '.join(CHECKS)}, comma separated"
+            f"{where}: expected checks from {', '.join(kinds)}, comma separated"
             + (f"; unknown: {', '.join(unknown)}" if unknown else "; got none")
             + "."
         )

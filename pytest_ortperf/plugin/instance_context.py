@@ -16,11 +16,10 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_ortperf.checks.contract_verdicts import Contract, default_contracts
-from pytest_ortperf.checks.footprint_verdicts import FootprintResult
-from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
-from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.gate.protocol import CheckContext
+from pytest_ortperf.gate.publisher import RunPublisher
+from pytest_ortperf.gate.registry import BenchmarkEntry
 from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.ort.inputs import Feeds, InputOptions
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -95,17 +94,22 @@ def make_ort_perf(
         if directory and feeds.source.startswith("test_data_set_")
         else None,
         other_variant=lambda variant_id: _other_variant(node, run, built, spec, variant_id),
+        publisher=RunPublisher(
+            run.results,
+            run.kinds,
+            add_property=lambda name, value: node.user_properties.append((name, value)),
+            benchmark=lambda entry: _to_pytest_benchmark(node, entry),
+        ),
     )
     run.results.describe(node.nodeid, run.model_facts(built))
     contracts = guarded(lambda: expect_contracts(spec.expect, origin=spec.expect_origin))
     defaults = default_contracts(built.variant, run.config.variants, run.config.contracts)
     return OrtPerf(
         context,
+        kinds=run.kinds,
         contracts=_merged_contracts(defaults, contracts),
         fail=lambda message: pytest.fail(message, pytrace=False),
         skip=pytest.skip,
-        on_result=lambda result: _publish_to_pytest_benchmark(node, result),
-        on_footprint=lambda result: _footprint_to_pytest_benchmark(node, result),
     )
 
 
@@ -145,64 +149,21 @@ def _merged_contracts(*groups: Sequence[Contract]) -> tuple[Contract, ...]:
     return tuple(merged.values())
 
 
-def _publish_to_pytest_benchmark(node: pytest.Item, result: LatencyResult) -> bool:
-    """Show the check in pytest-benchmark's table and JSON too, when that plugin is active (a check
-    that timed nothing, one that passed as the same graph, has no rounds to show)."""
-    current = result.current
-    if not current.rounds:
-        return False
+def _to_pytest_benchmark(node: pytest.Item, entry: BenchmarkEntry | Mapping[str, object]) -> bool:
+    """A check's pytest-benchmark entry (its kind maps its record to one, ``CheckKind.benchmark``), or
+    extra information for the test's other entries (memory: no time to publish)."""
+    if not isinstance(entry, BenchmarkEntry):
+        return annotate(node.config, node, dict(entry))
+    named = {"name": f"{node.nodeid}{entry.suffix}", "fullname": f"{node.nodeid}{entry.suffix}"}
     return publish(
         node.config,
         node,
-        round_medians_ms=current.round_medians_ms,
-        runs_per_round=current.count // current.rounds,
-        group="ortperf",
-        extra_info={
-            "variant": result.key.variant,
-            "machine": result.key.machine,
-            "verdict": str(result.status),
-            "baseline_median_ms": result.baseline_median_ms,
-            "change": result.change,
-            "mode": result.mode,
-            "path": result.path,
-            "decided_by": result.basis,
-            "reference": result.reference_label,
-        },
+        round_medians_ms=entry.round_medians_ms,
+        runs_per_round=entry.runs_per_round,
+        group=entry.group,
+        extra_info=entry.extra_info,
+        **(named if entry.suffix else {}),
     )
-
-
-def _footprint_to_pytest_benchmark(node: pytest.Item, result: FootprintResult) -> bool:
-    """Start-up: one pytest-benchmark entry (``<node id>::startup``, group ``ortperf-startup``), a fresh
-    process's session creation per round. Memory has no time to publish: its figures go into the
-    ``extra_info`` of the test's other ortperf entries (``ortperf_memory``), when it has any."""
-    current = result.current
-    info: dict[str, object] = {
-        "check": result.kind,
-        "variant": result.key.variant,
-        "machine": result.key.machine,
-        "verdict": str(result.status),
-        "path": result.path,
-        "change": result.change,
-    }
-    if isinstance(current, StartupFigures):
-        return publish(
-            node.config,
-            node,
-            round_medians_ms=current.create_ms,
-            runs_per_round=1,
-            group="ortperf-startup",
-            fullname=f"{node.nodeid}::startup",
-            name=f"{node.nodeid}::startup",
-            extra_info={
-                **info,
-                "first_run_ms": current.median("first_run_ms"),
-                "steady_run_ms": current.median("steady_run_ms"),
-                **({"engine_cache": current.engine_cache} if current.engine_cache else {}),
-            },
-        )
-    if current is None:
-        return False
-    return annotate(node.config, node, {"ortperf_memory": {**info, **current.as_dict()}})
 
 
 _NOT_CARRIED = {

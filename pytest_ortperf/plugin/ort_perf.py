@@ -6,6 +6,7 @@ and turns their outcomes into one failure or skip of the test.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from itertools import count
@@ -18,7 +19,8 @@ from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.instance_checks import InstanceChecks
 from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
-from pytest_ortperf.graph.diff import parse_graph_threshold
+from pytest_ortperf.gate.registry import KindRegistry
+from pytest_ortperf.kinds.contracts import ContractCheck
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.plugin.configure import variant_id
@@ -56,19 +58,18 @@ class OrtPerf:
         self,
         context: CheckContext,
         *,
+        kinds: KindRegistry,
         fail: Abort,
         skip: Abort,
-        on_result: Callable[[LatencyResult], object] | None = None,
-        on_footprint: Callable[[FootprintResult], object] | None = None,
         contracts: Sequence[Contract] = (),
     ) -> None:
         self._context = context
         self._contracts = tuple(contracts)  # ort_expect markers and ortperf_contracts defaults
         self._fail = fail
         self._skip = skip
-        self._checks = InstanceChecks(context, on_result=on_result, on_footprint=on_footprint)
-        kinds = (LATENCY, ACCURACY, MEMORY, STARTUP, GRAPH)
-        self._names: dict[str, set[str]] = {kind: set() for kind in kinds}
+        self._kinds = kinds
+        self._checks = InstanceChecks(context, kinds)
+        self._names: dict[str, set[str]] = defaultdict(set)
 
     @property
     def session(self) -> BuiltSession:
@@ -79,17 +80,13 @@ class OrtPerf:
     ) -> LatencyResult:
         """Against the stored baseline or, in A/B mode, against the reference model (and its outputs)."""
         __tracebackhide__ = True
-        key = self._key(name, LATENCY)
-        if not self._context.run.config.timing:
-            self._skip(self._checks.not_timed(key).message)
-        return self._one(self._checks.run([self._checks.latency], feeds, key))  # type: ignore[return-value]
+        return self._kind(LATENCY, feeds, name)  # type: ignore[return-value]
 
     def check_accuracy(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
     ) -> AccuracyResult:
         __tracebackhide__ = True
-        key = self._key(name, ACCURACY)
-        return self._one(self._checks.run([self._checks.accuracy], feeds, key))  # type: ignore[return-value]
+        return self._kind(ACCURACY, feeds, name)  # type: ignore[return-value]
 
     def check_memory(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
@@ -97,8 +94,7 @@ class OrtPerf:
         """The session's memory in the steady state, in fresh worker processes: ORT's arena
         accounting, the GPU memory of the process (GPU providers), the peak resident set added."""
         __tracebackhide__ = True
-        key = self._key(name, MEMORY)
-        return self._one(self._checks.run([self._checks.memory], feeds, key))  # type: ignore[return-value]
+        return self._kind(MEMORY, feeds, name)  # type: ignore[return-value]
 
     def check_startup(
         self, feeds: Mapping[str, Array] | None = None, *, name: str | None = None
@@ -106,10 +102,7 @@ class OrtPerf:
         """Session creation and the first run, in fresh worker processes; skipped under
         ``--ortperf-timing=off``, like ``check_latency()``."""
         __tracebackhide__ = True
-        key = self._key(name, STARTUP)
-        if not self._context.run.config.timing:
-            self._skip(self._checks.footprint_not_timed(STARTUP, key).message)
-        return self._one(self._checks.run([self._checks.startup], feeds, key))  # type: ignore[return-value]
+        return self._kind(STARTUP, feeds, name)  # type: ignore[return-value]
 
     def check_graph(
         self, *, name: str | None = None, expect_fusions: Mapping[str, int] | None = None
@@ -118,9 +111,42 @@ class OrtPerf:
         provider, copy nodes, digest), compared exactly with the recorded reference's graph, built
         here beside it. ``expect_fusions={"FusedConv": 3}`` pins op type counts the graph must have."""
         __tracebackhide__ = True
-        key = self._key(name, GRAPH)
-        check = self._graph_check(expect_fusions)
-        return self._one(self._checks.run([check], None, key))  # type: ignore[return-value]
+        options = {"expect_fusions": expect_fusions} if expect_fusions else {}
+        return self._kind(GRAPH, None, name, options)  # type: ignore[return-value]
+
+    def __getattr__(self, attribute: str) -> Callable[..., Outcome]:
+        """``check_<kind>()`` of a kind a plugin registered (``gate/registry.py``): its keywords, but
+        ``feeds`` and ``name``, go to its check object's ``configured()``."""
+        kind = attribute.removeprefix("check_")
+        if attribute.startswith("check_") and kind in self._kinds:
+
+            def check(
+                feeds: Mapping[str, Array] | None = None, *, name: str | None = None, **options: object
+            ) -> Outcome:
+                __tracebackhide__ = True
+                return self._kind(kind, feeds, name, options)
+
+            return check
+        raise AttributeError(
+            f"{type(self).__name__!r} has no attribute {attribute!r}"
+            + (f" (check kinds: {', '.join(self._kinds.names())})" if attribute.startswith("check_") else "")
+        )
+
+    def _kind(
+        self,
+        kind: str,
+        feeds: Mapping[str, Array] | None,
+        name: str | None,
+        options: Mapping[str, object] | None = None,
+    ) -> Outcome:
+        """One check of ``kind``, on its own baseline key; a timed kind under ``--ortperf-timing=off``
+        skips the test, naming the option."""
+        __tracebackhide__ = True
+        key = self._key(name, kind)
+        if self._kinds[kind].timed and not self._context.run.config.timing:
+            self._skip(self._checks.not_timed(kind, key).message)
+        check = self._configured(kind, options or {})
+        return self._one(self._checks.run([check], feeds, key))
 
     def check_speedup(
         self, *, than: str, at_least: float, feeds: Mapping[str, Array] | None = None
@@ -135,7 +161,8 @@ class OrtPerf:
             )
         except OrtperfError as exc:
             self._fail(str(exc))
-        return self._one(self._checks.run([self._checks.contracts([contract])], feeds, self._context.key))  # type: ignore[return-value]
+        checks = [ContractCheck(self._context, [contract])]
+        return self._one(self._checks.run(checks, feeds, self._context.key))  # type: ignore[return-value]
 
     def check_contracts(self, feeds: Mapping[str, Array] | None = None) -> tuple[ContractResult, ...]:
         """The test's contracts (``ort_expect`` markers, ``ortperf_contracts``), each measured in this
@@ -143,7 +170,7 @@ class OrtPerf:
         __tracebackhide__ = True
         if not self._contracts:
             return ()
-        groups = self._checks.run([self._checks.contracts(self._contracts)], feeds, self._context.key)
+        groups = self._checks.run([ContractCheck(self._context, self._contracts)], feeds, self._context.key)
         outcomes = self._finish([outcome for group in groups for outcome in group])
         return tuple(outcome for outcome in outcomes if isinstance(outcome, ContractResult))
 
@@ -156,44 +183,54 @@ class OrtPerf:
         startup: bool | None = None,
         graph: bool | None = None,
         expect_fusions: Mapping[str, int] | None = None,
+        **kinds: bool,
     ) -> tuple[Outcome, ...]:
         """The run's checks (``ortperf_checks``: latency, accuracy and graph by default), ``memory=True``
-        and ``startup=True`` adding those (False leaving them out, as ``graph=False`` does the graph);
-        the test fails once, with every message, if any failed. Returns one result per check, in the
-        order run: ``latency, accuracy, graph = ort_perf.check()`` by default."""
+        and ``startup=True`` adding those (False leaving them out, as ``graph=False`` does the graph;
+        a registered kind is added or left out the same way, by its name); the test fails once, with
+        every message, if any failed. Returns one result per check, in the order run:
+        ``latency, accuracy, graph = ort_perf.check()`` by default."""
         __tracebackhide__ = True
-        kinds = list(self._context.run.config.checks)
-        for kind, wanted in ((MEMORY, memory), (STARTUP, startup), (GRAPH, graph)):
-            if wanted and kind not in kinds:
-                kinds.append(kind)
-            elif wanted is False and kind in kinds:
-                kinds.remove(kind)
-        key = self._key(name, *kinds)
+        unknown = [kind for kind in kinds if kind not in self._kinds]
+        if unknown:
+            known = ", ".join(self._kinds.names())
+            self._fail(f"check() got unknown check kind(s) {', '.join(unknown)}; known: {known}.")
+        chosen = list(self._context.run.config.checks)
+        for kind, wanted in {MEMORY: memory, STARTUP: startup, GRAPH: graph, **kinds}.items():
+            if wanted and kind not in chosen:
+                chosen.append(kind)
+            elif wanted is False and kind in chosen:
+                chosen.remove(kind)
+        key = self._key(name, *chosen)
         checks = self._checks
         untimed: dict[str, Outcome] = {}
         if not self._context.run.config.timing:  # the untimed checks run; the test is not skipped
-            if LATENCY in kinds:
-                untimed[LATENCY] = checks.not_timed(key)
-            if STARTUP in kinds:
-                untimed[STARTUP] = checks.footprint_not_timed(STARTUP, key)
-        named = {GRAPH: self._graph_check(expect_fusions)}
-        chosen = [named.get(kind) or checks.named(kind) for kind in kinds if kind not in untimed]
-        contracts = [checks.contracts(self._contracts)] if self._contracts else []
-        groups = checks.run([*chosen, *contracts], feeds, key)
+            untimed = {kind: checks.not_timed(kind, key) for kind in chosen if self._kinds[kind].timed}
+        options = {GRAPH: {"expect_fusions": expect_fusions}} if expect_fusions else {}
+        ran = [self._configured(kind, options.get(kind, {})) for kind in chosen if kind not in untimed]
+        contracts = [ContractCheck(self._context, self._contracts)] if self._contracts else []
+        groups = checks.run([*ran, *contracts], feeds, key)
         self._finish([outcome for group in groups for outcome in group])
-        ran = iter(group[0] for group in groups[: len(chosen)])
-        return tuple(untimed[kind] if kind in untimed else next(ran) for kind in kinds)
+        firsts = iter(group[0] for group in groups[: len(ran)])
+        return tuple(untimed[kind] if kind in untimed else next(firsts) for kind in chosen)
 
-    def _graph_check(self, expect_fusions: Mapping[str, int] | None) -> Check:
-        """The graph check, with the call's pinned counts (checked like the marker's)."""
+    def _configured(self, kind: str, options: Mapping[str, object]) -> Check:
+        """The check of ``kind`` with the call's options (``check_graph(expect_fusions=...)``), through
+        its ``configured()``; a clear failure when it takes none or not these."""
         __tracebackhide__ = True
-        if not expect_fusions:
-            return self._checks.graph
+        check = self._checks.named(kind)
+        if not options:
+            return check
+        configured = getattr(check, "configured", None)
+        if configured is None:
+            self._fail(f"check_{kind}() takes no options besides feeds and name; got {', '.join(options)}.")
         try:
-            _, pins = parse_graph_threshold(dict(expect_fusions), source="expect_fusions")
+            made: Check = configured(**options)
+        except TypeError as exc:
+            self._fail(f"check_{kind}(): {exc}")
         except OrtperfError as exc:
             self._fail(str(exc))
-        return self._checks.graph.expecting(dict(pins))
+        return made
 
     def _one(self, groups: list[list[Outcome]]) -> Outcome:
         """The result of the one check run (after the test failed or skipped on any outcome)."""

@@ -29,7 +29,7 @@ import pytest
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.run import OrtperfRun
 from pytest_ortperf.plugin.benchmark import handed, publish_handed
-from pytest_ortperf.reports.terminal import lost_worker_line, profile_lines, summary_lines
+from pytest_ortperf.reports.terminal import lost_worker_line, summary_lines
 from pytest_ortperf.store.baselines import BaselineEntry
 
 KEY = "ortperf"
@@ -100,7 +100,6 @@ def export(run: OrtperfRun, benchmarks: Sequence[Mapping[str, Any]] = ()) -> str
             "results": run.results.handover(
                 missing_machines=run.machines_with_missing_baselines(),
                 traces=run.traces(),
-                profile_lines=[line for report in run.profiles.reports for line in profile_lines(report)],
                 profiles=run.profile_records(),
             ),
             "error": run.finish_error,

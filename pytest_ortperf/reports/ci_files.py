@@ -45,8 +45,10 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "kind": "latency",
         "variant": result.key.variant,
         "machine": result.key.machine,
+        "entry": [result.key.test_file, result.key.test],  # the baseline entry: file and test name
         "verdict": str(result.status),
         "failed": result.failed,
+        "change_summary": result.change,  # the change as the terminal and JUnit show it
         "mode": result.mode,
         "path": result.path,
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
@@ -177,6 +179,7 @@ def footprint_record(result: FootprintResult, nodeid: str) -> dict[str, Any]:
         "kind": result.kind,
         "variant": result.key.variant,
         "machine": result.key.machine,
+        "entry": [result.key.test_file, result.key.test],
         "verdict": str(result.status),
         "failed": result.failed,
         "path": result.path,
@@ -306,6 +309,30 @@ def profile_record(report: ProfileReport) -> dict[str, Any]:
         "providers": {row.name: row.us / runs for row in summary.by_provider},
         "fallback_nodes": list(summary.fallback_nodes),
         "warnings": list(report.warnings),
+        "traces": len(report.traces),
+        "directory": str(report.summary_path.parent),
+    }
+
+
+def check_record(result: Any, nodeid: str) -> dict[str, Any]:
+    """The common record of a check (``checks/kind_result.py: KindResult``, or any result with its
+    fields): what every report reads from a check kind that declares nothing else."""
+    key = result.key
+    figures = getattr(result, "figures", {}) or {}
+    return {
+        "test": nodeid,
+        "kind": str(result.kind),
+        "variant": key.variant,
+        "machine": key.machine,
+        "entry": [key.test_file, key.test],
+        "verdict": str(result.status),
+        "failed": bool(result.failed),
+        "path": str(getattr(result, "path", "")),
+        "summary": str(getattr(result, "summary", "")),
+        "change_text": str(getattr(result, "change", "")),
+        "figures": {str(name): rounded(value) for name, value in dict(figures).items()},
+        "notes": [str(note) for note in getattr(result, "notes", ())],
+        "message": str(result.message),
     }
 
 
@@ -318,6 +345,7 @@ def _figureless_record(
         "kind": kind,
         "variant": key.variant,
         "machine": key.machine,
+        "entry": [key.test_file, key.test],
         "verdict": verdict,
         "failed": failed,
         "message": message,
@@ -531,6 +559,7 @@ def write_reports(
     run_errors: Sequence[str],
     html_path: Path | None = None,
     profiles: Sequence[Mapping[str, Any]] = (),
+    drawings: Mapping[str, Callable[[Mapping[str, Any]], str]] | None = None,
 ) -> None:
     """The JSON report, the HTML page (rendered from that report) and the markdown summary
     whenever asked for, even with no check at all; GitHub's step summary (``step_summary``) only
@@ -557,7 +586,7 @@ def write_reports(
             from pytest_ortperf.reports.html import Job, write_page  # only a run that asks for it
 
             # From the JSON text itself, so that `ortperf report` on the JSON report renders this page.
-            write_page(html_path, [Job(label="", document=json.loads(written))])
+            write_page(html_path, [Job(label="", document=json.loads(written))], drawings=drawings)
     text = markdown(records, machine=machine(), unused=unused, run_errors=run_errors)
     if markdown_path:
         markdown_path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,12 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.checks.footprint_verdicts import FootprintResult
-from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
-from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, heading
 from pytest_ortperf.store.baselines import Repaired
@@ -67,55 +64,72 @@ def _ms(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.4g} ms"
 
 
-def latency_rows(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
-    rows: list[tuple[str, ...]] = []
-    for result in results:
-        median = result.baseline_median_ms
-        baseline = _ms(median) if median is not None else "-"
-        test, check = split_check_name(result.key.test)
-        test = test.rsplit(f"[{result.key.variant}]", 1)[0] + check
-        rows.append(
-            (
-                f"{result.key.test_file}::{test}",
-                result.key.variant,
-                f"{result.mode} ({result.runtimes})" if result.runtimes else result.mode,
-                baseline,
-                _ms(result.current.median_ms),
-                result.change or "-",
-                str(result.status),
-            )
-        )
-    return rows
+def _test_of(record: Mapping[str, Any]) -> str:
+    """The row's test: its file and name with the variant stripped, its check's name kept (``#big``)."""
+    variant = str(record.get("variant", ""))
+    entry = record.get("entry")
+    if isinstance(entry, (list, tuple)) and len(entry) == 2:
+        test_file, name = str(entry[0]), str(entry[1])
+    else:
+        test_file, _, name = str(record.get("test", "")).partition("::")
+    test, check = split_check_name(name)
+    return f"{test_file}::{test.rsplit(f'[{variant}]', 1)[0]}{check}"
+
+
+def _median_ms(part: object) -> str:
+    median = part.get("median_ms") if isinstance(part, Mapping) else None
+    return _ms(float(median)) if isinstance(median, (int, float)) and not isinstance(median, bool) else "-"
+
+
+def latency_row(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """One latency check's row, read from its record (``reports/ci_files.py: latency_record``)."""
+    reference = record.get("reference")
+    compared = reference if isinstance(reference, Mapping) else record.get("baseline")
+    runtimes = reference.get("runtimes") if isinstance(reference, Mapping) else None
+    mode = str(record.get("mode", ""))
+    return (
+        _test_of(record),
+        str(record.get("variant", "")),
+        f"{mode} ({runtimes})" if runtimes else mode,
+        _median_ms(compared),
+        _median_ms(record.get("current")),
+        str(record.get("change_summary") or "-"),
+        str(record.get("verdict", "")),
+    )
+
+
+def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """The latency table's rows: every latency check that measured (not the not-timed ones, nor errors)."""
+    return [
+        latency_row(record)
+        for record in records
+        if record.get("kind") == "latency" and record.get("verdict") not in (Status.NOT_TIMED, Status.ERROR)
+    ]
 
 
 _FOOTPRINT_HEADERS = ("test", "variant", "check", "path", "current", "change", "verdict")
 
 
-def footprint_rows(results: Sequence[FootprintResult]) -> list[tuple[str, ...]]:
-    """One row per memory or start-up check."""
-    rows: list[tuple[str, ...]] = []
-    for result in results:
-        test, check = split_check_name(result.key.test)
-        test = test.rsplit(f"[{result.key.variant}]", 1)[0] + check
-        rows.append(
-            (
-                f"{result.key.test_file}::{test}",
-                result.key.variant,
-                result.kind,
-                result.path,
-                result.current.describe() if result.current is not None else "-",
-                result.change or "-",
-                str(result.status),
-            )
-        )
-    return rows
+def check_row(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The common row of a check, read from the fields every record of a check kind has (memory,
+    start-up, graph, and any registered kind): what it compared with, measured and decided."""
+    return (
+        _test_of(record),
+        str(record.get("variant", "")),
+        str(record.get("kind", "")),
+        str(record.get("path", "")),
+        str(record.get("summary") or "-"),
+        str(record.get("change_text") or "-"),
+        str(record.get("verdict", "")),
+    )
 
 
 def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
     """Memory and start-up checks: what each measured in fresh processes, and what that decided; then
     graph checks: the optimized graph of each variant, and how it compared."""
-    measured = [row for row in rows if row[2] != "graph"]
+    measured = [row for row in rows if row[2] in ("memory", "startup")]
     graphs = [row for row in rows if row[2] == "graph"]
+    others = [row for row in rows if row[2] not in ("memory", "startup", "graph")]
     lines: list[str] = []
     if measured:
         lines.append(
@@ -130,6 +144,10 @@ def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
             "compared exactly; side by side: the recorded reference's graph built here)"
         )
         lines += format_table([_FOOTPRINT_HEADERS, *graphs])
+    if others:
+        kinds = ", ".join(dict.fromkeys(row[2] for row in others))
+        lines.append(f"other checks ({kinds}: check kinds registered by plugins or added since)")
+        lines += format_table([_FOOTPRINT_HEADERS, *others])
     return lines
 
 
@@ -232,30 +250,45 @@ def lost_worker_line(worker: str, *, update: bool) -> str:
     return f"worker {worker} went down: its ortperf results are missing from this summary and the reports"
 
 
-def profile_lines(report: ProfileReport, *, top: int = 5) -> list[str]:
-    """A marked test's profile in a few lines: runs, total and per-run time, top op types and nodes,
-    providers, fallbacks, warnings, where."""
-    summary = report.summary
-    if not report.traces:
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def profile_lines(record: Mapping[str, Any], *, top: int = 5) -> list[str]:
+    """A marked test's profile in a few lines, read from its record (``reports/ci_files.py:
+    profile_record``): runs, total and per-run time, top op types and nodes, providers, fallbacks,
+    warnings, where."""
+    nodeid = record.get("test", "")
+    if not record.get("traces"):
         return [
-            f"profile {report.nodeid}: no run was profiled (the test made no run through ort_session "
+            f"profile {nodeid}: no run was profiled (the test made no run through ort_session "
             "and no latency check measured); no trace written"
         ]
-    per_run = summary.run_us / summary.runs / 1000 if summary.runs else 0.0
-    total = summary.node_us or 1
-    ops = ", ".join(f"{op.name} {op.us / total:.0%}" for op in summary.by_op[:top])
-    providers = ", ".join(f"{p.name} {p.us / total:.0%}" for p in summary.by_provider)
-    nodes = ", ".join(f"{n.name} ({n.op}) {n.us / total:.0%}" for n in summary.by_node[:top])
+    runs = int(record.get("runs", 0) or 0)
+    per_run = float(record.get("run_ms", 0.0) or 0.0)
+    profile = _mapping(record.get("profile"))
+    ops = sorted(
+        ((str(op), float(v["us"])) for op, v in _mapping(profile.get("ops")).items()), key=lambda o: -o[1]
+    )
+    total = sum(us for _, us in ops) or 1.0
+    nodes = sorted(
+        ((str(name), str(v["op"]), float(v["us"])) for name, v in _mapping(profile.get("nodes")).items()),
+        key=lambda n: -n[2],
+    )
+    providers = _mapping(record.get("providers"))
+    op_text = ", ".join(f"{op} {us / total:.0%}" for op, us in ops[:top])
+    provider_text = ", ".join(f"{name} {float(us) / total:.0%}" for name, us in providers.items())
+    node_text = ", ".join(f"{name} ({op}) {us / total:.0%}" for name, op, us in nodes[:top])
     lines = [
-        f"profile {report.nodeid}: {len(report.traces)} run(s), {summary.run_us / 1000:.3f} ms in total, "
-        f"{per_run:.3f} ms per run; top ops: {ops}; providers: {providers}",
-        f"  top nodes: {nodes}",
+        f"profile {nodeid}: {record['traces']} run(s), {per_run * max(runs, 1):.3f} ms in total, "
+        f"{per_run if runs else 0.0:.3f} ms per run; top ops: {op_text}; providers: {provider_text}",
+        f"  top nodes: {node_text}",
     ]
-    if summary.fallback_nodes:
-        names = ", ".join(summary.fallback_nodes[:top])
-        lines.append(f"  {len(summary.fallback_nodes)} node(s) fell back to CPU: {names}")
-    lines += [f"  WARNING: {warning}" for warning in report.warnings]
-    where = report.summary_path.parent
+    fallback = [str(name) for name in record.get("fallback_nodes", [])]
+    if fallback:
+        lines.append(f"  {len(fallback)} node(s) fell back to CPU: {', '.join(fallback[:top])}")
+    lines += [f"  WARNING: {warning}" for warning in record.get("warnings", [])]
+    where = record.get("directory", "")
     lines.append(f"  traces and summary.json in {where} (ortperf profile {shlex.quote(str(where))})")
     return lines
 

@@ -1,14 +1,15 @@
 """Each check kind's figures on the page, one function a kind (:data:`DRAWINGS`).
 
-A new kind of check draws its record here: one function from the record to HTML, added to
-:data:`DRAWINGS`; a kind without one shows its facts and message only.
+A built-in kind draws its record here: one function from the record to HTML, added to
+:data:`DRAWINGS`. A registered kind may bring its own (``CheckKind.drawing``); a kind without one
+gets :func:`draw_common`: its common fields, figures and notes.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -372,11 +373,39 @@ def _contract(record: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def draw_nothing(record: Mapping[str, Any]) -> str:
-    return ""
+def draw_common(record: Mapping[str, Any]) -> str:
+    """A kind without a drawing of its own (one a plugin registered): the common fields of its record,
+    what it compared with, measured and decided, its figures and its notes."""
+    rows = [
+        (label, str(record.get(field) or ""))
+        for label, field in (("path", "path"), ("measured", "summary"), ("change", "change_text"))
+        if record.get(field)
+    ]
+    figures = record.get("figures")
+    if isinstance(figures, Mapping):
+        rows += [(str(name), _figure_text(value)) for name, value in figures.items()]
+    parts = []
+    if rows:
+        cells = "".join(f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in rows)
+        parts.append(f'<dl class="facts">{cells}</dl>')
+    notes = [str(note) for note in record.get("notes") or [] if note]
+    if notes:
+        parts.append("<ul>" + "".join(f"<li>{escape(note)}</li>" for note in notes) + "</ul>")
+    return "".join(parts)
 
 
-DRAWINGS = {
+def _figure_text(value: object) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{name}: {_figure_text(item)}" for name, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_figure_text(item) for item in value)
+    return str(value)
+
+
+Drawing = Callable[[Mapping[str, Any]], str]
+
+
+DRAWINGS: dict[str, Drawing] = {
     "latency": _latency,
     "graph": _graph,
     "memory": _memory,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.reports.html.assets import SCRIPT, STYLE
-from pytest_ortperf.reports.html.checks import DRAWINGS, draw_nothing
+from pytest_ortperf.reports.html.checks import DRAWINGS, Drawing, draw_common
 from pytest_ortperf.reports.html.fields import DAMAGE, as_number, checks_of, guarded, listed, objects
 from pytest_ortperf.reports.html.jobs import ERROR, Job, PageCheck, job_labels
 from pytest_ortperf.reports.html.profiles import profile_anchor, profiles_section
@@ -22,8 +22,11 @@ from pytest_ortperf.reports.html.tradeoff_view import tradeoffs_section
 from pytest_ortperf.values import write_atomically
 
 
-def render_page(jobs: Sequence[Job], *, problems: Sequence[str] = ()) -> str:
-    """The whole page as one string: styles, script and charts inline."""
+def render_page(
+    jobs: Sequence[Job], *, problems: Sequence[str] = (), drawings: Mapping[str, Drawing] | None = None
+) -> str:
+    """The whole page as one string: styles, script and charts inline (``drawings``: registered
+    kinds' own drawings, by kind, beside the built-in ones)."""
     jobs = job_labels(jobs) if len(jobs) > 1 else list(jobs)
     merged = len(jobs) > 1
     checks = [
@@ -41,7 +44,7 @@ def render_page(jobs: Sequence[Job], *, problems: Sequence[str] = ()) -> str:
         _header(jobs, checks, problems),
         "<main>",
         _summary(ordered, merged),
-        _details(ordered, jobs),
+        _details(ordered, jobs, {**DRAWINGS, **(drawings or {})}),
         profiles_section(jobs, checks),
         tradeoffs_section(jobs, merged),
         "</main>",
@@ -51,10 +54,16 @@ def render_page(jobs: Sequence[Job], *, problems: Sequence[str] = ()) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_page(path: Path, jobs: Sequence[Job], *, problems: Sequence[str] = ()) -> None:
+def write_page(
+    path: Path,
+    jobs: Sequence[Job],
+    *,
+    problems: Sequence[str] = (),
+    drawings: Mapping[str, Drawing] | None = None,
+) -> None:
     """Render ``jobs`` to ``path``, written whole or not at all (a page half written is never left);
     ``problems``: reports that could not be read, shown at the top."""
-    text = render_page(jobs, problems=problems)
+    text = render_page(jobs, problems=problems, drawings=drawings)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, text, mode=0o644)  # a page to share, as a plain write would leave it
 
@@ -243,7 +252,7 @@ def _decided(record: Mapping[str, Any]) -> str:
     return f"{path}; {basis}"
 
 
-def _details(checks: Sequence[PageCheck], jobs: Sequence[Job]) -> str:
+def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping[str, Drawing]) -> str:
     profiled = {
         (job.label if len(jobs) > 1 else "", str(p.get("test")))
         for job in jobs
@@ -252,7 +261,7 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job]) -> str:
     sections = []
     for check in checks:
         r = check.record
-        body = guarded(partial(DRAWINGS.get(str(r["kind"]), draw_nothing), r), "this check's figures")
+        body = guarded(partial(drawings.get(str(r["kind"]), draw_common), r), "this check's figures")
         facts = guarded(partial(_facts, check, profiled), "this check's facts")
         message = str(r.get("message") or "").strip()
         shown = f"<pre>{escape(message)}</pre>" if message else ""

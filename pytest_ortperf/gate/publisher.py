@@ -1,0 +1,41 @@
+"""The one way a check's result leaves the check: as a record (``reports/ci_files.py`` makes it) into
+the run's results, the test's JUnit properties and, where its kind maps one, pytest-benchmark."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_ortperf.gate.registry import BenchmarkEntry, KindRegistry
+from pytest_ortperf.reports.ci_files import ERROR
+from pytest_ortperf.reports.results import RunResults
+
+
+class RunPublisher:
+    """The publisher of one test instance's checks (``gate/protocol.py: Publisher``)."""
+
+    def __init__(
+        self,
+        results: RunResults,
+        kinds: KindRegistry,
+        *,
+        add_property: Callable[[str, object], None] = lambda name, value: None,
+        benchmark: Callable[[BenchmarkEntry | Mapping[str, object]], object] | None = None,
+    ) -> None:
+        self._results = results
+        self._kinds = kinds
+        self._add_property = add_property
+        self._benchmark = benchmark
+
+    def publish(self, record: Mapping[str, Any], *, verdict_property: str = "") -> None:
+        record = self._results.add(record)
+        kind = self._kinds.get(str(record.get("kind", "")))
+        name = verdict_property or f"ortperf_{record.get('kind', 'check')}_verdict"
+        self._add_property(name, str(record.get("verdict", "")))
+        if verdict_property or kind is None or record.get("verdict") == ERROR:
+            return  # another kind's record (A/B outputs), or an error: its verdict only
+        for property_name, value in kind.properties(record).items():
+            self._add_property(property_name, value)
+        entry = kind.benchmark(record) if kind.benchmark is not None else None
+        if entry is not None and self._benchmark is not None:
+            self._benchmark(entry)

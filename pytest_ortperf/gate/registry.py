@@ -1,0 +1,134 @@
+"""The registry of check kinds: each kind is declared once, as a :class:`CheckKind`, and everything
+that runs, records or reports checks iterates over the registry instead of naming kinds.
+
+The built-in kinds are declared in ``kinds/`` (one module each) and registered by the pytest layer;
+a conftest or another plugin adds its own through the ``pytest_ortperf_register_kinds`` hook
+(``plugin/hookspec.py``). A kind that declares nothing but its name and its check object still
+appears in every report: its records have the common fields every report reads (``kind``,
+``test``, ``variant``, ``verdict``, ``path``, ``summary``, ``change_text``, ``message``, ``notes``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
+from pytest_ortperf.reports.ci_files import check_record
+from pytest_ortperf.store.keys import CheckKey
+
+Record = Mapping[str, Any]
+NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+@dataclass(frozen=True)
+class BenchmarkEntry:
+    """A check's entry in pytest-benchmark's session: one round per value (milliseconds)."""
+
+    round_medians_ms: Sequence[float]
+    runs_per_round: int
+    group: str
+    suffix: str = ""  # appended to the node id ("::startup"); "" for the test's own entry
+    extra_info: Mapping[str, object] | None = None
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    """One kind of check, declared once.
+
+    - ``name``: its record's ``kind``, its JUnit property ``ortperf_<name>_verdict``, its
+      ``ort_perf.check_<name>()`` method and its word in ``ortperf_checks``.
+    - ``make``: its check object for one test instance (``gate/protocol.py: Check``).
+    - ``default``: whether ``ort_perf.check()`` runs it when ``ortperf_checks`` is not set.
+    - ``timed``: whether it times anything; under ``--ortperf-timing=off`` it is then reported as
+      'not timed' (``not_timed``: that outcome) instead of run.
+    - ``part``: its part of a baseline entry's figures (None: it keeps none), which
+      ``--ortperf-update=missing`` asks ``Check.recorded`` about.
+    - ``row``: its terminal row, read from its record, when it has a table of its own
+      (``table``: that table's title); otherwise the common "checks" table shows it.
+    - ``benchmark``: its pytest-benchmark entry, read from its record, or extra information for the
+      test's other entries (a mapping); None: it publishes none.
+    - ``properties``: its JUnit properties besides its verdict, read from its record.
+    - ``record``: its record of an outcome (the not-timed one too); a kind whose check returns a
+      :class:`~pytest_ortperf.checks.kind_result.KindResult` keeps the common one.
+    - ``drawing``: its figures on the HTML page, read from its record (None: the common drawing).
+    - ``summary``: one line for ``--help`` and the docs.
+    """
+
+    name: str
+    make: Callable[[CheckContext], Check]
+    summary: str = ""
+    default: bool = False
+    timed: bool = False
+    part: str | None = None
+    not_timed: Callable[[CheckKey], Outcome] | None = None
+    row: Callable[[Record], tuple[str, ...]] | None = None
+    table: str = ""
+    benchmark: Callable[[Record], BenchmarkEntry | Mapping[str, object] | None] | None = None
+    drawing: Callable[[Record], str] | None = None
+    properties: Callable[[Record], Mapping[str, object]] = lambda record: {}
+    record: Callable[[Any, str], dict[str, Any]] = check_record
+
+    @property
+    def verdict_property(self) -> str:
+        return f"ortperf_{self.name}_verdict"
+
+
+class KindRegistry:
+    """The check kinds of a run, in the order they were registered (the order ``check()`` runs them)."""
+
+    def __init__(self, kinds: Sequence[CheckKind] = ()) -> None:
+        self._kinds: dict[str, CheckKind] = {}
+        self._origins: dict[str, str] = {}
+        for kind in kinds:
+            self.register(kind, origin="pytest-ortperf")
+
+    def register(self, kind: CheckKind, *, origin: str = "") -> None:
+        """Add ``kind``; a clear error naming both origins when the name is taken or malformed."""
+        if not isinstance(kind, CheckKind):
+            raise UsageError(f"{origin or 'a plugin'} registered {kind!r}: a check kind must be a CheckKind.")
+        if not NAME.fullmatch(kind.name):
+            raise UsageError(
+                f"{origin or 'a plugin'} registered a check kind named {kind.name!r}: a name is lower case "
+                "letters, digits and underscores, starting with a letter (it becomes check_<name>())."
+            )
+        if kind.name in self._kinds or kind.name in RESERVED:
+            taken = self._origins.get(kind.name, "pytest-ortperf")
+            raise UsageError(
+                f"{origin or 'a plugin'} registered a check kind named {kind.name!r}, which {taken} "
+                "already registered: give it another name."
+            )
+        self._kinds[kind.name] = kind
+        self._origins[kind.name] = origin
+
+    def __iter__(self) -> Iterator[CheckKind]:
+        return iter(self._kinds.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kinds
+
+    def get(self, name: str) -> CheckKind | None:
+        return self._kinds.get(name)
+
+    def __getitem__(self, name: str) -> CheckKind:
+        kind = self._kinds.get(name)
+        if kind is None:
+            raise UsageError(f"no check kind named {name!r} (known: {', '.join(self.names())}).")
+        return kind
+
+    def names(self) -> list[str]:
+        return list(self._kinds)
+
+    def defaults(self) -> list[str]:
+        """What ``check()`` runs when ``ortperf_checks`` is not set."""
+        return [kind.name for kind in self if kind.default]
+
+    def drawings(self) -> dict[str, Callable[[Record], str]]:
+        return {kind.name: kind.drawing for kind in self if kind.drawing is not None}
+
+
+# Kinds of records that are not check kinds of their own (a contract is run by check_contracts()).
+RESERVED = frozenset({"contract", "profile", "check", "contracts", "speedup"})
