@@ -28,8 +28,8 @@ from pytest_ortperf.latency.paired import (
 )
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.reports.ci_files import latency_record, markdown
-from pytest_ortperf.reports.terminal import latency_rows
 from pytest_ortperf.store.keys import CheckKey
+from tests.unit.reports.test_terminal import rows_of
 
 TEST = "test_resnet[cpu-all]"
 KEY = CheckKey(
@@ -623,7 +623,7 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     assert f"{result.reference.median_ms:.4g} ms" in row  # type: ignore[union-attr]
     assert "could detect >= " in row
     assert row.endswith(f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |")
-    (terminal,) = latency_rows([result])
+    (terminal,) = rows_of([result])
     assert terminal[2] == "a/b"
     assert terminal[3] == f"{result.reference.median_ms:.4g} ms"  # type: ignore[union-attr]
 
@@ -637,7 +637,7 @@ def test_reports_of_an_ab_check_without_reference() -> None:
     assert record["decided_by"] == "a/b"
     assert record["reference"] == {"label": LABEL, "median_ms": None}
     assert record["change"] is None
-    (terminal,) = latency_rows([result])
+    (terminal,) = rows_of([result])
     assert terminal[2:4] == ("a/b", "-")
     assert terminal[-1] == "no reference"
 

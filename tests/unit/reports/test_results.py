@@ -10,10 +10,17 @@ from pathlib import Path
 import pytest
 
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.reports.ci_files import latency_record, markdown
+from pytest_ortperf.reports.ci_files import (
+    accuracy_record,
+    error_record,
+    latency_record,
+    markdown,
+    not_timed_record,
+)
 from pytest_ortperf.reports.results import RunResults
-from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, summary_lines
+from pytest_ortperf.reports.terminal import RunSummary, UpdateReport, latency_rows, summary_lines
 from pytest_ortperf.store.baselines import Repaired
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.reports.test_terminal import result
@@ -24,17 +31,23 @@ def accuracy(status: Status, message: str = "accuracy of test_x differs") -> Acc
     return AccuracyResult(key, status, (), message=message)
 
 
+def publish(results: RunResults, checked: LatencyResult | AccuracyResult, nodeid: str) -> None:
+    """A check's record into the sink, as the run's publisher adds it."""
+    if isinstance(checked, AccuracyResult):
+        results.add(accuracy_record(checked, nodeid))
+    else:
+        results.add(latency_record(checked, nodeid))
+
+
 def filled() -> RunResults:
     results = RunResults()
-    results.publish_latency(
-        result("test_a", "cpu-all", Status.OK, 10.0, 10.0), "tests/test_perf.py::test_a[cpu-all]"
+    publish(results, result("test_a", "cpu-all", Status.OK, 10.0, 10.0), "tests/test_perf.py::test_a[cpu-all]"
     )
-    results.publish_latency(
-        result("test_b", "cpu-all", Status.MISSING, 5.0), "tests/test_perf.py::test_b[cpu-all]"
+    publish(results, result("test_b", "cpu-all", Status.MISSING, 5.0), "tests/test_perf.py::test_b[cpu-all]"
     )
-    results.publish_accuracy(accuracy(Status.DIFFERS_REPORTED), "tests/test_perf.py::test_x[cpu-all]")
+    publish(results, accuracy(Status.DIFFERS_REPORTED), "tests/test_perf.py::test_x[cpu-all]")
     key = CheckKey("tests/test_perf.py", "test_c[cpu-all]", "cpu-all", "ci", "ortperf update 'c'")
-    results.publish_error(key, kind="latency", nodeid="tests/test_perf.py::test_c[cpu-all]", message="boom")
+    results.add(error_record(key, kind="latency", nodeid="tests/test_perf.py::test_c[cpu-all]", message="boom"))
     return results
 
 
@@ -51,9 +64,9 @@ def test_every_published_result_has_one_record_in_publishing_order() -> None:
 
 def test_statuses_missing_and_reported_differences_read_the_published_results() -> None:
     results = filled()
-    assert results.statuses() == ["ok", "missing", "differs (reported)"]
+    assert results.statuses() == ["ok", "missing", "differs (reported)", "error"]
     assert results.missing_count() == 1
-    assert [key.test for key in results.missing_latency()] == ["test_b[cpu-all]"]
+    assert results.missing_latency() == [("tests/test_perf.py", "test_b[cpu-all]")]
     assert results.reported_differences() == [
         "accuracy of test_x differs (reported, --ortperf-ab-outputs=report)"
     ]
@@ -62,21 +75,21 @@ def test_statuses_missing_and_reported_differences_read_the_published_results() 
 def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() -> None:
     worker = filled()
     handover = worker.handover(
-        missing_machines=["box-b"], traces={"t::x": ["/tmp/a.json"]}, profile_lines=["profile t::x"]
+        missing_machines=["box-b"], traces={"t::x": ["/tmp/a.json"]}, profiles=[{"test": "t::x", "traces": 0}]
     )
     controller = RunResults()
-    controller.publish_latency(
-        result("test_z", "cpu-all", Status.NEW, 1.0), "tests/test_perf.py::test_z[cpu-all]"
+    publish(controller, result("test_z", "cpu-all", Status.NEW, 1.0), "tests/test_perf.py::test_z[cpu-all]"
     )
     controller.take_over(json.loads(json.dumps(handover)))
-    assert controller.statuses() == ["new", "ok", "missing", "differs (reported)"]
-    assert controller.latency_rows()[1:] == worker.latency_rows()
+    assert controller.statuses() == ["new", "ok", "missing", "differs (reported)", "error"]
+    assert latency_rows(controller.records)[1:] == latency_rows(worker.records)
     assert controller.missing_count() == 1
     assert controller.machines_reported_missing == {"box-b"}
     assert controller.worker_traces() == {"t::x": ["/tmp/a.json"]}
-    assert controller.worker_profile_lines() == ["profile t::x"]
+    assert controller.worker_profiles() == [{"test": "t::x", "traces": 0}]
     assert len(controller.records) == 1 + len(worker.records)
-    assert controller.missing_latency() == []  # the workers' results are counts, rows and records, not objects
+    # Only records cross: the controller reads the worker's missing check from its record.
+    assert controller.missing_latency() == [("tests/test_perf.py", "test_b[cpu-all]")]
 
 
 def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> None:
@@ -87,8 +100,8 @@ def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> N
     settled = dataclasses.replace(
         result("test_s", "cpu-all", Status.NEW, 1.0), recorded_spread=0.01, noise=""
     )
-    results.publish_latency(noisy, "tests/test_perf.py::test_n[cpu-all]")
-    results.publish_latency(settled, "tests/test_perf.py::test_s[cpu-all]")
+    publish(results, noisy, "tests/test_perf.py::test_n[cpu-all]")
+    publish(results, settled, "tests/test_perf.py::test_s[cpu-all]")
     statuses = [Status.NEW, Status.NEW, Status.UPDATED, Status.UNCHANGED, Status.OK, "new"]
     report = UpdateReport.tally(
         statuses, unused=["t::gone"], written=[Path("b/t.json")], noisy=results.noisy_recordings()
@@ -109,7 +122,7 @@ def test_the_summary_keeps_its_order_and_is_empty_when_nothing_happened() -> Non
             errors=["cannot write a report: disk full", "worker gw1 went down: ..."],
             repaired=[Repaired(Path("b/t.json"), Path("b/t.json.damaged-1"))],
             strict_unused=["t::gone"],
-            rows=results.latency_rows(),
+            rows=latency_rows(results.records),
             missing=results.missing_count(),
             timing_mode="serialized",
             update=UpdateReport(new=1),
@@ -162,14 +175,15 @@ def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_
 
     key = CheckKey("tests/test_perf.py", "test_n[cpu-all]", "cpu-all", "ci", "ortperf update 'n'")
     worker = RunResults()
-    worker.publish_not_timed(not_timed(key), "tests/test_perf.py::test_n[cpu-all]")
-    assert worker.latency_rows() == []
+    worker.add(not_timed_record(not_timed(key), "tests/test_perf.py::test_n[cpu-all]"))
+    assert latency_rows(worker.records) == []
     (record,) = worker.records
     assert record == {
         "test": "tests/test_perf.py::test_n[cpu-all]",
         "kind": "latency",
         "variant": "cpu-all",
         "machine": "ci",
+        "entry": ["tests/test_perf.py", "test_n[cpu-all]"],
         "verdict": "not timed",
         "failed": False,
         "message": "latency of test_n[cpu-all] not timed: timing is off (--ortperf-timing=off); sessions "
@@ -179,7 +193,7 @@ def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_
                allow_nan=False)  # fmt: skip
     assert gate_time(worker.records) == ""  # nothing was timed
     controller = filled()
-    controller.take_over(json.loads(json.dumps(worker.handover(missing_machines=[], traces={}, profile_lines=[]))))
+    controller.take_over(json.loads(json.dumps(worker.handover(missing_machines=[], traces={}))))
     assert controller.not_timed_count() == 1
     lines = summary_lines(RunSummary(machine="ci", not_timed=controller.not_timed_count()))
     assert lines == [
@@ -192,14 +206,13 @@ def test_records_published_while_noted_carry_the_note_and_update_missing_reads_t
     results = RunResults()
     recorded = {"update_missing": {"action": "recorded", "reason": "never recorded", "changes": []}}
     with results.noted(recorded):
-        results.publish_latency(
-            result("test_a", "cpu-all", Status.NEW, 10.0), "tests/test_perf.py::test_a[cpu-all]"
+        publish(results, result("test_a", "cpu-all", Status.NEW, 10.0), "tests/test_perf.py::test_a[cpu-all]"
         )
-    results.publish_accuracy(accuracy(Status.OK), "tests/test_perf.py::test_x[cpu-all]")  # outside: no note
+    publish(results, accuracy(Status.OK), "tests/test_perf.py::test_x[cpu-all]")  # outside: no note
     judged = {"update_missing": {"action": "judged", "reason": "changed", "changes": ["model sha256 a -> b"]}}
     with results.noted(judged):
         for _ in range(2):  # one check's two records are one note
-            results.publish_accuracy(accuracy(Status.FAILED), "tests/test_perf.py::test_x[cpu-all]")
+            publish(results, accuracy(Status.FAILED), "tests/test_perf.py::test_x[cpu-all]")
     assert [r.get("update_missing", {}).get("action") for r in results.records] == [
         "recorded", None, "judged", "judged"
     ]
@@ -209,6 +222,6 @@ def test_records_published_while_noted_carry_the_note_and_update_missing_reads_t
     ]
     # an xdist worker's notes reach the controller with its records
     controller = RunResults()
-    handed = results.handover(missing_machines=[], traces={}, profile_lines=[])
+    handed = results.handover(missing_machines=[], traces={})
     controller.take_over(json.loads(json.dumps(handed)))
     assert controller.missing_only() == results.missing_only()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.latency.stats import LatencyStats
+from pytest_ortperf.reports.ci_files import latency_record
 from pytest_ortperf.reports.show import baseline_rows, show_baselines
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
 from pytest_ortperf.store.outputs import AccuracyRecord, StoredOutput
@@ -370,9 +371,8 @@ def test_show_and_the_update_summary_call_the_same_figures_noisy(
 
     results = RunResults()  # what the update that recorded these figures lists
     recorded = result("test_a", "cpu-all", "new", 3.0)
-    results.publish_latency(
-        dataclasses.replace(recorded, recorded_spread=spread, noise=rule(spread, max_cv=0.10)), "t.py::test_a[cpu-all]"
-    )
+    noted = dataclasses.replace(recorded, recorded_spread=spread, noise=rule(spread, max_cv=0.10))
+    results.add(latency_record(noted, "t.py::test_a[cpu-all]"))
     assert results.noisy_recordings() == ([f"t.py::test_a[cpu-all] ({noise})"] if noise else [])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,6 +40,10 @@ from pytest_ortperf.reports.terminal import (
 from pytest_ortperf.store.baselines import Figures
 from pytest_ortperf.store.keys import CheckKey, check_name, split_check_name, with_check_name
 
+
+def rows_of(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
+    """The latency table's rows of ``results``, read from their records as the run reads them."""
+    return latency_rows([latency_record(r, f"{r.key.test_file}::{r.key.test}") for r in results])
 
 def latency(median: float) -> LatencyStats:
     return LatencyStats(
@@ -83,7 +88,7 @@ RESULTS = [
 
 
 def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
-    assert latency_rows(RESULTS) == [
+    assert rows_of(RESULTS) == [
         (
             "tests/test_perf.py::test_squeezenet",
             "cpu-all",
@@ -108,7 +113,7 @@ def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
 
 def _table(results: list, machine: str) -> list[str]:
     missing = sum(r.status == "missing" for r in results)
-    return latency_table(latency_rows(results), machine, missing=missing)
+    return latency_table(rows_of(results), machine, missing=missing)
 
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
@@ -211,7 +216,7 @@ def test_update_lines_list_unused_baselines_kept_or_pruned() -> None:
 
 def test_latency_rows_keep_the_name_of_a_tests_second_check() -> None:
     key = CheckKey("tests/test_perf.py", "test_two[cpu-all]#2", "cpu-all", "ci", "ortperf update 'x'")
-    (row,) = latency_rows([LatencyResult(key=key, status="ok", current=latency(1.0))])
+    (row,) = rows_of([LatencyResult(key=key, status="ok", current=latency(1.0))])
     assert row[0] == "tests/test_perf.py::test_two#2"
 
 
@@ -253,6 +258,7 @@ def test_an_error_is_a_failed_check_in_every_report() -> None:
         "kind": "latency",
         "variant": "cpu-all",
         "machine": "ci",
+        "entry": ["tests/test_perf.py", "test_a[cpu-all]#2"],
         "verdict": "error",
         "failed": True,
         "message": "timed out\nmore",
@@ -332,7 +338,7 @@ def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest(
 
 def test_an_unchanged_check_shows_its_drift_in_the_markdown_change_column_as_in_the_terminal() -> None:
     unchanged = replace(result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04)
-    (row,) = latency_rows([unchanged])
+    (row,) = rows_of([unchanged])
     assert row[5] == "machine 1.04x slower than at recording; nothing changed"
     record = latency_record(unchanged, "tests/test_perf.py::test_squeezenet[cpu-all]")
     assert record["change"] is None
@@ -478,7 +484,7 @@ def test_the_inputs_fed_are_in_the_latency_record_and_one_line_per_set_under_the
         "inputs: x float32[1, 3, 64, 64] for t.py::test_0, t.py::test_1, t.py::test_2 and 2 more"
     ]
     summary = summary_lines(
-        RunSummary(machine="ci", rows=latency_rows(RESULTS), inputs=inputs_lines(records))
+        RunSummary(machine="ci", rows=rows_of(RESULTS), inputs=inputs_lines(records))
     )
     assert summary.index(inputs_lines(records)[0]) == summary.index("timing: ") - 2
 
