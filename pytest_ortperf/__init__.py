@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from pytest_ortperf.checks.footprint_verdicts import FootprintResult
     from pytest_ortperf.checks.latency_verdicts import LatencyResult
     from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.errors import OrtperfError
+    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
+    from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, KindRegistry
     from pytest_ortperf.footprint.memory_figures import MemoryFigures
     from pytest_ortperf.footprint.startup_figures import StartupFigures
     from pytest_ortperf.latency.decision import Comparison, Verdict
@@ -36,6 +39,12 @@ if TYPE_CHECKING:
     from pytest_ortperf.store.keys import CheckKey
 
 _PUBLIC = {
+    "BenchmarkEntry": "pytest_ortperf.gate.registry",
+    "CheckContext": "pytest_ortperf.gate.protocol",
+    "CheckKind": "pytest_ortperf.gate.registry",
+    "CheckTarget": "pytest_ortperf.gate.protocol",
+    "KindRegistry": "pytest_ortperf.gate.registry",
+    "KindResult": "pytest_ortperf.checks.kind_result",
     "AccuracyResult": "pytest_ortperf.checks.accuracy_verdicts",
     "BuiltSession": "pytest_ortperf.ort.sessions",
     "CheckKey": "pytest_ortperf.store.keys",
@@ -66,12 +75,18 @@ _PUBLIC = {
 
 __all__ = [
     "AccuracyResult",
+    "BenchmarkEntry",
     "BuiltSession",
+    "CheckContext",
     "CheckKey",
+    "CheckKind",
+    "CheckTarget",
     "Comparison",
     "ContractResult",
     "Feeds",
     "FootprintResult",
+    "KindRegistry",
+    "KindResult",
     "LatencyResult",
     "LatencyStats",
     "MarkedProfile",

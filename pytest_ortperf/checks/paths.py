@@ -18,8 +18,16 @@ measured them.
 5. ``missing``: the test x variant was never recorded anywhere, or only path 4 is left and this
    hardware has no figures. ``record``: an update measures and records.
 
-Plain logic: :func:`choose` reads the entry once and returns a :class:`Plan`; the gate rebuilds
-what a side-by-side plan names and, when it cannot, falls back with :func:`without_reference`.
+Same-job A/B (``--ortperf-ab``) comes before all of these, outside an update: ``same-job A/B``
+against the configured reference model (across runtimes when it runs in another environment),
+``no reference`` when there is none, ``identical`` when it is the very model under test (in one
+runtime). The graph part reads its ladder a little differently (:func:`plan_check`): the optimized
+graph does not depend on the inputs, and its stored graphs serve a hardware class.
+
+Plain logic: :func:`plan_check` is the one place every kind of check (latency, memory, start-up,
+graph) gets its plan from: it reads the entry once and returns a :class:`Plan`; the check executes
+it, rebuilding what a side-by-side plan names and, when it cannot, falling back with
+:func:`without_reference`.
 """
 
 from __future__ import annotations
@@ -41,6 +49,22 @@ class Route(str, enum.Enum):
     STORED = "stored figures"
     MISSING = "missing"
     RECORD = "record"
+    SAME_JOB = "same-job A/B"  # against the configured A/B reference model, measured in this run
+    NO_REFERENCE = "no reference"  # same-job A/B without a reference model (the reason says why)
+    IDENTICAL = "identical to reference"  # same-job A/B against the very model under test
+
+
+@dataclass(frozen=True)
+class SameJob:
+    """The same-job A/B reference as plain data (``gate/references.py: ABReference``): its label,
+    whether there is a model to compare with, whether it is the very model under test, whether it
+    runs in another ONNX Runtime, and why there is none."""
+
+    label: str
+    available: bool
+    identical: bool = False
+    across_runtimes: bool = False
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,10 +81,61 @@ class Plan:
     runtime: tuple[str, str] | None = None  # the recorded (wheel, version) of onnxruntime, when it changed
     reason: str = ""  # why stored figures decide, or why the check is missing
     recorded: Mapping[str, Any] = field(default_factory=dict)  # the recipe with this hardware's measured_on
+    same_job: SameJob | None = None  # the A/B reference of a same-job plan
+    note: str = ""  # what the route leaves out and why (a graph whose inputs changed)
 
     @property
     def model_changed(self) -> bool:
         return bool(self.model_sha256)
+
+    @property
+    def same_graph_possible(self) -> bool:
+        """Only the model changed (not its settings or runtime): when ORT builds the recorded
+        reference's very graph from it, the two sides are the same work and need no timed round."""
+        return self.model_changed and self.settings is None and self.runtime is None
+
+
+def plan_check(
+    entry: BaselineEntry | None,
+    current: Mapping[str, Any],
+    machine: str,
+    *,
+    update: bool,
+    part: str,
+    same_job: SameJob | None = None,
+) -> Plan:
+    """The plan of one check of ``part`` (``latency``, ``memory``, ``startup``, ``graph``): same-job
+    A/B when there is an A/B reference and the run is not an update, else the recipe's route
+    (:func:`choose`; the graph's own ladder for ``graph``)."""
+    if same_job is not None and not update:
+        if not same_job.available:
+            return Plan(Route.NO_REFERENCE, reason=same_job.reason, same_job=same_job)
+        if same_job.identical and not same_job.across_runtimes:
+            reason = f"identical to {same_job.label}, nothing to compare"
+            return Plan(Route.IDENTICAL, reason=reason, same_job=same_job)
+        return Plan(Route.SAME_JOB, same_job=same_job)
+    if part == "graph":
+        return _graph_plan(entry, current, update=update)
+    return choose(entry, current, machine, update=update, part=part)
+
+
+def _graph_plan(entry: BaselineEntry | None, current: Mapping[str, Any], *, update: bool) -> Plan:
+    """The graph's ladder: recorded on update; missing when never recorded; unchanged when the recipe
+    is (also when only the inputs changed: the optimized graph does not depend on them); else side
+    by side with the rebuilt reference, or the stored graph of this hardware class (read by the
+    graph check, ``checks/graph_verdicts.py: stored_graph``)."""
+    if update:
+        return Plan(Route.RECORD)
+    if entry is None:
+        return Plan(Route.MISSING, reason="never recorded")
+    if same_recipe(entry.recipe, current):
+        return Plan(Route.UNCHANGED, recorded=entry.recipe)
+    plan = replace(rebuild_plan(entry.recipe, current), recorded=entry.recipe)
+    rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
+    if plan.route is Route.SIDE_BY_SIDE and not rebuilds:
+        note = "the inputs changed; the optimized graph does not depend on them"
+        return replace(plan, route=Route.UNCHANGED, note=note)
+    return plan
 
 
 def choose(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.checks.paths import Route, choose, without_reference
+from pytest_ortperf.checks.paths import Route, SameJob, choose, plan_check, without_reference
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.store.baselines import BaselineEntry, Figures
 from pytest_ortperf.store.recipe import CONTROLLED
@@ -172,3 +172,51 @@ def test_a_changed_external_data_digest_is_named_among_the_recipes_changes() -> 
         f"the model's external data files changed (sha256 {'d' * 12} -> {'e' * 12})"
     ]
     assert recipe_changes(recorded, now(model_data_sha256="d" * 64)) == []
+
+
+# plan_check: the one plan of every kind of check, same-job A/B included.
+SAME_JOB = SameJob("HEAD:model.onnx", available=True)
+
+
+@pytest.mark.parametrize("part", ["latency", "memory", "startup", "graph"])
+def test_same_job_ab_comes_first_for_every_part_outside_an_update(part: str) -> None:
+    plan = plan_check(entry(HERE), now(), HERE, update=False, part=part, same_job=SAME_JOB)
+    assert plan.route is Route.SAME_JOB
+    assert plan.same_job == SAME_JOB
+    assert plan_check(entry(HERE), now(), HERE, update=True, part=part, same_job=SAME_JOB).route is Route.RECORD
+
+
+def test_same_job_without_a_reference_says_why_and_the_very_same_model_is_identical_in_one_runtime() -> None:
+    none = plan_check(None, now(), HERE, update=False, part="latency", same_job=SameJob("HEAD~1", False, reason="not in git"))
+    assert (none.route, none.reason) == (Route.NO_REFERENCE, "not in git")
+    same = SameJob("HEAD", available=True, identical=True)
+    identical = plan_check(None, now(), HERE, update=False, part="memory", same_job=same)
+    assert (identical.route, identical.reason) == (Route.IDENTICAL, "identical to HEAD, nothing to compare")
+    # The same bytes in another onnxruntime are still two sides.
+    across = SameJob("HEAD", available=True, identical=True, across_runtimes=True)
+    assert plan_check(None, now(), HERE, update=False, part="graph", same_job=across).route is Route.SAME_JOB
+
+
+@pytest.mark.parametrize("part", ["latency", "memory", "startup"])
+def test_without_ab_a_measured_part_follows_the_recipe_ladder(part: str) -> None:
+    recorded = BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=RECIPE, figures={})
+    assert plan_check(recorded, now(), HERE, update=False, part=part) == choose(recorded, now(), HERE, update=False, part=part)
+    changed = now(model_sha256="d" * 64)
+    plan = plan_check(entry(THERE), changed, HERE, update=False, part="latency")
+    assert plan.route is Route.SIDE_BY_SIDE
+    assert plan.same_graph_possible
+    assert not plan_check(entry(THERE), now(settings={"intra_op_threads": 2}), HERE, update=False, part="latency").same_graph_possible
+
+
+def test_the_graph_ladder_needs_no_stored_figures_and_ignores_the_inputs() -> None:
+    bare = BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=RECIPE, figures={})
+    assert plan_check(None, now(), HERE, update=False, part="graph").route is Route.MISSING
+    assert plan_check(bare, now(), HERE, update=False, part="graph").route is Route.UNCHANGED
+    inputs = plan_check(bare, now(inputs_sha256="e" * 64), HERE, update=False, part="graph")
+    assert (inputs.route, inputs.note) == (Route.UNCHANGED, "the inputs changed; the optimized graph does not depend on them")
+    model = plan_check(bare, now(model_sha256="d" * 64), HERE, update=False, part="graph")
+    assert model.route is Route.SIDE_BY_SIDE
+    assert model.model_blob == RECIPE["model_git_blob"]
+    providers = plan_check(bare, now(providers_used=["CUDAExecutionProvider"]), HERE, update=False, part="graph")
+    assert providers.route is Route.STORED
+    assert "the providers used changed" in providers.reason

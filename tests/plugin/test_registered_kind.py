@@ -1,0 +1,174 @@
+"""A check kind registered by a conftest through ``pytest_ortperf_register_kinds``: one declaration,
+and it runs from ``ort_perf.check_<name>()`` and ``ort_perf.check()``, and appears in the terminal
+summary, the JSON and markdown reports, the HTML page and the JUnit properties."""
+
+from __future__ import annotations
+
+import json
+from xml.etree import ElementTree
+
+import pytest
+
+# A kind of its own: every output of the model is finite. Its check runs the session once on the
+# test's inputs; "bound" is a per-call option (check_finite(bound=...)), through configured().
+CONFTEST = """
+import math
+
+import numpy as np
+
+from pytest_ortperf import CheckKind, KindResult, Status
+
+
+class FiniteCheck:
+    kind = "finite"
+
+    def __init__(self, context, bound=math.inf):
+        self._context = context
+        self._bound = bound
+
+    def configured(self, *, bound):
+        return FiniteCheck(self._context, bound)
+
+    def recorded(self, entry, machine):
+        return False
+
+    def run(self, target):
+        session = self._context.built.session
+        names = [output.name for output in session.get_outputs()]
+        values = session.run(names, target.inputs)
+        worst = max(float(np.max(np.abs(value))) for value in values)
+        failed = not math.isfinite(worst) or worst > self._bound
+        result = KindResult(
+            target.key,
+            "finite",
+            Status.REGRESSION if failed else Status.OK,
+            path="the model's own outputs",
+            summary=f"largest |output| {worst:.3g}",
+            figures={"largest": worst, "outputs": len(names)},
+            notes=("NaN and infinity fail",),
+            failed=failed,
+            message=f"finite check of {target.key.test}: largest |output| {worst:.3g} > {self._bound}" if failed else "",
+        )
+        self._context.publisher.publish(KIND.record(result, self._context.nodeid))
+        return [result]
+
+
+KIND = CheckKind(name="finite", make=FiniteCheck, summary="every output finite and bounded")
+
+
+def pytest_ortperf_register_kinds(registry):
+    registry.register(KIND, origin="conftest.py")
+"""
+
+TEST_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+def test_bounded(ort_perf):
+    result = ort_perf.check_finite()
+    assert result.status == "ok"
+
+def test_too_tight(ort_perf):
+    ort_perf.check_finite(bound=1e-9, name="tight")
+
+def test_in_check(ort_perf):
+    (finite,) = ort_perf.check(finite=True)
+    assert finite.kind == "finite"
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, write_model) -> pytest.Pytester:
+    write_model(layers=2, width=8)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_kind=TEST_FILE)
+    pytester.makeini("[pytest]\nortperf_checks = finite\n")
+    return pytester
+
+
+def test_a_kind_registered_in_a_conftest_appears_in_every_report(suite: pytest.Pytester) -> None:
+    result = suite.runpytest(
+        "--ortperf-report=report.json",
+        "--ortperf-markdown=summary.md",
+        "--ortperf-html=report.html",
+        "--junitxml=junit.xml",
+        "-p",
+        "no:randomly",
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    # The failure says why, in the kind's own words.
+    result.stdout.fnmatch_lines(["*finite check of test_too_tight*#tight: largest |output|*> 1e-09*"])
+    # The terminal: the common table of checks, read from the records.
+    result.stdout.fnmatch_lines(
+        [
+            "other checks (finite: *",
+            "*test*variant*check*path*current*change*verdict*",
+            "*test_kind.py::test_bounded*cpu-all*finite*the model's own outputs*largest |output|*ok*",
+        ]
+    )
+    records = json.loads((suite.path / "report.json").read_text())["checks"]
+    finite = [r for r in records if r["kind"] == "finite"]
+    assert sorted(r["verdict"] for r in finite) == ["ok", "ok", "regression"]
+    bounded = next(r for r in finite if r["test"].endswith("test_bounded[cpu-all]"))
+    assert bounded["figures"]["outputs"] == 1
+    assert bounded["figures"]["largest"] > 0
+    assert bounded["notes"] == ["NaN and infinity fail"]
+    assert "finite" in (suite.path / "summary.md").read_text()
+    page = (suite.path / "report.html").read_text()
+    assert "largest |output|" in page
+    assert "NaN and infinity fail" in page
+    properties = {
+        (case.get("name"), prop.get("name"), prop.get("value"))
+        for case in ElementTree.parse(suite.path / "junit.xml").iter("testcase")
+        for prop in case.iter("property")
+    }
+    assert ("test_bounded[cpu-all]", "ortperf_finite_verdict", "ok") in properties
+    assert ("test_too_tight[cpu-all]", "ortperf_finite_verdict", "regression") in properties
+
+
+def test_a_kind_name_taken_or_malformed_is_a_usage_error_naming_its_origin(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    write_model(layers=2, width=8)
+    pytester.makepyfile(test_kind=TEST_FILE)
+    taken = ("latency", "*'latency', which pytest-ortperf already registered*")
+    for name, said in (taken, ("Bad-Name", "*lower case*")):
+        pytester.makeconftest(
+            f"""
+from pytest_ortperf import CheckKind
+
+def pytest_ortperf_register_kinds(registry):
+    registry.register(CheckKind(name={name!r}, make=object), origin="conftest.py")
+"""
+        )
+        result = pytester.runpytest()
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*conftest.py registered a check kind named*{said}"])
+
+
+def test_an_unknown_kind_in_ortperf_checks_names_the_registered_ones(suite: pytest.Pytester) -> None:
+    suite.makeini("[pytest]\nortperf_checks = latency,fnite\n")
+    result = suite.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ortperf_checks*latency, accuracy, graph, memory, startup, finite*unknown: fnite*"]
+    )
+
+
+def test_a_call_option_the_kind_does_not_take_fails_the_test_naming_it(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_kind="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+def test_wrong(ort_perf):
+    ort_perf.check_finite(bount=1.0)
+
+def test_missing_kind(ort_perf):
+    ort_perf.check_finit()
+"""
+    )
+    result = suite.runpytest()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*check_finite()*bount*"])
+    result.stdout.fnmatch_lines(["*has no attribute 'check_finit' (check kinds: latency, *, finite)*"])
