@@ -20,7 +20,8 @@ Method, on the CPU provider at the default session settings, per workload family
    arena peak, arena held, peak RSS added, session creation, first run and steady run.
 2. A/A: ``--repeats`` (5) times per family, a memory check (2 vs 2 processes, profiled) and a
    start-up check (7 vs 7, not profiled) of the model against itself, the processes interleaved as
-   ``kinds/fresh_processes.py: FootprintCheck._measure`` does (current, reference, reference, current...),
+   the fresh-process checks interleave them (``ort/workers.py: abba``: current, reference, reference,
+   current...),
    judged by ``compare_memory`` / ``compare_startup`` at the gate's defaults.
 3. Detection, each ``--repeats`` times, side by side the same way, the base model as the reference:
    a. ``dup-weight`` (memory): one weight tensor of about 5% of the weights duplicated, a copy
@@ -104,15 +105,15 @@ from pytest_ortperf.footprint.startup_figures import (  # noqa: E402
     compare_startup,
 )
 from pytest_ortperf.kinds.memory import MemoryCheck  # noqa: E402
-from pytest_ortperf.latency.decision import Verdict, decide, ratio_interval  # noqa: E402
+from pytest_ortperf.latency.decision import ratio_interval  # noqa: E402
 from pytest_ortperf.ort.models import ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
-from pytest_ortperf.ort.workers import Footprint, WorkerError, measure_footprint  # noqa: E402
+from pytest_ortperf.ort.workers import Footprint, WorkerError, abba, measure_footprint  # noqa: E402
 from tests.models import (  # noqa: E402
-    _QuietQuantizer,
     conv_stack_model,
+    dynamic_int8,
     lstm_model,
     mlp_model,
     small_ops_model,
@@ -201,18 +202,6 @@ def doubled(model: onnx.ModelProto, axis: int) -> onnx.ModelProto:
     return copy
 
 
-def quantized(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` dynamically quantized to int8, as ``tests.models.int8_mlp_model`` does."""
-    from onnxruntime.quantization import quantize_dynamic
-
-    with tempfile.TemporaryDirectory(prefix="ortperf-int8-") as tmp:
-        source, target = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
-        onnx.save(model, source)
-        with _QuietQuantizer():
-            quantize_dynamic(source, target)
-        return onnx.load(target)
-
-
 @dataclass
 class Family:
     name: str
@@ -261,10 +250,10 @@ def families(names: Sequence[str]) -> list[Family]:
         elif name == "int8":
             fp32 = mlp_model(20, 256)
             models = {
-                "base": quantized(fp32),
-                "dup-weight": quantized(duplicated(fp32, "matmul10", 1)),
-                "2x-activations": quantized(doubled(fp32, 0)),
-                "2x-nodes": quantized(mlp_model(40, 256)),
+                "base": dynamic_int8(fp32),
+                "dup-weight": dynamic_int8(duplicated(fp32, "matmul10", 1)),
+                "2x-activations": dynamic_int8(doubled(fp32, 0)),
+                "2x-nodes": dynamic_int8(mlp_model(40, 256)),
             }
             feeds = {"x": rng.standard_normal((16, 256)).astype(np.float32)}
             shape = "int8 dynamic: 20 x MatMulInteger 256x256, batch 16"
@@ -366,12 +355,10 @@ def run_job(job: Job, family: Family) -> None:
                 job.samples = {"current": [one_process(family, *job.current, profiled=True, scratch=scratch)]}
             else:
                 count = MEMORY_PROCESSES if job.kind == MEMORY else STARTUP_PROCESSES
-                sides = [("current", job.current), ("reference", job.reference)]
-                # kinds/fresh_processes.py: FootprintCheck._measure's order, for two sides: A B B A A B ...
-                order = [i if n % 2 == 0 else 1 - i for n in range(count) for i in range(2)]
+                sides = {"current": job.current, "reference": job.reference}
                 job.samples = {"current": [], "reference": []}
-                for side in order:
-                    role, (which, level) = sides[side]
+                for role, _ in abba(count):  # the gate's order for two sides: A B B A A B ...
+                    which, level = sides[role]
                     job.samples[role].append(
                         one_process(family, which, level, profiled=profiled, scratch=scratch)
                     )
@@ -682,22 +669,12 @@ def rule_variants(jobs: Sequence[Job], fams: Sequence[Family], splits: int, seed
                 continue
             tally: collections.Counter[str] = collections.Counter()
             for drawn in orders:
-                verdicts = []
-                for key in ("create_s", "first_run_s"):
-                    before, after = [x[key] for x in drawn[:n]], [x[key] for x in drawn[n : 2 * n]]
-                    verdicts.append(decide(ratio_interval(before, after, conf), thr))
-                tally[worst_verdict(verdicts)] += 1
+                before, after = startup_figures(drawn[:n]), startup_figures(drawn[n : 2 * n])
+                tally[worst(compare_startup(before, after, threshold=thr, confidence=conf)).value] += 1
             wrong = tally["regression"] + tally["improved"]
             cells.append(f"{tally['inconclusive'] / splits:.0%} inconclusive, {wrong} false")
         lines.append(f"| {family.name} | {' | '.join(cells)} |")
     return lines
-
-
-def worst_verdict(verdicts: Sequence[Verdict]) -> str:
-    for verdict in (Verdict.REGRESSION, Verdict.IMPROVED, Verdict.INCONCLUSIVE):
-        if verdict in verdicts:
-            return str(verdict.value)
-    return str(Verdict.OK.value)
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -765,7 +742,7 @@ def report(jobs: Sequence[Job], fams: Sequence[Family], header: list[str]) -> st
     lines += ["", "### Start-up rule variants, replayed", ""]
     lines += [
         f"The same replay (the same {REPLAY_SPLITS} random orders of each family's processes of "
-        "section 1; n vs n: the first n against the next n), judged by `latency.decision.decide` at "
+        "section 1; n vs n: the first n against the next n), judged by `compare_startup` at "
         "other processes a side, confidences and thresholds: the share that came out inconclusive, "
         "and how many said regression or improved (false).",
         "",

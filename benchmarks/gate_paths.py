@@ -31,9 +31,10 @@ Method:
    order, each with fresh sessions, as a new CI run builds them:
 
    - ``unchanged``: the base model, its recorded environment intact: path 1.
-   - ``re-export``, ``settings``, ``+5%``: path 2, ``check_ab`` (the plugin's side-by-side
-     engine at its defaults, two sessions a side, a regression confirmed on fresh sessions,
-     as ``OrtPerf._side_by_side`` calls it) of the re-exported model / the base model under
+   - ``re-export``, ``settings``, ``+5%``: path 2, ``check_ab`` (``checks/latency_verdicts.py``:
+     the plugin's side-by-side engine at its defaults, two sessions a side, a regression confirmed
+     on fresh sessions, as the latency check's side-by-side route calls it, ``kinds/latency.py:
+     LatencyCheck``) of the re-exported model / the base model under
      ``inter_op_threads=2`` (sequential execution: no effect expected) / the grown model,
      against the base model under the recorded settings.
    - ``stored A/A``, ``stored +20%``: path 4, ``check_latency`` with the inputs' digest
@@ -85,7 +86,7 @@ from pytest_ortperf.checks.latency_verdicts import check_ab, check_latency, stor
 from pytest_ortperf.checks.paths import choose  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
-from pytest_ortperf.latency.decision import Verdict  # noqa: E402
+from pytest_ortperf.latency.decision import RatioEstimate, Verdict, decide  # noqa: E402
 from pytest_ortperf.latency.measure import MeasureSettings, measure  # noqa: E402
 from pytest_ortperf.latency.paired import AB_SETTINGS, INSTANCES, alternating  # noqa: E402
 from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
@@ -177,8 +178,10 @@ class Trial:
     seconds: float
     first_ratio: float = math.nan  # stored trials: the first measurement, for the rule table
     first_low: float = math.nan
+    first_high: float = math.nan
     confirm_ratio: float = math.nan
     confirm_low: float = math.nan
+    confirm_high: float = math.nan
     measured: tuple[LatencyStats, ...] = ()  # stored trials: what was measured, for other baselines
 
 
@@ -286,7 +289,8 @@ def side_by_side(models: Models, name: str, settings: SessionSettings | None, po
                 side(*(ref_pool.fresh(reference) for _ in range(instances))),
             )
 
-        # As ``OrtPerf._side_by_side``: two sessions a side, a regression confirmed on fresh ones.
+        # As the latency check's side-by-side route (kinds/latency.py: LatencyCheck): two sessions
+        # a side (latency/paired.py: INSTANCES), a regression confirmed on fresh ones.
         return check_ab(
             side(built, *(pool.fresh(built) for _ in range(instances - 1))),
             side(reference, *(ref_pool.fresh(reference) for _ in range(instances - 1))),
@@ -422,14 +426,14 @@ def run_campaign(
             if result.comparison is not None:
                 decisive = result.confirmation or result.comparison
                 ratio, low, high = decisive.estimate.ratio, decisive.estimate.low, decisive.estimate.high
-                extra = {
-                    "first_ratio": result.comparison.estimate.ratio,
-                    "first_low": result.comparison.estimate.low,
-                }
+                first = result.comparison.estimate
+                extra = {"first_ratio": first.ratio, "first_low": first.low, "first_high": first.high}
                 if result.confirmation is not None:
+                    confirm = result.confirmation.estimate
                     extra |= {
-                        "confirm_ratio": result.confirmation.estimate.ratio,
-                        "confirm_low": result.confirmation.estimate.low,
+                        "confirm_ratio": confirm.ratio,
+                        "confirm_low": confirm.low,
+                        "confirm_high": confirm.high,
                     }
             extra["measured"] = tuple(measured)  # type: ignore[assignment]
         else:
@@ -451,15 +455,19 @@ def run_campaign(
 
 def stored_rule_fails(trial: Trial, threshold: float) -> bool:
     """Would the stored rule at ``threshold`` have failed this trial? First measurement and its
-    confirmation must both be regressions (a confirmation exists whenever the 6% rule asked for one,
-    which every wider threshold's regression implies)."""
+    confirmation must both be regressions by the gate's rule (``latency/decision.py: decide``; a
+    confirmation exists whenever the default rule asked for one, which every wider threshold's
+    regression implies)."""
 
-    def regression(ratio: float, low: float) -> bool:
-        return ratio > 1 + threshold and low > 1.0
+    def regression(ratio: float, low: float, high: float) -> bool:
+        estimate = RatioEstimate(ratio, low, high, CheckPolicy().confidence)
+        return decide(estimate, threshold) is Verdict.REGRESSION
 
-    if math.isnan(trial.first_ratio) or not regression(trial.first_ratio, trial.first_low):
+    if math.isnan(trial.first_ratio) or not regression(trial.first_ratio, trial.first_low, trial.first_high):
         return False
-    return not math.isnan(trial.confirm_ratio) and regression(trial.confirm_ratio, trial.confirm_low)
+    return not math.isnan(trial.confirm_ratio) and regression(
+        trial.confirm_ratio, trial.confirm_low, trial.confirm_high
+    )
 
 
 def pct(values: Sequence[float]) -> str:

@@ -190,7 +190,9 @@ class Bench:
     def check(
         self, layers: int, store: BaselineStore, policy: CheckPolicy
     ) -> tuple[LatencyResult, list[LatencyStats]]:
-        """One ``ort_perf.check_latency()`` call: what perf.py does, minus pytest (canary included).
+        """One ``ort_perf.check_latency()`` call on the stored-figures route: what the latency check
+        (``kinds/latency.py: LatencyCheck``) does, minus pytest (canary included), through the same
+        layer functions (``checks/paths.py: choose``, ``checks/latency_verdicts.py: check_latency``).
 
         Also returns every measurement made, so the same data can be judged without the canary.
         """

@@ -8,7 +8,8 @@ Questions:
    that cost beside the plain session build the gate makes anyway, per model and optimization level?
 2. A latency check whose model changed but whose optimized graph is the recorded one's (a re-export
    that only renames nodes, changes doc strings or metadata) now passes as ``unchanged (same graph)``
-   with no timed round (``LatencyCheck._same_graph``); before (commit 9b74fa4, the parent of the
+   with no timed round (``kinds/latency.py: LatencyCheck``, its same-graph shortcut, decided by
+   ``checks/latency_verdicts.py: same_graph``); before (commit 9b74fa4, the parent of the
    graph work) it was measured side by side. How long does the whole ``pytest`` process take, before
    and after, on a re-export?
 
@@ -18,8 +19,8 @@ Method:
    ``torch_conv2d/model.onnx``) and the onnx wheel's ``light_squeezenet`` and ``light_resnet50``, at
    the levels disabled, basic, extended and all, on the CPU provider with ``SessionSettings()``
    (Variant and SessionPool as ``benchmarks/gate_paths.py`` builds them). Per model x level, after one
-   untimed warm-up of each, ``--reps`` pairs in alternating order (a b, b a, ...): (a) a plain
-   session build (``SessionPool._build``: what the gate builds for the check anyway), (b)
+   untimed warm-up of each, ``--reps`` pairs in alternating order (a b, b a, ...): (a) a plain,
+   uncached session build (``SessionPool.fresh``: what the gate builds for the check anyway), (b)
    ``optimized_graph(...)`` + ``summarize(...)`` (the graph check's extra cost per side), timed
    with ``perf_counter``. Medians; b / a. The graph's digest is checked to be the same every time.
 2. Re-export, in fresh ``pytest`` processes: per family (``tests.models``: mlp, conv, small-ops,
@@ -73,7 +74,7 @@ from pytest_ortperf.ort.probe import ProviderProber  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
-from pytest_ortperf.ort.sessions import SessionPool  # noqa: E402
+from pytest_ortperf.ort.sessions import BuiltSession, SessionPool  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
 from pytest_ortperf.store.machine import detect_machine  # noqa: E402
 from tests.models import (  # noqa: E402
@@ -184,9 +185,13 @@ def measure_cost(
     variant = Variant(resolve_provider("cpu", source="graph_check"), OptLevel(level))
     settings = SessionSettings()
 
+    first: list[BuiltSession] = []  # the pool's cached session: each timed build is a fresh one like it
+
     def plain() -> None:
+        if not first:
+            first.append(pool.get(source, variant, settings))
         started = time.perf_counter()
-        built = pool._build(source, variant, settings)
+        built = pool.fresh(first[0])
         cost.build_ms.append((time.perf_counter() - started) * 1e3)
         del built
 
@@ -220,6 +225,9 @@ def measure_cost(
                 gc.collect()
     except Exception as exc:  # a model this ORT cannot build at this level: said in the report
         cost.error = " ".join(str(exc).split())[:200]
+    finally:
+        first.clear()
+        pool.close()  # the cached session goes: one model x level alive at a time
     return cost
 
 
@@ -503,10 +511,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "## 1. Cost of the graph check per variant",
         "",
         f"{args.reps} alternated pairs per model x level after one untimed warm-up of each; medians "
-        "(min..max). (a) a plain session build (`SessionPool._build`), (b) `optimized_graph(...)` "
+        "(min..max). (a) a plain, uncached session build (`SessionPool.fresh`), (b) `optimized_graph(...)` "
         "(a session build that writes the optimized model, the model read back, the source model "
         "read) + `summarize(...)`. A same-graph latency check pays (b) twice (current and recorded "
-        "model), once per run and variant (`OrtperfRun.graph` caches it).",
+        "model), once per run and variant (the run keeps each graph it built).",
         "",
         *cost_table(costs),
         "",

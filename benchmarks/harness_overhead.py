@@ -21,7 +21,7 @@ Method:
    canary=...)``: 0.2 s warmup, 40 rounds over the 4 s budget with the
    machine-speed canary after every round, every run timed, gc off; ``run`` is
    ``lambda: watchdog.run(session, None, feeds)``, the watchdog-armed call
-   ``perf.py`` times) and a bare loop (5 warmup runs, then ``t0 =
+   the latency check, ``kinds/latency.py``, times) and a bare loop (5 warmup runs, then ``t0 =
    perf_counter_ns(); session.run(None, feeds); t1 = perf_counter_ns()`` for
    the model's share of the budget, 3 s, gc off as well, so only the harness
    differs). The order inside a pair alternates (plugin first in even pairs,
@@ -163,7 +163,7 @@ def measure_pairs(built: BuiltSession, feeds: Feeds, pairs: int, name: str, *, c
     canary = Canary.build(ort, built.variant, built.settings).run if canary_on else None
     model_share_s = settings.budget_s * ((1.0 - CANARY_SHARE) if canary_on else 1.0)
 
-    def run() -> object:  # what perf.py times: the watchdog-armed session.run
+    def run() -> object:  # what the latency check times: the watchdog-armed session.run
         return watchdog.run(session, None, inputs)
 
     def plugin() -> tuple[float, int, int]:

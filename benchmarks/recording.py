@@ -59,14 +59,14 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.conditions import Sampler, loadavg, other_pytest_processes  # noqa: E402
-from pytest_ortperf.latency.decision import Comparison, Verdict, judge, widened  # noqa: E402
+from pytest_ortperf.checks.latency_verdicts import stored_comparison  # noqa: E402
+from pytest_ortperf.latency.decision import Comparison, Verdict, widened  # noqa: E402
 from pytest_ortperf.latency.measure import MeasureSettings  # noqa: E402
 from pytest_ortperf.latency.recording import (  # noqa: E402
     CAP_BUDGETS,
     SETTLE_CONFIDENCE,
     SETTLE_TARGET,
     Recording,
-    compared_values,
     decision_cv,
     record_cap_s,
     record_until_settled,
@@ -75,7 +75,7 @@ from pytest_ortperf.latency.recording import (  # noqa: E402
 )
 from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
 
-THRESHOLD = 0.10  # the stored-figures default (checks.policy.CheckPolicy.threshold)
+THRESHOLD = 0.10  # the stored-figures default (checks/policy.py: CheckPolicy.threshold)
 CONFIDENCE = 0.99
 MAX_CV = 0.10  # --ortperf-max-cv's default: the old refusal, now the "noisy" warning
 FAMILY_NAMES = ("mlp", "conv", "small-ops")
@@ -217,8 +217,8 @@ def scaled(stats: LatencyStats, factor: float) -> LatencyStats:
 
 
 def stored(baseline: LatencyStats, current: LatencyStats) -> Comparison:
-    base, curr, _ = compared_values(baseline, current)
-    return judge(base, curr, threshold=THRESHOLD, confidence=CONFIDENCE)
+    """The gate's stored-figures comparison (``checks/latency_verdicts.py: stored_comparison``)."""
+    return stored_comparison(baseline, current, threshold=THRESHOLD, confidence=CONFIDENCE)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ difference. Each cell is measured twice, with the workers' order of creation swa
 Part 2, ``gate``: A/B across workers with the same runtime on both sides (two workers of
 ``--current``): A/A checks of the base model of three workload families, and checks of a model
 grown by +5% (``benchmarks/gate_paths.py``'s families), with the A/B confirmation on fresh
-sessions; and the same checks in process (``OrtPerf._side_by_side``'s way), to compare the cost.
+sessions; and the same checks in process (the latency check's side-by-side route in this runtime,
+``kinds/latency.py: LatencyCheck``, as ``benchmarks/gate_paths.py: side_by_side`` drives
+``check_ab``), to compare the cost.
 
     python benchmarks/runtime_versions.py versions --reference .ortperf/envs/X/bin/python \\
         --current .ortperf/envs/Y/bin/python
@@ -169,16 +171,24 @@ def versions(reference: str, current: str, out: Path) -> str:
 
 
 def _across_workers(models: Models, name: str, policy: CheckPolicy, python: str) -> Any:
-    """The same check with each side in measuring workers of ``python``, as ``OrtPerf._across_runtimes``
-    runs it: ``PROCESSES`` workers a side, a regression confirmed in new ones. New workers per check,
-    so the cost includes starting them, as a check's first use in a run does."""
+    """The same check with each side in measuring workers of ``python``, as the latency check's
+    route across runtimes runs it (``kinds/latency.py: LatencyCheck``): ``ort/workers.py: load_pair``
+    (``PROCESSES`` workers a side) and ``check_ab``, a regression confirmed in new workers. New
+    workers per check, so the cost includes starting them, as a check's first use in a run does."""
     pool = WorkerPool(timeout_s=300)
     try:
-        source = {n: ModelResolver(models.root).resolve(models.paths[n], test_dir=models.root, origin="b")
-                  for n in (name, "base")}
+        source = {
+            n: ModelResolver(models.root).resolve(models.paths[n], test_dir=models.root, origin="b")
+            for n in (name, "base")
+        }
         _, built = fresh(models, "base")
-        inputs = dict(load_feeds(built.model, specs_from_session(built.session),
-                                 InputOptions(dims={"batch": models.family.batch})))
+        inputs = dict(
+            load_feeds(
+                built.model,
+                specs_from_session(built.session),
+                InputOptions(dims={"batch": models.family.batch}),
+            )
+        )
         variant = Variant(CPU, OptLevel.ALL)
 
         def pair(new: bool = False) -> tuple[WorkerSide, WorkerSide]:
@@ -212,21 +222,27 @@ def gate(python: str, trials: int, in_process_trials: int, out: Path) -> str:
             if where == "workers":
                 result = _across_workers(models, name, policy, python)
             else:
-                result = side_by_side(models, name, None, policy)  # as OrtPerf._side_by_side runs it
+                result = side_by_side(models, name, None, policy)  # the side-by-side route, in process
             elapsed = time.perf_counter() - started
             decisive = result.decisive
             results.append(
                 {
-                    "family": family.name, "where": where, "condition": condition, "failed": result.failed,
-                    "status": str(result.status), "ratio": decisive.estimate.ratio if decisive else math.nan,
+                    "family": family.name,
+                    "where": where,
+                    "condition": condition,
+                    "failed": result.failed,
+                    "status": str(result.status),
+                    "ratio": decisive.estimate.ratio if decisive else math.nan,
                     "low": decisive.estimate.low if decisive else math.nan,
                     "high": decisive.estimate.high if decisive else math.nan,
                     "first": result.comparison.estimate.ratio if result.comparison else math.nan,
                     "seconds": elapsed,
                 }
             )
-            log(f"{family.name} {where} {condition}: {result.status} "
-                f"{decisive.estimate.describe() if decisive else ''} {elapsed:.1f} s")
+            log(
+                f"{family.name} {where} {condition}: {result.status} "
+                f"{decisive.estimate.describe() if decisive else ''} {elapsed:.1f} s"
+            )
         out.write_text(json.dumps(results, indent=1))
     return gate_table(results)
 
@@ -273,8 +289,13 @@ def bias(python: str, pairs: int, repeats: int, out: Path, *, swap: bool = False
         models = Models(family, root)
         source = ModelResolver(models.root).resolve(models.paths["base"], test_dir=models.root, origin="b")
         _, built = fresh(models, "base")
-        inputs = dict(load_feeds(built.model, specs_from_session(built.session),
-                                 InputOptions(dims={"batch": models.family.batch})))
+        inputs = dict(
+            load_feeds(
+                built.model,
+                specs_from_session(built.session),
+                InputOptions(dims={"batch": models.family.batch}),
+            )
+        )
         variant = Variant(CPU, OptLevel.ALL)
         for pair in range(pairs):
             started = [WorkerProcess(python, timeout_s=300) for _ in range(2)]
@@ -297,8 +318,10 @@ def bias(python: str, pairs: int, repeats: int, out: Path, *, swap: bool = False
             rows.append({"family": family.name, "pair": pair, "ratios": ratios})
             log(f"{family.name} pair {pair}: {' '.join(f'{(r - 1) * 100:+.1f}%' for r in ratios)}")
     out.write_text(json.dumps(rows, indent=1))
-    lines = ["| family | pair | A/A estimates, the same two worker processes (fresh sessions each time) |",
-             "| --- | --- | --- |"]
+    lines = [
+        "| family | pair | A/A estimates, the same two worker processes (fresh sessions each time) |",
+        "| --- | --- | --- |",
+    ]
     lines += [
         f"| {r['family']} | {r['pair'] + 1} | {', '.join(f'{(x - 1) * 100:+.1f}%' for x in r['ratios'])} |"
         for r in rows

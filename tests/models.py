@@ -96,11 +96,18 @@ def int8_mlp_model(layers: int = 2, width: int = 16, *, seed: int = 0) -> onnx.M
     (``onnxruntime.quantization.quantize_dynamic``, its defaults: signed int8 weights, per tensor): each
     MatMul becomes ``DynamicQuantizeLinear`` of its input, ``MatMulInteger`` with the int8 weights, and a
     rescale (``Cast``, ``Mul``) back to float; cost grows with layers."""
+    return dynamic_int8(mlp_model(layers, width, seed=seed))
+
+
+def dynamic_int8(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` dynamically quantized to int8 by ``onnxruntime.quantization.quantize_dynamic`` at its
+    defaults, as :func:`int8_mlp_model` quantizes its MLP (``benchmarks/footprint.py`` quantizes its
+    changed models the same way)."""
     from onnxruntime.quantization import quantize_dynamic
 
     with tempfile.TemporaryDirectory(prefix="ortperf-int8-") as tmp:
         source, quantized = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
-        onnx.save(mlp_model(layers, width, seed=seed), source)
+        onnx.save(model, source)
         with _QuietQuantizer():
             quantize_dynamic(source, quantized)
         return onnx.load(quantized)

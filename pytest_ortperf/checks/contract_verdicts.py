@@ -29,7 +29,6 @@ from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.values import safe_repr
 
 FASTER_THAN, AGREEMENT = "faster_than", "agreement"
-KINDS = (FASTER_THAN, AGREEMENT)
 CONTRACT = "contract"
 NOT_AVAILABLE = "not available"
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from pytest_ortperf.errors import OrtperfError
 
-DEFAULT_TIMEOUT_S = 300.0
 RUN_FAILED = "session.run failed on"  # how a RunFailed message starts: callers add what they know
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -30,8 +30,6 @@ from pytest_ortperf.plugin.instance_context import guarded as _guarded
 from pytest_ortperf.plugin.ort_perf import OrtPerf
 from pytest_ortperf.profiling.book import MarkedProfile
 from pytest_ortperf.profiling.run_profilers import ProfiledSession
-
-T = TypeVar("T")
 
 _NO_MODEL = (
     "{test} uses an ortperf fixture but declares no model. Add "

@@ -38,8 +38,7 @@ from pytest_ortperf.profiling.trace import (
     slice_run,
 )
 
-EVENT_CAP = 1_000_000
-REBUILD_AT = 500_000  # events: rebuild the emulation session at half of ORT's cap
+REBUILD_AT = 500_000  # events: rebuild the emulation session at half of ORT's cap (1,000,000 a trace)
 
 
 class ProfileDirError(OrtperfError):

@@ -19,7 +19,7 @@ import platform
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -213,20 +213,6 @@ def detect_hardware(
         name = _slug(platform.processor() or machine_arch) or "cpu"
         return Hardware(machine_arch, "unknown", name, name, (), cores, gpus)
     return parse_cpuinfo(text, arch=machine_arch, cores=cores, gpu=gpus)
-
-
-def differences(recorded: Hardware, current: Hardware) -> Sequence[str]:
-    """What differs, for a message: ``recorded on avx512/zen4, 2 cores, running on avx2/zen3, 2 cores``,
-    and the fields that differ where the short descriptions are alike."""
-    lines = [f"recorded on {recorded.describe()}, running on {current.describe()}"]
-    if recorded.describe() == current.describe():
-        before, after = recorded.as_dict(), current.as_dict()
-        lines += [
-            f"{name} {before[name]} -> {after[name]}"
-            for name in ("arch", "vendor", "cpu", "features")
-            if before[name] != after[name]
-        ]
-    return lines
 
 
 def _slug(text: str) -> str:

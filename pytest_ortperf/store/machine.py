@@ -43,11 +43,6 @@ class Machine:
         return f"{self.name}{CLASS_SEPARATOR}{self.hardware.slug}" if self.named else self.name
 
 
-def slug(text: str) -> str:
-    words = re.sub(r"\(r\)|\(tm\)|\bcpu\b|\bprocessor\b|@.*$", " ", text.lower())
-    return "-".join(re.findall(r"[a-z0-9]+", words))[:48].strip("-")
-
-
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     try:
         for line in cpuinfo.read_text(errors="replace").splitlines():

@@ -1,4 +1,4 @@
-"""Machine identity: CPU slugs, /proc/cpuinfo, name validation and the name's precedence."""
+"""Machine identity: /proc/cpuinfo, name validation and the name's precedence."""
 
 from __future__ import annotations
 
@@ -11,38 +11,7 @@ import pytest
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.store import machine as machine_module
 from pytest_ortperf.store.hardware import Hardware
-from pytest_ortperf.store.machine import MACHINE_ENV, Machine, cpu_model, detect_machine, slug, validate_name
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", "intel-xeon-platinum-8375c"),
-        ("AMD EPYC 7R13 Processor", "amd-epyc-7r13"),
-        ("AMD EPYC 7763 64-Core Processor", "amd-epyc-7763-64-core"),
-        ("Intel(R) Core(TM) i7-9750H CPU @ 2.60GHz", "intel-core-i7-9750h"),
-        ("12th Gen Intel(R) Core(TM) i7-12700H", "12th-gen-intel-core-i7-12700h"),
-        ("Apple M2 Pro", "apple-m2-pro"),
-        ("NVIDIA H100 80GB HBM3", "nvidia-h100-80gb-hbm3"),
-        ("  ", ""),
-    ],
-)
-def test_slug_of_real_cpu_and_gpu_names(text: str, expected: str) -> None:
-    assert slug(text) == expected
-
-
-def test_slug_is_at_most_48_characters_and_never_ends_with_a_dash() -> None:
-    result = slug("Very Long Vendor Name Extreme Edition Processor Model Number 1234567 Rev B")
-    assert result == "very-long-vendor-name-extreme-edition-model-numb"
-    assert len(result) == 48
-    # a cut that lands right after a word leaves no dangling dash
-    assert slug("a" * 47 + " b") == "a" * 47
-
-
-def test_slug_is_a_valid_machine_name() -> None:
-    name = slug("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz")
-    assert validate_name(name, source="test") == name
-
+from pytest_ortperf.store.machine import MACHINE_ENV, Machine, cpu_model, detect_machine, validate_name
 
 CPUINFO = """\
 processor\t: 0
