@@ -241,6 +241,15 @@ def test_reference_lists_every_console_command():
 # No page names something that does not exist --------------------------------------------------
 
 
+def kind_property_names():
+    """The JUnit properties every built-in check kind gets from its declaration: its verdict's, and
+    its figures' for the kinds that publish them (``gate/publisher.py``, ``kinds/*.py``)."""
+    from pytest_ortperf.kinds import builtin_kinds
+
+    kinds = builtin_kinds()
+    return {kind.verdict_property for kind in kinds} | {f"ortperf_{kind.name}" for kind in kinds}
+
+
 def named_in(page, pattern, *, unless):
     """Each match of ``pattern`` on ``page`` for which ``unless`` is false, with its line number."""
     return sorted(
@@ -262,7 +271,7 @@ def test_every_flag_named_in_the_docs_exists(page):
 
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_ini_key_named_in_the_docs_exists(page):
-    known = {option.ini for option in options()} | package_string_literals()
+    known = {option.ini for option in options()} | package_string_literals() | kind_property_names()
     unknown = named_in(page, INI_KEY, unless=known.__contains__)
     assert not unknown, (
         f"{rel(page)} names ini key(s) or property name(s) the plugin does not define: {'; '.join(unknown)}"
