@@ -68,6 +68,16 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5, faster: bo
         if baseline.ops.get(op, (0.0, 0))[1] != current.ops.get(op, (0.0, 0))[1]
     }  # fmt: skip
     direction = "fell" if faster else "grew"
+    op_growth = _growth(
+        {op: v[0] for op, v in baseline.ops.items()},
+        {op: v[0] for op, v in current.ops.items()},
+        faster=faster,
+    )
+    node_growth = _growth(
+        {n: v[2] for n, v in baseline.nodes.items()},
+        {n: v[2] for n, v in current.nodes.items()},
+        faster=faster,
+    )
     grown = _changed(
         {op: us for op, (us, _) in baseline.ops.items()},
         {op: us for op, (us, _) in current.ops.items()},
@@ -75,7 +85,8 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5, faster: bo
         faster=faster,
     )
     if grown:
-        lines.append(f"op types whose time {direction} most: " + ", ".join(_delta(*g) for g in grown[:top]))
+        shown = ", ".join(_delta(*g, growth=op_growth) for g in grown[:top])
+        lines.append(f"op types whose time {direction} most: {shown}")
     node_grown = _changed(
         {n: v[2] for n, v in baseline.nodes.items()},
         {n: v[2] for n, v in current.nodes.items()},
@@ -84,7 +95,8 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5, faster: bo
         faster=faster,
     )
     if node_grown:
-        lines.append(f"nodes whose time {direction} most: " + ", ".join(_delta(*g) for g in node_grown[:top]))
+        shown = ", ".join(_delta(*g, growth=node_growth) for g in node_grown[:top])
+        lines.append(f"nodes whose time {direction} most: {shown}")
     moved = [
         f"{name} {baseline.nodes[name][1]} -> {current.nodes[name][1]}"
         for name in sorted(set(baseline.nodes) & set(current.nodes))
@@ -99,7 +111,47 @@ def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5, faster: bo
     ]
     if counts:
         lines.append("node count per op type changed after optimization: " + ", ".join(counts[: top * 2]))
+    moved_line = time_moved(baseline, current, top=top)
+    if moved_line:
+        lines.append(moved_line)
     return lines
+
+
+def time_moved(baseline: OpProfile, current: OpProfile, *, top: int = 5) -> str:
+    """Where a lost (or a new) fusion moved the time: from the op types that lost nodes to those that
+    gained them, with the net change, e.g. 'time moved from LayerNormalization (6 -> 0 nodes,
+    -0.300 ms/run) to ReduceMean (0 -> 12 nodes, +0.250 ms/run), Div (...): net +0.400 ms/run'.
+    Empty when no op type both lost and another gained nodes."""
+
+    def count(profile: OpProfile, op: str) -> int:
+        return profile.ops.get(op, (0.0, 0))[1]
+
+    def us(profile: OpProfile, op: str) -> float:
+        return profile.ops.get(op, (0.0, 0))[0]
+
+    ops = sorted(set(baseline.ops) | set(current.ops))
+    lost = [op for op in ops if count(current, op) < count(baseline, op)]
+    gained = [op for op in ops if count(current, op) > count(baseline, op)]
+    if not lost or not gained:
+        return ""
+
+    def side(names: list[str]) -> str:
+        ranked = sorted(names, key=lambda op: (-abs(us(current, op) - us(baseline, op)), op))
+        return ", ".join(
+            f"{op} ({count(baseline, op)} -> {count(current, op)} nodes, "
+            f"{(us(current, op) - us(baseline, op)) / 1000:+.3f} ms/run)"
+            for op in ranked[:top]
+        )
+
+    net = sum(us(current, op) - us(baseline, op) for op in [*lost, *gained]) / 1000
+    return f"time moved from {side(lost)} to {side(gained)}: net {net:+.3f} ms/run"
+
+
+def _growth(before: Mapping[str, float], after: Mapping[str, float], *, faster: bool) -> float:
+    """The sum of every increase (every fall, for an improvement), in microseconds: what each op type
+    or node's share of the change is a share of."""
+    deltas = [after.get(name, 0.0) - before.get(name, 0.0) for name in set(before) | set(after)]
+    return sum(-d for d in deltas if d < 0) if faster else sum(d for d in deltas if d > 0)
 
 
 def _changed(
@@ -123,7 +175,10 @@ def _grown(
     return sorted(rows, key=lambda row: (row[1] - row[2], row[0]))
 
 
-def _delta(name: str, before: float, after: float) -> str:
-    change = f"{(after / before - 1):+.0%}" if before > 0 else "new"
-    change = "gone" if after == 0 and before > 0 else change
-    return f"{name} {before / 1000:.3f} -> {after / 1000:.3f} ms/run ({change})"
+def _delta(name: str, before: float, after: float, *, growth: float = 0.0) -> str:
+    """One op type or node's time before and after, and its share of the ``growth`` (us: the sum of
+    every increase, or every fall for an improvement)."""
+    text = f"{(after / before - 1):+.0%}" if before > 0 else "new"
+    text = "gone" if after == 0 and before > 0 else text
+    share = f", {abs(after - before) / growth:.0%} of the change" if growth > 0 else ""
+    return f"{name} {before / 1000:.3f} -> {after / 1000:.3f} ms/run ({text}{share})"

@@ -48,10 +48,21 @@ def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
         {"c1": ("Conv", "CPUExecutionProvider", 900.0), "c2": ("Conv", "CUDAExecutionProvider", 600.0)},
     )
     lines = explain(before, after)
-    assert lines[0] == "op types whose time grew most: Conv 0.000 -> 1.500 ms/run (new), Relu 0.010 -> 0.060 ms/run (+500%)"
-    assert lines[1].startswith("nodes whose time grew most: c1 0.500 -> 0.900 ms/run (+80%), c2 0.400 -> 0.600")
+    # Each with its share of the growth: Conv's 1.5 ms and Relu's 0.05 ms of the 1.55 ms that grew.
+    assert lines[0] == (
+        "op types whose time grew most: Conv 0.000 -> 1.500 ms/run (new, 97% of the change), "
+        "Relu 0.010 -> 0.060 ms/run (+500%, 3% of the change)"
+    )
+    assert lines[1].startswith(
+        "nodes whose time grew most: c1 0.500 -> 0.900 ms/run (+80%, 67% of the change), c2 0.400 -> 0.600"
+    )
     assert lines[2] == "nodes that changed provider: c1 CUDAExecutionProvider -> CPUExecutionProvider"
     assert lines[3] == "node count per op type changed after optimization: Conv 0 -> 2, FusedConv 2 -> 0, Relu 1 -> 3"
+    # A lost fusion: the time its op type had moved to the op types that came back in its place.
+    assert lines[4] == (
+        "time moved from FusedConv (2 -> 0 nodes, -0.900 ms/run) to Conv (0 -> 2 nodes, +1.500 ms/run), "
+        "Relu (1 -> 3 nodes, +0.050 ms/run): net +0.650 ms/run"
+    )
 
 
 def test_identical_profiles_explain_nothing() -> None:
@@ -76,5 +87,5 @@ def test_new_nodes_are_listed_even_when_each_is_a_small_share_of_the_growth() ->
     before = OpProfile(5, {"MatMul": (32.0, 8)}, {**old, "relu": ("Relu", "CPUExecutionProvider", 1.0)})
     after = OpProfile(5, {"MatMul": (128.0, 32)}, {**new, "relu": ("Relu", "CPUExecutionProvider", 1.1)})
     (nodes,) = [line for line in explain(before, after) if line.startswith("nodes whose time grew most")]
-    assert "mm10 0.000 -> 0.004 ms/run (new)" in nodes
+    assert "mm10 0.000 -> 0.004 ms/run (new, " in nodes
     assert "relu" not in nodes
