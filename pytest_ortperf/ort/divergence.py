@@ -140,7 +140,9 @@ class _Side:
     def __init__(self, source: ModelSource, feeds: Mapping[str, Array], providers: Sequence[str]) -> None:
         self.source = source
         self.providers = list(providers)
-        self.proto = _infer(_load(source))
+        # The model runs as it was written; shape inference only tells the tensors' types and sizes
+        # (a shape it got wrong must not stop a model that ORT runs).
+        self.proto = _load(source)
         graph = self.proto.graph
         initializers = {init.name for init in graph.initializer}
         inputs = [value for value in graph.input if value.name not in initializers]
@@ -152,8 +154,10 @@ class _Side:
                 f"(they hold {', '.join(repr(name) for name in feeds) or 'nothing'})"
             )
         self.feeds = {value.name: feeds[value.name] for value in inputs}
-        self.value_infos = _typed_values(self.proto)
-        self.tensors, self.untyped = _node_tensors(self.proto, self.value_infos, _dims(inputs, self.feeds))
+        self.tensors, self.untyped = _node_tensors(
+            self.proto, _typed_values(_infer(self.proto)), _dims(inputs, self.feeds)
+        )
+        self.names = {name for node in graph.node for name in node.output if name}
         self.sorted = _topologically_sorted(self.proto)
 
     def run(self, tensors: Sequence[_Tensor], *, truncate: bool) -> dict[str, Array]:
@@ -172,8 +176,9 @@ class _Side:
             tail = [onnx.NodeProto() for _ in range(end, len(graph.node))]
             for saved_node, node in zip(tail, graph.node[end:], strict=True):
                 saved_node.CopyFrom(node)
-            del graph.node[end:]
         try:
+            if tail:
+                del graph.node[end:]
             del graph.output[:]
             # Declared by element type alone: ORT infers the shapes itself, and an inferred shape that
             # a run does not match would only add warnings.
@@ -231,7 +236,7 @@ def first_divergence(
     started = time.perf_counter()
     current_side = _Side(current, feeds, providers)
     reference_side = _Side(reference, feeds, providers)
-    pairs, unpaired, mistyped = _pairs(current_side.tensors, reference_side.tensors)
+    pairs, unpaired, mistyped = _pairs(current_side, reference_side)
     if not pairs:
         return Localisation(
             divergence=None,
@@ -308,20 +313,24 @@ def _no_divergence(compared: int, skipped: Sequence[str], unpaired: int) -> str:
     return text + ")"
 
 
-def _pairs(current: Sequence[_Tensor], reference: Sequence[_Tensor]) -> tuple[list[_Pair], int, list[str]]:
-    """Each tensor of ``current`` with its counterpart, in ``current``'s order: by name, else by
-    position (the same output slot of the k-th node of the same op type); the number without one;
-    the names of those whose counterpart has another known element type."""
-    by_name = {tensor.name: tensor for tensor in reference}
-    current_names = {tensor.name for tensor in current}
+def _pairs(current: _Side, reference: _Side) -> tuple[list[_Pair], int, list[str]]:
+    """Each typed tensor of ``current`` with its counterpart, in ``current``'s order: by name, else,
+    when the reference produces no tensor of that name, by position (the same output slot of the
+    k-th node of the same op type, if the reference's tensor there has a name that ``current`` does
+    not produce); the number without one; the names of those whose counterpart has another element
+    type."""
+    by_name = {tensor.name: tensor for tensor in reference.tensors}
     by_position: dict[tuple[str, int, int], _Tensor] = {}
-    for tensor in reference:
-        if tensor.name not in current_names:
+    for tensor in reference.tensors:
+        if tensor.name not in current.names:
             by_position[(tensor.op_type, tensor.rank, tensor.slot)] = tensor
     pairs, unpaired, mistyped = [], 0, []
-    for tensor in current:
+    for tensor in current.tensors:
         if tensor.name in by_name:
             other, matched_by = by_name[tensor.name], "name"
+        elif tensor.name in reference.names:  # there, but of a type not known: not comparable
+            unpaired += 1
+            continue
         else:
             found = by_position.get((tensor.op_type, tensor.rank, tensor.slot))
             if found is None:

@@ -117,6 +117,17 @@ def test_renamed_and_identical_compare_every_tensor_by_position(source: Any, fee
     assert result.unpaired == 0
 
 
+def test_one_renamed_tensor_is_paired_by_position_and_the_rest_by_name(source: Any, feeds: Any) -> None:
+    reference = mlp_model(2, WIDTH)
+    reference.graph.node[2].output[0] = "z"  # the second MatMul's output, read by the second Relu
+    reference.graph.node[3].input[0] = "z"
+    judge = AllClose()
+    current = scaled_weight(mlp_model(2, WIDTH), "w1", 1.5)
+    found = _located(first_divergence(source(current), source(reference), feeds, diverges=judge))
+    assert (found.tensor, found.reference_tensor, found.matched_by) == ("mm1", "z", "position")
+    assert judge.judged == ["mm0", "h0", "mm1"]
+
+
 @pytest.mark.parametrize(
     ("max_bytes", "runs"),
     [
