@@ -5,10 +5,11 @@ An output that fails says that a model computes something else, not where it sta
 their intermediate tensors made graph outputs, and the tensors are compared in the node order of
 the model under test; the first node whose output diverges is where the cause is.
 
-- **What is marked.** Every output of every node of the main graph (not of subgraphs) whose type
-  ONNX shape inference knows as a tensor type; the rest cannot be declared as graph outputs and
-  are left out (counted in the result). Both sessions run on the CPU without graph optimizations,
-  so every tensor of the file exists and none is fused away.
+- **What is marked.** Every output of every node of the main graph (not of subgraphs), unless ONNX
+  shape inference knows it is not a tensor (a sequence, a map, an optional: counted in the result,
+  not compared). An output whose type inference does not know (a contrib op's) is declared by name
+  alone and typed by ONNX Runtime. Both sessions run on the CPU without graph optimizations, so
+  every tensor of the file exists and none is fused away.
 - **How tensors are paired.** By name first. A tensor whose name the other graph does not produce
   is paired by position: the output in the same slot of the k-th node of the same op type, in node
   order, on each side, provided that tensor's name is not produced by the model under test (it then
@@ -20,7 +21,7 @@ the model under test; the first node whose output diverges is where the cause is
   tensor diverges exactly when an output would fail.
 - **What it costs.** The marked tensors' bytes are estimated from the inferred shapes (dimensions
   named by the graph inputs take the feeds' sizes; other unknown dimensions count as the largest
-  dimension of any feed, a tensor of unknown rank as the largest feed). When both sides together
+  dimension of any feed, a tensor of unknown shape or type as the largest feed). When both sides together
   stay within ``max_bytes``, one run of each model marks every tensor. Otherwise the pairs are cut,
   in order, into chunks of at most ``max_bytes``; each chunk is one run of each model with only its
   tensors as outputs (and the nodes after its last tensor dropped when the graph is topologically
@@ -89,9 +90,9 @@ class Localisation:
     divergence: Divergence | None
     reason: str  # when ``divergence`` is None: why it could not be located; else ""
     compared: int = 0  # tensor pairs compared in all (the diverging one included)
-    skipped: int = 0  # pairs not compared: element types, shapes or dtypes differ
+    skipped: int = 0  # pairs not compared: element types, shapes or dtypes differ, or not tensors
     unpaired: int = 0  # tensors of the model under test with no counterpart in the reference
-    untyped: int = 0  # tensors of the model under test left out: no tensor type known
+    not_tensors: int = 0  # node outputs of the model under test left out: sequences, maps, optionals
     runs: int = 0  # runs of each model: 1 when every tensor was marked at once, else the chunks run
     chunked: bool = False  # whether the tensors were marked a chunk at a time to stay under max_bytes
     marked_bytes: int = 0  # the estimated bytes of the tensors marked in the largest run, both sides
@@ -154,13 +155,13 @@ class _Side:
                 f"(they hold {', '.join(repr(name) for name in feeds) or 'nothing'})"
             )
         self.feeds = {value.name: feeds[value.name] for value in inputs}
-        self.tensors, self.untyped = _node_tensors(
+        self.tensors, self.not_tensors = _node_tensors(
             self.proto, _typed_values(_infer(self.proto)), _dims(inputs, self.feeds)
         )
         self.names = {name for node in graph.node for name in node.output if name}
         self.sorted = _topologically_sorted(self.proto)
 
-    def run(self, tensors: Sequence[_Tensor], *, truncate: bool) -> dict[str, Array]:
+    def run(self, tensors: Sequence[_Tensor], *, truncate: bool) -> dict[str, Array | None]:
         """The values of ``tensors`` on the feeds, from one session whose graph outputs are exactly
         them (``truncate``: without the nodes after the last of them)."""
         import onnx
@@ -182,8 +183,13 @@ class _Side:
             del graph.output[:]
             # Declared by element type alone: ORT infers the shapes itself, and an inferred shape that
             # a run does not match would only add warnings.
+            # A tensor of a type shape inference does not know (a contrib op's output) is declared by
+            # name alone: ORT types it.
             graph.output.extend(
-                onnx.helper.make_tensor_value_info(tensor.name, tensor.elem_type, None) for tensor in tensors
+                onnx.helper.make_tensor_value_info(tensor.name, tensor.elem_type, None)
+                if tensor.elem_type
+                else onnx.ValueInfoProto(name=tensor.name)
+                for tensor in tensors
             )
             data = self.proto.SerializeToString()
         finally:
@@ -215,7 +221,11 @@ class _Side:
                 f"'{self.source.label}': ONNX Runtime could not run it with its intermediate tensors "
                 f"marked as outputs, so the first diverging tensor cannot be located: {_first_line(exc)}"
             ) from None
-        return {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
+        # A tensor of unknown type may turn out to be a sequence or a map: not compared.
+        return {
+            name: value if isinstance(value, np.ndarray) else None
+            for name, value in zip(names, values, strict=True)
+        }
 
 
 def first_divergence(
@@ -241,14 +251,14 @@ def first_divergence(
         return Localisation(
             divergence=None,
             reason=(
-                f"the graphs share no tensor to compare: none of the {len(current_side.tensors)} typed "
-                f"node outputs of '{current.label}' has a counterpart by name or by position in "
+                f"the graphs share no tensor to compare: none of the {len(current_side.tensors)} "
+                f"tensors of '{current.label}' has a counterpart by name or by position in "
                 f"'{reference.label}'"
                 + (f" with the same element type ({len(mistyped)} differ)" if mistyped else "")
             ),
             skipped=len(mistyped),
             unpaired=unpaired,
-            untyped=current_side.untyped,
+            not_tensors=current_side.not_tensors,
             seconds=time.perf_counter() - started,
         )
     chunks = _chunks(pairs, max_bytes)
@@ -260,7 +270,7 @@ def first_divergence(
         expected = reference_side.run([pair.reference for pair in chunk], truncate=chunked)
         for pair in chunk:
             left, right = actual[pair.current.name], expected[pair.reference.name]
-            if left.shape != right.shape or left.dtype != right.dtype:
+            if left is None or right is None or left.shape != right.shape or left.dtype != right.dtype:
                 skipped.append(pair.current.name)
                 continue
             error = diverges(pair.current.name, left, right)
@@ -280,7 +290,7 @@ def first_divergence(
                     compared=compared + 1,
                     skipped=len(skipped),
                     unpaired=unpaired,
-                    untyped=current_side.untyped,
+                    not_tensors=current_side.not_tensors,
                     runs=runs,
                     chunked=chunked,
                     marked_bytes=max(sum(p.nbytes for p in c) for c in chunks[:runs]),
@@ -290,11 +300,11 @@ def first_divergence(
         del actual, expected  # the next chunk's values replace these, not join them
     return Localisation(
         divergence=None,
-        reason=_no_divergence(compared, skipped, unpaired),
+        reason=_no_divergence(compared, skipped, unpaired, current_side.not_tensors),
         compared=compared,
         skipped=len(skipped),
         unpaired=unpaired,
-        untyped=current_side.untyped,
+        not_tensors=current_side.not_tensors,
         runs=runs,
         chunked=chunked,
         marked_bytes=max(sum(p.nbytes for p in c) for c in chunks),
@@ -302,7 +312,8 @@ def first_divergence(
     )
 
 
-def _no_divergence(compared: int, skipped: Sequence[str], unpaired: int) -> str:
+def _no_divergence(compared: int, skipped: Sequence[str], unpaired: int, not_tensors: int) -> str:
+    """Why no tensor was named: every pair within tolerance, and what was not compared."""
     text = f"no tensor diverges beyond the tolerance ({compared} compared in graph order"
     if skipped:
         named = ", ".join(repr(name) for name in skipped[:_LISTED])
@@ -310,6 +321,8 @@ def _no_divergence(compared: int, skipped: Sequence[str], unpaired: int) -> str:
         text += f"; {len(skipped)} skipped, their types or shapes differ: {named}{more}"
     if unpaired:
         text += f"; {unpaired} without a counterpart in the reference"
+    if not_tensors:
+        text += f"; {not_tensors} not compared, not tensors (sequences, maps, optionals)"
     return text + ")"
 
 
@@ -328,7 +341,7 @@ def _pairs(current: _Side, reference: _Side) -> tuple[list[_Pair], int, list[str
     for tensor in current.tensors:
         if tensor.name in by_name:
             other, matched_by = by_name[tensor.name], "name"
-        elif tensor.name in reference.names:  # there, but of a type not known: not comparable
+        elif tensor.name in reference.names:  # there, but not a tensor: not comparable
             unpaired += 1
             continue
         else:
@@ -385,11 +398,11 @@ def _infer(proto: Any) -> Any:
 
 
 def _typed_values(proto: Any) -> dict[str, Any]:
-    """Every value of the main graph whose tensor element type is known, by name."""
+    """Every value of the main graph whose type shape inference knows, by name."""
     graph = proto.graph
     found: dict[str, Any] = {}
     for value in [*graph.value_info, *graph.output]:
-        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+        if value.type.WhichOneof("value") is not None:
             found[value.name] = value
     return found
 
@@ -404,10 +417,11 @@ class _Dims:
 
 
 def _node_tensors(proto: Any, typed: Mapping[str, Any], dims: _Dims) -> tuple[list[_Tensor], int]:
-    """The typed outputs of the main graph's nodes in node order, and how many were left untyped."""
+    """The outputs of the main graph's nodes that are or may be tensors, in node order, and how many
+    are known not to be (sequences, maps, optionals: left out)."""
     import onnx
 
-    tensors, untyped = [], 0
+    tensors, not_tensors = [], 0
     seen: dict[str, int] = {}
     for index, node in enumerate(proto.graph.node):
         label = node.name or f"#{index}"
@@ -417,12 +431,17 @@ def _node_tensors(proto: Any, typed: Mapping[str, Any], dims: _Dims) -> tuple[li
             if not name:
                 continue  # an optional output left out
             value = typed.get(name)
-            if value is None:
-                untyped += 1
+            kind = None if value is None else value.type.WhichOneof("value")
+            if kind not in (None, "tensor_type"):
+                not_tensors += 1
+                continue
+            if value is None or not value.type.tensor_type.elem_type:  # ORT finds the type when run
+                tensors.append(_Tensor(name, index, rank, slot, label, node.op_type, 0, dims.largest_feed))
                 continue
             tensor_type = value.type.tensor_type
+            elem_type = tensor_type.elem_type
             try:
-                itemsize = int(onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).itemsize)
+                itemsize = int(onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize)
             except Exception:  # an element type numpy has no dtype for
                 itemsize = 8
             if tensor_type.HasField("shape"):
@@ -435,10 +454,8 @@ def _node_tensors(proto: Any, typed: Mapping[str, Any], dims: _Dims) -> tuple[li
                 nbytes = count * max(itemsize, 1)
             else:
                 nbytes = dims.largest_feed
-            tensors.append(
-                _Tensor(name, index, rank, slot, label, node.op_type, tensor_type.elem_type, nbytes)
-            )
-    return tensors, untyped
+            tensors.append(_Tensor(name, index, rank, slot, label, node.op_type, elem_type, nbytes))
+    return tensors, not_tensors
 
 
 def _dims(inputs: Sequence[Any], feeds: Mapping[str, Array]) -> _Dims:

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 from pytest_ortperf.errors import ModelError, SessionBuildError
 from pytest_ortperf.ort.divergence import Localisation, first_divergence
 from pytest_ortperf.ort.models import ModelResolver, ModelSource
-from tests.models import mlp_model, renamed_tensors, scaled_weight
+from tests.models import mlp_model, renamed_tensors, scaled_weight, structured_outputs_model
 
 LAYERS, WIDTH, BATCH = 8, 16, 4
 # mlp_model names layer i's tensors mm<i> (MatMul) and h<i> (Relu); layers count from 0, so the
@@ -236,7 +236,7 @@ def test_graphs_without_a_common_tensor_say_so(source: Any, feeds: Any) -> None:
     result = first_divergence(source(mlp_model(2, WIDTH)), source(other), feeds, diverges=judge)
     assert result.divergence is None
     assert judge.judged == []
-    assert result.reason.startswith("the graphs share no tensor to compare: none of the 5 typed node outputs")
+    assert result.reason.startswith("the graphs share no tensor to compare: none of the 5 tensors")
     assert result.runs == 0
     assert result.unpaired == 5
 
@@ -273,3 +273,43 @@ def test_max_bytes_must_be_positive(source: Any, feeds: Any) -> None:
     model = source(mlp_model(2, WIDTH))
     with pytest.raises(ValueError, match="max_bytes must be positive, got 0"):
         first_divergence(model, model, feeds, diverges=AllClose(), max_bytes=0)
+
+
+def test_tensors_of_a_type_shape_inference_does_not_know_are_compared_too(source: Any, feeds: Any) -> None:
+    """ONNX shape inference does not know onnxruntime's contrib ops; ORT types their outputs."""
+    nodes = [
+        helper.make_node("Gelu", ["x"], ["g"], domain="com.microsoft", name="gelu"),
+        helper.make_node("Relu", ["g"], ["r"], name="relu"),
+        helper.make_node("Identity", ["r"], ["y"], name="out"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "contrib",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", WIDTH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", WIDTH])],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    inferred = onnx.shape_inference.infer_shapes(model)
+    assert not [v for v in inferred.graph.value_info if v.name in ("g", "r") and v.type.tensor_type.elem_type]
+    changed = onnx.ModelProto()
+    changed.CopyFrom(model)
+    changed.graph.node[1].op_type = "Sigmoid"
+    judge = AllClose()
+    result = first_divergence(source(changed), source(model), feeds, diverges=judge)
+    found = _located(result)
+    assert (found.tensor, found.node, found.op_type, found.compared) == ("r", "relu", "Sigmoid", 1)
+    assert judge.judged == ["g", "r"]
+
+
+def test_outputs_that_are_not_tensors_are_left_out_and_said(source: Any) -> None:
+    model = source(structured_outputs_model(classes=3))
+    judge = AllClose()
+    feeds = {"x": np.random.default_rng(0).random((2, 3)).astype(np.float32)}
+    result = first_divergence(model, model, feeds, diverges=judge)
+    assert judge.judged == ["negated", "y"]  # ZipMap's sequence of maps and the sequence are not
+    assert result.not_tensors == 2
+    assert result.reason == (
+        "no tensor diverges beyond the tolerance (2 compared in graph order; "
+        "2 not compared, not tensors (sequences, maps, optionals))"
+    )
