@@ -185,6 +185,37 @@ def reexported(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
+def scaled_weight(model: onnx.ModelProto, name: str, factor: float) -> onnx.ModelProto:
+    """``model`` with the initializer ``name`` multiplied by ``factor``: one middle layer changed, the
+    rest of the graph as it was (``scaled_weight(mlp_model(8), "w3", 1.5)``: ``mm3`` diverges first)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for index, init in enumerate(copy.graph.initializer):
+        if init.name == name:
+            scaled = numpy_helper.to_array(init) * np.asarray(factor, dtype=numpy_helper.to_array(init).dtype)
+            copy.graph.initializer[index].CopyFrom(numpy_helper.from_array(scaled, name))
+            return copy
+    raise KeyError(f"{model.graph.name} has no initializer {name!r}")
+
+
+def renamed_tensors(model: onnx.ModelProto, prefix: str = "t") -> onnx.ModelProto:
+    """The same computation with every node output renamed ``<prefix><index>`` (graph outputs
+    included, the inputs kept), as another exporter names its tensors."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    names: dict[str, str] = {}
+    for node in copy.graph.node:
+        for slot, output in enumerate(node.output):
+            if output:
+                names[output] = node.output[slot] = f"{prefix}{len(names)}"
+        for slot, given in enumerate(node.input):
+            node.input[slot] = names.get(given, given)
+    # Node inputs are renamed as they are met: a graph in node order reads only earlier outputs.
+    for value in [*copy.graph.output, *copy.graph.value_info]:
+        value.name = names.get(value.name, value.name)
+    return copy
+
+
 def structured_outputs_model(classes: int = 3) -> onnx.ModelProto:
     """``x[2, classes]`` -> a ZipMap of it (``probabilities``: a sequence of maps, as skl2onnx writes a
     classifier's), a sequence (``parts``: ``[x, -x]``) and a tensor (``y``): every output kind that
