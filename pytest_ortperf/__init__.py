@@ -19,14 +19,14 @@ if TYPE_CHECKING:
     from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, ReferenceOutcome
     from pytest_ortperf.checks.contract_verdicts import ContractResult
     from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+    from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.checks.latency_verdicts import LatencyResult
     from pytest_ortperf.checks.status import Status
-    from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.errors import OrtperfError
-    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
-    from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, KindRegistry
     from pytest_ortperf.footprint.memory_figures import MemoryFigures
     from pytest_ortperf.footprint.startup_figures import StartupFigures
+    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
+    from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, KindRegistry
     from pytest_ortperf.latency.decision import Comparison, Verdict
     from pytest_ortperf.latency.stats import LatencyStats
     from pytest_ortperf.ort.inputs import Feeds
