@@ -61,7 +61,7 @@ class InstanceChecks:
         context = self._context
         groups: list[list[Outcome]] = []
         try:
-            entry = context.run.store.lookup(key.test_file, key.test)
+            entry = context.store.lookup(key.test_file, key.test)
         except OrtperfError as exc:  # a damaged or unreadable baseline file: every check says so
             return [[CheckError(key, check.kind, str(exc))] for check in checks]
         measured_in = self._environment(inputs)  # once: it hashes the inputs
@@ -70,7 +70,7 @@ class InstanceChecks:
             target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=own_feeds)
             noted = {"update_missing": missing_only.as_dict()} if missing_only else {}
             try:
-                with context.run.results.noted(noted):
+                with context.noted(noted):
                     groups.append(list(check.run(target)))
             except OrtperfError as exc:
                 groups.append([CheckError(key, check.kind, str(exc))])
@@ -111,12 +111,11 @@ class InstanceChecks:
 
     def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
         context = self._context
-        run = context.run
         return environment(
             context.built,
             inputs,
-            machine=run.machine,
-            runtime=run.runtime,
+            machine=context.sessions.machine,
+            runtime=context.sessions.runtime,
             measurement={**context.policy.measure.as_dict(), "canary": canary_on(context)},
         )
 

@@ -10,9 +10,10 @@ its baseline entry once for it, and publishes what it returns. Errors end a chec
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
@@ -24,15 +25,13 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
+from pytest_ortperf.gate.services import CheckSettings, Measuring, References, Sessions
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.profiling.book import MarkedProfile
-from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.store.keys import CheckKey
-
-if TYPE_CHECKING:
-    from pytest_ortperf.gate.run import OrtperfRun
 
 
 @dataclass(frozen=True)
@@ -70,11 +69,20 @@ def _no_other_variant(variant_id: str) -> BuiltSession:
     raise OrtperfError(f"no other variant can be built for this check (asked for {variant_id}).")
 
 
+def _nothing_noted(fields: Mapping[str, Any]) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
 @dataclass(frozen=True)
 class CheckContext:
-    """Everything the checks of one test instance need, resolved by the pytest layer."""
+    """Everything the checks of one test instance need, resolved by the pytest layer: the services
+    they use (``gate/services.py``), never the run itself."""
 
-    run: OrtperfRun
+    sessions: Sessions  # sessions, fresh sessions, optimized graphs, operator profiles, the watchdog
+    references: References  # the recorded reference rebuilt, models kept, data sets
+    measurer: Measuring  # activities, the timing lock, the canary, the measuring workers
+    store: BaselineStore  # the baselines: entries read, and staged under --ortperf-update
+    settings: CheckSettings  # the few configuration values checks read
     built: BuiltSession
     feeds: Mapping[str, Array]
     key: CheckKey
@@ -90,6 +98,8 @@ class CheckContext:
     # ProviderUnavailable when that variant cannot run here.
     other_variant: Callable[[str], BuiltSession] = _no_other_variant
     publisher: Publisher = field(default_factory=_Unpublished)
+    # Every record published inside carries these fields (what --ortperf-update=missing did with it).
+    noted: Callable[[Mapping[str, Any]], AbstractContextManager[None]] = _nothing_noted
 
 
 @dataclass(frozen=True)
@@ -123,11 +133,11 @@ class Check(Protocol):
         ...
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
-        """Measure, decide and publish each result into the run (``OrtperfRun.results``); an
+        """Measure, decide and publish each result (``CheckContext.publisher``); an
         OrtperfError raised here becomes a :class:`CheckError`, published by the instance."""
         ...
 
 
 def canary_on(context: CheckContext) -> bool:
     """Whether latency is measured with the machine-speed canary: when on, for the CPU provider."""
-    return context.run.config.canary and context.built.variant.provider == CPU
+    return context.settings.canary and context.built.variant.provider == CPU

@@ -14,7 +14,6 @@ from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, c
 from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.ort.inputs import Array, data_sets
@@ -42,7 +41,7 @@ class AccuracyCheck:
 
     def _accuracy(self, target: CheckTarget) -> AccuracyResult:
         context, inputs, key, policy = self._context, target.inputs, target.key, target.policy
-        watchdog = context.run.watchdog
+        watchdog = context.sessions.watchdog
         actual = run_outputs(context.built, inputs, watchdog)
         choice = context.reference()
         variant_reference = (
@@ -55,7 +54,7 @@ class AccuracyCheck:
         model_reference = None
         more_data_sets: list[tuple[dict[str, OutputValue], Reference]] = []
         if context.data_set is not None and target.own_feeds:
-            expected, defaults = context.run.data_set_outputs(context.data_set, list(actual))
+            expected, defaults = context.references.data_set_outputs(context.data_set, list(actual))
             if expected:  # a data set may ship inputs only
                 model_reference = Reference(context.data_set.name, expected, defaults)
             more_data_sets = self._other_data_sets(context.data_set, list(actual))
@@ -64,7 +63,7 @@ class AccuracyCheck:
             actual,
             inputs_sha256=digest,
             key=key,
-            store=context.run.store,
+            store=context.store,
             policy=policy,
             tolerances=context.tolerances,
             provider_short=context.built.variant.provider_spec.short,
@@ -84,7 +83,7 @@ class AccuracyCheck:
         """A failed precision variant, with the activations that lost the most against its fp32 model
         on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
         context = self._context
-        made = context.run.made_from(context.built.model)
+        made = context.references.made_from(context.built.model)
         if made is None or not any(outcome.failed for outcome in result.references):
             return result  # passed, or failed for want of a baseline: the outputs did not drift
         from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
@@ -110,20 +109,22 @@ class AccuracyCheck:
         if entry is None or entry.accuracy is None or entry.accuracy.inputs_sha256 == digest:
             return None
         plan = rebuild_plan(entry.recipe, target.environment)
-        side_by_side = plan.route is Route.SIDE_BY_SIDE
-        rebuilt, why = rebuild(context.run, context.built, plan) if side_by_side else (None, plan.reason)
+        if plan.route is Route.SIDE_BY_SIDE:
+            rebuilt, why = context.references.rebuild(context.built, plan)
+        else:
+            rebuilt, why = None, plan.reason
         if rebuilt is None:
             return Reference.unavailable("the recorded model on today's inputs", why)
         if rebuilt.python:
-            worker = context.run.workers.side(rebuilt.python, "reference", 1)[0]
+            worker = context.measurer.workers.side(rebuilt.python, "reference", 1)[0]
             other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
             try:
                 outputs = worker_outputs(other_model)
             finally:
                 other_model.release()
         else:
-            other = context.run.session(rebuilt.model, context.built.variant, rebuilt.settings)
-            outputs = run_outputs(other, inputs, context.run.watchdog)
+            other = context.sessions.session(rebuilt.model, context.built.variant, rebuilt.settings)
+            outputs = run_outputs(other, inputs, context.sessions.watchdog)
         return Reference(f"{rebuilt.label} on today's inputs", outputs, {})
 
     def _other_data_sets(
@@ -135,11 +136,11 @@ class AccuracyCheck:
         for data_set in data_sets(first.parent):
             if data_set == first:  # compared with the outputs of the test's own inputs
                 continue
-            expected, defaults = context.run.data_set_outputs(data_set, output_names)
+            expected, defaults = context.references.data_set_outputs(data_set, output_names)
             if not expected:  # a data set may ship inputs only
                 continue
-            feeds = context.run.data_set_feeds(data_set, context.built)
-            outputs = run_outputs(context.built, feeds, context.run.watchdog)
+            feeds = context.references.data_set_feeds(data_set, context.built)
+            outputs = run_outputs(context.built, feeds, context.sessions.watchdog)
             found.append((outputs, Reference(data_set.name, expected, defaults)))
         return found
 

@@ -55,7 +55,7 @@ class ContractCheck:
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         results = []
         for contract in self._contracts:
-            with self._context.run.activity(f"{target.key.test} ({contract.other})") as self._activity:
+            with self._context.measurer.activity(f"{target.key.test} ({contract.other})") as self._activity:
                 results.append(self._one(contract, target))
         return results
 
@@ -64,7 +64,7 @@ class ContractCheck:
         if target.policy.update:
             result = not_measured(key, contract, "--ortperf-update records baselines; contracts need none")
             return self._publish(result)
-        if contract.kind == FASTER_THAN and not context.run.config.timing:
+        if contract.kind == FASTER_THAN and not context.settings.timing:
             return self._publish(not_measured(key, contract, "--ortperf-timing=off: nothing is timed"))
         if contract.other == context.built.variant.id:  # a marker on a test that runs that variant too
             return self._publish(not_measured(key, contract, "this is the variant it is compared with"))
@@ -74,7 +74,7 @@ class ContractCheck:
         except ProviderUnavailable as exc:
             return self._publish(not_available(key, contract, str(exc)))
         if contract.kind == AGREEMENT:
-            watchdog = context.run.watchdog
+            watchdog = context.sessions.watchdog
             # Agreement is a share of elements or of class rows: of every array the outputs hold (a
             # map's values, a sequence's elements), under their leaf names.
             mine = run_outputs(context.built, target.inputs, watchdog)
@@ -117,7 +117,7 @@ class ContractCheck:
         session's place in memory cannot favour a side), stopping at the first look that decides;
         ``fresh``: only new sessions, for a confirmation."""
         context = self._context
-        built, watchdog, pool = context.built, context.run.watchdog, context.run.pool
+        built, watchdog, sessions = context.built, context.sessions.watchdog, context.sessions
         confidence = target.policy.confidence
 
         def side(*sessions: BuiltSession) -> Callable[[], object]:
@@ -127,9 +127,9 @@ class ContractCheck:
 
         with self._activity.phase(BUILDING, "sessions of both variants"):
             pooled = 0 if fresh else 1
-            current = side(*([built] * pooled), *(pool.fresh(built) for _ in range(INSTANCES - pooled)))
-            reference = side(*([other] * pooled), *(pool.fresh(other) for _ in range(INSTANCES - pooled)))
-        with context.run.timing.held(self._activity):
+            current = side(*([built] * pooled), *(sessions.fresh(built) for _ in range(INSTANCES - pooled)))
+            reference = side(*([other] * pooled), *(sessions.fresh(other) for _ in range(INSTANCES - pooled)))
+        with context.measurer.held(self._activity):
             rounds = measure_pair(
                 current,
                 reference,

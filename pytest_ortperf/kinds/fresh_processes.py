@@ -28,7 +28,6 @@ from pytest_ortperf.checks.paths import Route, choose, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.latency.activity import Activity
@@ -78,7 +77,7 @@ class FootprintCheck:
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         context = self._context
-        with context.run.activity(f"{target.key.test} ({self.kind})") as activity:
+        with context.measurer.activity(f"{target.key.test} ({self.kind})") as activity:
             result = self._routes(target, activity)
         context.publisher.publish(footprint_record(result, context.nodeid))
         return [result]
@@ -98,10 +97,10 @@ class FootprintCheck:
                 return nothing_to_compare(self.kind, key, alone, ab.label, identical=identical, reason=reason)
             other = SideSpec(ab.python or this_python(), ab.source, built.settings)
             return self._side_by_side(target, here, other, ab.label, activity)
-        context.run.keep_model(built.model)
+        context.references.keep_model(built.model)
         plan = choose(target.entry, target.environment, key.machine, update=policy.update, part=self.kind)
         if plan.route is Route.SIDE_BY_SIDE:
-            rebuilt, why = rebuild(context.run, built, plan)
+            rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:
                 return self._side_by_side(target, here, _spec(rebuilt), rebuilt.label, activity)
             entry = target.entry
@@ -118,7 +117,7 @@ class FootprintCheck:
                 self.kind,
                 key,
                 current,
-                store=context.run.store,
+                store=context.store,
                 environment=target.environment,
                 today=today,
                 compare=compare,
@@ -186,7 +185,7 @@ class FootprintCheck:
         """``count`` fresh processes per side, the sides interleaved so that neither gets all the
         early (or late) processes: for two sides A B B A A B ..."""
         context = self._context
-        built, run = context.built, context.run
+        built, settings = context.built, context.settings
         prints: list[list[Footprint]] = [[] for _ in sides]
         # Each side's model read, and its weights counted, once for all its processes.
         models = [in_memory(spec.model) for spec in sides]
@@ -194,7 +193,7 @@ class FootprintCheck:
         order = [i if n % 2 == 0 else len(sides) - 1 - i for n in range(count) for i in range(len(sides))]
         with tempfile.TemporaryDirectory(prefix="ortperf-footprint-") as scratch:
             prefix = Path(scratch) / "profile" if self.profiled else None
-            with run.timing.held(activity) if self.timed else contextlib.nullcontext():
+            with context.measurer.held(activity) if self.timed else contextlib.nullcontext():
                 for side in order:
                     spec = sides[side]
                     prints[side].append(
@@ -204,7 +203,7 @@ class FootprintCheck:
                             built.variant,
                             spec.settings,
                             target.inputs,
-                            timeout_s=run.config.run_timeout_s,
+                            timeout_s=settings.run_timeout_s,
                             profile_prefix=prefix,
                             limit_bytes=self.limit_bytes(),
                             weights=weights[side],

@@ -24,7 +24,6 @@ from pytest_ortperf.checks.graph_verdicts import (
 from pytest_ortperf.checks.paths import Route, rebuild_plan
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference
 from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.graph.diff import parse_graph_threshold
@@ -66,27 +65,27 @@ class GraphCheck:
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         context = self._context
-        with context.run.activity(f"{target.key.test} (graph)"):
+        with context.measurer.activity(f"{target.key.test} (graph)"):
             result = self._routes(target)
         context.publisher.publish(footprint_record(result, context.nodeid))
         return [result]
 
     def _current(self) -> tuple[GraphFigures, list[str]]:
         built = self._context.built
-        figures, note = self._context.run.graph(built.model, built.variant, built.settings)
+        figures, note = self._context.sessions.graph(built.model, built.variant, built.settings)
         return figures, [note] if note else []
 
     def _routes(self, target: CheckTarget) -> GraphResult:
         context, key, policy = self._context, target.key, target.policy
-        built, run = context.built, context.run
+        built = context.built
         current, notes = self._current()
         ab = None if policy.update else context.ab()
         if ab is not None:
             return self._ab(target, ab, current, notes)
-        run.keep_model(built.model)
+        context.references.keep_model(built.model)
         entry = target.entry
         if policy.update:
-            return _noted(record(key, current, store=run.store, environment=target.environment), notes)
+            return _noted(record(key, current, store=context.store, environment=target.environment), notes)
         if entry is None:
             return self._alone(target, current, Status.MISSING, "missing", "never recorded", notes)
         here = hardware_class(target.environment.get("hardware"))  # type: ignore[arg-type]
@@ -99,7 +98,7 @@ class GraphCheck:
             if not plan.model_changed and plan.settings is None and plan.runtime is None:
                 inputs = "the inputs changed; the optimized graph does not depend on them"
                 return self._unchanged(target, current, stored, [*notes, inputs])
-            rebuilt, why = rebuild(run, built, plan)
+            rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:
                 return self._against(
                     target, current, notes, rebuilt.model, rebuilt.settings, rebuilt.label, rebuilt.python
@@ -150,7 +149,7 @@ class GraphCheck:
         """The current graph against ``model``'s under ``settings``, built here beside it (``python``:
         in that interpreter's onnxruntime, in a worker)."""
         built = self._context.built
-        other, note = self._context.run.graph(model, built.variant, settings, python=python)
+        other, note = self._context.sessions.graph(model, built.variant, settings, python=python)
         return compared(
             target.key,
             current,

@@ -28,7 +28,6 @@ from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome, canary_on
-from pytest_ortperf.gate.rebuild import rebuild
 from pytest_ortperf.gate.references import ABReference, RecordedReference
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
@@ -75,7 +74,7 @@ class LatencyCheck:
         shapes = target.environment.get("inputs")
         source = getattr(self._context.feeds, "source", "") if target.own_feeds else "the check's feeds"
         self._fed = (dict(shapes) if isinstance(shapes, Mapping) else {}, source)
-        with self._context.run.activity(target.key.test) as self._activity:
+        with self._context.measurer.activity(target.key.test) as self._activity:
             return self._paths(target)
 
     def _paths(self, target: CheckTarget) -> list[Outcome]:
@@ -88,12 +87,13 @@ class LatencyCheck:
             # with a message, as in stored mode, naming the reference.
             label = f"same-job A/B of {key.test} against {reference.label}: "
             return self._labelled(lambda: self._ab(reference, inputs, key), key, label)
-        context.run.keep_model(context.built.model)  # so that a later change can be measured against it
+        # Kept so that a later change can be measured against it.
+        context.references.keep_model(context.built.model)
         machine = key.machine
         plan = choose(target.entry, target.environment, machine, update=policy.update)
         if plan.route is Route.SIDE_BY_SIDE:
             with self._activity.phase(BUILDING):
-                rebuilt, why = rebuild(context.run, context.built, plan)
+                rebuilt, why = context.references.rebuild(context.built, plan)
             if rebuilt is not None:
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
                 same = self._same_graph(rebuilt, plan, key)
@@ -111,11 +111,11 @@ class LatencyCheck:
         only_the_model = plan.model_changed and plan.settings is None and plan.runtime is None
         if reference.python or not only_the_model:
             return []
-        built, run = self._context.built, self._context.run
+        built, sessions = self._context.built, self._context.sessions
         try:
             with self._activity.phase(BUILDING, "optimized graphs of both sides"):
-                current, _ = run.graph(built.model, built.variant, built.settings)
-                recorded, _ = run.graph(reference.model, built.variant, reference.settings)
+                current, _ = sessions.graph(built.model, built.variant, built.settings)
+                recorded, _ = sessions.graph(reference.model, built.variant, reference.settings)
         except OrtperfError:
             return []  # a graph that cannot be built decides nothing: both sides are measured
         if not current.digest or _placed(current) != _placed(recorded):
@@ -131,7 +131,7 @@ class LatencyCheck:
             return [CheckError(key, LATENCY, f"{label}{exc}")]
 
     def _canary(self) -> Callable[[], object] | None:
-        return self._context.run.canary(self._context.built) if canary_on(self._context) else None
+        return self._context.measurer.canary(self._context.built) if canary_on(self._context) else None
 
     def _stored(
         self, inputs: dict[str, Array], key: CheckKey, target: CheckTarget, plan: Plan
@@ -139,24 +139,24 @@ class LatencyCheck:
         """Every path that measures the current model alone: unchanged, record, stored figures, missing."""
         context = self._context
         session = context.built.session
-        profile_fn = (lambda: context.run.op_profile(context.built, inputs)) if context.profiler else None
-        timing = context.run.timing
+        sessions = context.sessions
+        profile_fn = (lambda: sessions.op_profile(context.built, inputs)) if context.profiler else None
 
         canary = self._canary()
         activity = self._activity
 
         def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
-            with timing.held(activity):
+            with context.measurer.held(activity):
                 return measure(run, settings, canary=canary, activity=activity)
 
-        watchdog = context.run.watchdog
+        watchdog = context.sessions.watchdog
         result = check_latency(
             lambda: watchdog.run(session, None, inputs),
             measure_fn=measured,
             profile_fn=profile_fn,
             key=key,
             plan=plan,
-            store=context.run.store,
+            store=context.store,
             policy=target.policy,
             environment=target.environment,
             today=datetime.date.today().isoformat(),
@@ -183,9 +183,11 @@ class LatencyCheck:
         context = self._context
         if context.profiler is None or not result.failed:
             return result
-        run, built = context.run, context.built
+        sessions, built = context.sessions, context.built
         return explained(
-            result, BOTH_SIDES, lambda: (run.op_profile(other, inputs), run.op_profile(built, inputs))
+            result,
+            BOTH_SIDES,
+            lambda: (sessions.op_profile(other, inputs), sessions.op_profile(built, inputs)),
         )
 
     def _graph_explained(
@@ -196,10 +198,10 @@ class LatencyCheck:
         when it runs in another), or that they are the same graph: then the graph does not explain it."""
         if not result.failed:
             return result
-        built, run = self._context.built, self._context.run
+        built, sessions = self._context.built, self._context.sessions
         try:
-            current, _ = run.graph(built.model, built.variant, built.settings)
-            reference, _ = run.graph(model, built.variant, settings, python=python)
+            current, _ = sessions.graph(built.model, built.variant, built.settings)
+            reference, _ = sessions.graph(model, built.variant, settings, python=python)
         except OrtperfError as exc:
             return with_section(result, f"graph at {built.variant.id}", [f"not available ({exc})"])
         diff = GraphDiff(reference, current)
@@ -208,7 +210,7 @@ class LatencyCheck:
 
     def _ab(self, reference: ABReference, inputs: dict[str, Array], key: CheckKey) -> list[Outcome]:
         context = self._context
-        built, watchdog, timing = context.built, context.run.watchdog, context.run.timing
+        built, watchdog = context.built, context.sessions.watchdog
         if reference.across_runtimes and reference.source is not None:
             return self._across_runtimes(
                 RecordedReference(reference.label, reference.source, built.settings, reference.python),
@@ -217,7 +219,7 @@ class LatencyCheck:
             )
         if reference.source is None or reference.source.content == built.model.content:
             # Nothing to compare: a short measurement, for the report only.
-            with timing.held(self._activity):
+            with context.measurer.held(self._activity):
                 stats = measure(
                     lambda: watchdog.run(built.session, None, inputs),
                     glance(context.policy.measure),
@@ -237,7 +239,7 @@ class LatencyCheck:
             result = self._publish(result)
             return [result]
         with self._activity.phase(BUILDING, "reference"):
-            other = context.run.session(reference.source, built.variant, built.settings)
+            other = context.sessions.session(reference.source, built.variant, built.settings)
         result = self._side_by_side(other, reference.label, inputs, key)
         return [result, self._outputs(lambda: self._ab_accuracy(other, reference.label, inputs, key), key)]
 
@@ -250,7 +252,7 @@ class LatencyCheck:
             return self._across_runtimes(reference, inputs, key, accept=key.record_command)
         built = self._context.built
         with self._activity.phase(BUILDING, "reference"):
-            other = self._context.run.session(reference.model, built.variant, reference.settings)
+            other = self._context.sessions.session(reference.model, built.variant, reference.settings)
         return [self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)]
 
     def _across_runtimes(
@@ -260,7 +262,7 @@ class LatencyCheck:
         both in measuring workers (so neither pays a different process cost), in interleaved rounds
         decided by the A/B rule; then the outputs of the two runtimes, compared with the tolerances."""
         context = self._context
-        built, workers = context.built, context.run.workers
+        built, workers = context.built, context.measurer.workers
         this_side = SideSpec(this_python(), built.model, built.settings)
         other_side = SideSpec(reference.python, reference.model, reference.settings)
         sides: list[WorkerSide] = []
@@ -278,7 +280,7 @@ class LatencyCheck:
             # Named from the workers themselves: what their environments really import.
             runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
             label = f"{reference.label} in {other.runtime.describe()}"
-            with context.run.timing.held(self._activity):
+            with context.measurer.held(self._activity):
                 result = check_ab(
                     current,
                     other,
@@ -321,23 +323,23 @@ class LatencyCheck:
     ) -> LatencyResult:
         """The current model against ``other``, in interleaved rounds decided by the A/B rule."""
         context = self._context
-        built, watchdog = context.built, context.run.watchdog
-        pool = context.run.pool
+        built, watchdog = context.built, context.sessions.watchdog
+        sessions = context.sessions
 
         def side(*sessions: BuiltSession) -> Callable[[], object]:
             return alternating([functools.partial(watchdog.run, b.session, None, inputs) for b in sessions])
 
         def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
             return (
-                side(*(pool.fresh(built) for _ in range(INSTANCES))),
-                side(*(pool.fresh(other) for _ in range(INSTANCES))),
+                side(*(sessions.fresh(built) for _ in range(INSTANCES))),
+                side(*(sessions.fresh(other) for _ in range(INSTANCES))),
             )
 
         # Built before the timing lock is taken: other processes time while these build.
         with self._activity.phase(BUILDING, "sessions of both sides"):
-            current = side(built, *(pool.fresh(built) for _ in range(INSTANCES - 1)))
-            reference = side(other, *(pool.fresh(other) for _ in range(INSTANCES - 1)))
-        with context.run.timing.held(self._activity):
+            current = side(built, *(sessions.fresh(built) for _ in range(INSTANCES - 1)))
+            reference = side(other, *(sessions.fresh(other) for _ in range(INSTANCES - 1)))
+        with context.measurer.held(self._activity):
             result = check_ab(
                 current,
                 reference,
@@ -359,7 +361,7 @@ class LatencyCheck:
         self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
     ) -> AccuracyResult:
         """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
-        watchdog = self._context.run.watchdog
+        watchdog = self._context.sessions.watchdog
         actual = run_outputs(self._context.built, inputs, watchdog)
         return self._compare_outputs(actual, run_outputs(other, inputs, watchdog), label, key)
 
@@ -379,7 +381,7 @@ class LatencyCheck:
             key=key,
             tolerances=context.tolerances,
             provider_short=context.built.variant.provider_spec.short,
-            fail=context.run.config.ab_outputs_fail,
+            fail=context.settings.ab_outputs_fail,
         )
         record = accuracy_record(result, context.nodeid)
         context.publisher.publish(record, verdict_property="ortperf_ab_accuracy_verdict")

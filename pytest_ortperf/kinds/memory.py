@@ -61,7 +61,7 @@ class MemoryCheck(FootprintCheck):
         # CUDA maps far more address space than it uses: a cap on it would fail every GPU session.
         if self._context.built.variant.provider in GPU_PROVIDERS:
             return 0
-        return self._context.run.config.memory_limit
+        return self._context.settings.memory_limit
 
 
 def _benchmark_info(record: Record) -> dict[str, object] | None:

@@ -63,12 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     if ortperf_config.ab_rev and not ortperf_config.policy.update:
         try:  # no git or an unknown revision stops the run before any test: a usage error
-            run.git_revision(ortperf_config.ab_rev)
+            run.references.git_revision(ortperf_config.ab_rev)
         except OrtperfError as exc:
             raise pytest.UsageError(str(exc)) from None
     _collect_models(config)
-    run.progress = terminal_progress(config, ortperf_config.progress)
-    run.announce = terminal_lines(config, run.progress)
+    run.measurer.progress = terminal_progress(config, ortperf_config.progress)
+    run.announce = terminal_lines(config, run.measurer.progress)
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(fixtures, "ortperf-fixtures")

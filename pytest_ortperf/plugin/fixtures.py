@@ -43,7 +43,7 @@ _NO_MODEL = (
 def ort_variant(request: pytest.FixtureRequest) -> Variant:
     """The (execution provider, optimization level) this test instance runs; skips if the EP cannot run."""
     variant = _variant_param(request)
-    return _guarded(lambda: _run(request).require_available(variant))
+    return _guarded(lambda: _run(request).sessions.require_available(variant))
 
 
 @pytest.fixture
@@ -55,11 +55,11 @@ def ort_model(request: pytest.FixtureRequest) -> ModelSource:
     origin = f"ort_model marker of {request.node.nodeid}"
     spec = _guarded(lambda: model_marker_spec(marker.args, marker.kwargs, origin=origin))
     run = _run(request)
-    model = _guarded(lambda: run.model(spec, test_dir=_test_dir(request), origin=origin))
+    model = _guarded(lambda: run.models.model(spec, test_dir=_test_dir(request), origin=origin))
     if "transformers" not in marker.kwargs:
         return model
     options = _guarded(lambda: parse_options(marker.kwargs["transformers"], source=origin))
-    return _guarded(lambda: run.prepared(model, options))
+    return _guarded(lambda: run.models.prepared(model, options))
 
 
 @pytest.fixture
@@ -68,7 +68,9 @@ def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_m
     run = _run(request)
     origin = f"ort_settings marker of {request.node.nodeid}"
     markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
-    model = _guarded(lambda: run.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture"))
+    model = _guarded(
+        lambda: run.models.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture")
+    )
     settings = _guarded(lambda: settings_for(run.config.settings, markers, origin=origin))
     if ort_variant.precision is not Precision.FP32:
         options = _input_options(request, run)
@@ -78,9 +80,11 @@ def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_m
             else None
         )
         model = _guarded(
-            lambda: run.precision_model(model, ort_variant, settings, options=options, calibration_sets=sets)
+            lambda: run.models.precision_model(
+                model, ort_variant, settings, options=options, calibration_sets=sets
+            )
         )
-    return _guarded(lambda: run.session(model, ort_variant, settings))
+    return _guarded(lambda: run.sessions.session(model, ort_variant, settings))
 
 
 @pytest.fixture
@@ -128,7 +132,7 @@ def ort_inputs(request: pytest.FixtureRequest, ort_session_info: BuiltSession) -
     """Deterministic feeds: the model's test_data_set_0, an .npz beside it, or seeded synthetic data."""
     run = _run(request)
     options = _input_options(request, run)
-    return _guarded(lambda: run.feeds(ort_session_info, options))
+    return _guarded(lambda: run.models.feeds(ort_session_info, options))
 
 
 def _input_options(request: pytest.FixtureRequest, run: OrtperfRun) -> InputOptions:
@@ -151,7 +155,7 @@ def ort_perf(
     ort_inputs: Feeds = (
         request.getfixturevalue("ort_inputs")
         if "ort_inputs" in request.fixturenames
-        else _guarded(lambda: run.feeds_or_problem(ort_session_info, _input_options(request, run)))
+        else _guarded(lambda: run.models.feeds_or_problem(ort_session_info, _input_options(request, run)))
     )
     ab = node.get_closest_marker("ort_ab")
     spec = InstanceSpec(

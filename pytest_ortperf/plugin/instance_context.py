@@ -78,18 +78,25 @@ def make_ort_perf(
     rootdir = run.config.rootdir
     ab = spec.ab
     ab_spec = guarded(lambda: ab_marker(ab[0], ab[1], origin=spec.ab_origin, rootdir=rootdir)) if ab else None
+    references = run.references
     context = CheckContext(
-        run=run,
+        sessions=run.sessions,
+        references=references,
+        measurer=run.measurer,
+        store=run.store,
+        settings=run.settings,
         built=built,
         feeds=feeds,
         key=key,
         policy=policy,
         tolerances=tolerances,
-        reference=lambda: run.reference_choice(built),
+        reference=lambda: run.references.reference_choice(built),
         nodeid=node.nodeid,
         add_property=lambda name, value: node.user_properties.append((name, value)),
         profiler=profiler,
-        ab=lambda: run.ab_reference(built.model, ab_spec, test_dir=spec.test_dir, origin=spec.ab_origin),
+        ab=lambda: references.ab_reference(
+            built.model, ab_spec, test_dir=spec.test_dir, origin=spec.ab_origin
+        ),
         data_set=directory / feeds.source
         if directory and feeds.source.startswith("test_data_set_")
         else None,
@@ -100,8 +107,9 @@ def make_ort_perf(
             add_property=lambda name, value: node.user_properties.append((name, value)),
             benchmark=lambda entry: _to_pytest_benchmark(node, entry),
         ),
+        noted=run.results.noted,
     )
-    run.results.describe(node.nodeid, run.model_facts(built))
+    run.results.describe(node.nodeid, run.models.model_facts(built))
     contracts = guarded(lambda: expect_contracts(spec.expect, origin=spec.expect_origin))
     defaults = default_contracts(built.variant, run.config.variants, run.config.contracts)
     return OrtPerf(
@@ -122,13 +130,13 @@ def _other_variant(
     variant = parse_variant(variant_id, source=f"contract of {node.nodeid}")
     if variant is None:
         raise UsageError(f"contract of {node.nodeid}: no variant named {variant_id!r}.")
-    run.require_available(variant)
-    made = run.made_from(built.model)
+    run.sessions.require_available(variant)
+    made = run.models.made_from(built.model)
     source, calibration = made if made is not None else (built.model, None)
     sets = None
     if variant.precision is Precision.INT8_STATIC and calibration is None:
         sets = spec.calibration()
-    model = run.precision_model(
+    model = run.models.precision_model(
         source,
         variant,
         built.settings,
@@ -136,7 +144,7 @@ def _other_variant(
         calibration_sets=sets,
         calibration=calibration if variant.precision is Precision.INT8_STATIC else None,
     )
-    return run.session(model, variant, built.settings)
+    return run.sessions.session(model, variant, built.settings)
 
 
 def _merged_contracts(*groups: Sequence[Contract]) -> tuple[Contract, ...]:

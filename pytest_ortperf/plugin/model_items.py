@@ -169,9 +169,9 @@ class ModelItem(pytest.Item):
             pytest.fail(self.problem, pytrace=False)
         values = self.model_settings.values
         run = self.config.stash[RUN_KEY]
-        variant = guarded(lambda: run.require_available(self.variant))
+        variant = guarded(lambda: run.sessions.require_available(self.variant))
         path = self.path
-        model = guarded(lambda: run.model(path, test_dir=path.parent, origin=self.nodeid))
+        model = guarded(lambda: run.models.model(path, test_dir=path.parent, origin=self.nodeid))
         origin = self.model_settings.origin
         settings = guarded(
             lambda: settings_for(
@@ -187,9 +187,10 @@ class ModelItem(pytest.Item):
             )
         )
         # the model this variant's precision runs (at fp32, the file itself)
-        model = guarded(lambda: run.precision_model(model, variant, settings, options=options))
-        built = guarded(lambda: run.session(model, variant, settings))
-        feeds = guarded(lambda: run.feeds_or_problem(built, options))  # unmade: its checks fail, reported
+        model = guarded(lambda: run.models.precision_model(model, variant, settings, options=options))
+        built = guarded(lambda: run.sessions.session(model, variant, settings))
+        # Feeds that cannot be made: its checks fail, reported.
+        feeds = guarded(lambda: run.models.feeds_or_problem(built, options))
         spec = InstanceSpec(
             test_dir=path.parent,
             options=options,

@@ -143,7 +143,7 @@ class OrtPerf:
         skips the test, naming the option."""
         __tracebackhide__ = True
         key = self._key(name, kind)
-        if self._kinds[kind].timed and not self._context.run.config.timing:
+        if self._kinds[kind].timed and not self._context.settings.timing:
             self._skip(self._checks.not_timed(kind, key).message)
         check = self._configured(kind, options or {})
         return self._one(self._checks.run([check], feeds, key))
@@ -195,7 +195,7 @@ class OrtPerf:
         if unknown:
             known = ", ".join(self._kinds.names())
             self._fail(f"check() got unknown check kind(s) {', '.join(unknown)}; known: {known}.")
-        chosen = list(self._context.run.config.checks)
+        chosen = list(self._context.settings.checks)
         for kind, wanted in {MEMORY: memory, STARTUP: startup, GRAPH: graph, **kinds}.items():
             if wanted and kind not in chosen:
                 chosen.append(kind)
@@ -204,7 +204,7 @@ class OrtPerf:
         key = self._key(name, *chosen)
         checks = self._checks
         untimed: dict[str, Outcome] = {}
-        if not self._context.run.config.timing:  # the untimed checks run; the test is not skipped
+        if not self._context.settings.timing:  # the untimed checks run; the test is not skipped
             untimed = {kind: checks.not_timed(kind, key) for kind in chosen if self._kinds[kind].timed}
         options = {GRAPH: {"expect_fusions": expect_fusions}} if expect_fusions else {}
         ran = [self._configured(kind, options.get(kind, {})) for kind in chosen if kind not in untimed]

@@ -157,11 +157,11 @@ def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester, monk
     result.stdout.fnmatch_lines(["    output 'y': FAILED on isclose*"])
     result.stdout.no_fnmatch_line("*vs test_data_set_0: FAILED*")
     # Data sets are read once per run, not once per check and variant.
-    import pytest_ortperf.gate.run
+    import pytest_ortperf.gate.model_builds
 
     reads: list[str] = []
-    real = pytest_ortperf.gate.run.zoo_expected
-    monkeypatch.setattr(pytest_ortperf.gate.run, "zoo_expected", lambda path, names: reads.append(path.name) or real(path, names))
+    real = pytest_ortperf.gate.model_builds.zoo_expected
+    monkeypatch.setattr(pytest_ortperf.gate.model_builds, "zoo_expected", lambda path, names: reads.append(path.name) or real(path, names))
     pytester.runpytest(*options, "--ort-opt-levels=disabled,basic,extended,all").assert_outcomes(failed=4)
     assert sorted(reads) == ["test_data_set_0", "test_data_set_1"]
 
@@ -388,7 +388,7 @@ from pytest_ortperf.plugin import RUN_KEY
 pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
 
 def test_outputs(request, ort_perf):
-    choice = request.config.stash[RUN_KEY].reference_choice(ort_perf.session)
+    choice = request.config.stash[RUN_KEY].references.reference_choice(ort_perf.session)
     print(f"*CHOICE {choice.label}: {choice.note} session={choice.session is not None}")
 """
 

@@ -131,16 +131,16 @@ def test_a_cross_runtime_failure_of_a_marked_test_is_explained_from_both_workers
 def test_a_passing_side_by_side_check_of_a_marked_test_pays_for_no_operator_profile(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.gate.run import OrtperfRun
+    from pytest_ortperf.gate.session_factory import SessionFactory
 
     profiled: list[str] = []
-    real = OrtperfRun.op_profile
+    real = SessionFactory.op_profile
 
-    def counted(self: OrtperfRun, built: object, feeds: object, **kwargs: object) -> object:
+    def counted(self: SessionFactory, built: object, feeds: object, **kwargs: object) -> object:
         profiled.append(str(getattr(getattr(built, "model", None), "label", "")))
         return real(self, built, feeds, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(OrtperfRun, "op_profile", counted)
+    monkeypatch.setattr(SessionFactory, "op_profile", counted)
     commit_model(pytester, **BEFORE)
     pytester.makepyfile(test_grow=MARKED_TEST)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)

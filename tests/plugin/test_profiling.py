@@ -415,16 +415,16 @@ def test_unmarked_tests_build_no_profiling_session(
 def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
     pytester: pytest.Pytester, model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ortperf.gate.run import OrtperfRun
+    from pytest_ortperf.gate.session_factory import SessionFactory
 
     profiled: list[str] = []
-    real = OrtperfRun.op_profile
+    real = SessionFactory.op_profile
 
-    def counted(self: OrtperfRun, built: object, feeds: object, **kwargs: object) -> object:
+    def counted(self: SessionFactory, built: object, feeds: object, **kwargs: object) -> object:
         profiled.append("x")
         return real(self, built, feeds, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(OrtperfRun, "op_profile", counted)
+    monkeypatch.setattr(SessionFactory, "op_profile", counted)
     source = """
         import pytest
         {mark}

@@ -82,7 +82,7 @@ def test_fallback_printed_by_onnxruntime_is_never_accepted(
         @pytest.hookimpl(trylast=True)
         def pytest_configure(config):
             # Pretend the probe found CUDA usable, so the session build itself must notice.
-            prober = config.stash[RUN_KEY].prober
+            prober = config.stash[RUN_KEY].sessions.prober
             for spec in config.stash[RUN_KEY].config.variants:
                 prober._cache[spec.provider_spec] = ProbeResult(spec.provider, True)
         """

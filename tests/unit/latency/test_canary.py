@@ -21,7 +21,7 @@ from pytest_ortperf.checks.paths import Plan as RoutePlan
 from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.gate.run import OrtperfRun
+from pytest_ortperf.gate.measurer import Measurer
 from pytest_ortperf.latency.canary import BATCH, LAYERS, WIDTH, Canary, canary_model
 from pytest_ortperf.latency.decision import Verdict, judge
 from pytest_ortperf.latency.measure import (
@@ -34,13 +34,13 @@ from pytest_ortperf.latency.measure import (
 )
 from pytest_ortperf.latency.recording import decision_cv, fastest_share
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
-from pytest_ortperf.ort.inputs import InputOptions
+from pytest_ortperf.latency.timing_lock import TimingLock
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.plugin.configure import OrtperfConfig, build_config
+from pytest_ortperf.plugin.configure import build_config
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures, parse, render
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.latency.test_stats import STATS_KEYS
@@ -90,27 +90,15 @@ def _built(variant: Variant, settings: SessionSettings) -> BuiltSession:
     return BuiltSession(None, model, variant, settings, (variant.provider,), None, 0.0)
 
 
-def _ortperf_run(tmp_path: Path) -> OrtperfRun:
-    config = OrtperfConfig(
-        variants=(CPU_DISABLED,),
-        settings=SessionSettings(),
-        inputs=InputOptions(),
-        rootdir=tmp_path,
-        baseline_dir=tmp_path / "baselines",
-        policy=CheckPolicy(),
-    )
-    return OrtperfRun(config)
-
-
 def _canary_of(run: Any) -> Canary:
-    """The Canary behind the bound ``run`` method that OrtperfRun.canary hands out."""
+    """The Canary behind the bound ``run`` method that Measurer.canary hands out."""
     canary = run.__self__
     assert isinstance(canary, Canary)
     return canary
 
 
-def test_a_run_builds_one_canary_per_settings_and_none_for_accelerators(tmp_path: Path) -> None:
-    run = _ortperf_run(tmp_path)
+def test_the_measurer_builds_one_canary_per_settings_and_none_for_accelerators() -> None:
+    run = Measurer(TimingLock(None), run_timeout_s=300.0)
     one, two = SessionSettings(), SessionSettings(intra_op_threads=2)
     assert run.canary(_built(CUDA_ALL, one)) is None
     first = run.canary(_built(CPU_DISABLED, one))

@@ -1,0 +1,63 @@
+"""How the run's checks measure (``gate/services.py: Measuring``): each check's activity, shown on the
+progress line; the cross-process timing lock; the machine-speed canary, one per thread settings; and
+the measuring workers that run another onnxruntime, started on first use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from pytest_ortperf.latency.activity import Activity, Listener
+from pytest_ortperf.latency.timing_lock import TimingLock
+from pytest_ortperf.ort.providers import CPU
+from pytest_ortperf.ort.runtime import import_onnxruntime
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.workers import WorkerPool
+
+if TYPE_CHECKING:
+    from pytest_ortperf.latency.canary import Canary
+
+
+class Measurer:
+    """The run's measuring: one timing lock, canaries and workers for every check of the run."""
+
+    def __init__(self, timing: TimingLock, *, run_timeout_s: float) -> None:
+        self.timing = timing
+        self.progress: Listener | None = None  # the terminal's progress line, when shown (plugin/progress.py)
+        self._run_timeout_s = run_timeout_s
+        self._canaries: dict[SessionSettings, Canary] = {}
+        self._workers: WorkerPool | None = None
+
+    def activity(self, check: str) -> Activity:
+        """A new check's activity: timed by phase, and shown on the progress line when there is one."""
+        return Activity(check, listener=self.progress)
+
+    def held(self, activity: Activity | None = None) -> AbstractContextManager[None]:
+        """The run's timing lock, held inside; the wait for it is told to ``activity``."""
+        return self.timing.held(activity)
+
+    def canary(self, built: BuiltSession) -> Callable[[], object] | None:
+        """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,
+        whose speed a CPU workload does not track."""
+        if built.variant.provider != CPU:
+            return None
+        if built.settings not in self._canaries:
+            # Imported here: the canary builds its model with onnx, which a run without a CPU latency
+            # check never needs.
+            from pytest_ortperf.latency.canary import Canary
+
+            self._canaries[built.settings] = Canary.build(import_onnxruntime(), built.variant, built.settings)
+        return self._canaries[built.settings].run
+
+    @property
+    def workers(self) -> WorkerPool:
+        """The run's measuring workers (A/B across runtimes), started on first use."""
+        if self._workers is None:
+            self._workers = WorkerPool(self._run_timeout_s)
+        return self._workers
+
+    def close(self) -> None:
+        if self._workers is not None:
+            self._workers.close()

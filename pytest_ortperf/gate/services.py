@@ -1,0 +1,116 @@
+"""The narrow services a check is handed (``gate/protocol.py: CheckContext``), instead of the whole
+run: what builds sessions, what rebuilds and keeps references, what measures, and the few settings of
+the run that checks read. Each is a Protocol here, so a check can be unit-tested with stand-ins; the
+run's own are ``gate/session_factory.py: SessionFactory``, ``gate/reference_builder.py:
+ReferenceBuilder`` and ``gate/measurer.py: Measurer``, built by ``gate/run.py: OrtperfRun``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_ortperf.checks.paths import Plan
+from pytest_ortperf.gate.references import RecordedReference
+from pytest_ortperf.gate.run_config import OrtperfConfig
+from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.latency.activity import Activity
+from pytest_ortperf.ort.inputs import Feeds
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.runtime import RuntimeInfo
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.variants import Variant
+from pytest_ortperf.ort.watchdog import Watchdog
+from pytest_ortperf.ort.workers import WorkerPool
+from pytest_ortperf.profiling.operators import OpProfile
+from pytest_ortperf.store.machine import Machine
+
+if TYPE_CHECKING:
+    from pytest_ortperf.ort.precision import Calibration
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The run's configuration values that checks read, and nothing else of it."""
+
+    timing: bool = True  # off (--ortperf-timing=off): nothing is timed
+    canary: bool = True  # the machine-speed canary for CPU latency
+    ab_outputs_fail: bool = True  # whether differing A/B outputs fail the test
+    run_timeout_s: float = 300.0  # one run's limit (--ortperf-run-timeout)
+    memory_limit: int = 0  # bytes a memory check's worker may add; 0: no limit
+    checks: tuple[str, ...] = ("latency", "accuracy")  # what ort_perf.check() runs (ortperf_checks)
+
+    @classmethod
+    def of(cls, config: OrtperfConfig) -> CheckSettings:
+        return cls(
+            timing=config.timing,
+            canary=config.canary,
+            ab_outputs_fail=config.ab_outputs_fail,
+            run_timeout_s=config.run_timeout_s,
+            memory_limit=config.memory_limit,
+            checks=config.checks,
+        )
+
+
+class Sessions(Protocol):
+    """Sessions and what ORT makes of them on this machine: pooled and fresh sessions, the optimized
+    graph of a variant, operator profiles, and runs under the run's watchdog."""
+
+    @property
+    def runtime(self) -> RuntimeInfo: ...
+
+    @property
+    def machine(self) -> Machine: ...
+
+    @property
+    def watchdog(self) -> Watchdog: ...
+
+    def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession: ...
+
+    def fresh(self, built: BuiltSession) -> BuiltSession:
+        """A new session like ``built``, outside the pool (a side of an interleaved measurement)."""
+        ...
+
+    def graph(
+        self, model: ModelSource, variant: Variant, settings: SessionSettings, *, python: str = ""
+    ) -> tuple[GraphFigures, str]: ...
+
+    def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile: ...
+
+
+class References(Protocol):
+    """What a check compares with and keeps for later: a baseline's recorded reference rebuilt from
+    its plan, the model measured now kept in the model cache, the fp32 model a precision build was
+    made from, and a model-zoo data set's inputs and expected outputs."""
+
+    def rebuild(self, built: BuiltSession, plan: Plan) -> tuple[RecordedReference | None, str]: ...
+
+    def keep_model(self, model: ModelSource) -> None: ...
+
+    def made_from(self, model: ModelSource) -> tuple[ModelSource, Calibration | None] | None: ...
+
+    def data_set_outputs(
+        self, data_set: Path, output_names: Sequence[str]
+    ) -> tuple[dict[str, Any], dict[str, float]]: ...
+
+    def data_set_feeds(self, data_set: Path, built: BuiltSession) -> Feeds: ...
+
+
+class Measuring(Protocol):
+    """How a check measures: its activity (phases, progress line), the run's timing lock, the
+    machine-speed canary, and the measuring workers of other runtimes."""
+
+    def activity(self, check: str) -> Activity: ...
+
+    def held(self, activity: Activity | None = None) -> AbstractContextManager[None]:
+        """The run's timing lock, held inside (timed sections of parallel runs never overlap)."""
+        ...
+
+    def canary(self, built: BuiltSession) -> Callable[[], object] | None: ...
+
+    @property
+    def workers(self) -> WorkerPool: ...
