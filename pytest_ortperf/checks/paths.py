@@ -104,9 +104,10 @@ def plan_check(
     part: str,
     same_job: SameJob | None = None,
 ) -> Plan:
-    """The plan of one check of ``part`` (``latency``, ``memory``, ``startup``, ``graph``): same-job
-    A/B when there is an A/B reference and the run is not an update, else the recipe's route
-    (:func:`choose`; the graph's own ladder for ``graph``)."""
+    """The plan of one check of ``part`` (``latency``, ``memory``, ``startup``, ``graph``,
+    ``accuracy``): same-job A/B when there is an A/B reference and the run is not an update, else the
+    recipe's route (:func:`choose`; the graph's own ladder for ``graph``; for ``accuracy``, whose
+    stored outputs serve every hardware, what rebuilding the recorded model takes)."""
     if same_job is not None and not update:
         if not same_job.available:
             return Plan(Route.NO_REFERENCE, reason=same_job.reason, same_job=same_job)
@@ -116,6 +117,12 @@ def plan_check(
         return Plan(Route.SAME_JOB, same_job=same_job)
     if part == "graph":
         return _graph_plan(entry, current, update=update)
+    if part == "accuracy":
+        # Reference outputs serve every hardware: what the recorded model would give on today's
+        # inputs is a rebuild of it, side by side, or the reason there is none.
+        if entry is None:
+            return Plan(Route.MISSING, reason="never recorded")
+        return replace(rebuild_plan(entry.recipe, current), recorded=entry.recipe)
     return choose(entry, current, machine, update=update, part=part)
 
 

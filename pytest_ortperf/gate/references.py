@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_ortperf.checks.paths import SameJob
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -43,3 +44,16 @@ class RecordedReference:
     model: ModelSource
     settings: SessionSettings
     python: str = ""  # an interpreter with the recorded onnxruntime, when it differs from this one's
+
+
+def same_job(reference: ABReference | None, model: ModelSource) -> SameJob | None:
+    """The A/B reference as the plan reads it (``checks/paths.py: plan_check``): None in stored mode."""
+    if reference is None:
+        return None
+    return SameJob(
+        reference.label,
+        available=reference.source is not None,
+        identical=reference.source is not None and reference.source.content == model.content,
+        across_runtimes=reference.across_runtimes,
+        reason=reference.reason,
+    )

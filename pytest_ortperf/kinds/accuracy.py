@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
-from pytest_ortperf.checks.paths import Route, rebuild_plan
+from pytest_ortperf.checks.paths import Route, plan_check
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
@@ -108,7 +108,7 @@ class AccuracyCheck:
         context, entry, inputs = self._context, target.entry, target.inputs
         if entry is None or entry.accuracy is None or entry.accuracy.inputs_sha256 == digest:
             return None
-        plan = rebuild_plan(entry.recipe, target.environment)
+        plan = plan_check(entry, target.environment, target.key.machine, update=False, part=ACCURACY)
         if plan.route is Route.SIDE_BY_SIDE:
             rebuilt, why = context.references.rebuild(context.built, plan)
         else:

@@ -24,11 +24,11 @@ from pytest_ortperf.checks.footprint_verdicts import (
     record,
     unchanged,
 )
-from pytest_ortperf.checks.paths import Route, choose, without_reference
+from pytest_ortperf.checks.paths import Route, plan_check, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.references import RecordedReference
+from pytest_ortperf.gate.references import RecordedReference, same_job
 from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.ort.models import weight_bytes
@@ -88,17 +88,24 @@ class FootprintCheck:
         here = SideSpec(this_python(), built.model, built.settings)
         compare = lambda before, after: self.compare(before, after, target)  # noqa: E731
         ab = None if policy.update else context.ab()
-        if ab is not None:
+        plan = plan_check(
+            target.entry,
+            target.environment,
+            key.machine,
+            update=policy.update,
+            part=self.kind,
+            same_job=same_job(ab, built.model),
+        )
+        if ab is not None and plan.route in (Route.NO_REFERENCE, Route.IDENTICAL):
             # Across runtimes the same bytes are still two sides; in one runtime they are one.
-            if ab.source is None or (ab.source.content == built.model.content and not ab.across_runtimes):
-                alone = self.figures(self._measure([here], target, activity, self.glance_processes)[0])
-                reason = ab.reason if ab.source is None else f"identical to {ab.label}, nothing to compare"
-                identical = ab.source is not None
-                return nothing_to_compare(self.kind, key, alone, ab.label, identical=identical, reason=reason)
+            alone = self.figures(self._measure([here], target, activity, self.glance_processes)[0])
+            identical = plan.route is Route.IDENTICAL
+            reason = plan.reason
+            return nothing_to_compare(self.kind, key, alone, ab.label, identical=identical, reason=reason)
+        if ab is not None and ab.source is not None and plan.route is Route.SAME_JOB:
             other = SideSpec(ab.python or this_python(), ab.source, built.settings)
             return self._side_by_side(target, here, other, ab.label, activity)
         context.references.keep_model(built.model)
-        plan = choose(target.entry, target.environment, key.machine, update=policy.update, part=self.kind)
         if plan.route is Route.SIDE_BY_SIDE:
             rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:

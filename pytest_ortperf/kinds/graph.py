@@ -21,10 +21,10 @@ from pytest_ortperf.checks.graph_verdicts import (
     stored_graph,
     unchanged,
 )
-from pytest_ortperf.checks.paths import Route, rebuild_plan
+from pytest_ortperf.checks.paths import Plan, Route, plan_check
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.references import ABReference
+from pytest_ortperf.gate.references import ABReference, same_job
 from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.graph.figures import GraphFigures, hardware_class
@@ -34,7 +34,6 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
-from pytest_ortperf.store.recipe import same_recipe
 
 
 class GraphCheck:
@@ -80,24 +79,28 @@ class GraphCheck:
         built = context.built
         current, notes = self._current()
         ab = None if policy.update else context.ab()
-        if ab is not None:
-            return self._ab(target, ab, current, notes)
+        plan = plan_check(
+            target.entry,
+            target.environment,
+            key.machine,
+            update=policy.update,
+            part=GRAPH,
+            same_job=same_job(ab, built.model),
+        )
+        if ab is not None and plan.same_job is not None:
+            return self._ab(target, ab, plan, current, notes)
         context.references.keep_model(built.model)
         entry = target.entry
-        if policy.update:
+        if plan.route is Route.RECORD:
             return _noted(record(key, current, store=context.store, environment=target.environment), notes)
-        if entry is None:
-            return self._alone(target, current, Status.MISSING, "missing", "never recorded", notes)
+        if entry is None or plan.route is Route.MISSING:
+            return self._alone(target, current, Status.MISSING, "missing", plan.reason, notes)
         here = hardware_class(target.environment.get("hardware"))  # type: ignore[arg-type]
         stored = stored_graph(entry, key.machine, here)
-        if same_recipe(entry.recipe, target.environment):
-            return self._unchanged(target, current, stored, notes)
-        plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
+        if plan.route is Route.UNCHANGED:
+            return self._unchanged(target, current, stored, [*notes, *([plan.note] if plan.note else [])])
         why = plan.reason
         if plan.route is Route.SIDE_BY_SIDE:
-            if not plan.model_changed and plan.settings is None and plan.runtime is None:
-                inputs = "the inputs changed; the optimized graph does not depend on them"
-                return self._unchanged(target, current, stored, [*notes, inputs])
             rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:
                 return self._against(
@@ -124,16 +127,15 @@ class GraphCheck:
         )
 
     def _ab(
-        self, target: CheckTarget, ab: ABReference, current: GraphFigures, notes: list[str]
+        self, target: CheckTarget, ab: ABReference, plan: Plan, current: GraphFigures, notes: list[str]
     ) -> GraphResult:
         """Same-job A/B: the reference model's graph built here beside the current one."""
-        built = self._context.built
         path = f"side by side vs {ab.label}"
-        if ab.source is None:
-            return self._alone(target, current, Status.NO_REFERENCE, path, ab.reason, notes)
-        if ab.source.content == built.model.content and not ab.across_runtimes:
-            why = f"identical to {ab.label}, nothing to compare"
-            return self._alone(target, current, Status.IDENTICAL_TO_REFERENCE, path, why, notes)
+        if plan.route is Route.NO_REFERENCE or ab.source is None:
+            return self._alone(target, current, Status.NO_REFERENCE, path, plan.reason, notes)
+        if plan.route is Route.IDENTICAL:
+            return self._alone(target, current, Status.IDENTICAL_TO_REFERENCE, path, plan.reason, notes)
+        built = self._context.built
         return self._against(target, current, notes, ab.source, built.settings, ab.label, ab.python)
 
     def _against(

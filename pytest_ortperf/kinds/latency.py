@@ -24,11 +24,11 @@ from pytest_ortperf.checks.latency_verdicts import (
     same_graph,
     with_section,
 )
-from pytest_ortperf.checks.paths import Plan, Route, choose, without_reference
+from pytest_ortperf.checks.paths import Plan, Route, plan_check, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome, canary_on
-from pytest_ortperf.gate.references import ABReference, RecordedReference
+from pytest_ortperf.gate.references import ABReference, RecordedReference, same_job
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
@@ -82,15 +82,21 @@ class LatencyCheck:
         policy = target.policy
         # Updates always record stored baselines: no A/B reference then.
         reference = None if policy.update else context.ab()
-        if reference is not None:
+        plan = plan_check(
+            target.entry,
+            target.environment,
+            key.machine,
+            update=policy.update,
+            part=LATENCY,
+            same_job=same_job(reference, context.built.model),
+        )
+        if reference is not None and plan.same_job is not None:
             # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
             # with a message, as in stored mode, naming the reference.
             label = f"same-job A/B of {key.test} against {reference.label}: "
-            return self._labelled(lambda: self._ab(reference, inputs, key), key, label)
+            return self._labelled(lambda: self._ab(reference, plan, inputs, key), key, label)
         # Kept so that a later change can be measured against it.
         context.references.keep_model(context.built.model)
-        machine = key.machine
-        plan = choose(target.entry, target.environment, machine, update=policy.update)
         if plan.route is Route.SIDE_BY_SIDE:
             with self._activity.phase(BUILDING):
                 rebuilt, why = context.references.rebuild(context.built, plan)
@@ -108,8 +114,7 @@ class LatencyCheck:
         """Same graph, same speed: when only the model changed and ORT builds the recorded reference's
         very graph from it (equal canonical digests, the same placement), under the same settings and
         runtime, on the same inputs, the check passes without a timed round. Empty: measure."""
-        only_the_model = plan.model_changed and plan.settings is None and plan.runtime is None
-        if reference.python or not only_the_model:
+        if reference.python or not plan.same_graph_possible:
             return []
         built, sessions = self._context.built, self._context.sessions
         try:
@@ -208,16 +213,20 @@ class LatencyCheck:
         lines = ["the same optimized graph on both sides"] if diff.same else diff.lines()
         return with_section(result, f"graph at {built.variant.id}", lines)
 
-    def _ab(self, reference: ABReference, inputs: dict[str, Array], key: CheckKey) -> list[Outcome]:
+    def _ab(
+        self, reference: ABReference, plan: Plan, inputs: dict[str, Array], key: CheckKey
+    ) -> list[Outcome]:
+        """The same-job A/B plan: against the reference model (in its own runtime, when it runs in
+        another), or a short look for the report when there is nothing to compare."""
         context = self._context
         built, watchdog = context.built, context.sessions.watchdog
-        if reference.across_runtimes and reference.source is not None:
+        if plan.route is Route.SAME_JOB and reference.across_runtimes and reference.source is not None:
             return self._across_runtimes(
                 RecordedReference(reference.label, reference.source, built.settings, reference.python),
                 inputs,
                 key,
             )
-        if reference.source is None or reference.source.content == built.model.content:
+        if plan.route is not Route.SAME_JOB or reference.source is None:
             # Nothing to compare: a short measurement, for the report only.
             with context.measurer.held(self._activity):
                 stats = measure(
@@ -225,15 +234,13 @@ class LatencyCheck:
                     glance(context.policy.measure),
                     activity=self._activity,
                 )
-            identical = reference.source is not None
+            identical = plan.route is Route.IDENTICAL
             result = ab_without_reference(
                 stats,
                 key=key,
                 label=reference.label,
                 status=Status.IDENTICAL_TO_REFERENCE if identical else Status.NO_REFERENCE,
-                reason=f"identical to {reference.label}, nothing to compare"
-                if identical
-                else reference.reason,
+                reason=plan.reason,
             )
             self._traced_runs(inputs)
             result = self._publish(result)
