@@ -71,8 +71,9 @@ class Sessions(Protocol):
 
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession: ...
 
-    def fresh(self, built: BuiltSession) -> BuiltSession:
-        """A new session like ``built``, outside the pool (a side of an interleaved measurement)."""
+    def fresh(self, built: BuiltSession, *, deterministic: bool = False) -> BuiltSession:
+        """A new session like ``built``, outside the pool (a side of an interleaved measurement);
+        ``deterministic``: built with ONNX Runtime's ``use_deterministic_compute``."""
         ...
 
     def graph(

@@ -85,8 +85,8 @@ class SessionFactory:
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         return self.pool.get(model, variant, settings)
 
-    def fresh(self, built: BuiltSession) -> BuiltSession:
-        return self.pool.fresh(built)
+    def fresh(self, built: BuiltSession, *, deterministic: bool = False) -> BuiltSession:
+        return self.pool.fresh(built, deterministic=deterministic)
 
     def graph(
         self, model: ModelSource, variant: Variant, settings: SessionSettings, *, python: str = ""

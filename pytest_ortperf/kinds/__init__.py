@@ -9,6 +9,7 @@ from pytest_ortperf.gate.registry import KindRegistry
 
 def builtin_kinds() -> KindRegistry:
     """A registry holding the built-in kinds (imported here, on first use: they load numpy and onnx)."""
-    from pytest_ortperf.kinds import accuracy, graph, latency, memory, startup
+    from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup
 
-    return KindRegistry([module.KIND for module in (latency, accuracy, graph, memory, startup)])
+    modules = (latency, accuracy, graph, memory, startup, determinism)
+    return KindRegistry([module.KIND for module in modules])

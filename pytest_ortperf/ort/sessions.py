@@ -121,12 +121,13 @@ class SessionPool:
             self._on_build(built)
         return built
 
-    def fresh(self, built: BuiltSession) -> BuiltSession:
+    def fresh(self, built: BuiltSession, *, deterministic: bool = False) -> BuiltSession:
         """Another, uncached session like ``built``: its own memory, so its own placement of the
         weights. Two sessions of one model can differ by a few percent for as long as they live
         (memory-bound models; ``benchmarks/README.md``), so a side-by-side regression is confirmed
-        on fresh sessions of both sides."""
-        return self._build(built.model, built.variant, built.settings)
+        on fresh sessions of both sides. ``deterministic``: with ``use_deterministic_compute`` on
+        (the determinism check asks whether it changes anything)."""
+        return self._build(built.model, built.variant, built.settings, deterministic=deterministic)
 
     def build_profiling(self, built: BuiltSession, prefix: str) -> Any:
         """A fresh, uncached session like ``built`` with session-level profiling (never timed)."""
@@ -145,13 +146,17 @@ class SessionPool:
         self._sessions.clear()
         self._failures.clear()
 
-    def _build(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
+    def _build(
+        self, model: ModelSource, variant: Variant, settings: SessionSettings, *, deterministic: bool = False
+    ) -> BuiltSession:
         probe = self._prober.probe(variant.provider_spec)
         if not probe.available:
             raise ProviderUnavailable(variant.provider, probe.reason)
         started = time.perf_counter()
         try:
             options = session_options(self._ort, variant, settings)
+            if deterministic:
+                options.use_deterministic_compute = True
             session = self._ort.InferenceSession(
                 model.ort_input,
                 options,

@@ -89,7 +89,7 @@ class Sessions:
         self.asked.append(f"session {model.label}")
         raise OrtperfError(f"no session of {model.label} in this test")
 
-    def fresh(self, built: BuiltSession) -> BuiltSession:
+    def fresh(self, built: BuiltSession, *, deterministic: bool = False) -> BuiltSession:
         self.asked.append(f"fresh {built.model.label}")
         raise OrtperfError("no fresh session in this test")
 
