@@ -66,8 +66,8 @@ def test_a_side_by_side_failure_of_a_marked_test_is_explained_at_operator_level(
         [
             "*latency regression in test_model[[]cpu-all[]] against the recorded model (git *) (same-job A/B)",
             "  at operator level (untimed profiled runs of both sides, after measuring):",
-            "    op types whose time grew most: MatMul * -> * ms/run (+*%)*",
-            "    nodes whose time grew most: *matmul*(new)*",
+            "    op types whose time grew most: MatMul * -> * ms/run (+*%, *% of the change)*",
+            "    nodes whose time grew most: *matmul*(new, *% of the change)*",
             "    node count per op type changed after optimization: MatMul 20 -> 40, Relu 20 -> 40",
             "  to accept the new latency: ortperf update *",
         ]
@@ -92,7 +92,7 @@ def test_an_explicit_ab_failure_of_a_marked_test_is_explained_at_operator_level(
             "  first measurement: *",
             "  at operator level (untimed profiled runs of both sides, after measuring):",
             "    op types whose time grew most: MatMul *",
-            "    nodes whose time grew most: *(new)*",
+            "    nodes whose time grew most: *(new, *% of the change)*",
             "    node count per op type changed after optimization: MatMul 20 -> 40, Relu 20 -> 40",
         ]
     )

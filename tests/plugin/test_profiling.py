@@ -243,7 +243,7 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
         [
             "latency regression in test_latency[[]cpu-all[]]*",
             "  at operator level (profiled runs vs the baseline's):",
-            "    op types whose time grew most: MatMul * ms/run (+*%)*",
+            "    op types whose time grew most: MatMul * ms/run (+*%, *% of the change)*",
             "    nodes whose time grew most: *matmul*",
             "    node count per op type changed after optimization: MatMul 8 -> 32",
             "  to accept the new latency: ortperf update *",
