@@ -506,7 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(min..max). (a) a plain session build (`SessionPool._build`), (b) `optimized_graph(...)` "
         "(a session build that writes the optimized model, the model read back, the source model "
         "read) + `summarize(...)`. A same-graph latency check pays (b) twice (current and recorded "
-        "model), once per run and variant (`OrtperfRun.graph` caches it).",
+        "model), once per run and variant (`SessionFactory.graph` caches it).",
         "",
         *cost_table(costs),
         "",
