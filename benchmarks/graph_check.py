@@ -514,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(min..max). (a) a plain, uncached session build (`SessionPool.fresh`), (b) `optimized_graph(...)` "
         "(a session build that writes the optimized model, the model read back, the source model "
         "read) + `summarize(...)`. A same-graph latency check pays (b) twice (current and recorded "
-        "model), once per run and variant (the run keeps each graph it built).",
+        "model), once per run and variant (`SessionFactory.graph` caches it).",
         "",
         *cost_table(costs),
         "",

@@ -1,9 +1,9 @@
-"""The state of one gate run and the composition root of its services: the sessions
+"""The composition root of one gate run: it builds the run's services, the sessions
 (``gate/session_factory.py``), the models and inputs (``gate/model_builds.py``), the references
 (``gate/reference_builder.py``), the measuring (``gate/measurer.py``), the baselines
-(``store/baselines.py``) and the results; and the end of the run (baseline files, CI files, the
-summary). Checks never see this object: each is handed the services it uses
-(``gate/protocol.py: CheckContext``).
+(``store/baselines.py``), the results and the profiles, and what ends the run
+(``gate/run_end.py``: baseline files, CI files, the summary). Checks never see this object: each
+is handed the services it uses (``gate/protocol.py: CheckContext``).
 
 Plain Python; the pytest layer owns one instance per run and hands work to it.
 Nothing here touches ONNX Runtime until a test actually asks for a session.
@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from pytest_ortperf.checks.status import Status
-from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.measurer import Measurer
 from pytest_ortperf.gate.model_builds import ModelBuilds
 from pytest_ortperf.gate.reference_builder import ReferenceBuilder
 from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import OrtperfConfig
+from pytest_ortperf.gate.run_end import RunEnd
 from pytest_ortperf.gate.runtimes import RuntimeFinder
-from pytest_ortperf.gate.runtimes import summary_lines as runtime_lines
 from pytest_ortperf.gate.services import CheckSettings
 from pytest_ortperf.gate.session_factory import SessionFactory
 from pytest_ortperf.latency.lock_holder import LockOwner
@@ -34,23 +31,10 @@ from pytest_ortperf.ort.envs import EnvCache, env_root
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.profiling.book import ProfileBook
-from pytest_ortperf.reports.ci_files import gate_time, not_compared_lines, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
-from pytest_ortperf.reports.terminal import (
-    RunSummary,
-    UpdateReport,
-    check_row,
-    inputs_lines,
-    latency_rows,
-    lock_wait_lines,
-    profile_lines,
-    repaired_lines,
-)
-from pytest_ortperf.reports.tradeoffs import tradeoff_tables, worth_showing
-from pytest_ortperf.store.baselines import BaselineError, BaselineStore
+from pytest_ortperf.store.baselines import BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
-from pytest_ortperf.store.unused import Selection, unused_entries
-from pytest_ortperf.version import __version__
+from pytest_ortperf.store.unused import Selection
 
 # Where reference runtimes were kept before the cache moved to the top of the git work tree
 # (ort/envs.py: env_root), under rootdir: still searched.
@@ -58,7 +42,7 @@ ENV_DIR = Path(".ortperf/envs")
 
 
 class OrtperfRun:
-    """One run: builds the services checks are handed, and ends the run once."""
+    """One run: the services checks are handed, built once, and what ends the run."""
 
     def __init__(
         self,
@@ -101,11 +85,18 @@ class OrtperfRun:
         )
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
-        self.update_report: UpdateReport | None = None  # set by finish() under --ortperf-update
-        self.finish_error = ""  # errors of the run as a whole: see add_errors
-        self._unused: list[str] = []  # found once, by finish()
         self._runtimes: RuntimeFinder | None = None
-        self.handed_runtime_notes: list[str] = []  # the xdist workers' runtime_notes
+        self.ending = RunEnd(
+            config,
+            store=self.store,
+            selection=self.selection,
+            results=self.results,
+            profiles=self.profiles,
+            kinds=self.kinds,
+            sessions=self.sessions,
+            timing=timing,
+            runtime_notes=self.runtime_notes,
+        )
 
     @property
     def runtime(self) -> RuntimeInfo:
@@ -146,162 +137,10 @@ class OrtperfRun:
             )
         return self._runtimes
 
-    def finish(self) -> None:
-        """Find unused entries; under ``--ortperf-update`` prune them if asked and write staged changes."""
-        policy = self.config.policy
-        variants = {variant.id for variant in self.config.variants}
-        unused = unused_entries(self.store, self.selection, variants)
-        self._unused = unused  # node ids: an entry serves every machine
-        if not policy.update:
-            return
-        if self.config.prune:
-            for nodeid in unused:
-                test_file, _, test = nodeid.partition("::")
-                self.store.stage(test_file, test, None)
-        written = self.store.write()
-        self.update_report = UpdateReport.tally(
-            self.results.statuses(),
-            unused=self._unused,
-            written=written,
-            noisy=self.results.noisy_recordings(),
-            missing_only=self.results.missing_only() if policy.update_missing else None,
-        )
-
-    def end(self, lost_workers: Sequence[str]) -> bool:
-        """The end of the run in the process that writes (serial, or the xdist controller): close the
-        profiles, finish, write the CI files. Nothing raises; every problem becomes a run error.
-        True when the run must fail (a run error, or unused entries under --ortperf-strict)."""
-        errors = []
-        try:  # profiling first, but a failure there must not cost the baselines
-            self.profiles.close()
-        except (OrtperfError, OSError) as exc:
-            errors.append(f"cannot finish profiling: {exc}")
-        try:
-            self.finish()
-        except OrtperfError as exc:
-            errors.append(str(exc))
-        except OSError as exc:
-            errors.append(f"cannot finish the ortperf run: {exc}")
-        try:  # also after a failed finish: CI uploads the reports of a failed run
-            self.write_ci_files(lost_workers)
-        except (OrtperfError, OSError) as exc:
-            errors.append(f"cannot write a report: {exc}")
-        self.add_errors(*errors)  # after the workers' errors
-        return bool(self.finish_error or self.strict_unused)
-
-    def write_ci_files(self, lost_workers: Sequence[str]) -> None:
-        config = self.config
-        step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        write_reports(
-            self.results.records,
-            report_path=config.report_path,
-            markdown_path=config.markdown_path,
-            step_summary=Path(step_summary) if step_summary else None,
-            machine=lambda: self.machine.key,
-            runtime=lambda: self.runtime.describe(),
-            version=__version__,
-            traces=self.traces(),
-            unused=self.update_report.unused if self.update_report else self.strict_unused,
-            run_errors=[
-                *([self.finish_error] if self.finish_error else []),
-                *lost_workers,
-                *self._repair_warnings(),
-            ],
-            html_path=config.html_path,
-            drawings=self.kinds.drawings(),
-            profiles=[*self.profile_records(), *self.results.worker_profiles()],
-        )
-
-    def _repair_warnings(self) -> list[str]:
-        """For the reports: each repaired file whose damaged copy holds parts the new one lacks, and
-        those parts (the terminal shows the same lines)."""
-        return [
-            "; ".join(line.strip() for line in repaired_lines(repaired)[1:])
-            for repaired in self.store.repaired
-            if repaired.lost
-        ]
-
-    def summary(self, lost_workers: Sequence[str]) -> RunSummary:
-        """What the terminal summary shows."""
-        records = self.results.records
-        rows = latency_rows(records)
-        footprint = [
-            (kind.row if kind.row is not None else check_row)(record)
-            for record in records
-            for kind in [self.kinds.get(str(record.get("kind")))]
-            if kind is not None and kind.name != "latency" and kind.name != "accuracy"
-            and record.get("verdict") != Status.ERROR
-        ]
-        return RunSummary(
-            machine=self.machine.key if rows or footprint else "",
-            sessions=self.sessions.summary_lines(),
-            runtimes=runtime_lines([*self.runtime_notes(), *self.handed_runtime_notes]),
-            errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
-            repaired=list(self.store.repaired),
-            strict_unused=self.strict_unused,
-            unused_hint=self._unused_hint(),
-            rows=rows,
-            footprint_rows=footprint,
-            missing=self.results.missing_count(),
-            elsewhere=self.machines_with_missing_baselines() if rows else [],
-            timing_mode=self.measurer.timing.mode,
-            gate_time=gate_time(self.results.records),
-            not_timed=self.results.not_timed_count(),
-            lock_waits=lock_wait_lines(self.results.records),
-            inputs=inputs_lines(self.results.records),
-            tradeoffs=[table for table in tradeoff_tables(self.results.records) if worth_showing(table)],
-            update=self.update_report,
-            prune=self.config.prune,
-            reported_differences=self.results.reported_differences(),
-            not_compared=not_compared_lines(self.results.records),
-            profile_lines=[
-                line for record in [*self.profile_records(), *self.results.worker_profiles()]
-                for line in profile_lines(record)
-            ],
-        )
-
     def runtime_notes(self) -> list[str]:
         """What fetching recorded runtimes did in this process (for the summary; a worker hands them
-        to the controller, which keeps them in :attr:`handed_runtime_notes`)."""
+        to the controller, which keeps them in ``RunEnd.handed_runtime_notes``)."""
         return list(self._runtimes.notes) if self._runtimes is not None else []
-
-    def profile_records(self) -> list[dict[str, Any]]:
-        """This process's profiled tests, for the reports."""
-        return [profile_record(report) for report in self.profiles.reports]
-
-    def traces(self) -> dict[str, list[str]]:
-        """Trace paths per marked test, from this process and from xdist workers."""
-        local = {r.nodeid: [str(p) for p in r.traces] for r in self.profiles.reports}
-        return {**self.results.worker_traces(), **local}
-
-    def add_errors(self, *messages: str) -> None:
-        """Errors of the run as a whole (profiling, baselines, reports, workers), in order."""
-        self.finish_error = "; ".join(filter(None, [self.finish_error, *messages]))
-
-    @property
-    def strict_unused(self) -> list[str]:
-        """What --ortperf-strict fails the run on: unused entries left in the files after it."""
-        if not self.config.strict or (self.config.policy.update and self.config.prune):
-            return []
-        return self._unused
-
-    def machines_with_missing_baselines(self) -> list[str]:
-        """Machines that do have latency figures for a check that is missing here."""
-        machines = self.results.machines_reported_missing
-        for test_file, test in self.results.missing_latency():
-            try:
-                entry = self.store.lookup(test_file, test)
-            except BaselineError:
-                continue  # reported by the test itself
-            machines.update(entry.machines("latency") if entry is not None else [])
-        return sorted(machines)
-
-    def _unused_hint(self) -> list[str]:
-        """A plain run's one-line pointer at unused entries (none when --ortperf-strict lists them)."""
-        if self.config.policy.update or not self._unused or self.strict_unused:
-            return []
-        count = len(self._unused)
-        return [f"{count} unused baseline entries (ortperf update --ortperf-prune removes them)"]
 
     def close(self) -> None:
         self.sessions.close()

@@ -94,7 +94,7 @@ class LatencyCheck:
             # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
             # with a message, as in stored mode, naming the reference.
             label = f"same-job A/B of {key.test} against {reference.label}: "
-            return self._labelled(lambda: self._ab(reference, plan, inputs, key), key, label)
+            return _labelled(lambda: self._ab(reference, plan, inputs, key), key, label)
         # Kept so that a later change can be measured against it.
         context.references.keep_model(context.built.model)
         if plan.route is Route.SIDE_BY_SIDE:
@@ -105,7 +105,7 @@ class LatencyCheck:
                 same = self._same_graph(rebuilt, plan, key)
                 if same:
                     return same
-                return self._labelled(lambda: self._against_recorded(rebuilt, inputs, key), key, label)
+                return _labelled(lambda: self._against_recorded(rebuilt, inputs, key), key, label)
             entry = target.entry
             plan = without_reference(plan, why, recorded_on=entry.machines("latency") if entry else [])
         return [self._stored(inputs, key, target, plan)]
@@ -127,13 +127,6 @@ class LatencyCheck:
             return []
         result = same_graph(key, label=reference.label, graph=f"digest {current.digest[:12]}")
         return [self._publish(result)]
-
-    def _labelled(self, action: Callable[[], list[Outcome]], key: CheckKey, label: str) -> list[Outcome]:
-        """The action's outcomes or, when it ends in an error, that error with ``label`` before it."""
-        try:
-            return action()
-        except OrtperfError as exc:
-            return [CheckError(key, LATENCY, f"{label}{exc}")]
 
     def _canary(self) -> Callable[[], object] | None:
         return self._context.measurer.canary(self._context.built) if canary_on(self._context) else None
@@ -248,7 +241,7 @@ class LatencyCheck:
         with self._activity.phase(BUILDING, "reference"):
             other = context.sessions.session(reference.source, built.variant, built.settings)
         result = self._side_by_side(other, reference.label, inputs, key)
-        return [result, self._outputs(lambda: self._ab_accuracy(other, reference.label, inputs, key), key)]
+        return [result, _outputs(lambda: self._ab_accuracy(other, reference.label, inputs, key), key)]
 
     def _against_recorded(
         self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
@@ -315,7 +308,7 @@ class LatencyCheck:
             result = self._graph_explained(result, reference.model, reference.settings, reference.python)
             self._traced_runs(inputs)
             result = self._publish(result)
-            outputs = self._outputs(
+            outputs = _outputs(
                 lambda: self._compare_outputs(worker_outputs(last), worker_outputs(last_other), label, key),
                 key,
             )
@@ -394,13 +387,6 @@ class LatencyCheck:
         context.publisher.publish(record, verdict_property="ortperf_ab_accuracy_verdict")
         return result
 
-    def _outputs(self, compare: Callable[[], AccuracyResult], key: CheckKey) -> Outcome:
-        """The outputs of the two sides compared, or the error that stopped it."""
-        try:
-            return compare()
-        except OrtperfError as exc:
-            return CheckError(key, ACCURACY, str(exc))
-
     def _publish(self, result: LatencyResult) -> LatencyResult:
         """A latency result, with where its time went, into the run's report, the JUnit properties
         and pytest-benchmark (``KIND``: read from its record)."""
@@ -414,6 +400,22 @@ class LatencyCheck:
         )
         self._context.publisher.publish(latency_record(result, self._context.nodeid))
         return result
+
+
+def _labelled(action: Callable[[], list[Outcome]], key: CheckKey, label: str) -> list[Outcome]:
+    """The action's outcomes or, when it ends in an error, that error with ``label`` before it."""
+    try:
+        return action()
+    except OrtperfError as exc:
+        return [CheckError(key, LATENCY, f"{label}{exc}")]
+
+
+def _outputs(compare: Callable[[], AccuracyResult], key: CheckKey) -> Outcome:
+    """The outputs of the two sides compared, or the error that stopped it."""
+    try:
+        return compare()
+    except OrtperfError as exc:
+        return CheckError(key, ACCURACY, str(exc))
 
 
 def _placed(graph: GraphFigures) -> tuple[str, dict[str, int], int, int]:

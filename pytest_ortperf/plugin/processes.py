@@ -56,11 +56,11 @@ class Controller:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self._run.end(self.lost):
+        if self._run.ending.end(self.lost):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        lines = summary_lines(self._run.summary(self.lost))
+        lines = summary_lines(self._run.ending.summary(self.lost))
         if lines:
             terminalreporter.write_sep("-", "ortperf")
             for line in lines:
@@ -79,7 +79,7 @@ class Worker:
         try:
             run.profiles.close()
         except (OrtperfError, OSError) as exc:
-            run.add_errors(f"cannot finish profiling: {exc}")
+            run.ending.add_errors(f"cannot finish profiling: {exc}")
         session.config.workeroutput[KEY] = export(run, handed(session.config))  # type: ignore[attr-defined]
 
 
@@ -98,11 +98,11 @@ def export(run: OrtperfRun, benchmarks: Sequence[Mapping[str, Any]] = ()) -> str
             "collected": sorted(run.selection.collected),
             "partially_selected": sorted(run.selection.partially_selected),
             "results": run.results.handover(
-                missing_machines=run.machines_with_missing_baselines(),
-                traces=run.traces(),
-                profiles=run.profile_records(),
+                missing_machines=run.ending.machines_with_missing_baselines(),
+                traces=run.ending.traces(),
+                profiles=run.ending.profile_records(),
             ),
-            "error": run.finish_error,
+            "error": run.ending.finish_error,
             "runtime_notes": run.runtime_notes(),
         }
     )
@@ -125,8 +125,8 @@ def merge(run: OrtperfRun, payload: str) -> list[dict[str, Any]]:
         run.store.recheck(Path(path))
     run.selection.add(data["collected"], partially_selected=data["partially_selected"])
     run.results.take_over(data["results"])
-    run.handed_runtime_notes += [str(note) for note in data.get("runtime_notes", [])]
-    run.add_errors(*errors)
+    run.ending.handed_runtime_notes += [str(note) for note in data.get("runtime_notes", [])]
+    run.ending.add_errors(*errors)
     benchmarks = data.get("benchmarks", [])
     return [entry for entry in benchmarks if isinstance(entry, dict)] if isinstance(benchmarks, list) else []
 

@@ -25,20 +25,24 @@ class _Results:
 
 def fake_run(store: BaselineStore) -> Any:
     """What export() and merge() use of a run, around a real store."""
-    run = SimpleNamespace(
-        store=store,
-        selection=Selection(),
-        results=_Results(),
-        profiles=SimpleNamespace(reports=[]),
+    ending = SimpleNamespace(
         finish_error="",
         machines_with_missing_baselines=list,
         traces=dict,
         profile_records=list,
-        runtime_notes=list,
         handed_runtime_notes=[],
     )
-    run.add_errors = lambda *messages: setattr(run, "finish_error", "; ".join(filter(None, [run.finish_error, *messages])))
-    return run
+    ending.add_errors = lambda *messages: setattr(
+        ending, "finish_error", "; ".join(filter(None, [ending.finish_error, *messages]))
+    )
+    return SimpleNamespace(
+        store=store,
+        selection=Selection(),
+        results=_Results(),
+        profiles=SimpleNamespace(reports=[]),
+        runtime_notes=list,
+        ending=ending,
+    )
 
 
 def test_staged_entries_travel_to_the_controller_and_merge_into_its_file(tmp_path: Path) -> None:
@@ -54,7 +58,7 @@ def test_staged_entries_travel_to_the_controller_and_merge_into_its_file(tmp_pat
     worker.stage_file(record().file, b"arrays")
     controller = fake_run(BaselineStore(root))
     merge(controller, export(fake_run(worker)))
-    assert controller.finish_error == ""
+    assert controller.ending.finish_error == ""
     controller.store.write()
 
     written = BaselineStore(root).entries(FILE)
@@ -71,7 +75,7 @@ def test_an_entry_that_cannot_be_rebuilt_is_a_run_error_naming_the_test(tmp_path
     payload["staged"][0][2]["recipe"] = None
     controller = fake_run(BaselineStore(tmp_path))
     merge(controller, json.dumps(payload))
-    assert controller.finish_error == (
+    assert controller.ending.finish_error == (
         f"{tmp_path / FILE}.json: the entry recorded for test_a[cpu-all] cannot be stored (recipe must be an object)"
     )
     assert list(controller.store.staged()) == []
@@ -83,6 +87,6 @@ def test_what_fetching_did_in_a_worker_reaches_the_controllers_summary(tmp_path:
     controller = fake_run(BaselineStore(tmp_path))
     merge(controller, export(worker))
     merge(controller, export(fake_run(BaselineStore(tmp_path))))  # a worker that fetched nothing
-    assert controller.handed_runtime_notes == [
+    assert controller.ending.handed_runtime_notes == [
         "fetched onnxruntime 1.31.1 (the recorded runtime) into .ortperf/envs/ab in 9.0 s"
     ]
