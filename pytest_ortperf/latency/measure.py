@@ -51,7 +51,7 @@ class MeasureSettings:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RoundPlan:
     rounds: int
     runs_per_round: int
 
@@ -63,13 +63,13 @@ CANARY_WARMUP_S = 0.05
 MIN_CANARY_RUNS = 3
 
 
-def plan_rounds(run_cost_ns: float, settings: MeasureSettings, *, share: float = 1.0) -> Plan:
+def plan_rounds(run_cost_ns: float, settings: MeasureSettings, *, share: float = 1.0) -> RoundPlan:
     """Rounds x runs filling ``share`` of the budget; fewer rounds (to ``min_rounds``) for slow models."""
     budget_ns = settings.budget_s * 1e9 * share
     per_run = max(run_cost_ns, 1.0)
     total_runs = max(settings.min_rounds, min(settings.max_runs, int(budget_ns / per_run)))
     rounds = max(settings.min_rounds, min(settings.rounds, total_runs))
-    return Plan(rounds=rounds, runs_per_round=max(1, total_runs // rounds))
+    return RoundPlan(rounds=rounds, runs_per_round=max(1, total_runs // rounds))
 
 
 def warm_up(run: Callable[[], object], settings: MeasureSettings, clock: Clock) -> float:

@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_ortperf.kinds import builtin_kinds
     from pytest_ortperf.plugin import fixtures
     from pytest_ortperf.plugin.configure import build_config
-    from pytest_ortperf.plugin.processes import Controller, Worker
+    from pytest_ortperf.plugin.processes import Controller, XdistWorker
     from pytest_ortperf.plugin.progress import terminal_lines, terminal_progress
 
     for line in MARKERS:
@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
     config.stash[RUN_KEY] = run
     config.pluginmanager.register(fixtures, "ortperf-fixtures")
-    role = Worker(run) if hasattr(config, "workerinput") else Controller(run)
+    role = XdistWorker(run) if hasattr(config, "workerinput") else Controller(run)
     config.pluginmanager.register(role, "ortperf-process")
 
 

@@ -7,7 +7,7 @@
   and prints the summary. With ``-n 4`` it records exactly what a serial update
   would, with no lock on the files and nothing lost; a worker that went down
   without handing over is named.
-* :class:`Worker`, in an xdist worker, never writes baselines. At its end it
+* :class:`XdistWorker`, in an xdist worker, never writes baselines. At its end it
   hands the controller what it staged (entries and reference-output bytes),
   which tests its files define and what its checks reported, through xdist's
   ``workeroutput``.
@@ -67,7 +67,7 @@ class Controller:
                 terminalreporter.write_line(line)
 
 
-class Worker:
+class XdistWorker:
     """An xdist worker: hands everything to the controller at the end of the session."""
 
     def __init__(self, run: OrtperfRun) -> None:

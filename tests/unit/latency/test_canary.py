@@ -28,7 +28,7 @@ from pytest_ortperf.latency.measure import (
     CANARY_SHARE,
     MIN_CANARY_RUNS,
     MeasureSettings,
-    Plan,
+    RoundPlan,
     measure,
     plan_rounds,
 )
@@ -243,12 +243,12 @@ def test_measure_with_a_canary_restores_the_collector_when_the_canary_raises(gc_
 
 def test_plan_rounds_share_scales_the_runs() -> None:
     settings = MeasureSettings(budget_s=2.0, rounds=10, min_rounds=5)
-    assert plan_rounds(1e6, settings) == Plan(10, 200)
-    assert plan_rounds(1e6, settings, share=0.5) == Plan(10, 100)
-    assert plan_rounds(1e6, settings, share=1.0 - CANARY_SHARE) == Plan(10, 150)
+    assert plan_rounds(1e6, settings) == RoundPlan(10, 200)
+    assert plan_rounds(1e6, settings, share=0.5) == RoundPlan(10, 100)
+    assert plan_rounds(1e6, settings, share=1.0 - CANARY_SHARE) == RoundPlan(10, 150)
     # A slow model: half the budget fits fewer rounds, down to min_rounds.
-    assert plan_rounds(0.2e9, settings) == Plan(10, 1)
-    assert plan_rounds(0.2e9, settings, share=0.5) == Plan(5, 1)
+    assert plan_rounds(0.2e9, settings) == RoundPlan(10, 1)
+    assert plan_rounds(0.2e9, settings, share=0.5) == RoundPlan(5, 1)
 
 
 # LatencyStats with canary medians ---------------------------------------------

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from pytest_ortperf.latency.measure import MeasureSettings, Plan, measure, plan_rounds, warm_up
+from pytest_ortperf.latency.measure import MeasureSettings, RoundPlan, measure, plan_rounds, warm_up
 from pytest_ortperf.latency.stats import NS_PER_MS
 
 
@@ -53,20 +53,20 @@ def test_plan_for_fast_models_fills_the_budget_with_all_rounds(cost_ns: int) -> 
 
 
 def test_plan_exact_numbers_for_a_one_millisecond_model() -> None:
-    assert plan_rounds(1e6, MeasureSettings(budget_s=2.0, rounds=15, min_rounds=5)) == Plan(15, 133)
+    assert plan_rounds(1e6, MeasureSettings(budget_s=2.0, rounds=15, min_rounds=5)) == RoundPlan(15, 133)
 
 
 @pytest.mark.parametrize(
     ("cost_s", "expected"),
     [
-        (0.2, Plan(10, 1)),  # 10 runs fit: fewer rounds, one run each
-        (0.25, Plan(8, 1)),
-        (0.5, Plan(5, 1)),  # 4 would fit, min_rounds wins
-        (1.0, Plan(5, 1)),
-        (30.0, Plan(5, 1)),
+        (0.2, RoundPlan(10, 1)),  # 10 runs fit: fewer rounds, one run each
+        (0.25, RoundPlan(8, 1)),
+        (0.5, RoundPlan(5, 1)),  # 4 would fit, min_rounds wins
+        (1.0, RoundPlan(5, 1)),
+        (30.0, RoundPlan(5, 1)),
     ],
 )
-def test_plan_for_slow_models_uses_fewer_rounds_down_to_min_rounds(cost_s: float, expected: Plan) -> None:
+def test_plan_for_slow_models_uses_fewer_rounds_down_to_min_rounds(cost_s: float, expected: RoundPlan) -> None:
     settings = MeasureSettings(budget_s=2.0, rounds=15, min_rounds=5)
     plan = plan_rounds(cost_s * 1e9, settings)
     assert plan == expected
@@ -75,7 +75,7 @@ def test_plan_for_slow_models_uses_fewer_rounds_down_to_min_rounds(cost_s: float
 
 def test_plan_for_a_free_run_is_capped_by_max_runs() -> None:
     plan = plan_rounds(0.0, MeasureSettings(budget_s=2.0, rounds=10, min_rounds=5, max_runs=1000))
-    assert plan == Plan(10, 100)
+    assert plan == RoundPlan(10, 100)
 
 
 # warm_up -------------------------------------------------------------------
