@@ -48,7 +48,9 @@ class CheckKind:
     - ``part``: its part of a baseline entry's figures (None: it keeps none), which
       ``--ortperf-update=missing`` asks ``Check.recorded`` about.
     - ``row``: its terminal row, read from its record, when it has a table of its own
-      (``table``: that table's title); otherwise the common "checks" table shows it.
+      (``table``: which; ``reports/terminal.py: LATENCY_TABLE`` is the latency table); otherwise
+      the common table of checks shows it; ``terminal=False``: in no table (accuracy, whose
+      failures say everything).
     - ``benchmark``: its pytest-benchmark entry, read from its record, or extra information for the
       test's other entries (a mapping); None: it publishes none.
     - ``properties``: its JUnit properties besides its verdict, read from its record.
@@ -67,6 +69,7 @@ class CheckKind:
     not_timed: Callable[[CheckKey], Outcome] | None = None
     row: Callable[[Record], tuple[str, ...]] | None = None
     table: str = ""
+    terminal: bool = True
     benchmark: Callable[[Record], BenchmarkEntry | Mapping[str, object] | None] | None = None
     drawing: Callable[[Record], str] | None = None
     properties: Callable[[Record], Mapping[str, object]] = lambda record: {}

@@ -20,6 +20,7 @@ from pytest_ortperf.profiling.book import ProfileBook
 from pytest_ortperf.reports.ci_files import gate_time, not_compared_lines, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.reports.terminal import (
+    LATENCY_TABLE,
     RunSummary,
     UpdateReport,
     check_row,
@@ -145,11 +146,11 @@ class RunEnd:
         """What the terminal summary shows."""
         records = self._results.records
         rows = latency_rows(records)
-        footprint = [
+        footprint = [  # every other kind's rows, each by its own row or the common one
             (kind.row if kind.row is not None else check_row)(record)
             for record in records
             for kind in [self._kinds.get(str(record.get("kind")))]
-            if kind is not None and kind.name != "latency" and kind.name != "accuracy"
+            if kind is not None and kind.terminal and kind.table != LATENCY_TABLE
             and record.get("verdict") != Status.ERROR
         ]
         return RunSummary(

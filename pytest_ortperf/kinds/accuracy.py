@@ -151,4 +151,5 @@ KIND = CheckKind(
     summary="outputs against the recorded ones, the reference variant and the model's own data sets",
     default=True,
     record=accuracy_record,
+    terminal=False,
 )

@@ -44,7 +44,7 @@ from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
 from pytest_ortperf.profiling.book import worker_operator_profile
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
-from pytest_ortperf.reports.terminal import latency_row
+from pytest_ortperf.reports.terminal import LATENCY_TABLE, latency_row
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
 
@@ -478,6 +478,7 @@ KIND = CheckKind(
     not_timed=not_timed,
     record=_record,
     row=latency_row,
+    table=LATENCY_TABLE,
     benchmark=_row_medians,
     properties=_properties,
 )

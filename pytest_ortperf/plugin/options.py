@@ -186,8 +186,9 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-checks",
         "ortperf_checks",
-        "What ort_perf.check() runs, comma separated: latency, accuracy, graph, memory, startup "
-        "(default: latency,accuracy,graph). check(memory=True, startup=True) adds the others for one test.",
+        "What ort_perf.check() runs, comma separated: latency, accuracy, graph, memory, startup, "
+        "determinism, or a kind a plugin registers (default: latency,accuracy,graph). "
+        "check(memory=True, startup=True) adds the others for one test.",
         "latency,accuracy,graph",
         "LIST",
     ),

@@ -98,6 +98,9 @@ def latency_row(record: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
+LATENCY_TABLE = "latency"  # CheckKind.table of the kind whose rows are the latency table's
+
+
 def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     """The latency table's rows: every latency check that measured (not the not-timed ones, nor errors)."""
     return [

@@ -151,7 +151,7 @@ def test_an_unknown_kind_in_ortperf_checks_names_the_registered_ones(suite: pyte
     result = suite.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*ortperf_checks*latency, accuracy, graph, memory, startup, finite*unknown: fnite*"]
+        ["*ortperf_checks*latency, accuracy, graph, memory, startup, determinism, finite*unknown: fnite*"]
     )
 
 
