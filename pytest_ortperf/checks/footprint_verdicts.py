@@ -50,6 +50,8 @@ class FootprintResult:
     skipped: bool = False
     message: str = ""
     notes: tuple[str, ...] = ()  # what could not be measured here, and why
+    # Why it failed, section by section (title, lines): memory's nodes whose planned bytes grew most.
+    explanations: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def change(self) -> str:
@@ -143,9 +145,13 @@ def judged(
         lines.append(f"  {'change:':<{width}} {comparison.figure} {comparison.describe()}{mark}")
         lines.append(f"  {'':<{width}} limit {comparison.rule}")
     if explain:
-        lines.append(f"  nodes whose bytes grew most: {', '.join(explain)}")
+        lines.append(f"  {GREW_MOST}: {', '.join(explain)}")
+        result = replace(result, explanations=((GREW_MOST, tuple(explain)),))
     lines += closing_lines(kind, key, changes=changes, stored_reason=stored_reason, notes=notes)
     return replace(result, message="\n".join(lines))
+
+
+GREW_MOST = "nodes whose bytes grew most"
 
 
 def closing_lines(

@@ -18,7 +18,7 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency import sequential
-from pytest_ortperf.latency.activity import CONFIRMING, Activity, GateSeconds
+from pytest_ortperf.latency.activity import CONFIRMING, EXPLAINING, Activity, GateSeconds
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge, widened
 from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
@@ -75,6 +75,9 @@ class LatencyResult:
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
     operators: OperatorProfiles | None = None  # a failure's operator profiles, when they could be made
+    # Why it ended as it did, section by section (title, lines): where the time went at operator
+    # level, what changed in the graph; in the message of a failure too.
+    explanations: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # What was fed: {input: "float32[1, 3, 640, 640]"}, and where it came from ("synthetic(seed=0)",
     # "test_data_set_0", "the check's feeds"), so that a reader sees what was measured.
     inputs: Mapping[str, str] = field(default_factory=dict)
@@ -142,12 +145,16 @@ def check_latency(
     today: str,
     measure_fn: Callable[[Callable[[], object], MeasureSettings], LatencyStats] = measure,
     profile_fn: Callable[[], OpProfile] | None = None,
+    explain_fn: Callable[[], OpProfile] | None = None,
     activity: Activity | None = None,
 ) -> LatencyResult:
     """Measure ``run`` on the path ``plan`` chose (``checks.paths``; never side by side here): a short
     look when nothing changed, a record under update, this hardware's stored figures, or missing.
 
     ``store`` is only written to (an update stages its entry); what the entry held is in ``plan``.
+    ``profile_fn``: the operator profile an update records (a test marked ``ort_profile``);
+    ``explain_fn``: the current operator profile a stored comparison worth explaining (a failure,
+    an inconclusive result, an improvement) is held against the stored one with, after measuring.
     ``activity`` is told when the confirmation measures (``measure_fn`` tells it the rest)."""
     activity = activity or Activity()
     if plan.route is Route.UNCHANGED:
@@ -179,27 +186,40 @@ def check_latency(
         failed=failed,
         stored_reason=plan.reason,
     )
-    if not failed:
+    if failed:
+        result = _with_message(result, failure_message(result, policy))
+    if not worth_explaining(result) or explain_fn is None:
         return result
-    result = _with_message(result, failure_message(result, policy))
-    if figures.profile is not None and profile_fn is not None:
-        stored, measure_profile = figures.profile, profile_fn
+    if figures.profile is None:
+        why = "the stored figures were recorded without an operator profile (a test marked ort_profile "
+        return with_section(result, "at operator level", [f"not available: {why}keeps one)"])
+    stored, measure_profile = figures.profile, explain_fn
+    with activity.phase(EXPLAINING):
         return explained(result, "profiled runs vs the baseline's", lambda: (stored, measure_profile()))
-    return result
 
 
 ACCEPT_LINE = "  to accept the new latency:"
 
 
+def worth_explaining(result: LatencyResult) -> bool:
+    """Whether a result pays for the profiled runs that say where its time went: a failure, an
+    inconclusive result, an improvement beyond the threshold; never a pass (it costs nothing)."""
+    return result.decisive is not None and (
+        result.failed
+        or result.status in (Status.INCONCLUSIVE, Status.NOT_CONFIRMED, Status.IMPROVED, Status.REGRESSION)
+    )
+
+
 def explained(
     result: LatencyResult, source: str, profiles: Callable[[], tuple[OpProfile, OpProfile]]
 ) -> LatencyResult:
-    """A failed result whose message says what changed at operator level, from ``profiles()``: the
-    (before, after) operator profiles; ``source`` says where they come from. Put before the line
-    that accepts the new latency, which stays last. A profile that cannot be made is said in the
-    section and never hides the verdict. A result that did not fail is returned as it is."""
+    """A result that says what changed at operator level, from ``profiles()``: the (before, after)
+    operator profiles; ``source`` says where they come from. In a failure's message it is put before
+    the line that accepts the new latency, which stays last. A profile that cannot be made is said
+    in the section and never hides the verdict. A result not worth explaining (a pass) is returned
+    as it is, unprofiled."""
     decisive = result.decisive
-    if not result.failed or decisive is None:
+    if not worth_explaining(result) or decisive is None:
         return result
     try:
         before, after = profiles()
@@ -213,8 +233,10 @@ def explained(
 
 
 def with_section(result: LatencyResult, title: str, lines: Sequence[str]) -> LatencyResult:
-    """A failed result whose message gains a section (``title:`` and its indented ``lines``) before
-    the line that accepts the new latency, which stays last."""
+    """A result with one more explanation (``title`` and its ``lines``); a failure's message gains it
+    as a section (``title:`` and its indented lines) before the line that accepts the new latency,
+    which stays last."""
+    result = replace(result, explanations=(*result.explanations, (title, tuple(lines))))
     if not result.failed:
         return result
     section = [f"  {title}:", *(f"    {line}" for line in lines)]

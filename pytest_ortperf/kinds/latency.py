@@ -23,6 +23,7 @@ from pytest_ortperf.checks.latency_verdicts import (
     not_timed,
     same_graph,
     with_section,
+    worth_explaining,
 )
 from pytest_ortperf.checks.paths import Plan, Route, plan_check, without_reference
 from pytest_ortperf.checks.status import Status
@@ -33,7 +34,7 @@ from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
-from pytest_ortperf.latency.activity import BUILDING, Activity
+from pytest_ortperf.latency.activity import BUILDING, EXPLAINING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating
 from pytest_ortperf.latency.stats import LatencyStats
@@ -139,6 +140,7 @@ class LatencyCheck:
         session = context.built.session
         sessions = context.sessions
         profile_fn = (lambda: sessions.op_profile(context.built, inputs)) if context.profiler else None
+        explain_fn = lambda: sessions.op_profile(context.built, inputs)  # noqa: E731
 
         canary = self._canary()
         activity = self._activity
@@ -152,6 +154,7 @@ class LatencyCheck:
             lambda: watchdog.run(session, None, inputs),
             measure_fn=measured,
             profile_fn=profile_fn,
+            explain_fn=explain_fn,
             key=key,
             plan=plan,
             store=context.store,
@@ -176,17 +179,19 @@ class LatencyCheck:
     def _explained_side_by_side(
         self, result: LatencyResult, other: BuiltSession, inputs: Mapping[str, Array]
     ) -> LatencyResult:
-        """A failed side-by-side check of a marked test, with what changed at operator level: both
-        sides profiled now, after measuring, each on a short-lived profiling session of its own."""
+        """A side-by-side result worth explaining (a failure, an inconclusive result, an improvement),
+        with what changed at operator level: both sides profiled now, after measuring and outside the
+        timing lock, each on a short-lived profiling session of its own. A pass costs nothing."""
         context = self._context
-        if context.profiler is None or not result.failed:
+        if not worth_explaining(result):
             return result
         sessions, built = context.sessions, context.built
-        return explained(
-            result,
-            BOTH_SIDES,
-            lambda: (sessions.op_profile(other, inputs), sessions.op_profile(built, inputs)),
-        )
+        with self._activity.phase(EXPLAINING):
+            return explained(
+                result,
+                BOTH_SIDES,
+                lambda: (sessions.op_profile(other, inputs), sessions.op_profile(built, inputs)),
+            )
 
     def _graph_explained(
         self, result: LatencyResult, model: ModelSource, settings: SessionSettings, python: str = ""
@@ -294,17 +299,18 @@ class LatencyCheck:
                 )
             # From the last pair loaded: a confirmation replaces the first pair's processes.
             last, last_other = sides[-2:]
-            if context.profiler is not None and result.failed:
+            if worth_explaining(result):
                 # Each side profiled in its own runtime, after the timing lock is released.
                 provider = built.variant.provider
-                result = explained(
-                    result,
-                    f"{BOTH_SIDES}, each in its own runtime",
-                    lambda: (
-                        worker_operator_profile(last_other.models[0], provider),
-                        worker_operator_profile(last.models[0], provider),
-                    ),
-                )
+                with self._activity.phase(EXPLAINING):
+                    result = explained(
+                        result,
+                        f"{BOTH_SIDES}, each in its own runtime",
+                        lambda: (
+                            worker_operator_profile(last_other.models[0], provider),
+                            worker_operator_profile(last.models[0], provider),
+                        ),
+                    )
             result = self._graph_explained(result, reference.model, reference.settings, reference.python)
             self._traced_runs(inputs)
             result = self._publish(result)

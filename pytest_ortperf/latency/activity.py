@@ -25,6 +25,7 @@ from pytest_ortperf.latency.lock_holder import LockHolder, LockWait, merge_waits
 # The phases a check's time is charged to, in the order a check goes through them.
 BUILDING, WARMING, MEASURING = "building", "warming", "measuring"
 CONFIRMING, WAITING = "confirming", "waiting"
+EXPLAINING = "explaining"  # after the verdict: profiling both sides to say where the time went
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,11 @@ class GateSeconds:
     measuring: float = 0.0
     confirming: float = 0.0
     waiting: float = 0.0
+    explaining: float = 0.0  # a failure's (inconclusive result's, improvement's) operator profiles
 
     @property
     def total(self) -> float:
-        return self.building + self.warming + self.measuring + self.confirming + self.waiting
+        return sum((getattr(self, f.name) for f in fields(self)), 0.0)
 
     def __add__(self, other: GateSeconds) -> GateSeconds:
         return GateSeconds(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})

@@ -124,8 +124,16 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             if result.operators is not None
             else {}
         ),
+        **_explanations(result.explanations),
         "message": result.message,
     }
+
+
+def _explanations(sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+    """Why a check ended as it did, section by section, for every report (``explanations``)."""
+    if not sections:
+        return {}
+    return {"explanations": [{"title": title, "lines": list(lines)} for title, lines in sections]}
 
 
 def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
@@ -206,6 +214,7 @@ def footprint_record(result: FootprintResult, nodeid: str) -> dict[str, Any]:
         "summary": result.current.describe() if result.current is not None else "",
         "changed_since_baseline": list(result.changes),
         "notes": list(result.notes),
+        **_explanations(result.explanations),
         "message": result.message,
     }
 
@@ -482,6 +491,14 @@ def markdown(
             f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
             f"{before} | {after} | {_change(record)} | {record['verdict']} | {_decided(record)} |"
         )
+    explained = [r for r in failed if r.get("explanations")]
+    if explained:
+        lines += ["", "Why they failed:", ""]
+        for record in explained:
+            lines.append(f"- `{record['test']}` ({record['kind']}):")
+            for section in record["explanations"]:
+                said = "; ".join(map(str, section.get("lines", [])))
+                lines.append(f"  - {section.get('title', '')}: {said}")
     if errors:
         lines += ["", "Checks that ended in an error:", ""]
         lines += [f"- `{r['test']}` ({r['kind']}): {_first_line(str(r['message']))}" for r in errors]

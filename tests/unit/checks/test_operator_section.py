@@ -15,6 +15,7 @@ from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import PairedRounds, Side
 from pytest_ortperf.profiling.operators import OpProfile
+from pytest_ortperf.reports.ci_files import latency_record
 from pytest_ortperf.store.baselines import BaselineStore
 from tests.unit.checks.test_latency import (
     ENV,
@@ -128,10 +129,66 @@ def test_against_stored_figures_an_improvement_failure_is_explained_too(tmp_path
         environment=ENV,
         today="2025-06-01",
         measure_fn=FakeMeasure(stats(7.0, seed=2)),
-        profile_fn=lambda: SMALL,
+        explain_fn=lambda: SMALL,
     )
     assert result.failed
     lines = result.message.splitlines()
     assert "  at operator level (profiled runs vs the baseline's):" in lines
     assert any(line.startswith("    op types whose time fell most: MatMul") for line in lines)
     assert lines[-1] == f"  to accept the new latency: {RECORD}"
+
+
+def stored_check(tmp_path: Path, now: float, *, profile: OpProfile | None, explain: Callable[[], OpProfile]):
+    root = tmp_path / "baselines"
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, profile=profile))
+    store.write()
+    entry = BaselineStore(root).lookup(TEST_FILE, TEST)
+    return check_latency(
+        lambda: None,
+        key=KEY,
+        plan=choose(entry, ENV, KEY.machine, update=False),
+        store=BaselineStore(root),
+        policy=CheckPolicy(measure=MEASURE),
+        environment=ENV,
+        today="2025-06-01",
+        measure_fn=FakeMeasure(stats(now, seed=2), stats(now, seed=3)),  # a regression is confirmed
+        explain_fn=explain,
+    )
+
+
+def test_a_passing_check_never_pays_for_profiled_runs(tmp_path: Path) -> None:
+    def profiled() -> OpProfile:
+        raise AssertionError("a pass must not profile")
+
+    result = stored_check(tmp_path, 10.0, profile=BIG, explain=profiled)
+    assert not result.failed
+    assert result.explanations == ()
+    assert result.operators is None
+
+
+def test_a_regression_without_ort_profile_is_explained_against_the_stored_profile(tmp_path: Path) -> None:
+    result = stored_check(tmp_path, 14.0, profile=SMALL, explain=lambda: BIG)
+    assert result.failed
+    (title, lines), *_ = result.explanations
+    assert title == "at operator level (profiled runs vs the baseline's)"
+    assert lines[0].startswith("op types whose time grew most: MatMul")
+    assert result.operators is not None
+    record = latency_record(result, "t.py::test_squeezenet[cpu-all]")
+    assert record["explanations"][0]["title"] == title
+    assert record["operators"]["before"] == SMALL.as_dict()
+
+
+def test_stored_figures_without_a_profile_say_the_cause_is_not_available_and_why(tmp_path: Path) -> None:
+    result = stored_check(tmp_path, 14.0, profile=None, explain=lambda: BIG)
+    assert result.failed
+    assert result.explanations == (
+        (
+            "at operator level",
+            (
+                "not available: the stored figures were recorded without an operator profile (a test "
+                "marked ort_profile keeps one)",
+            ),
+        ),
+    )
+    assert "  at operator level:" in result.message.splitlines()
