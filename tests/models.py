@@ -243,3 +243,56 @@ def structured_outputs_model(classes: int = 3) -> onnx.ModelProto:
     )
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def layer_norm_model(
+    blocks: int = 6, hidden: int = 256, *, square: str = "pow", seed: int = 0
+) -> onnx.ModelProto:
+    """``blocks`` layer norms over the last axis of ``x`` [batch, seq, hidden] (dims named ``batch`` and
+    ``seq``), written out as an exporter writes them: ReduceMean, Sub, the square, ReduceMean, Add
+    epsilon, Sqrt, Div, Mul by gamma, Add beta. ``square="pow"`` writes the square as ``Pow(d, 2)``,
+    which ONNX Runtime's LayerNormFusion turns into one LayerNormalization per block; ``"mul"``
+    writes ``Mul(d, d)``, which it does not match: the same work, several times the kernels."""
+    rng = np.random.default_rng(seed)
+    nodes, initializers = (
+        [],
+        [
+            numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes"),
+            numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two"),
+            numpy_helper.from_array(np.array(1e-5, dtype=np.float32), "eps"),
+        ],
+    )
+    h = "x"
+    for i in range(blocks):
+        gamma = (1.0 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)
+        beta = (0.1 * rng.standard_normal(hidden)).astype(np.float32)
+        initializers += [
+            numpy_helper.from_array(gamma, f"gamma{i}"),
+            numpy_helper.from_array(beta, f"beta{i}"),
+        ]
+        square_node = (
+            helper.make_node("Pow", [f"d{i}", "two"], [f"sq{i}"], name=f"pow{i}")
+            if square == "pow"
+            else helper.make_node("Mul", [f"d{i}", f"d{i}"], [f"sq{i}"], name=f"square{i}")
+        )
+        nodes += [
+            helper.make_node("ReduceMean", [h, "axes"], [f"mean{i}"], name=f"mean{i}", keepdims=1),
+            helper.make_node("Sub", [h, f"mean{i}"], [f"d{i}"], name=f"sub{i}"),
+            square_node,
+            helper.make_node("ReduceMean", [f"sq{i}", "axes"], [f"var{i}"], name=f"var{i}", keepdims=1),
+            helper.make_node("Add", [f"var{i}", "eps"], [f"ve{i}"], name=f"addeps{i}"),
+            helper.make_node("Sqrt", [f"ve{i}"], [f"std{i}"], name=f"sqrt{i}"),
+            helper.make_node("Div", [f"d{i}", f"std{i}"], [f"n{i}"], name=f"div{i}"),
+            helper.make_node("Mul", [f"n{i}", f"gamma{i}"], [f"g{i}"], name=f"scale{i}"),
+            helper.make_node("Add", [f"g{i}", f"beta{i}"], [f"ln{i}"], name=f"shift{i}"),
+        ]
+        h = f"ln{i}"
+    nodes.append(helper.make_node("Identity", [h], ["y"], name="out"))
+    graph = helper.make_graph(
+        nodes,
+        "layer_norms",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", hidden])],
+        initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)

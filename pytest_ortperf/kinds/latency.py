@@ -44,6 +44,7 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
 from pytest_ortperf.profiling.book import worker_operator_profile
+from pytest_ortperf.profiling.operators import OpProfile, fastest
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
 from pytest_ortperf.reports.terminal import LATENCY_TABLE, latency_row
 from pytest_ortperf.store.baselines import BaselineEntry
@@ -186,12 +187,13 @@ class LatencyCheck:
         if not worth_explaining(result):
             return result
         sessions, built = context.sessions, context.built
+        def in_turn() -> tuple[OpProfile, OpProfile]:
+            """Each side profiled twice, in turn (A B A B), each keeping its fastest."""
+            sides = [sessions.op_profile(side, inputs) for _ in range(2) for side in (other, built)]
+            return fastest(*sides[0::2]), fastest(*sides[1::2])
+
         with self._activity.phase(EXPLAINING):
-            return explained(
-                result,
-                BOTH_SIDES,
-                lambda: (sessions.op_profile(other, inputs), sessions.op_profile(built, inputs)),
-            )
+            return explained(result, BOTH_SIDES, in_turn)
 
     def _graph_explained(
         self, result: LatencyResult, model: ModelSource, settings: SessionSettings, python: str = ""
@@ -302,15 +304,17 @@ class LatencyCheck:
             if worth_explaining(result):
                 # Each side profiled in its own runtime, after the timing lock is released.
                 provider = built.variant.provider
+                def in_turn() -> tuple[OpProfile, OpProfile]:
+                    """Each side profiled twice in its own runtime, in turn, each keeping its fastest."""
+                    sides = [
+                        worker_operator_profile(model, provider)
+                        for _ in range(2)
+                        for model in (last_other.models[0], last.models[0])
+                    ]
+                    return fastest(*sides[0::2]), fastest(*sides[1::2])
+
                 with self._activity.phase(EXPLAINING):
-                    result = explained(
-                        result,
-                        f"{BOTH_SIDES}, each in its own runtime",
-                        lambda: (
-                            worker_operator_profile(last_other.models[0], provider),
-                            worker_operator_profile(last.models[0], provider),
-                        ),
-                    )
+                    result = explained(result, f"{BOTH_SIDES}, each in its own runtime", in_turn)
             result = self._graph_explained(result, reference.model, reference.settings, reference.python)
             self._traced_runs(inputs)
             result = self._publish(result)

@@ -89,3 +89,14 @@ def test_new_nodes_are_listed_even_when_each_is_a_small_share_of_the_growth() ->
     (nodes,) = [line for line in explain(before, after) if line.startswith("nodes whose time grew most")]
     assert "mm10 0.000 -> 0.004 ms/run (new, " in nodes
     assert "relu" not in nodes
+
+
+def test_profiles_of_one_side_taken_in_turn_keep_each_op_types_and_nodes_fastest() -> None:
+    from pytest_ortperf.profiling.operators import fastest
+
+    slow = OpProfile(5, {"MatMul": (90.0, 8), "Relu": (10.0, 8)}, {"mm0": ("MatMul", "CPUExecutionProvider", 12.0)})
+    quick = OpProfile(5, {"MatMul": (50.0, 8), "Relu": (11.0, 8)}, {"mm0": ("MatMul", "CPUExecutionProvider", 7.0)})
+    both = fastest(slow, quick)
+    assert both.ops == {"MatMul": (50.0, 8), "Relu": (10.0, 8)}
+    assert both.nodes == {"mm0": ("MatMul", "CPUExecutionProvider", 7.0)}
+    assert both.runs == 10

@@ -1,0 +1,88 @@
+"""Every failure names its cause (issue 38), without ``ort_profile``: a latency failure says where
+the time went at operator level, beside the graph diff when the graph changed too."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+import pytest
+
+from tests.models import layer_norm_model, mlp_model
+from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, git
+
+QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=20%", "--ortperf-max-cv=1000%")
+
+
+def test_a_grown_mlp_fails_latency_with_the_operators_that_grew_without_ort_profile(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
+    commit_model(pytester, **LATENCY_MODEL)  # 8 layers, the recorded model rebuilt from git
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    onnx.save(mlp_model(**{**LATENCY_MODEL, "layers": 12}), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-markdown=summary.md", *QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "latency regression in test_latency[[]cpu-all[]] against the recorded model (git *",
+            "  at operator level (untimed profiled runs of both sides, after measuring):",
+            "    op types whose time grew most: MatMul * -> * ms/run (+*%, *% of the change)*",
+            "    nodes whose time grew most: *(new, *",
+            "    node count per op type changed after optimization: MatMul 8 -> 12, Relu 8 -> 12",
+            "  graph at cpu-all:",
+            "    change:    MatMul +4, Relu +4",
+        ]
+    )
+    (record,) = [
+        r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"
+    ]
+    titles = [section["title"] for section in record["explanations"]]
+    assert titles == [
+        "at operator level (untimed profiled runs of both sides, after measuring)",
+        "graph at cpu-all",
+    ]
+    assert record["operators"]["after"]["ops"]["MatMul"]["nodes"] == 12
+    assert record["seconds"]["explaining"] > 0  # what the explanation cost, on its own
+    summary = (pytester.path / "summary.md").read_text()
+    assert "Why they failed:" in summary
+    assert (
+        "  - at operator level (untimed profiled runs of both sides, after measuring): op types whose time grew most: MatMul"
+        in summary
+    )
+
+
+def test_a_lost_layer_norm_fusion_names_the_graph_change_and_where_the_time_went(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """An exporter that writes LayerNorm's square as ``Mul(d, d)`` instead of ``Pow(d, 2)``: ONNX
+    Runtime's LayerNormFusion no longer matches, and the model runs about twice as slow."""
+    pytester.makepyfile(
+        test_gate="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16, "seq": 128})
+
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+    )
+    git(pytester, "init", "-q")
+    git(pytester, "config", "user.name", "Test")
+    git(pytester, "config", "user.email", "test@example.com")
+    git(pytester, "config", "commit.gpgsign", "false")
+    onnx.save(layer_norm_model(square="pow"), pytester.path / "model.onnx")
+    git(pytester, "add", "model.onnx")
+    git(pytester, "commit", "-q", "-m", "model")
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    onnx.save(layer_norm_model(square="mul"), pytester.path / "model.onnx")
+    result = pytester.runpytest(*QUICK)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "latency regression in test_latency[[]cpu-all[]] against the recorded model (git *",
+            "  at operator level (untimed profiled runs of both sides, after measuring):",
+            "    time moved from LayerNormalization (6 -> 0 nodes, -* ms/run) to *ReduceMean (0 -> 12 nodes, +* ms/run)*: net +* ms/run",
+            "  graph at cpu-all:",
+            "    change:    LayerNormalization 6 -> 0*",
+        ]
+    )
