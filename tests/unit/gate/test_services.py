@@ -116,3 +116,13 @@ def test_the_measurer_shows_activities_on_the_progress_line_and_holds_the_timing
         pass
     assert heard, "the progress line heard of the check"
     assert activity.lock_waits() is not None
+
+
+def test_the_run_end_fails_the_run_only_on_a_run_error_and_lists_errors_in_order(tmp_path: Path) -> None:
+    run = OrtperfRun(_config(tmp_path))
+    assert run.ending.end([]) is False, "nothing ran, nothing wrong"
+    run.ending.add_errors("a worker's error", "")
+    run.ending.add_errors("cannot write a report")
+    assert run.ending.finish_error == "a worker's error; cannot write a report"
+    assert run.ending.end([]) is True
+    assert run.sessions.summary_lines() == [], "no session was built: nothing imported onnxruntime for it"
