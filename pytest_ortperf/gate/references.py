@@ -1,6 +1,6 @@
 """What a check compares with, besides its stored figures: the A/B reference model, the configured
 reference variant, and a baseline's recorded reference rebuilt (its model from git or the model cache,
-its settings, its runtime). How a recorded reference is rebuilt: ``gate/rebuild.py``."""
+its settings, its runtime). How each is found or rebuilt: ``gate/reference_builder.py``."""
 
 from __future__ import annotations
 

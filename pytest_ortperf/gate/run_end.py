@@ -150,7 +150,9 @@ class RunEnd:
             (kind.row if kind.row is not None else check_row)(record)
             for record in records
             for kind in [self._kinds.get(str(record.get("kind")))]
-            if kind is not None and kind.terminal and kind.table != LATENCY_TABLE
+            if kind is not None
+            and kind.terminal
+            and kind.table != LATENCY_TABLE
             and record.get("verdict") != Status.ERROR
         ]
         return RunSummary(
@@ -176,7 +178,8 @@ class RunEnd:
             reported_differences=self._results.reported_differences(),
             not_compared=not_compared_lines(self._results.records),
             profile_lines=[
-                line for record in [*self.profile_records(), *self._results.worker_profiles()]
+                line
+                for record in [*self.profile_records(), *self._results.worker_profiles()]
                 for line in profile_lines(record)
             ],
         )

@@ -79,7 +79,9 @@ def test_a_changed_model_is_measured_side_by_side_with_the_rebuilt_one_interleav
     assert [record["kind"] for record in services.published.records] == ["memory"]
 
 
-def test_the_start_up_check_holds_the_timing_lock_while_it_measures(tmp_path: Path, measured: list[str]) -> None:
+def test_the_start_up_check_holds_the_timing_lock_while_it_measures(
+    tmp_path: Path, measured: list[str]
+) -> None:
     services = _services(tmp_path)
     (result,) = StartupCheck(services.context()).run(_target())
     assert result.path == f"side by side vs {RECORDED.label}"

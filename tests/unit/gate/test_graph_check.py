@@ -18,7 +18,10 @@ from tests.unit.gate.standins import CHANGED, Services, entry, environment, key,
 
 GRAPH = GraphFigures(ops={"Conv": 1, "Relu": 1}, providers={"CPUExecutionProvider": 2}, digest="1" * 64)
 FUSED = GraphFigures(
-    ops={f"{MS}:FusedConv": 1}, fused={f"{MS}:FusedConv": 1}, providers={"CPUExecutionProvider": 1}, digest="2" * 64
+    ops={f"{MS}:FusedConv": 1},
+    fused={f"{MS}:FusedConv": 1},
+    providers={"CPUExecutionProvider": 1},
+    digest="2" * 64,
 )
 RECORDED = model("a", "the recorded model (git bbbbbbbbbbbb)")
 

@@ -27,7 +27,9 @@ STATS = LatencyStats(
 )  # fmt: skip
 
 
-def _services(tmp_path: Path, recorded_graph: GraphFigures, settings: SessionSettings | None = None) -> Services:
+def _services(
+    tmp_path: Path, recorded_graph: GraphFigures, settings: SessionSettings | None = None
+) -> Services:
     services = Services(BaselineStore(tmp_path / "baselines"))
     services.sessions.graphs = {"d" * 64: GRAPH, "a" * 64: recorded_graph}
     services.references.rebuilt = RecordedReference(RECORDED.label, RECORDED, settings or SessionSettings())

@@ -38,7 +38,9 @@ def _config(tmp_path: Path, **values: Any) -> OrtperfConfig:
     )
 
 
-def _builder(tmp_path: Path, python: tuple[str, str] = ("", "no such runtime here"), **values: Any) -> ReferenceBuilder:
+def _builder(
+    tmp_path: Path, python: tuple[str, str] = ("", "no such runtime here"), **values: Any
+) -> ReferenceBuilder:
     config = _config(tmp_path, **values)
     sessions = SessionFactory(machine=lambda: None, run_timeout_s=config.run_timeout_s)  # type: ignore[arg-type,return-value]
     builds = ModelBuilds(tmp_path, sessions)
@@ -49,7 +51,12 @@ def test_checks_read_only_the_settings_they_need_from_the_configuration(tmp_path
     config = _config(tmp_path, timing=False, canary=False, ab_outputs_fail=False, run_timeout_s=7.0,
                      memory_limit=1 << 30, checks=("graph",))  # fmt: skip
     assert CheckSettings.of(config) == CheckSettings(
-        timing=False, canary=False, ab_outputs_fail=False, run_timeout_s=7.0, memory_limit=1 << 30, checks=("graph",)
+        timing=False,
+        canary=False,
+        ab_outputs_fail=False,
+        run_timeout_s=7.0,
+        memory_limit=1 << 30,
+        checks=("graph",),
     )
     assert OrtperfRun(config).settings == CheckSettings.of(config)
 
@@ -72,7 +79,9 @@ def test_a_recorded_runtime_that_is_nowhere_to_be_had_is_no_reference_and_says_w
     assert plan.runtime == ("onnxruntime-gpu", "1.31.1")
     rebuilt, why = _builder(tmp_path, ("", "no environment has it")).rebuild(built_session(model("a")), plan)
     assert rebuilt is None
-    assert why == "onnxruntime changed (onnxruntime-gpu 1.31.1 -> onnxruntime-gpu 1.32.0): no environment has it"
+    assert (
+        why == "onnxruntime changed (onnxruntime-gpu 1.31.1 -> onnxruntime-gpu 1.32.0): no environment has it"
+    )
 
 
 def test_a_recorded_runtime_found_rebuilds_in_its_interpreter(tmp_path: Path) -> None:
@@ -85,7 +94,9 @@ def test_a_recorded_runtime_found_rebuilds_in_its_interpreter(tmp_path: Path) ->
     assert rebuilt.label == "the recorded runtime (ortperf env)"
 
 
-def test_a_measured_model_is_kept_in_the_model_cache_once_and_one_with_external_data_never(tmp_path: Path) -> None:
+def test_a_measured_model_is_kept_in_the_model_cache_once_and_one_with_external_data_never(
+    tmp_path: Path,
+) -> None:
     cache = tmp_path / "cache"
     builder = _builder(tmp_path, model_cache=cache)
     data = b"the model's bytes"
@@ -116,3 +127,13 @@ def test_the_measurer_shows_activities_on_the_progress_line_and_holds_the_timing
         pass
     assert heard, "the progress line heard of the check"
     assert activity.lock_waits() is not None
+
+
+def test_the_run_end_fails_the_run_only_on_a_run_error_and_lists_errors_in_order(tmp_path: Path) -> None:
+    run = OrtperfRun(_config(tmp_path))
+    assert run.ending.end([]) is False, "nothing ran, nothing wrong"
+    run.ending.add_errors("a worker's error", "")
+    run.ending.add_errors("cannot write a report")
+    assert run.ending.finish_error == "a worker's error; cannot write a report"
+    assert run.ending.end([]) is True
+    assert run.sessions.summary_lines() == [], "no session was built: nothing imported onnxruntime for it"
