@@ -111,6 +111,8 @@ class AccuracyResult:
     failed: bool = False
     skipped: bool = False
     message: str = ""
+    # Why it failed, section by section (title, lines): where the two sides start to diverge.
+    explanations: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def compare_with(

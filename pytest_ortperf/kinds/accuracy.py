@@ -6,22 +6,24 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route, plan_check
 from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.gate.localisation import located, with_section
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.ort.inputs import Array, data_sets
+from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.workers import load
 from pytest_ortperf.reports.ci_files import accuracy_record
 from pytest_ortperf.store.baselines import BaselineEntry
 
 ACCURACY = "accuracy"
+TODAY = "on today's inputs"  # how a rebuilt recorded model's reference is labelled
 
 
 class AccuracyCheck:
@@ -76,8 +78,41 @@ class AccuracyCheck:
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
         )
         result = self._where_precision_went(result, inputs)
+        if context.references.made_from(context.built.model) is None:  # a precision build: above
+            model, why = self._recorded_model(result, target)
+            result = located(result, context.built, model, why, inputs, context.tolerances)
         context.publisher.publish(accuracy_record(result, context.nodeid))
         return result
+
+    def _recorded_model(self, result: AccuracyResult, target: CheckTarget) -> tuple[ModelSource | None, str]:
+        """The model to run beside this one to find where a failure starts: the recorded model, rebuilt,
+        when it failed against the baseline's outputs (or the recorded model's on today's inputs) and
+        the model changed; else None and why the cause cannot be located. Asked on failure only."""
+        if not result.failed:
+            return None, ""
+        context, entry = self._context, target.entry
+        failing = [outcome.label for outcome in result.references if outcome.failed]
+        recorded = [label for label in failing if label.startswith("baseline") or label.endswith(TODAY)]
+        if not recorded:
+            return None, (
+                f"it failed against {', '.join(failing)}: outputs given, or this model's at another "
+                "variant, not a second model whose tensors can be run beside it"
+            )
+        if entry is None:
+            return None, "no baseline entry holds a recorded model"
+        plan = plan_check(entry, target.environment, target.key.machine, update=False, part=ACCURACY)
+        if plan.route is not Route.SIDE_BY_SIDE:
+            return None, f"the recorded model cannot be rebuilt ({plan.reason})"
+        if not plan.model_changed:
+            return None, (
+                "the model is the recorded one; what changed is its "
+                + ("onnxruntime" if plan.runtime else "session settings" if plan.settings else "inputs")
+                + ", not a tensor of the model"
+            )
+        rebuilt, why = context.references.rebuild(context.built, plan)
+        if rebuilt is None:
+            return None, f"the recorded model cannot be rebuilt ({why}); the baseline keeps its outputs only"
+        return rebuilt.model, ""
 
     def _where_precision_went(self, result: AccuracyResult, inputs: dict[str, Array]) -> AccuracyResult:
         """A failed precision variant, with the activations that lost the most against its fp32 model
@@ -93,13 +128,14 @@ class AccuracyCheck:
         try:
             losses = worst_tensors(made[0], context.built.model, inputs)
         except OrtperfError as exc:
-            return replace(result, message=f"{result.message}\n  {title}: not available ({exc})")
-        listed = [f"    {loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
+            return with_section(result, title, [f"not available ({exc})"])
+        listed = [f"{loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
         calibration = made[1]
         if calibration is not None:
             weak = ", a weak stand-in for real data" if calibration.synthetic else ""
-            listed.append(f"    (calibrated on {calibration.source}{weak})")
-        return replace(result, message="\n".join([result.message, f"  {title}:", *listed]))
+            listed.append(f"(calibrated on {calibration.source}{weak})")
+        # One case of locating a failure (gate/localisation.py): against the fp32 model it was built from.
+        return with_section(result, title, listed)
 
     def _recorded_outputs(self, target: CheckTarget, digest: str) -> Reference | None:
         """When today's inputs differ from those the baseline's outputs were recorded on: the outputs
@@ -114,7 +150,7 @@ class AccuracyCheck:
         else:
             rebuilt, why = None, plan.reason
         if rebuilt is None:
-            return Reference.unavailable("the recorded model on today's inputs", why)
+            return Reference.unavailable(f"the recorded model {TODAY}", why)
         if rebuilt.python:
             worker = context.measurer.workers.side(rebuilt.python, "reference", 1)[0]
             other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
@@ -125,7 +161,7 @@ class AccuracyCheck:
         else:
             other = context.sessions.session(rebuilt.model, context.built.variant, rebuilt.settings)
             outputs = run_outputs(other, inputs, context.sessions.watchdog)
-        return Reference(f"{rebuilt.label} on today's inputs", outputs, {})
+        return Reference(f"{rebuilt.label} {TODAY}", outputs, {})
 
     def _other_data_sets(
         self, first: Path, output_names: list[str]

@@ -28,6 +28,7 @@ from pytest_ortperf.checks.latency_verdicts import (
 from pytest_ortperf.checks.paths import Plan, Route, plan_check, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.gate.localisation import located
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome, canary_on
 from pytest_ortperf.gate.references import ABReference, RecordedReference, same_job
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
@@ -373,7 +374,8 @@ class LatencyCheck:
         """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
         watchdog = self._context.sessions.watchdog
         actual = run_outputs(self._context.built, inputs, watchdog)
-        return self._compare_outputs(actual, run_outputs(other, inputs, watchdog), label, key)
+        reference = run_outputs(other, inputs, watchdog)
+        return self._compare_outputs(actual, reference, label, key, located_against=(other.model, inputs))
 
     def _compare_outputs(
         self,
@@ -381,8 +383,12 @@ class LatencyCheck:
         reference: Mapping[str, OutputValue],
         label: str,
         key: CheckKey,
+        *,
+        located_against: tuple[ModelSource, Mapping[str, Array]] | None = None,
     ) -> AccuracyResult:
-        """Outputs of the model under test against a reference's (model or runtime), same inputs."""
+        """Outputs of the model under test against a reference's (model or runtime), same inputs; a
+        failure says where the two models start to diverge (``located_against``: the reference model
+        and the inputs; None: the two sides run in two onnxruntimes, and tensors are compared in one)."""
         context = self._context
         expected = Reference(label, reference, {})
         result = compare_with(
@@ -393,6 +399,12 @@ class LatencyCheck:
             provider_short=context.built.variant.provider_spec.short,
             fail=context.settings.ab_outputs_fail,
         )
+        if located_against is not None:
+            model, inputs = located_against
+            result = located(result, context.built, model, "", inputs, context.tolerances)
+        else:
+            why = "the two sides run in two onnxruntimes, and intermediate tensors are compared in one"
+            result = located(result, context.built, None, why, {}, context.tolerances)
         record = accuracy_record(result, context.nodeid)
         context.publisher.publish(record, verdict_property="ortperf_ab_accuracy_verdict")
         return result

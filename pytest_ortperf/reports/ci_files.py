@@ -161,6 +161,7 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
             for c in outcome.comparisons
             if c.not_compared
         ],
+        **_explanations(result.explanations),
         "message": result.message,
     }
 

@@ -8,7 +8,7 @@ import json
 import onnx
 import pytest
 
-from tests.models import layer_norm_model, mlp_model
+from tests.models import layer_norm_model, mlp_model, scaled_weight
 from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, git
 
 QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=20%", "--ortperf-max-cv=1000%")
@@ -84,5 +84,58 @@ def test_latency(ort_perf):
             "    time moved from LayerNormalization (6 -> 0 nodes, -* ms/run) to *ReduceMean (0 -> 12 nodes, +* ms/run)*: net +* ms/run",
             "  graph at cpu-all:",
             "    change:    LayerNormalization 6 -> 0*",
+        ]
+    )
+
+
+ACCURACY_TESTS = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 4})
+
+def test_outputs(ort_perf):
+    ort_perf.check_accuracy()
+"""
+
+
+def test_a_changed_middle_layer_fails_accuracy_naming_the_first_diverging_tensor(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """An 8-layer MLP whose layer 3 weights were scaled: the output fails, and the failure says the
+    divergence starts at layer 3's MatMul (``mm3``), found by running the recorded model, rebuilt from
+    git, beside the changed one with every intermediate tensor kept."""
+    pytester.makepyfile(test_outputs=ACCURACY_TESTS)
+    commit_model(pytester, layers=8, width=16)
+    pytester.runpytest("--ortperf-update").assert_outcomes(passed=1)
+    onnx.save(scaled_weight(mlp_model(layers=8, width=16), "w3", 1.5), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ortperf-report=report.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "accuracy of test_outputs[[]cpu-all[]]*FAILED*",
+            "  where the two sides start to diverge:",
+            "    first diverging tensor 'mm3' (MatMul node 'matmul3'): isclose: max |diff| *; 6 tensors before it agree*",
+        ]
+    )
+    (record,) = [
+        r
+        for r in json.loads((pytester.path / "report.json").read_text())["checks"]
+        if r["kind"] == "accuracy"
+    ]
+    assert record["explanations"][0]["title"] == "where the two sides start to diverge"
+
+
+def test_against_stored_outputs_alone_the_failure_says_why_the_cause_cannot_be_located(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_outputs=ACCURACY_TESTS)
+    onnx.save(mlp_model(layers=8, width=16), pytester.path / "model.onnx")  # no git: nothing to rebuild
+    pytester.runpytest("--ortperf-update").assert_outcomes(passed=1)
+    onnx.save(scaled_weight(mlp_model(layers=8, width=16), "w3", 1.5), pytester.path / "model.onnx")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  where the two sides start to diverge:",
+            "    not located: the recorded model cannot be rebuilt (*",
         ]
     )

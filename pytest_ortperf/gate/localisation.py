@@ -1,0 +1,74 @@
+"""Where an accuracy failure starts: the first tensor, in graph order, where the model under test and
+a reference model diverge beyond the failing output's tolerance (``ort/divergence.py`` finds it), as
+one more section of the failure. Against stored outputs alone there is no second model to run, and
+the section says so and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from pytest_ortperf.accuracy.metrics import compare_output
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.models import ModelSource
+from pytest_ortperf.ort.sessions import BuiltSession
+
+TITLE = "where the two sides start to diverge"
+
+
+def failing_output(result: AccuracyResult) -> str:
+    """The first output that failed, whose tolerance judges the tensors before it ("" when none)."""
+    for outcome in result.references:
+        for comparison in outcome.comparisons:
+            if not comparison.ok:
+                return comparison.name
+    return ""
+
+
+def located(
+    result: AccuracyResult,
+    built: BuiltSession,
+    reference: ModelSource | None,
+    why: str,
+    inputs: Mapping[str, Array],
+    tolerances: ToleranceSpec,
+) -> AccuracyResult:
+    """A failed result with the first diverging tensor against ``reference`` (None: why it cannot be
+    located). A result that did not fail is returned as it is: locating costs a run of each model with
+    every intermediate tensor kept, paid by failures only."""
+    output = failing_output(result)
+    if not result.failed or not output:
+        return result
+    if reference is None:
+        return with_section(result, TITLE, [f"not located: {why}"])
+    from pytest_ortperf.ort.divergence import first_divergence  # onnx and a second session: on failure only
+
+    provider, variant = built.variant.provider_spec.short, built.variant.id
+
+    def diverges(name: str, actual: Array, expected: Array) -> str:
+        tolerance = tolerances.for_output(output, actual.dtype, provider, variant)
+        comparison = compare_output(name, actual, expected, tolerance, "reference")
+        if comparison.ok:
+            return ""
+        what = comparison.failed_metric or comparison.problem
+        outside = f", {comparison.mismatches} of {comparison.count} outside" if comparison.count else ""
+        return f"{what}: max |diff| {comparison.max_abs:.3g}{outside} ({tolerance.describe()}, '{output}''s)"
+
+    try:
+        found = first_divergence(built.model, reference, inputs, diverges=diverges)
+    except OrtperfError as exc:
+        return with_section(result, TITLE, [f"not available ({exc})"])
+    return with_section(result, TITLE, [found.describe()])
+
+
+def with_section(result: AccuracyResult, title: str, lines: list[str]) -> AccuracyResult:
+    """The result with one more explanation, also as a section at the end of its message."""
+    section = "\n".join([f"  {title}:", *(f"    {line}" for line in lines)])
+    return replace(
+        result,
+        explanations=(*result.explanations, (title, tuple(lines))),
+        message=f"{result.message}\n{section}" if result.message else result.message,
+    )
