@@ -381,3 +381,41 @@ def test_the_docs_quote_the_update_summary_as_it_is_printed() -> None:
         assert _shape(quote.rstrip(" .")) == _shape(everything), (
             f"{rel(page)} quotes {quote!r}; an update prints {everything!r} (every count shown)"
         )
+
+
+# The package map in docs/architecture.md is the tree ------------------------------------------
+
+
+def _map_rows() -> dict[str, str]:
+    """docs/architecture.md's package map: folder (``gate/``, ``reports/html/``, ``""`` for the top)
+    -> the text of its row."""
+    rows = {}
+    for line in read(ROOT / "docs" / "architecture.md").splitlines():
+        cells = line.split(" | ")
+        if not line.startswith("| `") or len(cells) < 2:
+            continue
+        folder = cells[0].removeprefix("| `").split("`")[0]
+        rows["" if folder == "pytest_ortperf/" else folder] = " | ".join(cells[1:])
+    return rows
+
+
+def test_the_architecture_map_names_every_module_of_the_package_in_its_folders_row():
+    package = ROOT / "pytest_ortperf"
+    rows = _map_rows()
+    folders = {"", *(p.parent.relative_to(package).as_posix() + "/" for p in package.rglob("*/__init__.py"))}
+    assert set(rows) == folders, f"rows for: {sorted(set(rows) - folders)}; folders without a row: {sorted(folders - set(rows))}"
+    problems = []
+    for folder, text in rows.items():
+        named = set(re.findall(r"`([a-z_]+\.py)\b", text))
+        here = {p.name for p in (package / folder).glob("*.py")}
+        problems += [f"{folder or 'top'}: names {name}, which is not there" for name in sorted(named - here)]
+        problems += [f"{folder or 'top'}: does not name {name}" for name in sorted(here - named - {"__init__.py"})]
+    assert not problems, "docs/architecture.md's package map and the tree differ: " + "; ".join(problems)
+
+
+def test_no_two_package_modules_share_a_file_name_and_no_two_classes_a_name():
+    package = ROOT / "pytest_ortperf"
+    names = [p.name for p in package.rglob("*.py") if p.name != "__init__.py"]
+    assert not sorted({name for name in names if names.count(name) > 1})
+    classes = [m for p in package.rglob("*.py") for m in re.findall(r"^class (\w+)", p.read_text(), re.M)]
+    assert not sorted({name for name in classes if classes.count(name) > 1})
