@@ -21,7 +21,9 @@ def test_a_grown_mlp_fails_latency_with_the_operators_that_grew_without_ort_prof
     commit_model(pytester, **LATENCY_MODEL)  # 8 layers, the recorded model rebuilt from git
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     onnx.save(mlp_model(**{**LATENCY_MODEL, "layers": 12}), pytester.path / "model.onnx")
-    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-markdown=summary.md", *QUICK)
+    result = pytester.runpytest(
+        "--ortperf-report=report.json", "--ortperf-markdown=summary.md", "--ortperf-html=report.html", *QUICK
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -44,6 +46,9 @@ def test_a_grown_mlp_fails_latency_with_the_operators_that_grew_without_ort_prof
     ]
     assert record["operators"]["after"]["ops"]["MatMul"]["nodes"] == 12
     assert record["seconds"]["explaining"] > 0  # what the explanation cost, on its own
+    page = (pytester.path / "report.html").read_text()
+    assert '<div class="why"><h4>Why</h4>' in page
+    assert "op types whose time grew most: MatMul" in page
     summary = (pytester.path / "summary.md").read_text()
     assert "Why they failed:" in summary
     assert (

@@ -264,7 +264,8 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping
         body = guarded(partial(drawings.get(str(r["kind"]), draw_common), r), "this check's figures")
         facts = guarded(partial(_facts, check, profiled), "this check's facts")
         message = str(r.get("message") or "").strip()
-        shown = f"<pre>{escape(message)}</pre>" if message else ""
+        why = guarded(partial(_explanations, r), "why it ended so")
+        shown = why + (f"<pre>{escape(message)}</pre>" if message else "")
         opened = " open" if check.state in ("failed", ERROR) else ""
         change_text = _change_text(r)
         sections.append(
@@ -276,6 +277,21 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping
             f'<div class="body">{facts}{body}{shown}</div></details>'
         )
     return f'<section id="checks"><h2>Checks</h2>{"".join(sections)}</section>'
+
+
+def _explanations(record: Mapping[str, Any]) -> str:
+    """Why a check ended as it did (a failure's, an inconclusive result's), section by section: where
+    the time went, the graph diff, the first diverging tensor, the nodes whose memory grew."""
+    sections = [s for s in record.get("explanations") or [] if isinstance(s, Mapping)]
+    if not sections:
+        return ""
+    items = "".join(
+        f"<li><b>{escape(str(s.get('title', '')))}</b><ul>"
+        + "".join(f"<li>{escape(str(line))}</li>" for line in s.get("lines") or [])
+        + "</ul></li>"
+        for s in sections
+    )
+    return f'<div class="why"><h4>Why</h4><ul>{items}</ul></div>'
 
 
 def _change_text(record: Mapping[str, Any]) -> str:
