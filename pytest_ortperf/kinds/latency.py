@@ -249,7 +249,7 @@ class LatencyCheck:
         with self._activity.phase(BUILDING, "reference"):
             other = context.sessions.session(reference.source, built.variant, built.settings)
         result = self._side_by_side(other, reference.label, inputs, key)
-        return [result, _outputs(lambda: self._ab_accuracy(other, reference.label, inputs, key), key)]
+        return [result, _outputs(lambda: ab_accuracy(context, other, reference.label, inputs, key), key)]
 
     def _against_recorded(
         self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
@@ -320,7 +320,9 @@ class LatencyCheck:
             self._traced_runs(inputs)
             result = self._publish(result)
             outputs = _outputs(
-                lambda: self._compare_outputs(worker_outputs(last), worker_outputs(last_other), label, key),
+                lambda: compare_outputs(
+                    context, worker_outputs(last), worker_outputs(last_other), label, key
+                ),
                 key,
             )
         finally:
@@ -368,47 +370,6 @@ class LatencyCheck:
         result = self._publish(result)
         return result
 
-    def _ab_accuracy(
-        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
-    ) -> AccuracyResult:
-        """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
-        watchdog = self._context.sessions.watchdog
-        actual = run_outputs(self._context.built, inputs, watchdog)
-        reference = run_outputs(other, inputs, watchdog)
-        return self._compare_outputs(actual, reference, label, key, located_against=(other.model, inputs))
-
-    def _compare_outputs(
-        self,
-        actual: Mapping[str, OutputValue],
-        reference: Mapping[str, OutputValue],
-        label: str,
-        key: CheckKey,
-        *,
-        located_against: tuple[ModelSource, Mapping[str, Array]] | None = None,
-    ) -> AccuracyResult:
-        """Outputs of the model under test against a reference's (model or runtime), same inputs; a
-        failure says where the two models start to diverge (``located_against``: the reference model
-        and the inputs; None: the two sides run in two onnxruntimes, and tensors are compared in one)."""
-        context = self._context
-        expected = Reference(label, reference, {})
-        result = compare_with(
-            actual,
-            expected,
-            key=key,
-            tolerances=context.tolerances,
-            provider_short=context.built.variant.provider_spec.short,
-            fail=context.settings.ab_outputs_fail,
-        )
-        if located_against is not None:
-            model, inputs = located_against
-            result = located(result, context.built, model, "", inputs, context.tolerances)
-        else:
-            why = "the two sides run in two onnxruntimes, and intermediate tensors are compared in one"
-            result = located(result, context.built, None, why, {}, context.tolerances)
-        record = accuracy_record(result, context.nodeid)
-        context.publisher.publish(record, verdict_property="ortperf_ab_accuracy_verdict")
-        return result
-
     def _publish(self, result: LatencyResult) -> LatencyResult:
         """A latency result, with where its time went, into the run's report, the JUnit properties
         and pytest-benchmark (``KIND``: read from its record)."""
@@ -430,6 +391,48 @@ def _labelled(action: Callable[[], list[Outcome]], key: CheckKey, label: str) ->
         return action()
     except OrtperfError as exc:
         return [CheckError(key, LATENCY, f"{label}{exc}")]
+
+
+def ab_accuracy(
+    context: CheckContext, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey
+) -> AccuracyResult:
+    """Outputs of the model under test against the A/B reference model's, same inputs and variant."""
+    watchdog = context.sessions.watchdog
+    actual = run_outputs(context.built, inputs, watchdog)
+    reference = run_outputs(other, inputs, watchdog)
+    return compare_outputs(context, actual, reference, label, key, located_against=(other.model, inputs))
+
+
+def compare_outputs(
+    context: CheckContext,
+    actual: Mapping[str, OutputValue],
+    reference: Mapping[str, OutputValue],
+    label: str,
+    key: CheckKey,
+    *,
+    located_against: tuple[ModelSource, Mapping[str, Array]] | None = None,
+) -> AccuracyResult:
+    """Outputs of the model under test against a reference's (model or runtime), same inputs; a
+    failure says where the two models start to diverge (``located_against``: the reference model
+    and the inputs; None: the two sides run in two onnxruntimes, and tensors are compared in one)."""
+    expected = Reference(label, reference, {})
+    result = compare_with(
+        actual,
+        expected,
+        key=key,
+        tolerances=context.tolerances,
+        provider_short=context.built.variant.provider_spec.short,
+        fail=context.settings.ab_outputs_fail,
+    )
+    if located_against is not None:
+        model, inputs = located_against
+        result = located(result, context.built, model, "", inputs, context.tolerances)
+    else:
+        why = "the two sides run in two onnxruntimes, and intermediate tensors are compared in one"
+        result = located(result, context.built, None, why, {}, context.tolerances)
+    record = accuracy_record(result, context.nodeid)
+    context.publisher.publish(record, verdict_property="ortperf_ab_accuracy_verdict")
+    return result
 
 
 def _outputs(compare: Callable[[], AccuracyResult], key: CheckKey) -> Outcome:
