@@ -14,6 +14,7 @@ from tests.plugin.conftest import LATENCY_TEST_FILE, commit_model, git
 QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=20%", "--ortperf-max-cv=1000%")
 
 
+@pytest.mark.slow
 def test_a_grown_mlp_fails_latency_with_the_operators_that_grew_without_ort_profile(
     pytester: pytest.Pytester, isolated_git: None
 ) -> None:
@@ -58,6 +59,7 @@ def test_a_grown_mlp_fails_latency_with_the_operators_that_grew_without_ort_prof
     )
 
 
+@pytest.mark.slow
 def test_a_lost_layer_norm_fusion_names_the_graph_change_and_where_the_time_went(
     pytester: pytest.Pytester, isolated_git: None
 ) -> None:
