@@ -21,6 +21,7 @@ from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
 from pytest_ortperf.checks.kind_result import KindResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
+from pytest_ortperf.checks.paths import Plan, SameJob, plan_check
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
@@ -114,6 +115,18 @@ class CheckTarget:
     environment: Mapping[str, object]
     policy: CheckPolicy
     own_feeds: bool = True  # the test's own feeds: its model's other data sets are compared too
+
+    def plan(self, part: str, same_job: SameJob | None = None) -> Plan:
+        """This check's plan (``checks/paths.py: plan_check``) for its kind's ``part``, same-job A/B
+        first when there is an A/B reference."""
+        return plan_check(
+            self.entry,
+            self.environment,
+            self.key.machine,
+            update=self.policy.update,
+            part=part,
+            same_job=same_job,
+        )
 
     @property
     def inputs_sha256(self) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
-from pytest_ortperf.checks.paths import Route, plan_check
+from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located, with_section
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
@@ -100,7 +100,7 @@ class AccuracyCheck:
             )
         if entry is None:
             return None, "no baseline entry holds a recorded model"
-        plan = plan_check(entry, target.environment, target.key.machine, update=False, part=ACCURACY)
+        plan = target.plan(ACCURACY)
         if plan.route is not Route.SIDE_BY_SIDE:
             return None, f"the recorded model cannot be rebuilt ({plan.reason})"
         if not plan.model_changed:
@@ -144,7 +144,7 @@ class AccuracyCheck:
         context, entry, inputs = self._context, target.entry, target.inputs
         if entry is None or entry.accuracy is None or entry.accuracy.inputs_sha256 == digest:
             return None
-        plan = plan_check(entry, target.environment, target.key.machine, update=False, part=ACCURACY)
+        plan = target.plan(ACCURACY)
         if plan.route is Route.SIDE_BY_SIDE:
             rebuilt, why = context.references.rebuild(context.built, plan)
         else:

@@ -24,7 +24,7 @@ from pytest_ortperf.checks.footprint_verdicts import (
     record,
     unchanged,
 )
-from pytest_ortperf.checks.paths import Route, plan_check, without_reference
+from pytest_ortperf.checks.paths import Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
@@ -88,14 +88,7 @@ class FootprintCheck:
         here = SideSpec(this_python(), built.model, built.settings)
         compare = lambda before, after: self.compare(before, after, target)  # noqa: E731
         ab = None if policy.update else context.ab()
-        plan = plan_check(
-            target.entry,
-            target.environment,
-            key.machine,
-            update=policy.update,
-            part=self.kind,
-            same_job=same_job(ab, built.model),
-        )
+        plan = target.plan(self.kind, same_job(ab, built.model))
         if ab is not None and plan.route in (Route.NO_REFERENCE, Route.IDENTICAL):
             # Across runtimes the same bytes are still two sides; in one runtime they are one.
             alone = self.figures(self._measure([here], target, activity, self.glance_processes)[0])
@@ -253,3 +246,10 @@ def figures_property(record: Record) -> dict[str, object]:
     """The JUnit property of a check's figures: ``ortperf_memory``, ``ortperf_startup``, ``ortperf_graph``."""
     summary = record.get("summary")
     return {f"ortperf_{record.get('kind')}": summary} if summary and record.get("current") is not None else {}
+
+
+def benchmark_info(record: Record) -> dict[str, object]:
+    """What a memory or start-up check tells pytest-benchmark about itself, beside its figures."""
+    fields = ("kind", "variant", "machine", "verdict", "path", "change_text")
+    names = {"kind": "check", "change_text": "change"}
+    return {names.get(field, field): record.get(field, "") for field in fields}

@@ -25,7 +25,7 @@ from pytest_ortperf.checks.latency_verdicts import (
     with_section,
     worth_explaining,
 )
-from pytest_ortperf.checks.paths import Plan, Route, plan_check, without_reference
+from pytest_ortperf.checks.paths import Plan, Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located
@@ -85,14 +85,7 @@ class LatencyCheck:
         policy = target.policy
         # Updates always record stored baselines: no A/B reference then.
         reference = None if policy.update else context.ab()
-        plan = plan_check(
-            target.entry,
-            target.environment,
-            key.machine,
-            update=policy.update,
-            part=LATENCY,
-            same_job=same_job(reference, context.built.model),
-        )
+        plan = target.plan(LATENCY, same_job(reference, context.built.model))
         if reference is not None and plan.same_job is not None:
             # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
             # with a message, as in stored mode, naming the reference.

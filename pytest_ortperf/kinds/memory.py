@@ -11,7 +11,7 @@ from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory, grown_nodes
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.registry import CheckKind, Record
-from pytest_ortperf.kinds.fresh_processes import FootprintCheck, figures_property
+from pytest_ortperf.kinds.fresh_processes import FootprintCheck, benchmark_info, figures_property
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.workers import Footprint
 from pytest_ortperf.reports.ci_files import footprint_record
@@ -70,14 +70,7 @@ def _benchmark_info(record: Record) -> dict[str, object] | None:
     current = record.get("current")
     if not isinstance(current, Mapping):
         return None
-    info = {
-        "check": record.get("kind"),
-        "variant": record.get("variant"),
-        "machine": record.get("machine"),
-        "verdict": record.get("verdict"),
-        "path": record.get("path"),
-        "change": record.get("change_text", ""),
-    }
+    info = benchmark_info(record)
     return {"ortperf_memory": {**info, **current}}
 
 

@@ -13,7 +13,7 @@ from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
-from pytest_ortperf.kinds.fresh_processes import FootprintCheck, figures_property
+from pytest_ortperf.kinds.fresh_processes import FootprintCheck, benchmark_info, figures_property
 from pytest_ortperf.ort.workers import Footprint
 from pytest_ortperf.reports.ci_files import footprint_record
 
@@ -48,12 +48,7 @@ def _benchmark_entry(record: Record) -> BenchmarkEntry | None:
         group="ortperf-startup",
         suffix="::startup",
         extra_info={
-            "check": record.get("kind"),
-            "variant": record.get("variant"),
-            "machine": record.get("machine"),
-            "verdict": record.get("verdict"),
-            "path": record.get("path"),
-            "change": record.get("change_text", ""),
+            **benchmark_info(record),
             "first_run_ms": figures.median("first_run_ms"),
             "steady_run_ms": figures.median("steady_run_ms"),
             **({"engine_cache": figures.engine_cache} if figures.engine_cache else {}),

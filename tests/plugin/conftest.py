@@ -98,14 +98,14 @@ def git(pytester: pytest.Pytester, *args: str) -> str:
     return done.stdout.strip()
 
 
-def commit_model(pytester: pytest.Pytester, **kwargs: int) -> str:
-    """A repository in pytester's directory whose HEAD holds model.onnx = ``mlp_model(**kwargs)``; the
-    model's git blob id."""
+def commit_model(pytester: pytest.Pytester, model: onnx.ModelProto | None = None, **kwargs: int) -> str:
+    """A repository in pytester's directory whose HEAD holds model.onnx = ``model`` (default
+    ``mlp_model(**kwargs)``); the model's git blob id."""
     git(pytester, "init", "-q")
     git(pytester, "config", "user.name", "Test")
     git(pytester, "config", "user.email", "test@example.com")
     git(pytester, "config", "commit.gpgsign", "false")
-    onnx.save(mlp_model(**kwargs), pytester.path / "model.onnx")
+    onnx.save(model if model is not None else mlp_model(**kwargs), pytester.path / "model.onnx")
     git(pytester, "add", "model.onnx")
     git(pytester, "commit", "-q", "-m", "model")
     return git(pytester, "rev-parse", "HEAD:model.onnx")

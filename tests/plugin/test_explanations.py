@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from tests.models import layer_norm_model, mlp_model, scaled_weight
-from tests.plugin.conftest import LATENCY_TEST_FILE, commit_model, git
+from tests.plugin.conftest import LATENCY_TEST_FILE, commit_model
 
 QUICK = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=20%", "--ortperf-max-cv=1000%")
 
@@ -74,13 +74,7 @@ def test_latency(ort_perf):
     ort_perf.check_latency()
 """
     )
-    git(pytester, "init", "-q")
-    git(pytester, "config", "user.name", "Test")
-    git(pytester, "config", "user.email", "test@example.com")
-    git(pytester, "config", "commit.gpgsign", "false")
-    onnx.save(layer_norm_model(square="pow"), pytester.path / "model.onnx")
-    git(pytester, "add", "model.onnx")
-    git(pytester, "commit", "-q", "-m", "model")
+    commit_model(pytester, layer_norm_model(square="pow"))
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     onnx.save(layer_norm_model(square="mul"), pytester.path / "model.onnx")
     result = pytester.runpytest(*QUICK)
