@@ -388,10 +388,11 @@ def test_a_long_check_shows_its_progress_when_asked_and_the_summary_its_time(
     asked.stdout.fnmatch_lines(["gate time: * s over 1 latency check (*warming * s, measuring * s*)"])
     (check,) = [c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"]
     seconds = check["seconds"]
-    assert set(seconds) == {"building", "warming", "measuring", "confirming", "waiting"}
+    assert set(seconds) == {"building", "warming", "measuring", "confirming", "waiting", "explaining"}
     assert 0.5 < seconds["measuring"] < 30
     assert seconds["warming"] >= 0.1
     assert seconds["confirming"] == 0
+    assert seconds["explaining"] == 0  # a pass pays nothing for explanations
 
     # Not a terminal (pytester's output is captured): auto shows nothing, and neither does -q.
     for args in ((), ("-q",), ("--ortperf-progress=off",)):
