@@ -149,7 +149,7 @@ def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
         lines += format_table([_FOOTPRINT_HEADERS, *graphs])
     if others:
         kinds = ", ".join(dict.fromkeys(row[2] for row in others))
-        lines.append(f"other checks ({kinds}: check kinds registered by plugins or added since)")
+        lines.append(f"other checks ({kinds}: what each compared with, measured and decided)")
         lines += format_table([_FOOTPRINT_HEADERS, *others])
     return lines
 
