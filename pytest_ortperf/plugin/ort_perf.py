@@ -43,7 +43,9 @@ class OrtPerf:
     ``check()`` runs the run's checks (``ortperf_checks``: latency, accuracy and
     graph unless configured) and the test's contracts, and fails once with every
     problem. ``check_speedup()`` and ``check_contracts()`` hold this variant to
-    others of the same model, measured side by side in the run.
+    others of the same model, measured side by side in the run. Every other kind
+    of the run's registry (``gate/registry.py``: ``determinism``, or one a plugin
+    registered) is ``check_<name>(feeds=None, *, name=None, **options)``.
 
     With ``--ortperf-timing=off`` nothing is timed: ``check_latency()`` skips the
     test, naming the option, and ``check()`` checks accuracy only; the latency
