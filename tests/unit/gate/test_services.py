@@ -137,3 +137,17 @@ def test_the_run_end_fails_the_run_only_on_a_run_error_and_lists_errors_in_order
     assert run.ending.finish_error == "a worker's error; cannot write a report"
     assert run.ending.end([]) is True
     assert run.sessions.summary_lines() == [], "no session was built: nothing imported onnxruntime for it"
+
+
+def test_a_tensor_within_every_element_limit_clears_without_the_whole_tensor_metrics() -> None:
+    import numpy as np
+
+    from pytest_ortperf.accuracy.tolerances import Tolerance
+    from pytest_ortperf.gate.localisation import within
+
+    tolerance = Tolerance(atol=1e-3, rtol=1e-3)
+    base = np.array([1.0, np.nan, 3.0], dtype=np.float32)
+    assert within(base + np.float32(1e-4), base, tolerance)  # NaN where NaN
+    assert not within(base + np.float32(0.1), base, tolerance)
+    assert not within(base[:2], base[:2].astype(np.float64), tolerance)  # another dtype: compared in full
+    assert not within(np.array(["a"]), np.array(["a"]), tolerance)  # text: compared in full
