@@ -165,7 +165,7 @@ def measure_point(count: int, level: str, repeats: int, log: list[str]) -> list[
             changed = slow_down(where, level)
             step = run_pytest(where, "one model +25%", [])
             step.summary += (
-                "; only its items failed"
+                f"; only its items failed: {', '.join(t.split('::')[-1] for t in step.failed_tests)}"
                 if step.failed_tests and all(t.startswith(changed) for t in step.failed_tests)
                 else f"; failed: {', '.join(step.failed_tests) or 'none'}"
             )
