@@ -1,9 +1,10 @@
 """The one shape every check of a test instance has: a :class:`Check` object, run on a
 :class:`CheckTarget`, returning outcomes.
 
-A new kind of check (memory, start-up, graph) is one new module beside ``latency.py`` and
-``accuracy.py`` with one class that satisfies :class:`Check`; ``gate/instance_checks.py`` runs it, reads
-its baseline entry once for it, and publishes what it returns. Errors end a check as a
+A new kind of check is one module of ``kinds/`` with one class that satisfies :class:`Check` and
+its ``CheckKind`` declaration (``gate/registry.py``); ``gate/instance_checks.py`` makes it from the
+registry, reads its baseline entry once for it, and publishes its errors. A check works only through
+the services of its :class:`CheckContext` and publishes records. Errors end a check as a
 :class:`CheckError` outcome, never as a bare string.
 """
 
@@ -135,8 +136,8 @@ class CheckTarget:
 
 
 class Check(Protocol):
-    """One kind of check. ``kind`` names its baseline part and its reports ("latency", "accuracy",
-    "memory", "startup")."""
+    """One check of a test instance. ``kind`` is its kind's name in the registry: its records' kind,
+    its baseline part and its word in every report ("latency", "accuracy", "determinism", ...)."""
 
     kind: str
 
