@@ -83,7 +83,7 @@ def test_latency(ort_perf):
         [
             "latency regression in test_latency[[]cpu-all[]] against the recorded model (git *",
             "  at operator level (untimed profiled runs of both sides, after measuring):",
-            "    time moved from LayerNormalization (6 -> 0 nodes, -* ms/run) to *ReduceMean (0 -> 12 nodes, +* ms/run)*: net +* ms/run",
+            "    time moved from LayerNormalization (6 -> 0 nodes, -* ms/run) to * (0 -> * nodes, +* ms/run)*: net +* ms/run",
             "  graph at cpu-all:",
             "    change:    LayerNormalization 6 -> 0*",
         ]
