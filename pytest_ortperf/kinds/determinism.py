@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,9 +33,11 @@ RUNS = 5  # runs on each session
 @dataclass(frozen=True)
 class Spread:
     """How far each output strayed from the first run's value: the largest absolute difference (inf
-    where a value is NaN on one side only, or a non-numeric value or a structure changed)."""
+    where a value is NaN on one side only, or a non-numeric value or a structure changed); and the
+    outputs that could not be compared at all, with why (named in the result, never dropped)."""
 
     by_output: Mapping[str, float]
+    not_compared: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def worst(self) -> float:
@@ -48,13 +50,20 @@ class Spread:
 def spread(first: Mapping[str, OutputValue], runs: Sequence[Mapping[str, OutputValue]]) -> Spread:
     """Each output's largest difference from ``first`` over ``runs`` (leaves of a map or sequence
     output named as the accuracy check names them)."""
-    reference = flatten(first).leaves
+    flat = flatten(first)
+    reference = flat.leaves
     worst = dict.fromkeys(reference, 0.0)
+    not_compared = {
+        name: str(layout.get("reason", "")) for name, layout in flat.structure.items() if "reason" in layout
+    }
     for run in runs:
-        leaves = flatten(run).leaves
-        for name in set(reference) | set(leaves):
-            worst[name] = max(worst.get(name, 0.0), _difference(reference.get(name), leaves.get(name)))
-    return Spread(worst)
+        again = flatten(run)
+        for name in set(reference) | set(again.leaves):
+            worst[name] = max(worst.get(name, 0.0), _difference(reference.get(name), again.leaves.get(name)))
+        for name in set(flat.structure) | set(again.structure):
+            if flat.structure.get(name) != again.structure.get(name):  # a map's keys, a length, absent
+                worst[name] = math.inf
+    return Spread(worst, {name: why for name, why in not_compared.items() if name not in worst})
 
 
 def _difference(a: np.ndarray | None, b: np.ndarray | None) -> float:
@@ -133,15 +142,23 @@ def _result(
         "within_session": dict(within.by_output),
         "fresh_session": dict(across.by_output),
         "deterministic_compute": dict(pinned.by_output),
+        **({"not_compared": dict(within.not_compared)} if within.not_compared else {}),
     }
+    # What could not be compared is said in the result and every report, pass or fail.
+    unjudged = tuple(
+        f"output {name!r} not compared: {why}" for name, why in sorted(within.not_compared.items())
+    )
     still = pinned.beyond(tolerance)
     if not names:
         note = "use_deterministic_compute: not needed (the outputs are already stable)"
         worst = max(within.worst, across.worst)
         summary = f"{len(within.by_output)} output(s) stable, largest difference {worst:.3g}"
+        if unjudged:
+            summary += f"; {len(unjudged)} not compared"
         return KindResult(
-            key, DETERMINISM, Status.OK, path=path, summary=summary, figures=figures, notes=(note,)
-        )
+            key, DETERMINISM, Status.OK, path=path, summary=summary, figures=figures,
+            notes=(note, *unjudged),
+        )  # fmt: skip
     if still:
         differing = ", ".join(f"{name!r} by up to {value:.3g}" for name, value in sorted(still.items()))
         note = f"use_deterministic_compute=True does not help: {differing} still differ(s) between its runs"
@@ -160,12 +177,13 @@ def _result(
             f"inputs ({path})",
             *lines,
             f"  {note}",
+            *(f"  {line}" for line in unjudged),
         ]
     )
     summary = f"{len(names)} of {len(within.by_output)} output(s) differ"
     return KindResult(
-        key, DETERMINISM, Status.FAILED, path=path, summary=summary, figures=figures, notes=(note,),
-        failed=True, message=message,
+        key, DETERMINISM, Status.FAILED, path=path, summary=summary, figures=figures,
+        notes=(note, *unjudged), failed=True, message=message,
     )  # fmt: skip
 
 
