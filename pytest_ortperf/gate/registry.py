@@ -98,6 +98,11 @@ class KindRegistry:
                 f"{origin or 'a plugin'} registered a check kind named {kind.name!r}: a name is lower case "
                 "letters, digits and underscores, starting with a letter (it becomes check_<name>())."
             )
+        if kind.timed and kind.not_timed is None:
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {kind.name!r} as timed without its "
+                "not_timed outcome: --ortperf-timing=off reports a timed kind as 'not timed' with it."
+            )
         if kind.name in self._kinds or kind.name in RESERVED:
             taken = self._origins.get(kind.name, "pytest-ortperf")
             raise UsageError(

@@ -131,19 +131,22 @@ def test_a_kind_name_taken_or_malformed_is_a_usage_error_naming_its_origin(
 ) -> None:
     write_model(layers=2, width=8)
     pytester.makepyfile(test_kind=TEST_FILE)
-    taken = ("latency", "*'latency', which pytest-ortperf already registered*")
-    for name, said in (taken, ("Bad-Name", "*lower case*")):
+    named = "a check kind named"
+    taken = ("latency", "", f"{named} 'latency', which pytest-ortperf already registered*")
+    malformed = ("Bad-Name", "", f"{named} 'Bad-Name': a name is lower case*")
+    untimed = ("finite", ", timed=True", "the check kind 'finite' as timed without its not_timed outcome*")
+    for name, extra, said in (taken, malformed, untimed):
         pytester.makeconftest(
             f"""
 from pytest_ortperf import CheckKind
 
 def pytest_ortperf_register_kinds(registry):
-    registry.register(CheckKind(name={name!r}, make=object), origin="conftest.py")
+    registry.register(CheckKind(name={name!r}, make=object{extra}), origin="conftest.py")
 """
         )
         result = pytester.runpytest()
         assert result.ret == pytest.ExitCode.USAGE_ERROR
-        result.stderr.fnmatch_lines([f"*conftest.py registered a check kind named*{said}"])
+        result.stderr.fnmatch_lines([f"*conftest.py registered {said}"])
 
 
 def test_an_unknown_kind_in_ortperf_checks_names_the_registered_ones(suite: pytest.Pytester) -> None:
