@@ -28,7 +28,9 @@ from pytest_ortperf.latency.recording import (
     compared_values,
     decision_cv,
     noise,
+    record_short,
     record_until_settled,
+    short_settings,
 )
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
@@ -71,6 +73,7 @@ class LatencyResult:
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
     recorded_spread: float | None = None  # an update: how much the recorded figures varied
     noise: str = ""  # an update: why the recorded figures are noisy (latency.recording.noise), "" if not
+    short: str = ""  # an update: why a short recording was enough (latency.recording.short_reason)
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
@@ -147,6 +150,7 @@ def check_latency(
     profile_fn: Callable[[], OpProfile] | None = None,
     explain_fn: Callable[[], OpProfile] | None = None,
     activity: Activity | None = None,
+    short: str = "",
 ) -> LatencyResult:
     """Measure ``run`` on the path ``plan`` chose (``checks.paths``; never side by side here): a short
     look when nothing changed, a record under update, this hardware's stored figures, or missing.
@@ -155,12 +159,19 @@ def check_latency(
     ``profile_fn``: the operator profile an update records (a test marked ``ort_profile``);
     ``explain_fn``: the current operator profile a stored comparison worth explaining (a failure,
     an inconclusive result, an improvement) is held against the stored one with, after measuring.
-    ``activity`` is told when the confirmation measures (``measure_fn`` tells it the rest)."""
+    ``activity`` is told when the confirmation measures (``measure_fn`` tells it the rest).
+    ``short``: an update records short, and why (``latency.recording.short_reason``); "" measures
+    until the figure settles, for figures that will decide."""
     activity = activity or Activity()
     if plan.route is Route.UNCHANGED:
         return _unchanged(key, plan.figures, measure_fn(run, glance(policy.measure)), policy)
     if plan.route is Route.RECORD:
-        recording = record_until_settled(lambda: measure_fn(run, policy.measure), cap_s=policy.record_cap_s)
+        if short:
+            recording = record_short(lambda: measure_fn(run, short_settings(policy.measure)), why=short)
+        else:
+            recording = record_until_settled(
+                lambda: measure_fn(run, policy.measure), cap_s=policy.record_cap_s
+            )
         return _record(key, store, policy, environment, today, recording, plan.figures, profile_fn)
     current = measure_fn(run, policy.measure)
     if plan.route is not Route.STORED or plan.figures is None:
@@ -491,9 +502,10 @@ def _record(
         measured_on=measured_on,
         spread=recording.spread,
         settled=recording.settled,
+        short=recording.short,
     )
     existing = store.current(key.test_file, key.test)
-    extra: dict[str, Any] = {"recorded_spread": recording.spread, "noise": noisy}
+    extra: dict[str, Any] = {"recorded_spread": recording.spread, "noise": noisy, "short": recording.short}
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         # Profiled only when the entry is written: the profiling runs cost time.
@@ -513,6 +525,9 @@ def _record(
         # so an update on a steady model leaves the file byte for byte.
         if noise(before.spread, max_cv=policy.max_cv) and not noisy:
             changes += (f"quieter figures (spread {before.spread:.1%} -> {recording.spread:.1%})",)
+        if before.short and not recording.short:
+            # Kept short figures would decide now (nothing keeps the model, or drift gates).
+            changes += ("figures measured until settled, replacing a short recording: they now decide",)
         comparison = _judge(before, current, policy)
         kept = comparison.verdict in (Verdict.OK, Verdict.INCONCLUSIVE)
         if not changes and kept:

@@ -17,7 +17,14 @@ from pytest_ortperf.gate.model_builds import ModelBuilds
 from pytest_ortperf.gate.references import ABReference, RecordedReference, ReferenceChoice
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.session_factory import SessionFactory
-from pytest_ortperf.ort.git_models import AUTO, GitRevision, RevisionFile, is_shallow, recorded_file
+from pytest_ortperf.ort.git_models import (
+    AUTO,
+    GitRevision,
+    RevisionFile,
+    git_keeps,
+    is_shallow,
+    recorded_file,
+)
 from pytest_ortperf.ort.inputs import Feeds, InputOptions
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
@@ -59,6 +66,7 @@ class ReferenceBuilder:
         self._revision_references: dict[tuple[str, Path, str], ABReference] = {}
         self._recorded_models: dict[tuple[str, str], ABReference | None] = {}
         self._cached: set[str] = set()  # sha256 of the models this run put into the model cache
+        self._kept_in: dict[tuple[str, str], str] = {}  # (sha256, path): where a later run finds it
 
     def git_revision(self, rev: str, *, source: str = "--ortperf-ab") -> GitRevision:
         """The revision, checked once per run (usage error: no git, not a repository, unknown revision);
@@ -170,6 +178,19 @@ class ReferenceBuilder:
                 self._model_cache.put(model.sha256, data)
         except (OSError, ValueError):
             return  # the file changed or vanished since it was hashed: nothing trustworthy to keep
+
+    def kept_in(self, model: ModelSource) -> str:
+        """Where a later run finds ``model`` to rebuild it as a recorded reference: "git", "the model
+        cache" (``--ortperf-model-cache``), or "" when nothing here keeps it. Asked once per model."""
+        key = (model.sha256, str(model.path))
+        if key not in self._kept_in:
+            where = ""
+            if git_keeps(self._config.rootdir, model.path, model.git_blob):
+                where = "git"
+            elif self._model_cache is not None and not model.has_external_data:
+                where = "the model cache"
+            self._kept_in[key] = where
+        return self._kept_in[key]
 
     def _reference_at(self, revision: GitRevision, model: ModelSource, path: Path) -> ABReference:
         """``model``'s file at ``revision`` as an A/B reference, or why there is none."""

@@ -85,12 +85,17 @@ class Sessions(Protocol):
 
 class References(Protocol):
     """What a check compares with and keeps for later: a baseline's recorded reference rebuilt from
-    its plan, the model measured now kept in the model cache, the fp32 model a precision build was
-    made from, and a model-zoo data set's inputs and expected outputs."""
+    its plan, the model measured now kept in the model cache (and where a later run will find it),
+    the fp32 model a precision build was made from, and a model-zoo data set's inputs and expected
+    outputs."""
 
     def rebuild(self, built: BuiltSession, plan: Plan) -> tuple[RecordedReference | None, str]: ...
 
     def keep_model(self, model: ModelSource) -> None: ...
+
+    def kept_in(self, model: ModelSource) -> str:
+        """Where a later run finds ``model`` to rebuild it ("git", "the model cache"), "" if nowhere."""
+        ...
 
     def made_from(self, model: ModelSource) -> tuple[ModelSource, Calibration | None] | None: ...
 

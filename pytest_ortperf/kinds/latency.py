@@ -38,6 +38,7 @@ from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.activity import BUILDING, EXPLAINING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import INSTANCES, alternating
+from pytest_ortperf.latency.recording import short_reason
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
@@ -145,6 +146,10 @@ class LatencyCheck:
                 return measure(run, settings, canary=canary, activity=activity)
 
         watchdog = context.sessions.watchdog
+        short = ""
+        if plan.route is Route.RECORD:  # short, unless these figures will decide
+            kept_in = context.references.kept_in(context.built.model)
+            short = short_reason(kept_in, drift_gates=target.policy.drift_threshold is not None)
         result = check_latency(
             lambda: watchdog.run(session, None, inputs),
             measure_fn=measured,
@@ -157,6 +162,7 @@ class LatencyCheck:
             environment=target.environment,
             today=datetime.date.today().isoformat(),
             activity=activity,
+            short=short,
         )
         self._traced_runs(inputs)
         result = self._publish(result)

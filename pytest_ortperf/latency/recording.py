@@ -14,6 +14,13 @@ The target and the cap were measured on a 2-core machine shared with other test 
 (``benchmarks/recording.py``, ``benchmarks/results/recording.md``); see :data:`SETTLE_TARGET` and
 :data:`CAP_BUDGETS`.
 
+Most recorded figures never decide, though: a later run rebuilds the recorded reference (the model
+from git or the model cache) and measures both side by side, and the figures are information (the
+drift an unchanged check shows). Those are recorded short (:func:`short_reason`,
+:func:`record_short`): one measurement of :data:`SHORT_SHARE` of the budget, with its spread. Only
+figures that will decide are measured until settled: a model that nothing keeps (stored figures
+then decide), or an unchanged check gated on drift (``--ortperf-drift-threshold``).
+
 Plain logic, no pytest: the caller passes one measurement at the check's settings as
 ``measure_once`` and, for tests, a clock.
 """
@@ -24,8 +31,9 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import LatencyStats, merged
 
 FASTEST_FRACTION = 0.25
@@ -44,6 +52,11 @@ SETTLE_TARGET = 0.03
 # measurements of about 5 s. At 3% it settled 23 and 22 of 24 recordings (20 s: 23 and 23; 12 s:
 # 23 and 20). In budgets, so that the short budgets of quick runs stay quick.
 CAP_BUDGETS = 4.0
+
+# A short recording's share of the measurement budget (1 s at the default 4 s): its figures inform
+# (a later run measures the rebuilt reference side by side), so they need rounds enough for a
+# median and a spread, not a settled low quantile.
+SHORT_SHARE = 0.25
 
 
 # What --ortperf-max-cv defaults to: the spread beyond which recorded figures are noisy.
@@ -162,6 +175,48 @@ class Recording:
     measurements: int
     seconds: float
     width: float
+    short: str = ""  # a short recording: why its figures need not settle (:func:`short_reason`)
+
+
+def short_reason(kept_in: str, *, drift_gates: bool) -> str:
+    """Why a recording may be short, or "" when its figures will decide and must settle.
+
+    ``kept_in``: where a later run finds the recorded model to rebuild it as the reference of a
+    side-by-side check ("git", "the model cache"), "" when nothing keeps it (stored figures decide
+    then). ``drift_gates``: an unchanged check fails on its drift from these figures
+    (``--ortperf-drift-threshold``)."""
+    if drift_gates or not kept_in:
+        return ""
+    return f"the reference is rebuilt from {kept_in}; these figures only inform"
+
+
+def short_settings(settings: MeasureSettings) -> MeasureSettings:
+    """The measurement of a short recording: :data:`SHORT_SHARE` of the budget, the rounds and
+    warm-up of the check's settings."""
+    return replace(settings, budget_s=settings.budget_s * SHORT_SHARE)
+
+
+def record_short(
+    measure_once: Callable[[], LatencyStats],
+    *,
+    why: str,
+    confidence: float = SETTLE_CONFIDENCE,
+    clock: Callable[[], float] = time.monotonic,
+) -> Recording:
+    """One measurement (``measure_once``, at :func:`short_settings`), stored with its spread and
+    width and ``why`` it was enough; ``settled`` says whether it met :data:`SETTLE_TARGET` anyway."""
+    started = clock()
+    stats = measure_once()
+    width = settle_width(stats, confidence)
+    return Recording(
+        stats=stats,
+        spread=decision_cv(stats),
+        settled=width <= SETTLE_TARGET,
+        measurements=1,
+        seconds=clock() - started,
+        width=width,
+        short=why,
+    )
 
 
 def record_until_settled(

@@ -228,6 +228,23 @@ def recorded_file(
     )
 
 
+def git_keeps(cwd: Path, path: Path | None, blob: str) -> bool:
+    """Whether a later run can read a model back from the repository around ``cwd``: git holds the
+    object ``blob`` (committed or staged), or tracks ``path`` (a model in Git LFS, whose object is
+    its pointer; a changed model, to be committed with its baselines)."""
+    if shutil.which("git") is None:
+        return False
+    try:
+        if blob and _run(["cat-file", "-e", blob], cwd).returncode == 0:
+            return True
+        if path is None:
+            return False
+        tracked = _run(["ls-files", "--error-unmatch", "--", path.name], path.parent)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return tracked.returncode == 0
+
+
 def is_shallow(cwd: Path) -> bool:
     """Whether the repository around ``cwd`` is a shallow clone (its history cut short: CI checkouts
     fetch one commit by default), where a recorded model's commit may simply not have been fetched."""

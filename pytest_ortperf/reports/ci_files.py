@@ -53,7 +53,12 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "path": result.path,
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
         **(
-            {"recorded_spread": result.recorded_spread, "noisy": result.noisy, "noise": result.noise}
+            {
+                "recorded_spread": result.recorded_spread,
+                "noisy": result.noisy,
+                "noise": result.noise,
+                "short_recording": result.short,
+            }
             if result.recorded_spread is not None
             else {}
         ),

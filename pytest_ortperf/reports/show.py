@@ -38,6 +38,7 @@ def _figures_row(machine: str, figures: Figures, max_cv: float) -> Row:
         "rounds": _rounds(latency),
         "spread": figures.spread,
         "settled": figures.settled,
+        "short": figures.short,  # why a short recording was enough; "" when measured until settled
         # The update summary's rule (latency.recording.noise), so both call the same figures noisy.
         "noise": noise(figures.spread, max_cv=max_cv) if latency else "",
         "recorded": figures.recorded,
@@ -124,7 +125,9 @@ def show_baselines(
                     *(f"{part} {f[part + '_text'] or '-'}" for part in parts),
                     " ".join(
                         ([f"noisy ({f['noise']})"] if f["noise"] else [])
-                        + ([] if f["settled"] else ["not settled"])
+                        # A short recording never tried to settle: it says why it was enough instead.
+                        + ([f"short recording ({f['short']})"] if f["short"] else [])
+                        + ([] if f["settled"] or f["short"] else ["not settled"])
                     ),
                 )
                 for f in figure_rows

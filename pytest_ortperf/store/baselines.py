@@ -101,7 +101,9 @@ class Figures:
     ``spread`` says how much the compared round medians varied when recorded (a fraction,
     e.g. 0.12), so a comparison with noisy figures can widen by it; ``settled`` is False
     when the recording hit its cap before the figures settled ("not settled"; "noisy" is a spread
-    above --ortperf-max-cv, latency.recording.noise).
+    above --ortperf-max-cv, latency.recording.noise); ``short`` says why a short recording was
+    enough (its reference is rebuilt, so its figures only inform: latency.recording.short_reason),
+    "" for figures measured until settled.
     """
 
     recorded: str
@@ -110,6 +112,7 @@ class Figures:
     measured_on: Mapping[str, Any] = field(default_factory=dict)
     spread: float | None = None
     settled: bool = True
+    short: str = ""
     memory: MemoryFigures | None = None
     startup: StartupFigures | None = None
     graph: GraphFigures | None = None
@@ -124,6 +127,8 @@ class Figures:
             data["spread"] = self.spread
         if not self.settled:
             data["settled"] = False
+        if self.short:
+            data["short"] = self.short
         return data
 
     @classmethod
@@ -146,6 +151,9 @@ class Figures:
         settled = data.get("settled", True)
         if not isinstance(settled, bool):
             raise TypeError(f"settled must be true or false, got {settled!r}")
+        short = data.get("short", "")
+        if not isinstance(short, str):
+            raise TypeError(f"short must be a string (why a short recording was enough), got {short!r}")
         figures = cls(
             recorded=data["recorded"],
             latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
@@ -153,6 +161,7 @@ class Figures:
             measured_on=dict(measured_on),
             spread=None if spread is None else float(spread),
             settled=settled,
+            short=short,
             memory=MemoryFigures.from_dict(data["memory"]) if "memory" in data else None,
             startup=StartupFigures.from_dict(data["startup"]) if "startup" in data else None,
             graph=GraphFigures.from_dict(data["graph"]) if "graph" in data else None,

@@ -722,3 +722,36 @@ def test_a_call_reads_its_baseline_entry_once_for_latency_and_accuracy(
     monkeypatch.setattr(BaselineStore, "lookup", counted)
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
     assert reads == ["test_latency[cpu-all]"]
+
+
+@pytest.mark.usefixtures("isolated_git")
+def test_an_update_records_short_where_the_reference_is_rebuilt_and_in_full_where_figures_decide(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
+    """A model git keeps is rebuilt as the reference when it changes: its figures only inform, and are
+    recorded short (a quarter of the budget, one measurement). Gated on drift, the same figures decide,
+    and the next update measures them until they settle, replacing the short ones."""
+    recorded = pytester.runpytest("--ortperf-update", "--ortperf-report=loose.json", *QUICK)
+    recorded.assert_outcomes(passed=1)
+    (loose,) = json.loads(latency_suite.read_text())["entries"].values()
+    assert "short" not in next(iter(loose["figures"].values())), "a model nothing keeps: its stored figures will decide"
+    report = json.loads((pytester.path / "loose.json").read_text())
+    assert [r["short_recording"] for r in report["checks"] if r["kind"] == "latency"] == [""]
+    latency_suite.unlink()
+
+    commit_model(pytester, **LATENCY_MODEL)
+    recorded = pytester.runpytest("--ortperf-update", "--ortperf-report=kept.json", *QUICK)
+    recorded.assert_outcomes(passed=1)
+    (kept,) = json.loads(latency_suite.read_text())["entries"].values()
+    why = "the reference is rebuilt from git; these figures only inform"
+    assert next(iter(kept["figures"].values()))["short"] == why
+    report = json.loads((pytester.path / "kept.json").read_text())
+    assert [r["short_recording"] for r in report["checks"] if r["kind"] == "latency"] == [why]
+    shown = pytester.run(Path(sys.executable).parent / "ortperf", "show")
+    shown.stdout.fnmatch_lines([f"    *{HERE}  median *  short recording ({why})"])
+
+    gated = pytester.runpytest("--ortperf-update", "--ortperf-drift-threshold=50%", *QUICK)
+    gated.assert_outcomes(passed=1)
+    gated.stdout.fnmatch_lines(["ortperf update: 1 updated, 0 new, 0 unchanged, 0 unused"])
+    (settled,) = json.loads(latency_suite.read_text())["entries"].values()
+    assert "short" not in next(iter(settled["figures"].values()))

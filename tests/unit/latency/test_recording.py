@@ -243,3 +243,44 @@ def test_record_until_settled_reads_the_real_clock_by_default() -> None:
     recording = record_until_settled(measure_once, cap_s=20.0)
     assert recording.measurements == len(made) == 1
     assert 0.0 <= recording.seconds < 5.0
+
+
+# short recordings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kept_in", "drift_gates", "short"),
+    [
+        ("git", False, True),
+        ("the model cache", False, True),
+        ("", False, False),  # nothing keeps the model: its stored figures will decide
+        ("git", True, False),  # an unchanged check fails on its drift from these figures
+    ],
+)
+def test_a_recording_is_short_only_where_its_figures_never_decide(kept_in: str, drift_gates: bool, short: bool) -> None:
+    from pytest_ortperf.latency.recording import short_reason
+
+    why = short_reason(kept_in, drift_gates=drift_gates)
+    assert bool(why) is short
+    if short:
+        assert f"rebuilt from {kept_in}" in why
+
+
+def test_a_short_recording_is_one_measurement_of_a_quarter_of_the_budget() -> None:
+    from pytest_ortperf.latency.measure import MeasureSettings
+    from pytest_ortperf.latency.recording import record_short, short_settings
+
+    settings = MeasureSettings(budget_s=4.0, rounds=40)
+    short = short_settings(settings)
+    assert (short.budget_s, short.rounds, short.warmup_runs) == (1.0, 40, settings.warmup_runs)
+    # Torn rounds never settle: a settling recording would measure again, a short one never does.
+    fake = FakeMeasurements([torn(1), torn(2), torn(3)])
+    recording = record_short(fake.measure_once, why="the reference is rebuilt from git", clock=fake.clock)
+    assert (fake.taken, recording.measurements, recording.seconds) == (1, 1, 5.0)
+    assert recording.short == "the reference is rebuilt from git"
+    assert recording.settled is False
+    assert recording.width > 0.03
+    assert recording.spread == decision_cv(torn(1))
+    # A quiet machine's short recording may meet the target all the same, and says so.
+    fake = FakeMeasurements([quiet(1)])
+    assert record_short(fake.measure_once, why="x", clock=fake.clock).settled is True

@@ -443,3 +443,32 @@ def test_no_object_no_repository_or_a_malformed_id_gives_nothing(repo: Path, tmp
     assert read_blob(outside, blob) is None
     assert read_blob(repo, "HEAD") is None  # only object ids, never revisions or options
     assert read_blob(repo, "--help") is None
+
+
+def test_git_keeps_a_committed_staged_or_tracked_model_and_nothing_else(tmp_path: Path) -> None:
+    """What makes an update record short: git can give the model back later."""
+    from pytest_ortperf.ort.git_models import git_keeps
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["config", "user.name", "T"], ["config", "user.email", "t@e"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    committed, staged, changed, loose = (repo / f"{name}.onnx" for name in ("committed", "staged", "changed", "loose"))
+    for path in (committed, staged, changed, loose):
+        path.write_bytes(path.name.encode())
+    subprocess.run(["git", "add", "committed.onnx", "changed.onnx"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "m"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "staged.onnx"], cwd=repo, check=True)
+    changed.write_bytes(b"other bytes, to be committed with their baselines")
+    blob = lambda path: git_blob_id(path.read_bytes())  # noqa: E731
+    assert git_keeps(repo, committed, blob(committed))
+    assert git_keeps(repo, staged, blob(staged))
+    assert git_keeps(repo, changed, blob(changed))  # tracked: its new bytes come with the commit
+    assert git_keeps(repo, None, blob(committed))  # a model made from it: its source's object
+    assert not git_keeps(repo, loose, blob(loose))  # untracked: nothing keeps it
+    assert not git_keeps(repo, None, "0" * 40)
+    outside = tmp_path / "outside.onnx"
+    outside.write_bytes(b"x")
+    assert not git_keeps(tmp_path, outside, blob(outside))  # no repository at all

@@ -92,6 +92,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "rounds": "3",
                     "spread": None,
                     "settled": True,
+                    "short": "",
                     "noise": "",
                     "recorded": "2025-02-01",
                     **NO_FOOTPRINT,
@@ -113,6 +114,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "rounds": "3",
                     "spread": 0.031,
                     "settled": True,
+                    "short": "",
                     "noise": "",
                     "recorded": "2025-01-02",
                     **NO_FOOTPRINT,
@@ -124,6 +126,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "rounds": "3 + canary",
                     "spread": 0.2,
                     "settled": False,
+                    "short": "",
                     "noise": "spread 20.0% > max-cv 10%",
                     "recorded": "2025-01-03",
                     **NO_FOOTPRINT,
@@ -339,6 +342,18 @@ def test_memory_and_start_up_figures_get_columns_only_where_an_entry_holds_them(
     (row,) = baseline_rows(tmp_path)[0]
     assert row["figures"][0]["memory"] == memory.as_dict()
     assert row["figures"][1]["startup"] is None
+
+
+def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled(tmp_path: Path) -> None:
+    store = BaselineStore(tmp_path)
+    short = dataclasses.replace(figures(3.0, 3.5, spread=0.04, settled=False), short="the reference is rebuilt from git")
+    store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
+    store.write()
+    (row,), _ = baseline_rows(tmp_path)
+    assert row["figures"][0]["short"] == "the reference is rebuilt from git"
+    table, _ = show_baselines(tmp_path, as_json=False)
+    assert table[1].rstrip().endswith("short recording (the reference is rebuilt from git)")
+    assert "not settled" not in table[1]
 
 
 @pytest.mark.parametrize(

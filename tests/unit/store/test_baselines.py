@@ -183,6 +183,10 @@ def test_figures_leave_out_what_they_do_not_hold() -> None:
     noisy = Figures(recorded="2025-01-02", latency=make_stats(), spread=0.2, settled=False).as_dict()
     assert (noisy["spread"], noisy["settled"]) == (0.2, False)
     assert "profile" not in noisy
+    assert "short" not in noisy
+    short = Figures(recorded="2025-01-02", latency=make_stats(), short="the reference is rebuilt from git")
+    assert Figures.from_dict(short.as_dict()) == short
+    assert short.as_dict()["short"] == "the reference is rebuilt from git"
 
 
 def test_render_rounds_floats_to_6_significant_digits() -> None:
@@ -350,6 +354,7 @@ def _figures_without(key: str) -> dict[str, Any]:
         pytest.param(_figures(spread="3%"), "spread must be a finite number >= 0, got '3%'", id="spread-text"),
         pytest.param(_figures(spread=True), "spread must be a finite number >= 0, got True", id="spread-bool"),
         pytest.param(_figures(settled="no"), "settled must be true or false, got 'no'", id="settled-text"),
+        pytest.param(_figures(short=True), "short must be a string (why a short recording was enough)", id="short-bool"),
         pytest.param(_figures(profile={"runs": 1}), "'ops'", id="profile-damaged"),
         pytest.param("fast", "figures must be an object, got str", id="figures-str"),
         pytest.param(_latency_without("cv"), "'cv'", id="latency-missing-cv"),
