@@ -28,6 +28,10 @@ Method:
    as baseline, the second's first measurement as today's (its second as the confirmation of a
    regression), judged as stored figures are (10% threshold, 99%) plain and widened by the
    baseline's spread; +20%: the same with today's rounds scaled by 1.2.
+5. Short recordings: before each recording, one measurement at ``short_settings`` (a quarter of
+   the budget) on fresh sessions of its own, read as ``record_short`` stores it: the figures an
+   update now records where a later run rebuilds the reference (they decide only when the inputs
+   change). Read like the others in every table.
 
 Run from the repository root (8-10 minutes with the defaults; 11 with --measurements 6)::
 
@@ -100,21 +104,29 @@ class Trace:
     index: int
     started: str
     measurements: tuple[Measured, ...]
+    # A short recording (``latency.recording.record_short``) on fresh sessions of its own, taken
+    # just before; None in traces written before short recordings existed.
+    short: Measured | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "family": self.family,
             "index": self.index,
             "started": self.started,
             "measurements": [{"stats": m.stats.as_dict(), "seconds": m.seconds} for m in self.measurements],
         }
+        if self.short is not None:
+            data["short"] = {"stats": self.short.stats.as_dict(), "seconds": self.short.seconds}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trace:
         measured = tuple(
             Measured(LatencyStats.from_dict(m["stats"]), float(m["seconds"])) for m in data["measurements"]
         )
-        return cls(data["family"], int(data["index"]), data["started"], measured)
+        short = data.get("short")
+        kept = Measured(LatencyStats.from_dict(short["stats"]), float(short["seconds"])) if short else None
+        return cls(data["family"], int(data["index"]), data["started"], measured, kept)
 
 
 # Measuring ------------------------------------------------------------------
@@ -133,6 +145,7 @@ def record_traces(recordings: int, measurements: int, seed: int) -> list[Trace]:
     random.Random(seed).shuffle(plan)
     traces = []
     for number, (name, index) in enumerate(plan, 1):
+        short = short_measurement(families[name])
         pool, built = fresh(families[name], "base")
         try:
             canary = Canary.build(import_onnxruntime(), built.variant, built.settings)
@@ -150,7 +163,7 @@ def record_traces(recordings: int, measurements: int, seed: int) -> list[Trace]:
                 measured.append(Measured(stats, time.monotonic() - t0))
         finally:
             pool.close()
-        trace = Trace(name, index, started, tuple(measured))
+        trace = Trace(name, index, started, tuple(measured), short)
         traces.append(trace)
         first = trace.measurements[0].stats
         log(
@@ -160,6 +173,27 @@ def record_traces(recordings: int, measurements: int, seed: int) -> list[Trace]:
             f"all {len(measured)}: width {settle_width(_merged(trace, len(measured))):.2%}"
         )
     return traces
+
+
+def short_measurement(models: Any) -> Measured:
+    """An update's short recording: one measurement at ``short_settings`` on fresh sessions."""
+    from benchmarks.gate_paths import feeds_of, fresh
+    from pytest_ortperf.latency.canary import Canary
+    from pytest_ortperf.latency.measure import measure
+    from pytest_ortperf.latency.recording import short_settings
+    from pytest_ortperf.ort.runtime import import_onnxruntime
+
+    pool, built = fresh(models, "base")
+    try:
+        canary = Canary.build(import_onnxruntime(), built.variant, built.settings)
+        inputs = feeds_of(models, built)
+        session = built.session
+        t0 = time.monotonic()
+        settings = short_settings(MeasureSettings())
+        stats = measure(lambda: session.run(None, inputs), settings, canary=canary.run)
+        return Measured(stats, time.monotonic() - t0)
+    finally:
+        pool.close()
 
 
 def _merged(trace: Trace, count: int) -> LatencyStats:
@@ -204,6 +238,27 @@ def single(trace: Trace) -> Recording:
     stats = first.stats
     width = settle_width(stats)
     return Recording(stats, decision_cv(stats), width <= SETTLE_TARGET, 1, first.seconds, width)
+
+
+def shortened(trace: Trace) -> Recording:
+    """The short recording an update now takes where its figures only inform."""
+    if trace.short is None:
+        raise ValueError("this trace has no short recording")
+    stats = trace.short.stats
+    width = settle_width(stats)
+    seconds = trace.short.seconds
+    return Recording(stats, decision_cv(stats), width <= SETTLE_TARGET, 1, seconds, width, "short")
+
+
+def readers_of(traces: Sequence[Trace]) -> dict[str, Callable[[Trace], Recording]]:
+    """How a trace can be recorded: the short recording only where every trace took one."""
+    readers: dict[str, Callable[[Trace], Recording]] = {
+        "one measurement": single,
+        "record_until_settled": replay,
+    }
+    if all(t.short is not None for t in traces):
+        readers["short recording"] = shortened
+    return readers
 
 
 def log_sd(values: Sequence[float]) -> float:
@@ -333,10 +388,7 @@ def aa_table(traces: Sequence[Trace]) -> list[str]:
         "A/A: inconclusive | +12%: failed | +12%: inconclusive | +20%: failed | +20%: inconclusive |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    readers: dict[str, Callable[[Trace], Recording]] = {
-        "one measurement": single,
-        "record_until_settled": replay,
-    }
+    readers = readers_of(traces)
     for (label, reader), (how, judge_fn) in itertools.product(
         readers.items(), (("plain", plain), ("widened", widening))
     ):
@@ -394,11 +446,7 @@ def false_verdicts(traces: Sequence[Trace]) -> list[str]:
         "| baseline recorded by | family | baseline # (spread) | today # | plain | widened |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    readers: dict[str, Callable[[Trace], Recording]] = {
-        "one measurement": single,
-        "record_until_settled": replay,
-    }
-    for label, reader in readers.items():
+    for label, reader in readers_of(traces).items():
         recorded = {t: reader(t) for t in traces}
         for a, b in pairs(traces):
             before, after = check(recorded[a], b, 1.0, plain), check(recorded[a], b, 1.0, widening)
@@ -447,6 +495,9 @@ def report(traces: Sequence[Trace], header: list[str]) -> str:
     lines += ["## Recordings per family", ""]
     lines += [
         "One measurement: the first of each recording, as `ortperf update` recorded before. "
+        "Short recording: one measurement of a quarter of the budget on fresh sessions of its own, taken "
+        "just before (`latency.recording.record_short`, what an update records where its figures only "
+        "inform). "
         f"`record_until_settled`: target {SETTLE_TARGET:.0%} at {SETTLE_CONFIDENCE:.0%}, cap "
         f"{CAP_S:g} s ({CAP_BUDGETS:g} budgets). Spread: `decision_cv` (the round medians / canary); "
         "noisy: spread above "
@@ -458,7 +509,7 @@ def report(traces: Sequence[Trace], header: list[str]) -> str:
         "spread: median (range) | noisy | width: median (range) | figure sd | figure max/min |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for label, reader in (("one measurement", single), ("record_until_settled", replay)):
+    for label, reader in readers_of(traces).items():
         lines += family_rows(traces, reader, label)
     lines += ["", "## Targets and caps, replayed on the same measurements", ""]
     lines += alternatives(traces, (0.01, 0.02, 0.03, 0.04, 0.05), (8.0, 12.0, 16.0, 20.0, 30.0))
