@@ -77,6 +77,9 @@ class LatencyResult:
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
+    # How its timed rounds held the timing lock: "exclusive"; "shared" for a look that only informs
+    # (it may overlap other such looks, never a measurement that decides); "" when nothing was timed.
+    lock: str = ""
     operators: OperatorProfiles | None = None  # a failure's operator profiles, when they could be made
     # Why it ended as it did, section by section (title, lines): where the time went at operator
     # level, what changed in the graph; in the message of a failure too.

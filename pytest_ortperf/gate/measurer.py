@@ -34,9 +34,10 @@ class Measurer:
         """A new check's activity: timed by phase, and shown on the progress line when there is one."""
         return Activity(check, listener=self.progress)
 
-    def held(self, activity: Activity | None = None) -> AbstractContextManager[None]:
-        """The run's timing lock, held inside; the wait for it is told to ``activity``."""
-        return self.timing.held(activity)
+    def held(self, activity: Activity | None = None, *, shared: bool = False) -> AbstractContextManager[None]:
+        """The run's timing lock, held inside; the wait for it is told to ``activity``. ``shared``: a
+        measurement that only informs, which may overlap others like it but never one that decides."""
+        return self.timing.held(activity, shared=shared)
 
     def canary(self, built: BuiltSession) -> Callable[[], object] | None:
         """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,

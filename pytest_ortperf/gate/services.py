@@ -112,8 +112,9 @@ class Measuring(Protocol):
 
     def activity(self, check: str) -> Activity: ...
 
-    def held(self, activity: Activity | None = None) -> AbstractContextManager[None]:
-        """The run's timing lock, held inside (timed sections of parallel runs never overlap)."""
+    def held(self, activity: Activity | None = None, *, shared: bool = False) -> AbstractContextManager[None]:
+        """The run's timing lock, held inside (timed sections of parallel runs never overlap);
+        ``shared``: a measurement that only informs, which overlaps only others like it."""
         ...
 
     def canary(self, built: BuiltSession) -> Callable[[], object] | None: ...

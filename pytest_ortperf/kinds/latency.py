@@ -123,7 +123,7 @@ class LatencyCheck:
         if not current.digest or _placed(current) != _placed(recorded):
             return []
         result = same_graph(key, label=reference.label, graph=f"digest {current.digest[:12]}")
-        return [self._publish(result)]
+        return [self._publish(result, lock="")]
 
     def _canary(self) -> Callable[[], object] | None:
         return self._context.measurer.canary(self._context.built) if canary_on(self._context) else None
@@ -140,9 +140,12 @@ class LatencyCheck:
 
         canary = self._canary()
         activity = self._activity
+        # An unchanged check's look only informs, unless its drift gates: it shares the timing lock
+        # with other such looks (xdist workers look side by side), never with a measurement that decides.
+        informs = plan.route is Route.UNCHANGED and target.policy.drift_threshold is None
 
         def measured(run: Callable[[], object], settings: MeasureSettings) -> LatencyStats:
-            with context.measurer.held(activity):
+            with context.measurer.held(activity, shared=informs):
                 return measure(run, settings, canary=canary, activity=activity)
 
         watchdog = context.sessions.watchdog
@@ -165,7 +168,7 @@ class LatencyCheck:
             short=short,
         )
         self._traced_runs(inputs)
-        result = self._publish(result)
+        result = self._publish(result, lock="shared" if informs else "exclusive")
         return result
 
     def _traced_runs(self, inputs: Mapping[str, Array]) -> None:
@@ -227,8 +230,8 @@ class LatencyCheck:
                 key,
             )
         if plan.route is not Route.SAME_JOB or reference.source is None:
-            # Nothing to compare: a short measurement, for the report only.
-            with context.measurer.held(self._activity):
+            # Nothing to compare: a short measurement, for the report only (it shares the lock).
+            with context.measurer.held(self._activity, shared=True):
                 stats = measure(
                     lambda: watchdog.run(built.session, None, inputs),
                     glance(context.policy.measure),
@@ -243,7 +246,7 @@ class LatencyCheck:
                 reason=plan.reason,
             )
             self._traced_runs(inputs)
-            result = self._publish(result)
+            result = self._publish(result, lock="shared")
             return [result]
         with self._activity.phase(BUILDING, "reference"):
             other = context.sessions.session(reference.source, built.variant, built.settings)
@@ -369,12 +372,14 @@ class LatencyCheck:
         result = self._publish(result)
         return result
 
-    def _publish(self, result: LatencyResult) -> LatencyResult:
-        """A latency result, with where its time went, into the run's report, the JUnit properties
-        and pytest-benchmark (``KIND``: read from its record)."""
+    def _publish(self, result: LatencyResult, *, lock: str = "exclusive") -> LatencyResult:
+        """A latency result, with where its time went and how it held the timing lock (``lock``:
+        "exclusive", "shared" for a look that only informs, "" when nothing was timed), into the
+        run's report, the JUnit properties and pytest-benchmark (``KIND``: read from its record)."""
         inputs, source = self._fed
         result = replace(
             result,
+            lock=lock,
             seconds=self._activity.seconds(),
             lock_waits=self._activity.lock_waits(),
             inputs=inputs,

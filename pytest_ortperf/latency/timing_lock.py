@@ -6,6 +6,12 @@ exclusive ``flock`` on a per-user lock file; ``--ortperf-parallel-timing``
 turns this off. Where ``fcntl`` does not exist (Windows) timing is not
 serialized and the summary says so.
 
+A measurement that only informs (an unchanged check's short look) takes the lock
+shared: such looks overlap one another, so xdist workers of an unchanged suite
+look side by side, but never a measurement that decides, which takes it
+exclusively. A turnstile file beside the lock gives a waiting decision priority:
+it holds the turnstile while it waits, and every holder passes the turnstile first.
+
 The holder names itself in the lock file (:mod:`latency.lock_holder`); a check
 that has to wait reads who holds it, a few times a second from a helper thread
 while it blocks, and tells its activity (the progress line) and keeps the waits
@@ -67,35 +73,59 @@ class TimingLock:
         return f"serialized across processes (lock {self.path})"
 
     @contextmanager
-    def held(self, activity: Activity | None = None) -> Iterator[None]:
+    def held(self, activity: Activity | None = None, *, shared: bool = False) -> Iterator[None]:
         """Hold the lock inside; the wait for it is told to ``activity`` as ``waiting``, with who
-        held the lock meanwhile."""
+        held the lock meanwhile.
+
+        ``shared``: a measurement that only informs (an unchanged check's short look) shares the lock
+        with other such measurements, which may overlap, but never with one that decides (held
+        exclusively). A decision waiting for the lock goes first: it holds the turnstile while it
+        waits, and every new holder, shared or not, passes the turnstile first."""
         if self.path is None or fcntl is None:
             yield
             return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        turnstile = os.open(_turnstile(self.path), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             started = time.perf_counter()
+            waits: list[LockWait] = []
+            self._take(turnstile, fcntl.LOCK_EX, activity, waits)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                with activity.phase(WAITING) if activity is not None else nullcontext():
-                    # timed inside the phase, so the waits never add up to more than the phase
-                    waits = self._wait(fd, activity, time.perf_counter())
-                if activity is not None:
-                    activity.waited(waits)
+                if not shared:  # held through the wait for the lock: no new holder goes before
+                    self._take(fd, fcntl.LOCK_EX, activity, waits)
+            finally:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+            if shared:
+                self._take(fd, fcntl.LOCK_SH, activity, waits)
+            if waits and activity is not None:
+                activity.waited(merge_waits(waits))
             self.waited_s += time.perf_counter() - started
-            _write(fd, self.owner.holder_text(pid=os.getpid(), since=time.time()).encode())
+            mine = self.owner.holder_text(pid=os.getpid(), since=time.time()).encode()
+            _write(fd, mine)
             try:
                 yield
             finally:
-                _write(fd, b"")
+                if not shared or _read(fd) == mine:  # a shared holder never clears another's name
+                    _write(fd, b"")
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
+            os.close(turnstile)
             os.close(fd)
 
-    def _wait(self, fd: int, activity: Activity | None, started: float) -> list[LockWait]:
-        """Block until the lock is ours, watching who holds it meanwhile; the waits per holder."""
+    def _take(self, fd: int, operation: int, activity: Activity | None, waits: list[LockWait]) -> None:
+        """``flock(fd, operation)`` at once or, when it would block, after a watched wait (told to
+        ``activity`` as ``waiting``; its waits per holder added to ``waits``)."""
+        assert fcntl is not None
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+        except BlockingIOError:
+            with activity.phase(WAITING) if activity is not None else nullcontext():
+                # timed inside the phase, so the waits never add up to more than the phase
+                waits += self._wait(fd, operation, activity, time.perf_counter())
+
+    def _wait(self, fd: int, operation: int, activity: Activity | None, started: float) -> list[LockWait]:
+        """Block until ``flock(fd, operation)`` is ours, watching who holds the lock meanwhile; the
+        waits per holder."""
         path, run = self.path, self.owner.run
         assert path is not None
         assert fcntl is not None
@@ -107,11 +137,16 @@ class TimingLock:
         )
         thread.start()
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, operation)
         finally:
             stop.set()
             thread.join()
         return watch.finish()
+
+
+def _turnstile(path: Path) -> Path:
+    """The file every holder passes first (``path`` with ``.turnstile`` added)."""
+    return path.with_name(path.name + ".turnstile")
 
 
 class _Watch:
@@ -153,6 +188,14 @@ class _Watch:
     def finish(self) -> list[LockWait]:
         self._waits.append(LockWait(self._clock() - self._since, self._holder))
         return merge_waits(self._waits)
+
+
+def _read(fd: int) -> bytes:
+    """The lock file's content, b"" when it cannot be read."""
+    try:
+        return os.pread(fd, 4096, 0)
+    except OSError:
+        return b""
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -66,6 +66,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         # what was measured: each input's dtype and shape as fed, and where the data came from
         **({"inputs": dict(result.inputs), "inputs_source": result.inputs_source} if result.inputs else {}),
         "seconds": result.seconds.as_dict(),
+        **({"lock": result.lock} if result.lock else {}),
         **({"timing_lock": [wait.as_dict() for wait in result.lock_waits]} if result.lock_waits else {}),
         "reference": (
             {

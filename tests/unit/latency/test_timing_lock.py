@@ -203,3 +203,59 @@ def test_an_empty_reading_after_a_named_holder_is_that_holder_letting_go() -> No
     assert wait.holder is not None
     assert wait.holder.pid == 4321
     assert wait.seconds == 2.0
+
+
+class _Holder(threading.Thread):
+    """Holds ``lock`` (shared or not) from its own file descriptors until told to let go."""
+
+    def __init__(self, path: Path, *, shared: bool) -> None:
+        super().__init__(daemon=True)
+        self.lock, self.shared = TimingLock(path, this_process("run")), shared
+        self.inside, self.release = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        with self.lock.held(shared=self.shared):
+            self.inside.set()
+            self.release.wait(30)
+
+
+def _turnstile_taken(path: Path) -> bool:
+    import fcntl
+
+    fd = os.open(path.with_name(path.name + ".turnstile"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_measurements_that_only_inform_share_the_lock_and_one_that_decides_waits_and_goes_first(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "timing.lock"
+    first, second = _Holder(path, shared=True), _Holder(path, shared=True)
+    first.start()
+    assert first.inside.wait(10)
+    second.start()
+    assert second.inside.wait(10), "two informational looks overlap"
+    deciding = _Holder(path, shared=False)
+    deciding.start()
+    deadline = time.monotonic() + 10
+    while not _turnstile_taken(path) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not deciding.inside.is_set(), "a decision never overlaps a look"
+    late = _Holder(path, shared=True)  # comes while the decision waits: it waits behind it
+    late.start()
+    first.release.set()
+    second.release.set()
+    assert deciding.inside.wait(10)
+    assert not late.inside.wait(0.2), "a decision waiting for the lock goes before a later look"
+    deciding.release.set()
+    assert late.inside.wait(10)
+    late.release.set()
+    for holder in (first, second, deciding, late):
+        holder.join(10)
+    assert path.read_text() == ""  # the last holder to leave cleared its name
