@@ -46,6 +46,10 @@ Method:
 
 3. Counts are pooled per family over campaigns; the stored-figures rule table re-judges the
    same stored measurements at wider thresholds (first and confirmation both regressions).
+4. ``--beside-worker``: every trial runs beside a process doing another xdist worker's untimed work
+   without pause (:data:`BESIDE_WORKER`: sessions built, run for outputs, optimized graphs built), as
+   a side-by-side check now measures while the other worker builds (only timed rounds hold the
+   timing lock).
 
 Run from the repository root, on a machine doing nothing else (about 35 minutes for the first
 three families with the defaults; every family is chosen unless ``--families`` names some)::
@@ -54,6 +58,8 @@ three families with the defaults; every family is chosen unless ``--families`` n
     python -m benchmarks.gate_paths --families int8,recurrent \
         --conditions "unchanged,A/A,re-export,settings,+5%,+10%,+20%" \
         --out benchmarks/results/gate_paths_new_families.md
+    python -m benchmarks.gate_paths --beside-worker --families mlp,conv,small-ops --campaigns 1 \
+        --conditions "A/A,re-export,+5%" --no-work --out benchmarks/results/gate_paths_beside_worker.md
 """
 
 from __future__ import annotations
@@ -65,8 +71,10 @@ import json
 import math
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -155,6 +163,29 @@ class Family:
     batch: int = 1
     plus10: int = 0
 
+
+# Another xdist worker's untimed work, without pause (the worst case: a real worker also waits for the
+# timing lock): build a session, run it for its outputs, build its optimized graph, again and again.
+BESIDE_WORKER = textwrap.dedent(
+    """
+    import os, tempfile
+    import numpy as np
+    import onnxruntime as ort
+    from tests.models import mlp_model
+
+    ort.set_default_logger_severity(3)
+    model = mlp_model(8, 256).SerializeToString()
+    feeds = {"x": np.ones((16, 256), np.float32)}
+    out = os.path.join(tempfile.mkdtemp(prefix="ortperf-beside-"), "optimized.onnx")
+    while True:
+        session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+        for _ in range(3):
+            session.run(None, feeds)
+        options = ort.SessionOptions()
+        options.optimized_model_filepath = out
+        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    """
+)
 
 FAMILIES = (
     Family("mlp", lambda n: mlp_model(n, 1024), 20, 21, 24, batch=16, plus10=22),
@@ -650,6 +681,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-work", action="store_true", help="skip measuring the work the grown variants add"
     )
+    parser.add_argument(
+        "--beside-worker",
+        action="store_true",
+        help="run every trial beside a process doing an xdist worker's untimed work without pause",
+    )
     args = parser.parse_args(argv)
     unknown = set(args.conditions) - {*CONDITIONS, *BEFORE_CONDITIONS}
     if unknown:
@@ -673,6 +709,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     sampler.start()
     machine = detect_machine()
     runtime = runtime_info()
+    beside = (
+        subprocess.Popen([sys.executable, "-c", BESIDE_WORKER], cwd=REPO) if args.beside_worker else None
+    )
+    try:
+        text = _campaigns(
+            args, rng, work_rng, started_at, started, load_start, code, sampler, machine, runtime
+        )
+    finally:
+        if beside is not None:
+            beside.kill()
+            beside.wait()
+    print(text, end="")
+    return 0
+
+
+def _campaigns(
+    args: argparse.Namespace,
+    rng: random.Random,
+    work_rng: random.Random,
+    started_at: str,
+    started: float,
+    load_start: str,
+    code: str,
+    sampler: Sampler,
+    machine: Any,
+    runtime: Any,
+) -> str:
+    """Every campaign, the report rewritten after each; the report's text."""
     trials: list[Trial] = []
     text = ""
     with tempfile.TemporaryDirectory(prefix="ortperf-paths-") as tmp:
@@ -701,6 +765,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{CheckPolicy().ab_threshold:.0%} threshold, two sessions a side, "
                 f"confirmation on fresh sessions; stored: {STORED:.0%}, 4 s, canary); "
                 f"sessions a side: {args.instances}; side-by-side rounds in the budget: {args.ab_rounds}",
+                *(
+                    [
+                        "- beside a process doing an xdist worker's untimed work without pause "
+                        "(`--beside-worker`: builds a session of an 8-layer 256-wide MLP, runs it 3 "
+                        "times, builds its optimized graph, again and again)"
+                    ]
+                    if args.beside_worker
+                    else []
+                ),
                 "",
                 "Method: see the docstring of `benchmarks/gate_paths.py`.",
             ]
@@ -710,8 +783,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.raw is not None:
                 rows = [{k: v for k, v in asdict(t).items() if k != "measured"} for t in trials]
                 args.raw.write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    print(text, end="")
-    return 0
+    return text
 
 
 if __name__ == "__main__":
