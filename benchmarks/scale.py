@@ -81,6 +81,7 @@ class Step:
     gate_line: str
     failed_tests: list[str]
     seconds: dict[str, float] = field(default_factory=dict)  # latency checks' phases, summed
+    drifts: list[float] = field(default_factory=list)  # unchanged latency checks' drift (current / recorded)
 
     @property
     def per_item(self) -> float:
@@ -134,11 +135,23 @@ def run_pytest(where: Path, name: str, extra: Sequence[str]) -> Step:
     gate = next((line for line in lines if line.startswith("gate time:")), "")
     failed = sorted(re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M))
     phases: dict[str, float] = {}
+    drifts: list[float] = []
     if report.exists():
         for check in json.loads(report.read_text()).get("checks", []):
             for phase, value in (check.get("seconds") or {}).items():
                 phases[phase] = phases.get(phase, 0.0) + float(value)
-    return Step(name, wall, items, summary, gate, failed, phases)
+            drift = check.get("drift") or {}
+            if isinstance(drift.get("ratio"), (int, float)):
+                drifts.append(float(drift["ratio"]))
+    return Step(name, wall, items, summary, gate, failed, phases, drifts)
+
+
+def fmt_drifts(drifts: Sequence[float]) -> str:
+    """How far the unchanged checks' shown drift strays from 1: median and largest factor either way."""
+    if not drifts:
+        return "-"
+    factors = sorted(max(d, 1 / d) for d in drifts)
+    return f"{factors[len(factors) // 2]:.2f}x / {factors[-1]:.2f}x"
 
 
 def measure_point(count: int, level: str, repeats: int, log: list[str]) -> list[Step]:
@@ -224,13 +237,18 @@ def report(points: dict[tuple[int, str], list[Step]], started: str, load: str, a
             f"{mean(update) / mean(gate):.1f} | {mean(gate) / mean(par):.2f} |"
         )
     out += ["", "## Each run", ""]
-    out += ["| models | run time | step | wall s | pytest says | latency checks' time |"]
-    out += ["| --- | --- | --- | --- | --- | --- |"]
+    out += [
+        "Drift shown: the unchanged latency checks' drift from their recorded figures (information "
+        "only), as a factor either way: median / largest.",
+        "",
+    ]
+    out += ["| models | run time | step | wall s | pytest says | latency checks' time | drift shown |"]
+    out += ["| --- | --- | --- | --- | --- | --- | --- |"]
     for (count, level), steps in points.items():
         for step in steps:
             out.append(
                 f"| {count} | {level} | {step.name} | {step.wall_s:.1f} | {step.summary} | "
-                f"{fmt_phases(step.seconds)} |"
+                f"{fmt_phases(step.seconds)} | {fmt_drifts(step.drifts)} |"
             )
     return "\n".join(out) + "\n"
 
