@@ -70,7 +70,7 @@ class TimingLock:
     def mode(self) -> str:
         if self.path is None:
             return "parallel (timed sections are not serialized)"
-        return f"serialized across processes (lock {self.path})"
+        return f"serialized across processes (lock {self.path}; looks that only inform share it)"
 
     @contextmanager
     def held(self, activity: Activity | None = None, *, shared: bool = False) -> Iterator[None]:
