@@ -573,7 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         header = [
             "# Recording a baseline: one measurement vs until settled",
             "",
-            f"`benchmarks/recording.py`, 2026-11-25 (run {started:%H:%M} UTC, {took / 60:.1f} min), "
+            f"`benchmarks/recording.py`, {started:%Y-%m-%d} (run {started:%H:%M} UTC, {took / 60:.1f} min), "
             f"{cpu()}; {runtime_info().describe()} on the CPU provider; "
             f"{args.recordings} recordings per family of {args.measurements} measurements each "
             "(4 s, 40 rounds, canary: `MeasureSettings()`), in one shuffled order. Machine shared with other "
