@@ -46,10 +46,11 @@ Method:
 
 3. Counts are pooled per family over campaigns; the stored-figures rule table re-judges the
    same stored measurements at wider thresholds (first and confirmation both regressions).
-4. ``--beside-worker``: every trial runs beside a process doing another xdist worker's untimed work
-   without pause (:data:`BESIDE_WORKER`: sessions built, run for outputs, optimized graphs built), as
-   a side-by-side check now measures while the other worker builds (only timed rounds hold the
-   timing lock).
+4. ``--beside-worker locked|unlocked``: every trial runs beside a process doing another xdist
+   worker's untimed work without pause (:data:`BESIDE_WORKER`: sessions built, run for outputs,
+   optimized graphs built). ``locked``: as the plugin runs it, the untimed work holds the timing lock
+   shared (``TimingLock.untimed``) and the side-by-side check exclusively, so they take turns;
+   ``unlocked``: neither holds a lock, the check measures while the other worker builds.
 
 Run from the repository root, on a machine doing nothing else (about 35 minutes for the first
 three families with the defaults; every family is chosen unless ``--families`` names some)::
@@ -58,13 +59,14 @@ three families with the defaults; every family is chosen unless ``--families`` n
     python -m benchmarks.gate_paths --families int8,recurrent \
         --conditions "unchanged,A/A,re-export,settings,+5%,+10%,+20%" \
         --out benchmarks/results/gate_paths_new_families.md
-    python -m benchmarks.gate_paths --beside-worker --families mlp,conv,small-ops --campaigns 1 \
+    python -m benchmarks.gate_paths --beside-worker locked --families mlp,conv,small-ops --campaigns 1 \
         --conditions "A/A,re-export,+5%" --no-work --out benchmarks/results/gate_paths_beside_worker.md
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -98,6 +100,7 @@ from pytest_ortperf.latency.decision import RatioEstimate, Verdict, decide  # no
 from pytest_ortperf.latency.measure import MeasureSettings, measure  # noqa: E402
 from pytest_ortperf.latency.paired import AB_SETTINGS, INSTANCES, alternating  # noqa: E402
 from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
+from pytest_ortperf.latency.timing_lock import TimingLock  # noqa: E402
 from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver  # noqa: E402
 from pytest_ortperf.ort.probe import ProviderProber  # noqa: E402
@@ -168,22 +171,27 @@ class Family:
 # timing lock): build a session, run it for its outputs, build its optimized graph, again and again.
 BESIDE_WORKER = textwrap.dedent(
     """
-    import os, tempfile
+    import contextlib, os, sys, tempfile
+    from pathlib import Path
     import numpy as np
     import onnxruntime as ort
+    from pytest_ortperf.latency.timing_lock import TimingLock
     from tests.models import mlp_model
 
     ort.set_default_logger_severity(3)
+    lock = TimingLock(Path(sys.argv[1])) if len(sys.argv) > 1 else None
     model = mlp_model(8, 256).SerializeToString()
     feeds = {"x": np.ones((16, 256), np.float32)}
     out = os.path.join(tempfile.mkdtemp(prefix="ortperf-beside-"), "optimized.onnx")
     while True:
-        session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-        for _ in range(3):
-            session.run(None, feeds)
-        options = ort.SessionOptions()
-        options.optimized_model_filepath = out
-        ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        # One item's untimed work, held shared as the plugin holds it (locked), or not (unlocked).
+        with lock.untimed() if lock is not None else contextlib.nullcontext():
+            session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+            for _ in range(3):
+                session.run(None, feeds)
+            options = ort.SessionOptions()
+            options.optimized_model_filepath = out
+            ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     """
 )
 
@@ -299,6 +307,9 @@ def stored_check(
         pool.close()
 
 
+# --beside-worker locked: the timing lock the side-by-side check holds and the other worker's untimed
+# work holds shared (None: no lock, as with --beside-worker unlocked or without a worker beside).
+BESIDE_LOCK: list[Path | None] = [None]
 SESSIONS_A_SIDE = [INSTANCES]  # --instances: to compare other counts with the plugin's
 AB_ROUNDS = [AB_SETTINGS.rounds]  # --ab-rounds: side-by-side rounds in the budget (shorter rounds: more)
 
@@ -321,15 +332,18 @@ def side_by_side(models: Models, name: str, settings: SessionSettings | None, po
             )
 
         # As the latency check's side-by-side route (kinds/latency.py: LatencyCheck): two sessions
-        # a side (latency/paired.py: INSTANCES), a regression confirmed on fresh ones.
-        return check_ab(
-            side(built, *(pool.fresh(built) for _ in range(instances - 1))),
-            side(reference, *(ref_pool.fresh(reference) for _ in range(instances - 1))),
-            key=key(models.family.name),
-            label="the recorded model",
-            policy=policy,
-            fresh_pair=fresh_pair,
-        )
+        # a side (latency/paired.py: INSTANCES), a regression confirmed on fresh ones; the timing
+        # lock held exclusively when a worker beside holds its untimed work under it.
+        lock = BESIDE_LOCK[0]
+        with TimingLock(lock).held() if lock is not None else contextlib.nullcontext():
+            return check_ab(
+                side(built, *(pool.fresh(built) for _ in range(instances - 1))),
+                side(reference, *(ref_pool.fresh(reference) for _ in range(instances - 1))),
+                key=key(models.family.name),
+                label="the recorded model",
+                policy=policy,
+                fresh_pair=fresh_pair,
+            )
     finally:
         pool.close()
         ref_pool.close()
@@ -683,8 +697,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--beside-worker",
-        action="store_true",
-        help="run every trial beside a process doing an xdist worker's untimed work without pause",
+        choices=("locked", "unlocked"),
+        help="run every trial beside a process doing an xdist worker's untimed work without pause, "
+        "holding the timing lock shared as the plugin does (locked) or ignoring it (unlocked)",
     )
     args = parser.parse_args(argv)
     unknown = set(args.conditions) - {*CONDITIONS, *BEFORE_CONDITIONS}
@@ -709,9 +724,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sampler.start()
     machine = detect_machine()
     runtime = runtime_info()
-    beside = (
-        subprocess.Popen([sys.executable, "-c", BESIDE_WORKER], cwd=REPO) if args.beside_worker else None
-    )
+    beside = None
+    if args.beside_worker:
+        lock_dir = Path(tempfile.mkdtemp(prefix="ortperf-beside-lock-"))
+        BESIDE_LOCK[0] = lock_dir / "timing.lock" if args.beside_worker == "locked" else None
+        lock_arg = [str(BESIDE_LOCK[0])] if BESIDE_LOCK[0] is not None else []
+        beside = subprocess.Popen([sys.executable, "-c", BESIDE_WORKER, *lock_arg], cwd=REPO)
     try:
         text = _campaigns(
             args, rng, work_rng, started_at, started, load_start, code, sampler, machine, runtime
@@ -768,8 +786,14 @@ def _campaigns(
                 *(
                     [
                         "- beside a process doing an xdist worker's untimed work without pause "
-                        "(`--beside-worker`: builds a session of an 8-layer 256-wide MLP, runs it 3 "
-                        "times, builds its optimized graph, again and again)"
+                        f"(`--beside-worker {args.beside_worker}`: builds a session of an 8-layer "
+                        "256-wide MLP, runs it 3 times, builds its optimized graph, again and again; "
+                        + (
+                            "each round of it holds the timing lock shared, as the plugin's untimed "
+                            "work does, and each side-by-side check holds it exclusively)"
+                            if args.beside_worker == "locked"
+                            else "no timing lock)"
+                        )
                     ]
                     if args.beside_worker
                     else []

@@ -39,6 +39,11 @@ class Measurer:
         measurement that only informs, which may overlap others like it but never one that decides."""
         return self.timing.held(activity, shared=shared)
 
+    def untimed(self) -> AbstractContextManager[None]:
+        """The timing lock held shared around untimed work, so that it never runs beside another
+        process's decision (``latency/timing_lock.py: TimingLock.untimed``)."""
+        return self.timing.untimed()
+
     def canary(self, built: BuiltSession) -> Callable[[], object] | None:
         """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,
         whose speed a CPU workload does not track."""

@@ -117,6 +117,10 @@ class Measuring(Protocol):
         ``shared``: a measurement that only informs, which overlaps only others like it."""
         ...
 
+    def untimed(self) -> AbstractContextManager[None]:
+        """The timing lock held shared around untimed work (never beside another process's decision)."""
+        ...
+
     def canary(self, built: BuiltSession) -> Callable[[], object] | None: ...
 
     @property

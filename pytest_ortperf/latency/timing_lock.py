@@ -7,10 +7,13 @@ turns this off. Where ``fcntl`` does not exist (Windows) timing is not
 serialized and the summary says so.
 
 A measurement that only informs (an unchanged check's short look) takes the lock
-shared: such looks overlap one another, so xdist workers of an unchanged suite
-look side by side, but never a measurement that decides, which takes it
-exclusively. A turnstile file beside the lock gives a waiting decision priority:
-it holds the turnstile while it waits, and every holder passes the turnstile first.
+shared, and so does the checks' untimed work (building sessions and graphs,
+accuracy runs, profiling: :meth:`TimingLock.untimed`): all of it overlaps, so
+xdist workers of an unchanged suite work side by side, but never beside a
+measurement that decides, which takes the lock exclusively (letting go of its own
+process's untimed hold meanwhile). A turnstile file beside the lock gives a waiting
+decision priority: it holds the turnstile while it waits, and every holder passes
+the turnstile first.
 
 The holder names itself in the lock file (:mod:`latency.lock_holder`); a check
 that has to wait reads who holds it, a few times a second from a helper thread
@@ -65,12 +68,36 @@ class TimingLock:
         self.path = path if fcntl is not None else None
         self.owner = owner if owner is not None else this_process()
         self.waited_s = 0.0
+        self._untimed: int | None = None  # the descriptor of this process's untimed hold, while held
 
     @property
     def mode(self) -> str:
         if self.path is None:
             return "parallel (timed sections are not serialized)"
         return f"serialized across processes (lock {self.path}; looks that only inform share it)"
+
+    @contextmanager
+    def untimed(self) -> Iterator[None]:
+        """Hold the lock shared around untimed work (building sessions and graphs, accuracy runs,
+        profiling, rebuilding references): it overlaps other untimed work and looks, in this run's
+        xdist workers and in other runs, but never a measurement that decides, so a decision is
+        never measured beside another process's building. Inside, :meth:`held` for a decision lets
+        go of it for the measurement and takes it again after. Re-entrant."""
+        if self.path is None or fcntl is None or self._untimed is not None:
+            yield
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self._pass_turnstile(fd, fcntl.LOCK_SH, None, [])
+            mine = self._name(fd)
+            self._untimed = fd
+            try:
+                yield
+            finally:
+                self._untimed = None
+                self._let_go(fd, mine, shared=True)
+        finally:
+            os.close(fd)
 
     @contextmanager
     def held(self, activity: Activity | None = None, *, shared: bool = False) -> Iterator[None]:
@@ -80,37 +107,75 @@ class TimingLock:
         ``shared``: a measurement that only informs (an unchanged check's short look) shares the lock
         with other such measurements, which may overlap, but never with one that decides (held
         exclusively). A decision waiting for the lock goes first: it holds the turnstile while it
-        waits, and every new holder, shared or not, passes the turnstile first."""
-        if self.path is None or fcntl is None:
+        waits, and every new holder, shared or not, passes the turnstile first. Inside
+        :meth:`untimed`, a look needs nothing more, and a decision lets go of the untimed hold while
+        it measures."""
+        untimed = self._untimed
+        if self.path is None or fcntl is None or (shared and untimed is not None):
             yield
             return
+        if untimed is not None:
+            fcntl.flock(untimed, fcntl.LOCK_UN)  # the decision waits for no hold of this process
+        try:
+            with self._hold(activity, shared=shared):
+                yield
+        finally:
+            if untimed is not None:  # untimed again: behind any decision that waits
+                self._pass_turnstile(untimed, fcntl.LOCK_SH, None, [])
+
+    @contextmanager
+    def _hold(self, activity: Activity | None, *, shared: bool) -> Iterator[None]:
+        """The lock held on a descriptor of its own (``shared`` or exclusively), through the turnstile."""
+        assert self.path is not None
+        assert fcntl is not None
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        turnstile = os.open(_turnstile(self.path), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             started = time.perf_counter()
             waits: list[LockWait] = []
-            self._take(turnstile, fcntl.LOCK_EX, activity, waits)
-            try:
-                if not shared:  # held through the wait for the lock: no new holder goes before
-                    self._take(fd, fcntl.LOCK_EX, activity, waits)
-            finally:
-                fcntl.flock(turnstile, fcntl.LOCK_UN)
-            if shared:
-                self._take(fd, fcntl.LOCK_SH, activity, waits)
+            self._pass_turnstile(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, activity, waits)
             if waits and activity is not None:
                 activity.waited(merge_waits(waits))
             self.waited_s += time.perf_counter() - started
-            mine = self.owner.holder_text(pid=os.getpid(), since=time.time()).encode()
-            _write(fd, mine)
+            mine = self._name(fd)
             try:
                 yield
             finally:
-                if not shared or _read(fd) == mine:  # a shared holder never clears another's name
-                    _write(fd, b"")
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                self._let_go(fd, mine, shared=shared)
+        finally:
+            os.close(fd)
+
+    def _pass_turnstile(
+        self, fd: int, operation: int, activity: Activity | None, waits: list[LockWait]
+    ) -> None:
+        """Take the lock on ``fd`` (``operation``) after the turnstile: an exclusive holder keeps the
+        turnstile while it waits, so no new holder goes before it; a shared one only passes it."""
+        assert self.path is not None
+        assert fcntl is not None
+        turnstile = os.open(_turnstile(self.path), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            self._take(turnstile, fcntl.LOCK_EX, activity, waits)
+            try:
+                if operation == fcntl.LOCK_EX:
+                    self._take(fd, operation, activity, waits)
+            finally:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
         finally:
             os.close(turnstile)
-            os.close(fd)
+        if operation != fcntl.LOCK_EX:
+            self._take(fd, operation, activity, waits)
+
+    def _name(self, fd: int) -> bytes:
+        """This process named in the lock file while it holds the lock; what it wrote."""
+        mine = self.owner.holder_text(pid=os.getpid(), since=time.time()).encode()
+        _write(fd, mine)
+        return mine
+
+    def _let_go(self, fd: int, mine: bytes, *, shared: bool) -> None:
+        """Clear this process's name (a shared holder only its own, never another's) and unlock."""
+        assert fcntl is not None
+        if not shared or _read(fd) == mine:
+            _write(fd, b"")
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _take(self, fd: int, operation: int, activity: Activity | None, waits: list[LockWait]) -> None:
         """``flock(fd, operation)`` at once or, when it would block, after a watched wait (told to

@@ -66,25 +66,27 @@ def ort_model(request: pytest.FixtureRequest) -> ModelSource:
 def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_model: Any) -> BuiltSession:
     """The session for ort_model x ort_variant with how it was built: providers, node placement, settings."""
     run = _run(request)
-    origin = f"ort_settings marker of {request.node.nodeid}"
-    markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
-    model = _guarded(
-        lambda: run.models.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture")
-    )
-    settings = _guarded(lambda: settings_for(run.config.settings, markers, origin=origin))
-    if ort_variant.precision is not Precision.FP32:
-        options = _input_options(request, run)
-        sets = (
-            request.getfixturevalue("ort_calibration_data")
-            if ort_variant.precision is Precision.INT8_STATIC
-            else None
-        )
+    # Building (models, precision builds, the session): never beside another process's decision.
+    with run.measurer.untimed():
+        origin = f"ort_settings marker of {request.node.nodeid}"
+        markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
         model = _guarded(
-            lambda: run.models.precision_model(
-                model, ort_variant, settings, options=options, calibration_sets=sets
-            )
+            lambda: run.models.model(ort_model, test_dir=_test_dir(request), origin="ort_model fixture")
         )
-    return _guarded(lambda: run.sessions.session(model, ort_variant, settings))
+        settings = _guarded(lambda: settings_for(run.config.settings, markers, origin=origin))
+        if ort_variant.precision is not Precision.FP32:
+            options = _input_options(request, run)
+            sets = (
+                request.getfixturevalue("ort_calibration_data")
+                if ort_variant.precision is Precision.INT8_STATIC
+                else None
+            )
+            model = _guarded(
+                lambda: run.models.precision_model(
+                    model, ort_variant, settings, options=options, calibration_sets=sets
+                )
+            )
+        return _guarded(lambda: run.sessions.session(model, ort_variant, settings))
 
 
 @pytest.fixture

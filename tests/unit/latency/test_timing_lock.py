@@ -259,3 +259,65 @@ def test_measurements_that_only_inform_share_the_lock_and_one_that_decides_waits
     for holder in (first, second, deciding, late):
         holder.join(10)
     assert path.read_text() == ""  # the last holder to leave cleared its name
+
+
+class _Untimed(threading.Thread):
+    """Untimed work of another process: holds ``lock.untimed()`` until told to let go."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.lock = TimingLock(path, this_process("run"))
+        self.inside, self.release = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        with self.lock.untimed():
+            self.inside.set()
+            self.release.wait(30)
+
+
+def _exclusive_free(path: Path) -> bool:
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def test_untimed_work_overlaps_looks_and_other_untimed_work_but_never_a_decision(tmp_path: Path) -> None:
+    path = tmp_path / "timing.lock"
+    building = _Untimed(path)
+    building.start()
+    assert building.inside.wait(10)
+    look = _Holder(path, shared=True)
+    look.start()
+    assert look.inside.wait(10), "a look overlaps another process's untimed work"
+    other = _Untimed(path)
+    other.start()
+    assert other.inside.wait(10), "untimed work overlaps untimed work"
+    deciding = _Holder(path, shared=False)
+    deciding.start()
+    assert not deciding.inside.wait(0.3), "a decision never measures beside untimed work"
+    for holder in (building, look, other):
+        holder.release.set()
+    assert deciding.inside.wait(10)
+    deciding.release.set()
+    for holder in (building, look, other, deciding):
+        holder.join(10)
+
+
+def test_a_decision_inside_untimed_work_lets_go_of_it_and_takes_it_again(tmp_path: Path) -> None:
+    path = tmp_path / "timing.lock"
+    lock = TimingLock(path, this_process("run"))
+    with lock.untimed():
+        assert not _exclusive_free(path), "untimed work holds the lock (shared)"
+        with lock.untimed(), lock.held(shared=True):  # nothing more to take: no wait, no deadlock
+            assert not _exclusive_free(path)
+        with lock.held():  # its own untimed hold never blocks its own decision
+            assert not _exclusive_free(path)
+        assert not _exclusive_free(path), "untimed again after the decision"
+    assert _exclusive_free(path)
