@@ -47,7 +47,7 @@ class InstanceChecks:
             groups = [[CheckError(key, check.kind, unmade.problem)] for check in checks]
         else:
             # Untimed work holds the timing lock shared: never beside another process's decision.
-            with context.measurer.untimed():
+            with context.measurer.untimed(key.test):
                 groups = self._checked(checks, inputs, key, own_feeds=feeds is None)
         if feeds is None:
             groups = [[self._pointed(outcome) for outcome in group] for group in groups]

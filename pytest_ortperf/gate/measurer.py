@@ -29,20 +29,31 @@ class Measurer:
         self._run_timeout_s = run_timeout_s
         self._canaries: dict[SessionSettings, Canary] = {}
         self._workers: WorkerPool | None = None
+        self._before: Activity | None = None  # the wait for the untimed hold, before a check began
 
     def activity(self, check: str) -> Activity:
-        """A new check's activity: timed by phase, and shown on the progress line when there is one."""
-        return Activity(check, listener=self.progress)
+        """A new check's activity: timed by phase, and shown on the progress line when there is one;
+        it carries the wait of its instance's untimed hold (:meth:`untimed`), once."""
+        activity = Activity(check, listener=self.progress)
+        before, self._before = self._before, None
+        if before is not None and before.check == check:
+            activity.carry(before)
+        return activity
 
     def held(self, activity: Activity | None = None, *, shared: bool = False) -> AbstractContextManager[None]:
         """The run's timing lock, held inside; the wait for it is told to ``activity``. ``shared``: a
         measurement that only informs, which may overlap others like it but never one that decides."""
         return self.timing.held(activity, shared=shared)
 
-    def untimed(self) -> AbstractContextManager[None]:
+    def untimed(self, check: str = "") -> AbstractContextManager[None]:
         """The timing lock held shared around untimed work, so that it never runs beside another
-        process's decision (``latency/timing_lock.py: TimingLock.untimed``)."""
-        return self.timing.untimed()
+        process's decision (``latency/timing_lock.py: TimingLock.untimed``). A wait for it is shown
+        on the progress line as ``check``'s and charged to the first activity of ``check``."""
+        activity = Activity(check, listener=self.progress)
+        if self._before is not None and self._before.check == check:  # the fixture's, then the checks'
+            activity.carry(self._before)
+        self._before = activity
+        return self.timing.untimed(activity)
 
     def canary(self, built: BuiltSession) -> Callable[[], object] | None:
         """The machine-speed canary for a CPU variant (same thread settings); None for accelerators,

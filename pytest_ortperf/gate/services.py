@@ -117,8 +117,9 @@ class Measuring(Protocol):
         ``shared``: a measurement that only informs, which overlaps only others like it."""
         ...
 
-    def untimed(self) -> AbstractContextManager[None]:
-        """The timing lock held shared around untimed work (never beside another process's decision)."""
+    def untimed(self, check: str = "") -> AbstractContextManager[None]:
+        """The timing lock held shared around untimed work (never beside another process's decision);
+        a wait for it is charged to ``check``'s first activity."""
         ...
 
     def canary(self, built: BuiltSession) -> Callable[[], object] | None: ...

@@ -138,6 +138,14 @@ class Activity:
         """One wait for the timing lock is over: how long, per holder."""
         self._lock_waits += waits
 
+    def carry(self, earlier: Activity) -> None:
+        """Charge to this check what ``earlier`` spent before it began (the wait for the timing lock
+        before its instance's checks could start) and the waits it kept."""
+        for name, seconds in earlier.seconds().as_dict().items():
+            if seconds:
+                self._spent[name] = self._spent.get(name, 0.0) + seconds
+        self._lock_waits += earlier._lock_waits
+
     def lock_waits(self) -> tuple[LockWait, ...]:
         """This check's waits for the timing lock, per holder, longest first."""
         return tuple(merge_waits(self._lock_waits))

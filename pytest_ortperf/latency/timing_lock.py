@@ -69,6 +69,7 @@ class TimingLock:
         self.owner = owner if owner is not None else this_process()
         self.waited_s = 0.0
         self._untimed: int | None = None  # the descriptor of this process's untimed hold, while held
+        self._untimed_name = b""  # what that hold wrote into the lock file
 
     @property
     def mode(self) -> str:
@@ -77,25 +78,30 @@ class TimingLock:
         return f"serialized across processes (lock {self.path}; looks that only inform share it)"
 
     @contextmanager
-    def untimed(self) -> Iterator[None]:
+    def untimed(self, activity: Activity | None = None) -> Iterator[None]:
         """Hold the lock shared around untimed work (building sessions and graphs, accuracy runs,
         profiling, rebuilding references): it overlaps other untimed work and looks, in this run's
         xdist workers and in other runs, but never a measurement that decides, so a decision is
         never measured beside another process's building. Inside, :meth:`held` for a decision lets
-        go of it for the measurement and takes it again after. Re-entrant."""
+        go of it for the measurement and takes it again after. Re-entrant. A wait for it is told to
+        ``activity`` as ``waiting``."""
         if self.path is None or fcntl is None or self._untimed is not None:
             yield
             return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            self._pass_turnstile(fd, fcntl.LOCK_SH, None, [])
-            mine = self._name(fd)
-            self._untimed = fd
+            started = time.perf_counter()
+            waits: list[LockWait] = []
+            self._pass_turnstile(fd, fcntl.LOCK_SH, activity, waits)
+            if waits and activity is not None:
+                activity.waited(merge_waits(waits))
+            self.waited_s += time.perf_counter() - started
+            self._untimed, self._untimed_name = fd, self._name(fd)
             try:
                 yield
             finally:
                 self._untimed = None
-                self._let_go(fd, mine, shared=True)
+                self._let_go(fd, self._untimed_name, shared=True)
         finally:
             os.close(fd)
 
@@ -114,14 +120,18 @@ class TimingLock:
         if self.path is None or fcntl is None or (shared and untimed is not None):
             yield
             return
-        if untimed is not None:
-            fcntl.flock(untimed, fcntl.LOCK_UN)  # the decision waits for no hold of this process
+        if untimed is not None:  # the decision waits for no hold of this process
+            self._let_go(untimed, self._untimed_name, shared=True)
         try:
             with self._hold(activity, shared=shared):
                 yield
         finally:
             if untimed is not None:  # untimed again: behind any decision that waits
-                self._pass_turnstile(untimed, fcntl.LOCK_SH, None, [])
+                waits: list[LockWait] = []
+                self._pass_turnstile(untimed, fcntl.LOCK_SH, activity, waits)
+                self._untimed_name = self._name(untimed)
+                if waits and activity is not None:
+                    activity.waited(merge_waits(waits))
 
     @contextmanager
     def _hold(self, activity: Activity | None, *, shared: bool) -> Iterator[None]:

@@ -67,7 +67,7 @@ def ort_session_info(request: pytest.FixtureRequest, ort_variant: Variant, ort_m
     """The session for ort_model x ort_variant with how it was built: providers, node placement, settings."""
     run = _run(request)
     # Building (models, precision builds, the session): never beside another process's decision.
-    with run.measurer.untimed():
+    with run.measurer.untimed(request.node.name):
         origin = f"ort_settings marker of {request.node.nodeid}"
         markers = [(m.args, m.kwargs) for m in reversed(list(request.node.iter_markers("ort_settings")))]
         model = _guarded(

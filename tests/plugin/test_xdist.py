@@ -132,10 +132,13 @@ def test_a_worker_waiting_for_another_of_its_run_names_it(pytester: pytest.Pytes
         "-n", "2", "--ortperf-missing=pass", "--ortperf-budget=1.5", "--ortperf-max-cv=1000%", "--ortperf-report=report.json"
     )
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines([f"timing: serialized across processes (lock {pytester.path}*", "waiting * s for the timing lock, held by this run's xdist worker gw?"])
+    # One worker's decision waits for the other's; the other's untimed work after its own decision
+    # may wait in turn (untimed work never runs beside a decision): either is named.
+    result.stdout.fnmatch_lines([f"timing: serialized across processes (lock {pytester.path}*", "waiting * s for the timing lock, held by this run's xdist worker*gw?"])
     waits = [w for c in json.loads((pytester.path / "report.json").read_text())["checks"] for w in c.get("timing_lock", [])]
     holders = {(w["holder"]["worker"], w["holder"]["this_run"]) for w in waits if w["seconds"] > 1}
-    assert holders in ({("gw0", True)}, {("gw1", True)})
+    assert holders
+    assert holders <= {("gw0", True), ("gw1", True)}
     assert all(w["holder"]["command"].startswith("python -m pytest ") for w in waits if w["holder"])
 
 
