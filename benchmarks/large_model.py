@@ -38,6 +38,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -107,6 +108,7 @@ class Process:
     summary: str
     checks: list[Check] = field(default_factory=list)
     items_s: dict[str, float] = field(default_factory=dict)  # item name -> JUnit time
+    failed: list[str] = field(default_factory=list)  # the items that failed, by name
 
 
 def git(where: Path, *argv: str) -> None:
@@ -149,6 +151,9 @@ def run_pytest(where: Path, case: str, trial: int, extra: Sequence[str]) -> Proc
         raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
     summary = lines[-1].strip("= ") if lines else ""
     process = Process(case, trial, wall, summary, items_s=junit_times(junit))
+    process.failed = sorted(
+        name.split("::")[-1] for name in re.findall(r"^FAILED (\S+)", done.stdout, flags=re.M)
+    )
     if report.exists():
         for record in json.loads(report.read_text()).get("checks", []):
             if record.get("kind") != "latency":
@@ -293,7 +298,8 @@ def report(
     for process in [update, *processes]:
         for check in process.checks:
             out.append(
-                f"| {process.trial or '-'} | {process.case} | {process.wall_s:.1f} | {process.summary} | "
+                f"| {process.trial or '-'} | {process.case} | {process.wall_s:.1f} | {process.summary}"
+                f"{' (' + ', '.join(process.failed) + ')' if process.failed else ''} | "
                 f"{check.level} | {check.verdict} | {check.item_s:.1f} | {fmt_seconds(check.seconds)} | "
                 f"{check.rounds}/{check.runs} | {check.change or '-'} | {check.decided_by} |"
             )
