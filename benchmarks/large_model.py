@@ -246,7 +246,7 @@ def report(
 ) -> str:
     cpu = cpu_fields()
     out = [
-        "# A large model: light ResNet-50 at `disabled` and `all`",
+        "# A large model: ResNet-50-shaped, at `disabled` and `all`",
         "",
         f"Run {started}, {cpu.get('model name', 'unknown CPU')}, {os.cpu_count()} cores; load average at "
         f"the start {load_start}, at the end {load_end}; {sampled}. Other engineers' test runs may have "
