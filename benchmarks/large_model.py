@@ -186,8 +186,10 @@ def run_pytest(where: Path, case: str, trial: int, extra: Sequence[str]) -> Proc
 
 
 def campaign(
-    trials: int, seed: int, log: Callable[[str], None]
+    trials: int, seed: int, log: Callable[[str], None], *, stored: bool = False
 ) -> tuple[Process, list[Process], dict[str, str]]:
+    """The update, then every case's processes. ``stored``: the model is never committed, so no
+    recorded model can be rebuilt and every changed model is judged by this hardware's stored figures."""
     sizes: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="ortperf-large-") as tmp:
         where = Path(tmp)
@@ -196,11 +198,11 @@ def campaign(
         onnx.save(base_model(), where / MODEL)
         sizes["model"] = f"{(where / MODEL).stat().st_size / 1e6:.1f} MB"
         git(where, "init", "-q")
-        git(where, "add", "-A")
-        git(where, "commit", "-qm", "model")
+        git(where, "add", "pytest.ini" if stored else "-A")
+        git(where, "commit", "-qm", "ini" if stored else "model")
         update = run_pytest(where, "update", 0, ["--ortperf-update"])
         log(f"update: {update.wall_s:.1f} s, {update.summary}")
-        git(where, "add", "-A")
+        git(where, "add", "baselines" if stored else "-A")
         git(where, "commit", "-qm", "baselines")
         rng = random.Random(seed)
         models = {name: make() for name, make in CASES.items()}
@@ -211,7 +213,10 @@ def campaign(
             for case in order:
                 onnx.save(models[case], where / MODEL)
                 process = run_pytest(where, case, trial, [])
-                git(where, "checkout", "--", "models")
+                if stored:  # the recorded bytes again (the builder is deterministic)
+                    onnx.save(models["unchanged"], where / MODEL)
+                else:
+                    git(where, "checkout", "--", "models")
                 processes.append(process)
                 verdicts = ", ".join(
                     f"{c.level} {c.verdict} {c.seconds_total():.1f} s" for c in process.checks
@@ -265,6 +270,15 @@ def report(
         "of the latency item (setup + call + teardown). Rounds x runs are those of the measurement that "
         "decided (a confirmation's when there was one).",
         "",
+        *(
+            [
+                "Route: `--stored`: the model was never committed, so no recorded model could be rebuilt; "
+                "a changed model is judged by this hardware's stored figures.",
+                "",
+            ]
+            if "--stored" in argv
+            else []
+        ),
         "## Per case and level (median, range over trials)",
         "",
         "| case | level | wall s (process) | latency item s | check s | verdicts | "
@@ -327,6 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="the markdown report (default: stdout)")
     parser.add_argument("--json", type=Path, help="every process's figures, as JSON")
     parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="never commit the model: no recorded model can be rebuilt, so a changed model is judged by "
+        "this hardware's stored figures instead of side by side",
+    )
+    parser.add_argument(
         "--width", type=int, default=WIDTH, help=f"the model's stem channels (default {WIDTH})"
     )
     parser.add_argument("--image", type=int, default=IMAGE, help=f"the input image's side (default {IMAGE})")
@@ -337,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sampler = Sampler()
     sampler.start()
     update, processes, sizes = campaign(
-        args.trials, args.seed, lambda line: print(line, file=sys.stderr, flush=True)
+        args.trials, args.seed, lambda line: print(line, file=sys.stderr, flush=True), stored=args.stored
     )
     sampled = sampler.stop()
     text = report(
