@@ -24,11 +24,18 @@ summary; per latency item, from ``--ortperf-report`` (JSON): verdict, path, the 
 when there was one) and what decided; per item, the time JUnit XML gives it (setup, call and
 teardown).
 
+With ``--stored`` the model is never committed (a model that git does not keep, and no model cache):
+no recorded model can be rebuilt, so the re-export and the slower model are measured alone and
+judged by this hardware's stored figures (``--ortperf-budget``, one confirmation, the explanation
+against the recorded operator profile when there is one) instead of side by side.
+
 Run from the repository root (it takes about 5 minutes on 2 cores; wrap it in the shared lock when
 others measure on the machine)::
 
     flock /tmp/ortperf-bench.lock python -m benchmarks.large_model --trials 3 \
         --out benchmarks/results/large_model.md
+    flock /tmp/ortperf-bench.lock python -m benchmarks.large_model --trials 3 --stored \
+        --out benchmarks/results/large_model_stored.md
 """
 
 from __future__ import annotations
