@@ -29,7 +29,7 @@ no recorded model can be rebuilt, so the re-export and the slower model are meas
 judged by this hardware's stored figures (``--ortperf-budget``, one confirmation, the explanation
 against the recorded operator profile when there is one) instead of side by side.
 
-Run from the repository root (it takes about 5 minutes on 2 cores; wrap it in the shared lock when
+Run from the repository root (about 3 minutes on 2 cores for the light model; wrap it in the shared lock when
 others measure on the machine)::
 
     flock /tmp/ortperf-bench.lock python -m benchmarks.large_model --trials 3 \
@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import random
 import re
@@ -100,6 +101,7 @@ class Check:
     decided_by: str
     change: str
     item_s: float  # JUnit's time of the item
+    median_ms: float  # the median run of the measurement that decided (NaN when nothing was timed)
 
     def seconds_total(self) -> float:
         return sum(self.seconds.get(phase, 0.0) for phase in PHASES)
@@ -178,6 +180,7 @@ def run_pytest(where: Path, case: str, trial: int, extra: Sequence[str]) -> Proc
                     runs=int(current.get("runs") or 0),
                     decided_by=str(record.get("decided_by", "")),
                     change=str(change.get("text", "") or record.get("change_summary", "")),
+                    median_ms=float(current.get("median_ms") or math.nan),
                     item_s=next(
                         (
                             t
@@ -313,16 +316,17 @@ def report(
     out += ["", "## Each process", ""]
     out += [
         "| trial | case | wall s | pytest says | level | verdict | item s | phases s | rounds / runs | "
-        "change | decided by |"
+        "median ms | change | decided by |"
     ]
-    out += ["| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out += ["| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for process in [update, *processes]:
         for check in process.checks:
             out.append(
                 f"| {process.trial or '-'} | {process.case} | {process.wall_s:.1f} | {process.summary}"
                 f"{' (' + ', '.join(process.failed) + ')' if process.failed else ''} | "
                 f"{check.level} | {check.verdict} | {check.item_s:.1f} | {fmt_seconds(check.seconds)} | "
-                f"{check.rounds}/{check.runs} | {check.change or '-'} | {check.decided_by} |"
+                f"{check.rounds}/{check.runs} | {check.median_ms:.1f} | {check.change or '-'} | "
+                f"{check.decided_by} |"
             )
     out += ["", "## Every item's time (JUnit, s)", ""]
     names = sorted({name for p in [update, *processes] for name in p.items_s})
