@@ -296,3 +296,109 @@ def layer_norm_model(
         initializers,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+def resnet50_model(
+    width: int = 64,
+    blocks: tuple[int, ...] = (3, 4, 6, 3),
+    image: int = 224,
+    *,
+    classes: int = 1000,
+    seed: int = 0,
+) -> onnx.ModelProto:
+    """A ResNet-50-shaped network (v1.5: the stride on each stage's first 3x3 convolution), as an
+    exporter writes it before optimization: ``x[1, 3, image, image]`` -> stem Conv 7x7/2 +
+    BatchNormalization + Relu, MaxPool 3x3/2 -> bottleneck blocks (Conv 1x1, 3x3, 1x1, each with its
+    BatchNormalization, Relu after the first two; a projection Conv + BatchNormalization on the
+    shortcut of each stage's first block; residual Add, Relu) -> GlobalAveragePool, Flatten, Gemm
+    -> ``y[1, classes]``.
+
+    ``width``: the stem's and the first stage's bottleneck channels (ResNet-50: 64; stage ``i``
+    has ``width * 2**i``, expanded four times); ``blocks``: bottleneck blocks per stage (ResNet-50:
+    3, 4, 6, 3). At ``disabled`` ONNX Runtime runs every BatchNormalization as its own kernel; from
+    ``basic`` on it folds them into the convolutions, and at ``extended`` fuses Conv + Relu and
+    Conv + Add + Relu. Weights are random (He-scaled, seeded) and each block's last BatchNormalization
+    scales by 0.2, so activations stay finite through any depth."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+
+    def conv_bn(
+        name: str,
+        source: str,
+        cin: int,
+        cout: int,
+        kernel: int,
+        stride: int,
+        *,
+        relu: bool,
+        gamma: float = 1.0,
+    ) -> str:
+        fan_in = cin * kernel * kernel
+        weight = (rng.standard_normal((cout, cin, kernel, kernel)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        inits.append(numpy_helper.from_array(weight, f"{name}.w"))
+        pad = kernel // 2
+        nodes.append(
+            helper.make_node(
+                "Conv", [source, f"{name}.w"], [f"{name}.conv"], name=f"{name}.conv",
+                kernel_shape=[kernel, kernel], strides=[stride, stride], pads=[pad] * 4,
+            )
+        )  # fmt: skip
+        bn = {
+            "scale": gamma * (1.0 + 0.1 * rng.standard_normal(cout)),
+            "bias": 0.1 * rng.standard_normal(cout),
+            "mean": 0.1 * rng.standard_normal(cout),
+            "var": 1.0 + 0.1 * np.abs(rng.standard_normal(cout)),
+        }
+        for part, values in bn.items():
+            inits.append(numpy_helper.from_array(values.astype(np.float32), f"{name}.bn.{part}"))
+        out = f"{name}.bn"
+        nodes.append(
+            helper.make_node(
+                "BatchNormalization", [f"{name}.conv", *(f"{name}.bn.{p}" for p in bn)], [out], name=out
+            )
+        )
+        if not relu:
+            return out
+        nodes.append(helper.make_node("Relu", [out], [f"{name}.relu"], name=f"{name}.relu"))
+        return f"{name}.relu"
+
+    current = conv_bn("stem", "x", 3, width, 7, 2, relu=True)
+    nodes.append(
+        helper.make_node(
+            "MaxPool", [current], ["pool"], name="pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4
+        )
+    )
+    current, channels = "pool", width
+    for stage, count in enumerate(blocks):
+        mid = width * 2**stage
+        for block in range(count):
+            name = f"s{stage}b{block}"
+            stride = 2 if stage > 0 and block == 0 else 1
+            h = conv_bn(f"{name}.a", current, channels, mid, 1, 1, relu=True)
+            h = conv_bn(f"{name}.b", h, mid, mid, 3, stride, relu=True)
+            h = conv_bn(f"{name}.c", h, mid, 4 * mid, 1, 1, relu=False, gamma=0.2)
+            shortcut = current
+            if block == 0:
+                shortcut = conv_bn(f"{name}.down", current, channels, 4 * mid, 1, stride, relu=False)
+            nodes.append(helper.make_node("Add", [h, shortcut], [f"{name}.add"], name=f"{name}.add"))
+            nodes.append(helper.make_node("Relu", [f"{name}.add"], [f"{name}.out"], name=f"{name}.out"))
+            current, channels = f"{name}.out", 4 * mid
+    fc = (rng.standard_normal((classes, channels)) * np.sqrt(1.0 / channels)).astype(np.float32)
+    inits += [
+        numpy_helper.from_array(fc, "fc.w"),
+        numpy_helper.from_array(np.zeros(classes, np.float32), "fc.b"),
+    ]
+    nodes += [
+        helper.make_node("GlobalAveragePool", [current], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+        helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["y"], name="fc", transB=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        f"resnet50_w{width}_{'-'.join(map(str, blocks))}_{image}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, image, image])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, classes])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

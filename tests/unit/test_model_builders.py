@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.ort.runtime import import_onnxruntime
-from tests.models import int8_mlp_model, lstm_model, mlp_model
+from tests.models import int8_mlp_model, lstm_model, mlp_model, resnet50_model
 
 
 def _ops(model: onnx.ModelProto) -> collections.Counter[str]:
@@ -74,3 +74,35 @@ def test_lstm_runs_the_steps_asked_for_over_one_input() -> None:
 def test_lstm_refuses_more_steps_than_its_input_has() -> None:
     with pytest.raises(ValueError, match=r"steps must be in 1\.\.4"):
         lstm_model(5, input_steps=4)
+
+
+def test_resnet50_has_its_layers_and_runs_finite_at_every_level() -> None:
+    model = resnet50_model(width=4, image=32, classes=10)
+    onnx.checker.check_model(model, full_check=True)
+    ops = _ops(model)
+    # stem + 16 bottlenecks of 3 convolutions + 4 projections on the stages' first shortcuts
+    assert ops["Conv"] == ops["BatchNormalization"] == 1 + 16 * 3 + 4
+    assert ops["Add"] == 16
+    assert ops["MaxPool"] == ops["GlobalAveragePool"] == ops["Gemm"] == 1
+    assert _ops(resnet50_model(width=4, blocks=(4, 4, 7, 3), image=32))["Add"] == 18
+
+    ort = import_onnxruntime()
+    x = np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    outputs = []
+    for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = level
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        (y,) = session.run(None, {"x": x})
+        assert y.shape == (1, 10)
+        assert np.isfinite(y).all()
+        assert np.abs(y).max() > 0
+        outputs.append(y)
+    # BatchNormalization folded into the convolutions at `all`: the same numbers, to float rounding
+    np.testing.assert_allclose(outputs[0], outputs[1], rtol=1e-3, atol=1e-4)
+
+
+def test_resnet50_is_deterministic_by_seed() -> None:
+    small = {"width": 4, "image": 32, "classes": 10}
+    assert resnet50_model(**small).SerializeToString() == resnet50_model(**small).SerializeToString()
+    assert resnet50_model(**small, seed=1).SerializeToString() != resnet50_model(**small).SerializeToString()
