@@ -110,6 +110,23 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             if decisive is not None
             else None
         ),
+        # A regression measured a second time: the first measurement's change, which the second
+        # confirmed or not (``confirmation.confirmed``).
+        **(
+            {
+                "confirmation": {
+                    "confirmed": result.confirmation.verdict is result.comparison.verdict,
+                    "first_change": {
+                        "ratio": result.comparison.estimate.ratio,
+                        "low": result.comparison.estimate.low,
+                        "high": result.comparison.estimate.high,
+                        "threshold": result.comparison.threshold,
+                    },
+                }
+            }
+            if result.confirmation is not None and result.comparison is not None
+            else {}
+        ),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
         **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),

@@ -1,0 +1,436 @@
+"""A changed model in pytest-benchmark's time: what one ``pytest`` process costs, and decides, when a
+model file changes, against pytest-benchmark on the same model files.
+
+Question: when a model is exported again (the same graph) or made slower by +5%, +10% or +25%, how
+long does one plain ``pytest`` process of the plugin take to answer, where does its time go
+(building, warming, measuring, confirming, explaining), and how does it compare with
+pytest-benchmark (``--benchmark-compare --benchmark-compare-fail=median:10%``), in time and in
+verdicts? Does the confirmation of a first regression change any verdict?
+
+Method: per family, a temporary git repository holds one model, ``models/model.onnx``, collected
+without Python by the ``ortperf_models`` ini key, the latency check only, at ``all``
+(``ortperf_checks = latency``): one item. The base model is committed, its baseline recorded by
+``pytest --ortperf-update`` and committed, as a repository would. Beside the repository (outside
+it, so neither collects the other's tests), a pytest-benchmark test times the same file on an
+onnxruntime session (one intra-op thread, ``all``), saved once on the base model
+(``--benchmark-save``). Then trials in shuffled order, each a whole ``python -m pytest -p
+no:randomly -p no:cacheprovider -q`` process with this tree first on ``PYTHONPATH``, timed by
+``time.perf_counter`` around ``subprocess.run``:
+
+- plugin: ``unchanged`` (the committed file), ``re-export`` (``tests/models.py: reexported``: other
+  bytes, the same graph), ``+5%``, ``+10%``, ``+25%`` (the file replaced by the grown model; the
+  reference is rebuilt from git and measured side by side);
+- pytest-benchmark: ``A/A`` (the base file) and the grown files, compared with the saved run.
+
+The file is restored after every trial. Families (``tests/models.py``; the knob adds whole blocks of
+the same work): ``transformer`` (pre-norm encoder blocks, 20 -> 21/22/25), ``gru`` (a 2-layer GRU
+stack over 20 -> 21/22/25 of 25 steps), ``residual`` (ResNet basic blocks with BatchNorm, 20 ->
+21/22/25), ``mlp10ms`` (4 -> 5 MatMul+Relu layers of width 1024 on a batch of 192, about 10 ms a
+run: the +25% of issue 37). Each plugin trial's JSON report (``--ortperf-report``) gives the
+latency record's verdict, its ``seconds`` by phase, and for a regression measured twice the first
+measurement's interval (``confirmation.first_change``).
+
+Run from the repository root, under the shared benchmark lock, on a machine doing little else::
+
+    flock /tmp/ortperf-bench.lock python -m benchmarks.changed_model --families transformer,gru,residual \
+        --conditions unchanged,re-export,+5%,+10%,+25% --trials 3 --out benchmarks/results/changed_model.md
+
+``--json`` keeps every trial (to merge runs split under the lock: ``--merge a.json,b.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import onnx  # noqa: E402
+
+from benchmarks.conditions import Sampler, code_state, cpu_fields, loadavg, other_pytest_processes  # noqa: E402
+from tests.models import (  # noqa: E402
+    gru_model,
+    mlp_model,
+    reexported,
+    residual_bn_model,
+    transformer_block_model,
+)
+
+PLUGIN_CONDITIONS = ("unchanged", "re-export", "+5%", "+10%", "+25%")
+GROWN = {"+5%": 1.05, "+10%": 1.10, "+25%": 1.25}
+PB_FAIL = "median:10%"
+
+
+@dataclass(frozen=True)
+class Family:
+    """A model family: the model with ``units`` blocks of work, the base's units, each grown
+    condition's units, and the input shapes (with every dimension fixed)."""
+
+    name: str
+    build: Callable[[int], onnx.ModelProto]
+    base: int
+    grown: dict[str, int]
+    shapes: dict[str, list[int]]
+    dims: dict[str, int] = field(default_factory=dict)  # symbolic dims fixed by a [tool.ortperf.models] table
+
+
+FAMILIES = {
+    "transformer": Family(
+        "transformer", lambda n: transformer_block_model(n, 64, 32), 20, {"+5%": 21, "+10%": 22, "+25%": 25},
+        {"x": [1, 32, 64]},
+    ),
+    "gru": Family(
+        "gru", lambda n: gru_model(n, 64, 2, batch=16, input_steps=25), 20,
+        {"+5%": 21, "+10%": 22, "+25%": 25},
+        {"x": [25, 16, 64]},
+    ),
+    "residual": Family(
+        "residual", lambda n: residual_bn_model(n, 16, 16), 20, {"+5%": 21, "+10%": 22, "+25%": 25},
+        {"x": [1, 16, 16, 16]},
+    ),
+    "mlp10ms": Family(
+        "mlp10ms", lambda n: mlp_model(n, 1024), 4, {"+25%": 5}, {"x": [192, 1024]}, {"batch": 192}
+    ),
+}  # fmt: skip
+
+INI = "[pytest]\nortperf_models = models/*.onnx\nortperf_opt_levels = all\nortperf_checks = latency\n"
+PB_TEST = '''"""pytest-benchmark on the model file the plugin's repository holds."""
+import json
+import pathlib
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = pathlib.Path(__file__).parent
+MODEL = HERE.parent / "repo" / "models" / "model.onnx"
+SHAPES = json.loads((HERE / "shapes.json").read_text())
+
+
+def test_model(benchmark):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(MODEL), options, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in SHAPES.items()}
+    benchmark(session.run, None, feeds)
+'''
+
+
+@dataclass
+class Trial:
+    """One timed pytest process."""
+
+    family: str
+    tool: str  # plugin | pytest-benchmark
+    condition: str
+    wall_s: float
+    verdict: str  # pass | fail | inconclusive | error
+    status: str = ""  # the latency record's verdict
+    seconds: dict[str, float] = field(default_factory=dict)
+    change: str = ""
+    first: dict[str, float] | None = None  # a regression measured twice: the first interval
+    confirmed: bool | None = None
+    confirmation_skipped: str = ""
+    builds: int | None = None
+
+
+def git(where: Path, *argv: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *argv],
+        cwd=where, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def pytest(where: Path, extra: Sequence[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("CI", None)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra]
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
+    return wall, done
+
+
+def plugin_trial(family: Family, repo: Path, condition: str) -> Trial:
+    report = repo.parent / "report.json"
+    report.unlink(missing_ok=True)
+    wall, done = pytest(repo, [f"--ortperf-report={report}"])
+    records = [r for r in json.loads(report.read_text()).get("checks", []) if r.get("kind") == "latency"]
+    if len(records) != 1:
+        return Trial(family.name, "plugin", condition, wall, "error", status=done.stdout[-300:])
+    record = records[0]
+    status = str(record.get("verdict"))
+    verdict = "fail" if record.get("failed") else ("inconclusive" if "inconclusive" in status else "pass")
+    confirmation = record.get("confirmation") or {}
+    return Trial(
+        family.name, "plugin", condition, wall, verdict,
+        status=status,
+        seconds={k: float(v) for k, v in (record.get("seconds") or {}).items()},
+        change=str(record.get("change_summary", "")),
+        first=confirmation.get("first_change"),
+        confirmed=confirmation.get("confirmed"),
+        confirmation_skipped=str(confirmation.get("skipped", "")),
+        builds=_builds(done.stdout),
+    )  # fmt: skip
+
+
+def _builds(stdout: str) -> int | None:
+    """Sessions built in the run, from the summary's ``sessions: N built`` line."""
+    for line in stdout.splitlines():
+        if "sessions:" in line and " built in " in line:
+            try:
+                return int(line.split("sessions:", 1)[1].split()[0])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def pb_trial(family: Family, pb: Path, condition: str) -> Trial:
+    wall, done = pytest(
+        pb,
+        ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-compare=0001",
+         f"--benchmark-compare-fail={PB_FAIL}", "test_pb.py"],
+    )  # fmt: skip
+    regressed = "Performance has regressed" in done.stdout + done.stderr
+    verdict = "fail" if regressed else ("pass" if done.returncode == 0 else "error")
+    return Trial(family.name, "pytest-benchmark", condition, wall, verdict)
+
+
+def run_family(
+    family: Family, conditions: Sequence[str], trials: int, rng: random.Random, log: list[str]
+) -> list[Trial]:
+    results: list[Trial] = []
+    with tempfile.TemporaryDirectory(prefix="ortperf-changed-") as tmp:
+        repo, pb = Path(tmp) / "repo", Path(tmp) / "pb"
+        (repo / "models").mkdir(parents=True)
+        pb.mkdir()
+        model_file = repo / "models" / "model.onnx"
+        base = family.build(family.base)
+        onnx.save(base, model_file)
+        (repo / "pytest.ini").write_text(INI)
+        if family.dims:
+            table = ", ".join(f"{k} = {v}" for k, v in family.dims.items())
+            (repo / "pyproject.toml").write_text(
+                f'[tool.ortperf.models."models/*.onnx"]\ndims = {{{table}}}\n'
+            )
+        git(repo, "init", "-q")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "model")
+        wall, done = pytest(repo, ["--ortperf-update"])
+        log.append(f"{family.name}: update {wall:.1f} s: {done.stdout.strip().splitlines()[-1]}")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "baselines")
+        (pb / "pytest.ini").write_text("[pytest]\n")
+        (pb / "shapes.json").write_text(json.dumps(family.shapes))
+        (pb / "test_pb.py").write_text(PB_TEST)
+        wall, done = pytest(
+            pb, ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-save=base", "test_pb.py"]
+        )
+        log.append(f"{family.name}: pytest-benchmark save {wall:.1f} s")
+        plan = [
+            ("plugin", c)
+            for c in conditions
+            if c in PLUGIN_CONDITIONS and (c not in GROWN or c in family.grown)
+        ]
+        plan += [("pytest-benchmark", "A/A")] if "unchanged" in conditions else []
+        plan += [("pytest-benchmark", c) for c in conditions if c in family.grown]
+        order = [step for step in plan for _ in range(trials)]
+        rng.shuffle(order)
+        for tool, condition in order:
+            if condition in GROWN:
+                onnx.save(family.build(family.grown[condition]), model_file)
+            elif condition == "re-export":
+                onnx.save(reexported(base), model_file)
+            trial = (
+                plugin_trial(family, repo, condition) if tool == "plugin" else pb_trial(family, pb, condition)
+            )
+            git(repo, "checkout", "--", "models")
+            results.append(trial)
+            line = f"{family.name} {tool} {condition}: {trial.wall_s:.2f} s {trial.verdict} {trial.status}"
+            line += f" {trial.change}"
+            log.append(line)
+            print(line, file=sys.stderr, flush=True)
+    return results
+
+
+PHASES = ("building", "waiting", "warming", "measuring", "confirming", "explaining")
+
+
+def _range(values: Sequence[float], digits: int = 2) -> str:
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    return f"{med:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def report(trials: Sequence[Trial], header: Sequence[str]) -> str:
+    out = list(header)
+    families = list(dict.fromkeys(t.family for t in trials))
+    out += [
+        "",
+        "## Time per pytest run and verdicts",
+        "",
+        "Wall seconds per whole `python -m pytest` process: median (min-max). Ratio: the plugin's median "
+        "over pytest-benchmark's median for the same change (A/A for unchanged and re-export). Verdicts: "
+        "pass / fail / inconclusive (`not confirmed` counts as inconclusive; an error is named).",
+        "",
+        "| family | condition | plugin s | pytest-benchmark s | ratio | plugin verdicts | "
+        "pytest-benchmark verdicts | plugin statuses |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for family in families:
+        mine = [t for t in trials if t.family == family]
+        for condition in PLUGIN_CONDITIONS:
+            plugin = [t for t in mine if t.tool == "plugin" and t.condition == condition]
+            pb_condition = "A/A" if condition in ("unchanged", "re-export") else condition
+            pb = [t for t in mine if t.tool == "pytest-benchmark" and t.condition == pb_condition]
+            if not plugin and not pb:
+                continue
+            ratio = (
+                f"{statistics.median(t.wall_s for t in plugin) / statistics.median(t.wall_s for t in pb):.2f}"
+                if plugin and pb else "-"
+            )  # fmt: skip
+            statuses = ", ".join(f"{s} x{n}" for s, n in sorted(_count(t.status for t in plugin).items()))
+            out.append(
+                f"| {family} | {condition} | {_range([t.wall_s for t in plugin])} | "
+                f"{_range([t.wall_s for t in pb])} ({pb_condition}) | {ratio} | {_verdicts(plugin)} | "
+                f"{_verdicts(pb)} | {statuses} |"
+            )
+    out += [
+        "",
+        "## Where the plugin's time went",
+        "",
+        "The latency record's `seconds` by phase, median over the trials (s); `builds`: sessions built "
+        "in the run (the terminal summary's `sessions:` line).",
+        "",
+        "| family | condition | " + " | ".join(PHASES) + " | builds |",
+        "| --- | --- | " + " | ".join("---" for _ in PHASES) + " | --- |",
+    ]
+    for family in families:
+        for condition in PLUGIN_CONDITIONS:
+            plugin = [
+                t for t in trials if t.family == family and t.tool == "plugin" and t.condition == condition
+            ]
+            if not plugin:
+                continue
+            cells = [f"{statistics.median(t.seconds.get(p, 0.0) for t in plugin):.2f}" for p in PHASES]
+            builds = [t.builds for t in plugin if t.builds is not None]
+            out.append(f"| {family} | {condition} | " + " | ".join(cells) + f" | {_range(builds, 0)} |")
+    twice = [t for t in trials if t.first is not None or t.confirmation_skipped]
+    out += ["", "## Regressions measured twice, or whose second measurement was skipped", ""]
+    if not twice:
+        out.append("None.")
+    else:
+        out += [
+            "| family | condition | first interval (ratio, low-high) | low beyond threshold | outcome |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for t in twice:
+            if t.first is not None:
+                first = t.first
+                beyond = first["low"] - (1 + first["threshold"])
+                interval = f"x{first['ratio']:.3f} ({first['low']:.3f}-{first['high']:.3f})"
+                outcome = "confirmed" if t.confirmed else "NOT confirmed"
+            else:
+                interval, beyond, outcome = "-", float("nan"), f"skipped: {t.confirmation_skipped}"
+            out.append(f"| {t.family} | {t.condition} | {interval} | {beyond:+.3f} | {outcome} |")
+    return "\n".join(out) + "\n"
+
+
+def _count(values: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def _verdicts(trials: Sequence[Trial]) -> str:
+    if not trials:
+        return "-"
+    counts = _count(t.verdict for t in trials)
+    text = f"{counts.get('pass', 0)} / {counts.get('fail', 0)} / {counts.get('inconclusive', 0)}"
+    return text + (f", {counts['error']} error" if counts.get("error") else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--families", default="transformer,gru,residual", help=f"of {', '.join(FAMILIES)}")
+    parser.add_argument(
+        "--conditions", default=",".join(PLUGIN_CONDITIONS), help="of " + ", ".join(PLUGIN_CONDITIONS)
+    )
+    parser.add_argument("--trials", type=int, default=3, help="trials per condition and tool")
+    parser.add_argument("--seed", type=int, default=37)
+    parser.add_argument("--out", type=Path, help="the markdown report (default: stdout)")
+    parser.add_argument("--json", type=Path, help="every trial, as JSON (to merge split runs)")
+    parser.add_argument(
+        "--merge", default="", help="JSON files of earlier runs, comma separated: report them all"
+    )
+    args = parser.parse_args(argv)
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    unknown = [f for f in families if f not in FAMILIES] + [
+        c for c in conditions if c not in PLUGIN_CONDITIONS
+    ]
+    if unknown:
+        parser.error(f"unknown family or condition: {', '.join(unknown)}")
+    trials: list[Trial] = []
+    headers: list[str] = []
+    for path in [p for p in args.merge.split(",") if p]:
+        saved = json.loads(Path(path).read_text())
+        trials += [Trial(**t) for t in saved["trials"]]
+        headers += saved["header"]
+    started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    cpu = cpu_fields()
+    sampler = Sampler()
+    sampler.start()
+    log: list[str] = []
+    rng = random.Random(args.seed)
+    began = time.perf_counter()
+    mine: list[Trial] = []
+    if not args.merge or args.trials > 0:
+        for name in families:
+            mine += run_family(FAMILIES[name], conditions, args.trials, rng, log)
+    header = [
+        f"- run {started}, {(time.perf_counter() - began) / 60:.1f} min; "
+        f"{cpu.get('model name', 'unknown CPU')}, "
+        f"{os.cpu_count()} cores; load average at the start {loadavg()}; {sampler.stop()}; other pytest "
+        f"processes at the end {other_pytest_processes()} "
+        "(other engineers' test runs may have shared the machine)",
+        f"- code: {code_state()}",
+        f"- command: `python -m benchmarks.changed_model {' '.join(sys.argv[1:] if argv is None else argv)}`",
+        *[f"- {line}" for line in log if ": update " in line or "save" in line],
+    ] if mine else []  # fmt: skip
+    headers += header
+    trials += mine
+    text = report(trials, ["# A changed model in pytest-benchmark's time", "", *headers])
+    if args.json:
+        args.json.write_text(json.dumps({"header": header, "trials": [asdict(t) for t in mine]}, indent=1))
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
