@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -327,9 +328,14 @@ def check_ab(
     accept: str = "",
     runtimes: str = "",
     activity: Activity | None = None,
+    held: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds; each
     side a callable timed here or a measuring worker (``runtimes`` names the two ONNX Runtimes then).
+
+    ``held``: the run's timing lock, taken for each measurement (warm-ups and timed rounds) and only
+    for them: the confirmation's new pair is built with the lock released, so that other processes
+    time while it builds (``benchmarks/README.md``, "A changed model in pytest-benchmark's time").
 
     A regression is measured again before it fails the test, on ``fresh_pair()`` when given: new
     sessions of both sides, so that the placement of one pair of sessions in memory, which can
@@ -343,6 +349,10 @@ def check_ab(
     activity = activity or Activity()
 
     def measured(current: Side, reference: Side) -> tuple[PairedRounds, Comparison]:
+        with held():
+            return timed(current, reference)
+
+    def timed(current: Side, reference: Side) -> tuple[PairedRounds, Comparison]:
         if policy.sequential:
             rounds = (
                 measure_fn
@@ -357,7 +367,7 @@ def check_ab(
     if comparison.verdict is Verdict.REGRESSION:
         with activity.phase(CONFIRMING):
             if fresh_pair is not None:
-                current, reference = fresh_pair()
+                current, reference = fresh_pair()  # outside the timing lock: built, not timed
             rounds, confirmation = measured(current, reference)
     status, failed = settle(comparison, confirmation, policy)
     result = LatencyResult(

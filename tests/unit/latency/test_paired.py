@@ -6,7 +6,8 @@ import gc
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
@@ -665,6 +666,43 @@ def test_no_fresh_pair_is_built_without_a_first_regression() -> None:
     measure = FakePair(paired(1.0, 0.01, seed=10))
     result = _check(measure, fresh_pair=fresh_pair)
     assert result.status == "ok"
+
+
+def test_only_the_measurements_hold_the_timing_lock_and_the_fresh_pair_builds_without_it() -> None:
+    """Cut (a) of issue 37: the confirmation's new sessions are built with the timing lock released;
+    each measurement takes it again, so other processes time while this one builds."""
+    events: list[str] = []
+    holding = [False]
+
+    @contextmanager
+    def held() -> Iterator[None]:
+        assert not holding[0], "the timing lock taken twice"
+        holding[0] = True
+        events.append("take")
+        try:
+            yield
+        finally:
+            holding[0] = False
+            events.append("release")
+
+    results = [paired(1.2, 0.01, seed=8), paired(1.2, 0.01, seed=9)]
+
+    def measure(current: object, reference: object, settings: MeasureSettings) -> PairedRounds:
+        assert holding[0], "measured without the timing lock"
+        events.append("measure")
+        return results.pop(0)
+
+    def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+        assert not holding[0], "the fresh pair was built holding the timing lock"
+        events.append("build")
+        return (lambda: None), (lambda: None)
+
+    result = check_ab(
+        current_model, reference_model, key=KEY, label=LABEL, policy=POLICY, measure_fn=measure,
+        fresh_pair=fresh_pair, held=held,
+    )  # fmt: skip
+    assert events == ["take", "measure", "release", "build", "take", "measure", "release"]
+    assert result.status == "regression"
 
 
 def test_alternating_runs_each_in_turn_and_returns_its_result() -> None:
