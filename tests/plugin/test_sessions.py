@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+
+from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, reexport
 
 
 def _builds(result: pytest.RunResult) -> list[str]:
@@ -165,3 +168,23 @@ def test_sessions_are_released_at_the_end(pytester: pytest.Pytester, write_model
     )
     result = pytester.runpytest_subprocess("-s", "--ort-opt-levels=basic,all")
     result.stdout.fnmatch_lines(["ALIVE 0 OF 2"])
+
+
+@pytest.mark.slow
+def test_a_changed_model_side_by_side_builds_each_session_once(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """Issue 37: one check of a changed model measured side by side with the recorded one builds the
+    optimized graph of each side once, and those two sessions are timed: four sessions in all (two a
+    side), where it built six (the graphs' two, then four more). A confirmation adds two a side."""
+    commit_model(pytester, **LATENCY_MODEL)
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
+    quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--ortperf-ab-budget=0.3")
+    pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
+    reexport(pytester)  # other weights: another graph digest, the same work
+    result = pytester.runpytest("--ortperf-ab-threshold=50%", "--ortperf-report=report.json", *quick)
+    result.assert_outcomes(passed=1)
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["path"].startswith("side by side vs the recorded model")
+    assert "confirmation" not in check, "nothing to confirm within 50%"
+    result.stdout.fnmatch_lines(["*sessions: 4 built in * s (2 of them wrote an optimized graph), reused *"])
