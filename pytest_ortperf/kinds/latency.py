@@ -357,6 +357,7 @@ class LatencyCheck:
             accept=accept,
             activity=self._activity,
             held=lambda: context.measurer.held(self._activity),
+            randomised=INSTANCES > 1,  # sessions built for this check, several a side
         )
         # Profiled after the timing lock is released: untimed work, like building sessions.
         result = self._explained_side_by_side(result, other, inputs)

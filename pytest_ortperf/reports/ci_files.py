@@ -111,22 +111,8 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             else None
         ),
         # A regression measured a second time: the first measurement's change, which the second
-        # confirmed or not (``confirmation.confirmed``).
-        **(
-            {
-                "confirmation": {
-                    "confirmed": result.confirmation.verdict is result.comparison.verdict,
-                    "first_change": {
-                        "ratio": result.comparison.estimate.ratio,
-                        "low": result.comparison.estimate.low,
-                        "high": result.comparison.estimate.high,
-                        "threshold": result.comparison.threshold,
-                    },
-                }
-            }
-            if result.confirmation is not None and result.comparison is not None
-            else {}
-        ),
+        # confirmed or not (``confirmed``); or, not measured again, why (``skipped``).
+        **_confirmation(result),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
         **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
@@ -144,6 +130,25 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         **_explanations(result.explanations),
         "message": result.message,
     }
+
+
+def _confirmation(result: LatencyResult) -> dict[str, Any]:
+    """A first regression's record: its interval, and whether a second measurement confirmed it or
+    why none was made; {} for a check without a first regression."""
+    first = result.comparison
+    if first is None or (result.confirmation is None and not result.confirmation_skipped):
+        return {}
+    figures = {
+        "first_change": {
+            "ratio": first.estimate.ratio,
+            "low": first.estimate.low,
+            "high": first.estimate.high,
+            "threshold": first.threshold,
+        }
+    }
+    if result.confirmation is None:
+        return {"confirmation": {"confirmed": None, "skipped": result.confirmation_skipped, **figures}}
+    return {"confirmation": {"confirmed": result.confirmation.verdict is first.verdict, **figures}}
 
 
 def _explanations(sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import re
 
+import onnx
 import pytest
 
+from tests.models import mlp_model
 from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, reexport
 
 
@@ -188,3 +190,31 @@ def test_a_changed_model_side_by_side_builds_each_session_once(
     assert check["path"].startswith("side by side vs the recorded model")
     assert "confirmation" not in check, "nothing to confirm within 50%"
     result.stdout.fnmatch_lines(["*sessions: 4 built in * s (2 of them wrote an optimized graph), reused *"])
+
+
+@pytest.mark.slow
+def test_a_clear_slowdown_side_by_side_fails_without_a_second_measurement_and_says_why(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """Issue 37: a model four times slower, measured side by side on two new sessions a side, is far
+    beyond the threshold at its first interval: it fails without the confirmation's four new sessions
+    and second measurement, and the failure, the record and the markdown summary say so."""
+    commit_model(pytester, **LATENCY_MODEL)
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
+    quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--ortperf-ab-budget=0.3")
+    pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
+    onnx.save(mlp_model(layers=32, width=128), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-markdown=summary.md", *quick)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  not measured a second time: the first interval's lower bound +*% is beyond the threshold "
+            "+3% by more than 5%, on new sessions of both sides: no pair of sessions has moved a ratio that far",
+            "*sessions: 4 built in * s (2 of them wrote an optimized graph), reused *",
+        ]
+    )
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["verdict"] == "regression"
+    assert check["confirmation"]["skipped"].startswith("the first interval's lower bound")
+    assert check["seconds"]["confirming"] == 0
+    assert "not measured a second time" in (pytester.path / "summary.md").read_text()
