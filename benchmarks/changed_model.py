@@ -37,6 +37,13 @@ Run from the repository root, under the shared benchmark lock, on a machine doin
         --conditions unchanged,re-export,+5%,+10%,+25% --trials 3 --out benchmarks/results/changed_model.md
 
 ``--json`` keeps every trial (to merge runs split under the lock: ``--merge a.json,b.json``).
+
+``--study N``: what the confirmation catches, measured without pytest's start-up. N in-process
+side-by-side checks per family and condition (``retrained``, an A/A measured side by side, and the
+grown models), each as the latency check's side-by-side route runs it (two sessions a side,
+``check_ab`` with the default policy) but always confirmed on a fresh pair (``randomised=False``),
+so every first regression has a second measurement to compare with. The report lists each first
+regression's interval and what the second said.
 """
 
 from __future__ import annotations
@@ -353,6 +360,35 @@ def report(trials: Sequence[Trial], header: Sequence[str]) -> str:
             builds = [t.builds for t in plugin if t.builds is not None]
             out.append(f"| {family} | {condition} | " + " | ".join(cells) + f" | {_range(builds, 0)} |")
     twice = [t for t in trials if t.first is not None or t.confirmation_skipped]
+    out += [
+        "",
+        "## What the confirmation caught",
+        "",
+        "Plugin trials whose first side-by-side measurement said regression: confirmed by the second "
+        "measurement on fresh sessions, not confirmed (passed as `inconclusive (not confirmed)`), or "
+        "not measured again (the first interval clear of the threshold). `low - (1 + threshold)`: how "
+        "far the first interval's lower bound lay beyond the threshold (ratio).",
+        "",
+        "| condition | first regressions | confirmed | not confirmed | skipped | "
+        "low - (1 + threshold), confirmed | not confirmed | skipped |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for condition in PLUGIN_CONDITIONS:
+        mine = [t for t in twice if t.condition == condition]
+        if not mine:
+            continue
+
+        def beyond(group: Sequence[Trial]) -> str:
+            values = [t.first["low"] - 1 - t.first["threshold"] for t in group if t.first]
+            return f"{min(values):+.3f} .. {max(values):+.3f}" if values else "-"
+
+        confirmed = [t for t in mine if t.confirmed]
+        refuted = [t for t in mine if t.confirmed is False]
+        skipped = [t for t in mine if t.confirmation_skipped]
+        out.append(
+            f"| {condition} | {len(mine)} | {len(confirmed)} | {len(refuted)} | {len(skipped)} | "
+            f"{beyond(confirmed)} | {beyond(refuted)} | {beyond(skipped)} |"
+        )
     out += ["", "## Regressions measured twice, or whose second measurement was skipped", ""]
     if not twice:
         out.append("None.")
@@ -362,13 +398,13 @@ def report(trials: Sequence[Trial], header: Sequence[str]) -> str:
             "| --- | --- | --- | --- | --- |",
         ]
         for t in twice:
-            if t.first is not None:
-                first = t.first
-                beyond = first["low"] - (1 + first["threshold"])
-                interval = f"x{first['ratio']:.3f} ({first['low']:.3f}-{first['high']:.3f})"
-                outcome = "confirmed" if t.confirmed else "NOT confirmed"
+            first = t.first or {}
+            beyond = first["low"] - (1 + first["threshold"]) if first else float("nan")
+            interval = f"x{first['ratio']:.3f} ({first['low']:.3f}-{first['high']:.3f})" if first else "-"
+            if t.confirmation_skipped:
+                outcome = "skipped: " + t.confirmation_skipped
             else:
-                interval, beyond, outcome = "-", float("nan"), f"skipped: {t.confirmation_skipped}"
+                outcome = "confirmed" if t.confirmed else "NOT confirmed"
             out.append(f"| {t.family} | {t.condition} | {interval} | {beyond:+.3f} | {outcome} |")
     return "\n".join(out) + "\n"
 
@@ -388,6 +424,155 @@ def _verdicts(trials: Sequence[Trial]) -> str:
     return text + (f", {counts['error']} error" if counts.get("error") else "")
 
 
+@dataclass
+class StudyCheck:
+    """One in-process side-by-side check, always confirmed: the first interval and the second's."""
+
+    family: str
+    condition: str
+    first: dict[str, float]
+    first_verdict: str
+    second: dict[str, float] | None
+    second_verdict: str
+    status: str
+
+
+def confirmation_study(
+    family: Family, conditions: Sequence[str], checks: int, rng: random.Random
+) -> list[StudyCheck]:
+    """``checks`` side-by-side checks of each condition against the base model, in shuffled order."""
+    import functools
+
+    import onnxruntime as ort
+
+    from pytest_ortperf.checks.latency_verdicts import check_ab
+    from pytest_ortperf.checks.policy import CheckPolicy
+    from pytest_ortperf.latency.paired import INSTANCES, alternating
+    from pytest_ortperf.ort.providers import resolve_provider
+    from pytest_ortperf.ort.session_settings import SessionSettings
+    from pytest_ortperf.ort.sessions import provider_arguments, session_options
+    from pytest_ortperf.ort.variants import OptLevel, Variant
+    from pytest_ortperf.store.keys import CheckKey
+
+    variant, settings = Variant(resolve_provider("cpu", source="study"), OptLevel.ALL), SessionSettings()
+    feeds_rng = np.random.default_rng(0)
+    feeds = {n: feeds_rng.standard_normal(shape).astype(np.float32) for n, shape in family.shapes.items()}
+    base = family.build(family.base)
+    models = {"base": base.SerializeToString(), "retrained": retrained(base).SerializeToString()}
+    models.update({c: family.build(units).SerializeToString() for c, units in family.grown.items()})
+
+    def session(name: str) -> Callable[[], object]:
+        built = ort.InferenceSession(
+            models[name], session_options(ort, variant, settings),
+            providers=provider_arguments(variant, settings), enable_fallback=0,
+        )  # fmt: skip
+        return functools.partial(built.run, None, feeds)
+
+    def side(name: str) -> Callable[[], object]:
+        return alternating([session(name) for _ in range(INSTANCES)])
+
+    def figures(comparison: Any) -> dict[str, float]:
+        estimate = comparison.estimate
+        return {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high,
+                "threshold": comparison.threshold}  # fmt: skip
+
+    key = CheckKey("study", family.name, "cpu-all", "study", "")
+    order = [c for c in conditions if c == "retrained" or c in family.grown for _ in range(checks)]
+    rng.shuffle(order)
+    found: list[StudyCheck] = []
+    for condition in order:
+        result = check_ab(
+            side(condition), side("base"), key=key, label="base", policy=CheckPolicy(),
+            fresh_pair=lambda c=condition: (side(c), side("base")),  # type: ignore[misc]
+        )  # fmt: skip
+        first, second = result.comparison, result.confirmation
+        assert first is not None
+        found.append(
+            StudyCheck(
+                family.name, condition, figures(first), first.verdict.value,
+                figures(second) if second is not None else None,
+                second.verdict.value if second is not None else "", str(result.status),
+            )
+        )  # fmt: skip
+        print(f"study {family.name} {condition}: {found[-1].status}", file=sys.stderr, flush=True)
+    return found
+
+
+def study_report(checks: Sequence[StudyCheck]) -> str:
+    out = [
+        "## Every first regression, and what the second measurement said",
+        "",
+        "In-process side-by-side checks (two sessions a side, default policy, 3% threshold), every first "
+        "regression measured again on a fresh pair. `beyond`: the first interval's lower bound minus "
+        "(1 + threshold).",
+        "",
+        "| family | condition | checks | first regressions | second: regression | second: not | "
+        "beyond, confirmed | beyond, not confirmed |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def beyond(group: Sequence[StudyCheck]) -> str:
+        values = [c.first["low"] - 1 - c.first["threshold"] for c in group]
+        return f"{min(values):+.3f} .. {max(values):+.3f}" if values else "-"
+
+    for family in dict.fromkeys(c.family for c in checks):
+        for condition in dict.fromkeys(c.condition for c in checks if c.family == family):
+            mine = [c for c in checks if c.family == family and c.condition == condition]
+            flagged = [c for c in mine if c.first_verdict == "regression"]
+            kept = [c for c in flagged if c.second_verdict == "regression"]
+            lost = [c for c in flagged if c.second_verdict != "regression"]
+            out.append(
+                f"| {family} | {condition} | {len(mine)} | {len(flagged)} | {len(kept)} | {len(lost)} | "
+                f"{beyond(kept)} | {beyond(lost)} |"
+            )
+    lost = [c for c in checks if c.first_verdict == "regression" and c.second_verdict != "regression"]
+    out += ["", "First regressions the second measurement did not repeat:", ""]
+    out += [
+        f"- {c.family} {c.condition}: first x{c.first['ratio']:.3f} ({c.first['low']:.3f}-"
+        f"{c.first['high']:.3f}), second x{c.second['ratio']:.3f} ({c.second['low']:.3f}-"
+        f"{c.second['high']:.3f}) {c.second_verdict}"
+        for c in lost
+        if c.second is not None
+    ] or ["- none"]
+    return "\n".join(out) + "\n"
+
+
+def study_main(
+    args: argparse.Namespace,
+    families: Sequence[str],
+    conditions: Sequence[str],
+    started: str,
+    cpu: dict[str, str],
+    argv: Sequence[str] | None,
+) -> int:
+    sampler = Sampler()
+    sampler.start()
+    began = time.perf_counter()
+    rng = random.Random(args.seed)
+    study = [c for name in families for c in confirmation_study(FAMILIES[name], conditions, args.study, rng)]
+    command = sys.argv[1:] if argv is None else argv
+    text = "\n".join(
+        [
+            "# What the confirmation of a side-by-side regression catches",
+            "",
+            f"- run {started}, {(time.perf_counter() - began) / 60:.1f} min; "
+            f"{cpu.get('model name', 'unknown CPU')}, {os.cpu_count()} cores; load average at the start "
+            f"{loadavg()}; {sampler.stop()} (other engineers' test runs may have shared the machine)",
+            f"- code: {code_state()}",
+            f"- command: `python -m benchmarks.changed_model {' '.join(command)}`",
+            "",
+            study_report(study),
+        ]
+    )
+    if args.json:
+        args.json.write_text(json.dumps([asdict(c) for c in study], indent=1))
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -403,6 +588,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--merge", default="", help="JSON files of earlier runs, comma separated: report them all"
     )
+    parser.add_argument("--study", type=int, default=0, help="in-process checks per family and condition")
     args = parser.parse_args(argv)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
@@ -419,6 +605,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         headers += saved["header"]
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     cpu = cpu_fields()
+    if args.study:
+        return study_main(args, families, conditions, started, cpu, argv)
     sampler = Sampler()
     sampler.start()
     log: list[str] = []
