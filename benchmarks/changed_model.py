@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import json
 import os
 import random
@@ -600,7 +601,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     trials: list[Trial] = []
     headers: list[str] = []
     for path in [p for p in args.merge.split(",") if p]:
-        saved = json.loads(Path(path).read_text())
+        raw = Path(path).read_bytes()
+        saved = json.loads(gzip.decompress(raw) if path.endswith(".gz") else raw)
         trials += [Trial(**t) for t in saved["trials"]]
         headers += saved["header"]
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
