@@ -13,7 +13,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_ortperf.checks.latency_verdicts import CLEAR_MARGIN, ab_without_reference, check_ab, clear_regression
+from pytest_ortperf.checks.latency_verdicts import (
+    CLEAR_MARGIN,
+    ab_without_reference,
+    check_ab,
+    clear_regression,
+)
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict, decide, judge
 from pytest_ortperf.latency.measure import MeasureSettings
