@@ -402,3 +402,170 @@ def resnet50_model(
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def transformer_block_model(
+    blocks: int = 4, hidden: int = 64, seq: int = 32, *, ffn: int = 4, seed: int = 0
+) -> onnx.ModelProto:
+    """``x[1, seq, hidden] -> blocks x (pre-norm single-head self-attention + residual, pre-norm
+    MatMul-Relu-MatMul feed-forward + residual)``, written as an exporter writes them (layer norms as
+    ReduceMean..Add, which ORT fuses): a transformer encoder stack whose cost grows with ``blocks``,
+    every block the same work, so ``blocks`` 20 -> 21, 22, 25 is +5%, +10%, +25%."""
+    rng = np.random.default_rng(seed)
+    inits = [
+        numpy_helper.from_array(np.array([-1], dtype=np.int64), "axes"),
+        numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two"),
+        numpy_helper.from_array(np.array(1e-5, dtype=np.float32), "eps"),
+        numpy_helper.from_array(np.array(1.0 / np.sqrt(hidden), dtype=np.float32), "scale"),
+    ]
+    nodes: list[onnx.NodeProto] = []
+
+    def weight(name: str, shape: tuple[int, ...], std: float = 0.05) -> str:
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * std).astype(np.float32), name))
+        return name
+
+    def node(op: str, inputs: list[str], output: str, **attrs: object) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], name=f"{output}_{op.lower()}", **attrs))
+        return output
+
+    def layer_norm(h: str, tag: str) -> str:
+        mean = node("ReduceMean", [h, "axes"], f"{tag}_mean", keepdims=1)
+        d = node("Sub", [h, mean], f"{tag}_d")
+        var = node("ReduceMean", [node("Pow", [d, "two"], f"{tag}_sq"), "axes"], f"{tag}_var", keepdims=1)
+        std = node("Sqrt", [node("Add", [var, "eps"], f"{tag}_ve")], f"{tag}_std")
+        normed = node("Div", [d, std], f"{tag}_n")
+        scaled = node("Mul", [normed, weight(f"{tag}_g", (hidden,), 0.1)], f"{tag}_s")
+        return node("Add", [scaled, weight(f"{tag}_b", (hidden,), 0.1)], f"{tag}_ln")
+
+    h = "x"
+    for i in range(blocks):
+        a = layer_norm(h, f"b{i}a")
+        q, k, v = (node("MatMul", [a, weight(f"b{i}w{p}", (hidden, hidden))], f"b{i}{p}") for p in "qkv")
+        kt = node("Transpose", [k], f"b{i}kt", perm=[0, 2, 1])
+        scores = node("Mul", [node("MatMul", [q, kt], f"b{i}qk"), "scale"], f"b{i}scores")
+        attended = node("MatMul", [node("Softmax", [scores], f"b{i}p", axis=-1), v], f"b{i}av")
+        h = node(
+            "Add", [h, node("MatMul", [attended, weight(f"b{i}wo", (hidden, hidden))], f"b{i}o")], f"b{i}r1"
+        )
+        f = layer_norm(h, f"b{i}f")
+        up = node(
+            "Relu", [node("MatMul", [f, weight(f"b{i}w1", (hidden, ffn * hidden))], f"b{i}up")], f"b{i}act"
+        )
+        h = node(
+            "Add",
+            [h, node("MatMul", [up, weight(f"b{i}w2", (ffn * hidden, hidden))], f"b{i}down")],
+            f"b{i}r2",
+        )
+    nodes.append(helper.make_node("Identity", [h], ["y"], name="out"))
+    shape = [1, seq, hidden]
+    graph = helper.make_graph(
+        nodes,
+        f"transformer{blocks}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+
+
+def gru_model(
+    steps: int = 8, hidden: int = 32, layers: int = 2, *, batch: int = 8, input_steps: int | None = None,
+    seed: int = 0,
+) -> onnx.ModelProto:  # fmt: skip
+    """``x[input_steps, batch, hidden] -> its first `steps` steps (Slice) -> GRU x layers``: a GRU stack
+    whose cost grows with the steps it runs over the same input (``input_steps``, default ``steps``),
+    so the grown variants take the same feeds (``steps`` 20 -> 21, 22, 25 of 25: +5%, +10%, +25%).
+    Output: the last layer's final hidden state ``[1, batch, hidden]``."""
+    input_steps = steps if input_steps is None else input_steps
+    if not 0 < steps <= input_steps:
+        raise ValueError(f"steps must be in 1..{input_steps}, got {steps}")
+    rng = np.random.default_rng(seed)
+    inits = [
+        numpy_helper.from_array(np.array([0], np.int64), "starts"),
+        numpy_helper.from_array(np.array([steps], np.int64), "ends"),
+        numpy_helper.from_array(np.array([0], np.int64), "axes"),
+        numpy_helper.from_array(np.array([1], np.int64), "direction_axis"),
+    ]
+    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["seq"], name="first_steps")]
+    current = "seq"
+    for i in range(layers):
+        for name in (f"W{i}", f"R{i}"):
+            weight = (rng.standard_normal((1, 3 * hidden, hidden)) * 0.1).astype(np.float32)
+            inits.append(numpy_helper.from_array(weight, name))
+        inits.append(numpy_helper.from_array(np.zeros((1, 6 * hidden), np.float32), f"B{i}"))
+        last = i == layers - 1
+        nodes.append(
+            helper.make_node(
+                "GRU", [current, f"W{i}", f"R{i}", f"B{i}"], ["" if last else f"y{i}", f"h{i}"],
+                name=f"gru{i}", hidden_size=hidden, linear_before_reset=1,
+            )
+        )  # fmt: skip
+        if not last:
+            nodes.append(
+                helper.make_node("Squeeze", [f"y{i}", "direction_axis"], [f"s{i}"], name=f"squeeze{i}")
+            )
+            current = f"s{i}"
+    nodes.append(helper.make_node("Identity", [f"h{layers - 1}"], ["y"], name="out"))
+    graph = helper.make_graph(
+        nodes,
+        f"gru{layers}x{steps}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [input_steps, batch, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, batch, hidden])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def residual_bn_model(
+    blocks: int = 4, channels: int = 16, size: int = 16, *, seed: int = 0
+) -> onnx.ModelProto:
+    """``x[1, channels, size, size] -> blocks x (Conv 3x3, BatchNormalization, Relu, Conv 3x3,
+    BatchNormalization, Add the block's input, Relu)``: ResNet's basic block, which ORT folds (the
+    BatchNorms into their convolutions, Relu into FusedConv); cost grows with ``blocks``, every block
+    the same work (20 -> 21, 22, 25: +5%, +10%, +25%)."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    h = "x"
+    for i in range(blocks):
+        block_input = h
+        for j in range(2):
+            tag = f"b{i}c{j}"
+            w = (rng.standard_normal((channels, channels, 3, 3)) * (0.5 / np.sqrt(9 * channels))).astype(
+                np.float32
+            )
+            inits.append(numpy_helper.from_array(w, f"{tag}_w"))
+            for part, value in (
+                ("scale", 1.0 + 0.1 * rng.standard_normal(channels)),
+                ("bias", 0.1 * rng.standard_normal(channels)),
+                ("mean", 0.1 * rng.standard_normal(channels)),
+                ("var", 1.0 + 0.1 * np.abs(rng.standard_normal(channels))),
+            ):
+                inits.append(numpy_helper.from_array(np.asarray(value, np.float32), f"{tag}_{part}"))
+            nodes.append(
+                helper.make_node("Conv", [h, f"{tag}_w"], [f"{tag}_c"], name=f"{tag}_conv", pads=[1, 1, 1, 1])
+            )
+            nodes.append(
+                helper.make_node(
+                    "BatchNormalization",
+                    [f"{tag}_c", f"{tag}_scale", f"{tag}_bias", f"{tag}_mean", f"{tag}_var"],
+                    [f"{tag}_bn"],
+                    name=f"{tag}_batchnorm",
+                )
+            )
+            h = f"{tag}_bn"
+            if j == 0:
+                nodes.append(helper.make_node("Relu", [h], [f"{tag}_r"], name=f"{tag}_relu"))
+                h = f"{tag}_r"
+        nodes.append(helper.make_node("Add", [h, block_input], [f"b{i}_sum"], name=f"b{i}_add"))
+        nodes.append(helper.make_node("Relu", [f"b{i}_sum"], [f"b{i}_out"], name=f"b{i}_relu"))
+        h = f"b{i}_out"
+    nodes.append(helper.make_node("Identity", [h], ["y"], name="out"))
+    shape = [1, channels, size, size]
+    graph = helper.make_graph(
+        nodes,
+        f"residual{blocks}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)

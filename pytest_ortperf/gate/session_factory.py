@@ -1,7 +1,8 @@
 """The run's sessions (``gate/services.py: Sessions``): onnxruntime imported on first use, providers
 probed once, sessions built and pooled, fresh sessions for interleaved measurements, the optimized
-graph of a variant (once per run: it is deterministic), operator profiles, and every untimed run
-under the run's watchdog (``--ortperf-run-timeout``)."""
+graph of a variant (once per run: it is deterministic; the session that wrote it is timed next, not
+built again), operator profiles, and every untimed run under the run's watchdog
+(``--ortperf-run-timeout``)."""
 
 from __future__ import annotations
 
@@ -112,6 +113,10 @@ class SessionFactory:
             unplaced = "" if built.placed else "this onnxruntime does not report node placement"
             note = built.note or unplaced
             self._graphs[key] = (figures, note)
+            if built.session is not None:
+                # The session that wrote the graph is a session like any other of this key: the pool
+                # times it next instead of building the same session again.
+                self.pool.adopt(built.session, model, variant, settings, seconds=built.seconds)
         return self._graphs[key]
 
     def native_profiler(self, built: BuiltSession, directory: Path) -> NativeRunProfiler | None:
@@ -135,7 +140,9 @@ class SessionFactory:
         if self._pool is None:
             return []
         pool = self._pool
-        lines = [f"sessions: {pool.builds} built in {pool.build_seconds:.2f} s, reused {pool.reuses} time(s)"]
+        graphs = f" ({pool.adopted} of them wrote an optimized graph)" if pool.adopted else ""
+        built = f"{pool.builds} built in {pool.build_seconds:.2f} s{graphs}"
+        lines = [f"sessions: {built}, reused {pool.reuses} time(s)"]
         if self._prober is not None:
             lines += [
                 f"{result.provider} unavailable: {result.reason}"

@@ -290,18 +290,19 @@ class LatencyCheck:
             # Named from the workers themselves: what their environments really import.
             runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
             label = f"{reference.label} in {other.runtime.describe()}"
-            with context.measurer.held(self._activity):
-                result = check_ab(
-                    current,
-                    other,
-                    key=key,
-                    label=label,
-                    policy=context.policy,
-                    fresh_pair=lambda: pair(fresh=True),
-                    accept=accept,
-                    runtimes=runtimes,
-                    activity=self._activity,
-                )
+            # Only the timed rounds hold the timing lock: a confirmation's new workers load without it.
+            result = check_ab(
+                current,
+                other,
+                key=key,
+                label=label,
+                policy=context.policy,
+                fresh_pair=lambda: pair(fresh=True),
+                accept=accept,
+                runtimes=runtimes,
+                activity=self._activity,
+                held=lambda: context.measurer.held(self._activity),
+            )
             # From the last pair loaded: a confirmation replaces the first pair's processes.
             last, last_other = sides[-2:]
             if worth_explaining(result):
@@ -354,17 +355,19 @@ class LatencyCheck:
         with self._activity.phase(BUILDING, "sessions of both sides"):
             current = side(built, *(sessions.fresh(built) for _ in range(INSTANCES - 1)))
             reference = side(other, *(sessions.fresh(other) for _ in range(INSTANCES - 1)))
-        with context.measurer.held(self._activity):
-            result = check_ab(
-                current,
-                reference,
-                key=key,
-                label=label,
-                policy=context.policy,
-                fresh_pair=fresh_pair,
-                accept=accept,
-                activity=self._activity,
-            )
+        # Only the timed rounds hold the timing lock: a confirmation's fresh pair builds without it.
+        result = check_ab(
+            current,
+            reference,
+            key=key,
+            label=label,
+            policy=context.policy,
+            fresh_pair=fresh_pair,
+            accept=accept,
+            activity=self._activity,
+            held=lambda: context.measurer.held(self._activity),
+            randomised=INSTANCES > 1,  # sessions built for this check, several a side
+        )
         # Profiled after the timing lock is released: untimed work, like building sessions.
         result = self._explained_side_by_side(result, other, inputs)
         result = self._graph_explained(result, other.model, other.settings)

@@ -3,9 +3,11 @@ optimized model (``SessionOptions.optimized_model_filepath``), with the node pla
 in this process or, for another onnxruntime, in a worker of that environment (one implementation:
 ``worker_program.optimized_graph``).
 
-A session that writes its graph is never one that is timed. Providers that compile nodes (TensorRT)
-refuse to serialize them: then the session is built again without the file, and only the placement
-stands for the graph, with the reason.
+A session built in this process is handed back with its graph (``OptimizedGraph.session``): writing
+the file happens while the session is built and changes nothing it runs, so the run's session pool
+keeps it as a spare and times it instead of building the same session again (``SessionPool.adopt``).
+Providers that compile nodes (TensorRT) refuse to serialize them: then the session is built again
+without the file, and only the placement stands for the graph, with the reason.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class OptimizedGraph:
     note: str
     seconds: float  # building the session that wrote the graph
     weights_sha256: str = ""  # the optimized graph's weights, written to a file of their own
+    session: Any | None = None  # the session that wrote it, when built in this process
 
 
 def optimized_graph(
@@ -56,13 +59,14 @@ def optimized_graph(
 
     started = time.perf_counter()
     recipe = session_recipe(variant, settings)
+    kept: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="ortperf-graph-") as scratch:
         path = Path(scratch) / "optimized.onnx"
         try:
             if python:
                 answer = worker_graph(python, model, variant, settings, path, timeout_s=timeout_s)
             else:
-                answer = worker_program.optimized_graph(ort, model.ort_input, recipe, str(path))
+                answer = worker_program.optimized_graph(ort, model.ort_input, recipe, str(path), kept)
         except OrtperfError:
             raise
         except Exception as exc:  # ORT raises Fail, InvalidProtobuf, RuntimeError, ...
@@ -86,7 +90,10 @@ def optimized_graph(
         source = onnx.load_from_string(model.data)
     placement = tuple((str(name), str(op), str(provider)) for name, op, provider in answer["placement"])
     seconds = time.perf_counter() - started
-    return OptimizedGraph(optimized, source, placement, bool(answer["placed"]), note, seconds, weights_sha256)
+    session = kept[0] if kept else None
+    return OptimizedGraph(
+        optimized, source, placement, bool(answer["placed"]), note, seconds, weights_sha256, session
+    )
 
 
 def _sha256(path: Path) -> str:

@@ -17,6 +17,10 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.variants import Variant
 
 _MAX_MESSAGE = 600
+# Sessions that wrote an optimized graph, kept to be timed next (SessionPool.adopt): a side-by-side
+# check builds the graphs of its two sides, then times two sessions a side. More are dropped, oldest
+# first, so that a run building many graphs (the graph check) holds few sessions it may never time.
+SPARES = 2
 
 
 @dataclass(frozen=True)
@@ -100,22 +104,26 @@ class SessionPool:
         self._on_build = on_build
         self._sessions: dict[SessionKey, BuiltSession] = {}
         self._failures: dict[SessionKey, OrtperfError] = {}
-        self.builds = 0
+        self._spares: list[tuple[SessionKey, BuiltSession]] = []  # adopted, not handed out yet
+        self.builds = 0  # every session built in the run, adopted ones included
+        self.adopted = 0  # of them: sessions that wrote an optimized graph (adopt)
         self.reuses = 0
         self.build_seconds = 0.0
 
     def get(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
-        key = SessionKey(model.sha256, None if model.path is None else str(model.path), variant, settings)
+        key = _key(model, variant, settings)
         if key in self._sessions:
             self.reuses += 1
             return self._sessions[key]
         if key in self._failures:
             raise self._failures[key]
-        try:
-            built = self._build(model, variant, settings)
-        except OrtperfError as exc:
-            self._failures[key] = exc
-            raise
+        built = self._spare(key)
+        if built is None:
+            try:
+                built = self._build(model, variant, settings)
+            except OrtperfError as exc:
+                self._failures[key] = exc
+                raise
         self._sessions[key] = built
         if self._on_build is not None:
             self._on_build(built)
@@ -125,9 +133,40 @@ class SessionPool:
         """Another, uncached session like ``built``: its own memory, so its own placement of the
         weights. Two sessions of one model can differ by a few percent for as long as they live
         (memory-bound models; ``benchmarks/README.md``), so a side-by-side regression is confirmed
-        on fresh sessions of both sides. ``deterministic``: with ``use_deterministic_compute`` on
-        (the determinism check asks whether it changes anything)."""
+        on fresh sessions of both sides. An adopted session of the same key, never handed out
+        before, is such a session: it is taken instead of building one. ``deterministic``: with
+        ``use_deterministic_compute`` on (the determinism check asks whether it changes anything)."""
+        if not deterministic:
+            spare = self._spare(_key(built.model, built.variant, built.settings))
+            if spare is not None:
+                return spare
         return self._build(built.model, built.variant, built.settings, deterministic=deterministic)
+
+    def adopt(
+        self, session: Any, model: ModelSource, variant: Variant, settings: SessionSettings, *, seconds: float
+    ) -> None:
+        """Keep ``session``, built elsewhere in this run from the same recipe (the session that wrote
+        the optimized graph), as a spare: the next :meth:`get` of its key, or :meth:`fresh` of a
+        session like it, takes it instead of building the same session again. Counted as a build.
+        A session that would not pass :meth:`_build`'s checks (its provider dropped, node names that
+        are not UTF-8) is not kept: the next session of its key is then built, and fails as it would."""
+        try:
+            built = self._described(session, model, variant, settings, seconds)
+        except OrtperfError:
+            return
+        self.builds += 1
+        self.adopted += 1
+        self.build_seconds += seconds
+        self._spares.append((_key(model, variant, settings), built))
+        del self._spares[:-SPARES]
+
+    def _spare(self, key: SessionKey) -> BuiltSession | None:
+        """An adopted session of ``key``, taken out of the spares (None: there is none)."""
+        for index, (spare_key, built) in enumerate(self._spares):
+            if spare_key == key:
+                del self._spares[index]
+                return built
+        return None
 
     def build_profiling(self, built: BuiltSession, prefix: str) -> Any:
         """A fresh, uncached session like ``built`` with session-level profiling (never timed)."""
@@ -145,6 +184,7 @@ class SessionPool:
         """Release every session (ORT frees a session when its last reference goes)."""
         self._sessions.clear()
         self._failures.clear()
+        self._spares.clear()
 
     def _build(
         self, model: ModelSource, variant: Variant, settings: SessionSettings, *, deterministic: bool = False
@@ -171,6 +211,12 @@ class SessionPool:
         elapsed = time.perf_counter() - started
         self.builds += 1
         self.build_seconds += elapsed
+        return self._described(session, model, variant, settings, elapsed)
+
+    def _described(
+        self, session: Any, model: ModelSource, variant: Variant, settings: SessionSettings, elapsed: float
+    ) -> BuiltSession:
+        """``session`` with the facts of how it was built, once its provider and placement are checked."""
         providers = tuple(session.get_providers())
         if variant.provider not in providers:
             raise ProviderUnavailable(
@@ -193,3 +239,7 @@ class SessionPool:
             placement=placement,
             build_seconds=elapsed,
         )
+
+
+def _key(model: ModelSource, variant: Variant, settings: SessionSettings) -> SessionKey:
+    return SessionKey(model.sha256, None if model.path is None else str(model.path), variant, settings)

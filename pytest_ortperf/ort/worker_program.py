@@ -240,11 +240,14 @@ GRAPH_WEIGHTS = "weights.bin"
 _EXTERNAL = "session.optimized_model_external_initializers_"
 
 
-def optimized_graph(ort: Any, model_input: Any, recipe: dict[str, Any], path: str) -> dict[str, Any]:
+def optimized_graph(
+    ort: Any, model_input: Any, recipe: dict[str, Any], path: str, kept: list[Any] | None = None
+) -> dict[str, Any]:
     """Build a session from ``recipe`` that writes its optimized graph to ``path``: where ORT placed
     each node (``placement``: name, ``domain:op``, provider; ``placed`` False where this onnxruntime
     cannot say) and, when the graph could not be written (a provider that compiles nodes), ``note``
-    with ORT's reason, the session then built again without the file."""
+    with ORT's reason, the session then built again without the file. ``kept``: the session is
+    appended to it, for a caller in the same process that runs it afterwards."""
     providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
 
     def build(write: bool) -> Any:
@@ -262,6 +265,8 @@ def optimized_graph(ort: Any, model_input: Any, recipe: dict[str, Any], path: st
     except Exception as first:  # ORT raises Fail, RuntimeError, ...
         session = build(False)
         note = "ORT could not write the optimized graph (" + " ".join(str(first).split())[:300] + ")"
+    if kept is not None:
+        kept.append(session)
     getter = getattr(session, "get_provider_graph_assignment_info", None)
     placement: list[list[str]] = []
     for subgraph in getter() if getter is not None else []:

@@ -116,6 +116,9 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             if decisive is not None
             else None
         ),
+        # A regression measured a second time: the first measurement's change, which the second
+        # confirmed or not (``confirmed``); or, not measured again, why (``skipped``).
+        **_confirmation(result),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
         **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
@@ -133,6 +136,25 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         **_explanations(result.explanations),
         "message": result.message,
     }
+
+
+def _confirmation(result: LatencyResult) -> dict[str, Any]:
+    """A first regression's record: its interval, and whether a second measurement confirmed it or
+    why none was made; {} for a check without a first regression."""
+    first = result.comparison
+    if first is None or (result.confirmation is None and not result.confirmation_skipped):
+        return {}
+    figures = {
+        "first_change": {
+            "ratio": first.estimate.ratio,
+            "low": first.estimate.low,
+            "high": first.estimate.high,
+            "threshold": first.threshold,
+        }
+    }
+    if result.confirmation is None:
+        return {"confirmation": {"confirmed": None, "skipped": result.confirmation_skipped, **figures}}
+    return {"confirmation": {"confirmed": result.confirmation.verdict is first.verdict, **figures}}
 
 
 def _explanations(sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
+import onnx
 import pytest
+
+from tests.models import mlp_model
+from tests.plugin.conftest import LATENCY_MODEL, LATENCY_TEST_FILE, commit_model, reexport
 
 
 def _builds(result: pytest.RunResult) -> list[str]:
@@ -165,3 +170,51 @@ def test_sessions_are_released_at_the_end(pytester: pytest.Pytester, write_model
     )
     result = pytester.runpytest_subprocess("-s", "--ort-opt-levels=basic,all")
     result.stdout.fnmatch_lines(["ALIVE 0 OF 2"])
+
+
+@pytest.mark.slow
+def test_a_changed_model_side_by_side_builds_each_session_once(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """Issue 37: one check of a changed model measured side by side with the recorded one builds the
+    optimized graph of each side once, and those two sessions are timed: four sessions in all (two a
+    side), where it built six (the graphs' two, then four more). A confirmation adds two a side."""
+    commit_model(pytester, **LATENCY_MODEL)
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
+    quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--ortperf-ab-budget=0.3")
+    pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
+    reexport(pytester)  # other weights: another graph digest, the same work
+    result = pytester.runpytest("--ortperf-ab-threshold=50%", "--ortperf-report=report.json", *quick)
+    result.assert_outcomes(passed=1)
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["path"].startswith("side by side vs the recorded model")
+    assert "confirmation" not in check, "nothing to confirm within 50%"
+    result.stdout.fnmatch_lines(["*sessions: 4 built in * s (2 of them wrote an optimized graph), reused *"])
+
+
+@pytest.mark.slow
+def test_a_clear_slowdown_side_by_side_fails_without_a_second_measurement_and_says_why(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """Issue 37: a model four times slower, measured side by side on two new sessions a side, is far
+    beyond the threshold at its first interval: it fails without the confirmation's four new sessions
+    and second measurement, and the failure, the record and the markdown summary say so."""
+    commit_model(pytester, **LATENCY_MODEL)
+    pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
+    quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--ortperf-ab-budget=0.3")
+    pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
+    onnx.save(mlp_model(layers=32, width=128), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-markdown=summary.md", *quick)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  not measured a second time: the first interval's lower bound +*% is beyond the threshold "
+            "+3% by more than 5%, on new sessions of both sides: no pair of sessions has moved a ratio that far",
+            "*sessions: 4 built in * s (2 of them wrote an optimized graph), reused *",
+        ]
+    )
+    (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
+    assert check["verdict"] == "regression"
+    assert check["confirmation"]["skipped"].startswith("the first interval's lower bound")
+    assert check["seconds"]["confirming"] == 0
+    assert "not measured a second time" in (pytester.path / "summary.md").read_text()

@@ -6,13 +6,19 @@ import gc
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from pytest_ortperf.checks.latency_verdicts import ab_without_reference, check_ab
+from pytest_ortperf.checks.latency_verdicts import (
+    CLEAR_MARGIN,
+    ab_without_reference,
+    check_ab,
+    clear_regression,
+)
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict, decide, judge
 from pytest_ortperf.latency.measure import MeasureSettings
@@ -665,6 +671,108 @@ def test_no_fresh_pair_is_built_without_a_first_regression() -> None:
     measure = FakePair(paired(1.0, 0.01, seed=10))
     result = _check(measure, fresh_pair=fresh_pair)
     assert result.status == "ok"
+
+
+def test_only_the_measurements_hold_the_timing_lock_and_the_fresh_pair_builds_without_it() -> None:
+    """Cut (a) of issue 37: the confirmation's new sessions are built with the timing lock released;
+    each measurement takes it again, so other processes time while this one builds."""
+    events: list[str] = []
+    holding = [False]
+
+    @contextmanager
+    def held() -> Iterator[None]:
+        assert not holding[0], "the timing lock taken twice"
+        holding[0] = True
+        events.append("take")
+        try:
+            yield
+        finally:
+            holding[0] = False
+            events.append("release")
+
+    results = [paired(1.2, 0.01, seed=8), paired(1.2, 0.01, seed=9)]
+
+    def measure(current: object, reference: object, settings: MeasureSettings) -> PairedRounds:
+        assert holding[0], "measured without the timing lock"
+        events.append("measure")
+        return results.pop(0)
+
+    def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+        assert not holding[0], "the fresh pair was built holding the timing lock"
+        events.append("build")
+        return (lambda: None), (lambda: None)
+
+    result = check_ab(
+        current_model, reference_model, key=KEY, label=LABEL, policy=POLICY, measure_fn=measure,
+        fresh_pair=fresh_pair, held=held,
+    )  # fmt: skip
+    assert events == ["take", "measure", "release", "build", "take", "measure", "release"]
+    assert result.status == "regression"
+
+
+def test_a_first_regression_far_beyond_the_threshold_on_randomised_sessions_is_not_measured_again() -> None:
+    """Cut (b) of issue 37: the confirmation is skipped where it cannot change the verdict, and the
+    result, its message and every report say that it was skipped and why."""
+
+    def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+        raise AssertionError("built although the first interval was clear")
+
+    measure = FakePair(paired(1.25, 0.01, seed=6))
+    result = check_ab(
+        current_model, reference_model, key=KEY, label=LABEL, policy=POLICY, measure_fn=measure,
+        fresh_pair=fresh_pair, randomised=True,
+    )  # fmt: skip
+    assert len(measure.calls) == 1
+    assert result.failed
+    assert result.status == "regression"
+    assert result.confirmation is None
+    assert result.comparison is not None
+    low = result.comparison.estimate.low
+    assert low - 1 >= POLICY.ab_threshold + CLEAR_MARGIN
+    assert result.confirmation_skipped == clear_regression(result.comparison)
+    assert result.confirmation_skipped.startswith(f"the first interval's lower bound +{(low - 1) * 100:.3g}% ")
+    assert "beyond the threshold +3% by more than 5%" in result.confirmation_skipped
+    assert f"  not measured a second time: {result.confirmation_skipped}" in result.message.splitlines()
+    assert "confirmed by a second" not in result.message
+    assert result.basis.endswith(f"; not measured a second time: {result.confirmation_skipped}")
+    record = latency_record(result, "tests/test_models.py::test_resnet[cpu-all]")
+    assert record["confirmation"]["skipped"] == result.confirmation_skipped
+    assert record["confirmation"]["confirmed"] is None
+    assert record["confirmation"]["first_change"]["low"] == low
+    assert record["decided_by"] == result.basis
+    row = next(line for line in markdown([record], machine="ci", unused=[]).splitlines() if "test_resnet" in line)
+    assert "not measured a second time" in row
+
+
+@pytest.mark.parametrize(("factor", "randomised"), [(1.06, True), (1.25, False)])
+def test_a_first_regression_near_the_threshold_or_on_one_placement_is_measured_again(
+    factor: float, randomised: bool
+) -> None:
+    first = paired(factor, 0.01, seed=6)
+    assert judge_pair(first, threshold=0.03).verdict is Verdict.REGRESSION
+    measure = FakePair(first, paired(factor, 0.01, seed=7))
+    result = check_ab(
+        current_model, reference_model, key=KEY, label=LABEL, policy=POLICY, measure_fn=measure,
+        randomised=randomised,
+    )  # fmt: skip
+    assert len(measure.calls) == 2
+    assert result.confirmation is not None
+    assert result.confirmation_skipped == ""
+    record = latency_record(result, "t")
+    assert record["confirmation"]["confirmed"] is True
+    assert "skipped" not in record["confirmation"]
+    assert record["confirmation"]["first_change"]["low"] == result.comparison.estimate.low  # type: ignore[union-attr]
+
+
+def test_clear_regression_needs_a_regression_whose_lower_bound_clears_threshold_and_margin() -> None:
+    def comparison(low: float, verdict: Verdict = Verdict.REGRESSION) -> Comparison:
+        return Comparison(RatioEstimate(low + 0.02, low, low + 0.04, 0.99), 0.03, verdict, "a/b", "s")
+
+    assert clear_regression(comparison(1.0799)) == ""
+    assert clear_regression(comparison(1.08)) != ""
+    assert clear_regression(comparison(1.10), margin=0.08) == ""
+    assert clear_regression(comparison(1.20, Verdict.INCONCLUSIVE)) == ""
+    assert clear_regression(comparison(1.20, Verdict.IMPROVED)) == ""
 
 
 def test_alternating_runs_each_in_turn_and_returns_its_result() -> None:
