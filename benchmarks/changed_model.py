@@ -72,7 +72,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from benchmarks.conditions import Sampler, code_state, cpu_fields, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.conditions import Sampler, code_state, cpu_fields, git, loadavg, other_pytest_processes  # noqa: E402
 from tests.models import (  # noqa: E402
     gru_model,
     mlp_model,
@@ -160,12 +160,6 @@ class Trial:
     confirmation_skipped: str = ""
     builds: int | None = None
 
-
-def git(where: Path, *argv: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *argv],
-        cwd=where, check=True, capture_output=True,
-    )  # fmt: skip
 
 
 def pytest(where: Path, extra: Sequence[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -580,7 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--families", default="transformer,gru,residual", help=f"of {', '.join(FAMILIES)}")
     parser.add_argument(
-        "--conditions", default=",".join(PLUGIN_CONDITIONS), help="of " + ", ".join(PLUGIN_CONDITIONS)
+        "--conditions",
+        default=",".join(PLUGIN_CONDITIONS),
+        help="of " + ", ".join(PLUGIN_CONDITIONS).replace("%", "%%"),  # argparse formats help with %
     )
     parser.add_argument("--trials", type=int, default=3, help="trials per condition and tool")
     parser.add_argument("--seed", type=int, default=37)

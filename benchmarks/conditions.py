@@ -15,6 +15,16 @@ from pathlib import Path
 GATE_MODULES = ("measure", "stats", "compare", "checks", "baselines", "ab", "canary")
 
 
+def git(where: Path, *argv: str) -> None:
+    """Run git in ``where`` as a benchmark's throwaway repository needs it (a fixed author, output kept)."""
+    subprocess.run(
+        ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *argv],
+        cwd=where,
+        check=True,
+        capture_output=True,
+    )
+
+
 def cpu_fields() -> dict[str, str]:
     """The first processor's fields of /proc/cpuinfo ({} without it)."""
     fields: dict[str, str] = {}

@@ -64,7 +64,7 @@ if str(REPO) not in sys.path:
 
 import onnx  # noqa: E402
 
-from benchmarks.conditions import Sampler, code_state, cpu_fields, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.conditions import Sampler, code_state, cpu_fields, git, loadavg, other_pytest_processes  # noqa: E402
 from tests.models import reexported, resnet50_model  # noqa: E402
 
 WIDTH, IMAGE = 32, 448
@@ -119,14 +119,6 @@ class Process:
     items_s: dict[str, float] = field(default_factory=dict)  # item name -> JUnit time
     failed: list[str] = field(default_factory=list)  # the items that failed, by name
 
-
-def git(where: Path, *argv: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *argv],
-        cwd=where,
-        check=True,
-        capture_output=True,
-    )
 
 
 def junit_times(path: Path) -> dict[str, float]:

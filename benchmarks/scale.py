@@ -55,7 +55,7 @@ if str(REPO) not in sys.path:
 
 import onnx  # noqa: E402
 
-from benchmarks.conditions import code_state, cpu_fields, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.conditions import code_state, cpu_fields, git, loadavg, other_pytest_processes  # noqa: E402
 from tests.models import mlp_model  # noqa: E402
 
 LAYERS = 4
@@ -87,14 +87,6 @@ class Step:
     def per_item(self) -> float:
         return self.wall_s / self.items if self.items else float("nan")
 
-
-def git(where: Path, *argv: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *argv],
-        cwd=where,
-        check=True,
-        capture_output=True,
-    )
 
 
 def write_models(where: Path, count: int, level: str) -> None:

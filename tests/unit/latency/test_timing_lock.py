@@ -219,10 +219,11 @@ class _Holder(threading.Thread):
             self.release.wait(30)
 
 
-def _turnstile_taken(path: Path) -> bool:
+def _locked(path: Path) -> bool:
+    """Whether someone holds ``path`` (shared or not): an exclusive flock of it would block."""
     import fcntl
 
-    fd = os.open(path.with_name(path.name + ".turnstile"), os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -230,6 +231,10 @@ def _turnstile_taken(path: Path) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def _turnstile_taken(path: Path) -> bool:
+    return _locked(path.with_name(path.name + ".turnstile"))
 
 
 def test_measurements_that_only_inform_share_the_lock_and_one_that_decides_waits_and_goes_first(
@@ -276,16 +281,7 @@ class _Untimed(threading.Thread):
 
 
 def _exclusive_free(path: Path) -> bool:
-    import fcntl
-
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
-    return True
+    return not _locked(path)
 
 
 def test_untimed_work_overlaps_looks_and_other_untimed_work_but_never_a_decision(tmp_path: Path) -> None:
