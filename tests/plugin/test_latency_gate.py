@@ -746,7 +746,7 @@ def test_an_update_records_short_where_the_reference_is_rebuilt_and_in_full_wher
     report = json.loads((pytester.path / "kept.json").read_text())
     assert [r["short_recording"] for r in report["checks"] if r["kind"] == "latency"] == [why]
     shown = pytester.run(Path(sys.executable).parent / "ortperf", "show")
-    shown.stdout.fnmatch_lines([f"    *{HERE}  median *  short recording ({why})"])
+    shown.stdout.fnmatch_lines([f"    *{HERE}  median * short recording ({why})"])
     # The unchanged check's look only informs: it shares the timing lock; gated on drift, it decides.
     for drift, lock in (("", "shared"), ("--ortperf-drift-threshold=900%", "exclusive")):
         gate = pytester.runpytest("--ortperf-report=gate.json", *QUICK, *([drift] if drift else []))
