@@ -134,6 +134,22 @@ def lstm_model(
     recurrent model whose cost grows with the steps it runs over the same input (``input_steps``,
     default ``steps``), so a family's grown variants take the same feeds, as a side-by-side check
     gives both sides. Output: the last layer's final hidden state ``[1, batch, hidden]``."""
+    return _recurrent_model("LSTM", 4, steps, hidden, layers, "batch", input_steps, seed)
+
+
+def _recurrent_model(
+    op: str,
+    gates: int,
+    steps: int,
+    hidden: int,
+    layers: int,
+    batch: int | str,
+    input_steps: int | None,
+    seed: int,
+    **attributes: int,
+) -> onnx.ModelProto:
+    """``layers`` of ``op`` (``LSTM``: 4 gates, ``GRU``: 3) over the first ``steps`` of
+    ``x[input_steps, batch, hidden]``; the last layer's final hidden state ``[1, batch, hidden]``."""
     input_steps = steps if input_steps is None else input_steps
     if not 0 < steps <= input_steps:
         raise ValueError(f"steps must be in 1..{input_steps}, got {steps}")
@@ -146,16 +162,17 @@ def lstm_model(
     ]
     nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["seq"], name="first_steps")]
     current = "seq"
+    name = op.lower()
     for i in range(layers):
-        for name in (f"W{i}", f"R{i}"):  # input and recurrence weights: the input is `hidden` wide too
-            weight = (rng.standard_normal((1, 4 * hidden, hidden)) * 0.1).astype(np.float32)
-            inits.append(numpy_helper.from_array(weight, name))
-        inits.append(numpy_helper.from_array(np.zeros((1, 8 * hidden), np.float32), f"B{i}"))
+        for weights in (f"W{i}", f"R{i}"):  # input and recurrence weights: the input is `hidden` wide too
+            weight = (rng.standard_normal((1, gates * hidden, hidden)) * 0.1).astype(np.float32)
+            inits.append(numpy_helper.from_array(weight, weights))
+        inits.append(numpy_helper.from_array(np.zeros((1, 2 * gates * hidden), np.float32), f"B{i}"))
         last = i == layers - 1  # the last layer's sequence output is not asked for: only its final state
         nodes.append(
             helper.make_node(
-                "LSTM", [current, f"W{i}", f"R{i}", f"B{i}"], ["" if last else f"y{i}", f"h{i}"],
-                name=f"lstm{i}", hidden_size=hidden,
+                op, [current, f"W{i}", f"R{i}", f"B{i}"], ["" if last else f"y{i}", f"h{i}"],
+                name=f"{name}{i}", hidden_size=hidden, **attributes,
             )
         )  # fmt: skip
         if not last:  # [steps, 1 direction, batch, hidden] -> the next layer's [steps, batch, hidden]
@@ -166,13 +183,12 @@ def lstm_model(
     nodes.append(helper.make_node("Identity", [f"h{layers - 1}"], ["y"], name="out"))
     graph = helper.make_graph(
         nodes,
-        f"lstm{layers}x{steps}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [input_steps, "batch", hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "batch", hidden])],
+        f"{name}{layers}x{steps}",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [input_steps, batch, hidden])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, batch, hidden])],
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
 
 def reexported(model: onnx.ModelProto) -> onnx.ModelProto:
     """The same graph saved again by another exporter: different bytes, the same computation."""
@@ -476,45 +492,9 @@ def gru_model(
     whose cost grows with the steps it runs over the same input (``input_steps``, default ``steps``),
     so the grown variants take the same feeds (``steps`` 20 -> 21, 22, 25 of 25: +5%, +10%, +25%).
     Output: the last layer's final hidden state ``[1, batch, hidden]``."""
-    input_steps = steps if input_steps is None else input_steps
-    if not 0 < steps <= input_steps:
-        raise ValueError(f"steps must be in 1..{input_steps}, got {steps}")
-    rng = np.random.default_rng(seed)
-    inits = [
-        numpy_helper.from_array(np.array([0], np.int64), "starts"),
-        numpy_helper.from_array(np.array([steps], np.int64), "ends"),
-        numpy_helper.from_array(np.array([0], np.int64), "axes"),
-        numpy_helper.from_array(np.array([1], np.int64), "direction_axis"),
-    ]
-    nodes = [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["seq"], name="first_steps")]
-    current = "seq"
-    for i in range(layers):
-        for name in (f"W{i}", f"R{i}"):
-            weight = (rng.standard_normal((1, 3 * hidden, hidden)) * 0.1).astype(np.float32)
-            inits.append(numpy_helper.from_array(weight, name))
-        inits.append(numpy_helper.from_array(np.zeros((1, 6 * hidden), np.float32), f"B{i}"))
-        last = i == layers - 1
-        nodes.append(
-            helper.make_node(
-                "GRU", [current, f"W{i}", f"R{i}", f"B{i}"], ["" if last else f"y{i}", f"h{i}"],
-                name=f"gru{i}", hidden_size=hidden, linear_before_reset=1,
-            )
-        )  # fmt: skip
-        if not last:
-            nodes.append(
-                helper.make_node("Squeeze", [f"y{i}", "direction_axis"], [f"s{i}"], name=f"squeeze{i}")
-            )
-            current = f"s{i}"
-    nodes.append(helper.make_node("Identity", [f"h{layers - 1}"], ["y"], name="out"))
-    graph = helper.make_graph(
-        nodes,
-        f"gru{layers}x{steps}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [input_steps, batch, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, batch, hidden])],
-        inits,
+    return _recurrent_model(
+        "GRU", 3, steps, hidden, layers, batch, input_steps, seed, linear_before_reset=1
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
 
 def residual_bn_model(
     blocks: int = 4, channels: int = 16, size: int = 16, *, seed: int = 0
