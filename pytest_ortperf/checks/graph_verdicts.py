@@ -168,6 +168,32 @@ def alone(
     )
 
 
+def shown_not_judged(result: GraphResult, recorded: GraphFigures, when: str, *, runtime: str) -> GraphResult:
+    """A missing graph check (the recorded runtime cannot be had) with the graph that runtime recorded
+    on this hardware class beside it: the difference, which only the runtime explains, is shown in
+    the message and the record, never judged."""
+    current = result.current
+    assert isinstance(current, GraphFigures)
+    diff = GraphDiff(recorded, current)
+    difference = "same graph" if diff.same else diff.text()
+    head, sep, command = result.message.partition(" Record it with:")
+    lines = [
+        f"  what the runtime changes, shown, not judged: the graph {runtime} built on this hardware class "
+        f"(recorded {when}) against this runtime's",
+        f"    reference: {recorded.describe()}",
+        f"    current:   {current.describe()}",
+        *(f"    {line}" for line in (diff.lines() if not diff.same else ["same graph"])),
+    ]
+    return replace(
+        result,
+        reference=recorded,
+        reference_label=f"the graph {runtime} built on this hardware class (shown, not judged)",
+        recorded=when,
+        difference=difference,
+        message="\n".join([head, *lines, *([f"Record it with:{command}"] if sep else [])]),
+    )
+
+
 def record(
     key: CheckKey, current: GraphFigures, *, store: BaselineStore, environment: Mapping[str, Any]
 ) -> GraphResult:

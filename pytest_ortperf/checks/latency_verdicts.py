@@ -85,6 +85,8 @@ class LatencyResult:
     noise: str = ""  # an update: why the recorded figures are noisy (latency.recording.noise), "" if not
     short: str = ""  # an update: why a short recording was enough (latency.recording.short_reason)
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
+    # Missing because the recorded onnxruntime ("onnxruntime-gpu 1.31.1") could not be had here
+    runtime_unavailable: str = ""
     seconds: GateSeconds = field(default_factory=GateSeconds)  # where its time went (latency.activity)
     lock_waits: tuple[LockWait, ...] = ()  # who held the timing lock while it waited (latency.lock_holder)
     # How its timed rounds held the timing lock: "exclusive"; "shared" for a look that only informs
@@ -136,7 +138,8 @@ class LatencyResult:
 
     @property
     def path(self) -> str:
-        """Which path decided: ``unchanged``, ``side by side vs <reference>`` or ``stored figures``."""
+        """Which path decided: ``unchanged``, ``side by side vs <reference>`` or ``stored figures``; or
+        ``missing`` when nothing could (as the other kinds say)."""
         if self.mode == "unchanged":
             return "unchanged"
         if self.mode == SAME_GRAPH_MODE:
@@ -144,7 +147,7 @@ class LatencyResult:
         if self.mode == "a/b":
             across = f" ({self.runtimes})" if self.runtimes else ""
             return f"side by side vs {self.reference_label}{across}"
-        return "stored figures"
+        return "missing" if self.status is Status.MISSING else "stored figures"
 
     @property
     def basis(self) -> str:
@@ -194,7 +197,8 @@ def check_latency(
         return _record(key, store, policy, environment, today, recording, plan.figures, profile_fn)
     current = measure_fn(run, policy.measure)
     if plan.route is not Route.STORED or plan.figures is None:
-        return _missing(key, policy, current, reason=plan.reason)
+        unavailable = " ".join(plan.runtime) if plan.runtime is not None else ""
+        return _missing(key, policy, current, reason=plan.reason, runtime_unavailable=unavailable)
     figures = plan.figures
     changes = tuple(what_changed(plan.recorded, environment))
     comparison = _judge(figures, current, policy)
@@ -613,7 +617,9 @@ def _record(
     )
 
 
-def _missing(key: CheckKey, policy: CheckPolicy, current: LatencyStats, *, reason: str) -> LatencyResult:
+def _missing(
+    key: CheckKey, policy: CheckPolicy, current: LatencyStats, *, reason: str, runtime_unavailable: str = ""
+) -> LatencyResult:
     message = (
         f"no latency baseline for {key.test} on machine '{key.machine}' ({reason}); measured "
         f"median {current.median_ms:.4g} ms, p90 {current.p90_ms:.4g} ms. Record it with:\n"
@@ -623,6 +629,8 @@ def _missing(key: CheckKey, policy: CheckPolicy, current: LatencyStats, *, reaso
         key=key,
         status=Status.MISSING,
         current=current,
+        stored_reason=reason,
+        runtime_unavailable=runtime_unavailable,
         failed=policy.missing == "fail",
         skipped=policy.missing == "skip",
         message=message,

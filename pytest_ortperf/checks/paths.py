@@ -13,8 +13,9 @@ measured them.
 3. ``side by side`` across runtimes: the onnxruntime version or wheel changed. The reference runs
    in an environment with the recorded runtime (``--ortperf-ab-python`` or an ``ortperf env``).
 4. ``stored figures``: nothing can be rebuilt (the inputs changed, a model neither in git nor in
-   the cache, no environment with the recorded runtime): this hardware's stored figures decide.
-   When this hardware has none, the check is ``missing``, with the reason.
+   the cache): this hardware's stored figures decide. When this hardware has none, the check is
+   ``missing``, with the reason. When the runtime changed and no environment has the recorded one,
+   nothing the other runtime recorded decides: the check is ``missing``, naming the runtime.
 5. ``missing``: the test x variant was never recorded anywhere, or only path 4 is left and this
    hardware has no figures. ``record``: an update measures and records.
 
@@ -184,7 +185,14 @@ def choose(
 
 def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = None) -> Plan:
     """The plan when no reference can be rebuilt (``why``): this hardware's stored figures decide, or,
-    when it has none, the check is missing with the reason."""
+    when it has none, the check is missing with the reason.
+
+    One rule for every kind (latency, memory, start-up, graph): when the recorded onnxruntime differs
+    from this one and could not be had (``plan.runtime``), whatever it recorded is that runtime's
+    figure, not a reference for this one: the check is missing, naming the runtime as the cause, and
+    what was recorded is shown beside today's, never judged (:func:`across_runtimes`)."""
+    if plan.runtime is not None:
+        return replace(plan, route=Route.MISSING, reason=f"{why}; {across_runtimes(plan.runtime)}")
     if plan.figures is not None:
         return replace(plan, route=Route.STORED, reason=why)
     where = f" (figures exist for: {', '.join(recorded_on)})" if recorded_on else ""
@@ -193,6 +201,17 @@ def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = N
         route=Route.MISSING,
         reason=f"{why}; this hardware has no figures of its own{where}, and stored figures are only "
         "compared on the hardware that measured them",
+    )
+
+
+def across_runtimes(runtime: tuple[str, str]) -> str:
+    """Why a check whose recorded runtime (``(wheel, version)``) cannot be had here is not judged, and
+    how to judge it."""
+    flavour, version = runtime
+    return (
+        f"what {flavour} {version} recorded is not this runtime's reference, so it is shown, not judged; "
+        f"to judge it, make {flavour} {version} available (ortperf env create {flavour}=={version}, or "
+        "--ortperf-ab-python), or re-record with this runtime"
     )
 
 
@@ -215,11 +234,12 @@ def rebuild_plan(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
         reason = f"onnxruntime changed ({' '.join(runtime)} -> {after})"
     providers = recipe["providers_used"], current.get("providers_used")
     if providers[0] != providers[1]:
-        return Plan(Route.STORED, reason=f"the providers used changed ({providers[0]} -> {providers[1]})")
+        why = f"the providers used changed ({providers[0]} -> {providers[1]})"
+        return Plan(Route.STORED, reason=f"{reason} and {why}" if reason else why, runtime=runtime)
     model_changed = recipe["model_sha256"] != current.get("model_sha256")
     settings = recipe["settings"]
     if settings != current.get("settings") and not isinstance(settings, Mapping):
-        return Plan(Route.STORED, reason="the recorded session settings are damaged")
+        return Plan(Route.STORED, reason="the recorded session settings are damaged", runtime=runtime)
     blob = recipe.get("model_git_blob")
     return Plan(
         Route.SIDE_BY_SIDE,

@@ -167,6 +167,7 @@ class RunEnd:
             footprint_rows=footprint,
             missing=self._results.missing_count(),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
+            runtimes_unavailable=self._results.runtimes_unavailable(),
             timing_mode=self._timing.mode,
             gate_time=gate_time(self._results.records),
             not_timed=self._results.not_timed_count(),

@@ -18,10 +18,11 @@ from pytest_ortperf.checks.graph_verdicts import (
     alone,
     compared,
     record,
+    shown_not_judged,
     stored_graph,
     unchanged,
 )
-from pytest_ortperf.checks.paths import Plan, Route
+from pytest_ortperf.checks.paths import Plan, Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.references import ABReference, same_job
@@ -99,6 +100,9 @@ class GraphCheck:
                 return self._against(
                     target, current, notes, rebuilt.model, rebuilt.settings, rebuilt.label, rebuilt.python
                 )
+        if plan.runtime is not None:  # the recorded runtime cannot be had: its graph is shown, not judged
+            reason = without_reference(plan, why).reason
+            return self._across_runtimes(target, current, stored, reason, " ".join(plan.runtime), notes)
         if stored is None:
             classes = sorted({f.graph.hardware_class for f in entry.figures.values() if f.graph is not None})
             where = f" (graphs exist for: {', '.join(classes)})" if classes else ""
@@ -118,6 +122,22 @@ class GraphCheck:
             stored_reason=why,
             notes=notes,
         )
+
+    def _across_runtimes(
+        self,
+        target: CheckTarget,
+        current: GraphFigures,
+        stored: tuple[GraphFigures, str] | None,
+        reason: str,
+        runtime: str,
+        notes: list[str],
+    ) -> GraphResult:
+        """Missing, with the reason (the runtime), and the difference from the graph this hardware
+        class recorded in the other runtime shown: what bumping or pinning onnxruntime does to it."""
+        result = self._alone(target, current, Status.MISSING, "missing", reason, notes)
+        if stored is None or result.status is not Status.MISSING:
+            return result
+        return shown_not_judged(result, *stored, runtime=runtime)
 
     def _ab(
         self, target: CheckTarget, ab: ABReference, plan: Plan, current: GraphFigures, notes: list[str]

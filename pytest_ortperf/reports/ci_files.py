@@ -52,6 +52,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "mode": result.mode,
         "path": result.path,
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
+        **({"runtime_unavailable": result.runtime_unavailable} if result.runtime_unavailable else {}),
         **(
             {
                 "recorded_spread": result.recorded_spread,

@@ -111,6 +111,16 @@ class RunResults:
     def missing_count(self) -> int:
         return len(self.missing_latency())
 
+    def runtimes_unavailable(self) -> dict[str, int]:
+        """The recorded runtimes that could not be had here, with how many latency checks they left
+        missing (what those runtimes measured decides nothing here)."""
+        found: dict[str, int] = {}
+        for record in self._records:
+            runtime = record.get("runtime_unavailable")
+            if record.get("kind") == "latency" and runtime:
+                found[str(runtime)] = found.get(str(runtime), 0) + 1
+        return dict(sorted(found.items()))
+
     @property
     def machines_reported_missing(self) -> set[str]:
         """Machines with baselines for checks missing here, as the workers found them."""

@@ -155,11 +155,17 @@ def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
 
 
 def latency_table(
-    rows: Sequence[tuple[str, ...]], machine: str, *, missing: int, elsewhere: Sequence[str] = ()
+    rows: Sequence[tuple[str, ...]],
+    machine: str,
+    *,
+    missing: int,
+    elsewhere: Sequence[str] = (),
+    runtimes_unavailable: Mapping[str, int] | None = None,
 ) -> list[str]:
     """One row per latency check: test, variant, mode, reference median, current median, change, verdict.
 
-    ``elsewhere``: machines that hold latency figures for the checks missing here."""
+    ``elsewhere``: machines that hold latency figures for the checks missing here;
+    ``runtimes_unavailable``: recorded runtimes not to be had here, with the checks they left missing."""
     if not rows:
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
@@ -186,6 +192,13 @@ def latency_table(
             "'ortperf update' and the same arguments (or pytest --ortperf-update)"
             + (f" and ORTPERF_MACHINE={runner_class(machine)}" if runner_class(machine) else "")
             + "."
+        )
+    for runtime, count in (runtimes_unavailable or {}).items():
+        flavour, _, version = runtime.partition(" ")
+        lines.append(
+            f"{count} of them: recorded by {runtime}, which is not available here; what it measured is "
+            "not this runtime's reference, so it was not judged (to judge: ortperf env create "
+            f"{flavour}=={version}; or re-record them with this runtime)."
         )
     return lines
 
@@ -374,6 +387,8 @@ class RunSummary:
     footprint_rows: Sequence[tuple[str, ...]] = ()
     missing: int = 0
     elsewhere: Sequence[str] = ()  # machines with latency figures for the checks missing here
+    # recorded runtimes that could not be had here -> the latency checks they left missing
+    runtimes_unavailable: Mapping[str, int] = field(default_factory=dict)
     timing_mode: str = ""
     update: UpdateReport | None = None
     prune: bool = False
@@ -418,7 +433,11 @@ def summary_lines(summary: RunSummary) -> list[str]:
     lines += summary.unused_hint
     if summary.rows:
         lines += latency_table(
-            summary.rows, summary.machine, missing=summary.missing, elsewhere=summary.elsewhere
+            summary.rows,
+            summary.machine,
+            missing=summary.missing,
+            elsewhere=summary.elsewhere,
+            runtimes_unavailable=summary.runtimes_unavailable,
         )
         lines += summary.inputs
         lines.append(f"timing: {summary.timing_mode}")

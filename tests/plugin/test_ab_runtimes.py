@@ -145,29 +145,38 @@ def _recorded_runtime(baseline: Path, flavour: str, version: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_changed_runtime_without_its_environment_says_which_command_creates_one(
+def test_a_changed_runtime_without_its_environment_is_missing_and_says_which_command_creates_one(
     pytester: pytest.Pytester,
 ) -> None:
     # --ortperf-fetch-runtime=never: no environment is fetched (tests/plugin/test_fetch_runtime.py fetches)
     suite(pytester)
     _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
     never = "--ortperf-fetch-runtime=never"
-    result = pytester.runpytest("--ortperf-report=report.json", never, LENIENT_STORED, *QUICK)
-    result.assert_outcomes(passed=1)
+    # This hardware's own figures were measured by the other runtime: they do not decide.
+    result = pytester.runpytest("--ortperf-report=report.json", never, *QUICK)
+    result.assert_outcomes(failed=1)
     (latency,) = checks(pytester)["latency"]
-    assert latency["path"] == "stored figures"
-    assert "ortperf env create onnxruntime==1.19.2" in latency["stored_reason"]
-    # Another machine key has no figures of its own: missing, and the reason still names the command.
-    elsewhere = pytester.runpytest("--ortperf-machine=other-class", never, *QUICK)
-    elsewhere.assert_outcomes(failed=1)
-    elsewhere.stdout.fnmatch_lines(
+    assert (latency["path"], latency["verdict"]) == ("missing", "missing")
+    result.stdout.fnmatch_lines(
         [
-            "*no latency baseline for test_model[[]cpu-*[]] on machine 'other-class@*' (onnxruntime changed "
+            "*no latency baseline for test_model[[]cpu-*[]] on machine '*' (onnxruntime changed "
             "(onnxruntime 1.19.2 -> *): no environment here has onnxruntime 1.19.2 (*), and "
             "--ortperf-fetch-runtime=never (ini ortperf_fetch_runtime) does not fetch it; create one with: "
-            "ortperf env create onnxruntime==1.19.2 (run anywhere in the repository); this hardware has no "
-            "figures of its own (figures exist for: *), and stored figures are only compared on the hardware "
-            "that measured them); measured median *"
+            "ortperf env create onnxruntime==1.19.2 (run anywhere in the repository); what onnxruntime 1.19.2 "
+            "recorded is not this runtime's reference, so it is shown, not judged; to judge it, make "
+            "onnxruntime 1.19.2 available (ortperf env create onnxruntime==1.19.2, or --ortperf-ab-python), "
+            "or re-record with this runtime); measured median *"
+        ]
+    )
+    # Another machine key has no figures at all: the same reason.
+    elsewhere = pytester.runpytest("--ortperf-machine=other-class", never, "--ortperf-missing=pass", *QUICK)
+    elsewhere.assert_outcomes(passed=1)
+    elsewhere.stdout.fnmatch_lines(
+        [
+            "1 check(s) have no baseline for machine 'other-class@*",
+            "1 of them: recorded by onnxruntime 1.19.2, which is not available here; what it measured is not this "
+            "runtime's reference, so it was not judged (to judge: ortperf env create onnxruntime==1.19.2; or "
+            "re-record them with this runtime).",
         ]
     )
 
@@ -194,10 +203,10 @@ def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pyt
     suite(pytester)
     _recorded_runtime(_record(pytester), "onnxruntime", "1.19.2")
     _env(pytester, sys.executable, "onnxruntime", "1.19.2")  # really this runtime, whatever it claims
-    result = pytester.runpytest("--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-missing=pass", *QUICK)
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
-    assert latency["path"] == "stored figures"
+    assert latency["path"] == "missing"
     assert "ortperf env 0123456789ab claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
 
 
@@ -218,6 +227,51 @@ def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(p
     )
     assert other != this_runtime()
     assert any(check["verdict"] == "ok" for check in found["accuracy"])  # the two runtimes agree on it
+
+
+EVERY_KIND_FILE = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 16})
+
+
+def test_model(ort_perf):
+    ort_perf.check(memory=True, startup=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime")
+def test_what_a_runtime_that_cannot_be_had_recorded_decides_nothing_and_its_graph_is_shown(
+    pytester: pytest.Pytester,
+) -> None:
+    """Recorded for real in another onnxruntime (1.31.1 beside 1.23.2 on Python 3.10, or the other
+    wheel), then judged here with no environment of it and no fetch: one rule for latency, graph,
+    memory and start-up (missing, the runtime named as the cause), and the graph that runtime built on
+    this hardware class is shown beside today's, not judged."""
+    onnx.save(mlp_model(**FAST), pytester.path / "model.onnx")
+    pytester.makepyfile(test_rt=EVERY_KIND_FILE)
+    baseline = _record(pytester, OTHER_PYTHON)
+    recipe = next(iter(json.loads(baseline.read_text())["entries"].values()))["recipe"]
+    other = f"{recipe['ort_flavour']} {recipe['ort_version']}"
+    assert other != this_runtime()
+    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-fetch-runtime=never", *QUICK)
+    result.assert_outcomes(failed=1)  # missing fails by default: the gate cannot judge here
+    found = checks(pytester)
+    for kind in ("latency", "graph", "memory", "startup"):
+        (check,) = found[kind]
+        assert (kind, check["path"], check["verdict"]) == (kind, "missing", "missing")
+    text = result.stdout.str()
+    for kind in ("latency", "graph", "memory", "start-up"):
+        assert f"no {kind} baseline for test_model[" in text, kind
+    assert text.count(f"what {other} recorded is not this runtime's reference, so it is shown, not judged") >= 4
+    assert "graph regression" not in text
+    assert "lost fusion" not in text.split("shown, not judged: the graph")[0]
+    result.stdout.fnmatch_lines(
+        [f"  what the runtime changes, shown, not judged: the graph {other} built on this hardware class (recorded *) against this runtime's"]
+    )
+    # Passing as missing where the suite allows it: nothing the other runtime measured was compared.
+    allowed = pytester.runpytest("--ortperf-fetch-runtime=never", "--ortperf-missing=pass", *QUICK)
+    allowed.assert_outcomes(passed=1)
 
 
 LINGER_FILE = """

@@ -1,6 +1,7 @@
 """A baseline recorded on another onnxruntime: the recorded runtime is fetched on demand
 (``--ortperf-fetch-runtime=auto``, the default) and the check is measured side by side across the
-two runtimes, with no manual step; ``never`` keeps the stored figures and says why.
+two runtimes, with no manual step; ``never`` leaves the checks missing (nothing the other runtime
+recorded decides) and says why.
 
 The real fetch installs the CPU ``onnxruntime`` wheel (about 15 MB) from the package index: the same
 version as this runtime when this is the GPU wheel (another wheel: the runtime changed), another
@@ -16,7 +17,6 @@ import pytest
 
 from pytest_ortperf.ort.envs import FAILED_DIR, EnvCache, env_key
 from tests.plugin.test_ab_runtimes import (
-    LENIENT_STORED,
     QUICK,
     _env,
     _record,
@@ -24,6 +24,9 @@ from tests.plugin.test_ab_runtimes import (
     checks,
     suite,
 )
+
+# What the recorded runtime measured does not decide without it: the checks are missing, and pass here.
+MISSING_PASSES = "--ortperf-missing=pass"
 
 
 def _this() -> tuple[str, str]:
@@ -72,12 +75,12 @@ def test_a_recorded_runtime_is_fetched_once_and_measured_side_by_side(pytester: 
     (latency,) = checks(pytester)["latency"]
     assert latency["path"].startswith(f"side by side vs the recorded runtime (ortperf env {key}) in {wanted}")
 
-    # never: today's fallback, the reason naming the setting (the environment made above is removed).
+    # never: missing, the reason naming the setting (the environment made above is removed).
     EnvCache(pytester.path / ".ortperf" / "envs").remove(key)
-    never = pytester.runpytest("--ortperf-fetch-runtime=never", "--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    never = pytester.runpytest("--ortperf-fetch-runtime=never", "--ortperf-report=report.json", MISSING_PASSES, *QUICK)
     never.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
-    assert latency["path"] == "stored figures"
+    assert latency["path"] == "missing"
     assert (
         f"no environment here has {wanted} (neither --ortperf-ab-python nor an ortperf env in "
         f"{pytester.path / '.ortperf' / 'envs'}), and --ortperf-fetch-runtime=never (ini "
@@ -94,7 +97,7 @@ def _two_tests(pytester: pytest.Pytester) -> None:
 
 def _stored_reasons(pytester: pytest.Pytester) -> list[str]:
     found: list[dict[str, Any]] = checks(pytester)["latency"]
-    assert [check["path"] for check in found] == ["stored figures"] * len(found)
+    assert [check["path"] for check in found] == ["missing"] * len(found)
     return [str(check["stored_reason"]) for check in found]
 
 
@@ -120,7 +123,7 @@ def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
     again."""
     _recorded_with_a_runtime_pip_cannot_find(pytester, monkeypatch)
 
-    result = pytester.runpytest("--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    result = pytester.runpytest("--ortperf-report=report.json", MISSING_PASSES, *QUICK)
     result.assert_outcomes(passed=2)
     first, second = _stored_reasons(pytester)
     assert "--ortperf-fetch-runtime=auto could not fetch onnxruntime 0.0.0.1: cannot install onnxruntime==0.0.0.1:" in first
@@ -137,7 +140,7 @@ def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
     assert not (pytester.path / ".ortperf" / "envs" / env_key(["onnxruntime==0.0.0.1"])).exists()
 
     # Another run tries again.
-    again = pytester.runpytest(LENIENT_STORED, *QUICK)
+    again = pytester.runpytest(MISSING_PASSES, *QUICK)
     again.assert_outcomes(passed=2)
     assert again.stdout.str().count("ortperf: fetching onnxruntime 0.0.0.1") == 1
 
@@ -161,7 +164,7 @@ def test_xdist_workers_of_one_run_try_a_failing_fetch_once(
     remembered reason; the summary says it once."""
     _recorded_with_a_runtime_pip_cannot_find(pytester, monkeypatch)
 
-    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-report=report.json", MISSING_PASSES, *QUICK)
     result.assert_outcomes(passed=2)
     reasons = _stored_reasons(pytester)
     assert all("No matching distribution found for onnxruntime==0.0.0.1" in reason for reason in reasons)
@@ -190,7 +193,7 @@ def test_the_environment_cache_is_found_at_the_git_top_level_from_a_rootdir_belo
     key = _env(pytester, sys.executable, "onnxruntime", "1.19.2")  # at the top level's .ortperf/envs
     assert (top / ".ortperf" / "envs" / key).is_dir()
 
-    result = pytester.runpytest("examples", "--ortperf-report=report.json", LENIENT_STORED, *QUICK)
+    result = pytester.runpytest("examples", "--ortperf-report=report.json", MISSING_PASSES, *QUICK)
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     # Found there (and not trusted: its interpreter is really this runtime), so nothing is fetched.

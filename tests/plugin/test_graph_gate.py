@@ -10,11 +10,13 @@ import onnx
 import onnxruntime
 import pytest
 
+from pytest_ortperf.graph.figures import hardware_class
 from pytest_ortperf.ort.models import ModelResolver
 from pytest_ortperf.ort.transformers import prepare
 from pytest_ortperf.reports.show import show_baselines
+from pytest_ortperf.store.hardware import parse_cpuinfo
 from tests.models import conv_stack_model, reexported
-from tests.plugin.conftest import git, move_figures_to_other_hardware
+from tests.plugin.conftest import git, move_figures_to_other_hardware, other_generation
 
 GRAPH_TEST = """
 import pytest
@@ -183,6 +185,18 @@ def test_pinned_counts_of_a_call_fail_with_the_counts(pytester: pytest.Pytester)
     result = pytester.runpytest("--ort-opt-levels=extended", "--ortperf-missing=pass")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*graph of test_pins[[]cpu-extended[]]: pinned counts not met: Attention: expected 1, found 0;*"])
+
+
+CPUINFO_FILES = Path(__file__).parents[1] / "unit" / "data" / "cpuinfo"
+
+
+@pytest.mark.parametrize("cpu", ["zen1_avx2", "zen3_avx2", "zen4_avx512", "sapphire_rapids_amx"])
+def test_the_other_hardware_of_the_tests_is_another_graph_class_on_every_cpu(cpu: str) -> None:
+    """Tests that move figures "to other hardware" must mean another graph class on whatever CPU the
+    session gets (an AVX2 machine is of the Zen 3 candidate's class)."""
+    here = parse_cpuinfo((CPUINFO_FILES / f"{cpu}.txt").read_text(), arch="x86_64", cores=2).as_dict()
+    other = other_generation(here)
+    assert hardware_class(other) != hardware_class(here)
 
 
 def test_stored_graphs_decide_only_on_the_hardware_class_that_recorded_them(

@@ -119,6 +119,30 @@ def test_a_reference_that_cannot_be_rebuilt_falls_back_to_this_hardwares_figures
 
 
 @pytest.mark.parametrize(
+    "changes",
+    [
+        {"ort_version": "1.23.2"},
+        {"ort_version": "1.23.2", "model_sha256": "d" * 64},
+        {"ort_version": "1.23.2", "providers_used": ["CUDAExecutionProvider"]},
+        {"ort_version": "1.23.2", "settings": {"intra_op_threads": 2}},
+    ],
+    ids=["runtime", "runtime-and-model", "runtime-and-providers", "runtime-and-settings"],
+)
+@pytest.mark.parametrize("part", ["latency", "graph"])  # memory and start-up take latency's ladder
+def test_what_a_runtime_that_cannot_be_had_recorded_never_decides_for_any_kind(
+    changes: dict[str, Any], part: str
+) -> None:
+    """This hardware has figures of every part, but the recorded onnxruntime (1.31.1) is not this one
+    (1.23.2): without it, the check is missing, naming the runtime, never judged on what it recorded."""
+    plan = plan_check(entry(HERE), now(**changes), HERE, update=False, part=part)
+    assert plan.runtime == ("onnxruntime-gpu", "1.31.1")
+    fallback = without_reference(plan, plan.reason or "could not be fetched")
+    assert fallback.route is Route.MISSING
+    assert "what onnxruntime-gpu 1.31.1 recorded is not this runtime's reference" in fallback.reason
+    assert "ortperf env create onnxruntime-gpu==1.31.1" in fallback.reason
+
+
+@pytest.mark.parametrize(
     ("changes", "model_changed"),
     [({"ort_version": "1.32.0", "ort_flavour": "onnxruntime"}, False), ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, True)],
     ids=["runtime", "runtime-and-model"],
