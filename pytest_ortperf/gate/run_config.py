@@ -45,7 +45,8 @@ class OrtperfConfig:
     progress: bool | None = None  # the progress line: on, off, or None for auto (plugin/progress.py)
     model_cache: Path | None = None
     timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
-    checks: tuple[str, ...] = ("latency", "accuracy")  # what ort_perf.check() runs (ortperf_checks)
+    # What ort_perf.check() runs (ortperf_checks; unset: the registry's default kinds, CheckKind.default)
+    checks: tuple[str, ...] = ()
     memory_limit: int = 0  # bytes a memory check's worker may add before it fails; 0: no limit
     contracts: tuple[str, ...] = ()  # default relative contracts of check(): levels, quantized
 

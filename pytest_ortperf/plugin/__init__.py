@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         kinds = builtin_kinds()
         config.hook.pytest_ortperf_register_kinds(registry=kinds)
-        ortperf_config = build_config(config, kinds=kinds.names())
+        ortperf_config = build_config(config, kinds=kinds)
         run = OrtperfRun(
             ortperf_config,
             kinds=kinds,

@@ -22,6 +22,7 @@ from pytest_ortperf.accuracy.tolerances import (
 from pytest_ortperf.checks.contract_verdicts import Contract, parse_contracts
 from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.runtimes import FETCH_CHOICES
 from pytest_ortperf.graph.diff import parse_graph_mode, parse_graph_threshold
@@ -67,7 +68,6 @@ THRESHOLD_KWARGS = (
     "dtypes",
     "variants",
 )
-CHECKS = ("latency", "accuracy", "graph", "memory", "startup")
 DEFAULT_CONTRACTS = ("levels", "quantized")
 
 
@@ -80,7 +80,7 @@ def _value(config: Any, ini: str) -> tuple[Any, str]:
     return config.getini(ini), f"ini {ini}"
 
 
-def build_config(config: Any, *, kinds: Sequence[str] = ()) -> OrtperfConfig:
+def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfConfig:
     providers, where = _value(config, "ortperf_providers")
     specs = parse_providers(providers, source=where)
     levels_value, where = _value(config, "ortperf_opt_levels")
@@ -138,7 +138,7 @@ def build_config(config: Any, *, kinds: Sequence[str] = ()) -> OrtperfConfig:
         ab_outputs_fail=_ab_outputs(config),
         progress=_progress(config),
         timing=_timing(config, update=policy.update),
-        checks=_checks(config, kinds or CHECKS),
+        checks=_checks(config, kinds if kinds is not None else _builtin_kinds()),
         contracts=_contracts(config),
         memory_limit=_memory_limit(config),
     )
@@ -159,16 +159,27 @@ def _contracts(config: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _checks(config: Any, kinds: Sequence[str]) -> tuple[str, ...]:
-    """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given, from the run's kinds."""
+def _builtin_kinds() -> KindRegistry:
+    from pytest_ortperf.kinds import builtin_kinds
+
+    return builtin_kinds()
+
+
+def _checks(config: Any, kinds: KindRegistry) -> tuple[str, ...]:
+    """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given, from the run's kinds;
+    when it is not set, the kinds that declare themselves default (``CheckKind.default``), in the
+    order they were registered."""
     value, where = _value(config, "ortperf_checks")
     names = [name.strip() for name in option_text(value, source=where).split(",") if name.strip()]
+    if not names and not str(value or "").strip():
+        return tuple(kinds.defaults())
     unknown = [name for name in names if name not in kinds]
     if unknown or not names:
+        known = "; ".join(f"{kind.name} ({kind.summary})" if kind.summary else kind.name for kind in kinds)
         raise UsageError(
-            f"{where}: expected checks from {', '.join(kinds)}, comma separated"
+            f"{where}: expected checks from {', '.join(kinds.names())}, comma separated"
             + (f"; unknown: {', '.join(unknown)}" if unknown else "; got none")
-            + "."
+            + f". The kinds: {known}."
         )
     return tuple(dict.fromkeys(names))
 

@@ -187,9 +187,9 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-checks",
         "ortperf_checks",
         "What ort_perf.check() runs, comma separated: latency, accuracy, graph, memory, startup, "
-        "determinism, or a kind a plugin registers (default: latency,accuracy,graph). "
-        "check(memory=True, startup=True) adds the others for one test.",
-        "latency,accuracy,graph",
+        "determinism, or a kind a plugin registers (default: the kinds declared default: "
+        "latency,accuracy,graph). check(memory=True, startup=True) adds the others for one test.",
+        "",
         "LIST",
     ),
     OptionDef(

@@ -175,3 +175,50 @@ def test_missing_kind(ort_perf):
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*check_finite()*bount*"])
     result.stdout.fnmatch_lines(["*has no attribute 'check_finit' (check kinds: latency, *, finite)*"])
+
+
+RESULT_TYPES = {
+    "latency": "LatencyResult",
+    "accuracy": "AccuracyResult",
+    "graph": "GraphResult",
+    "memory": "FootprintResult",
+    "startup": "FootprintResult",
+    "determinism": "KindResult",
+}
+
+
+def test_the_default_checks_are_declared_once_and_help_docs_and_behaviour_agree(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    """CheckKind.default is the one statement of what ort_perf.check() runs when ortperf_checks is
+    not set: --help, docs/reference.md, docs/check-kinds.md and a real run say the same kinds."""
+    from pathlib import Path
+
+    from pytest_ortperf.kinds import builtin_kinds
+
+    defaults = builtin_kinds().defaults()
+    assert defaults  # a run without ortperf_checks checks something
+    listed = ",".join(defaults)
+    helped = pytester.runpytest("--help")
+    assert f"(default: the kinds declared default: {listed})" in " ".join(helped.stdout.str().split())
+    docs = Path(__file__).parents[2] / "docs"
+    row = next(line for line in (docs / "reference.md").read_text().splitlines() if "`--ortperf-checks=LIST`" in line)
+    assert f"| `{listed}`;" in row
+    kinds_doc = (docs / "check-kinds.md").read_text()
+    words = ", ".join(defaults[:-1]) + f" and {defaults[-1]}" if len(defaults) > 1 else defaults[0]
+    assert f"({words} are)" in kinds_doc
+
+    write_model(layers=2, width=8)
+    pytester.makepyfile(
+        test_defaults="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+def test_default(ort_perf):
+    print("KINDS", ",".join(type(outcome).__name__ for outcome in ort_perf.check()))
+"""
+    )
+    result = pytester.runpytest("-s", "--ortperf-update", "--ortperf-budget=0.2")
+    result.assert_outcomes(passed=1)
+    # one outcome per default kind, in their order (the built-in kinds' result types)
+    result.stdout.fnmatch_lines([f"*KINDS {','.join(RESULT_TYPES[kind] for kind in defaults)}"])

@@ -409,7 +409,14 @@ def test_the_checks_of_check_come_from_the_option_in_order(tmp_path: Path, value
     assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value})).checks == expected
 
 
-@pytest.mark.parametrize("value", ["", "latency,speed", " , "])
+def test_unset_checks_are_the_kinds_declared_default(tmp_path: Path) -> None:
+    from pytest_ortperf.kinds import builtin_kinds
+
+    assert build_config(FakeConfig(tmp_path)).checks == tuple(builtin_kinds().defaults())
+    assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": ""})).checks == ("latency", "accuracy", "graph")
+
+
+@pytest.mark.parametrize("value", ["latency,speed", " , "])
 def test_unknown_or_no_checks_are_a_usage_error_naming_the_ini_key(tmp_path: Path, value: str) -> None:
     with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup"):
         build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value}))
