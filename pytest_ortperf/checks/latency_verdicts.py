@@ -602,8 +602,17 @@ def _record(
         changes += ("git object id of the model recorded (its reference can be rebuilt)",)
     figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
     here = existing.figures_for(key.machine)
-    if same and here is not None:  # the other checks' parts of this hardware's figures stay
-        figures = replace(figures, memory=here.memory, startup=here.startup, graph=here.graph)
+    if same and here is not None:  # only the latency part is replaced: every other part stays
+        figures = replace(
+            here,
+            recorded=figures.recorded,
+            latency=figures.latency,
+            profile=figures.profile,
+            measured_on=figures.measured_on,
+            spread=figures.spread,
+            settled=figures.settled,
+            short=figures.short,
+        )
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
     store.stage(key.test_file, key.test, entry)
     return LatencyResult(

@@ -48,7 +48,21 @@ def _figures_row(machine: str, figures: Figures, max_cv: float) -> Row:
         "startup_text": figures.startup.describe() if figures.startup else None,
         "graph": figures.graph.as_dict() if figures.graph else None,
         "graph_text": figures.graph.describe() if figures.graph else None,
+        # registered kinds' own parts, as stored (the store does not interpret them), where there are any
+        **({"parts": {name: dict(value) for name, value in figures.parts.items()}} if figures.parts else {}),
     }
+
+
+def _part_text(part: dict[str, Any] | None) -> str:
+    """A registered kind's part in one cell: its scalar fields as ``name=value``."""
+    if not part:
+        return "-"
+    cells = [
+        f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
+        for key, value in sorted(part.items())
+        if isinstance(value, (str, int, float, bool))
+    ]
+    return ", ".join(cells) or "(no scalar fields)"
 
 
 def baseline_rows(directory: Path, *, max_cv: float = DEFAULT_MAX_CV) -> tuple[list[Row], list[str]]:
@@ -112,6 +126,7 @@ def show_baselines(
     figure_rows = [figures for r in rows for figures in r["figures"]]
     # Memory, start-up and graph columns only where some entry holds them.
     parts = [part for part in ("memory", "startup", "graph") if any(f[part] for f in figure_rows)]
+    named = sorted({name for f in figure_rows for name in f.get("parts", {})})  # registered kinds' own parts
     machines = iter(
         format_table(
             [
@@ -123,6 +138,7 @@ def show_baselines(
                     f"spread {'-' if f['spread'] is None else format(f['spread'], '.1%')}",
                     f"recorded {f['recorded']}",
                     *(f"{part} {f[part + '_text'] or '-'}" for part in parts),
+                    *(f"{name} {_part_text(f.get('parts', {}).get(name))}" for name in named),
                     " ".join(
                         ([f"noisy ({f['noise']})"] if f["noise"] else [])
                         # A short recording never tried to settle: it says why it was enough instead.

@@ -116,6 +116,20 @@ class Figures:
     memory: MemoryFigures | None = None
     startup: StartupFigures | None = None
     graph: GraphFigures | None = None
+    # Parts of kinds that declare their own (a registered kind's CheckKind.part): plain JSON objects
+    # this store keeps and never interprets, so re-recording one part keeps every other.
+    parts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def part(self, name: str) -> Mapping[str, Any] | None:
+        """A kind's own part (:attr:`parts`), or None when these figures hold none."""
+        return self.parts.get(name)
+
+    def with_part(self, name: str, data: Mapping[str, Any] | None) -> Figures:
+        """These figures with a kind's own part replaced (None: removed), the other parts kept."""
+        parts = {key: value for key, value in self.parts.items() if key != name}
+        if data is not None:
+            parts[name] = dict(data)
+        return replace(self, parts=dict(sorted(parts.items())))
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"recorded": self.recorded, "measured_on": dict(self.measured_on)}
@@ -123,6 +137,8 @@ class Figures:
             value = getattr(self, part)
             if value is not None:
                 data[part] = value.as_dict()
+        if self.parts:
+            data["parts"] = {name: dict(value) for name, value in sorted(self.parts.items())}
         if self.spread is not None:
             data["spread"] = self.spread
         if not self.settled:
@@ -141,8 +157,13 @@ class Figures:
         measured_on = data.get("measured_on", {})
         if not isinstance(measured_on, Mapping):
             raise TypeError("measured_on must be an object")
-        if not any(part in data for part in FIGURE_PARTS):
-            raise KeyError("latency")  # figures hold latency, a profile, memory, start-up or a graph
+        parts = data.get("parts", {})
+        if not isinstance(parts, Mapping) or not all(
+            isinstance(name, str) and isinstance(value, Mapping) for name, value in parts.items()
+        ):
+            raise TypeError("parts must be an object of named objects (the parts of registered kinds)")
+        if not parts and not any(part in data for part in FIGURE_PARTS):
+            raise KeyError("latency")  # figures hold latency, a profile, memory, start-up, a graph or parts
         spread = data.get("spread")
         if spread is not None and (
             not isinstance(spread, (int, float)) or isinstance(spread, bool) or not 0 <= spread < math.inf
@@ -165,6 +186,7 @@ class Figures:
             memory=MemoryFigures.from_dict(data["memory"]) if "memory" in data else None,
             startup=StartupFigures.from_dict(data["startup"]) if "startup" in data else None,
             graph=GraphFigures.from_dict(data["graph"]) if "graph" in data else None,
+            parts={str(name): dict(value) for name, value in sorted(parts.items())},
         )
         for key, value in figures.as_dict().items():  # what loads must also be writable again
             _check_writable(value, where=key, depth=3)
@@ -194,10 +216,13 @@ class BaselineEntry:
         return {**self.recipe, **(figures.measured_on if figures is not None else {})}
 
     def machines(self, part: str | None = None) -> list[str]:
-        """Sorted machine keys with figures; part="latency"/"profile": only those whose figures hold it."""
-        if part is not None and part not in FIGURE_PARTS:
-            raise ValueError(f"part must be one of {', '.join(FIGURE_PARTS)}, got {part!r}")
-        return sorted(m for m, f in self.figures.items() if part is None or getattr(f, part) is not None)
+        """Sorted machine keys with figures; part="latency"/"profile"/...: only those whose figures hold
+        it (a name that is not a built-in part: a registered kind's own part)."""
+        if part is None:
+            return sorted(self.figures)
+        if part in FIGURE_PARTS:
+            return sorted(m for m, f in self.figures.items() if getattr(f, part) is not None)
+        return sorted(m for m, f in self.figures.items() if f.part(part) is not None)
 
     def with_figures(self, machine: str, figures: Figures | None) -> BaselineEntry:
         """Same recipe, that machine's figures replaced (None: removed)."""
@@ -754,6 +779,40 @@ class BaselineStore:
         into what the file holds then (see :func:`merged`). A later stage of one test replaces
         an earlier one: build on :meth:`current`."""
         self.stage_at(self.path_for(test_file), test, entry)
+
+    def stage_part(
+        self,
+        test_file: str,
+        test: str,
+        *,
+        variant: str,
+        machine: str,
+        name: str,
+        data: Mapping[str, Any],
+        environment: Mapping[str, Any],
+        today: str,
+    ) -> tuple[Mapping[str, Any] | None, bool]:
+        """Stage ``data`` as machine key ``machine``'s part ``name`` of the entry (a registered kind's
+        own part, kept as given), under the entry's recipe, keeping every other part: (the part it
+        replaces or None, whether anything was staged). An equal part stands and nothing is staged; a
+        changed recipe replaces the entry's, dropping the figures measured under the old one."""
+        _check_writable(dict(data), where=f"part {name!r}")
+        recipe, measured_on = split(environment)
+        existing = self.current(test_file, test)
+        if existing is None:
+            figures = Figures(recorded=today, measured_on=measured_on).with_part(name, data)
+            entry = BaselineEntry(variant=variant, recorded=today, recipe=recipe)
+            self.stage(test_file, test, entry.with_figures(machine, figures))
+            return None, True
+        same = same_or_identical(existing.recipe, recipe)
+        here = existing.figures_for(machine) if same else None
+        before = here.part(name) if here is not None else None
+        if before is not None and dict(before) == dict(data):
+            return before, False
+        base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
+        entry = existing.with_recipe(recipe, recorded=today)
+        self.stage(test_file, test, entry.with_figures(machine, base.with_part(name, data)))
+        return before, True
 
     def stage_at(self, path: Path, test: str, entry: BaselineEntry | None) -> None:
         """Stage by file path (a worker's staged change arriving at the controller)."""

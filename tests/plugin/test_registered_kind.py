@@ -222,3 +222,92 @@ def test_default(ort_perf):
     result.assert_outcomes(passed=1)
     # one outcome per default kind, in their order (the built-in kinds' result types)
     result.stdout.fnmatch_lines([f"*KINDS {','.join(RESULT_TYPES[kind] for kind in defaults)}"])
+
+
+# A kind with a baseline part of its own: the number of outputs and the largest |output|, recorded by
+# an update and compared otherwise; the store keeps the part without interpreting it.
+PART_CONFTEST = """
+import datetime
+
+import numpy as np
+
+from pytest_ortperf import CheckKind, KindResult, Status
+
+
+class RangeCheck:
+    kind = "range"
+
+    def __init__(self, context):
+        self._context = context
+
+    def recorded(self, entry, machine):
+        figures = entry.figures_for(machine)
+        return figures is not None and figures.part("range") is not None
+
+    def run(self, target):
+        context, key = self._context, target.key
+        values = context.built.session.run(None, target.inputs)
+        now = {"largest": round(max(float(np.max(np.abs(v))) for v in values), 3), "outputs": len(values)}
+        if target.policy.update:
+            before, staged = context.store.stage_part(
+                key.test_file, key.test, variant=key.variant, machine=key.machine, name="range", data=now,
+                environment=target.environment, today=datetime.date.today().isoformat(),
+            )
+            status, path = (Status.UNCHANGED if not staged else Status.UPDATED if before else Status.NEW), "record"
+        else:
+            figures = target.entry.figures_for(key.machine) if target.entry else None
+            stored = figures.part("range") if figures else None
+            status = Status.MISSING if stored is None else Status.OK if stored == now else Status.REGRESSION
+            path = "stored figures"
+        result = KindResult(key, "range", status, path=path, summary=f"largest {now['largest']}", figures=now,
+                            failed=status is Status.REGRESSION, message="range moved" if status is Status.REGRESSION else "")
+        context.publisher.publish(KIND.record(result, context.nodeid))
+        return [result]
+
+
+KIND = CheckKind(name="range", make=RangeCheck, part="range", summary="the outputs' range, kept in the baseline")
+
+
+def pytest_ortperf_register_kinds(registry):
+    registry.register(KIND, origin="conftest.py")
+"""
+
+
+def test_a_registered_kind_keeps_its_baseline_part_across_updates_of_other_kinds(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    write_model(layers=2, width=8)
+    pytester.makeconftest(PART_CONFTEST)
+    pytester.makepyfile(
+        test_range="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+def test_model(ort_perf):
+    ort_perf.check()
+"""
+    )
+    quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
+    pytester.runpytest("--ortperf-update", "--ortperf-checks=latency,graph,range", *quick).assert_outcomes(passed=1)
+    baseline = pytester.path / "baselines" / "test_range.py.json"
+    document = json.loads(baseline.read_text())
+    (figures,) = document["entries"]["test_model[cpu-all]"]["figures"].values()
+    part = figures["parts"]["range"]
+    assert part["outputs"] == 1
+    assert part["largest"] > 0
+    # The latency and graph parts re-recorded by updates of those kinds alone: the range part stays.
+    del figures["latency"], figures["graph"]
+    baseline.write_text(json.dumps(document))
+    pytester.runpytest("--ortperf-update", "--ortperf-checks=latency", *quick).assert_outcomes(passed=1)
+    pytester.runpytest("--ortperf-update", "--ortperf-checks=graph", *quick).assert_outcomes(passed=1)
+    (after,) = json.loads(baseline.read_text())["entries"]["test_model[cpu-all]"]["figures"].values()
+    assert after["parts"] == {"range": part}
+    assert "latency" in after
+    assert "graph" in after
+    # It decides from its part, and ortperf show has a column for it.
+    pytester.runpytest("--ortperf-checks=range").assert_outcomes(passed=1)
+    from pytest_ortperf.reports.show import show_baselines
+
+    lines, problems = show_baselines(pytester.path / "baselines", as_json=False)
+    assert not problems
+    assert any(f"range largest={part['largest']:.4g}, outputs=1" in line for line in lines), lines
