@@ -186,9 +186,9 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-checks",
         "ortperf_checks",
-        "What ort_perf.check() runs, comma separated: latency, accuracy, graph, memory, startup, "
-        "determinism, or a kind a plugin registers (default: the kinds declared default: "
-        "latency,accuracy,graph). check(memory=True, startup=True) adds the others for one test.",
+        "What ort_perf.check() runs, comma separated: the names of registered check kinds (built in "
+        "or a plugin's; an unknown name lists them) (default: the kinds declared default: "
+        "latency,accuracy,graph). check(memory=True, startup=True) adds others for one test.",
         "",
         "LIST",
     ),
