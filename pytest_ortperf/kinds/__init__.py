@@ -9,7 +9,7 @@ from pytest_ortperf.gate.registry import KindRegistry
 
 def builtin_kinds() -> KindRegistry:
     """A registry holding the built-in kinds (imported here, on first use: they load numpy and onnx)."""
-    from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup
+    from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup, threads
 
-    modules = (latency, accuracy, graph, memory, startup, determinism)
+    modules = (latency, accuracy, graph, memory, startup, determinism, threads)
     return KindRegistry([module.KIND for module in modules])

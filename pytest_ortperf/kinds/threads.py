@@ -1,0 +1,345 @@
+"""The threads check: ``check_threads(counts=None, threshold="10%", budget=2.0)``.
+
+"Start with physical cores / 2 and benchmark up and down from there": the model of the test is
+measured at several ``intra_op_num_threads`` counts side by side, in interleaved rounds whose order
+is drawn at random every round (a machine state hits every count alike), and the latency curve and
+the best count are reported. It fails
+
+- when the configured count (the session's ``intra_op_threads``) is beaten by more than the
+  threshold: the best count's median round ratio against it lies below ``1 / (1 + threshold)`` and
+  its 99% sign-test interval lies wholly below 1;
+- when the best count's latency regressed against this hardware's recorded figures (its round
+  medians against the recorded ones, the stored rule of ``latency/decision.py: judge``).
+
+It keeps its own part of the baseline (``threads``: the curve and the best count's round medians),
+recorded by ``--ortperf-update`` and shown by ``ortperf show``. Everything it owns is declared here.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pytest_ortperf.checks.kind_result import KindResult
+from pytest_ortperf.checks.status import Status
+from pytest_ortperf.errors import OrtperfError, UsageError
+from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+from pytest_ortperf.gate.registry import CheckKind
+from pytest_ortperf.latency.decision import RatioEstimate, Verdict, judge, parse_threshold
+from pytest_ortperf.latency.measure import gc_paused
+from pytest_ortperf.latency.paired import paired_interval
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.keys import CheckKey
+
+THREADS = "threads"
+MAX_DEFAULT_COUNT = 8  # the default curve: 1 .. the machine's cores, at most this many
+ROUNDS = 21  # interleaved rounds: enough for a 99% sign-test interval that can decide (k = 3)
+THRESHOLD = 0.10  # how much faster the best count may be before the configured one fails
+BUDGET_S = 2.0  # timed seconds over all counts and rounds, a target
+CONFIDENCE = 0.99
+
+
+def default_counts(cores: int) -> tuple[int, ...]:
+    """1 .. ``cores``, at most :data:`MAX_DEFAULT_COUNT`: the curve around physical cores / 2."""
+    return tuple(range(1, max(1, min(cores, MAX_DEFAULT_COUNT)) + 1))
+
+
+def _cores() -> int:
+    getter = getattr(os, "sched_getaffinity", None)
+    return len(getter(0)) if getter is not None else (os.cpu_count() or 1)
+
+
+class ThreadsCheck:
+    """``check_threads()``: the latency curve over ``intra_op_num_threads`` counts."""
+
+    kind = THREADS
+
+    def __init__(
+        self,
+        context: CheckContext,
+        *,
+        counts: Sequence[int] = (),
+        threshold: float = THRESHOLD,
+        budget_s: float = BUDGET_S,
+    ) -> None:
+        self._context = context
+        self._counts = tuple(counts)
+        self._threshold = threshold
+        self._budget_s = budget_s
+
+    def configured(
+        self,
+        *,
+        counts: Sequence[int] | None = None,
+        threshold: object = None,
+        budget: float | None = None,
+    ) -> ThreadsCheck:
+        """This check with the call's ``counts`` (whole numbers, 1 or more), ``threshold`` ("10%" or
+        0.1) and ``budget`` (timed seconds, more than 0); a UsageError naming the option otherwise."""
+        chosen = self._counts if counts is None else tuple(counts)
+        if counts is not None and (
+            not chosen or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in chosen)
+        ):
+            raise UsageError(f"check_threads(counts={counts!r}): counts are whole numbers, 1 or more.")
+        limit = self._threshold
+        if threshold is not None:
+            limit = parse_threshold(threshold, source="check_threads(threshold=...)")
+        seconds = self._budget_s if budget is None else budget
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
+            raise UsageError(f"check_threads(budget={budget!r}): a budget is a number of seconds above 0.")
+        return ThreadsCheck(self._context, counts=chosen, threshold=limit, budget_s=float(seconds))
+
+    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
+        figures = entry.figures_for(machine)
+        return figures is not None and figures.part(THREADS) is not None
+
+    def run(self, target: CheckTarget) -> Sequence[Outcome]:
+        context, key = self._context, target.key
+        built = context.built
+        configured = built.settings.intra_op_threads
+        counts = tuple(sorted({*(self._counts or default_counts(_cores())), configured}))
+        with context.measurer.activity(f"{key.test} (threads)") as activity:
+            try:
+                sessions = {n: self._session(n) for n in counts}
+            except OrtperfError as exc:
+                result = _error(key, f"a session at another thread count could not be built: {exc}")
+                context.publisher.publish(KIND.record(result, context.nodeid))
+                return [result]
+            runs = {
+                n: _runner(context.sessions.watchdog.run, session, target.inputs)
+                for n, session in sessions.items()
+            }
+            with context.measurer.held(activity):
+                rounds = measure_curve(runs, budget_s=self._budget_s)
+        curve = Curve(configured, rounds)
+        stored = _stored(target)
+        if target.policy.update:
+            result = self._record(target, curve)
+        else:
+            result = judged(key, curve, threshold=self._threshold, stored=stored)
+        context.publisher.publish(KIND.record(result, context.nodeid))
+        return [result]
+
+    def _session(self, count: int) -> BuiltSession:
+        built = self._context.built
+        if count == built.settings.intra_op_threads:
+            return built
+        settings = built.settings.with_overrides({"intra_op_threads": count}, source="check_threads(counts)")
+        return self._context.sessions.session(built.model, built.variant, settings)
+
+    def _record(self, target: CheckTarget, curve: Curve) -> KindResult:
+        key = target.key
+        before, staged = self._context.store.stage_part(
+            key.test_file,
+            key.test,
+            variant=key.variant,
+            machine=key.machine,
+            name=THREADS,
+            data=curve.part(),
+            environment=target.environment,
+            today=datetime.date.today().isoformat(),
+        )
+        status = Status.NEW if before is None else Status.UPDATED if staged else Status.UNCHANGED
+        return KindResult(
+            key,
+            THREADS,
+            status,
+            path="record",
+            summary=curve.summary(),
+            change="the curve recorded" if staged else "",
+            figures=curve.figures(),
+        )
+
+
+def _runner(
+    run: Callable[..., object], session: BuiltSession, inputs: Mapping[str, Any]
+) -> Callable[[], object]:
+    ort_session = session.session
+    return lambda: run(ort_session, None, inputs)
+
+
+def measure_curve(
+    runs: Mapping[int, Callable[[], object]],
+    *,
+    budget_s: float,
+    rounds: int = ROUNDS,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    seed: int = 0,
+) -> dict[int, list[float]]:
+    """Each count's round medians (ms) over ``rounds`` interleaved rounds: every round runs each
+    count the same number of times, in an order drawn at random; the runs per round are planned from
+    a warm-up so that all of them take about ``budget_s``."""
+    cost: dict[int, float] = {}
+    for count, run in runs.items():  # warm-up: a few runs, the last one timed
+        for _ in range(3):
+            start = clock()
+            run()
+            cost[count] = max(1.0, float(clock() - start))
+    per_round_ns = budget_s * 1e9 / rounds
+    repeats = max(1, int(per_round_ns / sum(cost.values())))
+    order = list(runs)
+    draw = random.Random(seed)
+    medians: dict[int, list[float]] = {count: [] for count in runs}
+    with gc_paused():
+        for _ in range(rounds):
+            draw.shuffle(order)
+            for count in order:
+                run, samples = runs[count], []
+                for _ in range(repeats):
+                    start = clock()
+                    run()
+                    samples.append((clock() - start) / 1e6)
+                medians[count].append(statistics.median(samples))
+    return medians
+
+
+class Curve:
+    """The measured curve: each count's round medians, the configured count and the best one."""
+
+    def __init__(self, configured: int, rounds: Mapping[int, Sequence[float]]) -> None:
+        self.configured = configured
+        self.rounds = {count: list(values) for count, values in sorted(rounds.items())}
+        self.median_ms = {count: statistics.median(values) for count, values in self.rounds.items()}
+        self.best = min(self.median_ms, key=lambda count: (self.median_ms[count], count))
+
+    def against_configured(self) -> RatioEstimate:
+        """The best count's per-round ratio to the configured count's, with its interval."""
+        ratios = [b / c for b, c in zip(self.rounds[self.best], self.rounds[self.configured], strict=True)]
+        return paired_interval(ratios, CONFIDENCE)
+
+    def summary(self) -> str:
+        best, configured = self.median_ms[self.best], self.median_ms[self.configured]
+        if self.best == self.configured:
+            return f"best {self.best} thread(s), the configured count: {best:.4g} ms"
+        return (
+            f"best {self.best} thread(s): {best:.4g} ms against {configured:.4g} ms at the configured "
+            f"{self.configured} ({best / configured - 1:+.1%})"
+        )
+
+    def curve_text(self) -> str:
+        return ", ".join(f"{count}: {ms:.4g} ms" for count, ms in self.median_ms.items())
+
+    def figures(self) -> dict[str, Any]:
+        estimate = self.against_configured()
+        return {
+            "configured": self.configured,
+            "best": self.best,
+            "median_ms": {str(count): ms for count, ms in self.median_ms.items()},
+            "best_vs_configured": {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high},
+            "rounds": len(self.rounds[self.configured]),
+        }
+
+    def part(self) -> dict[str, Any]:
+        """What the baseline keeps: the curve and the best count's round medians (what a later run's
+        best count is compared with)."""
+        return {
+            "configured": self.configured,
+            "best": self.best,
+            "best_ms": round(self.median_ms[self.best], 6),
+            "median_ms": {str(count): round(ms, 6) for count, ms in self.median_ms.items()},
+            "best_round_medians_ms": [round(ms, 6) for ms in self.rounds[self.best]],
+        }
+
+
+def _stored(target: CheckTarget) -> Mapping[str, Any] | None:
+    entry = target.entry
+    figures = entry.figures_for(target.key.machine) if entry is not None else None
+    return figures.part(THREADS) if figures is not None else None
+
+
+def judged(
+    key: CheckKey, curve: Curve, *, threshold: float, stored: Mapping[str, Any] | None
+) -> KindResult:
+    """The verdict of the module docstring, on a measured ``curve`` and this hardware's recorded part."""
+    estimate = curve.against_configured()
+    faster = 1.0 / (1.0 + threshold)
+    beaten = curve.best != curve.configured and estimate.ratio < faster and estimate.high < 1.0
+    interval = f"{estimate.ratio - 1:+.1%} (99% CI {estimate.low - 1:+.1%} .. {estimate.high - 1:+.1%})"
+    lines: list[str] = []
+    notes: list[str] = [f"curve: {curve.curve_text()}"]
+    status, change = Status.OK, ""
+    if curve.best != curve.configured:
+        change = f"{curve.best} thread(s) vs the configured {curve.configured}: {interval}"
+    if beaten:
+        status = Status.REGRESSION
+        lines.append(
+            f"  the configured intra_op_threads={curve.configured} is beaten by {curve.best}: {interval}, "
+            f"threshold -{1 - faster:.1%}; set intra_op_threads={curve.best} (--ortperf-session-option "
+            f"intra_op_threads={curve.best}, or ort_session_options)"
+        )
+    recorded_rounds = stored.get("best_round_medians_ms") if stored else None
+    path = "side by side at each thread count"
+    if isinstance(recorded_rounds, list) and recorded_rounds and all(
+        isinstance(v, (int, float)) and v > 0 for v in recorded_rounds
+    ):
+        path += "; the best count against this hardware's recorded figures"
+        comparison = judge(
+            [float(v) for v in recorded_rounds], curve.rounds[curve.best], threshold=threshold
+        )
+        against = comparison.estimate
+        said = (
+            f"best count {curve.best} against the recorded best ({stored.get('best') if stored else '?'} "
+            f"thread(s), {stored.get('best_ms') if stored else '?'} ms): {against.ratio - 1:+.1%} "
+            f"(99% CI {against.low - 1:+.1%} .. {against.high - 1:+.1%})"
+        )
+        notes.append(said)
+        if comparison.verdict is Verdict.REGRESSION:
+            status = Status.REGRESSION
+            lines.append(f"  the best setting's latency regressed: {said}, threshold +{threshold:.0%}")
+        elif comparison.verdict is Verdict.INCONCLUSIVE and status is Status.OK:
+            status = Status.INCONCLUSIVE
+            notes.append("the comparison with the recorded figures could not rule out a regression")
+    else:
+        notes.append("no recorded curve on this hardware: the best count is not compared over time")
+    failed = status is Status.REGRESSION
+    message = ""
+    if failed:
+        message = "\n".join(
+            [f"threads of {key.test}: {curve.summary()}", *lines, f"  curve: {curve.curve_text()}"]
+        )
+    return KindResult(
+        key,
+        THREADS,
+        status,
+        path=path,
+        summary=curve.summary(),
+        change=change,
+        figures=curve.figures(),
+        notes=tuple(notes),
+        failed=failed,
+        message=message,
+    )
+
+
+def _error(key: CheckKey, why: str) -> KindResult:
+    message = f"threads of {key.test}: {why}"
+    return KindResult(key, THREADS, Status.ERROR, path="threads", failed=True, message=message)
+
+
+def not_timed(key: CheckKey) -> KindResult:
+    return KindResult(
+        key,
+        THREADS,
+        Status.NOT_TIMED,
+        path="not timed",
+        skipped=True,
+        message=f"threads of {key.test} not timed: timing is off (--ortperf-timing=off); nothing is "
+        "measured.",
+    )
+
+
+KIND = CheckKind(
+    name=THREADS,
+    make=ThreadsCheck,
+    summary="the latency curve over intra_op_num_threads counts, and the best count",
+    timed=True,
+    not_timed=not_timed,
+    part=THREADS,
+)
