@@ -24,6 +24,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.profiling.operators import op_profile
+from pytest_ortperf.reports.html.fields import DRAWN
 from pytest_ortperf.reports.tradeoffs import HEADERS, cells, heading, tradeoff_tables
 from pytest_ortperf.store.keys import CheckKey
 
@@ -592,6 +593,25 @@ def append_text(path: Path, text: str) -> None:
         stream.write(text)
 
 
+def with_drawings(
+    records: Sequence[Mapping[str, Any]], drawings: Mapping[str, Callable[[Mapping[str, Any]], str]]
+) -> list[Mapping[str, Any]]:
+    """Each record of a kind that brings its own drawing, with that drawing rendered into it
+    (:data:`DRAWN`), so that a page made later from the JSON report alone (``ortperf report``, which
+    knows no plugin's kinds) still draws it; a drawing that raises is left out (the page says so)."""
+    drawn: list[Mapping[str, Any]] = []
+    for record in records:
+        drawing = drawings.get(str(record.get("kind")))
+        if drawing is None:
+            drawn.append(record)
+            continue
+        try:
+            drawn.append({**record, DRAWN: drawing(record)})
+        except Exception:
+            drawn.append(record)
+    return drawn
+
+
 def write_reports(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -615,6 +635,8 @@ def write_reports(
     if not (report_path or markdown_path or html_path or (step_summary and (records or run_errors))):
         return
     if report_path or html_path:
+        if drawings:
+            records = with_drawings(records, drawings)
         document = report_document(
             records,
             machine=machine(),

@@ -268,7 +268,13 @@ class RangeCheck:
         return [result]
 
 
-KIND = CheckKind(name="range", make=RangeCheck, part="range", summary="the outputs' range, kept in the baseline")
+def draw(record):
+    return f"<p class='range-drawing'>range drawn: largest {record['figures']['largest']}</p>"
+
+
+KIND = CheckKind(
+    name="range", make=RangeCheck, part="range", summary="the outputs' range, kept in the baseline", drawing=draw
+)
 
 
 def pytest_ortperf_register_kinds(registry):
@@ -308,7 +314,12 @@ def test_model(ort_perf):
     assert "latency" in after
     assert "graph" in after
     # It decides from its part, and ortperf show has a column for it.
-    pytester.runpytest("--ortperf-checks=range").assert_outcomes(passed=1)
+    pytester.runpytest("--ortperf-checks=range", "--ortperf-report=report.json").assert_outcomes(passed=1)
+    # Its drawing is in the page the CLI makes later from the JSON report alone (it knows no conftest).
+    from pytest_ortperf.cli import main
+
+    assert main(["report", str(pytester.path / "report.json"), "--html", str(pytester.path / "page.html")]) == 0
+    assert f"range drawn: largest {part['largest']}" in (pytester.path / "page.html").read_text()
     from pytest_ortperf.reports.show import show_baselines
 
     lines, problems = show_baselines(pytester.path / "baselines", as_json=False)

@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 MAX_BARS = 14  # op types, nodes or providers a bar chart shows; the rest are summed up in words
+DRAWN = "drawing_html"  # a registered kind's drawing, rendered by its run into the JSON record
 
 
 def listed(value: object) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_ortperf.reports.html.assets import SCRIPT, STYLE
 from pytest_ortperf.reports.html.checks import DRAWINGS, Drawing, draw_common
-from pytest_ortperf.reports.html.fields import DAMAGE, as_number, checks_of, guarded, listed, objects
+from pytest_ortperf.reports.html.fields import DAMAGE, DRAWN, as_number, checks_of, guarded, listed, objects
 from pytest_ortperf.reports.html.jobs import ERROR, Job, PageCheck, job_labels
 from pytest_ortperf.reports.html.profiles import profile_anchor, profiles_section
 from pytest_ortperf.reports.html.tradeoff_view import tradeoffs_section
@@ -252,6 +252,13 @@ def _decided(record: Mapping[str, Any]) -> str:
     return f"{path}; {basis}"
 
 
+def _drawn_or_common(record: Mapping[str, Any]) -> str:
+    """A kind this page has no drawing for: the drawing its run rendered into the record (a plugin's
+    kind, in a page made later by ``ortperf report``), else the common one."""
+    drawn = record.get(DRAWN)
+    return drawn if isinstance(drawn, str) and drawn else draw_common(record)
+
+
 def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping[str, Drawing]) -> str:
     profiled = {
         (job.label if len(jobs) > 1 else "", str(p.get("test")))
@@ -261,7 +268,7 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping
     sections = []
     for check in checks:
         r = check.record
-        body = guarded(partial(drawings.get(str(r["kind"]), draw_common), r), "this check's figures")
+        body = guarded(partial(drawings.get(str(r["kind"]), _drawn_or_common), r), "this check's figures")
         facts = guarded(partial(_facts, check, profiled), "this check's facts")
         message = str(r.get("message") or "").strip()
         why = guarded(partial(_explanations, r), "why it ended so")
