@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pytest_ortperf.footprint.memory_figures import MemoryFigures
     from pytest_ortperf.footprint.startup_figures import StartupFigures
     from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
-    from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, KindRegistry
+    from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, KindOption, KindRegistry
     from pytest_ortperf.latency.decision import Comparison, Verdict
     from pytest_ortperf.latency.stats import LatencyStats
     from pytest_ortperf.ort.inputs import Feeds
@@ -42,6 +42,7 @@ _PUBLIC = {
     "BenchmarkEntry": "pytest_ortperf.gate.registry",
     "CheckContext": "pytest_ortperf.gate.protocol",
     "CheckKind": "pytest_ortperf.gate.registry",
+    "KindOption": "pytest_ortperf.gate.registry",
     "CheckTarget": "pytest_ortperf.gate.protocol",
     "KindRegistry": "pytest_ortperf.gate.registry",
     "KindResult": "pytest_ortperf.checks.kind_result",
@@ -85,6 +86,7 @@ __all__ = [
     "ContractResult",
     "Feeds",
     "FootprintResult",
+    "KindOption",
     "KindRegistry",
     "KindResult",
     "LatencyResult",

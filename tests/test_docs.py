@@ -262,9 +262,20 @@ def named_in(page, pattern, *, unless):
     )
 
 
+def example_kind_options():
+    """The flags and ini keys of the kind docs/check-kinds.md shows as its example: the kind that
+    tests/plugin/test_registered_kind.py registers and runs (``range``)."""
+    from tests.plugin.test_registered_kind import PART_CONFTEST
+
+    namespace: dict[str, object] = {}
+    exec(PART_CONFTEST, namespace)
+    kind = namespace["KIND"]
+    return {o.flag(kind.name) for o in kind.options}, {o.ini(kind.name) for o in kind.options}
+
+
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_flag_named_in_the_docs_exists(page):
-    known = {option.flag for option in options()} | console_flags()
+    known = {option.flag for option in options()} | console_flags() | example_kind_options()[0]
     unknown = named_in(page, FLAG, unless=known.__contains__)
     assert not unknown, f"{rel(page)} names option(s) the plugin does not define: {'; '.join(unknown)}"
 
@@ -272,6 +283,7 @@ def test_every_flag_named_in_the_docs_exists(page):
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_ini_key_named_in_the_docs_exists(page):
     known = {option.ini for option in options()} | package_string_literals() | kind_property_names()
+    known |= example_kind_options()[1]
     unknown = named_in(page, INI_KEY, unless=known.__contains__)
     assert not unknown, (
         f"{rel(page)} names ini key(s) or property name(s) the plugin does not define: {'; '.join(unknown)}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -41,6 +41,8 @@ class CheckPolicy:
     startup_threshold: float = startup.DEFAULT_THRESHOLD
     graph_mode: str = DEFAULT_GRAPH_MODE  # what of a graph's change fails (graph/diff.py: MODES)
     graph_pins: tuple[tuple[str, int], ...] = ()  # (op type, the count it must have)
+    # ort_thresholds keywords that registered kinds own (CheckKind.thresholds): key -> value as given
+    kind_thresholds: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def record_cap_s(self) -> float:

@@ -36,6 +36,24 @@ class BenchmarkEntry:
 
 
 @dataclass(frozen=True)
+class KindOption:
+    """An option a kind owns. Its flag and its ini key share one name, the kind's and the option's:
+    ``--ortperf-<kind>-<name>`` and ``ortperf_<kind>_<name>`` (underscores in the flag become
+    hyphens). The command line wins over the ini file, which wins over ``default``; a check reads the
+    value, as text, with ``context.settings.option(kind, name)``."""
+
+    name: str
+    help: str
+    default: str = ""
+
+    def ini(self, kind: str) -> str:
+        return f"ortperf_{kind}_{self.name}"
+
+    def flag(self, kind: str) -> str:
+        return "--" + self.ini(kind).replace("_", "-")
+
+
+@dataclass(frozen=True)
 class CheckKind:
     """One kind of check, declared once.
 
@@ -58,6 +76,11 @@ class CheckKind:
       :class:`~pytest_ortperf.checks.kind_result.KindResult` keeps the common one.
     - ``drawing``: its figures on the HTML page, read from its record (None: the common drawing).
     - ``summary``: one line for ``--help`` and the docs.
+    - ``options``: its options (:class:`KindOption`), a flag and an ini key each, registered when
+      pytest reads its options (a kind registered through ``pytest_ortperf_register_kinds`` in a
+      plugin or the rootdir's conftest.py).
+    - ``thresholds``: keywords of ``ort_thresholds(...)`` and of a model table's ``thresholds`` that
+      it owns; their values reach its check as given, in ``target.policy.kind_thresholds``.
     """
 
     name: str
@@ -74,6 +97,8 @@ class CheckKind:
     drawing: Callable[[Record], str] | None = None
     properties: Callable[[Record], Mapping[str, object]] = lambda record: {}
     record: Callable[[Any, str], dict[str, Any]] = check_record
+    options: tuple[KindOption, ...] = ()
+    thresholds: tuple[str, ...] = ()
 
     @property
     def verdict_property(self) -> str:
@@ -102,6 +127,20 @@ class KindRegistry:
             raise UsageError(
                 f"{origin or 'a plugin'} registered the check kind {kind.name!r} as timed without its "
                 "not_timed outcome: --ortperf-timing=off reports a timed kind as 'not timed' with it."
+            )
+        bad = [o.name for o in kind.options if not isinstance(o, KindOption) or not NAME.fullmatch(o.name)]
+        bad += [key for key in kind.thresholds if not isinstance(key, str) or not NAME.fullmatch(key)]
+        if bad:
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {kind.name!r} with option or threshold "
+                f"name(s) {', '.join(map(repr, bad))}: options are KindOption and every name is lower case "
+                "letters, digits and underscores, starting with a letter."
+            )
+        owned = [key for key in kind.thresholds if key in self.threshold_keys()]
+        if owned:
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {kind.name!r} with the threshold key(s) "
+                f"{', '.join(owned)}, which another kind owns: give them other names."
             )
         if kind.name in self._kinds or kind.name in RESERVED:
             taken = self._origins.get(kind.name, "pytest-ortperf")
@@ -133,6 +172,10 @@ class KindRegistry:
     def defaults(self) -> list[str]:
         """What ``check()`` runs when ``ortperf_checks`` is not set."""
         return [kind.name for kind in self if kind.default]
+
+    def threshold_keys(self) -> dict[str, str]:
+        """The ``ort_thresholds`` keywords the kinds own, each with its kind's name."""
+        return {key: kind.name for kind in self for key in kind.thresholds}
 
     def drawings(self) -> dict[str, Callable[[Record], str]]:
         return {kind.name: kind.drawing for kind in self if kind.drawing is not None}

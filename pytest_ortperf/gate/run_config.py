@@ -3,6 +3,7 @@ ini keys and markers (``plugin/configure.py``) and hands to the gate. No pytest 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ class OrtperfConfig:
     timing: bool = True  # off: latency checks are skipped, nothing is timed (--ortperf-timing=off)
     # What ort_perf.check() runs (ortperf_checks; unset: the registry's default kinds, CheckKind.default)
     checks: tuple[str, ...] = ()
+    # The kinds' own options (CheckKind.options): kind -> option name -> value, as text
+    kind_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     memory_limit: int = 0  # bytes a memory check's worker may add before it fails; 0: no limit
     contracts: tuple[str, ...] = ()  # default relative contracts of check(): levels, quantized
 

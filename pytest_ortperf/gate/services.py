@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -42,7 +42,9 @@ class CheckSettings:
     ab_outputs_fail: bool = True  # whether differing A/B outputs fail the test
     run_timeout_s: float = 300.0  # one run's limit (--ortperf-run-timeout)
     memory_limit: int = 0  # bytes a memory check's worker may add; 0: no limit
-    checks: tuple[str, ...] = ("latency", "accuracy")  # what ort_perf.check() runs (ortperf_checks)
+    checks: tuple[str, ...] = ()  # what ort_perf.check() runs (ortperf_checks, resolved by the configuration)
+    # The kinds' own options (CheckKind.options): kind -> option name -> value, as text
+    kind_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, config: OrtperfConfig) -> CheckSettings:
@@ -53,7 +55,16 @@ class CheckSettings:
             run_timeout_s=config.run_timeout_s,
             memory_limit=config.memory_limit,
             checks=config.checks,
+            kind_options=config.kind_options,
         )
+
+    def option(self, kind: str, name: str) -> str:
+        """The value of ``kind``'s own option ``name`` (``--ortperf-<kind>-<name>``, else the ini key
+        ``ortperf_<kind>_<name>``, else its default); a KeyError naming it when the kind declares none."""
+        try:
+            return self.kind_options[kind][name]
+        except KeyError:
+            raise KeyError(f"check kind {kind!r} declares no option {name!r}") from None
 
 
 class Sessions(Protocol):

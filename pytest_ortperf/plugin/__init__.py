@@ -18,7 +18,7 @@ import pytest
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.plugin import hookspec
-from pytest_ortperf.plugin.options import MARKERS, register
+from pytest_ortperf.plugin.options import MARKERS, KindsAtOptionTime, register
 
 if TYPE_CHECKING:
     from pytest_ortperf.gate.run import OrtperfRun
@@ -27,14 +27,19 @@ if TYPE_CHECKING:
     from pytest_ortperf.ort.sessions import BuiltSession
 
 RUN_KEY = pytest.StashKey["OrtperfRun"]()
+EARLY_KINDS = "ortperf-kinds-at-option-time"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspec)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     register(parser)
+    # Kinds of plugins and initial conftests, with their own options, while the options are read.
+    early = KindsAtOptionTime(parser)
+    pluginmanager.register(early, EARLY_KINDS)
+    pluginmanager.hook.pytest_ortperf_register_kinds.call_historic(kwargs={"registry": early})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,7 +55,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     try:
         kinds = builtin_kinds()
-        config.hook.pytest_ortperf_register_kinds(registry=kinds)
+        early = config.pluginmanager.get_plugin(EARLY_KINDS)
+        if early is not None:
+            early.closed = True
+            for kind, origin in early.kinds:
+                kinds.register(kind, origin=origin)
+            if early.problems:
+                raise OrtperfError("; ".join(early.problems))
         ortperf_config = build_config(config, kinds=kinds)
         run = OrtperfRun(
             ortperf_config,

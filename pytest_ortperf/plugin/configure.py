@@ -81,6 +81,7 @@ def _value(config: Any, ini: str) -> tuple[Any, str]:
 
 
 def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfConfig:
+    registry = kinds if kinds is not None else _builtin_kinds()
     providers, where = _value(config, "ortperf_providers")
     specs = parse_providers(providers, source=where)
     levels_value, where = _value(config, "ortperf_opt_levels")
@@ -138,7 +139,8 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
         ab_outputs_fail=_ab_outputs(config),
         progress=_progress(config),
         timing=_timing(config, update=policy.update),
-        checks=_checks(config, kinds if kinds is not None else _builtin_kinds()),
+        checks=_checks(config, registry),
+        kind_options=_kind_options(config, registry),
         contracts=_contracts(config),
         memory_limit=_memory_limit(config),
     )
@@ -157,6 +159,28 @@ def _contracts(config: Any) -> tuple[str, ...]:
             "or off."
         )
     return tuple(dict.fromkeys(names))
+
+
+def _kind_options(config: Any, kinds: KindRegistry) -> dict[str, dict[str, str]]:
+    """Each kind's own options (``CheckKind.options``): the command line's value, else the ini
+    file's, else the default; a built-in key claimed as a kind's threshold key is a usage error."""
+    claimed = sorted(set(kinds.threshold_keys()) & set(THRESHOLD_KWARGS))
+    if claimed:
+        owners = ", ".join(f"{key} (by {kinds.threshold_keys()[key]})" for key in claimed)
+        raise UsageError(f"ort_thresholds keyword(s) claimed by a registered kind are built in: {owners}.")
+    values: dict[str, dict[str, str]] = {}
+    for kind in kinds:
+        for option in kind.options:
+            ini = option.ini(kind.name)
+            given = config.getoption(ini, default=None)
+            if given is None:
+                try:
+                    given = config.getini(ini)
+                except ValueError:  # not registered: the kind came too late for pytest's options
+                    given = option.default
+            text = str(given) if given is not None else option.default
+            values.setdefault(kind.name, {})[option.name] = text
+    return values
 
 
 def _builtin_kinds() -> KindRegistry:
@@ -398,23 +422,29 @@ def thresholds_for(
     markers: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
     *,
     origin: str,
+    kind_keys: Mapping[str, str] | None = None,
 ) -> tuple[CheckPolicy, ToleranceSpec]:
     """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins.
 
     ``latency`` sets the latency threshold; ``atol``, ``rtol``, ``cosine`` and
     ``mismatch`` the accuracy tolerances of every output; ``outputs``, ``dtypes``
     and ``variants`` map an output name, a dtype (``float16``) or a variant or
-    provider (``cuda-all``, ``cuda``) to their own tolerances.
+    provider (``cuda-all``, ``cuda``) to their own tolerances. ``kind_keys``: the keywords registered
+    kinds own (key -> kind), whose values go to ``policy.kind_thresholds`` as given.
     """
     policy, tolerances = base, base_tolerances
+    owned = dict(kind_keys or {})
     for args, kwargs in markers:
-        unknown = sorted(set(kwargs) - set(THRESHOLD_KWARGS))
+        unknown = sorted(set(kwargs) - set(THRESHOLD_KWARGS) - set(owned))
         if args or unknown:
             raise UsageError(
-                f"{origin}: ort_thresholds takes keyword arguments {', '.join(THRESHOLD_KWARGS)}"
+                f"{origin}: ort_thresholds takes keyword arguments {', '.join([*THRESHOLD_KWARGS, *owned])}"
                 + (f"; unknown: {', '.join(unknown)}" if unknown else "")
                 + ", e.g. ort_thresholds(latency='15%', atol=1e-4)."
             )
+        mine = {key: value for key, value in kwargs.items() if key in owned}
+        if mine:
+            policy = replace(policy, kind_thresholds={**policy.kind_thresholds, **mine})
         if "latency" in kwargs:
             latency = parse_threshold(kwargs["latency"], source=f"{origin}: latency")
             policy = replace(policy, threshold=latency)

@@ -61,7 +61,11 @@ def make_ort_perf(
     """The checks of ``node`` x ``built``'s variant against its baselines and references."""
     policy, tolerances = guarded(
         lambda: thresholds_for(
-            run.config.policy, run.config.tolerances, spec.thresholds, origin=spec.thresholds_origin
+            run.config.policy,
+            run.config.tolerances,
+            spec.thresholds,
+            origin=spec.thresholds_origin,
+            kind_keys=run.kinds.threshold_keys(),
         )
     )
     machine = guarded(lambda: run.machine)

@@ -594,3 +594,46 @@ def parse_seed(value: Any, *, source: str) -> int:
             f"{source}: seed must be a whole number of at most 19 digits, got {safe_repr(value)}."
         )
     return int(text)
+
+
+class KindsAtOptionTime:
+    """The registry ``pytest_ortperf_register_kinds`` is handed: a historic hook, called while pytest
+    reads its options for every plugin and initial conftest.py, so that each kind's own options
+    (``CheckKind.options``) are added to ``parser`` before the command line and the ini file are
+    read. It keeps what it is given; ``pytest_configure`` registers it beside the built-in kinds,
+    where a name taken or malformed is a usage error naming its origin. A kind handed over after
+    that (a conftest.py below the rootdir, loaded while collecting) is an error naming where to
+    register it instead, never a kind that is silently missing.
+
+    Duck-typed on purpose: this module is imported in every run and must not load the registry."""
+
+    def __init__(self, parser: Any) -> None:
+        self._parser = parser
+        self.kinds: list[tuple[Any, str]] = []
+        self.problems: list[str] = []  # options that could not be added, said at configure
+        self.closed = False
+
+    def register(self, kind: Any, *, origin: str = "") -> None:
+        if self.closed:
+            from pytest_ortperf.errors import UsageError
+
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {getattr(kind, 'name', kind)!r} after "
+                "the run was configured: register kinds in a plugin or in the conftest.py of the rootdir "
+                "(or of a directory named on the command line), which pytest loads before reading options."
+            )
+        self.kinds.append((kind, origin))
+        name = getattr(kind, "name", "")
+        if not isinstance(name, str) or not name:
+            return  # not a kind: configure says so
+        group = self._parser.getgroup("ortperf")
+        for option in getattr(kind, "options", ()):
+            try:
+                ini, flag = option.ini(name), option.flag(name)
+                group.addoption(
+                    flag, action="store", dest=ini, default=None, metavar="VALUE",
+                    help=argparse_help(f"{option.help} (check kind {name}; ini {ini})"),
+                )  # fmt: skip
+                self._parser.addini(ini, help=f"{option.help} (check kind {name})", default=option.default)
+            except (AttributeError, TypeError, ValueError) as exc:  # not a KindOption, or a name taken
+                self.problems.append(f"{origin or 'a plugin'}: option of check kind {name!r}: {exc}")

@@ -234,7 +234,7 @@ import datetime
 
 import numpy as np
 
-from pytest_ortperf import CheckKind, KindResult, Status
+from pytest_ortperf import CheckKind, KindOption, KindResult, Status
 
 
 class RangeCheck:
@@ -260,8 +260,11 @@ class RangeCheck:
         else:
             figures = target.entry.figures_for(key.machine) if target.entry else None
             stored = figures.part("range") if figures else None
-            status = Status.MISSING if stored is None else Status.OK if stored == now else Status.REGRESSION
-            path = "stored figures"
+            # its own option (flag or ini key), overridden per test by its own ort_thresholds keyword
+            slack = float(target.policy.kind_thresholds.get("range", context.settings.option("range", "slack")))
+            moved = stored is not None and abs(stored["largest"] - now["largest"]) > slack
+            status = Status.MISSING if stored is None else Status.REGRESSION if moved else Status.OK
+            path = f"stored figures, slack {slack:g}"
         result = KindResult(key, "range", status, path=path, summary=f"largest {now['largest']}", figures=now,
                             failed=status is Status.REGRESSION, message="range moved" if status is Status.REGRESSION else "")
         context.publisher.publish(KIND.record(result, context.nodeid))
@@ -273,7 +276,13 @@ def draw(record):
 
 
 KIND = CheckKind(
-    name="range", make=RangeCheck, part="range", summary="the outputs' range, kept in the baseline", drawing=draw
+    name="range",
+    make=RangeCheck,
+    part="range",
+    summary="the outputs' range, kept in the baseline",
+    drawing=draw,
+    options=(KindOption("slack", "how far the largest |output| may move", "0"),),
+    thresholds=("range",),
 )
 
 
@@ -325,3 +334,72 @@ def test_model(ort_perf):
     lines, problems = show_baselines(pytester.path / "baselines", as_json=False)
     assert not problems
     assert any(f"range largest={part['largest']:.4g}, outputs=1" in line for line in lines), lines
+
+
+def test_a_registered_kind_has_its_own_option_ini_key_and_threshold_keyword(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    """The kind's option is on the command line and in --help, its ini key in the ini file (the flag
+    wins), and its ort_thresholds keyword reaches its check per test."""
+    write_model(layers=2, width=8)
+    pytester.makeconftest(PART_CONFTEST)
+    pytester.makepyfile(
+        test_range="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+def test_model(ort_perf):
+    ort_perf.check_range()
+
+@pytest.mark.ort_thresholds(range=1e9)
+def test_lenient(ort_perf):
+    ort_perf.check_range()
+"""
+    )
+    pytester.runpytest("--ortperf-update").assert_outcomes(passed=2)
+    baseline = pytester.path / "baselines" / "test_range.py.json"
+    document = json.loads(baseline.read_text())
+    for entry in document["entries"].values():
+        for figures in entry["figures"].values():
+            figures["parts"]["range"]["largest"] += 5.0  # as if the outputs had moved by 5
+    baseline.write_text(json.dumps(document))
+
+    helped = pytester.runpytest("--help")
+    helped.stdout.fnmatch_lines(["*--ortperf-range-slack=VALUE*"])
+    strict = pytester.runpytest("--ortperf-report=report.json")
+    strict.assert_outcomes(passed=1, failed=1)  # the default slack 0; the marker's keyword lets it pass
+    paths = {r["test"].split("::")[1]: r["path"] for r in json.loads((pytester.path / "report.json").read_text())["checks"]}
+    assert paths == {"test_model[cpu-all]": "stored figures, slack 0", "test_lenient[cpu-all]": "stored figures, slack 1e+09"}
+    pytester.makeini("[pytest]\nortperf_range_slack = 10\n")
+    pytester.runpytest().assert_outcomes(passed=2)  # the ini key
+    pytester.runpytest("--ortperf-range-slack=1").assert_outcomes(passed=1, failed=1)  # the flag wins
+    pytester.makepyfile(
+        test_range="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"batch": 2})
+
+@pytest.mark.ort_thresholds(rnage=1)
+def test_model(ort_perf):
+    ort_perf.check_range()
+"""
+    )
+    typo = pytester.runpytest()
+    typo.assert_outcomes(errors=1)  # a usage error of the test (in its fixture)
+    typo.stdout.fnmatch_lines(["*ort_thresholds takes keyword arguments latency, *, variants, range; unknown: rnage*"])
+
+
+def test_a_kind_registered_after_the_options_were_read_is_an_error_naming_where_to_register_it(
+    pytester: pytest.Pytester, write_model
+) -> None:
+    """A conftest.py below the rootdir loads while collecting, after pytest read its options."""
+    write_model("sub/model.onnx", layers=2, width=8)
+    (pytester.path / "sub" / "conftest.py").write_text(PART_CONFTEST)
+    (pytester.path / "sub" / "test_sub.py").write_text(
+        "import pytest\n\n@pytest.mark.ort_model('model.onnx')\ndef test_m(ort_perf):\n    ort_perf.check_range()\n"
+    )
+    result = pytester.runpytest(".")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        ["*registered the check kind 'range' after the run was configured: register kinds in a plugin or in the conftest.py of the rootdir*"]
+    )
+

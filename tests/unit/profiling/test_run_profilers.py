@@ -174,7 +174,9 @@ def test_concurrent_profiled_and_unprofiled_runs_on_one_profiling_session(tmp_pa
         events_per_run=SLOW_NODES + 4,
     )
     folders = {name: prepare_directory(tmp_path / name) for name in ("a", "b")}
-    rounds = 3
+    # Rounds enough that some runs overlap even on a loaded 2-core machine, where three rounds of
+    # four threads started together ran one after another now and then.
+    rounds = 8
     barrier = threading.Barrier(4)
     tids: dict[str, int] = {}
     feeds = _feeds()
