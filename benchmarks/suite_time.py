@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--pytest-args",
         default="",
-        help="more pytest arguments for both trees, e.g. '--ortperf-session-option=inter_op_threads=2' "
+        help="more pytest arguments for both trees, e.g. '--ortperf-session-options=inter_op_threads=2' "
         "(a changed setting: every check measured side by side with the recorded settings)",
     )
     args = parser.parse_args(argv)

@@ -275,7 +275,8 @@ def example_kind_options():
 
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_flag_named_in_the_docs_exists(page):
-    known = {option.flag for option in options()} | console_flags() | example_kind_options()[0]
+    deprecated = {old for option in options() for old in option.deprecated}  # still accepted, with a warning
+    known = {option.flag for option in options()} | console_flags() | example_kind_options()[0] | deprecated
     unknown = named_in(page, FLAG, unless=known.__contains__)
     assert not unknown, f"{rel(page)} names option(s) the plugin does not define: {'; '.join(unknown)}"
 

@@ -271,7 +271,7 @@ def judged(
         status = Status.REGRESSION
         lines.append(
             f"  the configured intra_op_threads={curve.configured} is beaten by {curve.best}: {interval}, "
-            f"threshold -{1 - faster:.1%}; set intra_op_threads={curve.best} (--ortperf-session-option "
+            f"threshold -{1 - faster:.1%}; set intra_op_threads={curve.best} (--ortperf-session-options "
             f"intra_op_threads={curve.best}, or ort_session_options)"
         )
     recorded_rounds = stored.get("best_round_medians_ms") if stored else None

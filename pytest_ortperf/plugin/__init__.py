@@ -18,7 +18,7 @@ import pytest
 
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.plugin import hookspec
-from pytest_ortperf.plugin.options import MARKERS, KindsAtOptionTime, register
+from pytest_ortperf.plugin.options import MARKERS, KindsAtOptionTime, deprecated_spellings, register
 
 if TYPE_CHECKING:
     from pytest_ortperf.gate.run import OrtperfRun
@@ -53,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     for line in MARKERS:
         config.addinivalue_line("markers", line)
+    for said in deprecated_spellings(_given_args(config)):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(said), stacklevel=2)
     try:
         kinds = builtin_kinds()
         early = config.pluginmanager.get_plugin(EARLY_KINDS)
@@ -85,6 +87,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "ortperf-fixtures")
     role = XdistWorker(run) if hasattr(config, "workerinput") else Controller(run)
     config.pluginmanager.register(role, "ortperf-process")
+
+
+def _given_args(config: pytest.Config) -> list[str]:
+    """Every argument pytest was given: the command line, the ini file's addopts, PYTEST_ADDOPTS."""
+    import os
+    import shlex
+
+    extra = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    return [*map(str, config.invocation_params.args), *config.getini("addopts"), *extra]
 
 
 def _collect_models(config: pytest.Config) -> None:

@@ -96,8 +96,8 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
     cli_settings = config.getoption("ortperf_session_options")
     if cli_settings:
         settings = settings.with_overrides(
-            parse_assignments(cli_settings, source="--ortperf-session-option"),
-            source="--ortperf-session-option",
+            parse_assignments(cli_settings, source="--ortperf-session-options"),
+            source="--ortperf-session-options",
         )
 
     dims_value, dims_where = _value(config, "ortperf_dims")
@@ -340,7 +340,7 @@ def _tolerances(config: Any) -> ToleranceSpec:
     spec = parse_tolerance_lines(config.getini("ortperf_tolerances"), source="ini ortperf_tolerances")
     cli = config.getoption("ortperf_tolerances")
     if cli:
-        spec = spec.merged(parse_tolerance_lines(cli, source="--ortperf-tolerance"))
+        spec = spec.merged(parse_tolerance_lines(cli, source="--ortperf-tolerances"))
     return spec
 
 

@@ -7,7 +7,7 @@ pytest; the console script reuses the same parsers.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,9 @@ class OptionDef:
     default: str | list[str]
     metavar: str = "VALUE"
     ini_type: str = "string"
+    # Earlier spellings of the flag, still accepted for a release with a warning that names the flag
+    # (the flag and its ini key share one name: --ortperf-x-y and ortperf_x_y).
+    deprecated: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
@@ -109,7 +112,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "LIST",
     ),
     OptionDef(
-        "--ortperf-session-option",
+        "--ortperf-session-options",
         "ortperf_session_options",
         "Session setting KEY=VALUE (repeatable): intra_op_threads, inter_op_threads, execution_mode, "
         "intra_op_spinning, inter_op_spinning, cpu_mem_arena, mem_pattern, denormal_as_zero, "
@@ -118,6 +121,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         [],
         "KEY=VALUE",
         "linelist",
+        deprecated=("--ortperf-session-option",),
     ),
     OptionDef(
         "--ortperf-dims",
@@ -379,7 +383,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "VARIANT",
     ),
     OptionDef(
-        "--ortperf-tolerance",
+        "--ortperf-tolerances",
         "ortperf_tolerances",
         "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
         "mismatch (allowed share of elements outside atol/rtol: 0.001 or 0.1%), for every output; "
@@ -390,6 +394,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         [],
         "KEY=VALUE",
         "linelist",
+        deprecated=("--ortperf-tolerance",),
     ),
     OptionDef(
         "--ortperf-profile-dir",
@@ -478,8 +483,8 @@ def register(parser: Any) -> None:
     """
     group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
 
-    def add(flag: str, *, help: str, **kwargs: Any) -> None:
-        group.addoption(flag, help=argparse_help(help), **kwargs)
+    def add(*flags: str, help: str, **kwargs: Any) -> None:
+        group.addoption(*flags, help=argparse_help(help), **kwargs)
 
     for option in OPTIONS:
         if option.ini_type == "bool":
@@ -495,6 +500,7 @@ def register(parser: Any) -> None:
             action = "append" if option.ini_type == "linelist" else "store"
             add(
                 option.flag,
+                *option.deprecated,
                 action=action,
                 dest=option.dest,
                 metavar=option.metavar,
@@ -637,3 +643,20 @@ class KindsAtOptionTime:
                 self._parser.addini(ini, help=f"{option.help} (check kind {name})", default=option.default)
             except (AttributeError, TypeError, ValueError) as exc:  # not a KindOption, or a name taken
                 self.problems.append(f"{origin or 'a plugin'}: option of check kind {name!r}: {exc}")
+
+
+def deprecated_spellings(args: Sequence[str]) -> list[str]:
+    """What to say of each earlier spelling of a flag in ``args`` (the command line, addopts,
+    ``PYTEST_ADDOPTS``): it still works, for a release, and the flag to use instead."""
+    renamed = {old: option.flag for option in OPTIONS for old in option.deprecated}
+    said: list[str] = []
+    for arg in args:
+        old = str(arg).split("=", 1)[0]
+        if old in renamed and not any(old in line for line in said):
+            new = renamed[old]
+            said.append(
+                f"{old} is deprecated and will be removed in a later release: use {new} (the flag and its "
+                f"ini key share one name, {new.removeprefix('--').replace('-', '_')})."
+            )
+    return said
+

@@ -1162,12 +1162,12 @@ def test_option_python_values(name: str, value: Any) -> None:
 @given(lines=SETTING_LINES, level=st.sampled_from(list(OptLevel)))
 @fuzz()
 def test_session_option_lines(lines: list[str], level: OptLevel) -> None:
-    """--ortperf-session-option lines through to the SessionOptions a session would be built with."""
+    """--ortperf-session-options lines through to the SessionOptions a session would be built with."""
     tried("session_settings.parse_assignments + session_options")
-    overrides = _usage(lambda: parse_assignments(lines, source="--ortperf-session-option"))
+    overrides = _usage(lambda: parse_assignments(lines, source="--ortperf-session-options"))
     if isinstance(overrides, OrtperfError):
         return
-    resolved = _usage(lambda: SessionSettings().with_overrides(overrides, source="--ortperf-session-option"))
+    resolved = _usage(lambda: SessionSettings().with_overrides(overrides, source="--ortperf-session-options"))
     if isinstance(resolved, OrtperfError):
         return
     variant = Variant(resolve_provider("cpu", source="x"), level)
@@ -1178,7 +1178,7 @@ def test_session_option_lines(lines: list[str], level: OptLevel) -> None:
 @fuzz()
 def test_tolerance_lines(lines: list[str]) -> None:
     tried("config.parse_tolerance_lines")
-    _usage(lambda: parse_tolerance_lines(lines, source="--ortperf-tolerance"))
+    _usage(lambda: parse_tolerance_lines(lines, source="--ortperf-tolerances"))
 
 
 @given(values=st.dictionaries(TOLERANCE_KEYS | st.text(max_size=6), PY_VALUES, max_size=4)

@@ -516,7 +516,7 @@ def test_changed_settings_are_measured_side_by_side_with_the_recorded_settings(
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     # Sequential execution never uses the inter-op pool: a settings change that costs nothing.
     result = pytester.runpytest(
-        "--ortperf-report=report.json", "--ortperf-session-option=inter_op_threads=2", *QUICK
+        "--ortperf-report=report.json", "--ortperf-session-options=inter_op_threads=2", *QUICK
     )
     result.assert_outcomes(passed=1)
     (latency,) = report(pytester)["latency"]

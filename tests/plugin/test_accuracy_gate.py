@@ -170,9 +170,9 @@ def test_tolerances_from_marker_option_and_per_output(pytester: pytest.Pytester,
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
     _nudge_weights(pytester.path / "model.onnx", 1.001)
     pytester.runpytest(LEVELS).assert_outcomes(failed=2)
-    pytester.runpytest(LEVELS, "--ortperf-tolerance=rtol=0.01").assert_outcomes(passed=2)
-    pytester.runpytest(LEVELS, "--ortperf-tolerance=y.rtol=0.01").assert_outcomes(passed=2)
-    pytester.runpytest(LEVELS, "--ortperf-tolerance=other.rtol=0.01").assert_outcomes(failed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerances=rtol=0.01").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerances=y.rtol=0.01").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerances=other.rtol=0.01").assert_outcomes(failed=2)
     pytester.makepyfile(test_acc=TEST_FILE.replace("def test_outputs", "@pytest.mark.ort_thresholds(outputs={'y': {'rtol': 0.01}})\ndef test_outputs"))
     pytester.runpytest(LEVELS).assert_outcomes(passed=2)
 
@@ -222,9 +222,9 @@ def test_changed_output_shape_is_a_clear_failure(pytester: pytest.Pytester, suit
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--ortperf-tolerance=atol=-1", "*--ortperf-tolerance: atol must be a number >= 0, got '-1'.*"),
-        ("--ortperf-tolerance=speed=1", "*--ortperf-tolerance: key 'speed': unknown tolerance 'speed'*"),
-        ("--ortperf-tolerance=cosine=2", "*--ortperf-tolerance: cosine must be a number between 0 and 1*"),
+        ("--ortperf-tolerances=atol=-1", "*--ortperf-tolerances: atol must be a number >= 0, got '-1'.*"),
+        ("--ortperf-tolerances=speed=1", "*--ortperf-tolerances: key 'speed': unknown tolerance 'speed'*"),
+        ("--ortperf-tolerances=cosine=2", "*--ortperf-tolerances: cosine must be a number between 0 and 1*"),
         ("--ortperf-reference-variant=cpu", "*--ortperf-reference-variant: expected PROVIDER-LEVEL such as cpu-disabled*"),
         ("--ortperf-reference-variant=cpu-warp", "*--ortperf-reference-variant: unknown graph optimization level 'warp'*"),
     ],
@@ -353,23 +353,23 @@ def test_ort_thresholds_marker_sets_the_tolerances_of_every_output(pytester: pyt
 def test_tolerances_per_variant_and_dtype_from_the_option(pytester: pytest.Pytester, suite: Path) -> None:
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
     _scale_last_weights(pytester.path / "model.onnx", 1.03)
-    one = pytester.runpytest(LEVELS, "--ortperf-tolerance=variant:cpu-all.rtol=0.05", "-rA")
+    one = pytester.runpytest(LEVELS, "--ortperf-tolerances=variant:cpu-all.rtol=0.05", "-rA")
     one.assert_outcomes(passed=1, failed=1)
     one.stdout.fnmatch_lines(["FAILED test_acc.py::test_outputs[[]cpu-disabled[]]*"])
-    pytester.runpytest(LEVELS, "--ortperf-tolerance=variant:cpu.rtol=0.05").assert_outcomes(passed=2)
-    pytester.runpytest(LEVELS, "--ortperf-tolerance=dtype:float32.rtol=0.05").assert_outcomes(passed=2)
-    pytester.runpytest(LEVELS, "--ortperf-tolerance=dtype:float16.rtol=0.05").assert_outcomes(failed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerances=variant:cpu.rtol=0.05").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerances=dtype:float32.rtol=0.05").assert_outcomes(passed=2)
+    pytester.runpytest(LEVELS, "--ortperf-tolerances=dtype:float16.rtol=0.05").assert_outcomes(failed=2)
     # The output's own value wins over the variant's.
-    both = ("--ortperf-tolerance=variant:cpu.rtol=0.05", "--ortperf-tolerance=y.rtol=0.01")
+    both = ("--ortperf-tolerances=variant:cpu.rtol=0.05", "--ortperf-tolerances=y.rtol=0.01")
     pytester.runpytest(LEVELS, *both).assert_outcomes(failed=2)
 
 
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--ortperf-tolerance=dtype:float8.atol=1", "*--ortperf-tolerance: key 'dtype:float8.atol': unknown dtype 'float8'*"),
-        ("--ortperf-tolerance=variant:gpu.rtol=1", "*--ortperf-tolerance: key 'variant:gpu.rtol': unknown execution provider 'gpu'*"),
-        ("--ortperf-tolerance=y.speed=1", "*--ortperf-tolerance: key 'y.speed': unknown tolerance 'speed'*"),
+        ("--ortperf-tolerances=dtype:float8.atol=1", "*--ortperf-tolerances: key 'dtype:float8.atol': unknown dtype 'float8'*"),
+        ("--ortperf-tolerances=variant:gpu.rtol=1", "*--ortperf-tolerances: key 'variant:gpu.rtol': unknown execution provider 'gpu'*"),
+        ("--ortperf-tolerances=y.speed=1", "*--ortperf-tolerances: key 'y.speed': unknown tolerance 'speed'*"),
     ],
 )
 def test_bad_tolerance_keys_are_usage_errors(pytester: pytest.Pytester, option: str, message: str) -> None:

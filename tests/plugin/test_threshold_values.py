@@ -16,7 +16,7 @@ HINT = "A bare number is a fraction (0.05 means 5%)"
         ("--ortperf-max-cv=20", "--ortperf-max-cv: did you mean 20%? " + HINT),
         ("--ortperf-ab-threshold=3", "--ortperf-ab-threshold: did you mean 3%? " + HINT),
         ("--ortperf-drift-threshold=20", "--ortperf-drift-threshold: did you mean 20%? " + HINT),
-        ("--ortperf-tolerance=mismatch=2", "--ortperf-tolerance: mismatch: did you mean 2%? " + HINT),
+        ("--ortperf-tolerances=mismatch=2", "--ortperf-tolerances: mismatch: did you mean 2%? " + HINT),
     ],
 )
 def test_a_bare_number_option_is_a_usage_error(pytester: pytest.Pytester, option: str, message: str) -> None:

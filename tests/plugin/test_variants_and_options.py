@@ -75,8 +75,8 @@ def test_variant_fixture_exposes_provider_and_level(pytester: pytest.Pytester) -
     [
         ("--ort-providers=cpu,tpu", "*--ort-providers: unknown execution provider 'tpu'. Valid names: cpu, cuda, tensorrt/trt*"),
         ("--ort-opt-levels=all,turbo", "*--ort-opt-levels: unknown graph optimization level 'turbo'. Valid levels: disabled, basic, extended, layout, all*"),
-        ("--ortperf-session-option=intra_op_threads=many", "*--ortperf-session-option: intra_op_threads='many' is not a whole number*"),
-        ("--ortperf-session-option=threads=2", "*unknown session setting 'threads'*"),
+        ("--ortperf-session-options=intra_op_threads=many", "*--ortperf-session-options: intra_op_threads='many' is not a whole number*"),
+        ("--ortperf-session-options=threads=2", "*unknown session setting 'threads'*"),
         ("--ortperf-int-range=10:1", "*--ortperf-int-range: integer range 10:1 is empty*"),
         ("--ortperf-dims=batch=zero", "*--ortperf-dims: expected NAME=N*"),
     ],
@@ -117,7 +117,7 @@ def test_user_parametrization_of_the_variant_is_respected(pytester: pytest.Pytes
 
 def test_header_shows_runtime_variants_and_settings(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("--ort-opt-levels=basic,all", "--ortperf-session-option=mem_pattern=0")
+    result = pytester.runpytest("--ort-opt-levels=basic,all", "--ortperf-session-options=mem_pattern=0")
     result.stdout.fnmatch_lines([
         "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
         "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
@@ -247,3 +247,30 @@ def test_missing_pass_or_skip_names_the_machines_that_have_baselines(
     result.stdout.fnmatch_lines(
         [f"1 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE}); record them with *"]
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [
+        ("--ortperf-session-option", "--ortperf-session-options", "intra_op_threads=2"),
+        ("--ortperf-tolerance", "--ortperf-tolerances", "atol=0.5"),
+    ],
+)
+def test_an_earlier_spelling_of_a_flag_works_with_a_warning_naming_the_new_one(
+    pytester: pytest.Pytester, old: str, new: str, value: str
+) -> None:
+    """A flag and its ini key share one name; the spellings that did not still work, for a release."""
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest(f"{old}={value}")
+    result.assert_outcomes(passed=1)
+    ini = new.removeprefix("--").replace("-", "_")
+    result.stdout.fnmatch_lines(
+        [f"*PytestDeprecationWarning: {old} is deprecated and will be removed in a later release: use {new} (the flag and its ini key share one name, {ini}).*"]
+    )
+    if old == "--ortperf-session-option":
+        result.stdout.fnmatch_lines(["ortperf settings: intra_op_threads=2, *"])
+    quiet = pytester.runpytest(f"{new}={value}")
+    quiet.assert_outcomes(passed=1)
+    assert "deprecated" not in quiet.stdout.str()
+    strict = pytester.runpytest("-W", "error::pytest.PytestDeprecationWarning", f"{old}={value}")
+    assert strict.ret != 0  # a suite that turns warnings into errors hears of it at once

@@ -430,7 +430,7 @@ def test_merged_lets_the_other_spec_win_without_mutating_either() -> None:
 
 def test_parse_tolerance_values_accepts_numbers_and_numeric_text() -> None:
     parsed = parse_tolerance_values(
-        {"atol": 1e-3, "rtol": "0.01", "cosine": 1, "mismatch": 0}, source="--ortperf-tolerance"
+        {"atol": 1e-3, "rtol": "0.01", "cosine": 1, "mismatch": 0}, source="--ortperf-tolerances"
     )
     assert parsed == {"atol": 1e-3, "rtol": 0.01, "cosine": 1.0, "mismatch": 0.0}
     assert all(type(v) is float for v in parsed.values())
@@ -629,7 +629,7 @@ def test_tolerance_lines_parse_every_scope() -> None:
             "variant:cuda-all.atol=2e-3",
             "variant:tensorrt-extended.mismatch=0.01",
         ],
-        source="--ortperf-tolerance",
+        source="--ortperf-tolerances",
     )
     assert spec.overall == {"atol": 1e-4}
     assert spec.outputs == {
@@ -649,24 +649,24 @@ def test_tolerance_lines_parse_every_scope() -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("dtype:float16.atl=1", "--ortperf-tolerance: key 'dtype:float16.atl': unknown tolerance 'atl'"),
-        ("dtype:flaot16.atol=1", "--ortperf-tolerance: key 'dtype:flaot16.atol': unknown dtype 'flaot16'"),
+        ("dtype:float16.atl=1", "--ortperf-tolerances: key 'dtype:float16.atl': unknown tolerance 'atl'"),
+        ("dtype:flaot16.atol=1", "--ortperf-tolerances: key 'dtype:flaot16.atol': unknown dtype 'flaot16'"),
         (
             "dtype:int64.atol=1",
             "key 'dtype:int64.atol': unknown dtype 'int64'; use float16, float32, float64",
         ),
         (
             "variant:cdua.rtol=1",
-            "--ortperf-tolerance: key 'variant:cdua.rtol': unknown execution provider 'cdua'",
+            "--ortperf-tolerances: key 'variant:cdua.rtol': unknown execution provider 'cdua'",
         ),
         ("variant:cuda-fast.rtol=1", "key 'variant:cuda-fast.rtol': unknown graph optimization level 'fast'"),
-        ("variant:.rtol=1", "--ortperf-tolerance: key 'variant:.rtol': an empty variant."),
-        (".atol=1", "--ortperf-tolerance: key '.atol': an empty output name."),
+        ("variant:.rtol=1", "--ortperf-tolerances: key 'variant:.rtol': an empty variant."),
+        (".atol=1", "--ortperf-tolerances: key '.atol': an empty output name."),
         ("dtype:float16=1", "key 'dtype:float16': unknown tolerance 'dtype:float16'"),
-        ("dtype:float16.atol=-1", "--ortperf-tolerance (dtype:float16): atol must be a number >= 0"),
+        ("dtype:float16.atol=-1", "--ortperf-tolerances (dtype:float16): atol must be a number >= 0"),
         (
             "variant:cuda.cosine=2",
-            "--ortperf-tolerance (variant:cuda): cosine must be a number between 0 and 1",
+            "--ortperf-tolerances (variant:cuda): cosine must be a number between 0 and 1",
         ),
     ],
 )
@@ -674,7 +674,7 @@ def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str)
     from pytest_ortperf.plugin.configure import parse_tolerance_lines
 
     with pytest.raises(UsageError) as info:
-        parse_tolerance_lines([line], source="--ortperf-tolerance")
+        parse_tolerance_lines([line], source="--ortperf-tolerances")
     assert message in str(info.value)
 
 

@@ -89,9 +89,9 @@ def test_bad_values_name_the_key_and_source(key: str, value: Any, fragment: str)
 
 def test_unknown_key_names_key_source_and_valid_settings() -> None:
     with pytest.raises(UsageError) as info:
-        SessionSettings().with_overrides({"threads": 2}, source="--ortperf-session-option")
+        SessionSettings().with_overrides({"threads": 2}, source="--ortperf-session-options")
     message = str(info.value)
-    assert message.startswith("--ortperf-session-option:")
+    assert message.startswith("--ortperf-session-options:")
     assert "'threads'" in message
     for valid in ("intra_op_threads", "execution_mode", "config_entries", "provider_options"):
         assert valid in message
@@ -189,9 +189,9 @@ def test_parse_assignments_all_line_kinds() -> None:
 @pytest.mark.parametrize("line", ["intra_op_threads", "=2", "  = x"])
 def test_parse_assignments_requires_key_equals_value(line: str) -> None:
     with pytest.raises(UsageError) as info:
-        parse_assignments(["intra_op_threads=1", line], source="--ortperf-session-option")
+        parse_assignments(["intra_op_threads=1", line], source="--ortperf-session-options")
     message = str(info.value)
-    assert message.startswith("--ortperf-session-option: expected KEY=VALUE")
+    assert message.startswith("--ortperf-session-options: expected KEY=VALUE")
     assert repr(line) in message
 
 

@@ -258,7 +258,7 @@ def test_build_config_cli_overrides_ini_and_settings_layer(tmp_path: Path) -> No
         (
             {"ortperf_session_options": ["intra_op_threads"]},
             {},
-            "--ortperf-session-option: expected KEY=VALUE",
+            "--ortperf-session-options: expected KEY=VALUE",
         ),
     ],
 )
@@ -319,7 +319,7 @@ def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
     with pytest.raises(UsageError) as info:
         build_config(FakeConfig(tmp_path, cli=cli, ini=ini))
     assert "mismatch: did you mean 5%?" in str(info.value)
-    assert str(info.value).startswith("--ortperf-tolerance" if cli else "ini ortperf_tolerances")
+    assert str(info.value).startswith("--ortperf-tolerances" if cli else "ini ortperf_tolerances")
 
 
 @pytest.mark.parametrize(

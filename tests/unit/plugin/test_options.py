@@ -139,8 +139,8 @@ class _Recorder:
         self.group_name = name
         return self
 
-    def addoption(self, flag: str, **kwargs: Any) -> None:
-        self.options.append((flag, kwargs))
+    def addoption(self, flag: str, *aliases: str, **kwargs: Any) -> None:
+        self.options.append((flag, {**kwargs, "aliases": aliases}))
 
     def addini(self, name: str, help: str, **kwargs: Any) -> None:
         self.inis.append((name, help, kwargs))
@@ -155,7 +155,8 @@ def test_register_adds_every_flag_and_ini_key() -> None:
     by_flag = dict(parser.options)
     # CLI defaults are None so "not given" can fall back to the ini value
     assert all(kwargs["default"] is None for kwargs in by_flag.values())
-    assert by_flag["--ortperf-session-option"]["action"] == "append"
+    assert by_flag["--ortperf-session-options"]["action"] == "append"
+    assert by_flag["--ortperf-session-options"]["aliases"] == ("--ortperf-session-option",)  # deprecated
     assert by_flag["--ort-providers"]["action"] == "store"
     assert by_flag[UPDATE_MISSING]["action"] == "store_const"  # its own option string: takes no value
     ini_types = {name: kwargs["type"] for name, _, kwargs in parser.inis}
@@ -173,9 +174,9 @@ class _ArgparseGroup:
     def getgroup(self, name: str, description: str) -> _ArgparseGroup:
         return self
 
-    def addoption(self, flag: str, **kwargs: Any) -> None:
+    def addoption(self, flag: str, *aliases: str, **kwargs: Any) -> None:
         self.helps.append(kwargs["help"])
-        self.parser.add_argument(flag, **kwargs)
+        self.parser.add_argument(flag, *aliases, **kwargs)
 
     def addini(self, name: str, help: str, **kwargs: Any) -> None:
         pass
@@ -199,3 +200,21 @@ def test_every_help_text_survives_argparse_formatting() -> None:
         parser = argparse.ArgumentParser(prog="x", add_help=False)
         parser.add_argument("--flag", help=argparse_help(text))
         assert text in parser.format_help()
+
+
+def test_every_flag_and_its_ini_key_share_one_name_but_the_variant_matrix() -> None:
+    """One grammar: --ortperf-x-y and ortperf_x_y. The variant-matrix flags keep their short --ort-
+    names; earlier spellings are deprecated aliases (deprecated_spellings says which to use)."""
+    from pytest_ortperf.plugin.options import OPTIONS, deprecated_spellings
+
+    matrix = {"--ort-providers", "--ort-opt-levels", "--ort-precisions"}
+    differ = [
+        (option.flag, option.ini)
+        for option in OPTIONS
+        if option.flag not in matrix and option.flag.removeprefix("--").replace("-", "_") != option.ini
+    ]
+    assert differ == []
+    assert deprecated_spellings(["--ortperf-tolerance=atol=1", "-q", "--ortperf-tolerances"]) == [
+        "--ortperf-tolerance is deprecated and will be removed in a later release: use --ortperf-tolerances "
+        "(the flag and its ini key share one name, ortperf_tolerances)."
+    ]
