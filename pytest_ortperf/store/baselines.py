@@ -585,6 +585,25 @@ def write_atomically(path: Path, text: str | bytes) -> None:
         os.close(directory)
 
 
+@contextlib.contextmanager
+def writers_take_turns(path: Path) -> Iterator[None]:
+    """Processes that write baseline files of one directory take turns: an exclusive lock on the
+    directory itself (``flock``, released when the process dies, even by kill -9), so no lock file
+    appears among the baselines. POSIX; elsewhere no lock is taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    handle = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # releases the lock
+
+
 STALE_TEMPORARY_S = 600
 
 
@@ -859,26 +878,30 @@ class BaselineStore:
         self._arrays.clear()
         for path, changes in sorted(self._staged.items()):
             self._writing = path
-            # Merge into what is on disk now, even if this process never read the file (xdist controller).
-            entries = dict(self._on_disk(path))
-            named_before = self._named[path]
-            for test, entry in changes.items():
-                result = merged(entries.get(test), entry)
-                if result is None:
-                    entries.pop(test, None)
-                else:
-                    entries[test] = result
-            text = render(entries)
-            try:  # what is written must load again: checked before the file is replaced
-                after, named_after = parse_with_outputs(text, path=path)
-            except BaselineError as exc:
-                raise BaselineError(
-                    f"cannot write baseline file '{path}': it would not load again ({exc})"
-                ) from None
-            data = text.encode("utf-8")
-            if data != (path.read_bytes() if path.exists() else None):
-                write_atomically(path, text)
-                written.append(path)
+            # Read, merged and written under one lock: two runners recording into one checkout at once
+            # both keep their figures (without it, the second writer replaced the file the first one
+            # had written after both had read it).
+            with writers_take_turns(path):
+                # Merge into what is on disk now, even if this process never read it (xdist controller).
+                entries = dict(self._on_disk(path))
+                named_before = self._named[path]
+                for test, entry in changes.items():
+                    result = merged(entries.get(test), entry)
+                    if result is None:
+                        entries.pop(test, None)
+                    else:
+                        entries[test] = result
+                text = render(entries)
+                try:  # what is written must load again: checked before the file is replaced
+                    after, named_after = parse_with_outputs(text, path=path)
+                except BaselineError as exc:
+                    raise BaselineError(
+                        f"cannot write baseline file '{path}': it would not load again ({exc})"
+                    ) from None
+                data = text.encode("utf-8")
+                if data != (path.read_bytes() if path.exists() else None):
+                    write_atomically(path, text)
+                    written.append(path)
             self._loaded[path], self._named[path], self._read[path] = after, named_after, data
             # Only now that no entry names them: a kill before this leaves files, never a dangling name.
             for orphan in sorted(named_before - named_after):

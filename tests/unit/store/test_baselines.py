@@ -1036,3 +1036,28 @@ def test_memory_and_start_up_figures_round_trip_beside_latency(tmp_path: Path) -
     assert entries[TEST].figures_for("box") == only_memory
     assert entries[TEST].machines("memory") == ["box", "ci"]
     assert entries[TEST].machines("latency") == ["ci"]
+
+
+def test_a_writer_reads_merges_and_writes_under_the_lock_another_writer_holds(tmp_path: Path) -> None:
+    """The cause of lost figures when two runners record at once: each read the file, merged its
+    own figures and wrote, and the second write replaced the first. A write now waits for the
+    directory's lock and reads what the other writer wrote under it."""
+    import threading
+
+    from pytest_ortperf.store.baselines import writers_take_turns
+
+    root = tmp_path / "baselines"
+    store = BaselineStore(root)
+    assert store.current(TEST_FILE, "test_a[cpu-all]") is None  # read before the other runner writes
+    store.stage(TEST_FILE, "test_a[cpu-all]", make_entry(machine="runner-b"))
+    path = root / f"{TEST_FILE}.json"
+    done = threading.Event()
+    with writers_take_turns(path):  # the other runner, in the middle of its read-merge-write
+        writer = threading.Thread(target=lambda: (store.write(), done.set()))
+        writer.start()
+        assert not done.wait(0.3), "a writer went ahead while another held the lock"
+        write_atomically(path, render({"test_a[cpu-all]": make_entry(machine="runner-a")}))  # its write
+    writer.join(10)
+    assert done.is_set()
+    entry = parse(path.read_text(), path=path)["test_a[cpu-all]"]
+    assert sorted(entry.figures) == ["runner-a", "runner-b"]
