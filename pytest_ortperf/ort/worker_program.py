@@ -238,6 +238,11 @@ QUIET = 3  # ORT's error level: at `all` it warns that an NCHWc graph is hardwar
 # them, and they are hashed as bytes (a 100 MB ResNet-50: 0.5 s a graph instead of 1.2 s).
 GRAPH_WEIGHTS = "weights.bin"
 _EXTERNAL = "session.optimized_model_external_initializers_"
+COMPILED_NOTE = (
+    "ORT cannot write a graph whose nodes a provider compiled (it refuses to serialize compiled "
+    "nodes); compared instead: the op types of the model's nodes and the provider ORT assigned each "
+    "one (a fallback, a placement change), not the compiled graph's fusions, weights or wiring"
+)
 
 
 def optimized_graph(
@@ -264,7 +269,11 @@ def optimized_graph(
         session = build(True)
     except Exception as first:  # ORT raises Fail, RuntimeError, ...
         session = build(False)
-        note = "ORT could not write the optimized graph (" + " ".join(str(first).split())[:300] + ")"
+        reason = " ".join(str(first).split())
+        if "compiled nodes" in reason:  # OpenVINO, TensorRT: ORT cannot serialize what they compiled
+            note = COMPILED_NOTE
+        else:
+            note = "ORT could not write the optimized graph (" + reason[:300] + ")"
     if kept is not None:
         kept.append(session)
     getter = getattr(session, "get_provider_graph_assignment_info", None)
