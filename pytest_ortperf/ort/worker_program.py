@@ -630,7 +630,8 @@ def footprint(
     its first run and a steady run; the peak resident memory it added (``VmHWM`` after, less
     ``VmRSS`` before) and what it keeps; then, on a second, profiled session of the same model, ORT's
     arena accounting (:func:`arena_figures`). ``limit_bytes``: cap the address space this much above
-    what is mapped now. ``engine_cache``: a TensorRT engine cache directory, to tell a hit from a miss."""
+    what is mapped now. ``engine_cache``: a compile cache directory (TensorRT's engine cache, OpenVINO's
+    ``cache_dir``), to tell a hit (nothing written there) from a miss (the session compiled and wrote)."""
     gc.collect()
     before = _status()
     peak_reset = _reset_peak()
