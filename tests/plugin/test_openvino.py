@@ -4,12 +4,14 @@ starts, per-provider profiles, and what ORT's memory accounting does not see.
 
 These tests need onnxruntime-openvino as the installed runtime (it installs the same ``onnxruntime``
 package as onnxruntime and onnxruntime-gpu, so it has a venv of its own: ``.ci/run``'s OpenVINO leg
-makes ``.venvov`` and runs this file there); elsewhere they skip with the runtime found.
+makes ``.venvov`` and runs this file there, with ``ORTPERF_TEST_REQUIRE_OPENVINO=1`` so that a runtime
+without a usable OpenVINO fails the leg); elsewhere they skip with the runtime found.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -39,6 +41,8 @@ def _why_not() -> str:
 
 
 WHY_NOT = _why_not()
+if WHY_NOT and os.environ.get("ORTPERF_TEST_REQUIRE_OPENVINO"):  # the CI leg made for these tests
+    raise RuntimeError(f"ORTPERF_TEST_REQUIRE_OPENVINO is set, and {WHY_NOT}")
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT)
 
 
