@@ -282,7 +282,78 @@ def optimized_graph(
         for node in subgraph.get_nodes():
             op = node.op_type if node.domain in ("", "ai.onnx") else node.domain + ":" + node.op_type
             placement.append([node.name, op, subgraph.ep_name])
-    return {"placement": placement, "placed": getter is not None, "note": note}
+    placed = getter is not None
+    if not placed and providers[0][0] != "CPUExecutionProvider":
+        # An accelerator on an onnxruntime without the placement API (before 1.24): where fallbacks
+        # matter, one profiled run says where each node ran.
+        profiled, why = profiled_placement(ort, model_input, recipe)
+        if profiled is not None:
+            placement, placed = profiled, True
+            note = "; ".join(part for part in (note, PROFILED_NOTE) if part)
+        else:
+            note = "; ".join(part for part in (note, f"node placement unknown: {why}") if part)
+    return {"placement": placement, "placed": placed, "note": note}
+
+
+PROFILED_NOTE = (
+    "node placement read from one profiled run on zeros (this onnxruntime has no placement API): "
+    "the nodes that ran, each with its provider; a compiled subgraph is one node, without domain"
+)
+# Input types a profiled run can make zeros of, as the session states them.
+_ZEROS = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int64)": "int64",
+    "tensor(int32)": "int32",
+    "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8",
+    "tensor(bool)": "bool",
+}
+
+
+def profiled_placement(
+    ort: Any, model_input: Any, recipe: dict[str, Any]
+) -> tuple[list[list[str]] | None, str]:
+    """Where each node ran (name, op type, provider), from the profile of one run on zeros (every
+    symbolic dimension 1): for an onnxruntime without ``get_provider_graph_assignment_info``. None,
+    with the reason, when the model takes an input zeros cannot stand for or the run fails."""
+    import tempfile
+
+    import numpy as np
+
+    providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
+    options = session_options(ort, recipe)
+    options.log_severity_level = QUIET
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory(prefix="ortperf-placement-") as scratch:
+        options.profile_file_prefix = os.path.join(scratch, "placement")
+        session = ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+        feeds = {}
+        for spec in session.get_inputs():
+            if spec.type not in _ZEROS:
+                session.end_profiling()
+                return None, f"input '{spec.name}' is a {spec.type}, which a run on zeros cannot feed"
+            shape = [dim if isinstance(dim, int) and dim > 0 else 1 for dim in spec.shape]
+            feeds[spec.name] = np.zeros(shape, dtype=_ZEROS[spec.type])
+        try:
+            session.run(None, feeds)
+        except Exception as exc:  # a shape that 1 does not fit, ...
+            session.end_profiling()
+            return None, "a run on zeros failed (" + " ".join(str(exc).split())[:200] + ")"
+        with open(session.end_profiling(), encoding="utf-8") as stream:
+            events = json.load(stream)
+    placement: list[list[str]] = []
+    seen: set[str] = set()
+    for event in events if isinstance(events, list) else []:
+        name, args = str(event.get("name", "")), event.get("args") or {}
+        if event.get("cat") != "Node" or not name.endswith("_kernel_time") or "provider" not in args:
+            continue
+        node = name[: -len("_kernel_time")]
+        if node not in seen:
+            seen.add(node)
+            placement.append([node, str(args.get("op_name", "")), str(args["provider"])])
+    return placement, ""
 
 
 def _runtime(ort: Any) -> dict[str, Any]:

@@ -14,13 +14,18 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
 
+from pytest_ortperf.ort import worker_program
 from pytest_ortperf.ort.probe import ProviderProber
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.runtime import runtime_info
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import session_recipe
+from pytest_ortperf.ort.variants import OptLevel, Variant
 from tests.models import mlp_model, normalized_mlp_model
 from tests.plugin.conftest import git
 
@@ -188,3 +193,45 @@ def test_profiles_and_memory_are_told_per_provider(pytester: pytest.Pytester) ->
     assert "OpenVINO-EP-subgraph" in line  # the compiled subgraph's kernel, as OpenVINO names it
     notes = _report(report)[("openvino-all", "memory")]["notes"]
     assert any(f"{OPENVINO} allocates outside ORT's arena" in note for note in notes)  # type: ignore[union-attr]
+
+
+class _WithoutPlacementApi:
+    """onnxruntime as releases before 1.24 are: sessions without ``get_provider_graph_assignment_info``
+    (everything else is the installed runtime's, real)."""
+
+    def __init__(self, ort: Any) -> None:
+        self._ort = ort
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ort, name)
+
+    def InferenceSession(self, *args: Any, **kwargs: Any) -> Any:
+        return _SessionWithoutPlacement(self._ort.InferenceSession(*args, **kwargs))
+
+
+class _SessionWithoutPlacement:
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "get_provider_graph_assignment_info":
+            raise AttributeError(name)
+        return getattr(self._session, name)
+
+
+def test_without_the_placement_api_a_profiled_run_finds_the_fallback(tmp_path: Path) -> None:
+    import onnxruntime
+
+    variant = Variant(resolve_provider("openvino", source="test"), OptLevel.ALL)
+    recipe = session_recipe(variant, SessionSettings())
+    model = normalized_mlp_model(2, 16, node_name="norm").SerializeToString()
+    answer = worker_program.optimized_graph(
+        _WithoutPlacementApi(onnxruntime), model, recipe, str(tmp_path / "optimized.onnx")
+    )
+    assert answer["placed"] is True
+    assert ["norm", "Normalizer", "CPUExecutionProvider"] in answer["placement"]
+    on_openvino = [op for _, op, provider in answer["placement"] if provider == OPENVINO]
+    assert on_openvino
+    assert all(op.startswith("OpenVINO-EP-subgraph") for op in on_openvino)
+    assert worker_program.PROFILED_NOTE in answer["note"]
+    assert COMPILED_NOTE in answer["note"]
