@@ -233,6 +233,98 @@ def session_options(ort: Any, recipe: dict[str, Any]) -> Any:
     return options
 
 
+# --- plugin execution providers -------------------------------------------------------------------
+
+# Packages that bring an execution provider as a library of its own (onnxruntime >= 1.23), named as
+# ORT's plugin packaging guidance asks: onnxruntime-ep-openvino, -webgpu, -nv-tensorrt-rtx...; each
+# module offers get_library_path() and get_ep_name() (or get_ep_names()).
+PLUGIN_PREFIX = "onnxruntime-ep-"
+_plugins: dict[str, tuple[str, str]] | None = None  # provider -> (package, library path)
+_registered: set[str] = set()
+
+
+class PluginUnusable(Exception):
+    """A plugin provider that is installed but cannot run here (it offers no device, ...)."""
+
+
+def plugin_providers() -> dict[str, tuple[str, str]]:
+    """The providers installed plugin packages bring: name -> (package, library path). Read once per
+    process; a package that cannot say is left out."""
+    global _plugins
+    if _plugins is None:
+        import importlib
+
+        found: dict[str, tuple[str, str]] = {}
+        try:
+            from importlib import metadata
+
+            names = sorted({d.metadata["Name"] or "" for d in metadata.distributions()})
+        except ImportError:  # Python 3.7 has no importlib.metadata
+            names = []
+        for name in names:
+            if not name.lower().replace("_", "-").startswith(PLUGIN_PREFIX):
+                continue
+            try:
+                module: Any = importlib.import_module(name.lower().replace("-", "_"))
+                names_of = getattr(module, "get_ep_names", None)
+                eps = list(names_of()) if names_of is not None else [module.get_ep_name()]
+                library = str(module.get_library_path())
+            except Exception:  # a broken package: ORT has nothing to load from it
+                continue
+            for ep in eps:
+                found.setdefault(str(ep), (name, library))
+        _plugins = found
+    return _plugins
+
+
+def _plugin_devices(ort: Any, name: str) -> list[Any]:
+    """Register the plugin package that brings provider ``name`` (once per process) and return the
+    devices it offers; raises :class:`PluginUnusable` when it offers none."""
+    package, library = plugin_providers()[name]
+    if name not in _registered:
+        if not hasattr(ort, "register_execution_provider_library"):
+            raise PluginUnusable(
+                f"{package} brings {name} as a plugin, and this onnxruntime {ort.__version__} cannot load "
+                "plugins (1.23 and later can)"
+            )
+        ort.register_execution_provider_library(name, library)
+        _registered.add(name)
+    devices = [device for device in ort.get_ep_devices() if device.ep_name == name]
+    if not devices:
+        raise PluginUnusable(
+            f"{package} registered {name} and offers no device here "
+            "(onnxruntime.get_ep_devices() lists none for it)"
+        )
+    return devices
+
+
+def is_plugin(ort: Any, name: str) -> bool:
+    """Whether provider ``name`` comes from a plugin package here: built into this onnxruntime, it
+    does not."""
+    if name in _registered:
+        return True
+    return name in plugin_providers() and name not in ort.get_available_providers()
+
+
+def new_session(ort: Any, model_input: Any, options: Any, providers: list[Any]) -> Any:
+    """``ort.InferenceSession`` with ORT's Python fallback off, for ``providers`` (names, or
+    (name, options) pairs, in precedence order). A provider from a plugin package is added to
+    ``options`` for the devices it offers: ORT ignores a plugin named in ``providers``, and would run
+    the session on the CPU alone. The CPU provider then stays the fallback, as ORT adds it.
+    ``options``: None for ORT's defaults."""
+    pairs = [(p, {}) if isinstance(p, str) else (p[0], dict(p[1])) for p in providers]
+    plugins = [(name, settings) for name, settings in pairs if is_plugin(ort, name)]
+    if not plugins:
+        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+    others = [name for name, _ in pairs if name != "CPUExecutionProvider" and not is_plugin(ort, name)]
+    if others:
+        raise PluginUnusable(f"a plugin provider cannot be combined with {', '.join(others)}")
+    options = options if options is not None else ort.SessionOptions()
+    for name, settings in plugins:
+        options.add_provider_for_devices(_plugin_devices(ort, name), settings)
+    return ort.InferenceSession(model_input, options, providers=[], enable_fallback=0)
+
+
 QUIET = 3  # ORT's error level: at `all` it warns that an NCHWc graph is hardware specific (expected)
 # The optimized graph's weights go to a file of their own beside it: reading the graph back then skips
 # them, and they are hashed as bytes (a 100 MB ResNet-50: 0.5 s a graph instead of 1.2 s).
@@ -262,7 +354,7 @@ def optimized_graph(
             options.optimized_model_filepath = path
             options.add_session_config_entry(_EXTERNAL + "file_name", GRAPH_WEIGHTS)
             options.add_session_config_entry(_EXTERNAL + "min_size_in_bytes", "1024")
-        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+        return new_session(ort, model_input, options, providers)
 
     note = ""
     try:
@@ -328,7 +420,7 @@ def profiled_placement(
     options.enable_profiling = True
     with tempfile.TemporaryDirectory(prefix="ortperf-placement-") as scratch:
         options.profile_file_prefix = os.path.join(scratch, "placement")
-        session = ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+        session = new_session(ort, model_input, options, providers)
         feeds = {}
         for spec in session.get_inputs():
             if spec.type not in _ZEROS:
@@ -526,7 +618,7 @@ class Worker:
             options.enable_profiling = True
             options.profile_file_prefix = profile_prefix
         providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
-        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+        return new_session(ort, model_input, options, providers)
 
     def profile(self, model: _Model, runs: int, prefix: str) -> str:
         """``runs`` untimed runs on a new session of ``model`` with session-level profiling (the
