@@ -214,10 +214,11 @@ def test_cpu_never_runs_the_runner() -> None:
 def test_provider_not_built_in_needs_no_subprocess_and_names_the_runtime() -> None:
     runner = FakeRunner()
     prober = ProviderProber(AVAILABLE, "onnxruntime-gpu 1.31.1", runner)
-    result = prober.probe(resolve_provider("openvino", source="x"))
+    # DirectML: built for Windows only, and no plugin package brings it (OpenVINO's may be installed).
+    result = prober.probe(resolve_provider("dml", source="x"))
     assert runner.calls == []
     assert not result.available
-    assert result.provider == "OpenVINOExecutionProvider"
+    assert result.provider == "DmlExecutionProvider"
     assert result.reason == (
         "not built into the installed onnxruntime-gpu 1.31.1 (it offers Tensorrt, CUDA, CPU)"
     )
