@@ -232,6 +232,20 @@ def renamed_tensors(model: onnx.ModelProto, prefix: str = "t") -> onnx.ModelProt
     return copy
 
 
+def normalized_mlp_model(layers: int = 2, width: int = 16, *, node_name: str = "") -> onnx.ModelProto:
+    """``mlp_model`` whose output goes through an ``ai.onnx.ml`` Normalizer (L2) named ``node_name``
+    (unnamed by default, as converters often leave it): an op OpenVINO does not have, so that node
+    falls back to the CPU provider while the rest runs on OpenVINO. Its output keeps the name ``y``."""
+    model = mlp_model(layers, width)
+    graph = model.graph
+    graph.node[-1].output[0] = "unnormalized"
+    graph.node.append(
+        helper.make_node("Normalizer", ["unnormalized"], ["y"], domain="ai.onnx.ml", norm="L2", name=node_name)
+    )
+    model.opset_import.append(helper.make_opsetid("ai.onnx.ml", 1))
+    return model
+
+
 def structured_outputs_model(classes: int = 3) -> onnx.ModelProto:
     """``x[2, classes]`` -> a ZipMap of it (``probabilities``: a sequence of maps, as skl2onnx writes a
     classifier's), a sequence (``parts``: ``[x, -x]``) and a tensor (``y``): every output kind that

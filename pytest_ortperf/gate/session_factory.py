@@ -112,6 +112,11 @@ class SessionFactory:
             )
             unplaced = "" if built.placed else "this onnxruntime does not report node placement"
             note = built.note or unplaced
+            if built.optimized is None and not built.placed:
+                note = (
+                    f"{built.note.partition(';')[0]}, and this onnxruntime does not report node "
+                    "placement: nothing of the graph is compared"
+                )
             self._graphs[key] = (figures, note)
             if built.session is not None:
                 # The session that wrote the graph is a session like any other of this key: the pool

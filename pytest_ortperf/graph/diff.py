@@ -35,8 +35,11 @@ class GraphDiff:
 
     @property
     def same(self) -> bool:
-        """The very same graph: equal canonical digests (both serialized), or, where neither could be
-        serialized, the same histogram and placement."""
+        """The very same graph: no node off the requested provider that was not, and equal canonical
+        digests (both serialized), or, where neither could be serialized, the same histogram and
+        placement."""
+        if self.newly_off():  # a node ran elsewhere: never the same, whatever the figures say
+            return False
         if self.before.digest or self.after.digest:
             return self.before.digest == self.after.digest
         return self.before == self.after
@@ -77,15 +80,27 @@ class GraphDiff:
         changes = []
         moved = self.moved_off_provider()
         if moved:
-            changes.append(f"nodes off the requested provider {moved[0]} -> {moved[1]}")
+            other = "" if moved[1] > moved[0] else " (other nodes than before)"
+            changes.append(f"nodes off the requested provider {moved[0]} -> {moved[1]}{other}")
         copies = self.new_copies()
         if copies:
             changes.append(f"copy nodes between providers {copies[0]} -> {copies[1]}")
         return changes
 
     def moved_off_provider(self) -> tuple[int, int] | None:
+        """Nodes off the requested provider, before and after, when more of them are off now or, with
+        both graphs built in this run, when a node is off that was not (one fell back as another
+        returned: the count alone would not move)."""
         pair = self.before.off_provider, self.after.off_provider
-        return pair if pair[1] > pair[0] else None
+        return pair if pair[1] > pair[0] or self.newly_off() else None
+
+    def newly_off(self) -> list[str]:
+        """The nodes off the requested provider now ('name (op) on provider') that were not before;
+        all of them when the reference keeps no node names (stored figures)."""
+        before = set(self.before.off_nodes)
+        if not self.before.node_ops and not before:
+            return list(self.after.off_nodes) if self.after.off_provider > self.before.off_provider else []
+        return [node for node in self.after.off_nodes if node not in before]
 
     def new_copies(self) -> tuple[int, int] | None:
         pair = self.before.copies, self.after.copies
@@ -127,9 +142,11 @@ class GraphDiff:
             lines.append(f"transformer optimizer: {before} -> {after}")
         if gained:
             lines.append(f"gained fusions: {'; '.join(gained)}")
-        moved = self.moved_off_provider()
-        if moved and self.after.off_nodes:
-            lines.append(f"off the requested provider: {_some(list(self.after.off_nodes))}")
+        moved, newly_off = self.moved_off_provider(), self.newly_off()
+        if moved and newly_off:
+            lines.append(f"off the requested provider now: {_some(newly_off)}")
+        elif moved:  # ORT did not say which nodes (an onnxruntime without the placement API)
+            lines.append("off the requested provider now: which nodes, this onnxruntime does not report")
         added, removed = self.nodes_changed()
         if added:
             lines.append(f"nodes new: {_some(added)}")

@@ -110,7 +110,8 @@ class GraphFigures:
     pre_pass: Mapping[str, int] = field(default_factory=dict)  # what ORT's transformer optimizer fused first
     # In memory only (not stored): node name -> op type, for the nodes a side-by-side change names.
     node_ops: Mapping[str, str] = field(default_factory=dict, compare=False)
-    off_nodes: tuple[str, ...] = field(default=(), compare=False)  # nodes not on the requested provider
+    # Nodes not on the requested provider, each 'name (op) on provider' (a fallback names where it ran).
+    off_nodes: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def nodes(self) -> int:
@@ -220,7 +221,13 @@ def summarize(
         node_ops = {name: op for name, op, _ in placed}
         digest = ""
     fused = {op: n - before.get(op, 0) for op, n in ops.items() if is_fusion(op) and n > before.get(op, 0)}
-    off = tuple(sorted(name for name, _, provider in placed if requested and provider != requested))
+    off = tuple(
+        sorted(
+            f"{name or '<unnamed>'} ({short(op)}) on {provider}"
+            for name, op, provider in placed
+            if requested and provider != requested
+        )
+    )
     return GraphFigures(
         ops=ops,
         fused=fused,

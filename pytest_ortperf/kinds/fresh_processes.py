@@ -32,7 +32,14 @@ from pytest_ortperf.gate.references import RecordedReference, same_job
 from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.ort.models import weight_bytes
-from pytest_ortperf.ort.workers import Footprint, SideSpec, in_memory, measure_footprint, this_python
+from pytest_ortperf.ort.workers import (
+    Footprint,
+    SideSpec,
+    in_memory,
+    measure_footprint,
+    this_python,
+    with_empty_cache,
+)
 from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
@@ -46,6 +53,7 @@ class FootprintCheck:
     glance_processes = 1  # an unchanged check's look, for the report only
     profiled = False  # whether each process also profiles a session (ORT's memory accounting)
     timed = False  # whether the measurement is timed (then it holds the run's timing lock)
+    cold_first = False  # whether each side's first process gets an empty compile cache (a cold start)
 
     def __init__(self, context: CheckContext) -> None:
         self._context = context
@@ -196,20 +204,34 @@ class FootprintCheck:
             with context.measurer.held(activity) if self.timed else contextlib.nullcontext():
                 for side in order:
                     spec = sides[side]
-                    prints[side].append(
-                        measure_footprint(
-                            spec.python,
-                            models[side],
-                            built.variant,
-                            spec.settings,
-                            target.inputs,
-                            timeout_s=settings.run_timeout_s,
-                            profile_prefix=prefix,
-                            limit_bytes=self.limit_bytes(),
-                            weights=weights[side],
-                        )
+                    session_settings = spec.settings
+                    cold = self.cold_first and not prints[side]
+                    if cold:
+                        # A compile cache (OpenVINO's cache_dir, TensorRT's engines): each side's first
+                        # process starts from an empty one, the others find the configured one warm.
+                        empty = Path(scratch) / f"cold-cache-{side}"
+                        session_settings = with_empty_cache(built.variant, spec.settings, empty)
+                    footprint = measure_footprint(
+                        spec.python,
+                        models[side],
+                        built.variant,
+                        session_settings,
+                        target.inputs,
+                        timeout_s=settings.run_timeout_s,
+                        profile_prefix=prefix,
+                        limit_bytes=self.limit_bytes(),
+                        weights=weights[side],
                     )
+                    prints[side].append(_cold(footprint) if cold else footprint)
         return prints
+
+
+def _cold(footprint: Footprint) -> Footprint:
+    """A process given an empty compile cache: ``cold`` when it compiled and wrote there, ``unused``
+    when it wrote nothing (the provider compiled nothing it caches)."""
+    if not footprint.engine_cache:
+        return footprint
+    return replace(footprint, engine_cache="cold" if footprint.engine_cache == "miss" else "unused")
 
 
 def _confirmed(first: FootprintResult, again: Callable[[], FootprintResult]) -> FootprintResult:

@@ -173,7 +173,7 @@ class GraphCheck:
             label=label,
             mode=target.policy.graph_mode,
             expected=self._pins(target),
-            notes=[*notes, *([note] if note else [])],
+            notes=[*notes, *([note] if note and note not in notes else [])],  # said once for both sides
         )
 
     def _pins(self, target: CheckTarget) -> dict[str, int]:

@@ -55,6 +55,15 @@ class MemoryCheck(FootprintCheck):
                 else "this onnxruntime's profile does not report them; 1.31 and later do"
             )
             notes.append(f"ORT's arena figures absent ({why}): the resident set decides, beside the weights")
+        elif footprints and variant.provider not in (CPU, *GPU_PROVIDERS):
+            # OpenVINO and the like compile the graph and hold its weights and buffers themselves.
+            kept = any(f.arena for f in footprints)
+            notes.append(
+                f"{variant.provider} allocates outside ORT's arena: ORT's accounting sees only the nodes "
+                "left to the CPU provider, not the provider's compiled model, its copy of the weights or "
+                "its buffers; the peak resident set added to the process counts them"
+                + ("" if kept else " and decides, beside the weights")
+            )
         return notes
 
     def limit_bytes(self) -> int:

@@ -25,6 +25,7 @@ class StartupCheck(FootprintCheck):
     processes = startup.PROCESSES
     glance_processes = startup.GLANCE_PROCESSES
     timed = True
+    cold_first = True
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)

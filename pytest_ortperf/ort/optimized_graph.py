@@ -6,8 +6,9 @@ in this process or, for another onnxruntime, in a worker of that environment (on
 A session built in this process is handed back with its graph (``OptimizedGraph.session``): writing
 the file happens while the session is built and changes nothing it runs, so the run's session pool
 keeps it as a spare and times it instead of building the same session again (``SessionPool.adopt``).
-Providers that compile nodes (TensorRT) refuse to serialize them: then the session is built again
-without the file, and only the placement stands for the graph, with the reason.
+Providers that compile nodes (TensorRT, OpenVINO) make ORT refuse to serialize the graph: then the
+session is built again without the file, and only the placement (the op type and provider of each
+node) stands for the graph, with a note saying so (``worker_program.COMPILED_NOTE``).
 """
 
 from __future__ import annotations

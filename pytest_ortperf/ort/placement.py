@@ -1,4 +1,8 @@
-"""Which execution provider each node was assigned to, as ORT recorded it."""
+"""Which execution provider each node was assigned to, as ORT recorded it (onnxruntime 1.24 and later).
+
+Where this API is missing, the graph check reads the placement of an accelerator's variant from one
+profiled run instead (``worker_program.profiled_placement``).
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@
 CPU-only machine onnxruntime-gpu lists CUDA and TensorRT, and a session asking
 for CUDA then logs an error and silently runs on CPU. A provider counts as
 available only if a session created with it (Python-level fallback off)
-lists it in ``get_providers()`` and completes one run.
+lists it in ``get_providers()`` and completes one run. A provider that an installed plugin package
+brings (``onnxruntime-ep-openvino``...) is probed the same way, registered first; one that offers
+no device here is unavailable with that reason.
 
 The probe runs in a child process: ORT reports load failures only in its C++
 log on stderr, and a broken provider library can abort the process that loads
@@ -20,24 +22,32 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pytest_ortperf.ort import worker_program
 from pytest_ortperf.ort.providers import ProviderSpec
 
 PROBE_TIMEOUT_S = 180.0  # first TensorRT/CUDA initialisation can be slow
 
+# The child builds its session as the run does (worker_program.new_session, loaded by file path: a
+# provider from a plugin package is added for the devices it offers).
 _CHILD = r"""
-import json, sys
+import importlib.util, json, sys
 import onnxruntime as ort
 import numpy as np
 providers = json.loads(sys.argv[1])
+found = importlib.util.spec_from_file_location("ortperf_worker_program", sys.argv[2])
+program = importlib.util.module_from_spec(found)
+found.loader.exec_module(program)
 model = sys.stdin.buffer.read()
 result = {"providers": [], "error": None, "stage": "create"}
 try:
-    sess = ort.InferenceSession(model, providers=providers, enable_fallback=0)
+    sess = program.new_session(ort, model, None, providers)
     result["providers"] = sess.get_providers()
     if providers[0] in result["providers"]:
         result["stage"] = "run"
         sess.run(None, {"x": np.ones((1, 4), dtype=np.float32)})
         result["stage"] = "done"
+except program.PluginUnusable as exc:
+    result["unusable"] = str(exc)
 except Exception as exc:
     result["error"] = f"{type(exc).__name__}: {exc}"
 sys.stdout.write("ORTPERF_PROBE " + json.dumps(result) + "\n")
@@ -112,6 +122,8 @@ def interpret_child(provider: str, *, returncode: int, stdout: str, stderr: str)
         detail = log_reason or (_tidy(last_lines[-1]) if last_lines else "no output")
         return ProbeResult(provider, False, f"probe process died ({how}): {detail}")
     result = json.loads(line[len("ORTPERF_PROBE ") :])
+    if result.get("unusable"):  # a plugin provider that cannot run here says why itself
+        return ProbeResult(provider, False, str(result["unusable"]))
     if result.get("error"):
         stage = "failed at run time" if result.get("stage") == "run" else "session creation failed"
         reason = f"{stage}: {_tidy(result['error'])}"
@@ -121,6 +133,11 @@ def interpret_child(provider: str, *, returncode: int, stdout: str, stderr: str)
         why = log_reason or "ORT gave no reason"
         return ProbeResult(provider, False, f"{why} (ORT fell back to {used})")
     return ProbeResult(provider, True)
+
+
+def child_args(providers: Sequence[str]) -> list[str]:
+    """The probe child's command line for ``providers`` (its model comes on stdin)."""
+    return [sys.executable, "-c", _CHILD, json.dumps(list(providers)), str(worker_program.__file__)]
 
 
 Runner = Callable[[Sequence[str], bytes], "subprocess.CompletedProcess[bytes]"]
@@ -151,14 +168,13 @@ class ProviderProber:
     def _probe(self, spec: ProviderSpec) -> ProbeResult:
         if spec.is_cpu:
             return ProbeResult(spec.name, True)
-        if spec.name not in self._available:
+        if spec.name not in self._available and spec.name not in worker_program.plugin_providers():
             offers = ", ".join(p.removesuffix("ExecutionProvider") for p in self._available)
             return ProbeResult(
                 spec.name, False, f"not built into the installed {self._runtime} (it offers {offers})"
             )
-        args = [sys.executable, "-c", _CHILD, json.dumps(list(spec.providers))]
         try:
-            done = self._runner(args, probe_model_bytes())
+            done = self._runner(child_args(spec.providers), probe_model_bytes())
         except subprocess.TimeoutExpired:
             return ProbeResult(spec.name, False, f"probe did not finish within {PROBE_TIMEOUT_S:.0f} s")
         return interpret_child(

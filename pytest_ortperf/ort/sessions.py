@@ -173,11 +173,8 @@ class SessionPool:
         options = session_options(self._ort, built.variant, built.settings)
         options.enable_profiling = True
         options.profile_file_prefix = prefix
-        return self._ort.InferenceSession(
-            built.model.ort_input,
-            options,
-            providers=provider_arguments(built.variant, built.settings),
-            enable_fallback=0,
+        return worker_program.new_session(
+            self._ort, built.model.ort_input, options, provider_arguments(built.variant, built.settings)
         )
 
     def close(self) -> None:
@@ -197,11 +194,8 @@ class SessionPool:
             options = session_options(self._ort, variant, settings)
             if deterministic:
                 options.use_deterministic_compute = True
-            session = self._ort.InferenceSession(
-                model.ort_input,
-                options,
-                providers=provider_arguments(variant, settings),
-                enable_fallback=0,
+            session = worker_program.new_session(
+                self._ort, model.ort_input, options, provider_arguments(variant, settings)
             )
         except Exception as exc:  # ORT raises Fail, InvalidProtobuf, RuntimeError, ...
             raise SessionBuildError(

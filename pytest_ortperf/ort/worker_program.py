@@ -233,11 +233,108 @@ def session_options(ort: Any, recipe: dict[str, Any]) -> Any:
     return options
 
 
+# --- plugin execution providers -------------------------------------------------------------------
+
+# Packages that bring an execution provider as a library of its own (onnxruntime >= 1.23), named as
+# ORT's plugin packaging guidance asks: onnxruntime-ep-openvino, -webgpu, -nv-tensorrt-rtx...; each
+# module offers get_library_path() and get_ep_name() (or get_ep_names()).
+PLUGIN_PREFIX = "onnxruntime-ep-"
+_plugins: dict[str, tuple[str, str]] | None = None  # provider -> (package, library path)
+_registered: set[str] = set()
+
+
+class PluginUnusable(Exception):
+    """A plugin provider that is installed but cannot run here (it offers no device, ...)."""
+
+
+def plugin_providers() -> dict[str, tuple[str, str]]:
+    """The providers installed plugin packages bring: name -> (package, library path). Read once per
+    process; a package that cannot say is left out."""
+    global _plugins
+    if _plugins is None:
+        import importlib
+
+        found: dict[str, tuple[str, str]] = {}
+        try:
+            from importlib import metadata
+
+            names = sorted({d.metadata["Name"] or "" for d in metadata.distributions()})
+        except ImportError:  # Python 3.7 has no importlib.metadata
+            names = []
+        for name in names:
+            if not name.lower().replace("_", "-").startswith(PLUGIN_PREFIX):
+                continue
+            try:
+                module: Any = importlib.import_module(name.lower().replace("-", "_"))
+                names_of = getattr(module, "get_ep_names", None)
+                eps = list(names_of()) if names_of is not None else [module.get_ep_name()]
+                library = str(module.get_library_path())
+            except Exception:  # a broken package: ORT has nothing to load from it
+                continue
+            for ep in eps:
+                found.setdefault(str(ep), (name, library))
+        _plugins = found
+    return _plugins
+
+
+def _plugin_devices(ort: Any, name: str) -> list[Any]:
+    """Register the plugin package that brings provider ``name`` (once per process) and return the
+    devices it offers; raises :class:`PluginUnusable` when it offers none."""
+    package, library = plugin_providers()[name]
+    if name not in _registered:
+        if not hasattr(ort, "register_execution_provider_library"):
+            raise PluginUnusable(
+                f"{package} brings {name} as a plugin, and this onnxruntime {ort.__version__} cannot load "
+                "plugins (1.23 and later can)"
+            )
+        ort.register_execution_provider_library(name, library)
+        _registered.add(name)
+    devices = [device for device in ort.get_ep_devices() if device.ep_name == name]
+    if not devices:
+        raise PluginUnusable(
+            f"{package} registered {name} and offers no device here "
+            "(onnxruntime.get_ep_devices() lists none for it)"
+        )
+    return devices
+
+
+def is_plugin(ort: Any, name: str) -> bool:
+    """Whether provider ``name`` comes from a plugin package here: built into this onnxruntime, it
+    does not."""
+    if name in _registered:
+        return True
+    return name in plugin_providers() and name not in ort.get_available_providers()
+
+
+def new_session(ort: Any, model_input: Any, options: Any, providers: list[Any]) -> Any:
+    """``ort.InferenceSession`` with ORT's Python fallback off, for ``providers`` (names, or
+    (name, options) pairs, in precedence order). A provider from a plugin package is added to
+    ``options`` for the devices it offers: ORT ignores a plugin named in ``providers``, and would run
+    the session on the CPU alone. The CPU provider then stays the fallback, as ORT adds it.
+    ``options``: None for ORT's defaults."""
+    pairs = [(p, {}) if isinstance(p, str) else (p[0], dict(p[1])) for p in providers]
+    plugins = [(name, settings) for name, settings in pairs if is_plugin(ort, name)]
+    if not plugins:
+        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+    others = [name for name, _ in pairs if name != "CPUExecutionProvider" and not is_plugin(ort, name)]
+    if others:
+        raise PluginUnusable(f"a plugin provider cannot be combined with {', '.join(others)}")
+    options = options if options is not None else ort.SessionOptions()
+    for name, settings in plugins:
+        options.add_provider_for_devices(_plugin_devices(ort, name), settings)
+    return ort.InferenceSession(model_input, options, providers=[], enable_fallback=0)
+
+
 QUIET = 3  # ORT's error level: at `all` it warns that an NCHWc graph is hardware specific (expected)
 # The optimized graph's weights go to a file of their own beside it: reading the graph back then skips
 # them, and they are hashed as bytes (a 100 MB ResNet-50: 0.5 s a graph instead of 1.2 s).
 GRAPH_WEIGHTS = "weights.bin"
 _EXTERNAL = "session.optimized_model_external_initializers_"
+COMPILED_NOTE = (
+    "ORT cannot write a graph whose nodes a provider compiled (it refuses to serialize compiled "
+    "nodes); compared instead: the op types of the model's nodes and the provider ORT assigned each "
+    "one (a fallback, a placement change), not the compiled graph's fusions, weights or wiring"
+)
 
 
 def optimized_graph(
@@ -257,14 +354,18 @@ def optimized_graph(
             options.optimized_model_filepath = path
             options.add_session_config_entry(_EXTERNAL + "file_name", GRAPH_WEIGHTS)
             options.add_session_config_entry(_EXTERNAL + "min_size_in_bytes", "1024")
-        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+        return new_session(ort, model_input, options, providers)
 
     note = ""
     try:
         session = build(True)
     except Exception as first:  # ORT raises Fail, RuntimeError, ...
         session = build(False)
-        note = "ORT could not write the optimized graph (" + " ".join(str(first).split())[:300] + ")"
+        reason = " ".join(str(first).split())
+        if "compiled nodes" in reason:  # OpenVINO, TensorRT: ORT cannot serialize what they compiled
+            note = COMPILED_NOTE
+        else:
+            note = "ORT could not write the optimized graph (" + reason[:300] + ")"
     if kept is not None:
         kept.append(session)
     getter = getattr(session, "get_provider_graph_assignment_info", None)
@@ -273,7 +374,78 @@ def optimized_graph(
         for node in subgraph.get_nodes():
             op = node.op_type if node.domain in ("", "ai.onnx") else node.domain + ":" + node.op_type
             placement.append([node.name, op, subgraph.ep_name])
-    return {"placement": placement, "placed": getter is not None, "note": note}
+    placed = getter is not None
+    if not placed and providers[0][0] != "CPUExecutionProvider":
+        # An accelerator on an onnxruntime without the placement API (before 1.24): where fallbacks
+        # matter, one profiled run says where each node ran.
+        profiled, why = profiled_placement(ort, model_input, recipe)
+        if profiled is not None:
+            placement, placed = profiled, True
+            note = "; ".join(part for part in (note, PROFILED_NOTE) if part)
+        else:
+            note = "; ".join(part for part in (note, f"node placement unknown: {why}") if part)
+    return {"placement": placement, "placed": placed, "note": note}
+
+
+PROFILED_NOTE = (
+    "node placement read from one profiled run on zeros (this onnxruntime has no placement API): "
+    "the nodes that ran, each with its provider; a compiled subgraph is one node, without domain"
+)
+# Input types a profiled run can make zeros of, as the session states them.
+_ZEROS = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(int64)": "int64",
+    "tensor(int32)": "int32",
+    "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8",
+    "tensor(bool)": "bool",
+}
+
+
+def profiled_placement(
+    ort: Any, model_input: Any, recipe: dict[str, Any]
+) -> tuple[list[list[str]] | None, str]:
+    """Where each node ran (name, op type, provider), from the profile of one run on zeros (every
+    symbolic dimension 1): for an onnxruntime without ``get_provider_graph_assignment_info``. None,
+    with the reason, when the model takes an input zeros cannot stand for or the run fails."""
+    import tempfile
+
+    import numpy as np
+
+    providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
+    options = session_options(ort, recipe)
+    options.log_severity_level = QUIET
+    options.enable_profiling = True
+    with tempfile.TemporaryDirectory(prefix="ortperf-placement-") as scratch:
+        options.profile_file_prefix = os.path.join(scratch, "placement")
+        session = new_session(ort, model_input, options, providers)
+        feeds = {}
+        for spec in session.get_inputs():
+            if spec.type not in _ZEROS:
+                session.end_profiling()
+                return None, f"input '{spec.name}' is a {spec.type}, which a run on zeros cannot feed"
+            shape = [dim if isinstance(dim, int) and dim > 0 else 1 for dim in spec.shape]
+            feeds[spec.name] = np.zeros(shape, dtype=_ZEROS[spec.type])
+        try:
+            session.run(None, feeds)
+        except Exception as exc:  # a shape that 1 does not fit, ...
+            session.end_profiling()
+            return None, "a run on zeros failed (" + " ".join(str(exc).split())[:200] + ")"
+        with open(session.end_profiling(), encoding="utf-8") as stream:
+            events = json.load(stream)
+    placement: list[list[str]] = []
+    seen: set[str] = set()
+    for event in events if isinstance(events, list) else []:
+        name, args = str(event.get("name", "")), event.get("args") or {}
+        if event.get("cat") != "Node" or not name.endswith("_kernel_time") or "provider" not in args:
+            continue
+        node = name[: -len("_kernel_time")]
+        if node not in seen:
+            seen.add(node)
+            placement.append([node, str(args.get("op_name", "")), str(args["provider"])])
+    return placement, ""
 
 
 def _runtime(ort: Any) -> dict[str, Any]:
@@ -446,7 +618,7 @@ class Worker:
             options.enable_profiling = True
             options.profile_file_prefix = profile_prefix
         providers = [(name, dict(settings)) for name, settings in recipe["providers"]]
-        return ort.InferenceSession(model_input, options, providers=providers, enable_fallback=0)
+        return new_session(ort, model_input, options, providers)
 
     def profile(self, model: _Model, runs: int, prefix: str) -> str:
         """``runs`` untimed runs on a new session of ``model`` with session-level profiling (the
@@ -621,7 +793,8 @@ def footprint(
     its first run and a steady run; the peak resident memory it added (``VmHWM`` after, less
     ``VmRSS`` before) and what it keeps; then, on a second, profiled session of the same model, ORT's
     arena accounting (:func:`arena_figures`). ``limit_bytes``: cap the address space this much above
-    what is mapped now. ``engine_cache``: a TensorRT engine cache directory, to tell a hit from a miss."""
+    what is mapped now. ``engine_cache``: a compile cache directory (TensorRT's engine cache, OpenVINO's
+    ``cache_dir``), to tell a hit (nothing written there) from a miss (the session compiled and wrote)."""
     gc.collect()
     before = _status()
     peak_reset = _reset_peak()

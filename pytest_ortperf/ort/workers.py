@@ -350,19 +350,42 @@ class Footprint:
     rss_kept: int | None
     arena: Mapping[str, Any]  # ORT's arena accounting; {} when not asked for or not kept
     device_bytes: int | None  # GPU memory the process holds; None without a GPU provider
-    engine_cache: str  # TensorRT engine cache: "hit", "miss" or "" (no cache directory)
+    engine_cache: str  # a compile cache: "hit" (loaded), "miss" (compiled, wrote it) or "" (no cache)
     runtime: WorkerRuntime
     limit_note: str = ""  # why the address-space limit could not be applied, if it could not
     weights: int | None = None  # the model's weight bytes (ort.models.weight_bytes), read in this process
 
 
-def engine_cache_directory(variant: Variant, settings: SessionSettings) -> str:
-    """The TensorRT engine cache directory of a variant's provider options, when caching is on."""
+def compile_cache_directory(variant: Variant, settings: SessionSettings) -> str:
+    """The directory where a variant's provider keeps what it compiled, when its options name one:
+    TensorRT's engine cache (``trt_engine_cache_enable``, ``trt_engine_cache_path``), OpenVINO's
+    model cache (``cache_dir``). A fresh process that writes nothing there loaded from it."""
     for name, options in provider_arguments(variant, settings):
         enabled = str(options.get("trt_engine_cache_enable", "")).lower() in ("1", "true")
         if name == "TensorrtExecutionProvider" and enabled:
             return str(options.get("trt_engine_cache_path", "") or ".")
+        if name == "OpenVINOExecutionProvider" and options.get("cache_dir"):
+            return str(options["cache_dir"])
     return ""
+
+
+def with_empty_cache(variant: Variant, settings: SessionSettings, directory: Path) -> SessionSettings:
+    """``settings`` with the variant's compile cache moved to ``directory`` (empty): a process built
+    with them starts cold, as the first start of a new deployment does. Unchanged without a cache."""
+    for name, options in provider_arguments(variant, settings):
+        enabled = str(options.get("trt_engine_cache_enable", "")).lower() in ("1", "true")
+        key = (
+            "trt_engine_cache_path"
+            if name == "TensorrtExecutionProvider" and enabled
+            else "cache_dir"
+            if name == "OpenVINOExecutionProvider" and options.get("cache_dir")
+            else ""
+        )
+        if key:
+            directory.mkdir(parents=True, exist_ok=True)
+            moved = {name: {key: str(directory)}}
+            return settings.with_overrides({"provider_options": moved}, source="the cold start's cache")
+    return settings
 
 
 def in_memory(model: ModelSource) -> ModelSource:
@@ -407,7 +430,7 @@ def measure_footprint(
     try:
         header, arrays = _load_header("footprint", model, variant, settings, feeds)
         header.update(steady_runs=steady_runs, limit_bytes=int(limit_bytes))
-        header["engine_cache"] = engine_cache_directory(variant, settings)
+        header["engine_cache"] = compile_cache_directory(variant, settings)
         if profile_prefix is not None:
             profile_prefix.parent.mkdir(parents=True, exist_ok=True)
             header["profile_prefix"] = str(profile_prefix)

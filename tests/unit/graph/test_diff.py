@@ -75,15 +75,42 @@ def test_nodes_moving_off_the_provider_and_new_copies_fail() -> None:
         off_provider=1,
         copies=2,
         digest="b" * 64,
-        off_nodes=("conv1",),
+        off_nodes=("conv1 (Conv) on CPUExecutionProvider",),
     )
     diff = GraphDiff(on_gpu, fell_back)
     assert failures(diff) == [
         "nodes off the requested provider 0 -> 1",
         "copy nodes between providers 0 -> 2",
     ]
-    assert "off the requested provider: conv1" in diff.lines()
+    assert "off the requested provider now: conv1 (Conv) on CPUExecutionProvider" in diff.lines()
     assert diff.text().endswith("nodes off the requested provider 0 -> 1, copy nodes between providers 0 -> 2")
+
+
+def test_a_node_falling_back_as_another_returns_fails_when_both_sides_were_built_here() -> None:
+    """The count off the provider is the same; the nodes are not."""
+    ops = {"Conv": 2}
+
+    def placed(off: str) -> GraphFigures:
+        return GraphFigures(
+            ops=ops,
+            providers={"OpenVINOExecutionProvider": 1, "CPUExecutionProvider": 1},
+            off_provider=1,
+            node_ops={"conv0": "Conv", "conv1": "Conv"},
+            off_nodes=(f"{off} (Conv) on CPUExecutionProvider",),
+        )
+
+    diff = GraphDiff(placed("conv0"), placed("conv1"))
+    assert failures(diff) == ["nodes off the requested provider 1 -> 1 (other nodes than before)"]
+    assert "off the requested provider now: conv1 (Conv) on CPUExecutionProvider" in diff.lines()
+    assert failures(GraphDiff(placed("conv0"), placed("conv0"))) == []
+
+
+def test_a_fallback_against_stored_figures_without_placement_says_so() -> None:
+    before = GraphFigures(ops={"Conv": 1}, digest="a" * 64)
+    after = GraphFigures(ops={"Conv": 1}, off_provider=1, digest="b" * 64)
+    assert "off the requested provider now: which nodes, this onnxruntime does not report" in (
+        GraphDiff(before, after).lines()
+    )
 
 
 def test_graphs_that_could_not_be_serialized_compare_by_their_figures() -> None:

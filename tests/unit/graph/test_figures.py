@@ -61,10 +61,14 @@ def test_nodes_off_the_requested_provider_and_copy_nodes_are_counted() -> None:
     model = conv_stack_model(1)
     copy = helper.make_node("MemcpyToHost", ["y"], ["y2"], name="copy", domain="")
     model.graph.node.append(copy)
-    placement = [("conv0", "Conv", "CUDAExecutionProvider"), ("relu0", "Relu", CPU), ("out", "Identity", CPU)]
+    placement = [
+        ("conv0", "Conv", "CUDAExecutionProvider"),
+        ("relu0", "Relu", CPU),
+        ("", "ai.onnx.ml:Normalizer", CPU),
+    ]
     figures = summarize(model, model, placement=placement, requested="CUDAExecutionProvider")
     assert (figures.off_provider, figures.copies) == (2, 1)
-    assert figures.off_nodes == ("out", "relu0")
+    assert figures.off_nodes == (f"<unnamed> (ai.onnx.ml:Normalizer) on {CPU}", f"relu0 (Relu) on {CPU}")
     assert figures.providers == {"CUDAExecutionProvider": 1, CPU: 2}
 
 

@@ -14,7 +14,7 @@ from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.ort.workers import WorkerError, engine_cache_directory, measure_footprint
+from pytest_ortperf.ort.workers import WorkerError, compile_cache_directory, measure_footprint
 from tests.models import mlp_model
 from tests.unit.ort.test_workers import _stand_in
 from tests.wheels import ARENA_REPORTED
@@ -103,13 +103,22 @@ def test_proc_status_figures_are_bytes() -> None:
     assert worker_program.proc_status(text) == {"VmHWM": 2048 * 1024, "VmRSS": 1024 * 1024}
 
 
-def test_a_tensorrt_engine_cache_directory_is_found_in_the_provider_options() -> None:
+def test_a_tensorrt_compile_cache_directory_is_found_in_the_provider_options() -> None:
     trt = Variant(resolve_provider("tensorrt", source="test"), OptLevel.ALL)
     options = {"tensorrt": {"trt_engine_cache_enable": "True", "trt_engine_cache_path": "/tmp/engines"}}
     settings = SessionSettings().with_overrides({"provider_options": options}, source="test")
-    assert engine_cache_directory(trt, settings) == "/tmp/engines"
-    assert engine_cache_directory(trt, SessionSettings()) == ""
-    assert engine_cache_directory(CPU_ALL, settings) == ""
+    assert compile_cache_directory(trt, settings) == "/tmp/engines"
+    assert compile_cache_directory(trt, SessionSettings()) == ""
+    assert compile_cache_directory(CPU_ALL, settings) == ""
+
+
+def test_an_openvino_model_cache_directory_is_found_in_the_provider_options() -> None:
+    openvino = Variant(resolve_provider("openvino", source="test"), OptLevel.ALL)
+    settings = SessionSettings().with_overrides(
+        {"provider_options": {"openvino": {"cache_dir": "/tmp/ov"}}}, source="test"
+    )
+    assert compile_cache_directory(openvino, settings) == "/tmp/ov"
+    assert compile_cache_directory(openvino, SessionSettings()) == ""
 
 
 def test_a_model_file_is_sent_as_bytes_so_both_sides_build_alike(tmp_path: Path) -> None:

@@ -87,3 +87,28 @@ def test_weights_written_beside_the_graph_count_in_its_digest() -> None:
 
     assert digest(0) == digest(0)
     assert digest(0) != digest(1)
+
+
+def test_a_profiled_run_on_zeros_says_where_each_node_ran() -> None:
+    """What an onnxruntime without the placement API (before 1.24) is asked instead."""
+    recipe = session_recipe(Variant(CPU, OptLevel.BASIC), SessionSettings())
+    placement, why = worker_program.profiled_placement(ort, model_bytes(layers=2).ort_input, recipe)
+    assert why == ""
+    assert placement is not None
+    assert sorted(op for _, op, _ in placement) == ["Conv", "Conv", "Relu", "Relu"]
+    assert {provider for _, _, provider in placement} == {"CPUExecutionProvider"}
+    assert {name for name, _, _ in placement} >= {"conv0", "relu1"}
+
+
+def test_an_input_zeros_cannot_stand_for_leaves_the_placement_unknown_with_the_reason() -> None:
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["text"], ["out"])],
+        "strings",
+        [onnx.helper.make_tensor_value_info("text", onnx.TensorProto.STRING, [1])],
+        [onnx.helper.make_tensor_value_info("out", onnx.TensorProto.STRING, [1])],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)], ir_version=8)
+    recipe = session_recipe(Variant(CPU, OptLevel.BASIC), SessionSettings())
+    placement, why = worker_program.profiled_placement(ort, model.SerializeToString(), recipe)
+    assert placement is None
+    assert why == "input 'text' is a tensor(string), which a run on zeros cannot feed"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import onnx
+import pytest
 
 from pytest_ortperf.ort import probe
 from pytest_ortperf.ort.probe import (
@@ -213,10 +214,11 @@ def test_cpu_never_runs_the_runner() -> None:
 def test_provider_not_built_in_needs_no_subprocess_and_names_the_runtime() -> None:
     runner = FakeRunner()
     prober = ProviderProber(AVAILABLE, "onnxruntime-gpu 1.31.1", runner)
-    result = prober.probe(resolve_provider("openvino", source="x"))
+    # DirectML: built for Windows only, and no plugin package brings it (OpenVINO's may be installed).
+    result = prober.probe(resolve_provider("dml", source="x"))
     assert runner.calls == []
     assert not result.available
-    assert result.provider == "OpenVINOExecutionProvider"
+    assert result.provider == "DmlExecutionProvider"
     assert result.reason == (
         "not built into the installed onnxruntime-gpu 1.31.1 (it offers Tensorrt, CUDA, CPU)"
     )
@@ -272,8 +274,7 @@ def test_probe_model_is_a_valid_one_node_relu() -> None:
 
 
 def test_real_child_reports_cpu_available() -> None:
-    args = [sys.executable, "-c", probe._CHILD, json.dumps([CPU])]
-    done = probe._run_child(args, probe_model_bytes())
+    done = probe._run_child(probe.child_args([CPU]), probe_model_bytes())
     assert done.returncode == 0, done.stderr.decode()
     result = interpret_child(
         CPU,
@@ -283,3 +284,23 @@ def test_real_child_reports_cpu_available() -> None:
     )
     assert result == ProbeResult(CPU, True)
     assert '"stage": "done"' in done.stdout.decode()
+
+
+def test_interpret_child_a_plugin_without_a_device_says_so_alone() -> None:
+    reason = "onnxruntime-ep-openvino registered OpenVINOExecutionProvider and offers no device here"
+    out = "ORTPERF_PROBE " + json.dumps({"providers": [], "error": None, "stage": "create", "unusable": reason})
+    result = interpret_child("OpenVINOExecutionProvider", returncode=0, stdout=out, stderr="")
+    assert result == ProbeResult("OpenVINOExecutionProvider", False, reason)
+
+
+def test_a_plugin_provider_cannot_be_combined_with_another_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ORT takes a plugin's devices from the session options, not from ``providers``: mixing both
+    would silently drop one of them."""
+    import onnxruntime as ort
+
+    from pytest_ortperf.ort import worker_program
+
+    monkeypatch.setattr(worker_program, "_plugins", {"FooExecutionProvider": ("onnxruntime-ep-foo", "/x.so")})
+    providers = ["FooExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    with pytest.raises(worker_program.PluginUnusable, match=r"^a plugin provider cannot be combined with CUDAExecutionProvider$"):
+        worker_program.new_session(ort, b"", ort.SessionOptions(), providers)
