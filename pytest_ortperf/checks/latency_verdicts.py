@@ -80,6 +80,9 @@ class LatencyResult:
     reference: LatencyStats | None = None
     reference_label: str = ""
     drift: float | None = None  # unchanged: current / recorded median, for information
+    # Unchanged: what its look may have run beside (``gate.services.Measuring.beside``: another
+    # xdist worker of this run), "" when nothing: then the drift is not the machine's alone.
+    drift_beside: str = ""
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
     recorded_spread: float | None = None  # an update: how much the recorded figures varied
     noise: str = ""  # an update: why the recorded figures are noisy (latency.recording.noise), "" if not
@@ -120,6 +123,9 @@ class LatencyResult:
 
     @property
     def change(self) -> str:
+        if self.drift is not None and self.drift_beside:
+            beside = f"measured beside {self.drift_beside}: not the machine's drift"
+            return f"{drift_text(self.drift)}, {beside}; nothing changed"
         if self.drift is not None:
             return f"machine {drift_text(self.drift)}; nothing changed"
         if self.mode == "unchanged":
@@ -170,6 +176,7 @@ def check_latency(
     explain_fn: Callable[[], OpProfile] | None = None,
     activity: Activity | None = None,
     short: str = "",
+    beside: str = "",
 ) -> LatencyResult:
     """Measure ``run`` on the path ``plan`` chose (``checks.paths``; never side by side here): a short
     look when nothing changed, a record under update, this hardware's stored figures, or missing.
@@ -180,10 +187,12 @@ def check_latency(
     an inconclusive result, an improvement) is held against the stored one with, after measuring.
     ``activity`` is told when the confirmation measures (``measure_fn`` tells it the rest).
     ``short``: an update records short, and why (``latency.recording.short_reason``); "" measures
-    until the figure settles, for figures that will decide."""
+    until the figure settles, for figures that will decide. ``beside``: what an unchanged check's look
+    may run beside (another xdist worker of this run; "" when nothing): its drift is then not said to
+    be the machine's, and never gates."""
     activity = activity or Activity()
     if plan.route is Route.UNCHANGED:
-        return _unchanged(key, plan.figures, measure_fn(run, glance(policy.measure)), policy)
+        return _unchanged(key, plan.figures, measure_fn(run, glance(policy.measure)), policy, beside)
     if plan.route is Route.RECORD:
         if short:
             recording = record_short(lambda: measure_fn(run, short_settings(policy.measure)), why=short)
@@ -296,16 +305,19 @@ def drift_text(ratio: float) -> str:
 
 
 def _unchanged(
-    key: CheckKey, figures: Figures | None, current: LatencyStats, policy: CheckPolicy
+    key: CheckKey, figures: Figures | None, current: LatencyStats, policy: CheckPolicy, beside: str = ""
 ) -> LatencyResult:
     """Nothing the repository controls changed: the check passes, with the drift against this
     hardware's own figures as information (when it has some), unless --ortperf-drift-threshold gates
-    on it."""
+    on it. A drift measured ``beside`` other processes of this run (xdist workers timing or building
+    at the same time on the same cores) is partly theirs: it is shown as such, never as the
+    machine's, and never gates (a gating look holds the timing lock alone, unless
+    --ortperf-parallel-timing let it share)."""
     if figures is None or figures.latency is None:
         return LatencyResult(key=key, status=Status.UNCHANGED, current=current, mode="unchanged")
     drift = current.median_ms / figures.latency.median_ms
     limit = policy.drift_threshold
-    drifted = limit is not None and not (1 / (1 + limit) <= drift <= 1 + limit)
+    drifted = limit is not None and not beside and not (1 / (1 + limit) <= drift <= 1 + limit)
     result = LatencyResult(
         key=key,
         status=Status.DRIFTED if drifted else Status.UNCHANGED,
@@ -314,6 +326,7 @@ def _unchanged(
         failed=drifted,
         mode="unchanged",
         drift=drift,
+        drift_beside=beside,
     )
     if not drifted:
         return result

@@ -120,7 +120,12 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         # confirmed or not (``confirmed``); or, not measured again, why (``skipped``).
         **_confirmation(result),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
-        **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
+        # ``beside``: what the look may have run beside (another xdist worker): not the machine's drift.
+        **(
+            {"drift": {"ratio": result.drift, "text": result.change, "beside": result.drift_beside}}
+            if result.drift is not None
+            else {}
+        ),
         "changed_since_baseline": list(result.changes),
         **(
             {
