@@ -104,6 +104,11 @@ class LatencyResult:
     # A first regression failed without a second measurement: why it could not change the verdict
     # (clear_regression); in the message, the record and ``basis``, so every report says so.
     confirmation_skipped: str = ""
+    # Where the second measurement ran when it had to hold across processes ("new measuring worker
+    # processes"), "" when it ran in the first one's process or none was made; and, when the two
+    # did not make one verdict (``across_processes``), why: the result is then inconclusive.
+    confirmed_in: str = ""
+    disagreement: str = ""
 
     @property
     def noisy(self) -> bool:
@@ -135,6 +140,8 @@ class LatencyResult:
         decisive = self.decisive
         if decisive is None:
             return ""
+        if self.disagreement and self.comparison is not None and self.confirmation is not None:
+            return both_figures(self.comparison, self.confirmation, self.confirmed_in, self.disagreement)
         text = decisive.estimate.describe()
         if decisive.verdict is Verdict.INCONCLUSIVE:
             text += f"; could detect >= {percent(decisive.detectable)}"
@@ -159,7 +166,8 @@ class LatencyResult:
         if decisive is None:
             return self.mode
         skipped = f"; {NOT_CONFIRMED_AGAIN}: {self.confirmation_skipped}" if self.confirmation_skipped else ""
-        return decisive.basis() + skipped
+        second = f"; measured again in {self.confirmed_in}" if self.confirmed_in else ""
+        return decisive.basis() + skipped + second
 
 
 def check_latency(
@@ -358,6 +366,52 @@ def settle(
     return Status.of(decisive.verdict), failed
 
 
+NEW_PROCESSES = "new measuring worker processes"  # where a side-by-side verdict is measured again
+CONFIRMED = (Verdict.REGRESSION, Verdict.IMPROVED)  # what a verdict that holds across processes confirms
+
+
+def across_processes(first: Comparison, second: Comparison) -> str:
+    """Why two measurements of one comparison, made in independent processes, do not make one
+    verdict, or "" when they do: the same verdict, with intervals that overlap.
+
+    A session's speed has a state per process (where its memory landed, how its threads were
+    placed), which moves two different models differently and stays for as long as the process
+    lives: an int8 BERT against its fp32 reference measured +15% in some processes and +7% in
+    others, each interval at 99% and none overlapping the other's (issue 47). A verdict one process
+    gives and another does not, or the same verdict at sizes whose intervals do not meet, says
+    that the process state decided, not the models."""
+    if first.verdict is not second.verdict:
+        return f"the first said {first.verdict.value}, the second {second.verdict.value}"
+    a, b = first.estimate, second.estimate
+    if a.high < b.low or b.high < a.low:
+        return "both said " + first.verdict.value + ", but their intervals do not overlap"
+    return ""
+
+
+def settle_across(
+    first: Comparison, second: Comparison, policy: CheckPolicy
+) -> tuple[Status, bool, str]:
+    """Status, failed flag and disagreement (:func:`across_processes`) of a first verdict and its
+    measurement in new processes: the verdict when both make it, else ``inconclusive``, which never
+    fails."""
+    disagreement = across_processes(first, second)
+    if disagreement:
+        return Status.INCONCLUSIVE, False, disagreement
+    failed = second.verdict is Verdict.REGRESSION or (
+        second.verdict is Verdict.IMPROVED and policy.fail_on_improvement
+    )
+    return Status.of(second.verdict), failed, ""
+
+
+def both_figures(first: Comparison, second: Comparison, where: str, disagreement: str) -> str:
+    """An inconclusive result of two processes in words, with both figures."""
+    second_where = f" in {where}" if where else ""
+    return (
+        f"processes disagree ({disagreement}): {first.estimate.describe()} {first.verdict.value}, then "
+        f"{second.estimate.describe()} {second.verdict.value}{second_where}"
+    )
+
+
 def check_ab(
     current: Side,
     reference: Side,
@@ -372,9 +426,17 @@ def check_ab(
     activity: Activity | None = None,
     held: Callable[[], AbstractContextManager[object]] = nullcontext,
     randomised: bool = False,
+    confirm_in: str = "",
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds; each
     side a callable timed here or a measuring worker (``runtimes`` names the two ONNX Runtimes then).
+
+    ``confirm_in``: where ``fresh_pair()`` measures, when that is other processes than the first
+    measurement's (:data:`NEW_PROCESSES`). Then the verdict must hold across processes: a first
+    regression or improvement is always measured again there (never skipped as clear: a process can
+    move a ratio further than any pair of sessions), and two measurements that do not make one
+    verdict (:func:`across_processes`) end ``inconclusive`` with both figures. The second process is
+    the confirmation, not one more measurement beside it.
 
     ``held``: the run's timing lock, taken for each measurement (warm-ups and timed rounds) and only
     for them: the confirmation's new pair is built with the lock released, so that other processes
@@ -412,13 +474,18 @@ def check_ab(
 
     rounds, comparison = measured(current, reference)
     confirmation = None
-    skipped = clear_regression(comparison) if randomised else ""
-    if comparison.verdict is Verdict.REGRESSION and not skipped:
+    across = bool(confirm_in) and fresh_pair is not None
+    skipped = clear_regression(comparison) if randomised and not across else ""
+    if comparison.verdict in (CONFIRMED if across else (Verdict.REGRESSION,)) and not skipped:
         with activity.phase(CONFIRMING):
             if fresh_pair is not None:
                 current, reference = fresh_pair()  # outside the timing lock: built, not timed
             rounds, confirmation = measured(current, reference)
-    status, failed = settle(comparison, confirmation, policy)
+    disagreement = ""
+    if across and confirmation is not None:
+        status, failed, disagreement = settle_across(comparison, confirmation, policy)
+    else:
+        status, failed = settle(comparison, confirmation, policy)
     result = LatencyResult(
         key=key,
         status=status,
@@ -431,6 +498,8 @@ def check_ab(
         reference_label=label,
         runtimes=runtimes,
         confirmation_skipped=skipped,
+        confirmed_in=confirm_in if across and confirmation is not None else "",
+        disagreement=disagreement,
     )
     if not failed:
         return result
@@ -493,7 +562,9 @@ def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tu
         f"  decided by {decisive.basis()}",
     ]
     if result.confirmation is not None:
-        lines.append(f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)")
+        where = f" in {result.confirmed_in}" if result.confirmed_in else ""
+        first = result.comparison.estimate.describe()
+        lines.append(f"  first measurement: {first} (confirmed by a second{where})")
     elif result.confirmation_skipped:
         lines.append(f"  {NOT_CONFIRMED_AGAIN}: {result.confirmation_skipped}")
     if kind == "improvement":

@@ -121,11 +121,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         **_confirmation(result),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
         # ``beside``: what the look may have run beside (another xdist worker): not the machine's drift.
-        **(
-            {"drift": {"ratio": result.drift, "text": result.change, "beside": result.drift_beside}}
-            if result.drift is not None
-            else {}
-        ),
+        **({"drift": _drift(result)} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
         **(
             {
@@ -143,9 +139,16 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
     }
 
 
+def _drift(result: LatencyResult) -> dict[str, Any]:
+    """An unchanged check's drift: its ratio and text, and what its look ran beside, when anything."""
+    beside = {"beside": result.drift_beside} if result.drift_beside else {}
+    return {"ratio": result.drift, "text": result.change, **beside}
+
+
 def _confirmation(result: LatencyResult) -> dict[str, Any]:
-    """A first regression's record: its interval, and whether a second measurement confirmed it or
-    why none was made; {} for a check without a first regression."""
+    """A first regression's (or, measured again in new processes, improvement's) record: its
+    interval, and whether a second measurement confirmed it or why none was made; {} for a check
+    without one."""
     first = result.comparison
     if first is None or (result.confirmation is None and not result.confirmation_skipped):
         return {}
@@ -159,7 +162,10 @@ def _confirmation(result: LatencyResult) -> dict[str, Any]:
     }
     if result.confirmation is None:
         return {"confirmation": {"confirmed": None, "skipped": result.confirmation_skipped, **figures}}
-    return {"confirmation": {"confirmed": result.confirmation.verdict is first.verdict, **figures}}
+    confirmed = result.confirmation.verdict is first.verdict and not result.disagreement
+    # Measured again in new processes: where, and why the two did not make one verdict ("" if they did).
+    across = {"processes": result.confirmed_in, "disagreement": result.disagreement}
+    return {"confirmation": {"confirmed": confirmed, **figures, **(across if result.confirmed_in else {})}}
 
 
 def _explanations(sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
