@@ -13,6 +13,7 @@ from pytest_ortperf.checks.latency_verdicts import (
     across_processes,
     check_ab,
     settle_across,
+    sizes_differ,
 )
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
@@ -68,18 +69,19 @@ def test_a_regression_then_an_improvement_is_inconclusive_never_either() -> None
     )
 
 
-def test_the_same_verdict_at_sizes_whose_intervals_do_not_meet_is_inconclusive() -> None:
-    first, second = comparison(1.15, 1.13, 1.19), comparison(1.30, 1.26, 1.34)
-    assert (first.verdict, second.verdict) == (Verdict.REGRESSION, Verdict.REGRESSION)
-    status, failed, why = settle_across(first, second, POLICY)
-    assert (status, failed) == (Status.INCONCLUSIVE, False)
-    assert why == "both said regression, but their intervals do not overlap"
+def test_the_same_verdict_at_sizes_whose_intervals_do_not_meet_still_holds_and_says_so() -> None:
+    """A model four times slower measured +245% in one process and +358% in others: the process
+    state moved the size, not the verdict; inconclusive would pass it."""
+    first, second = comparison(3.446, 3.229, 3.558), comparison(4.583, 4.314, 4.782)
+    assert sizes_differ(first, second)
+    assert settle_across(first, second, POLICY) == (Status.REGRESSION, True, "")
 
 
 @pytest.mark.parametrize(
     ("first", "second", "status", "failed"),
     [
         (comparison(1.15, 1.13, 1.19), comparison(1.17, 1.14, 1.20), Status.REGRESSION, True),
+        (comparison(1.15, 1.13, 1.19), comparison(1.30, 1.26, 1.34), Status.REGRESSION, True),
         # Intervals that only touch still meet.
         (comparison(1.15, 1.13, 1.19), comparison(1.21, 1.19, 1.24), Status.REGRESSION, True),
         (comparison(0.85, 0.83, 0.87), comparison(0.86, 0.84, 0.88), Status.IMPROVED, False),
@@ -174,6 +176,15 @@ def test_an_improvement_is_measured_again_in_new_processes_too() -> None:
     assert measured == [first_side, second_side]
     assert result.status is Status.INCONCLUSIVE  # type: ignore[attr-defined]
     assert result.disagreement == "the first said improved, the second ok"  # type: ignore[attr-defined]
+
+
+def test_a_regression_held_at_another_size_says_both_sizes() -> None:
+    _, result = check(paired(1.3, seed=8), paired(1.6, seed=9))
+    assert (result.status, result.failed) == (Status.REGRESSION, True)  # type: ignore[attr-defined]
+    first = result.comparison.estimate.describe()  # type: ignore[attr-defined]
+    assert result.change.endswith(f" (first {first}: the size differs between processes)")  # type: ignore[attr-defined]
+    record = latency_record(result, "tests/test_bert.py::test_bert[cpu-all]")  # type: ignore[arg-type]
+    assert (record["confirmation"]["confirmed"], record["confirmation"]["sizes_differ"]) == (True, True)
 
 
 def test_an_ok_first_measurement_is_not_measured_again() -> None:
