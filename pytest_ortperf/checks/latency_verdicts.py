@@ -371,6 +371,7 @@ def settle(
 
 
 NEW_PROCESSES = "new measuring worker processes"  # where a side-by-side verdict is measured again
+PROCESSES_DISAGREE = "processes disagree"  # how the change of such a verdict that did not hold begins
 CONFIRMED = (Verdict.REGRESSION, Verdict.IMPROVED)  # what a verdict that holds across processes confirms
 
 
@@ -419,7 +420,7 @@ def both_figures(first: Comparison, second: Comparison, where: str, disagreement
     """An inconclusive result of two processes in words, with both figures."""
     second_where = f" in {where}" if where else ""
     return (
-        f"processes disagree ({disagreement}): {first.estimate.describe()} {first.verdict.value}, then "
+        f"{PROCESSES_DISAGREE} ({disagreement}): {first.estimate.describe()} {first.verdict.value}, then "
         f"{second.estimate.describe()} {second.verdict.value}{second_where}"
     )
 

@@ -22,6 +22,7 @@ from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import PairedRounds
 from pytest_ortperf.latency.stats import NS_PER_MS, summarize
 from pytest_ortperf.reports.ci_files import latency_record
+from pytest_ortperf.reports.terminal import latency_row, latency_table
 from pytest_ortperf.store.keys import CheckKey
 
 THRESHOLD = 0.10
@@ -191,3 +192,17 @@ def test_an_ok_first_measurement_is_not_measured_again() -> None:
     measured, result = check(paired(1.0, seed=7))
     assert measured == [first_side]
     assert (result.status, result.confirmed_in) == (Status.OK, "")  # type: ignore[attr-defined]
+
+
+def test_the_summary_counts_checks_the_processes_disagreed_on_apart_from_noisy_ones() -> None:
+    _, disagreed = check(paired(1.16, seed=1), paired(1.07, seed=2))
+    _, noisy = check(paired(1.1, seed=10, noise=0.5, rounds=12))
+    assert (disagreed.status, noisy.status) == (Status.INCONCLUSIVE, Status.INCONCLUSIVE)  # type: ignore[attr-defined]
+    records = [latency_record(r, f"t.py::test_{i}[cpu-all]") for i, r in enumerate((disagreed, noisy))]  # type: ignore[arg-type]
+    lines = latency_table([latency_row(r) for r in records], "ci", missing=0)
+    assert (
+        "1 check(s) inconclusive because two processes disagreed: the first measurement's verdict did not "
+        "hold in new worker processes (both figures in the change); the state of a process, not the models, "
+        "decided, so more time in one process would not settle it."
+    ) in lines
+    assert any(line.startswith("1 check(s) inconclusive: the noise could not rule out") for line in lines)
