@@ -47,6 +47,8 @@ from pytest_ortperf.store.recipe import same_or_identical, split
 # the campaigns of benchmarks/changed_model.py was confirmed; those the confirmation turned back in
 # earlier campaigns were A/A checks near the threshold (benchmarks/README.md, "A changed model in
 # pytest-benchmark's time").
+# Not applied where the confirmation runs in new processes (``check_ab``'s ``confirm_in``, every
+# side-by-side check since issue 47): a process can move a ratio further than any pair of sessions.
 CLEAR_MARGIN = 0.05
 NOT_CONFIRMED_AGAIN = "not measured a second time"
 NO_FIGURES_HERE = "no figures for this hardware yet"  # an unchanged check's change, without drift
@@ -456,7 +458,8 @@ def check_ab(
     time while it builds (``benchmarks/README.md``, "A changed model in pytest-benchmark's time").
 
     ``randomised``: each side already ran on several sessions placed anew for this check, so that no
-    one placement decided; then a first regression far beyond the threshold
+    one placement decided; then (unless ``confirm_in``, which always measures again) a first
+    regression far beyond the threshold
     (:func:`clear_regression`) fails without the second measurement, which could not change it, and
     the result says so (``confirmation_skipped``).
 

@@ -1,6 +1,7 @@
 """The latency check: one object that takes the path its plan chose (``checks/paths.py``) and
 measures it: a short look, side by side with the rebuilt reference (in this runtime or, across
-runtimes, in measuring workers), same-job A/B, an update's record, or this hardware's stored figures.
+runtimes, in measuring workers; a regression or improvement measured again in new worker processes,
+so that no one process decides), same-job A/B, an update's record, or this hardware's stored figures.
 """
 
 from __future__ import annotations

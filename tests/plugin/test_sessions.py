@@ -178,7 +178,8 @@ def test_a_changed_model_side_by_side_builds_each_session_once(
 ) -> None:
     """Issue 37: one check of a changed model measured side by side with the recorded one builds the
     optimized graph of each side once, and those two sessions are timed: four sessions in all (two a
-    side), where it built six (the graphs' two, then four more). A confirmation adds two a side."""
+    side), where it built six (the graphs' two, then four more). A confirmation builds none here: it
+    runs in new measuring worker processes."""
     commit_model(pytester, **LATENCY_MODEL)
     pytester.makepyfile(test_gate=LATENCY_TEST_FILE)
     quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%", "--ortperf-ab-budget=0.3")
