@@ -45,6 +45,11 @@ class Measurer:
         measurement that only informs, which may overlap others like it but never one that decides."""
         return self.timing.held(activity, shared=shared)
 
+    def beside(self, *, shared: bool) -> str:
+        """Which other processes of this run a measurement holding the timing lock this way may have
+        run beside, in words (``latency/timing_lock.py: TimingLock.beside``); "" when none could."""
+        return self.timing.beside(shared=shared)
+
     def untimed(self, check: str = "") -> AbstractContextManager[None]:
         """The timing lock held shared around untimed work, so that it never runs beside another
         process's decision (``latency/timing_lock.py: TimingLock.untimed``). A wait for it is shown

@@ -128,6 +128,11 @@ class Measuring(Protocol):
         ``shared``: a measurement that only informs, which overlaps only others like it."""
         ...
 
+    def beside(self, *, shared: bool) -> str:
+        """Which other processes of this run (xdist workers) a measurement holding the timing lock
+        this way (``shared``: a look that only informs) may have run beside; "" when none could."""
+        ...
+
     def untimed(self, check: str = "") -> AbstractContextManager[None]:
         """The timing lock held shared around untimed work (never beside another process's decision);
         a wait for it is charged to ``check``'s first activity."""

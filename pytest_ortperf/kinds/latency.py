@@ -1,6 +1,7 @@
 """The latency check: one object that takes the path its plan chose (``checks/paths.py``) and
 measures it: a short look, side by side with the rebuilt reference (in this runtime or, across
-runtimes, in measuring workers), same-job A/B, an update's record, or this hardware's stored figures.
+runtimes, in measuring workers; a regression or improvement measured again in new worker processes,
+so that no one process decides), same-job A/B, an update's record, or this hardware's stored figures.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with
 from pytest_ortperf.checks.latency_verdicts import (
+    NEW_PROCESSES,
     LatencyResult,
     ab_without_reference,
     check_ab,
@@ -166,6 +168,8 @@ class LatencyCheck:
             today=datetime.date.today().isoformat(),
             activity=activity,
             short=short,
+            # A shared look may overlap other xdist workers' work: its drift is not the machine's.
+            beside=context.measurer.beside(shared=informs),
         )
         self._traced_runs(inputs)
         result = self._publish(result, lock="shared" if informs else "exclusive")
@@ -302,6 +306,7 @@ class LatencyCheck:
                 runtimes=runtimes,
                 activity=self._activity,
                 held=lambda: context.measurer.held(self._activity),
+                confirm_in=NEW_PROCESSES,  # the confirmation's workers are new processes
             )
             # From the last pair loaded: a confirmation replaces the first pair's processes.
             last, last_other = sides[-2:]
@@ -337,37 +342,54 @@ class LatencyCheck:
     def _side_by_side(
         self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
     ) -> LatencyResult:
-        """The current model against ``other``, in interleaved rounds decided by the A/B rule."""
+        """The current model against ``other``, in interleaved rounds decided by the A/B rule; a
+        regression or an improvement is measured again in new measuring worker processes of this
+        environment, so that the verdict holds across processes, not only in this one."""
         context = self._context
         built, watchdog = context.built, context.sessions.watchdog
-        sessions = context.sessions
+        sessions, workers = context.sessions, context.measurer.workers
+        loaded: list[WorkerSide] = []
 
         def side(*sessions: BuiltSession) -> Callable[[], object]:
             return alternating([functools.partial(watchdog.run, b.session, None, inputs) for b in sessions])
 
-        def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
-            return (
-                side(*(sessions.fresh(built) for _ in range(INSTANCES))),
-                side(*(sessions.fresh(other) for _ in range(INSTANCES))),
+        def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
+            """Both sides in new workers of this Python, each in its own processes: a session's speed
+            has a state per process that fresh sessions in this one would share (issue 47)."""
+            here, there = load_pair(
+                workers,
+                SideSpec(this_python(), built.model, built.settings),
+                SideSpec(this_python(), other.model, other.settings),
+                built.variant,
+                inputs,
+                fresh=True,
             )
+            loaded.extend((here, there))
+            return here, there
 
         # Built before the timing lock is taken: other processes time while these build.
         with self._activity.phase(BUILDING, "sessions of both sides"):
             current = side(built, *(sessions.fresh(built) for _ in range(INSTANCES - 1)))
             reference = side(other, *(sessions.fresh(other) for _ in range(INSTANCES - 1)))
-        # Only the timed rounds hold the timing lock: a confirmation's fresh pair builds without it.
-        result = check_ab(
-            current,
-            reference,
-            key=key,
-            label=label,
-            policy=context.policy,
-            fresh_pair=fresh_pair,
-            accept=accept,
-            activity=self._activity,
-            held=lambda: context.measurer.held(self._activity),
-            randomised=INSTANCES > 1,  # sessions built for this check, several a side
-        )
+        # Only the timed rounds hold the timing lock: a confirmation's workers load without it.
+        try:
+            result = check_ab(
+                current,
+                reference,
+                key=key,
+                label=label,
+                policy=context.policy,
+                fresh_pair=in_new_processes,
+                accept=accept,
+                activity=self._activity,
+                held=lambda: context.measurer.held(self._activity),
+                randomised=INSTANCES > 1,  # sessions built for this check, several a side
+                confirm_in=NEW_PROCESSES,
+            )
+        finally:
+            for worker_side in loaded:
+                for failed in worker_side.release():
+                    workers.discard(failed)
         # Profiled after the timing lock is released: untimed work, like building sessions.
         result = self._explained_side_by_side(result, other, inputs)
         result = self._graph_explained(result, other.model, other.settings)

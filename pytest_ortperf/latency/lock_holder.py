@@ -32,6 +32,7 @@ class LockOwner:
     run: str
     command: str
     worker: str = ""
+    workers: int = 1  # the xdist workers of its run (1: a serial run); never written into the file
 
     def holder_text(self, *, pid: int, since: float) -> str:
         """The lock file's content while this process holds the lock since ``since`` (epoch s)."""

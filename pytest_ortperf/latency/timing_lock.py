@@ -57,10 +57,14 @@ def default_lock_path() -> Path:
     return Path(tempfile.gettempdir()) / f"pytest-ortperf-timing-{user}.lock"
 
 
-def this_process(run: str = "", worker: str = "", argv: list[str] | None = None) -> LockOwner:
+def this_process(
+    run: str = "", worker: str = "", argv: list[str] | None = None, *, workers: int = 1
+) -> LockOwner:
     """How this process names itself in the lock file: ``run`` (a new one by default), its command
-    line (``argv``, by default this process's) and its xdist worker id, if any."""
-    return LockOwner(run or uuid.uuid4().hex, command_line(sys.argv if argv is None else argv), worker)
+    line (``argv``, by default this process's) and its xdist worker id, if any, of ``workers``."""
+    return LockOwner(
+        run or uuid.uuid4().hex, command_line(sys.argv if argv is None else argv), worker, max(workers, 1)
+    )
 
 
 class TimingLock:
@@ -76,6 +80,19 @@ class TimingLock:
         if self.path is None:
             return "parallel (timed sections are not serialized)"
         return f"serialized across processes (lock {self.path}; looks that only inform share it)"
+
+    def beside(self, *, shared: bool) -> str:
+        """Which other processes of this run a measurement holding the lock this way (``shared``: a
+        look that only informs) may have run beside, in words; "" when none could: a serial run, or
+        an exclusive hold (it waits for every other holder). Only this run's xdist workers are named:
+        they start together and share the machine's cores for the whole run, so what such a look
+        measures is partly theirs, not the machine's."""
+        others = self.owner.workers - 1
+        if others < 1 or not (shared or self.path is None):
+            return ""
+        if others == 1:
+            return "another xdist worker of this run"
+        return f"{others} other xdist workers of this run"
 
     @contextmanager
     def untimed(self, activity: Activity | None = None) -> Iterator[None]:

@@ -197,6 +197,7 @@ def _lock_owner(config: pytest.Config) -> LockOwner:
         str(workerinput.get("testrunuid") or ""),
         str(workerinput.get("workerid") or ""),
         [str(arg) for arg in argv] if isinstance(argv, list) else None,
+        workers=int(workerinput.get("workercount") or 1),
     )
 
 

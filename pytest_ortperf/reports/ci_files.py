@@ -19,7 +19,7 @@ from pytest_ortperf.accuracy.metrics import ERROR_EDGES, OutputComparison
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
-from pytest_ortperf.checks.latency_verdicts import LatencyResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, sizes_differ
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.profiling.book import ProfileReport
@@ -122,7 +122,8 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         # confirmed or not (``confirmed``); or, not measured again, why (``skipped``).
         **_confirmation(result),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
-        **({"drift": {"ratio": result.drift, "text": result.change}} if result.drift is not None else {}),
+        # ``beside``: what the look may have run beside (another xdist worker): not the machine's drift.
+        **({"drift": _drift(result)} if result.drift is not None else {}),
         "changed_since_baseline": list(result.changes),
         **(
             {
@@ -140,9 +141,16 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
     }
 
 
+def _drift(result: LatencyResult) -> dict[str, Any]:
+    """An unchanged check's drift: its ratio and text, and what its look ran beside, when anything."""
+    beside = {"beside": result.drift_beside} if result.drift_beside else {}
+    return {"ratio": result.drift, "text": result.change, **beside}
+
+
 def _confirmation(result: LatencyResult) -> dict[str, Any]:
-    """A first regression's record: its interval, and whether a second measurement confirmed it or
-    why none was made; {} for a check without a first regression."""
+    """A first regression's (or, measured again in new processes, improvement's) record: its
+    interval, and whether a second measurement confirmed it or why none was made; {} for a check
+    without one."""
     first = result.comparison
     if first is None or (result.confirmation is None and not result.confirmation_skipped):
         return {}
@@ -156,7 +164,14 @@ def _confirmation(result: LatencyResult) -> dict[str, Any]:
     }
     if result.confirmation is None:
         return {"confirmation": {"confirmed": None, "skipped": result.confirmation_skipped, **figures}}
-    return {"confirmation": {"confirmed": result.confirmation.verdict is first.verdict, **figures}}
+    confirmed = result.confirmation.verdict is first.verdict and not result.disagreement
+    # Measured again in new processes: where, and why the two did not make one verdict ("" if they did).
+    across = {
+        "processes": result.confirmed_in,
+        "disagreement": result.disagreement,
+        "sizes_differ": sizes_differ(first, result.confirmation),
+    }
+    return {"confirmation": {"confirmed": confirmed, **figures, **(across if result.confirmed_in else {})}}
 
 
 def _explanations(sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:

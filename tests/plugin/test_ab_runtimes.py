@@ -87,7 +87,7 @@ def test_a_slower_model_than_the_reference_in_the_other_environment_fails(pytest
         [
             "*latency regression in test_model?cpu-*? against fast.onnx in * (same-job A/B)",
             f"*runtimes:  {runtime} -> {runtime} (both in measuring workers)",
-            "*first measurement:*(confirmed by a second)",
+            "*first measurement:*(confirmed by a second in new measuring worker processes)",
             # the reference's graph built by a worker of its environment, beside the current one
             "  graph at cpu-*:",
             "    change:    MatMul +12, Relu +12",  # 16 layers against the reference's 4

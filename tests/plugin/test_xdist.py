@@ -247,3 +247,33 @@ def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and
     assert kinds == ["memory"] * 4 + ["startup"] * 2
     entries = json.loads((pytester.path / "baselines" / "test_fp.py.json").read_text())["entries"]
     assert len(entries) == 6
+
+
+@pytest.mark.slow
+def test_under_xdist_an_unchanged_checks_drift_is_not_said_to_be_the_machines(pytester: pytest.Pytester) -> None:
+    """Under ``-n 2`` an unchanged check's look shares the cores with the other worker's looks and
+    untimed work, whatever it measures is partly theirs: it is never reported as the machine's."""
+    onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(test_par=TESTS)
+    pytester.runpytest_subprocess("--ortperf-update", *QUICK).assert_outcomes(passed=8)
+
+    def drifts(*args: str) -> list[dict[str, object]]:
+        result = pytester.runpytest_subprocess("--ortperf-report=gate.json", *QUICK, *args)
+        result.assert_outcomes(passed=8)
+        checks = json.loads((pytester.path / "gate.json").read_text())["checks"]
+        latency = [c for c in checks if c["kind"] == "latency"]
+        assert [c["path"] for c in latency] == ["unchanged"] * 8
+        if args:
+            result.stdout.no_fnmatch_line("*machine *x * than at recording*")
+        else:
+            result.stdout.fnmatch_lines(["*unchanged  * ms  * ms  machine *x * than at recording; nothing changed*"])
+        return [c["drift"] for c in latency]
+
+    assert {d.get("beside", "") for d in drifts()} == {""}
+    beside = drifts("-n", "2")
+    assert {d["beside"] for d in beside} == {"another xdist worker of this run"}
+    for drift in beside:
+        assert str(drift["text"]).endswith(
+            " than at recording, measured beside another xdist worker of this run: not the machine's drift; "
+            "nothing changed"
+        )

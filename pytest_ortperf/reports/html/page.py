@@ -322,7 +322,8 @@ def _facts(check: PageCheck, profiled: set[tuple[str, str]]) -> str:
         rows.append(("decided by", decided))
     drift = r.get("drift")
     if isinstance(drift, Mapping) and drift.get("text"):
-        rows.append(("machine drift", str(drift["text"])))
+        # A look beside another xdist worker measured partly that worker, not the machine.
+        rows.append(("drift" if drift.get("beside") else "machine drift", str(drift["text"])))
     seconds = r.get("seconds")
     if isinstance(seconds, Mapping):
         spent = ", ".join(

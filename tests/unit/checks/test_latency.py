@@ -18,6 +18,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.decision import Verdict
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
+from pytest_ortperf.reports.ci_files import latency_record
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, Figures, render
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.keys import CheckKey
@@ -71,6 +72,7 @@ def check(
     store: BaselineStore,
     measure: FakeMeasure,
     environment: dict[str, Any] | None = None,
+    beside: str = "",
     **policy: Any,
 ) -> LatencyResult:
     """The check as the gate makes it: the entry read once, the plan chosen once from it."""
@@ -86,6 +88,7 @@ def check(
         environment=environment,
         today="2025-06-01",
         measure_fn=measure,
+        beside=beside,
     )
 
 
@@ -598,6 +601,26 @@ def test_with_nothing_changed_a_slower_machine_is_unchanged_after_a_short_look(r
     assert result.change.startswith("machine 2.")
     assert result.change.endswith("x slower than at recording; nothing changed")
     assert result.basis == "unchanged"
+
+
+@pytest.mark.parametrize("drift_threshold", [None, 0.2])
+def test_a_drift_measured_beside_another_xdist_worker_is_not_the_machines(
+    root: Path, drift_threshold: float | None
+) -> None:
+    record(root, stats(10.0, seed=1, noise=0.0), environment=SAME)
+    beside = "another xdist worker of this run"
+    measure = FakeMeasure(stats(34.2, seed=2, noise=0.0))
+    result = check(BaselineStore(root), measure, SAME, beside=beside, drift_threshold=drift_threshold)
+    # Shown, with what it was measured beside; never the machine's, never a failure.
+    assert (result.status, result.failed, result.drift_beside) == (Status.UNCHANGED, False, beside)
+    assert result.drift == pytest.approx(3.42, rel=0.01)
+    assert not result.change.startswith("machine")
+    assert result.change == (
+        "3.42x slower than at recording, measured beside another xdist worker of this run: not the "
+        "machine's drift; nothing changed"
+    )
+    record_ = latency_record(result, "t.py::test")
+    assert record_["drift"] == {"ratio": result.drift, "text": result.change, "beside": beside}
 
 
 def test_a_short_look_is_at_most_half_a_second() -> None:

@@ -148,6 +148,9 @@ class Measurer:
     def canary(self, built: BuiltSession) -> Callable[[], object] | None:
         return None
 
+    def beside(self, *, shared: bool) -> str:
+        return ""
+
     @property
     def workers(self) -> Any:
         raise OrtperfError("no measuring workers in this test")

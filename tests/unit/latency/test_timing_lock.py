@@ -317,3 +317,17 @@ def test_a_decision_inside_untimed_work_lets_go_of_it_and_takes_it_again(tmp_pat
             assert not _exclusive_free(path)
         assert not _exclusive_free(path), "untimed again after the decision"
     assert _exclusive_free(path)
+
+
+def test_a_shared_look_of_an_xdist_worker_runs_beside_the_others_an_exclusive_one_never(tmp_path: Path) -> None:
+    path = tmp_path / "timing.lock"
+    serial = TimingLock(path, this_process("run"))
+    two = TimingLock(path, this_process("run", "gw0", workers=2))
+    four = TimingLock(path, this_process("run", "gw3", workers=4))
+    assert (serial.beside(shared=True), serial.beside(shared=False)) == ("", "")
+    assert (two.beside(shared=True), two.beside(shared=False)) == ("another xdist worker of this run", "")
+    assert four.beside(shared=True) == "3 other xdist workers of this run"
+    # --ortperf-parallel-timing: nothing is serialized, so even a decision may run beside the others.
+    assert TimingLock(None, this_process("run", "gw1", workers=2)).beside(shared=False) != ""
+    # The count is never written into the lock file: only who holds it.
+    assert "workers" not in json.loads(two.owner.holder_text(pid=1, since=0.0))
