@@ -249,7 +249,7 @@ def test_check_adds_memory_and_startup_when_asked_and_only_then(pytester: pytest
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--ortperf-checks=latency,memroy",), "*--ortperf-checks: expected checks from latency, accuracy, graph, memory, startup, determinism, comma separated; unknown: memroy.*"),
+        (("--ortperf-checks=latency,memroy",), "*--ortperf-checks: expected checks from latency, accuracy, graph, memory, startup, determinism, threads, comma separated; unknown: memroy. The kinds: latency (*"),
         (("--ortperf-memory-threshold=5",), "*--ortperf-memory-threshold: did you mean 5%?*"),
         (("--ortperf-memory-floor=lots",), "*--ortperf-memory-floor: expected a size such as 4KiB, 512MiB, 8GiB or a number of bytes, got 'lots'.*"),
         (("--ortperf-memory-limit=8 parsecs",), "*--ortperf-memory-limit: expected a size such as 4KiB*"),
