@@ -183,6 +183,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=["graph"],
         help="the question each step asks; graph: is the optimized graph the good end's (default: graph)",
     )
+    bisect.add_argument(
+        "--graph",
+        default="fusions",
+        choices=["fusions", "exact"],
+        help="what change of the graph makes a release differ, as --ortperf-graph: fusions (a lost "
+        "fusion, nodes off the provider, new copies) or exact (any change) (default: fusions)",
+    )
     bisect.add_argument("--report", default=None, metavar="PATH", help="write every step as JSON")
     bisect.add_argument(
         "--fetch",
@@ -417,7 +424,7 @@ def _init(path: str, ci: str, providers: str) -> int:
     return 0
 
 
-def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str) -> int:
+def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str, mode: str) -> int:
     from pytest_ortperf.gate import bisect_runtimes as runs
     from pytest_ortperf.gate.bisect import (
         bisect,
@@ -460,7 +467,7 @@ def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str) -> int:
         return fetched.env.python, fetched.seconds
 
     runner = runs.ItemRunner(nodeid, Path.cwd(), runs.temporary_workdir())
-    judge = runs.GraphJudge(releases, python, runner)
+    judge = runs.GraphJudge(releases, python, runner, mode=mode)
     print(
         f"ortperf bisect: {len(releases)} releases of {span.distribution} ({', '.join(releases)}), "
         f"at most {max_comparisons(len(releases))} comparisons",
@@ -480,15 +487,17 @@ def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str) -> int:
     print(result.conclusion)
     for reason in result.ambiguous:
         print(f"ambiguous: {reason}")
+    explanation: list[str] = []
     if result.culprit is not None:
-        before = judge.states[releases.index(result.range[0])]
-        after = judge.states[releases.index(result.culprit)]
-        print(
-            f"explanation: {result.range[0]} -> {result.culprit}: "
-            + runs.fusions_change(before.fusions, after.fusions)
-        )
-        print(f"  {result.range[0]}: {before.summary}")
-        print(f"  {result.culprit}: {after.summary}")
+        last_good, culprit = releases.index(result.range[0]), releases.index(result.culprit)
+        diff = judge.diff(last_good, culprit)
+        explanation = [
+            f"{result.range[0]} -> {result.culprit}: {runs.fusions_change(diff.before, diff.after)}",
+            *diff.lines(),
+            f"{result.range[0]}: {judge.states[last_good].summary}",
+            f"{result.culprit}: {judge.states[culprit].summary}",
+        ]
+        print("explanation: " + "\n  ".join(explanation))
     print(
         f"note: {result.comparisons} comparison(s) of {len(releases)} releases "
         f"(bound {max_comparisons(len(releases))}), {judge.runner.runs} pytest run(s); "
@@ -499,10 +508,12 @@ def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str) -> int:
             "nodeid": nodeid,
             "runtimes": str(span),
             "check": "graph",
+            "graph_mode": mode,
             **result.as_dict(),
+            "explanation": explanation,
             "graphs": {
-                releases[i]: {"digest": s.digest, "fusions": s.fusions, "summary": s.summary}
-                for i, s in sorted(judge.states.items())
+                releases[i]: {"figures": state.figures.as_dict(), "summary": state.summary}
+                for i, state in sorted(judge.states.items())
             },
             "seconds": round(elapsed, 2),
             "fetch_seconds": round(judge.fetch_s, 2),
@@ -538,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "env":
             return _env(args)
         if args.command == "bisect":
-            return _bisect(args.nodeid, args.runtimes, args.report, args.fetch)
+            return _bisect(args.nodeid, args.runtimes, args.report, args.fetch, args.graph)
         if args.command == "init":
             return _init(args.path, args.ci, args.providers)
     except (OrtperfError, OSError) as exc:

@@ -8,8 +8,10 @@ its dependencies only: the rest (pytest, onnx, this plugin) comes from this inte
 through a folder of links to its packages, less those the release's environment provides, put on the
 child's ``PYTHONPATH``. The step reads the check's record from the item's ``--ortperf-report`` JSON.
 
-Only the graph question is asked this way so far: a release is ``good`` when its graph's digest is
-the good end's, ``bad`` otherwise; the row names the fusions gained and lost.
+Only the graph question is asked this way so far, as the graph check asks it (``graph/diff.py``): a
+release is ``bad`` when its graph, compared with the good end's, fails the check's mode (``fusions``:
+a lost fusion, nodes off the provider, new copies; ``exact``: any change), ``good`` otherwise; the row
+names the change and the fusions gained and lost.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import Judgement
+from pytest_ortperf.graph.diff import GraphDiff, failures
+from pytest_ortperf.graph.figures import GraphFigures, short
 
 # Top-level names of this environment's site-packages that a release's environment brings itself
 # (lower case prefixes): its onnxruntime and the compiled dependencies that must match it.
@@ -50,33 +54,39 @@ def overlay(into: Path, site: Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class GraphState:
-    """One release's graph for the test: its digest, runtime, and the fusions (transformer optimizer's
-    and ORT's own) counted by name."""
+    """One release's graph for the test, as the graph check recorded it, with its one-line summary."""
 
-    runtime: str
-    digest: str
-    fusions: dict[str, int]
+    figures: GraphFigures
     summary: str
 
 
-def fusions_change(before: dict[str, int], after: dict[str, int]) -> str:
-    """``gained Attention 2, EmbedLayerNormalization 1; lost LayerNormalization 1`` (counts that
-    changed say from and to)."""
+def fusions_change(before: GraphFigures, after: GraphFigures) -> str:
+    """``gained Attention 2, EmbedLayerNormalization 1; lost LayerNormalization 1``: fused op types and
+    the transformer optimizer's counts that changed, by short name."""
+    old, new = _fusions(before), _fusions(after)
     gained, lost, moved = [], [], []
-    for name in sorted(set(before) | set(after)):
-        old, new = before.get(name, 0), after.get(name, 0)
-        if old == new:
+    for name in sorted(set(old) | set(new)):
+        was, now = old.get(name, 0), new.get(name, 0)
+        if was == now:
             continue
-        if old == 0:
-            gained.append(f"{name} {new}")
-        elif new == 0:
-            lost.append(f"{name} {old}")
+        if was == 0:
+            gained.append(f"{name} {now}")
+        elif now == 0:
+            lost.append(f"{name} {was}")
         else:
-            moved.append(f"{name} {old} -> {new}")
+            moved.append(f"{name} {was} -> {now}")
     parts = [f"gained {', '.join(gained)}"] if gained else []
     parts += [f"lost {', '.join(lost)}"] if lost else []
     parts += [f"changed {', '.join(moved)}"] if moved else []
-    return "; ".join(parts) or "same fusions, other nodes"
+    return "; ".join(parts) or "same fusions"
+
+
+def _fusions(figures: GraphFigures) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for group in (figures.pre_pass, figures.fused):
+        for name, count in group.items():
+            counts[short(name)] = counts.get(short(name), 0) + count
+    return counts
 
 
 def graph_state(report: dict[str, Any], nodeid: str, source: str) -> GraphState:
@@ -91,18 +101,13 @@ def graph_state(report: dict[str, Any], nodeid: str, source: str) -> GraphState:
         raise OrtperfError(
             f"ortperf bisect: {source} holds no graph check of {nodeid}: does the test run one?"
         )
-    current = records[0].get("current") or {}
-    fusions: dict[str, int] = {}
-    for group in ("pre_pass", "fused"):
-        for name, count in (current.get(group) or {}).items():
-            short = str(name).split(":")[-1]
-            fusions[short] = fusions.get(short, 0) + int(count)
-    return GraphState(
-        runtime=str(report.get("onnxruntime", "")),
-        digest=str(current.get("digest", "")),
-        fusions=fusions,
-        summary=str(records[0].get("summary", "")),
-    )
+    try:
+        figures = GraphFigures.from_dict(records[0].get("current"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise OrtperfError(
+            f"ortperf bisect: {source}: the graph record of {nodeid} is damaged ({exc})"
+        ) from exc
+    return GraphState(figures, str(records[0].get("summary", "")))
 
 
 @dataclass
@@ -174,6 +179,7 @@ class GraphJudge:
     releases: Sequence[str]
     pythons: Callable[[int], tuple[Path, float]]
     runner: ItemRunner
+    mode: str = "fusions"  # what change fails, as --ortperf-graph says
     states: dict[int, GraphState] = field(default_factory=dict)
     fetch_s: float = 0.0
     measure_s: float = 0.0
@@ -189,13 +195,22 @@ class GraphJudge:
             self.states[index] = graph_state(report, self.runner.nodeid, f"the report of {label}")
         return self.states[index]
 
+    def diff(self, before: int, after: int) -> GraphDiff:
+        return GraphDiff(self.state(before).figures, self.state(after).figures)
+
     def __call__(self, index: int, attempt: int) -> Judgement:
         # A graph is compared exactly: a second attempt would give the same answer, so none is made.
-        good, here = self.state(0), self.state(index)
+        diff = self.diff(0, index)
         versions = f"{self.releases[0]} vs {self.releases[index]}"
-        if here.digest == good.digest:
-            return Judgement("good", f"{versions}: same graph (digest {here.digest[:8]})")
-        return Judgement("bad", f"{versions}: graph differs ({fusions_change(good.fusions, here.fusions)})")
+        if diff.same:
+            return Judgement("good", f"{versions}: same graph")
+        reasons = failures(diff, self.mode)
+        change = f"{diff.text()}; {fusions_change(diff.before, diff.after)}"
+        if not reasons:
+            return Judgement(
+                "good", f"{versions}: graph changed, passes --ortperf-graph={self.mode} ({change})"
+            )
+        return Judgement("bad", f"{versions}: fails --ortperf-graph={self.mode}: {'; '.join(reasons)}")
 
 
 def temporary_workdir() -> Path:

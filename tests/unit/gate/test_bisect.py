@@ -150,3 +150,12 @@ def test_a_range_with_no_releases_is_refused_naming_it() -> None:
         releases_in(available, parse_runtime_range("2.0.0..2.5.0", "onnxruntime"))
     with pytest.raises(UsageError, match=r"no onnxruntime 1\.31\.5"):
         releases_in(available, parse_runtime_range("1.27.0..1.31.5", "onnxruntime"))
+
+
+def test_a_report_without_the_tests_graph_record_is_named() -> None:
+    from pytest_ortperf.errors import OrtperfError
+    from pytest_ortperf.gate.bisect_runtimes import graph_state
+
+    report = {"checks": [{"kind": "latency", "test": "test_x.py::test_y"}]}
+    with pytest.raises(OrtperfError, match=r"the report of onnxruntime 1\.30\.0 holds no graph check"):
+        graph_state(report, "tests/test_x.py::test_y", "the report of onnxruntime 1.30.0")
