@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -474,12 +475,15 @@ def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str, mode: st
         file=sys.stderr,
         flush=True,
     )
-    result = bisect(
-        releases,
-        judge,
-        retries=0,
-        progress=lambda line: print(f"ortperf bisect: {line}", file=sys.stderr, flush=True),
-    )
+    try:
+        result = bisect(
+            releases,
+            judge,
+            retries=0,
+            progress=lambda line: print(f"ortperf bisect: {line}", file=sys.stderr, flush=True),
+        )
+    finally:  # the steps' reports and the folder of links
+        shutil.rmtree(runner.workdir, ignore_errors=True)
     elapsed = time.perf_counter() - started
     print(f"{'step':<5} {'release':<10} {'verdict':<13} change")
     for number, step in enumerate(result.steps, 1):
