@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -157,6 +162,42 @@ def _parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="remove every environment, incomplete ones too"
     )
     env_remove.add_argument("--dir", default=None, help=env_dir_help)
+    bisect = commands.add_parser(
+        "bisect",
+        help="find the onnxruntime release that changed a test's check",
+        description="Binary-search the releases FROM..TO from the package index: each step runs the "
+        "test's pytest item in a release's environment (fetched once into .ortperf/envs) and compares "
+        "its check with the good end's; names the first release that differs and explains it.",
+    )
+    bisect.add_argument(
+        "nodeid", help="the test's pytest node id, such as 'tests/test_x.py::test_y[cpu-all]'"
+    )
+    bisect.add_argument(
+        "--runtimes",
+        required=True,
+        metavar="[DIST==]FROM..TO",
+        help="the release range, such as onnxruntime==1.27.0..1.32.0 (DIST defaults to the installed one)",
+    )
+    bisect.add_argument(
+        "--check",
+        default="graph",
+        choices=["graph"],
+        help="the question each step asks; graph: is the optimized graph the good end's (default: graph)",
+    )
+    bisect.add_argument(
+        "--graph",
+        default="fusions",
+        choices=["fusions", "exact"],
+        help="what change of the graph makes a release differ, as --ortperf-graph: fusions (a lost "
+        "fusion, nodes off the provider, new copies) or exact (any change) (default: fusions)",
+    )
+    bisect.add_argument("--report", default=None, metavar="PATH", help="write every step as JSON")
+    bisect.add_argument(
+        "--fetch",
+        default="auto",
+        choices=["auto", "never"],
+        help="auto: pip installs a release missing from .ortperf/envs; never: refuse, naming it",
+    )
     init = commands.add_parser(
         "init",
         help="write a starting configuration for a folder of models: pytest settings, a CI workflow",
@@ -384,6 +425,108 @@ def _init(path: str, ci: str, providers: str) -> int:
     return 0
 
 
+def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str, mode: str) -> int:
+    from pytest_ortperf.gate import bisect_runtimes as runs
+    from pytest_ortperf.gate.bisect import (
+        bisect,
+        max_comparisons,
+        parse_index_versions,
+        parse_runtime_range,
+        releases_in,
+    )
+    from pytest_ortperf.ort.envs import EnvCache, env_root
+
+    started = time.perf_counter()
+    installed = [name for name, _ in installed_distributions()]
+    span = parse_runtime_range(runtimes, installed[0] if installed else "onnxruntime-gpu")
+    listing = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", span.distribution],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if listing.returncode != 0:
+        raise OrtperfError(
+            f"ortperf bisect --runtimes {span}: the package index did not list {span.distribution}: "
+            + " / ".join(listing.stderr.strip().splitlines()[-2:])
+        )
+    releases = releases_in(parse_index_versions(listing.stdout), span)
+    cache = EnvCache(env_root(Path.cwd()))
+    run_id = f"bisect-{os.getpid()}-{int(time.time())}"
+
+    def python(index: int) -> tuple[Path, float]:
+        spec = f"{span.distribution}=={releases[index]}"
+        env = cache.get([spec])
+        if env is not None:
+            return env.python, 0.0
+        if fetch == "never":
+            raise OrtperfError(
+                f"ortperf bisect: {spec} is not in {cache.root} and --fetch=never forbids installing it"
+            )
+        print(f"ortperf bisect: fetching {spec} into {cache.root}", file=sys.stderr, flush=True)
+        fetched = cache.fetch([spec], run_id=run_id)
+        return fetched.env.python, fetched.seconds
+
+    runner = runs.ItemRunner(nodeid, Path.cwd(), runs.temporary_workdir())
+    judge = runs.GraphJudge(releases, python, runner, mode=mode)
+    print(
+        f"ortperf bisect: {len(releases)} releases of {span.distribution} ({', '.join(releases)}), "
+        f"at most {max_comparisons(len(releases))} comparisons",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        result = bisect(
+            releases,
+            judge,
+            retries=0,
+            progress=lambda line: print(f"ortperf bisect: {line}", file=sys.stderr, flush=True),
+        )
+    finally:  # the steps' reports and the folder of links
+        shutil.rmtree(runner.workdir, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    print(f"{'step':<5} {'release':<10} {'verdict':<13} change")
+    for number, step in enumerate(result.steps, 1):
+        print(f"{number:<5} {step.label:<10} {step.outcome:<13} {step.detail}")
+    print(result.conclusion)
+    for reason in result.ambiguous:
+        print(f"ambiguous: {reason}")
+    explanation: list[str] = []
+    if result.culprit is not None:
+        last_good, culprit = releases.index(result.range[0]), releases.index(result.culprit)
+        diff = judge.diff(last_good, culprit)
+        explanation = [
+            f"{result.range[0]} -> {result.culprit}: {runs.fusions_change(diff.before, diff.after)}",
+            *diff.lines(),
+            f"{result.range[0]}: {judge.states[last_good].summary}",
+            f"{result.culprit}: {judge.states[culprit].summary}",
+        ]
+        print("explanation: " + "\n  ".join(explanation))
+    print(
+        f"note: {result.comparisons} comparison(s) of {len(releases)} releases "
+        f"(bound {max_comparisons(len(releases))}), {judge.runner.runs} pytest run(s); "
+        f"{elapsed:.1f} s in all, {judge.fetch_s:.1f} s fetching, {judge.measure_s:.1f} s measuring"
+    )
+    if report:
+        data = {
+            "nodeid": nodeid,
+            "runtimes": str(span),
+            "check": "graph",
+            "graph_mode": mode,
+            **result.as_dict(),
+            "explanation": explanation,
+            "graphs": {
+                releases[i]: {"figures": state.figures.as_dict(), "summary": state.summary}
+                for i, state in sorted(judge.states.items())
+            },
+            "seconds": round(elapsed, 2),
+            "fetch_seconds": round(judge.fetch_s, 2),
+            "measure_seconds": round(judge.measure_s, 2),
+        }
+        Path(report).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0 if result.culprit is not None or "no change" in result.conclusion else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         # Names from traces and baselines may hold undecodable bytes: show them, never crash on them.
@@ -409,6 +552,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _profile(args.trace, args.top, args.json, args.provider)
         if args.command == "env":
             return _env(args)
+        if args.command == "bisect":
+            return _bisect(args.nodeid, args.runtimes, args.report, args.fetch, args.graph)
         if args.command == "init":
             return _init(args.path, args.ci, args.providers)
     except (OrtperfError, OSError) as exc:
