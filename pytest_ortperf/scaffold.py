@@ -53,6 +53,7 @@ class Change:
     text: str
     written: bool  # False: the file exists and was left as it is; ``text`` is what to add by hand
     note: str = ""  # what the file was made from, shown after its line
+    whole: bool = False  # ``text`` is a whole file that differs from the one there, not a block to add
 
 
 def model_globs(root: Path) -> list[str]:
@@ -104,6 +105,12 @@ def report(changes: Sequence[Change], root: Path) -> str:
             lines.append(f"wrote {shown}" + (f" ({change.note})" if change.note else ""))
         elif not change.text:
             lines.append(f"{shown} already has what it needs")
+        elif change.whole:
+            said = f"{shown} exists and differs from what init writes; it was left as it is. "
+            said += "init would write:"
+            lines += [said, ""]
+            lines += [f"    {line}" if line else "" for line in change.text.rstrip("\n").splitlines()]
+            lines.append("")
         else:
             lines += [f"{shown} exists and was left as it is; add this to it:", ""]
             lines += [f"    {line}" if line else "" for line in change.text.rstrip("\n").splitlines()]
@@ -115,6 +122,8 @@ def report(changes: Sequence[Change], root: Path) -> str:
 def _configuration(root: Path, globs: Sequence[str], providers: Sequence[str]) -> Change:
     existing = next((root / name for name in INI_FILES if (root / name).is_file()), None)
     provider_list = ",".join(providers)
+    if existing is not None and _configured(existing):
+        return Change(existing, "", written=False)  # init ran before, or the models are set by hand
     if existing is not None and existing.name == "pyproject.toml":
         quoted = ", ".join(f'"{glob}"' for glob in globs)
         text = (
@@ -139,6 +148,13 @@ def _configuration(root: Path, globs: Sequence[str], providers: Sequence[str]) -
     return _write(root / "pytest.ini", f"[pytest]\n{body}")
 
 
+def _configured(path: Path) -> bool:
+    """Whether the pytest configuration already names the models to collect (``ortperf_models``):
+    pasting init's block again would make a second section."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return any(line.strip().startswith("ortperf_models") for line in text.splitlines())
+
+
 def _gitignore(root: Path) -> Change:
     path = root / ".gitignore"
     text = f"{GITIGNORE_LINE}\n"
@@ -150,7 +166,8 @@ def _gitignore(root: Path) -> Change:
 
 def _write(path: Path, text: str) -> Change:
     if path.exists():
-        return Change(path, text, written=False)
+        same = path.read_text(encoding="utf-8", errors="replace") == text
+        return Change(path, "" if same else text, written=False, whole=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("x", encoding="utf-8") as stream:  # "x": never replaces a file made meanwhile
         stream.write(text)

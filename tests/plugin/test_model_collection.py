@@ -308,7 +308,7 @@ def test_init_never_overwrites_and_prints_what_it_would_add(
     assert '    ortperf_models = ["models/*.onnx"]' in out
     assert ".gitignore exists and was left as it is; add this to it:\n\n    .ortperf/" in out
     again = _init(tmp_path, capsys=capsys)
-    assert ".github/workflows/ortperf.yml exists and was left as it is" in again
+    assert ".github/workflows/ortperf.yml already has what it needs" in again  # the same file
     assert ortperf(["init", str(tmp_path / "nowhere")]) == 2
     assert "nowhere: not a folder." in capsys.readouterr().err
 
@@ -427,3 +427,23 @@ def test_an_unmatched_ini_glob_only_warns_when_the_run_names_its_own_tests(
     result = pytester.runpytest("test_plain.py")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["ortperf WARNING: ortperf_models in *pytest.ini: the glob 'modles/[*].onnx' matches no model file*"])
+
+
+def test_init_run_twice_changes_nothing_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A second init offers no block to paste that the files already hold (pasting it made a second
+    [pytest] section), and a workflow edited since is named as different, never as one to add to."""
+    (tmp_path / "models").mkdir()
+    onnx.save(mlp_model(), tmp_path / "models" / "mlp.onnx")
+    _init(tmp_path, capsys=capsys)
+    files = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    again = _init(tmp_path, capsys=capsys)
+    assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == files
+    for name in ("pytest.ini", ".gitignore", ".github/workflows/ortperf.yml"):
+        assert f"{name} already has what it needs" in again, again
+    assert "add this to it" not in again
+    workflow = tmp_path / ".github" / "workflows" / "ortperf.yml"
+    workflow.write_text(workflow.read_text() + "# mine\n")
+    edited = _init(tmp_path, capsys=capsys)
+    assert ".github/workflows/ortperf.yml exists and differs from what init writes; it was left as it is." in edited
+    assert workflow.read_text().endswith("# mine\n")
+
