@@ -43,9 +43,10 @@ class GraphResult(FootprintResult):
         if self.path == "record" and self.changes:
             return "; ".join(self.changes)
         if self.path == "unchanged":
-            return "nothing changed" + (
-                f"; {self.difference} against this hardware class's" if self.difference else ""
-            )
+            # the whole sentence, never a possessive without its noun (it reads in the terminal and JSON)
+            differs = f"; {self.difference} against the graph this hardware class recorded"
+            differs += " (shown, not judged)"
+            return "nothing changed" + (differs if self.difference else "")
         return self.difference
 
 
