@@ -132,9 +132,12 @@ def compare_with(
     assert outcome is not None
     differs = outcome.failed
     status = (Status.FAILED if fail else Status.DIFFERS_REPORTED) if differs else Status.OK
+    # "outputs", not "accuracy of": this comparison runs inside latency checks, whose items are
+    # named latency[...], and pytest's short summary shows only this line's start: "accuracy of
+    # latency[cpu-all]" read as a slowdown.
     lines = [
-        f"accuracy of {key.test} against {reference.label}"
-        + ((" FAILED" if fail else " differs") if differs else "")
+        f"outputs of {key.test} against {reference.label}"
+        + ((" FAILED" if fail else " differ") if differs else "")
     ]
     lines += outcome.lines(named=False)
     return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))

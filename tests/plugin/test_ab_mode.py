@@ -208,7 +208,7 @@ def test_a_model_whose_external_data_alone_changed_is_compared_not_identical(pyt
     suite(pytester)
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED*"])
+    result.stdout.fnmatch_lines(["*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED*"])
     (latency,) = report(pytester)["latency"]
     assert latency["mode"] == "a/b"
     assert latency["verdict"] != "identical to reference"
@@ -299,7 +299,7 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
+            "*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
             "  output 'y': FAILED on isclose (*",
         ]
     )
@@ -325,7 +325,7 @@ def test_outputs_that_differ_on_purpose_can_be_reported_instead(pytester: pytest
         "--ortperf-ab=HEAD", "--ortperf-ab-outputs=report", "--ortperf-report=report.json", LENIENT, *QUICK
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx differs"])
+    result.stdout.fnmatch_lines(["*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx differ"])
     assert "(reported, --ortperf-ab-outputs=report)" in result.stdout.str()
     (accuracy,) = report(pytester)["accuracy"]
     assert (accuracy["verdict"], accuracy["failed"]) == ("differs (reported)", False)
@@ -344,7 +344,7 @@ def test_equal_weights_at_head_pass_the_outputs_check(pytester: pytest.Pytester)
     result.assert_outcomes(passed=1)
     (accuracy,) = report(pytester)["accuracy"]
     assert accuracy["verdict"] == "ok"
-    assert accuracy["message"].startswith("accuracy of test_model[cpu-all] against HEAD:model.onnx\n")
+    assert accuracy["message"].startswith("outputs of test_model[cpu-all] against HEAD:model.onnx\n")
 
 
 MARKED_FILE = """
@@ -377,7 +377,7 @@ def test_a_marker_reference_with_other_weights_fails_the_outputs_check(pytester:
     pytester.makepyfile(test_ab=MARKED_FILE)
     result = pytester.runpytest(LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against reference.onnx FAILED"])
+    result.stdout.fnmatch_lines(["*outputs of test_model[[]cpu-all[]] against reference.onnx FAILED"])
     assert "latency regression" not in result.stdout.str()
 
 

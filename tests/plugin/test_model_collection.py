@@ -354,8 +354,12 @@ def test_a_collected_model_is_compared_with_its_file_at_a_revision_in_ab_mode(
     _commit(pytester.path)
     onnx.save(mlp_model(layers=2, width=16, seed=5), models / "mlp.onnx")  # re-exported: other weights
     result = pytester.runpytest(
-        "--ortperf-ab=HEAD", "--ortperf-checks=latency", "-k", "cpu-all", "--ortperf-report=r.json"
+        "--ortperf-ab=HEAD", "--ortperf-checks=latency", "-k", "cpu-all", "--ortperf-report=r.json", "-rf"
     )
+    # What pytest's short summary shows of a latency item failing on its outputs names the outputs,
+    # not "accuracy of latency[...", which reads as a slowdown (at 80 columns it stops about there).
+    (summary,) = [line for line in result.outlines if line.startswith("FAILED models/mlp.onnx::")]
+    assert summary.startswith("FAILED models/mlp.onnx::latency[cpu-all] - Failed: outputs of latency[cpu-all")
     checks = {(c["test"], c["kind"]): c for c in json.loads((pytester.path / "r.json").read_text())["checks"]}
     small = checks[("models/small.onnx::latency[cpu-all]", "latency")]
     assert small["verdict"] == "identical to reference"
