@@ -50,6 +50,7 @@ from pytest_ortperf.profiling.operators import OpProfile, fastest
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
 from pytest_ortperf.reports.terminal import LATENCY_TABLE, latency_row
 from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import recipe_changes
 from pytest_ortperf.store.keys import CheckKey
 
 PROFILED_RUNS = 3
@@ -68,6 +69,8 @@ class LatencyCheck:
         self._context = context
         self._activity = Activity()  # the check in progress: its phases, rounds and time
         self._fed: tuple[Mapping[str, str], str] = ({}, "")  # the inputs' shapes and their source
+        # Against a rebuilt recorded reference: what changed since the baseline, for every record.
+        self._changes: tuple[str, ...] = ()
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
@@ -98,6 +101,8 @@ class LatencyCheck:
             with self._activity.phase(BUILDING):
                 rebuilt, why = context.references.rebuild(context.built, plan)
             if rebuilt is not None:
+                entry = target.entry
+                self._changes = tuple(recipe_changes(entry.recipe, target.environment)) if entry else ()
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
                 same = self._same_graph(rebuilt, plan, key)
                 if same:
@@ -300,6 +305,7 @@ class LatencyCheck:
                 fresh_pair=lambda: pair(fresh=True),
                 accept=accept,
                 runtimes=runtimes,
+                changes=self._changes,
                 activity=self._activity,
                 held=lambda: context.measurer.held(self._activity),
             )
@@ -364,6 +370,7 @@ class LatencyCheck:
             policy=context.policy,
             fresh_pair=fresh_pair,
             accept=accept,
+            changes=self._changes,
             activity=self._activity,
             held=lambda: context.measurer.held(self._activity),
             randomised=INSTANCES > 1,  # sessions built for this check, several a side
@@ -382,6 +389,7 @@ class LatencyCheck:
         inputs, source = self._fed
         result = replace(
             result,
+            changes=result.changes or self._changes,
             lock=lock,
             seconds=self._activity.seconds(),
             lock_waits=self._activity.lock_waits(),

@@ -136,7 +136,8 @@ def _inputs_changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
             old_type, new_type = old.partition("[")[0], new.partition("[")[0]
             if old_type == new_type and new.startswith(new_type + "["):
                 shown = new[len(new_type) :]
-        parts.append(f"{name} {old if old is not None else 'none'} -> {shown if shown is not None else 'none'}")
+        before_text, after_text = ("none" if v is None else v for v in (old, shown))
+        parts.append(f"{name} {before_text} -> {after_text}")
     return ", ".join(parts)
 
 

@@ -116,6 +116,9 @@ def test_a_sized_detector_is_recorded_at_its_shape_shown_and_gated_when_it_chang
         c for c in json.loads((pytester.path / "c.json").read_text())["checks"] if c["kind"] == "latency"
     ]
     assert latency["path"].startswith("side by side vs the recorded model (git ")
+    # the side-by-side route names what changed since the baseline too, as the stored one does
+    (change,) = latency["changed_since_baseline"]
+    assert change.startswith("model sha256 ")
     changed.stdout.fnmatch_lines(["*test_accuracy*", "*output 'heatmap': FAILED*"])
 
 
