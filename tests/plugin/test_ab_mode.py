@@ -74,7 +74,14 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
             "by more than 5%, on new sessions of both sides: no pair of sessions has moved a ratio that far",
         ]
     )
-    assert "ortperf update" not in result.stdout.str()  # nothing to accept: the reference is a commit
+    # The reference is a commit, which no command changes: the failure says how the change is
+    # accepted for the gate against the baselines, and that this comparison keeps reporting it.
+    result.stdout.fnmatch_lines(
+        [
+            "  to accept the new latency: ortperf update 'test_ab.py::test_model[[]cpu-all[]]'*, and commit "
+            "baselines/: the gate against the baselines then passes (this comparison keeps reporting the change)"
+        ]
+    )
     (latency,) = report(pytester)["latency"]
     assert latency["mode"] == "a/b"
     assert latency["verdict"] == "regression"
@@ -301,6 +308,8 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
         [
             "*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
             "  output 'y': FAILED on isclose (*",
+            "  to accept the current outputs: ortperf update 'test_ab.py::test_model[[]cpu-all[]]'*",
+            "  (differences made on purpose can be reported, not failed: --ortperf-ab-outputs=report)",
         ]
     )
     # named once, by the accuracy line (the short summary repeats that line untruncated where CI is set)
