@@ -288,7 +288,7 @@ jobs:
     runs-on: ubuntu-24.04
     steps:
 {github_setup}
-      - name: Pull requests - each changed model side by side with the base branch's (reports; the gate decides)
+      - name: Pull requests - each changed model beside the base branch's (reports; the gate decides)
         if: github.event_name == 'pull_request'
         continue-on-error: true  # {AB_REPORTS}
         run: {AB}
@@ -410,7 +410,7 @@ jobs:
     condition: ne(variables['Build.Reason'], 'Schedule')
     steps:
 {steps}      - script: {AB}
-        displayName: Pull requests - each changed model side by side with the base branch's (reports; the gate decides)
+        displayName: Pull requests - each changed model beside the base branch's (reports; gate decides)
         condition: eq(variables['Build.Reason'], 'PullRequest')
         continueOnError: true  # {AB_REPORTS}
       - script: {GATE}

@@ -308,7 +308,8 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
         [
             "*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
             "  output 'y': FAILED on isclose (*",
-            "  to accept the current outputs: ortperf update 'test_ab.py::test_model[[]cpu-all[]]'*",
+            "  to accept the current outputs: ortperf update test_ab.py*, and commit baselines/: it records "
+            "the outputs the gate compares with (this comparison keeps reporting the change)",
             "  (differences made on purpose can be reported, not failed: --ortperf-ab-outputs=report)",
         ]
     )
