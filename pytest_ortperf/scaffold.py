@@ -207,7 +207,8 @@ AB = "pytest --ortperf-ab=auto --ortperf-report=ortperf-ab.json"
 # that stopped the job could never go green. An unaccepted change fails the gate, which measures a
 # changed model side by side with the recorded one.
 AB_REPORTS = "reports what changed against the base branch; the gate below decides"
-AB_FAILED = "ortperf: the A/B step found changes (above); the gate against the baselines decides"
+# Echoed from a plain YAML scalar in the GitLab script: no ": " in it, or YAML reads a mapping.
+AB_FAILED = "the A/B step found changes (above); the gate against the baselines decides"
 # The gate never writes baselines: the committed recipes decide every check on any runner.
 GATE = f"pytest --ortperf-model-cache=.ortperf/models {REPORTS}"
 # Recording is its own job, and what it writes is kept: --ortperf-update=missing adds only what this
