@@ -4,8 +4,10 @@ It finds the models (``*.onnx`` files and model-zoo folders), writes the pytest 
 collects them as tests (``ortperf_models``), a ``.gitignore`` line for ``.ortperf/`` and a CI
 workflow, and never overwrites a file: where one exists, it prints what it would add instead.
 
-The workflow gates with a plain ``pytest``, which never writes baselines; recording is a job of its
-own whose figures are kept for ``ortperf merge``. It triggers on the repository's default branch, as
+The workflow gates with a plain ``pytest``, which never writes baselines; on pull requests an A/B step
+before it reports each changed model against the base branch's without stopping the job (the gate
+decides, so a change accepted in the pull request goes green); recording is a job of its own whose
+figures are kept for ``ortperf merge``. It triggers on the repository's default branch, as
 git names it, and installs the CPU wheel when only the CPU provider is tested. No pytest here: the
 console script's ``init`` is its only user, which is why it sits beside it rather than in ``store/``.
 """
