@@ -82,6 +82,7 @@ class LatencyCheck:
         shapes = target.environment.get("inputs")
         source = getattr(self._context.feeds, "source", "") if target.own_feeds else "the check's feeds"
         self._fed = (dict(shapes) if isinstance(shapes, Mapping) else {}, source)
+        self._changes = ()  # set by the side-by-side route of this check only
         with self._context.measurer.activity(target.key.test) as self._activity:
             return self._paths(target)
 
