@@ -4,8 +4,10 @@ It finds the models (``*.onnx`` files and model-zoo folders), writes the pytest 
 collects them as tests (``ortperf_models``), a ``.gitignore`` line for ``.ortperf/`` and a CI
 workflow, and never overwrites a file: where one exists, it prints what it would add instead.
 
-The workflow gates with a plain ``pytest``, which never writes baselines; recording is a job of its
-own whose figures are kept for ``ortperf merge``. It triggers on the repository's default branch, as
+The workflow gates with a plain ``pytest``, which never writes baselines; on pull requests an A/B step
+before it reports each changed model against the base branch's without stopping the job (the gate
+decides, so a change accepted in the pull request goes green); recording is a job of its own whose
+figures are kept for ``ortperf merge``. It triggers on the repository's default branch, as
 git names it, and installs the CPU wheel when only the CPU provider is tested. No pytest here: the
 console script's ``init`` is its only user, which is why it sits beside it rather than in ``store/``.
 """
@@ -219,6 +221,13 @@ REPORTS = (
     "--ortperf-markdown=ortperf-summary.md --junitxml=ortperf-junit.xml"
 )
 AB = "pytest --ortperf-ab=auto --ortperf-report=ortperf-ab.json"
+# The A/B step reports, the gate decides: a change accepted in the pull request (``ortperf update``,
+# baselines committed) passes the gate, while the base branch's model still differs, so an A/B step
+# that stopped the job could never go green. An unaccepted change fails the gate, which measures a
+# changed model side by side with the recorded one.
+AB_REPORTS = "reports what changed against the base branch; the gate below decides"
+# Echoed from a plain YAML scalar in the GitLab script: no ": " in it, or YAML reads a mapping.
+AB_FAILED = "the A/B step found changes (above); the gate against the baselines decides"
 # The gate never writes baselines: the committed recipes decide every check on any runner.
 GATE = f"pytest --ortperf-model-cache=.ortperf/models {REPORTS}"
 # Recording is its own job, and what it writes is kept: --ortperf-update=missing adds only what this
@@ -299,8 +308,9 @@ jobs:
     runs-on: ubuntu-24.04
     steps:
 {github_setup}
-      - name: Pull requests - each changed model side by side with the base branch's
+      - name: Pull requests - each changed model beside the base branch's (reports; the gate decides)
         if: github.event_name == 'pull_request'
+        continue-on-error: true  # {AB_REPORTS}
         run: {AB}
       - name: The gate against the committed baselines (never writes them)
         run: {GATE}
@@ -358,7 +368,8 @@ ortperf-gate:
     - if: $CI_PIPELINE_SOURCE == "merge_request_event"
     - if: {on_branch} && $CI_PIPELINE_SOURCE == "push"
   script:
-    - if [ -n "$CI_MERGE_REQUEST_IID" ]; then {AB}; fi
+    # {AB_REPORTS}
+    - if [ -n "$CI_MERGE_REQUEST_IID" ]; then {AB} || echo "{AB_FAILED}"; fi
     - {GATE}
   artifacts:
     when: always
@@ -419,8 +430,9 @@ jobs:
     condition: ne(variables['Build.Reason'], 'Schedule')
     steps:
 {steps}      - script: {AB}
-        displayName: Pull requests - each changed model side by side with the base branch's
+        displayName: Pull requests - each changed model beside the base branch's (reports; gate decides)
         condition: eq(variables['Build.Reason'], 'PullRequest')
+        continueOnError: true  # {AB_REPORTS}
       - script: {GATE}
         displayName: The gate against the committed baselines (never writes them)
       - task: PublishTestResults@2

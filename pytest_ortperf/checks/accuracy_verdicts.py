@@ -115,6 +115,9 @@ class AccuracyResult:
     explanations: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
+AB_OUTPUTS_REPORT = "--ortperf-ab-outputs=report"
+
+
 def compare_with(
     actual: Mapping[str, OutputValue],
     reference: Reference,
@@ -123,20 +126,28 @@ def compare_with(
     tolerances: ToleranceSpec,
     provider_short: str,
     fail: bool = True,
+    accept: str = "",
 ) -> AccuracyResult:
     """Outputs against one in-run reference (the A/B reference model): no baseline involved.
 
     ``fail=False`` (``--ortperf-ab-outputs=report``): a difference is reported, not failed.
+    ``accept``: how a failure is accepted (the update that records the current outputs).
     """
     outcome = _Judge(tolerances, provider_short, key.variant).compare(actual, reference)
     assert outcome is not None
     differs = outcome.failed
     status = (Status.FAILED if fail else Status.DIFFERS_REPORTED) if differs else Status.OK
+    # "outputs", not "accuracy of": this comparison runs inside latency checks, whose items are
+    # named latency[...], and pytest's short summary shows only this line's start: "accuracy of
+    # latency[cpu-all]" read as a slowdown.
     lines = [
-        f"accuracy of {key.test} against {reference.label}"
-        + ((" FAILED" if fail else " differs") if differs else "")
+        f"outputs of {key.test} against {reference.label}"
+        + ((" FAILED" if fail else " differ") if differs else "")
     ]
     lines += outcome.lines(named=False)
+    if differs and fail and accept:
+        lines.append(f"  to accept the current outputs: {accept}")
+        lines.append(f"  (differences made on purpose can be reported, not failed: {AB_OUTPUTS_REPORT})")
     return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))
 
 

@@ -446,6 +446,7 @@ def check_ab(
     held: Callable[[], AbstractContextManager[object]] = nullcontext,
     randomised: bool = False,
     confirm_in: str = "",
+    changes: Sequence[str] = (),
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds; each
     side a callable timed here or a measuring worker (``runtimes`` names the two ONNX Runtimes then).
@@ -470,7 +471,8 @@ def check_ab(
     A regression is measured again before it fails the test, on ``fresh_pair()`` when given: new
     sessions of both sides, so that the placement of one pair of sessions in memory, which can
     favour one side by a few percent for as long as they live, cannot decide twice. ``accept``:
-    the command that accepts the new latency, when the reference is a recorded baseline's.
+    the command that accepts the new latency, when the reference is a recorded baseline's, and
+    ``changes`` what changed since that baseline (named in the result and a failure's message).
 
     With ``policy.sequential`` both measurements stop at the first look whose verdict more rounds
     could not change (``latency.sequential``); the budget is then a maximum. ``activity`` hears
@@ -520,6 +522,7 @@ def check_ab(
         confirmation_skipped=skipped,
         confirmed_in=confirm_in if across and confirmation is not None else "",
         disagreement=disagreement,
+        changes=tuple(changes),
     )
     if not failed:
         return result
@@ -568,6 +571,7 @@ def ab_message(result: LatencyResult, policy: CheckPolicy) -> str:
             f"  reference: {_ms(result.reference)}",
             f"  current:   {_ms(result.current)}",
             *verdict_lines,
+            *([f"  changed since the baseline: {'; '.join(result.changes)}"] if result.changes else []),
         ]
     )
 

@@ -12,10 +12,12 @@ measured them.
    measured in interleaved rounds and the A/B rule decides, whatever hardware recorded the entry.
 3. ``side by side`` across runtimes: the onnxruntime version or wheel changed. The reference runs
    in an environment with the recorded runtime (``--ortperf-ab-python`` or an ``ortperf env``).
-4. ``stored figures``: nothing can be rebuilt (the inputs changed, a model neither in git nor in
-   the cache): this hardware's stored figures decide. When this hardware has none, the check is
-   ``missing``, with the reason. When the runtime changed and no environment has the recorded one,
-   nothing the other runtime recorded decides: the check is ``missing``, naming the runtime.
+4. ``stored figures``: nothing can be rebuilt (the inputs changed, also together with the model,
+   settings or runtime: the recorded inputs are not kept, and a reference fed today's would hide
+   what the new inputs cost; a model neither in git nor in the cache): this hardware's stored
+   figures decide. When this hardware has none, the check is ``missing``, with the reason. When the
+   runtime changed and no environment has the recorded one, nothing the other runtime recorded
+   decides: the check is ``missing``, naming the runtime.
 5. ``missing``: the test x variant was never recorded anywhere, or only path 4 is left and this
    hardware has no figures. ``record``: an update measures and records.
 
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_ortperf.store.baselines import BaselineEntry, Figures
-from pytest_ortperf.store.recipe import CONTROLLED, data_changed, same_recipe
+from pytest_ortperf.store.recipe import CONTROLLED, canonical, data_changed, same_recipe
 
 _RUNTIME = ("ort_version", "ort_flavour")
 
@@ -174,13 +176,21 @@ def choose(
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
-    if plan.route is Route.SIDE_BY_SIDE and not rebuilds:
-        # Only the inputs changed: the recorded inputs are not kept, so nothing can be rebuilt.
-        why = "the inputs changed, and the recorded inputs cannot be rebuilt"
+    if plan.route is Route.SIDE_BY_SIDE and _inputs_changed(entry.recipe, current):
+        # The recorded inputs are not kept: a rebuilt reference would run on today's inputs, and a
+        # model whose input size changed with it (320 -> 640) would pass against itself resized.
+        changed = "the inputs changed" + (" too" if rebuilds else "")
+        why = f"{changed}, and the recorded inputs cannot be rebuilt"
         plan = replace(plan, route=Route.STORED, reason=why)
     if plan.route is Route.STORED:
         return without_reference(plan, plan.reason, recorded_on=recorded_on)
     return plan
+
+
+def _inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """The inputs' names, types, shapes or data differ from those the recipe was measured on."""
+    keys = ("inputs", "inputs_sha256")
+    return any(canonical(recipe.get(key)) != canonical(current.get(key)) for key in keys)
 
 
 def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = None) -> Plan:

@@ -42,7 +42,7 @@ from pytest_ortperf.ort.workers import (
 )
 from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
-from pytest_ortperf.store.environment import what_changed
+from pytest_ortperf.store.environment import recipe_changes, what_changed
 
 
 class FootprintCheck:
@@ -110,7 +110,10 @@ class FootprintCheck:
         if plan.route is Route.SIDE_BY_SIDE:
             rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:
-                return self._side_by_side(target, here, _spec(rebuilt), rebuilt.label, activity)
+                # Every route names what changed since the baseline, this one too.
+                changes = recipe_changes(target.entry.recipe, target.environment) if target.entry else []
+                other = _spec(rebuilt)
+                return self._side_by_side(target, here, other, rebuilt.label, activity, changes=changes)
             entry = target.entry
             plan = without_reference(plan, why, recorded_on=entry.machines(self.kind) if entry else [])
         count = self.glance_processes if plan.route is Route.UNCHANGED else self.processes
@@ -166,8 +169,11 @@ class FootprintCheck:
         other: SideSpec,
         label: str,
         activity: Activity,
+        *,
+        changes: Sequence[str] = (),
     ) -> FootprintResult:
-        """Both sides in fresh processes, interleaved (current, reference, reference, current...)."""
+        """Both sides in fresh processes, interleaved (current, reference, reference, current...);
+        ``changes``: what changed since the baseline, against a rebuilt recorded reference."""
 
         def measured() -> FootprintResult:
             current_prints, reference_prints = self._measure([here, other], target, activity, self.processes)
@@ -181,6 +187,7 @@ class FootprintCheck:
                 target.policy,
                 path=f"side by side vs {label}",
                 label=f"{label} (side by side, fresh processes)",
+                changes=changes,
                 explain=self.explain(reference, current),
                 notes=self.notes([*current_prints, *reference_prints]),
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -52,6 +53,7 @@ from pytest_ortperf.profiling.operators import OpProfile, fastest
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
 from pytest_ortperf.reports.terminal import LATENCY_TABLE, latency_row
 from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import recipe_changes
 from pytest_ortperf.store.keys import CheckKey
 
 PROFILED_RUNS = 3
@@ -70,6 +72,8 @@ class LatencyCheck:
         self._context = context
         self._activity = Activity()  # the check in progress: its phases, rounds and time
         self._fed: tuple[Mapping[str, str], str] = ({}, "")  # the inputs' shapes and their source
+        # Against a rebuilt recorded reference: what changed since the baseline, for every record.
+        self._changes: tuple[str, ...] = ()
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
@@ -80,6 +84,7 @@ class LatencyCheck:
         shapes = target.environment.get("inputs")
         source = getattr(self._context.feeds, "source", "") if target.own_feeds else "the check's feeds"
         self._fed = (dict(shapes) if isinstance(shapes, Mapping) else {}, source)
+        self._changes = ()  # set by the side-by-side route of this check only
         with self._context.measurer.activity(target.key.test) as self._activity:
             return self._paths(target)
 
@@ -100,6 +105,8 @@ class LatencyCheck:
             with self._activity.phase(BUILDING):
                 rebuilt, why = context.references.rebuild(context.built, plan)
             if rebuilt is not None:
+                entry = target.entry
+                self._changes = tuple(recipe_changes(entry.recipe, target.environment)) if entry else ()
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
                 same = self._same_graph(rebuilt, plan, key)
                 if same:
@@ -232,6 +239,7 @@ class LatencyCheck:
                 RecordedReference(reference.label, reference.source, built.settings, reference.python),
                 inputs,
                 key,
+                accept=ab_accept(key),
             )
         if plan.route is not Route.SAME_JOB or reference.source is None:
             # Nothing to compare: a short measurement, for the report only (it shares the lock).
@@ -254,7 +262,7 @@ class LatencyCheck:
             return [result]
         with self._activity.phase(BUILDING, "reference"):
             other = context.sessions.session(reference.source, built.variant, built.settings)
-        result = self._side_by_side(other, reference.label, inputs, key)
+        result = self._side_by_side(other, reference.label, inputs, key, accept=ab_accept(key))
         return [result, _outputs(lambda: ab_accuracy(context, other, reference.label, inputs, key), key)]
 
     def _against_recorded(
@@ -304,6 +312,7 @@ class LatencyCheck:
                 fresh_pair=lambda: pair(fresh=True),
                 accept=accept,
                 runtimes=runtimes,
+                changes=self._changes,
                 activity=self._activity,
                 held=lambda: context.measurer.held(self._activity),
                 confirm_in=NEW_PROCESSES,  # the confirmation's workers are new processes
@@ -381,6 +390,7 @@ class LatencyCheck:
                 policy=context.policy,
                 fresh_pair=in_new_processes,
                 accept=accept,
+                changes=self._changes,
                 activity=self._activity,
                 held=lambda: context.measurer.held(self._activity),
                 randomised=INSTANCES > 1,  # sessions built for this check, several a side
@@ -404,6 +414,7 @@ class LatencyCheck:
         inputs, source = self._fed
         result = replace(
             result,
+            changes=result.changes or self._changes,
             lock=lock,
             seconds=self._activity.seconds(),
             lock_waits=self._activity.lock_waits(),
@@ -412,6 +423,25 @@ class LatencyCheck:
         )
         self._context.publisher.publish(latency_record(result, self._context.nodeid))
         return result
+
+
+def ab_accept(key: CheckKey) -> str:
+    """How a same-job A/B failure is accepted: the reference is a commit or a file, which no command
+    changes; the baselines are what the gate reads, and the A/B comparison keeps reporting."""
+    return (
+        f"{key.record_command}, and commit baselines/: the gate against the baselines then passes "
+        "(this comparison keeps reporting the change)"
+    )
+
+
+def ab_outputs_accept(key: CheckKey) -> str:
+    """How outputs that differ from the A/B reference's are accepted: the gate compares outputs in
+    the test's accuracy checks, so the update records every check of its file (or model)."""
+    words = [word.split("::")[0] if "::" in word else word for word in shlex.split(key.record_command)]
+    return (
+        f"{shlex.join(words)}, and commit baselines/: it records the outputs the gate compares with "
+        "(this comparison keeps reporting the change)"
+    )
 
 
 def _labelled(action: Callable[[], list[Outcome]], key: CheckKey, label: str) -> list[Outcome]:
@@ -429,7 +459,9 @@ def ab_accuracy(
     watchdog = context.sessions.watchdog
     actual = run_outputs(context.built, inputs, watchdog)
     reference = run_outputs(other, inputs, watchdog)
-    return compare_outputs(context, actual, reference, label, key, located_against=(other.model, inputs))
+    against = (other.model, inputs)
+    accept = ab_outputs_accept(key)
+    return compare_outputs(context, actual, reference, label, key, located_against=against, accept=accept)
 
 
 def compare_outputs(
@@ -440,6 +472,7 @@ def compare_outputs(
     key: CheckKey,
     *,
     located_against: tuple[ModelSource, Mapping[str, Array]] | None = None,
+    accept: str = "",
 ) -> AccuracyResult:
     """Outputs of the model under test against a reference's (model or runtime), same inputs; a
     failure says where the two models start to diverge (``located_against``: the reference model
@@ -452,6 +485,7 @@ def compare_outputs(
         tolerances=context.tolerances,
         provider_short=context.built.variant.provider_spec.short,
         fail=context.settings.ab_outputs_fail,
+        accept=accept or key.record_command,
     )
     if located_against is not None:
         model, inputs = located_against

@@ -114,11 +114,31 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
                 if before.get(k) != after.get(k)
             ]
             changes.append(f"{label}: {', '.join(diffs)}")
+        elif key == "inputs" and isinstance(before, Mapping) and isinstance(after, Mapping):
+            changes.append(f"{label}: {_inputs_changed(before, after)}")
         elif key.endswith("sha256"):
             changes.append(f"{label} {str(before)[:12]} -> {str(after)[:12]}")
         else:
             changes.append(f"{label} {before} -> {after}")
     return changes
+
+
+def _inputs_changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """``x float32[1, 3, 32, 32] -> [1, 3, 64, 64]`` for each input whose type or shape changed (the
+    type repeated only when it changed), ``none`` for an input added or dropped."""
+    parts = []
+    for name in sorted(set(before) | set(after), key=str):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        shown = new
+        if isinstance(old, str) and isinstance(new, str):
+            old_type, new_type = old.partition("[")[0], new.partition("[")[0]
+            if old_type == new_type and new.startswith(new_type + "["):
+                shown = new[len(new_type) :]
+        before_text, after_text = ("none" if v is None else v for v in (old, shown))
+        parts.append(f"{name} {before_text} -> {after_text}")
+    return ", ".join(parts)
 
 
 def recipe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

@@ -74,7 +74,14 @@ def test_a_slower_work_tree_model_fails_against_head(pytester: pytest.Pytester) 
             "*  first measurement: +*% (99*% CI +*% .. +*%) (confirmed by a second in new measuring worker processes)",
         ]
     )
-    assert "ortperf update" not in result.stdout.str()  # nothing to accept: the reference is a commit
+    # The reference is a commit, which no command changes: the failure says how the change is
+    # accepted for the gate against the baselines, and that this comparison keeps reporting it.
+    result.stdout.fnmatch_lines(
+        [
+            "  to accept the new latency: ortperf update 'test_ab.py::test_model[[]cpu-all[]]'*, and commit "
+            "baselines/: the gate against the baselines then passes (this comparison keeps reporting the change)"
+        ]
+    )
     (latency,) = report(pytester)["latency"]
     assert latency["mode"] == "a/b"
     assert latency["verdict"] == "regression"
@@ -116,7 +123,8 @@ def test_auto_compares_with_the_pull_requests_base(
             f"*latency regression in test_model[[]cpu-all[]] against {label} (same-job A/B)",
         ]
     )
-    result.stdout.no_fnmatch_line("*to accept the new latency*")  # an explicit A/B records nothing
+    # An A/B run records nothing; its failure says how the gate's baselines accept the change.
+    result.stdout.fnmatch_lines(["  to accept the new latency: ortperf update *, and commit baselines/: *"])
     (latency,) = report(pytester)["latency"]
     assert latency["reference"]["label"] == label
     assert latency["verdict"] == "regression"
@@ -209,7 +217,7 @@ def test_a_model_whose_external_data_alone_changed_is_compared_not_identical(pyt
     suite(pytester)
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED*"])
+    result.stdout.fnmatch_lines(["*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED*"])
     (latency,) = report(pytester)["latency"]
     assert latency["mode"] == "a/b"
     assert latency["verdict"] != "identical to reference"
@@ -300,8 +308,11 @@ def test_different_weights_at_head_fail_the_outputs_check(pytester: pytest.Pytes
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
+            "*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx FAILED",
             "  output 'y': FAILED on isclose (*",
+            "  to accept the current outputs: ortperf update test_ab.py*, and commit baselines/: it records "
+            "the outputs the gate compares with (this comparison keeps reporting the change)",
+            "  (differences made on purpose can be reported, not failed: --ortperf-ab-outputs=report)",
         ]
     )
     # named once, by the accuracy line (the short summary repeats that line untruncated where CI is set)
@@ -326,7 +337,7 @@ def test_outputs_that_differ_on_purpose_can_be_reported_instead(pytester: pytest
         "--ortperf-ab=HEAD", "--ortperf-ab-outputs=report", "--ortperf-report=report.json", LENIENT, *QUICK
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against HEAD:model.onnx differs"])
+    result.stdout.fnmatch_lines(["*outputs of test_model[[]cpu-all[]] against HEAD:model.onnx differ"])
     assert "(reported, --ortperf-ab-outputs=report)" in result.stdout.str()
     (accuracy,) = report(pytester)["accuracy"]
     assert (accuracy["verdict"], accuracy["failed"]) == ("differs (reported)", False)
@@ -345,7 +356,7 @@ def test_equal_weights_at_head_pass_the_outputs_check(pytester: pytest.Pytester)
     result.assert_outcomes(passed=1)
     (accuracy,) = report(pytester)["accuracy"]
     assert accuracy["verdict"] == "ok"
-    assert accuracy["message"].startswith("accuracy of test_model[cpu-all] against HEAD:model.onnx\n")
+    assert accuracy["message"].startswith("outputs of test_model[cpu-all] against HEAD:model.onnx\n")
 
 
 MARKED_FILE = """
@@ -378,7 +389,7 @@ def test_a_marker_reference_with_other_weights_fails_the_outputs_check(pytester:
     pytester.makepyfile(test_ab=MARKED_FILE)
     result = pytester.runpytest(LENIENT, *QUICK)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*accuracy of test_model[[]cpu-all[]] against reference.onnx FAILED"])
+    result.stdout.fnmatch_lines(["*outputs of test_model[[]cpu-all[]] against reference.onnx FAILED"])
     assert "latency regression" not in result.stdout.str()
 
 

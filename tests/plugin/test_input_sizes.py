@@ -9,6 +9,7 @@ import json
 import numpy as np
 import onnx
 import pytest
+from onnx.tools.update_model_dims import update_inputs_outputs_dims
 
 from tests.exported_models import detector_model, vad_model
 from tests.plugin.conftest import git
@@ -115,7 +116,61 @@ def test_a_sized_detector_is_recorded_at_its_shape_shown_and_gated_when_it_chang
         c for c in json.loads((pytester.path / "c.json").read_text())["checks"] if c["kind"] == "latency"
     ]
     assert latency["path"].startswith("side by side vs the recorded model (git ")
+    # the side-by-side route names what changed since the baseline too, as the stored one does
+    (change,) = latency["changed_since_baseline"]
+    assert change.startswith("model sha256 ")
     changed.stdout.fnmatch_lines(["*test_accuracy*", "*output 'heatmap': FAILED*"])
+
+
+LATENCY_ONLY = """
+import pytest
+pytestmark = pytest.mark.ort_model("detector.onnx"{sizes})
+
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+@pytest.mark.slow
+def test_a_detector_whose_input_size_changes_with_the_model_fails_naming_the_input_change(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """Recorded at 64x64 (sized by the marker), then made static 128x128 and committed: the recorded
+    model rebuilt from git but fed today's 128x128 input would pass against itself; the recorded
+    inputs are not kept, so this hardware's stored figures decide, and the message names the change."""
+
+    def commit(*paths: str) -> None:
+        for args in (("add", *paths), ("commit", "-q", "-m", "change")):
+            git(pytester, "-c", "user.name=T", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args)
+
+    git(pytester, "init", "-q")
+    onnx.save(detector_model(), pytester.path / "detector.onnx")
+    pytester.makepyfile(test_det=LATENCY_ONLY.format(sizes=', shapes={"x": [1, 3, 64, 64]}'))
+    pytester.runpytest("--ortperf-update", *ONE_LEVEL).assert_outcomes(passed=1)
+    commit("detector.onnx", "test_det.py", "baselines")
+
+    static = update_inputs_outputs_dims(
+        detector_model(), {"x": [1, 3, 128, 128]}, {"heatmap": [1, 1, 128, 128]}
+    )
+    onnx.save(static, pytester.path / "detector.onnx")
+    pytester.makepyfile(test_det=LATENCY_ONLY.format(sizes=""))  # the model's own dims size it now
+    commit("detector.onnx", "test_det.py")
+
+    gate = pytester.runpytest(*ONE_LEVEL, "--ortperf-report=r.json")
+    gate.assert_outcomes(failed=1)
+    changed = "inputs: x float32[[]1, 3, 64, 64[]] -> [[]1, 3, 128, 128[]]"
+    gate.stdout.fnmatch_lines(
+        [
+            "*latency regression in test_latency[[]cpu-all[]] on machine '*'",
+            f"  changed since the baseline: model sha256 * -> *; {changed}*",
+            "  decided by stored figures: the inputs changed too, and the recorded inputs cannot be rebuilt",
+        ]
+    )
+    (latency,) = [
+        c for c in json.loads((pytester.path / "r.json").read_text())["checks"] if c["kind"] == "latency"
+    ]
+    assert latency["inputs"] == {"x": "float32[1, 3, 128, 128]"}
+    assert "inputs: x float32[1, 3, 64, 64] -> [1, 3, 128, 128]" in latency["changed_since_baseline"]
 
 
 VAD_TESTS = """

@@ -109,6 +109,8 @@ def test_memory_records_passes_unchanged_and_fails_a_model_that_needs_more(
     assert check["path"] == f"side by side vs the recorded model (git {blob})"
     assert check["verdict"] == "ok"
     assert check["comparisons"][-1]["text"] == "+0.0% (+0 B)"  # the weights
+    (change,) = check["changed_since_baseline"]  # named on the side-by-side route too
+    assert change.startswith("model sha256 ")
 
     # One more weight tensor (1/8 of the weights): fails side by side, naming figures, change and nodes.
     onnx.save(with_duplicated_weight(mlp_model(8, 128)), pytester.path / "model.onnx")
@@ -127,6 +129,7 @@ def test_memory_records_passes_unchanged_and_fails_a_model_that_needs_more(
             f"memory regression in test_memory[[]cpu-all[]] against the recorded model (git {blob}) (side by side, fresh processes)",
             *(arena if ARENA_REPORTED else ["  reference: model weights: 512 KiB"]),
             "  change:    bytes of the model's weights +12.5% (+64 KiB) -> regression",
+            "  changed since the baseline: model sha256 * -> *",
             "  to accept the new memory: ortperf update 'test_memory.py::test_memory[[]cpu-all[]]' *",
         ]
     )

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -347,6 +349,76 @@ def test_init_then_record_then_gate_passes_and_fails_on_a_slower_model(
     assert "latency regression in latency[cpu-" in slower.stdout
 
 
+def _gate_job(root: Path, env: dict[str, str]) -> tuple[bool, str]:
+    """The gate job of the GitHub workflow ``ortperf init`` wrote, run as a pull request's runner
+    would: each ``run`` step whose ``if`` holds for a pull request, in order, in a shell (the install
+    step aside: this environment has the package); a failing step stops the job unless it has
+    ``continue-on-error``. (Whether the job passed, everything it printed.)"""
+    document = yaml.safe_load((root / ".github" / "workflows" / "ortperf.yml").read_text())
+    env = {**env, **document["env"]}
+    passed, printed = True, []
+    for step in document["jobs"]["gate"]["steps"]:
+        if "run" not in step or step.get("name") == "Install":
+            continue
+        assert step.get("if", "github.event_name == 'pull_request'") == "github.event_name == 'pull_request'"
+        done = subprocess.run(["bash", "-c", step["run"]], cwd=root, env=env, capture_output=True, text=True)
+        printed.append(f"--- {step['name']}: exit {done.returncode}\n{done.stdout}{done.stderr}")
+        if done.returncode != 0 and not step.get("continue-on-error"):
+            passed = False
+            break
+    return passed, "\n".join(printed)
+
+
+@pytest.mark.slow
+def test_the_written_workflow_goes_green_once_a_change_is_accepted_and_still_reports_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pull request re-exports a model (other weights): the job fails until the change is accepted
+    with the commands its failure prints, then passes, and the A/B step still reports the change."""
+    (tmp_path / "models").mkdir()
+    onnx.save(mlp_model(layers=2, width=16), tmp_path / "models" / "mlp.onnx")
+    _repository(tmp_path, branch="main")
+    _init(tmp_path, "--ci", "github", capsys=capsys)
+    bin_dir = str(Path(sys.executable).parent)  # pytest and ortperf of this environment
+    quick = "--ortperf-budget=0.2 --ortperf-ab-budget=0.3 --ortperf-max-cv=1000% --ortperf-checks=latency,accuracy"
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTEST_ADDOPTS": f"-p no:cacheprovider --ort-opt-levels=all {quick}",
+        "GITHUB_BASE_REF": "main",  # a pull request into main
+        "GITHUB_EVENT_NAME": "pull_request",
+    }
+    recorded = subprocess.run(["ortperf", "update"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert recorded.returncode == 0, recorded.stdout[-3000:]
+    _commit(tmp_path)
+    subprocess.run(["git", "checkout", "-q", "-b", "pr"], cwd=tmp_path, check=True)
+    onnx.save(mlp_model(layers=2, width=16, seed=5), tmp_path / "models" / "mlp.onnx")  # re-exported
+    _commit(tmp_path)
+
+    passed, printed = _gate_job(tmp_path, env)
+    assert not passed, printed
+    gate_output = printed.split("--- The gate against the committed baselines")[1]
+    printed_commands = r"to accept the [a-z ]+: ((?:[A-Z_]+=\S+ )*ortperf update '[^\n]*)"
+    accepts = sorted(set(re.findall(printed_commands, gate_output)))
+    assert accepts, gate_output
+    for command in accepts:  # the commands the gate's failures print, as a shell runs them
+        accepted = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert accepted.returncode == 0, accepted.stdout[-3000:]
+    _commit(tmp_path)
+
+    passed, printed = _gate_job(tmp_path, env)
+    assert passed, printed
+    ab_step = printed.split("--- The gate against the committed baselines")[0]
+    assert ": exit 1" in ab_step.splitlines()[0], "the A/B step still fails on the change it reports"
+    assert "outputs of latency[cpu-all] against merge-base with main" in ab_step
+    # how it is accepted: the model's checks recorded (its accuracy items hold the outputs the gate reads)
+    accept = r"to accept the current outputs: (\S+=\S+ )*ortperf update models/mlp.onnx\b"
+    assert re.search(accept, ab_step), ab_step
+    checks = json.loads((tmp_path / "ortperf-ab.json").read_text())["checks"]
+    outputs = [c for c in checks if (c["test"], c["kind"]) == ("models/mlp.onnx::latency[cpu-all]", "accuracy")]
+    assert [c["verdict"] for c in outputs] == ["failed"]  # the report keeps the change
+
+
 def test_a_collected_model_is_compared_with_its_file_at_a_revision_in_ab_mode(
     pytester: pytest.Pytester, models: Path
 ) -> None:
@@ -354,8 +426,12 @@ def test_a_collected_model_is_compared_with_its_file_at_a_revision_in_ab_mode(
     _commit(pytester.path)
     onnx.save(mlp_model(layers=2, width=16, seed=5), models / "mlp.onnx")  # re-exported: other weights
     result = pytester.runpytest(
-        "--ortperf-ab=HEAD", "--ortperf-checks=latency", "-k", "cpu-all", "--ortperf-report=r.json"
+        "--ortperf-ab=HEAD", "--ortperf-checks=latency", "-k", "cpu-all", "--ortperf-report=r.json", "-rf"
     )
+    # What pytest's short summary shows of a latency item failing on its outputs names the outputs,
+    # not "accuracy of latency[...", which reads as a slowdown (at 80 columns it stops about there).
+    (summary,) = [line for line in result.outlines if line.startswith("FAILED models/mlp.onnx::")]
+    assert summary.startswith("FAILED models/mlp.onnx::latency[cpu-all] - Failed: outputs of latency[cpu-all")
     checks = {(c["test"], c["kind"]): c for c in json.loads((pytester.path / "r.json").read_text())["checks"]}
     small = checks[("models/small.onnx::latency[cpu-all]", "latency")]
     assert small["verdict"] == "identical to reference"

@@ -96,7 +96,8 @@ def test_an_explicit_ab_failure_of_a_marked_test_is_explained_at_operator_level(
             "    node count per op type changed after optimization: MatMul 20 -> 40, Relu 20 -> 40",
         ]
     )
-    assert "to accept the new latency" not in failure_text(result)  # nothing to accept: a commit
+    # The reference is a commit: accepting records the baselines, which the gate reads, and says so.
+    assert "to accept the new latency: ortperf update 'test_grow.py::test_model[cpu-all]'" in failure_text(result)
     result.stdout.fnmatch_lines(["profile *test_model[[]cpu-all[]]: 3 run(s)*"])
 
 

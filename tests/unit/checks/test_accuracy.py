@@ -388,13 +388,13 @@ def test_every_output_against_one_reference_names_it_once() -> None:
     )
     assert result.failed
     text = lines(result)
-    assert text[0] == f"accuracy of {TEST} against {LONG_LABEL} FAILED"
+    assert text[0] == f"outputs of {TEST} against {LONG_LABEL} FAILED"
     assert [line.split(":")[0] for line in text[1:]] == ["  output 'z'", "  output 'w'"]
     assert result.message.count(LONG_LABEL) == 1
     same = compare_with(
         expected, Reference(LONG_LABEL, expected), key=KEY, tolerances=ToleranceSpec(), provider_short="cpu"
     )
-    assert lines(same) == [f"accuracy of {TEST} against {LONG_LABEL}", "  ok (y, z, w)"]
+    assert lines(same) == [f"outputs of {TEST} against {LONG_LABEL}", "  ok (y, z, w)"]
 
 
 def test_several_references_are_each_named_once(recorded: Path) -> None:

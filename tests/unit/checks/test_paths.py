@@ -82,9 +82,23 @@ def test_changed_settings_rebuild_the_recorded_settings_on_the_same_model() -> N
     assert not plan.model_changed
 
 
-def test_a_model_changed_with_its_inputs_is_still_measured_side_by_side_on_todays_inputs() -> None:
-    plan = choose(entry(THERE), now(model_sha256="d" * 64, inputs_sha256="f" * 64), HERE, update=False)
-    assert plan.route is Route.SIDE_BY_SIDE
+@pytest.mark.parametrize(
+    "inputs",
+    [{"inputs_sha256": "f" * 64}, {"inputs": {"x": "float32[1, 3, 64, 64]"}}],
+    ids=["data", "shape"],
+)
+def test_a_model_changed_with_its_inputs_is_not_measured_side_by_side_on_todays_inputs(
+    inputs: dict[str, Any],
+) -> None:
+    """The recorded inputs are not kept: a rebuilt reference fed today's inputs would hide what the
+    new inputs cost (a detector made 640x640 from 320x320 measured against itself at 640)."""
+    changed = now(model_sha256="d" * 64, **inputs)
+    plan = choose(entry(THERE, HERE), changed, HERE, update=False)
+    assert plan.route is Route.STORED
+    assert plan.reason == "the inputs changed too, and the recorded inputs cannot be rebuilt"
+    elsewhere = choose(entry(THERE), changed, HERE, update=False)
+    assert elsewhere.route is Route.MISSING
+    assert elsewhere.reason.startswith("the inputs changed too, and the recorded inputs cannot be rebuilt; ")
 
 
 @pytest.mark.parametrize(

@@ -507,6 +507,24 @@ def test_check_ab_ok_measures_once_with_the_ab_settings() -> None:
     assert result.basis.startswith("a/b: median of paired round ratios")
 
 
+def test_check_ab_against_a_recorded_reference_names_what_changed_since_the_baseline() -> None:
+    changes = ("model sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb",)
+    slower = FakePair(paired(1.1, 0.01, seed=1), paired(1.1, 0.01, seed=2))
+    result = check_ab(
+        current_model, reference_model, key=KEY, label=LABEL, policy=POLICY, measure_fn=slower,
+        accept="ortperf update x", changes=changes,
+    )  # fmt: skip
+    assert result.failed
+    assert result.changes == changes
+    lines = result.message.splitlines()
+    assert lines[-2:] == [f"  changed since the baseline: {changes[0]}", "  to accept the new latency: ortperf update x"]
+    ok = check_ab(
+        current_model, reference_model, key=KEY, label=LABEL, policy=POLICY,
+        measure_fn=FakePair(paired(1.0, 0.01)), changes=changes,
+    )  # fmt: skip
+    assert (ok.failed, ok.changes) == (False, changes)  # the record lists them when it passes too
+
+
 def test_check_ab_judges_with_the_ab_threshold_not_the_stored_one() -> None:
     # +10%: within the stored threshold (50%), far beyond the A/B threshold (3%).
     result = _check(FakePair(paired(1.1, 0.01, seed=1), paired(1.1, 0.01, seed=2)))

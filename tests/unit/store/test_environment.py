@@ -252,7 +252,7 @@ def test_what_changed_names_how_latency_was_measured() -> None:
             ["CUDAExecutionProvider", "CPUExecutionProvider"],
             "providers used ['CPUExecutionProvider'] -> ['CUDAExecutionProvider', 'CPUExecutionProvider']",
         ),
-        ("inputs", {"x": "float32[8, 4]"}, "inputs {'x': 'float32[1, 4]'} -> {'x': 'float32[8, 4]'}"),
+        ("inputs", {"x": "float32[8, 4]"}, "inputs: x float32[1, 4] -> [8, 4]"),
         ("inputs_sha256", "d" * 64, "input data cccccccccccc -> dddddddddddd"),
         ("cpu", "Intel(R) Xeon(R)", "CPU AMD EPYC 7R13 Processor -> Intel(R) Xeon(R)"),
         ("cores", 8, "cores 4 -> 8"),
@@ -261,6 +261,15 @@ def test_what_changed_names_how_latency_was_measured() -> None:
 )
 def test_what_changed_labels_each_key(key: str, value: Any, line: str) -> None:
     assert what_changed(OLD, OLD | {key: value}) == [line]
+
+
+def test_what_changed_names_each_changed_input_with_its_type_once() -> None:
+    before = {"inputs": {"images": "float32[1, 3, 320, 320]", "mask": "int64[1, 8]", "old": "float32[2]"}}
+    after = {"inputs": {"images": "float32[1, 3, 640, 640]", "mask": "int32[1, 8]", "new": "bool[4]"}}
+    assert what_changed(before, after) == [
+        "inputs: images float32[1, 3, 320, 320] -> [1, 3, 640, 640], mask int64[1, 8] -> int32[1, 8], "
+        "new none -> bool[4], old float32[2] -> none"
+    ]
 
 
 def test_what_changed_reports_a_key_missing_from_an_old_baseline() -> None:
