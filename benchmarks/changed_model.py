@@ -72,7 +72,15 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from benchmarks.conditions import Sampler, code_state, cpu_fields, git, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.conditions import (  # noqa: E402
+    Sampler,
+    code_state,
+    cpu_fields,
+    git,
+    loadavg,
+    other_pytest_processes,
+    run_pytest,
+)
 from tests.models import (  # noqa: E402
     gru_model,
     mlp_model,
@@ -163,15 +171,7 @@ class Trial:
 
 
 def pytest(where: Path, extra: Sequence[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("CI", None)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra]
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
-    return wall, done
+    return run_pytest(REPO, where, extra)
 
 
 def plugin_trial(family: Family, repo: Path, condition: str) -> Trial:

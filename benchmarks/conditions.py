@@ -9,7 +9,10 @@ import math
 import os
 import statistics
 import subprocess
+import sys
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 GATE_MODULES = ("measure", "stats", "compare", "checks", "baselines", "ab", "canary")
@@ -99,3 +102,21 @@ class Sampler(threading.Thread):
             f"{statistics.median(loads):.2f}, max {max(loads):.2f}; other pytest processes running in "
             f"{busy}/{len(self.samples)} samples"
         )
+
+
+def run_pytest(
+    tree: Path, where: Path, extra: Sequence[str]
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """One pytest process in ``where`` with the plugin of the checkout ``tree`` (first on PYTHONPATH),
+    outside CI's settings: its wall-clock seconds and what it printed. Exit 0 or 1 (tests failed) is a
+    result; anything else stops the campaign with what pytest said."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env.pop("CI", None)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra]
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
+    return wall, done
+

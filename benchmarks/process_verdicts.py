@@ -38,7 +38,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +49,7 @@ import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from benchmarks.conditions import Sampler, cpu_fields, git, loadavg, other_pytest_processes
+from benchmarks.conditions import run_pytest as pytest
 from tests.models import transformer_block_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,20 +76,6 @@ class Item:
     disagreement: str = ""
     skipped: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
-
-
-def pytest(
-    tree: Path, where: Path, extra: Sequence[str]
-) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    env.pop("CI", None)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra]
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
-    return wall, done
 
 
 def trial(code: str, tree: Path, repo: Path, number: int, threshold: str) -> list[Item]:
