@@ -27,6 +27,7 @@ from tests.plugin.test_ab_runtimes import (
 
 # What the recorded runtime measured does not decide without it: the checks are missing, and pass here.
 MISSING_PASSES = "--ortperf-missing=pass"
+LENIENT_AB = "--ortperf-ab-threshold=50%"
 
 
 def _this() -> tuple[str, str]:
@@ -52,7 +53,9 @@ def test_a_recorded_runtime_is_fetched_once_and_measured_side_by_side(pytester: 
     wanted = f"{flavour} {version}"
     key = env_key([f"{flavour}=={version}"])
 
-    result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    # Two real runtimes may differ by a few percent (1.31.1 against 1.32.0: +3.6% on this MLP under
+    # load); this test is about the route, not the verdict, so the threshold is out of reach.
+    result = pytester.runpytest("--ortperf-report=report.json", LENIENT_AB, *QUICK)
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     assert latency["path"].startswith(f"side by side vs the recorded runtime (ortperf env {key}) in {wanted}")
@@ -69,7 +72,7 @@ def test_a_recorded_runtime_is_fetched_once_and_measured_side_by_side(pytester: 
     assert env.key == key
 
     # The second run reuses it: no fetch, the same route.
-    again = pytester.runpytest("--ortperf-report=report.json", *QUICK)
+    again = pytester.runpytest("--ortperf-report=report.json", LENIENT_AB, *QUICK)
     again.assert_outcomes(passed=1)
     assert "fetching" not in again.stdout.str()
     (latency,) = checks(pytester)["latency"]
