@@ -93,7 +93,18 @@ def pytest(
     with a prefix, for ``-m cProfile -o FILE``)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("CI", None)
-    argv = [sys.executable, *prefix, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra]
+    argv = [
+        sys.executable,
+        *prefix,
+        "-m",
+        "pytest",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *extra,
+    ]
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
@@ -124,7 +135,9 @@ class Family:
     inputs: dict[str, Input]
 
 
-def _torch_export(module: Any, example: tuple[Any, ...], names: Sequence[str], outputs: Sequence[str]) -> bytes:
+def _torch_export(
+    module: Any, example: tuple[Any, ...], names: Sequence[str], outputs: Sequence[str]
+) -> bytes:
     import torch
 
     buffer = io.BytesIO()
@@ -211,8 +224,9 @@ def layernorm_model(blocks: int) -> bytes:
 
 
 def attention_model(blocks: int) -> bytes:
-    """``blocks`` self-attention blocks (``nn.MultiheadAttention``, 64 wide, 4 heads, residual, LayerNorm)
-    on [1, 128, 64], exported by ``torch.onnx.export``."""
+    """``blocks`` self-attention blocks (64 wide, 4 heads, softmax(QK^T / 4) V, a residual and LayerNorm)
+    on [1, 128, 64], exported by ``torch.onnx.export``. Written out rather than ``nn.MultiheadAttention``,
+    whose inference fast path torch cannot export."""
     import torch
 
     torch.manual_seed(0)
@@ -220,12 +234,15 @@ def attention_model(blocks: int) -> bytes:
     class Block(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.attention = torch.nn.MultiheadAttention(64, 4, batch_first=True)
+            self.qkv = torch.nn.Linear(64, 192)
+            self.out = torch.nn.Linear(64, 64)
             self.norm = torch.nn.LayerNorm(64)
 
         def forward(self, x: Any) -> Any:
-            attended, _ = self.attention(x, x, x, need_weights=True)  # False takes the fused path, which torch cannot export
-            return self.norm(x + attended)
+            q, k, v = self.qkv(x).reshape(1, 128, 3, 4, 16).permute(2, 0, 3, 1, 4)
+            weights = torch.softmax(q @ k.transpose(-1, -2) / 4.0, dim=-1)
+            attended = (weights @ v).transpose(1, 2).reshape(1, 128, 64)
+            return self.norm(x + self.out(attended))
 
     stack = torch.nn.Sequential(*[Block() for _ in range(blocks)])
     return _torch_export(stack, (torch.randn(1, 128, 64),), ["x"], ["y"])
@@ -239,7 +256,9 @@ FAMILIES = {
     "lightgbm": Family(
         "lightgbm", lightgbm_model, 100, {"+5%": 105, "+10%": 110, "+20%": 120}, {"input": Input([256, 20])}
     ),
-    "conv1d": Family("conv1d", conv1d_model, 20, {"+5%": 21, "+10%": 22, "+20%": 24}, {"x": Input([1, 64, 384])}),
+    "conv1d": Family(
+        "conv1d", conv1d_model, 20, {"+5%": 21, "+10%": 22, "+20%": 24}, {"x": Input([1, 64, 384])}
+    ),
     "layernorm": Family(
         "layernorm", layernorm_model, 20, {"+5%": 21, "+10%": 22, "+20%": 24}, {"x": Input([1, 256, 64])}
     ),
@@ -308,7 +327,9 @@ def plugin_trial(family: Family, repo: Path, condition: str, prefix: Sequence[st
     checks = json.loads(report.read_text()).get("checks", []) if report.exists() else []
     records = [r for r in checks if r.get("kind") == "latency"]
     if len(records) != 1:
-        return RealTrial(family.name, "plugin", condition, wall, "error", status=done.stdout[-400:], gate=gate)
+        return RealTrial(
+            family.name, "plugin", condition, wall, "error", status=done.stdout[-400:], gate=gate
+        )
     record = records[0]
     status = str(record.get("verdict"))
     verdict = "fail" if record.get("failed") else ("inconclusive" if "inconclusive" in status else "pass")
@@ -402,7 +423,9 @@ def workspace(family: Family, tmp: Path, conditions: Sequence[str], log: list[st
     (pb / "pytest.ini").write_text("[pytest]\n")
     (pb / "inputs.json").write_text(json.dumps({name: asdict(spec) for name, spec in family.inputs.items()}))
     (pb / "test_pb.py").write_text(PB_TEST)
-    wall, _ = pytest(pb, ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-save=base", "test_pb.py"])
+    wall, _ = pytest(
+        pb, ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-save=base", "test_pb.py"]
+    )
     log.append(f"{family.name}: pytest-benchmark save {wall:.1f} s")
     return space
 
@@ -491,7 +514,8 @@ def report(trials: Sequence[RealTrial], header: Sequence[str]) -> str:
             builds = [t.builds for t in plugin if t.builds is not None]
             out.append(
                 f"| {family} | {condition} | {statistics.median(t.wall_s for t in plugin):.2f} | "
-                + " | ".join(cells) + f" | {other:.2f} | {_range(builds, 0)} |"
+                + " | ".join(cells)
+                + f" | {other:.2f} | {_range(builds, 0)} |"
             )
     out += ["", "## Every plugin trial's `gate time:` line", ""]
     for t in trials:
@@ -535,14 +559,22 @@ def profile_table(path: Path, package_rows: int = 40) -> str:
             if function == name and file.endswith(suffix):
                 if name == "<module>" and file != "<string>" and not file.endswith("runpy.py"):
                     continue
-                calls, total = calls + ncalls, max(total, cumulative) if name == "<module>" else total + cumulative
+                calls, total = (
+                    calls + ncalls,
+                    max(total, cumulative) if name == "<module>" else total + cumulative,
+                )
         lines.append(f"| {label} | {calls} | {total:.2f} |")
     mine = sorted(
         ((cumulative, ncalls, f"{Path(file).parent.name}/{Path(file).name}:{line} {function}")
-         for (file, line, function), (_, ncalls, _, cumulative, _) in raw.items() if "pytest_ortperf" in file),
+         for (file, line, function), (_, ncalls, _, cumulative, _) in raw.items()
+         if "pytest_ortperf" in file),
         reverse=True,
     )  # fmt: skip
-    lines += ["", "The package's functions by cumulative seconds (nested: a caller includes its callees):", ""]
+    lines += [
+        "",
+        "The package's functions by cumulative seconds (nested: a caller includes its callees):",
+        "",
+    ]
     lines += ["| function | calls | cumulative s |", "| --- | --- | --- |"]
     lines += [f"| `{where}` | {calls} | {seconds:.2f} |" for seconds, calls, where in mine[:package_rows]]
     return "\n".join(lines) + "\n"
@@ -606,14 +638,20 @@ def latency_main(names: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--families", default="bert,lightgbm,conv1d", help=f"of {', '.join(FAMILIES)}")
-    parser.add_argument("--conditions", default=",".join(CONDITIONS), help="of " + ", ".join(CONDITIONS).replace("%", "%%"))
+    parser.add_argument(
+        "--conditions", default=",".join(CONDITIONS), help="of " + ", ".join(CONDITIONS).replace("%", "%%")
+    )
     parser.add_argument("--trials", type=int, default=5, help="trials per condition and tool")
     parser.add_argument("--seed", type=int, default=48)
     parser.add_argument("--out", type=Path, help="the markdown report (default: stdout)")
     parser.add_argument("--json", type=Path, help="every trial, as JSON (gzip if it ends .gz)")
-    parser.add_argument("--merge", default="", help="JSON files of earlier runs, comma separated: report them all")
+    parser.add_argument(
+        "--merge", default="", help="JSON files of earlier runs, comma separated: report them all"
+    )
     parser.add_argument("--profile", default="", help="FAMILY:CONDITION: one plugin trial under cProfile")
     parser.add_argument("--latency", action="store_true", help="print the models' run times and stop")
     args = parser.parse_args(argv)
@@ -645,7 +683,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             mine += run_family(FAMILIES[name], conditions, args.trials, rng, log)
     cpu = cpu_fields()
     header = [
-        f"- run {started}, {(time.perf_counter() - began) / 60:.1f} min; {cpu.get('model name', 'unknown CPU')}, "
+        f"- run {started}, {(time.perf_counter() - began) / 60:.1f} min; "
+        f"{cpu.get('model name', 'unknown CPU')}, "
         f"{os.cpu_count()} cores; load average at the start {loadavg()}; {sampler.stop()}; other pytest "
         f"processes at the end {other_pytest_processes()} (other engineers' test runs shared the machine)",
         f"- code: {code_state()}",
