@@ -169,35 +169,51 @@ class Trial:
     builds: int | None = None
 
 
-
 def pytest(where: Path, extra: Sequence[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     return run_pytest(REPO, where, extra)
 
 
 def plugin_trial(family: Family, repo: Path, condition: str) -> Trial:
+    wall, done, record = latency_run(repo, lambda extra: pytest(repo, extra))
+    if record is None:
+        return Trial(family.name, "plugin", condition, wall, "error", status=done.stdout[-300:])
+    return Trial(family.name, "plugin", condition, wall, **trial_fields(record, done.stdout))
+
+
+Run = Callable[[Sequence[str]], "tuple[float, subprocess.CompletedProcess[str]]"]
+
+
+def latency_run(
+    repo: Path, run: Run
+) -> tuple[float, subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """One plugin trial's pytest process with its JSON report: wall seconds, what it printed, and its
+    one latency record (None when it has not exactly one)."""
     report = repo.parent / "report.json"
     report.unlink(missing_ok=True)
-    wall, done = pytest(repo, [f"--ortperf-report={report}"])
-    records = [r for r in json.loads(report.read_text()).get("checks", []) if r.get("kind") == "latency"]
-    if len(records) != 1:
-        return Trial(family.name, "plugin", condition, wall, "error", status=done.stdout[-300:])
-    record = records[0]
+    wall, done = run([f"--ortperf-report={report}"])
+    checks = json.loads(report.read_text()).get("checks", []) if report.exists() else []
+    records = [r for r in checks if r.get("kind") == "latency"]
+    return wall, done, records[0] if len(records) == 1 else None
+
+
+def trial_fields(record: dict[str, Any], stdout: str) -> dict[str, Any]:
+    """A plugin trial's verdict and figures, read from its latency record and its summary."""
     status = str(record.get("verdict"))
     verdict = "fail" if record.get("failed") else ("inconclusive" if "inconclusive" in status else "pass")
     confirmation = record.get("confirmation") or {}
-    return Trial(
-        family.name, "plugin", condition, wall, verdict,
-        status=status,
-        seconds={k: float(v) for k, v in (record.get("seconds") or {}).items()},
-        change=str(record.get("change_summary", "")),
-        first=confirmation.get("first_change"),
-        confirmed=confirmation.get("confirmed"),
-        confirmation_skipped=str(confirmation.get("skipped", "")),
-        builds=_builds(done.stdout),
-    )  # fmt: skip
+    return {
+        "verdict": verdict,
+        "status": status,
+        "seconds": {k: float(v) for k, v in (record.get("seconds") or {}).items()},
+        "change": str(record.get("change_summary", "")),
+        "first": confirmation.get("first_change"),
+        "confirmed": confirmation.get("confirmed"),
+        "confirmation_skipped": str(confirmation.get("skipped", "")),
+        "builds": sessions_built(stdout),
+    }
 
 
-def _builds(stdout: str) -> int | None:
+def sessions_built(stdout: str) -> int | None:
     """Sessions built in the run, from the summary's ``sessions: N built`` line."""
     for line in stdout.splitlines():
         if "sessions:" in line and " built in " in line:
@@ -208,7 +224,8 @@ def _builds(stdout: str) -> int | None:
     return None
 
 
-def pb_trial(family: Family, pb: Path, condition: str) -> Trial:
+def pb_trial(family: Family, pb: Path, condition: str, make: type[Trial] = Trial) -> Trial:
+    """pytest-benchmark's comparison of the same change, as ``make`` (a Trial or a subclass)."""
     wall, done = pytest(
         pb,
         ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-compare=0001",
@@ -216,7 +233,7 @@ def pb_trial(family: Family, pb: Path, condition: str) -> Trial:
     )  # fmt: skip
     regressed = "Performance has regressed" in done.stdout + done.stderr
     verdict = "fail" if regressed else ("pass" if done.returncode == 0 else "error")
-    return Trial(family.name, "pytest-benchmark", condition, wall, verdict)
+    return make(family.name, "pytest-benchmark", condition, wall, verdict)
 
 
 def run_family(

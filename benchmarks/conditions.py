@@ -105,18 +105,20 @@ class Sampler(threading.Thread):
 
 
 def run_pytest(
-    tree: Path, where: Path, extra: Sequence[str]
+    tree: Path, where: Path, extra: Sequence[str], prefix: Sequence[str] = ()
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
     """One pytest process in ``where`` with the plugin of the checkout ``tree`` (first on PYTHONPATH),
-    outside CI's settings: its wall-clock seconds and what it printed. Exit 0 or 1 (tests failed) is a
-    result; anything else stops the campaign with what pytest said."""
+    outside CI's settings: its wall-clock seconds and what it printed (``prefix``: interpreter options
+    before ``-m pytest``, e.g. ``-m cProfile -o FILE``). Exit 0 or 1 (tests failed) is a result;
+    anything else stops the campaign with what pytest said."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("CI", None)
-    argv = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra]
+    argv = [
+        sys.executable, *prefix, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra,
+    ]  # fmt: skip
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
     return wall, done
-

@@ -78,8 +78,17 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
-from benchmarks.changed_model import PB_FAIL, PHASES, Trial, _count, _range, _verdicts  # noqa: E402
-from benchmarks.conditions import Sampler, code_state, cpu_fields, git, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.changed_model import PHASES, Trial, _count, _range, _verdicts, latency_run, trial_fields  # noqa: E402
+from benchmarks.changed_model import pb_trial as changed_pb_trial  # noqa: E402
+from benchmarks.conditions import (  # noqa: E402
+    Sampler,
+    code_state,
+    cpu_fields,
+    git,
+    loadavg,
+    other_pytest_processes,
+    run_pytest,
+)
 from tests.models import reexported  # noqa: E402
 
 CONDITIONS = ("unchanged", "re-export", "+5%", "+10%", "+20%")
@@ -89,28 +98,8 @@ GROWN = ("+5%", "+10%", "+20%")
 def pytest(
     where: Path, extra: Sequence[str], prefix: Sequence[str] = ()
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """One whole ``python [prefix] -m pytest`` process in ``where``, timed (``changed_model.pytest``
-    with a prefix, for ``-m cProfile -o FILE``)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("CI", None)
-    argv = [
-        sys.executable,
-        *prefix,
-        "-m",
-        "pytest",
-        "-p",
-        "no:randomly",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        *extra,
-    ]
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(argv)} in {where} exited {done.returncode}:\n{done.stdout[-3000:]}")
-    return wall, done
+    """One whole ``python [prefix] -m pytest`` process in ``where``, timed (``-m cProfile -o FILE``)."""
+    return run_pytest(REPO, where, extra, prefix)
 
 
 @dataclass(frozen=True)
@@ -320,55 +309,21 @@ def model_table(family: Family) -> str:
 
 
 def plugin_trial(family: Family, repo: Path, condition: str, prefix: Sequence[str] = ()) -> RealTrial:
-    report = repo.parent / "report.json"
-    report.unlink(missing_ok=True)
-    wall, done = pytest(repo, [f"--ortperf-report={report}"], prefix)
+    wall, done, record = latency_run(repo, lambda extra: pytest(repo, extra, prefix))
     gate = next((line.strip() for line in done.stdout.splitlines() if "gate time:" in line), "")
-    checks = json.loads(report.read_text()).get("checks", []) if report.exists() else []
-    records = [r for r in checks if r.get("kind") == "latency"]
-    if len(records) != 1:
-        return RealTrial(
-            family.name, "plugin", condition, wall, "error", status=done.stdout[-400:], gate=gate
-        )
-    record = records[0]
-    status = str(record.get("verdict"))
-    verdict = "fail" if record.get("failed") else ("inconclusive" if "inconclusive" in status else "pass")
-    confirmation = record.get("confirmation") or {}
+    if record is None:
+        status = done.stdout[-400:]
+        return RealTrial(family.name, "plugin", condition, wall, "error", status=status, gate=gate)
     comparison = record.get("comparison") or {}
     estimate = {k: float(v) for k, v in comparison.items() if k in ("ratio", "low", "high") and v is not None}
-    return RealTrial(
-        family.name, "plugin", condition, wall, verdict,
-        status=status,
-        seconds={k: float(v) for k, v in (record.get("seconds") or {}).items()},
-        change=str(record.get("change_summary", "")),
-        first=confirmation.get("first_change"),
-        confirmed=confirmation.get("confirmed"),
-        confirmation_skipped=str(confirmation.get("skipped", "")),
-        builds=_builds(done.stdout),
-        gate=gate,
-        estimate=estimate,
-    )  # fmt: skip
-
-
-def _builds(stdout: str) -> int | None:
-    for line in stdout.splitlines():
-        if "sessions:" in line and " built in " in line:
-            try:
-                return int(line.split("sessions:", 1)[1].split()[0])
-            except (IndexError, ValueError):
-                return None
-    return None
+    fields = trial_fields(record, done.stdout)
+    return RealTrial(family.name, "plugin", condition, wall, **fields, gate=gate, estimate=estimate)
 
 
 def pb_trial(family: Family, pb: Path, condition: str) -> RealTrial:
-    wall, done = pytest(
-        pb,
-        ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-compare=0001",
-         f"--benchmark-compare-fail={PB_FAIL}", "test_pb.py"],
-    )  # fmt: skip
-    regressed = "Performance has regressed" in done.stdout + done.stderr
-    verdict = "fail" if regressed else ("pass" if done.returncode == 0 else "error")
-    return RealTrial(family.name, "pytest-benchmark", condition, wall, verdict)
+    trial = changed_pb_trial(family, pb, condition, make=RealTrial)
+    assert isinstance(trial, RealTrial)
+    return trial
 
 
 @dataclass
