@@ -176,7 +176,7 @@ def choose(
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
-    if plan.route is Route.SIDE_BY_SIDE and _inputs_changed(entry.recipe, current):
+    if plan.route is Route.SIDE_BY_SIDE and inputs_changed(entry.recipe, current):
         # The recorded inputs are not kept: a rebuilt reference would run on today's inputs, and a
         # model whose input size changed with it (320 -> 640) would pass against itself resized.
         changed = "the inputs changed" + (" too" if rebuilds else "")
@@ -187,7 +187,7 @@ def choose(
     return plan
 
 
-def _inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+def inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
     """The inputs' names, types, shapes or data differ from those the recipe was measured on."""
     keys = ("inputs", "inputs_sha256")
     return any(canonical(recipe.get(key)) != canonical(current.get(key)) for key in keys)

@@ -7,9 +7,13 @@ the best count are reported. It fails
 
 - when the configured count (the session's ``intra_op_threads``) is beaten by more than the
   threshold: the best count's median round ratio against it lies below ``1 / (1 + threshold)`` and
-  its 99% sign-test interval lies wholly below 1;
-- when the best count's latency regressed against this hardware's recorded figures (its round
-  medians against the recorded ones, the stored rule of ``latency/decision.py: judge``).
+  its 99% sign-test interval lies wholly below 1, in the curve and again on fresh sessions of those
+  two counts (two measurements that disagree end ``inconclusive``);
+- when the best count's latency regressed against the recorded reference: the reference rebuilt
+  from its recipe (model from git or the model cache, settings) at the same count, measured side by
+  side with it, the A/B rule deciding. Where nothing changed, or the reference cannot be rebuilt (the
+  inputs changed, another onnxruntime), it says so and does not compare: this hardware's recorded
+  curve is shown, never judged (it was measured in another process, at another time).
 
 It keeps its own part of the baseline (``threads``: the curve and the best count's round medians),
 recorded by ``--ortperf-update`` and shown by ``ortperf show``. Everything it owns is declared here.
@@ -24,19 +28,22 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pytest_ortperf.checks.kind_result import KindResult
+from pytest_ortperf.checks.paths import Route, inputs_changed, rebuild_plan
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
-from pytest_ortperf.latency.decision import RatioEstimate, Verdict, judge, parse_threshold
+from pytest_ortperf.latency.decision import RatioEstimate, Verdict, decide, parse_threshold
 from pytest_ortperf.latency.measure import gc_paused
 from pytest_ortperf.latency.paired import paired_interval
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.recipe import same_recipe
 
 THREADS = "threads"
 MAX_DEFAULT_COUNT = 8  # the default curve: 1 .. the machine's cores, at most this many
@@ -108,24 +115,76 @@ class ThreadsCheck:
         with context.measurer.activity(f"{key.test} (threads)") as activity:
             try:
                 sessions = {n: self._session(n) for n in counts}
+                with context.measurer.held(activity):
+                    rounds = measure_curve(self._runs(sessions, target), budget_s=self._budget_s)
+                curve = Curve(configured, rounds)
+                if target.policy.update:
+                    result = self._record(target, curve)
+                else:
+                    beaten = self._confirmed(curve, sessions, target, activity)
+                    against, why = self._against_recorded(target, curve, sessions[curve.best], activity)
+                    result = judged(
+                        key, curve, threshold=self._threshold, beaten=beaten, against=against,
+                        not_compared=why, stored=_stored(target),
+                    )  # fmt: skip
             except OrtperfError as exc:
-                result = _error(key, f"a session at another thread count could not be built: {exc}")
-                context.publisher.publish(KIND.record(result, context.nodeid))
-                return [result]
-            runs = {
-                n: _runner(context.sessions.watchdog.run, session, target.inputs)
-                for n, session in sessions.items()
-            }
-            with context.measurer.held(activity):
-                rounds = measure_curve(runs, budget_s=self._budget_s)
-        curve = Curve(configured, rounds)
-        stored = _stored(target)
-        if target.policy.update:
-            result = self._record(target, curve)
-        else:
-            result = judged(key, curve, threshold=self._threshold, stored=stored)
+                result = _error(key, f"a session at another thread count could not be built or run: {exc}")
         context.publisher.publish(KIND.record(result, context.nodeid))
         return [result]
+
+    def _runs(
+        self, sessions: Mapping[int, BuiltSession], target: CheckTarget
+    ) -> dict[int, Callable[[], object]]:
+        run = self._context.sessions.watchdog.run
+        return {n: _runner(run, session, target.inputs) for n, session in sessions.items()}
+
+    def _paired(
+        self, reference: BuiltSession, current: BuiltSession, target: CheckTarget, activity: Any
+    ) -> RatioEstimate:
+        """``current`` against ``reference``, side by side in interleaved rounds: the median per-round
+        ratio current/reference with its 99% sign-test interval."""
+        with self._context.measurer.held(activity):
+            rounds = measure_curve(self._runs({0: reference, 1: current}, target), budget_s=self._budget_s)
+        return paired_interval([c / r for r, c in zip(rounds[0], rounds[1], strict=True)], CONFIDENCE)
+
+    def _confirmed(
+        self, curve: Curve, sessions: Mapping[int, BuiltSession], target: CheckTarget, activity: Any
+    ) -> RatioEstimate | None:
+        """When the first curve says the configured count is beaten, the same two counts measured
+        again on fresh sessions (a session's placement can favour it for as long as it lives); the
+        second estimate, or None when there is nothing to confirm."""
+        if not beaten_by(curve.against_configured(), self._threshold) or curve.best == curve.configured:
+            return None
+        fresh = self._context.sessions.fresh
+        return self._paired(fresh(sessions[curve.configured]), fresh(sessions[curve.best]), target, activity)
+
+    def _against_recorded(
+        self, target: CheckTarget, curve: Curve, best: BuiltSession, activity: Any
+    ) -> tuple[tuple[RatioEstimate, str] | None, str]:
+        """The best count's latency against the recorded reference's at the same count, side by side
+        (the reference rebuilt from its recipe: model, settings, runtime); or why it is not compared.
+        Stored figures of this hardware are shown, never judged: they were measured in another
+        process at another time, and the recipe may have changed since."""
+        context, entry = self._context, target.entry
+        if entry is None:
+            return None, "never recorded"
+        if same_recipe(entry.recipe, target.environment):
+            return None, "nothing the repository controls changed since the curve was recorded"
+        plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
+        if plan.route is not Route.SIDE_BY_SIDE:
+            return None, f"the recorded reference cannot be rebuilt ({plan.reason})"
+        if inputs_changed(entry.recipe, target.environment):
+            return None, "the inputs changed, and the recorded inputs cannot be rebuilt"
+        rebuilt, why = context.references.rebuild(context.built, plan)
+        if rebuilt is None:
+            return None, f"the recorded reference cannot be rebuilt ({why})"
+        if rebuilt.python:
+            return None, f"the recorded reference runs in another onnxruntime ({rebuilt.label})"
+        settings = rebuilt.settings.with_overrides(
+            {"intra_op_threads": curve.best}, source="check_threads (the recorded reference)"
+        )
+        reference = context.sessions.session(rebuilt.model, context.built.variant, settings)
+        return (self._paired(reference, best, target, activity), rebuilt.label), ""
 
     def _session(self, count: int) -> BuiltSession:
         built = self._context.built
@@ -237,8 +296,8 @@ class Curve:
         }
 
     def part(self) -> dict[str, Any]:
-        """What the baseline keeps: the curve and the best count's round medians (what a later run's
-        best count is compared with)."""
+        """What the baseline keeps: the curve and the best count's round medians (shown by later runs
+        and ``ortperf show``)."""
         return {
             "configured": self.configured,
             "best": self.best,
@@ -254,50 +313,72 @@ def _stored(target: CheckTarget) -> Mapping[str, Any] | None:
     return figures.part(THREADS) if figures is not None else None
 
 
+def beaten_by(estimate: RatioEstimate, threshold: float) -> bool:
+    """The best count faster than the configured one beyond ``threshold``: its median ratio below
+    ``1 / (1 + threshold)`` and its interval wholly below 1."""
+    return estimate.ratio < 1.0 / (1.0 + threshold) and estimate.high < 1.0
+
+
+def _pct(estimate: RatioEstimate) -> str:
+    return f"{estimate.ratio - 1:+.1%} (99% CI {estimate.low - 1:+.1%} .. {estimate.high - 1:+.1%})"
+
+
 def judged(
-    key: CheckKey, curve: Curve, *, threshold: float, stored: Mapping[str, Any] | None
+    key: CheckKey,
+    curve: Curve,
+    *,
+    threshold: float,
+    beaten: RatioEstimate | None = None,
+    against: tuple[RatioEstimate, str] | None = None,
+    not_compared: str = "",
+    stored: Mapping[str, Any] | None = None,
 ) -> KindResult:
-    """The verdict of the module docstring, on a measured ``curve`` and this hardware's recorded part."""
-    estimate = curve.against_configured()
+    """The verdict of the module docstring: the configured count is beaten when the curve says so and
+    its confirmation on fresh sessions (``beaten``) agrees; the best count regressed when, side by
+    side with the recorded reference (``against``: its estimate and label), it is slower beyond the
+    threshold. Disagreeing measurements end inconclusive, with both figures."""
+    first = curve.against_configured()
     faster = 1.0 / (1.0 + threshold)
-    beaten = curve.best != curve.configured and estimate.ratio < faster and estimate.high < 1.0
-    interval = f"{estimate.ratio - 1:+.1%} (99% CI {estimate.low - 1:+.1%} .. {estimate.high - 1:+.1%})"
     lines: list[str] = []
     notes: list[str] = [f"curve: {curve.curve_text()}"]
     status, change = Status.OK, ""
     if curve.best != curve.configured:
-        change = f"{curve.best} thread(s) vs the configured {curve.configured}: {interval}"
-    if beaten:
-        status = Status.REGRESSION
-        lines.append(
-            f"  the configured intra_op_threads={curve.configured} is beaten by {curve.best}: {interval}, "
-            f"threshold -{1 - faster:.1%}; set intra_op_threads={curve.best} (--ortperf-session-options "
-            f"intra_op_threads={curve.best}, or ort_session_options)"
-        )
-    recorded_rounds = stored.get("best_round_medians_ms") if stored else None
+        change = f"{curve.best} thread(s) vs the configured {curve.configured}: {_pct(first)}"
+    if curve.best != curve.configured and beaten_by(first, threshold):
+        if beaten is not None and beaten_by(beaten, threshold):
+            status = Status.REGRESSION
+            lines.append(
+                f"  the configured intra_op_threads={curve.configured} is beaten by {curve.best}: "
+                f"{_pct(first)}, again on fresh sessions {_pct(beaten)}, threshold -{1 - faster:.1%}; set "
+                f"intra_op_threads={curve.best} (--ortperf-session-options intra_op_threads={curve.best}, "
+                "or ort_session_options)"
+            )
+        else:
+            status = Status.INCONCLUSIVE
+            again = _pct(beaten) if beaten is not None else "not measured"
+            notes.append(
+                f"{curve.best} thread(s) beat the configured {curve.configured} by {_pct(first)}, but not "
+                f"again on fresh sessions ({again})"
+            )
     path = "side by side at each thread count"
-    if isinstance(recorded_rounds, list) and recorded_rounds and all(
-        isinstance(v, (int, float)) and v > 0 for v in recorded_rounds
-    ):
-        path += "; the best count against this hardware's recorded figures"
-        comparison = judge(
-            [float(v) for v in recorded_rounds], curve.rounds[curve.best], threshold=threshold
-        )
-        against = comparison.estimate
-        said = (
-            f"best count {curve.best} against the recorded best ({stored.get('best') if stored else '?'} "
-            f"thread(s), {stored.get('best_ms') if stored else '?'} ms): {against.ratio - 1:+.1%} "
-            f"(99% CI {against.low - 1:+.1%} .. {against.high - 1:+.1%})"
-        )
+    if against is not None:
+        estimate, label = against
+        path += f"; the best count side by side with {label} at {curve.best} thread(s)"
+        said = f"best count {curve.best} against {label}: {_pct(estimate)}"
         notes.append(said)
-        if comparison.verdict is Verdict.REGRESSION:
+        verdict = decide(estimate, threshold)
+        if verdict is Verdict.REGRESSION:
             status = Status.REGRESSION
             lines.append(f"  the best setting's latency regressed: {said}, threshold +{threshold:.0%}")
-        elif comparison.verdict is Verdict.INCONCLUSIVE and status is Status.OK:
+        elif verdict is Verdict.INCONCLUSIVE and status is Status.OK:
             status = Status.INCONCLUSIVE
-            notes.append("the comparison with the recorded figures could not rule out a regression")
+            notes.append("the comparison with the recorded reference could not rule out a regression")
     else:
-        notes.append("no recorded curve on this hardware: the best count is not compared over time")
+        notes.append(f"the best count is not compared with a recorded reference: {not_compared}")
+    if stored:
+        medians = dict(stored.get("median_ms", {}))
+        recorded = ", ".join(f"{count}: {ms:.4g} ms" for count, ms in medians.items())
+        notes.append(f"recorded curve on this hardware (shown, not judged): {recorded}")
     failed = status is Status.REGRESSION
     message = ""
     if failed:

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ortperf.reports.show import show_baselines
 from tests.models import mlp_model
+from tests.plugin.conftest import commit_model
 
 TESTS = """
 import pytest
@@ -23,8 +24,10 @@ def test_curve(ort_perf):
 
 
 @pytest.mark.slow
-def test_the_thread_curve_is_recorded_and_a_slower_model_fails_against_it(pytester: pytest.Pytester) -> None:
-    onnx.save(mlp_model(layers=2, width=64), pytester.path / "model.onnx")
+def test_the_thread_curve_is_recorded_and_a_slower_model_fails_side_by_side_with_the_recorded_one(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    commit_model(pytester, layers=2, width=64)
     pytester.makepyfile(test_threads=TESTS)
     pytester.runpytest("--ortperf-update").assert_outcomes(passed=1)
     baseline = pytester.path / "baselines" / "test_threads.py.json"
@@ -40,7 +43,12 @@ def test_the_thread_curve_is_recorded_and_a_slower_model_fails_against_it(pytest
     (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "threads"]
     assert record["verdict"] in ("ok", "inconclusive")
     assert set(record["figures"]["median_ms"]) == {"1", "2"}
-    assert record["path"] == "side by side at each thread count; the best count against this hardware's recorded figures"
+    assert record["path"] == "side by side at each thread count"
+    assert (
+        "the best count is not compared with a recorded reference: nothing the repository controls changed since "
+        "the curve was recorded"
+    ) in record["notes"]
+    assert any(note.startswith("recorded curve on this hardware (shown, not judged): 1: ") for note in record["notes"])
     assert "threads" in (pytester.path / "summary.md").read_text()
     unchanged.stdout.fnmatch_lines(["other checks (threads*", "*test_threads.py::test_curve*cpu-all*threads*best * thread(s)*"])
     properties = {
@@ -52,17 +60,38 @@ def test_the_thread_curve_is_recorded_and_a_slower_model_fails_against_it(pytest
     lines, _ = show_baselines(pytester.path / "baselines", as_json=False)
     assert any(f"threads best={part['best']}" in line and "configured=1" in line for line in lines), lines
 
-    # Eight times the work: the best count's latency regressed against the recorded curve.
-    onnx.save(mlp_model(layers=16, width=256), pytester.path / "model.onnx")
-    slower = pytester.runpytest()
+    # Eight times the work: side by side with the recorded model (rebuilt from git) at the best count.
+    onnx.save(mlp_model(layers=16, width=64), pytester.path / "model.onnx")
+    slower = pytester.runpytest("--ortperf-report=report.json")
     slower.assert_outcomes(failed=1)
     slower.stdout.fnmatch_lines(
         [
             "*threads of test_curve[[]cpu-all[]]: best * thread(s)*",
-            "*the best setting's latency regressed: best count * against the recorded best * threshold +50%",
+            "*the best setting's latency regressed: best count * against the recorded model (git *): +*, threshold +50%",
             "*curve: 1: * ms, 2: * ms",
         ]
     )
+    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "threads"]
+    assert record["path"].startswith("side by side at each thread count; the best count side by side with the recorded model (git ")
+
+
+@pytest.mark.slow
+def test_a_recorded_model_that_cannot_be_rebuilt_is_not_compared_and_says_why(pytester: pytest.Pytester) -> None:
+    """No git and no model cache: the slower model's best count is not judged against the curve this
+    hardware recorded for the old model; the check says so."""
+    onnx.save(mlp_model(layers=2, width=64), pytester.path / "model.onnx")
+    pytester.makepyfile(test_threads=TESTS)
+    pytester.runpytest("--ortperf-update").assert_outcomes(passed=1)
+    onnx.save(mlp_model(layers=16, width=64), pytester.path / "model.onnx")
+    result = pytester.runpytest("--ortperf-report=report.json")
+    assert result.ret in (0, 1)  # the configured count may really be beaten here; the old curve decides nothing
+    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "threads"]
+    assert record["path"] == "side by side at each thread count"
+    assert any(
+        note.startswith("the best count is not compared with a recorded reference: the recorded reference cannot be rebuilt")
+        for note in record["notes"]
+    ), record["notes"]
+    assert "the best setting's latency regressed" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(

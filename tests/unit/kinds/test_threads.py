@@ -7,6 +7,7 @@ import itertools
 
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.kinds.threads import Curve, default_counts, judged, measure_curve
+from pytest_ortperf.latency.paired import paired_interval
 from pytest_ortperf.store.keys import CheckKey
 
 KEY = CheckKey(
@@ -24,29 +25,48 @@ def test_the_default_curve_runs_from_one_thread_to_the_cores_at_most_eight() -> 
     assert default_counts(64) == tuple(range(1, 9))
 
 
-def test_a_configured_count_beaten_beyond_the_threshold_fails_naming_the_best_one() -> None:
+def test_a_configured_count_beaten_beyond_the_threshold_fails_when_fresh_sessions_agree() -> None:
     curve = Curve(1, {1: rounds(10.0), 2: rounds(6.0), 4: rounds(7.0)})
-    result = judged(KEY, curve, threshold=0.10, stored=None)
+    again = Curve(1, {1: rounds(10.0), 2: rounds(6.2)}).against_configured()
+    result = judged(KEY, curve, threshold=0.10, beaten=again)
     assert curve.best == 2
     assert (result.status, result.failed) == (Status.REGRESSION, True)
     assert "the configured intra_op_threads=1 is beaten by 2: -40.0%" in result.message
     assert "set intra_op_threads=2" in result.message
 
 
-def test_a_best_count_within_the_threshold_passes_and_says_there_is_no_recorded_curve() -> None:
+def test_a_count_that_wins_once_but_not_on_fresh_sessions_is_inconclusive_with_both_figures() -> None:
+    curve = Curve(1, {1: rounds(10.0), 2: rounds(6.0)})
+    not_again = Curve(1, {1: rounds(10.0), 2: rounds(9.9)}).against_configured()
+    result = judged(KEY, curve, threshold=0.10, beaten=not_again)
+    assert (result.status, result.failed) == (Status.INCONCLUSIVE, False)
+    assert any("but not again on fresh sessions (-1.0%" in note for note in result.notes), result.notes
+
+
+def test_a_best_count_within_the_threshold_passes_and_says_what_it_did_not_compare() -> None:
     curve = Curve(1, {1: rounds(10.0), 2: rounds(9.5)})
-    result = judged(KEY, curve, threshold=0.10, stored=None)
+    result = judged(KEY, curve, threshold=0.10, not_compared="never recorded")
     assert (result.status, result.failed) == (Status.OK, False)
-    assert "no recorded curve on this hardware: the best count is not compared over time" in result.notes
+    assert "the best count is not compared with a recorded reference: never recorded" in result.notes
 
 
-def test_the_best_count_slower_than_recorded_fails_and_a_steady_one_passes() -> None:
-    recorded = Curve(1, {1: rounds(5.0), 2: rounds(6.0)}).part()
-    slower = judged(KEY, Curve(1, {1: rounds(8.0), 2: rounds(9.0)}), threshold=0.10, stored=recorded)
-    assert slower.status is Status.REGRESSION
-    assert "the best setting's latency regressed: best count 1 against the recorded best (1 thread(s)" in slower.message
-    steady = judged(KEY, Curve(1, {1: rounds(5.05), 2: rounds(6.0)}), threshold=0.10, stored=recorded)
-    assert steady.status is Status.OK
+def test_the_best_count_slower_than_the_recorded_reference_side_by_side_fails() -> None:
+    curve = Curve(1, {1: rounds(8.0), 2: rounds(9.0)})
+    slower = paired_interval([1.6 + i / 1000 for i in range(21)])  # current / reference, per round
+    result = judged(KEY, curve, threshold=0.10, against=(slower, "the recorded model (git abc)"))
+    assert result.status is Status.REGRESSION
+    assert "the best setting's latency regressed: best count 1 against the recorded model (git abc): +61.0%" in (
+        result.message
+    )
+    same = paired_interval([1.0 + (i % 5 - 2) / 500 for i in range(21)])
+    assert judged(KEY, curve, threshold=0.10, against=(same, "the recorded model")).status is Status.OK
+
+
+def test_a_recorded_curve_is_shown_never_judged() -> None:
+    recorded = Curve(1, {1: rounds(1.0), 2: rounds(1.2)}).part()  # ten times faster than now
+    result = judged(KEY, Curve(1, {1: rounds(10.0), 2: rounds(12.0)}), threshold=0.10, stored=recorded)
+    assert result.status is Status.OK
+    assert any(note.startswith("recorded curve on this hardware (shown, not judged): 1: 1 ms") for note in result.notes)
 
 
 def test_the_loop_interleaves_every_count_in_each_round_and_gives_each_its_round_medians() -> None:
