@@ -72,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
         help="mark figures noisy as an update with --ortperf-max-cv=PCT does (default: ortperf_max_cv of "
         "the configuration file found as for --baseline-dir, else 10%%)",
     )
+    show.add_argument(
+        "--threshold",
+        default=None,
+        metavar="PCT",
+        help="mark figures coarse (they cannot detect a change of PCT) as an update with "
+        "--ortperf-latency-threshold=PCT does (default: ortperf_latency_threshold of the configuration "
+        "file found as for --baseline-dir, else 10%%)",
+    )
     merge = commands.add_parser(
         "merge",
         help="merge baseline directories recorded on several runners into one",
@@ -301,16 +309,25 @@ def _update(pytest_args: Sequence[str]) -> int:
     return int(pytest.main(["--ortperf-update", *pytest_args]))
 
 
-def _show(directory: str | None, as_json: bool, max_cv: str | None) -> int:
+def _show(directory: str | None, as_json: bool, max_cv: str | None, threshold: str | None = None) -> int:
     from pytest_ortperf.latency.decision import parse_threshold
-    from pytest_ortperf.reports.show import configured_baseline_dir, configured_max_cv, show_baselines
+    from pytest_ortperf.reports.show import (
+        configured_baseline_dir,
+        configured_max_cv,
+        configured_threshold,
+        show_baselines,
+    )
 
     where = Path(directory) if directory is not None else configured_baseline_dir(Path.cwd())
     if max_cv is not None:
         cv = parse_threshold(max_cv, source="--max-cv")
     else:
         cv = configured_max_cv(Path.cwd())[0]
-    lines, problems = show_baselines(where, as_json=as_json, max_cv=cv)
+    if threshold is not None:
+        limit = parse_threshold(threshold, source="--threshold")
+    else:
+        limit = configured_threshold(Path.cwd())[0]
+    lines, problems = show_baselines(where, as_json=as_json, max_cv=cv, threshold=limit)
     for line in lines:
         print(line)
     for problem in problems:
@@ -543,7 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "providers":
             return _providers(args.names)
         if args.command == "show":
-            return _show(args.baseline_dir, args.json, args.max_cv)
+            return _show(args.baseline_dir, args.json, args.max_cv, args.threshold)
         if args.command == "merge":
             return _merge(args.sources, args.into)
         if args.command == "report":

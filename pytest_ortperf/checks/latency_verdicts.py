@@ -20,15 +20,24 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.latency import sequential
 from pytest_ortperf.latency.activity import CONFIRMING, EXPLAINING, Activity, GateSeconds
-from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, Verdict, judge, widened
+from pytest_ortperf.latency.decision import (
+    DEFAULT_CONFIDENCE,
+    Comparison,
+    Verdict,
+    against_plain,
+    judge,
+    widened,
+)
 from pytest_ortperf.latency.lock_holder import LockWait
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.paired import PairedRounds, Side, judge_pair, measure_pair
 from pytest_ortperf.latency.recording import (
     Recording,
+    coarse,
     compared_values,
     decision_cv,
     noise,
+    plain_ratios,
     record_short,
     record_until_settled,
     short_settings,
@@ -88,6 +97,9 @@ class LatencyResult:
     stored_reason: str = ""  # stored figures: why no reference could be rebuilt
     recorded_spread: float | None = None  # an update: how much the recorded figures varied
     noise: str = ""  # an update: why the recorded figures are noisy (latency.recording.noise), "" if not
+    # An update of figures that will decide: why they cannot detect a change of the threshold
+    # (latency.recording.coarse: "detect >= 13.4%, threshold 10%"), "" when they can
+    coarse: str = ""
     short: str = ""  # an update: why a short recording was enough (latency.recording.short_reason)
     runtimes: str = ""  # side by side across runtimes: "onnxruntime 1.31.1 -> onnxruntime 1.32.0"
     # Missing because the recorded onnxruntime ("onnxruntime-gpu 1.31.1") could not be had here
@@ -151,6 +163,8 @@ class LatencyResult:
         twice = self.confirmed_in and first is not None and first is not decisive
         if twice and first is not None and sizes_differ(first, decisive):
             text += f" (first {first.estimate.describe()}: the size differs between processes)"
+        if decisive.no_basis:
+            return f"{text}; {decisive.no_basis}"
         if decisive.verdict is Verdict.INCONCLUSIVE:
             text += f"; could detect >= {percent(decisive.detectable)}"
         return text
@@ -215,7 +229,7 @@ def check_latency(
             recording = record_short(lambda: measure_fn(run, short_settings(policy.measure)), why=short)
         else:
             recording = record_until_settled(
-                lambda: measure_fn(run, policy.measure), cap_s=policy.record_cap_s
+                lambda: measure_fn(run, policy.measure), cap_s=policy.record_cap_s, threshold=policy.threshold
             )
         return _record(key, store, policy, environment, today, recording, plan.figures, profile_fn)
     current = measure_fn(run, policy.measure)
@@ -613,7 +627,7 @@ def _judge(figures: Figures, current: LatencyStats, policy: CheckPolicy) -> Comp
     threshold, confidence = policy.threshold, policy.confidence
     comparison = stored_comparison(baseline, current, threshold=threshold, confidence=confidence)
     spread = figures.spread if figures.spread is not None else decision_cv(baseline)
-    return widened(comparison, spread, rounds=baseline.rounds)
+    return against_plain(widened(comparison, spread, rounds=baseline.rounds), plain_ratios(baseline, current))
 
 
 def stored_comparison(
@@ -667,7 +681,12 @@ def _record(
         short=recording.short,
     )
     existing = store.current(key.test_file, key.test)
-    extra: dict[str, Any] = {"recorded_spread": recording.spread, "noise": noisy, "short": recording.short}
+    extra: dict[str, Any] = {
+        "recorded_spread": recording.spread,
+        "noise": noisy,
+        "short": recording.short,
+        "coarse": coarse(recording.detectable, policy.threshold),
+    }
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         # Profiled only when the entry is written: the profiling runs cost time.

@@ -170,9 +170,8 @@ def choose(
         data = data_changed(entry.recipe, current)
         if data:  # the same .onnx with other weights beside it: the recorded data is not kept
             stored = Plan(Route.STORED, figures=figures, recorded=recorded)
-            return without_reference(
-                stored, f"{data}, and the recorded ones cannot be rebuilt", recorded_on=recorded_on
-            )
+            why = f"{data}, and the recorded ones cannot be rebuilt"
+            return short_figures_inform(without_reference(stored, why, recorded_on=recorded_on), part)
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
@@ -183,8 +182,25 @@ def choose(
         why = f"{changed}, and the recorded inputs cannot be rebuilt"
         plan = replace(plan, route=Route.STORED, reason=why)
     if plan.route is Route.STORED:
-        return without_reference(plan, plan.reason, recorded_on=recorded_on)
+        return short_figures_inform(without_reference(plan, plan.reason, recorded_on=recorded_on), part)
     return plan
+
+
+def short_figures_inform(plan: Plan, part: str) -> Plan:
+    """Stored latency figures recorded short never decide: they were recorded short because a later
+    run was to rebuild their reference (``latency.recording.short_reason``: they only inform), so
+    they are neither settled nor able to detect the threshold. Where no reference can be rebuilt
+    after all (the inputs or the data beside the model changed), the check is missing with both
+    reasons and how to record figures that decide."""
+    figures = plan.figures
+    if plan.route is not Route.STORED or part != "latency" or figures is None or not figures.short:
+        return plan
+    return replace(
+        plan,
+        route=Route.MISSING,
+        reason=f"{plan.reason}; this hardware's figures were recorded short ({figures.short}), so they "
+        "do not decide: re-record them (ortperf update) to judge this change on stored figures",
+    )
 
 
 def inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

@@ -9,7 +9,7 @@ from typing import Literal
 from pytest_ortperf.footprint import memory_figures as memory
 from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
-from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.latency.recording import record_cap_s
@@ -22,7 +22,7 @@ MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
 class CheckPolicy:
     """How checks decide: thresholds, what to do without a baseline, update mode."""
 
-    threshold: float = 0.10  # stored figures; measured in benchmarks/README.md ("Gate quality by path")
+    threshold: float = DEFAULT_THRESHOLD  # stored figures (latency.decision)
     missing: Missing = "fail"
     update: bool = False
     fail_on_improvement: bool = False

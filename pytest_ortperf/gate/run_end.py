@@ -85,6 +85,7 @@ class RunEnd:
             unused=self._unused,
             written=written,
             noisy=self._results.noisy_recordings(),
+            coarse=self._results.coarse_recordings(),
             missing_only=self._results.missing_only() if policy.update_missing else None,
         )
 

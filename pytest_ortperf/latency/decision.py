@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -27,6 +27,8 @@ from pytest_ortperf.errors import UsageError
 from pytest_ortperf.values import percent_value, safe_repr
 
 DEFAULT_CONFIDENCE = 0.99
+# The stored-figures latency threshold; measured in benchmarks/README.md ("Gate quality by path").
+DEFAULT_THRESHOLD = 0.10
 
 
 class Verdict(str, enum.Enum):
@@ -59,6 +61,9 @@ class Comparison:
     verdict: Verdict
     mode: str = "stored"
     statistic: str = "round medians, Hodges-Lehmann ratio"
+    # Why a verdict the statistic gave has no basis (:func:`against_plain`), "" when it has one: the
+    # verdict is then inconclusive, and every report says why.
+    no_basis: str = ""
 
     @property
     def detectable(self) -> float:
@@ -141,6 +146,16 @@ def judge(
 QUIET_SPREAD = 0.10
 
 
+def widening(
+    spread: float | None, *, rounds: int, confidence: float = DEFAULT_CONFIDENCE, quiet: float = QUIET_SPREAD
+) -> float:
+    """How much (log scale) :func:`widened` adds to each side of a stored comparison's interval
+    against a baseline of ``rounds`` round medians that varied by ``spread``; 0 for a quiet one."""
+    if spread is None or not math.isfinite(spread) or spread <= quiet or rounds < 1:
+        return 0.0
+    return NormalDist().inv_cdf(0.5 + confidence / 2) * (spread - quiet) / math.sqrt(rounds)
+
+
 def widened(
     comparison: Comparison, spread: float | None, *, rounds: int, quiet: float = QUIET_SPREAD
 ) -> Comparison:
@@ -168,11 +183,10 @@ def widened(
     wrong yet quiet: a conv session ran 2x slow for about 10 s while the canary did not, a spread
     of 3%.
     """
-    if spread is None or not math.isfinite(spread) or spread <= quiet or rounds < 1:
+    extra = widening(spread, rounds=rounds, confidence=comparison.estimate.confidence, quiet=quiet)
+    if extra == 0.0:
         return comparison
     estimate = comparison.estimate
-    z = NormalDist().inv_cdf(0.5 + estimate.confidence / 2)
-    extra = z * (spread - quiet) / math.sqrt(rounds)
     centre = math.log(estimate.ratio)
     low = centre - math.hypot(centre - math.log(estimate.low), extra)
     high = centre + math.hypot(math.log(estimate.high) - centre, extra)
@@ -183,4 +197,27 @@ def widened(
         verdict=decide(wider, comparison.threshold),
         mode=comparison.mode,
         statistic=f"{comparison.statistic}, widened by the baseline's round spread {spread:.1%}",
+        no_basis=comparison.no_basis,
     )
+
+
+def against_plain(comparison: Comparison, plain: Mapping[str, float]) -> Comparison:
+    """A stored verdict held against plainer readings of the same two runs (``plain``: what each
+    reading is called -> its ratio current/baseline, such as the medians of all runs): a regression
+    that one of them calls faster, or an improvement one of them calls slower, has no basis, and
+    the verdict is inconclusive with the reason in ``no_basis``.
+
+    Why: the stored statistic compares the fastest quarter of round medians relative to a canary.
+    Where the canary was measured in another machine state than the model (a recording beside
+    another run), the normalised figures can point the other way from everything measured: a
+    LightGBM whose every run was 41% faster than its recording read +43%, confirmed (issue 46).
+    Never a regression where the medians improved."""
+    if comparison.verdict not in (Verdict.REGRESSION, Verdict.IMPROVED):
+        return comparison
+    slower = comparison.verdict is Verdict.REGRESSION
+    against = [(name, ratio) for name, ratio in plain.items() if (ratio < 1.0 if slower else ratio > 1.0)]
+    if not against:
+        return comparison
+    said = ", ".join(f"{name} {_signed_pct(ratio)}" for name, ratio in against)
+    why = f"no basis for a verdict: it read {comparison.verdict.value}, but {said}, the other direction"
+    return replace(comparison, verdict=Verdict.INCONCLUSIVE, no_basis=why)

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, ratio_interval, widening
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import LatencyStats, merged
 
@@ -95,6 +96,21 @@ def compared_values(baseline: LatencyStats, current: LatencyStats) -> tuple[list
     base = fastest_share(baseline.relative_round_medians if relative else baseline.round_medians_ms)
     curr = fastest_share(current.relative_round_medians if relative else current.round_medians_ms)
     return base, curr, relative
+
+
+def plain_ratios(baseline: LatencyStats, current: LatencyStats) -> dict[str, float]:
+    """Plainer readings of a stored comparison's two runs, current/baseline, by name: the medians of
+    all runs, and, when the comparison is relative to the canary, the fastest quarter without it
+    (``latency.decision.against_plain`` holds the verdict against them)."""
+    ratios: dict[str, float] = {}
+    if baseline.median_ms > 0 and current.median_ms > 0:
+        ratios["the medians of all runs"] = current.median_ms / baseline.median_ms
+    if baseline.canary_round_medians_ms and current.canary_round_medians_ms:
+        base = statistics.median(fastest_share(baseline.round_medians_ms))
+        curr = statistics.median(fastest_share(current.round_medians_ms))
+        if base > 0 and curr > 0:
+            ratios["the fastest quarter without the canary"] = curr / base
+    return ratios
 
 
 def decision_cv(stats: LatencyStats) -> float:
@@ -176,6 +192,9 @@ class Recording:
     seconds: float
     width: float
     short: str = ""  # a short recording: why its figures need not settle (:func:`short_reason`)
+    # The smallest change a stored comparison against them can call (:func:`detects`), where the
+    # recording was asked for it (figures that will decide); None otherwise.
+    detectable: float | None = None
 
 
 def short_reason(kept_in: str, *, drift_gates: bool) -> str:
@@ -219,6 +238,32 @@ def record_short(
     )
 
 
+def detects(
+    stats: LatencyStats, spread: float | None, *, threshold: float, confidence: float = DEFAULT_CONFIDENCE
+) -> float:
+    """The smallest slowdown (a fraction, at least ``threshold``) a later stored comparison against
+    these figures can call a regression: a run as noisy as this recording, compared with it as
+    ``checks.latency_verdicts`` compares (the fastest quarter's interval), the interval widened by
+    the recording's ``spread`` (``latency.decision.widening``). ``inf`` with too few rounds."""
+    base = fastest_share(compared_rounds(stats))
+    if len(base) < 2 or min(base) <= 0:
+        return math.inf
+    own = math.log(ratio_interval(base, base, confidence).high)
+    extra = widening(spread, rounds=stats.rounds, confidence=confidence)
+    return max(threshold, math.exp(math.hypot(own, extra)) - 1.0)
+
+
+def coarse(detectable: float | None, threshold: float) -> str:
+    """Why figures that will decide are coarse, or "" when they are not: the one definition the
+    update summary, ``ortperf show`` and the JSON record use. Coarse figures cannot detect a change
+    of the threshold; a later stored comparison against them says ``inconclusive`` below the size
+    they can detect."""
+    if detectable is None or detectable <= threshold * (1.0 + 1e-9):
+        return ""
+    said = "too few rounds" if math.isinf(detectable) else f"detect >= {detectable * 100:.3g}%"
+    return f"{said}, threshold {threshold * 100:.3g}%"
+
+
 def record_until_settled(
     measure_once: Callable[[], LatencyStats],
     *,
@@ -226,29 +271,49 @@ def record_until_settled(
     target: float = SETTLE_TARGET,
     confidence: float = SETTLE_CONFIDENCE,
     clock: Callable[[], float] = time.monotonic,
+    threshold: float | None = None,
 ) -> Recording:
     """Measure with ``measure_once`` (one full measurement at the check's settings) until the
-    recorded figure has settled (:func:`settle_width` at most ``target``), reading the rounds of
-    all measurements as one (:func:`latency.stats.merged`).
+    recorded figure has settled (:func:`settle_width` at most ``target``) and, given the stored
+    ``threshold``, until the figures can detect a change of it (:func:`detects`), reading the
+    rounds of all measurements as one (:func:`latency.stats.merged`).
 
     The first measurement is always taken, and on a quiet machine it is the only one. Another
     starts only when the measurements so far, at their mean duration, say it would end within
     ``cap_s`` of the start; so the cap bounds a recording's time however noisy the machine, and a
-    recording that hits it is stored all the same, with ``settled`` False."""
+    recording that hits it is stored all the same, with ``settled`` False. Figures that still
+    cannot detect the threshold then are the single measurement that can, when one can (the
+    machine calmed down while the others were measured), else the merged ones, named coarse
+    (:func:`coarse`) with what they can detect."""
     started = clock()
     parts = [measure_once()]
     while True:
         stats = merged(parts)
+        spread = decision_cv(stats)
         width = settle_width(stats, confidence)
         elapsed = clock() - started
         settled = width <= target
-        if settled or elapsed + elapsed / len(parts) > cap_s:
-            return Recording(
-                stats=stats,
-                spread=decision_cv(stats),
-                settled=settled,
-                measurements=len(parts),
-                seconds=elapsed,
-                width=width,
-            )
+        reach = detects(stats, spread, threshold=threshold) if threshold is not None else None
+        resolves = reach is None or not coarse(reach, threshold or 0.0)
+        if (settled and resolves) or elapsed + elapsed / len(parts) > cap_s:
+            break
         parts.append(measure_once())
+    if not resolves and threshold is not None and len(parts) > 1:
+        calm = [
+            part for part in parts
+            if not coarse(detects(part, decision_cv(part), threshold=threshold), threshold)
+        ]  # fmt: skip
+        if calm:
+            stats = min(calm, key=decision_cv)
+            spread, width = decision_cv(stats), settle_width(stats, confidence)
+            settled = width <= target
+            reach = detects(stats, spread, threshold=threshold)
+    return Recording(
+        stats=stats,
+        spread=spread,
+        settled=settled,
+        measurements=len(parts),
+        seconds=elapsed,
+        width=width,
+        detectable=reach,
+    )

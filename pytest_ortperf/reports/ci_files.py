@@ -60,6 +60,8 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
                 "noisy": result.noisy,
                 "noise": result.noise,
                 "short_recording": result.short,
+                # figures that will decide and cannot detect a change of the threshold, and why
+                "coarse": result.coarse,
             }
             if result.recorded_spread is not None
             else {}

@@ -84,6 +84,16 @@ class RunResults:
             if record.get("kind") == "latency" and record.get("noisy")
         ]
 
+    def coarse_recordings(self) -> list[str]:
+        """Latency figures an update wrote that will decide and cannot detect a change of the
+        threshold, with what they can detect (``latency.recording.coarse``, the rule ``ortperf
+        show`` marks them by): "node id (detect >= 13.4%, threshold 10%)"."""
+        return [
+            f"{record['test']} ({record['coarse']})"
+            for record in self._records
+            if record.get("kind") == "latency" and record.get("coarse")
+        ]
+
     def missing_only(self) -> list[dict[str, Any]]:
         """Under ``--ortperf-update=missing``, what it did with each check, workers' included: one
         note per test and kind (``test``, ``kind``, ``action``, ``reason``, ``changes``)."""

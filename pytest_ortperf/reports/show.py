@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.latency.decision import parse_threshold
-from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, noise
+from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, parse_threshold
+from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, coarse, detects, noise
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.store.baselines import BaselineError, Figures, parse
 
@@ -29,8 +29,11 @@ def _rounds(latency: LatencyStats | None) -> str:
     return f"{latency.rounds} + canary" if latency.canary_round_medians_ms else str(latency.rounds)
 
 
-def _figures_row(machine: str, figures: Figures, max_cv: float) -> Row:
+def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float) -> Row:
     latency = figures.latency
+    # Figures recorded short never decide (checks.paths: short_figures_inform); the others may, and
+    # are coarse by the update summary's rule when they cannot detect a change of the threshold.
+    reach = detects(latency, figures.spread, threshold=threshold) if latency and not figures.short else None
     return {
         "machine": machine,
         "median_ms": latency.median_ms if latency else None,
@@ -41,6 +44,7 @@ def _figures_row(machine: str, figures: Figures, max_cv: float) -> Row:
         "short": figures.short,  # why a short recording was enough; "" when measured until settled
         # The update summary's rule (latency.recording.noise), so both call the same figures noisy.
         "noise": noise(figures.spread, max_cv=max_cv) if latency else "",
+        "coarse": coarse(reach, threshold),  # latency.recording.coarse, the update summary's word
         "recorded": figures.recorded,
         "memory": figures.memory.as_dict() if figures.memory else None,
         "memory_text": figures.memory.describe() if figures.memory else None,
@@ -65,7 +69,9 @@ def _part_text(part: dict[str, Any] | None) -> str:
     return ", ".join(cells) or "(no scalar fields)"
 
 
-def baseline_rows(directory: Path, *, max_cv: float = DEFAULT_MAX_CV) -> tuple[list[Row], list[str]]:
+def baseline_rows(
+    directory: Path, *, max_cv: float = DEFAULT_MAX_CV, threshold: float = DEFAULT_THRESHOLD
+) -> tuple[list[Row], list[str]]:
     """One row per entry (test x variant) of every ``*.json`` under ``directory``, with its recipe
     summary and one row per machine's figures (``noise``: why they are noisy at ``max_cv``, as an
     update judges them); plus the files that are damaged."""
@@ -93,19 +99,21 @@ def baseline_rows(directory: Path, *, max_cv: float = DEFAULT_MAX_CV) -> tuple[l
                     "ort_version": str(entry.recipe.get("ort_version", "?")),
                     "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
                     "recorded": entry.recorded,
-                    "figures": [_figures_row(m, entry.figures[m], max_cv) for m in sorted(entry.figures)],
+                    "figures": [
+                        _figures_row(m, entry.figures[m], max_cv, threshold) for m in sorted(entry.figures)
+                    ],
                 }
             )
     return rows, problems
 
 
 def show_baselines(
-    directory: Path, *, as_json: bool, max_cv: float = DEFAULT_MAX_CV
+    directory: Path, *, as_json: bool, max_cv: float = DEFAULT_MAX_CV, threshold: float = DEFAULT_THRESHOLD
 ) -> tuple[list[str], list[str]]:
     """Each entry once, with its recipe (model, onnxruntime, variant), and under it one line per
     machine key's figures: they share the recipe, only the hardware differs. Figures are marked
     noisy by the rule the update summary uses, at ``max_cv``."""
-    rows, problems = baseline_rows(directory, max_cv=max_cv)
+    rows, problems = baseline_rows(directory, max_cv=max_cv, threshold=threshold)
     if as_json:
         return [json.dumps(rows, indent=1, sort_keys=True)], problems
     if not rows:
@@ -141,6 +149,7 @@ def show_baselines(
                     *(f"{name} {_part_text(f.get('parts', {}).get(name))}" for name in named),
                     " ".join(
                         ([f"noisy ({f['noise']})"] if f["noise"] else [])
+                        + ([f"coarse ({f['coarse']})"] if f["coarse"] else [])
                         # A short recording never tried to settle: it says why it was enough instead.
                         + ([f"short recording ({f['short']})"] if f["short"] else [])
                         + ([] if f["settled"] or f["short"] else ["not settled"])
@@ -183,16 +192,27 @@ def configured_max_cv(start: Path) -> tuple[float, str]:
     """``ortperf_max_cv`` of the configuration file :func:`configured_baseline_dir` reads, and where
     it came from: what an update started here calls noisy, so ``show`` calls the same figures so.
     A value that does not parse is a :class:`UsageError` naming the file and key."""
+    return configured_fraction(start, "ortperf_max_cv", DEFAULT_MAX_CV)
+
+
+def configured_threshold(start: Path) -> tuple[float, str]:
+    """``ortperf_latency_threshold`` as :func:`configured_max_cv` reads its key: the threshold an
+    update started here holds recorded figures to, so ``show`` calls the same figures coarse."""
+    return configured_fraction(start, "ortperf_latency_threshold", DEFAULT_THRESHOLD)
+
+
+def configured_fraction(start: Path, key: str, default: float) -> tuple[float, str]:
+    """A percentage ``key`` of the nearest pytest configuration file (``default`` without one)."""
     for directory in (start, *start.parents):
         for name in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
             ini = _ini_options(directory / name)
             if ini is not None:
-                value = ini.get("ortperf_max_cv")
+                value = ini.get(key)
                 if value is None or not str(value).strip():
-                    return DEFAULT_MAX_CV, "the default"
-                where = f"ortperf_max_cv in {directory / name}"
+                    return default, "the default"
+                where = f"{key} in {directory / name}"
                 return parse_threshold(value, source=where), where
-    return DEFAULT_MAX_CV, "the default"
+    return default, "the default"
 
 
 def _ini_options(path: Path) -> dict[str, Any] | None:

@@ -30,6 +30,8 @@ class UpdateReport:
     updated: int = 0
     unchanged: int = 0
     noisy: list[str] = field(default_factory=list)  # "node id (spread 14.2%)" of figures written noisy
+    # "node id (detect >= 13.4%, threshold 10%)" of figures written that will decide and are coarse
+    coarse: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     # --ortperf-update=missing: what it did with each check (reports.results: RunResults.missing_only)
@@ -43,12 +45,14 @@ class UpdateReport:
         unused: Sequence[str],
         written: Sequence[Path],
         noisy: Sequence[str] = (),
+        coarse: Sequence[str] = (),
         missing_only: Sequence[Mapping[str, Any]] | None = None,
     ) -> UpdateReport:
         report = cls(
             unused=list(unused),
             written=list(written),
             noisy=list(noisy),
+            coarse=list(coarse),
             missing_only=None if missing_only is None else list(missing_only),
         )
         for status in statuses:
@@ -226,6 +230,8 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
     )
     if report.noisy:
         counts += f", {len(report.noisy)} noisy"
+    if report.coarse:
+        counts += f", {len(report.coarse)} coarse"
     lines = [counts]
     if report.missing_only is not None:
         lines += missing_only_lines(report.missing_only)
@@ -235,6 +241,13 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
             "record them again on a quieter machine to sharpen them):"
         )
         lines += [f"  {line}" for line in report.noisy]
+    if report.coarse:
+        lines.append(
+            "coarse figures (they will decide: nothing keeps the model, or drift gates; measured again up to "
+            "the recording cap and still unable to detect a change of the threshold, so a smaller change "
+            "will read inconclusive; record them again on a quieter machine):"
+        )
+        lines += [f"  {line}" for line in report.coarse]
     if report.unused:
         action = "pruned" if prune else "kept; --ortperf-prune deletes them"
         lines.append(f"unused baselines ({action}):")

@@ -668,3 +668,30 @@ def test_the_drift_threshold_gates_an_unchanged_check_both_ways(
         assert result.message.splitlines()[0].startswith(f"latency of {TEST} on machine 'ci' drifted: 1.3")
         assert "  drift threshold: 20% (--ortperf-drift-threshold)" in result.message
         assert result.message.endswith(RECORD)
+
+
+def test_a_canary_measured_in_another_machine_state_never_turns_faster_medians_into_a_regression(
+    root: Path,
+) -> None:
+    """The newcomer's LightGBM (issue 46): recorded beside another run, its canary 2.4 times slower
+    than today's, its median 0.091 ms; today every run takes about 0.054 ms. Relative to the canary
+    that reads +43%, and did so twice; the medians say 41% faster. No basis: inconclusive, never a
+    failure, and the change says why."""
+    record(root, _rounds((40, 0.0914), seed=1, canary=3.16))
+    current = [_rounds((40, 0.0539), seed=s, canary=1.30) for s in (2, 3)]
+    result = check(BaselineStore(root), FakeMeasure(*current))
+    assert result.comparison is not None
+    assert result.comparison.estimate.ratio > 1.3  # what the canary-relative statistic reads
+    assert result.status is Status.INCONCLUSIVE
+    assert not result.failed
+    assert "no basis for a verdict: it read regression, but the medians of all runs -41." in result.change
+    assert "the fastest quarter without the canary -41." in result.change
+
+
+def test_figures_that_agree_with_the_medians_still_fail(root: Path) -> None:
+    record(root, _rounds((40, 10.0), seed=1, canary=2.0))
+    current = [_rounds((40, 13.0), seed=s, canary=2.0) for s in (2, 3)]
+    result = check(BaselineStore(root), FakeMeasure(*current))
+    assert result.failed
+    assert result.decisive is not None
+    assert result.decisive.no_basis == ""

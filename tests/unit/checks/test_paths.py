@@ -258,3 +258,28 @@ def test_the_graph_ladder_needs_no_stored_figures_and_ignores_the_inputs() -> No
     providers = plan_check(bare, now(providers_used=["CUDAExecutionProvider"]), HERE, update=False, part="graph")
     assert providers.route is Route.STORED
     assert "the providers used changed" in providers.reason
+
+
+@pytest.mark.parametrize("part", ["latency", "memory"])
+def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_rebuilt(part: str) -> None:
+    """A seed change on a model git keeps (issue 46): the update recorded short figures because the
+    reference was to be rebuilt; the inputs changed, so none can be. They only inform: missing,
+    with both reasons and the way to record figures that decide. Other parts are not recorded short."""
+    short = "the reference is rebuilt from git; these figures only inform"
+    recorded = BaselineEntry(
+        variant="cpu-all",
+        recorded="2026-11-20",
+        recipe=RECIPE,
+        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), memory=None, short=short, measured_on={})},
+    )
+    plan = choose(recorded, now(inputs_sha256="f" * 64), HERE, update=False, part=part)
+    if part == "memory":
+        assert plan.route is Route.MISSING  # no memory figures here: missing for that reason alone
+        assert "recorded short" not in plan.reason
+        return
+    assert plan.route is Route.MISSING
+    assert plan.reason.startswith("the inputs changed, and the recorded inputs cannot be rebuilt; ")
+    assert f"this hardware's figures were recorded short ({short}), so they do not decide" in plan.reason
+    assert plan.reason.endswith("re-record them (ortperf update) to judge this change on stored figures")
+    settled = choose(entry(HERE), now(inputs_sha256="f" * 64), HERE, update=False)
+    assert settled.route is Route.STORED

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.latency.decision import RatioEstimate, Verdict, judge, parse_threshold, ratio_interval
+from pytest_ortperf.latency.decision import (
+    Comparison,
+    RatioEstimate,
+    Verdict,
+    against_plain,
+    judge,
+    parse_threshold,
+    ratio_interval,
+)
 
 SRC = "--ortperf-threshold"
 
@@ -70,7 +78,13 @@ def test_parse_threshold_rejects_booleans(value: bool) -> None:
 
 @pytest.mark.parametrize(
     ("value", "written", "meant"),
-    [(5, "5", "500%"), ("5", "5", "500%"), (" 20 ", "20", "2000%"), (1.5, "1.5", "150%"), ("1.01", "1.01", "101%")],
+    [
+        (5, "5", "500%"),
+        ("5", "5", "500%"),
+        (" 20 ", "20", "2000%"),
+        (1.5, "1.5", "150%"),
+        ("1.01", "1.01", "101%"),
+    ],
 )
 def test_parse_threshold_refuses_a_bare_number_above_one_and_suggests_percent(
     value: object, written: str, meant: str
@@ -90,7 +104,9 @@ def test_parse_threshold_keeps_fractions_up_to_one_and_any_percentage(value: obj
 
 
 def test_parse_threshold_bare_number_too_large_to_scale_still_gets_the_hint() -> None:
-    with pytest.raises(UsageError, match=r"did you mean 1e308%\? .* would mean far more than 100%; write '1e308%'\.$"):
+    with pytest.raises(
+        UsageError, match=r"did you mean 1e308%\? .* would mean far more than 100%; write '1e308%'\.$"
+    ):
         parse_threshold("1e308", source=SRC)
 
 
@@ -247,3 +263,38 @@ def test_judge_uses_the_threshold_given() -> None:
 def test_judge_rejects_empty_input(baseline: list[float], current: list[float]) -> None:
     with pytest.raises(ValueError, match="needs positive finite latencies"):
         judge(baseline, current, threshold=0.1)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "plain", "kept"),
+    [
+        (Verdict.REGRESSION, {"medians of all runs": 0.59}, False),
+        (
+            Verdict.REGRESSION,
+            {"medians of all runs": 1.02, "the fastest quarter without the canary": 0.97},
+            False,
+        ),
+        (Verdict.REGRESSION, {"medians of all runs": 1.02}, True),
+        (Verdict.IMPROVED, {"medians of all runs": 1.05}, False),
+        (Verdict.IMPROVED, {"medians of all runs": 0.8}, True),
+        (Verdict.OK, {"medians of all runs": 0.5}, True),
+        (Verdict.REGRESSION, {}, True),
+    ],
+)
+def test_a_verdict_the_plain_readings_contradict_has_no_basis(
+    verdict: Verdict, plain: dict[str, float], kept: bool
+) -> None:
+    estimate = (
+        RatioEstimate(1.43, 1.33, 1.54, 0.99)
+        if verdict is not Verdict.IMPROVED
+        else RatioEstimate(0.7, 0.6, 0.8, 0.99)
+    )
+    comparison = Comparison(estimate=estimate, threshold=0.1, verdict=verdict)
+    held = against_plain(comparison, plain)
+    if kept:
+        assert held == comparison
+        return
+    assert held.verdict is Verdict.INCONCLUSIVE
+    assert held.estimate == estimate
+    assert held.no_basis.startswith(f"no basis for a verdict: it read {verdict.value}, but ")
+    assert held.no_basis.endswith("the other direction")

@@ -94,6 +94,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "settled": True,
                     "short": "",
                     "noise": "",
+                    "coarse": "",
                     "recorded": "2025-02-01",
                     **NO_FOOTPRINT,
                 }
@@ -116,6 +117,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "settled": True,
                     "short": "",
                     "noise": "",
+                    "coarse": "",
                     "recorded": "2025-01-02",
                     **NO_FOOTPRINT,
                 },
@@ -128,6 +130,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
                     "settled": False,
                     "short": "",
                     "noise": "spread 20.0% > max-cv 10%",
+                    "coarse": "detect >= 16%, threshold 10%",
                     "recorded": "2025-01-03",
                     **NO_FOOTPRINT,
                 },
@@ -164,7 +167,7 @@ def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_d
     assert not lines[3].endswith("noisy")
     assert lines[4].split()[0] == "laptop"
     assert "rounds 3 + canary" in lines[4]
-    assert lines[4].endswith("noisy (spread 20.0% > max-cv 10%) not settled")
+    assert lines[4].endswith("noisy (spread 20.0% > max-cv 10%) coarse (detect >= 16%, threshold 10%) not settled")
     # machines are indented under their entry, and their columns aligned
     assert all(line.startswith("    ") for line in (lines[1], lines[3], lines[4]))
     offset = lines[1].index("median")
@@ -361,9 +364,10 @@ def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled
     [
         # The two figures of the report: 17.5% (settled) was noisy in the update summary only, 8.3%
         # (not settled) in `ortperf show` only. Now one rule says noisy, and "not settled" is its own word.
-        (0.175, True, "spread 17.5% > max-cv 10%", "noisy (spread 17.5% > max-cv 10%)"),
+        # Three rounds of a 17.5% spread also cannot detect the 10% threshold: coarse, their own word.
+        (0.175, True, "spread 17.5% > max-cv 10%", "noisy (spread 17.5% > max-cv 10%) coarse (detect >= 11.8%, threshold 10%)"),
         (0.083, False, "", "not settled"),
-        (0.25, False, "spread 25.0% > max-cv 10%", "noisy (spread 25.0% > max-cv 10%) not settled"),
+        (0.25, False, "spread 25.0% > max-cv 10%", "noisy (spread 25.0% > max-cv 10%) coarse (detect >= 25%, threshold 10%) not settled"),
         (0.031, True, "", "recorded 2025-01-02"),
     ],
 )
@@ -389,6 +393,49 @@ def test_show_and_the_update_summary_call_the_same_figures_noisy(
     noted = dataclasses.replace(recorded, recorded_spread=spread, noise=rule(spread, max_cv=0.10))
     results.add(latency_record(noted, "t.py::test_a[cpu-all]"))
     assert results.noisy_recordings() == ([f"t.py::test_a[cpu-all] ({noise})"] if noise else [])
+
+
+@pytest.mark.parametrize(("spread", "rounds"), [(0.175, 3), (0.175, 200), (0.41, 40), (0.41, 200), (0.05, 3)])
+def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
+    tmp_path: Path, spread: float, rounds: int
+) -> None:
+    """Coarse: figures that will decide and cannot detect a change of the threshold. One rule
+    (``latency.recording.coarse`` of ``detects``) for ``ortperf show``, the JSON record and the
+    update summary; more rounds of the same spread detect more (a 41% spread over 40 rounds cannot
+    detect 10%, over 200 it can)."""
+    from pytest_ortperf.latency.recording import coarse, detects
+    from pytest_ortperf.reports.results import RunResults
+    from pytest_ortperf.reports.terminal import UpdateReport, update_lines
+
+    medians = tuple(3.0 * (1 + 0.01 * (i % 5)) for i in range(rounds))
+    stats = dataclasses.replace(latency(3.0, 3.5), rounds=rounds, count=rounds * 3, round_medians_ms=medians)
+    store = BaselineStore(tmp_path)
+    recorded = Figures(recorded="2025-01-02", latency=stats, spread=spread, settled=True)
+    store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": recorded}))
+    store.write()
+    said = coarse(detects(stats, spread, threshold=0.10), 0.10)
+    assert bool(said) == ((spread, rounds) in [(0.175, 3), (0.41, 40)])
+    (row,), _ = baseline_rows(tmp_path, threshold=0.10)
+    assert row["figures"][0]["coarse"] == said
+    table, _ = show_baselines(tmp_path, as_json=False, threshold=0.10)
+    assert (f"coarse ({said})" in table[1]) == bool(said)
+    assert (" coarse" in table[1]) == bool(said)
+
+    results = RunResults()  # what the update that recorded them lists
+    from tests.unit.reports.test_terminal import result
+
+    noted = dataclasses.replace(result("test_a", "cpu-all", "new", 3.0), recorded_spread=spread, coarse=said)
+    results.add(latency_record(noted, "t.py::test_a[cpu-all]"))
+    assert results.coarse_recordings() == ([f"t.py::test_a[cpu-all] ({said})"] if said else [])
+    lines = update_lines(UpdateReport.tally(["new"], unused=[], written=[], coarse=results.coarse_recordings()), prune=False)
+    assert lines[0].endswith(", 1 coarse") == bool(said)
+    assert (f"  t.py::test_a[cpu-all] ({said})" in lines) == bool(said)
+    # figures recorded short never decide: never coarse
+    short = dataclasses.replace(recorded, short="the reference is rebuilt from git; these figures only inform")
+    store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
+    store.write()
+    (row,), _ = baseline_rows(tmp_path, threshold=0.10)
+    assert row["figures"][0]["coarse"] == ""
 
 
 def test_show_reads_max_cv_where_an_update_would(
