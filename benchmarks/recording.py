@@ -64,7 +64,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.checks.latency_verdicts import stored_comparison  # noqa: E402
-from pytest_ortperf.latency.decision import Comparison, Verdict, widened  # noqa: E402
+from pytest_ortperf.latency.decision import Comparison, Verdict, against_plain, widened  # noqa: E402
 from pytest_ortperf.latency.measure import MeasureSettings  # noqa: E402
 from pytest_ortperf.latency.recording import (  # noqa: E402
     CAP_BUDGETS,
@@ -72,6 +72,7 @@ from pytest_ortperf.latency.recording import (  # noqa: E402
     SETTLE_TARGET,
     Recording,
     decision_cv,
+    plain_ratios,
     record_cap_s,
     record_until_settled,
     recorded_figure,
@@ -211,8 +212,11 @@ def replay(
     cap_s: float = CAP_S,
     target: float = SETTLE_TARGET,
     confidence: float = SETTLE_CONFIDENCE,
+    threshold: float | None = None,
 ) -> Recording:
-    """``record_until_settled`` on the trace's measurements in order, its clock their seconds."""
+    """``record_until_settled`` on the trace's measurements in order, its clock their seconds;
+    ``threshold``: also until the figures can detect it (what an update of figures that will decide
+    now does), else settled alone (what it did before issue 46)."""
     taken = iter(trace.measurements)
     now = [0.0]
 
@@ -228,7 +232,12 @@ def replay(
         return measured.stats
 
     return record_until_settled(
-        measure_once, cap_s=cap_s, target=target, confidence=confidence, clock=lambda: now[0]
+        measure_once,
+        cap_s=cap_s,
+        target=target,
+        confidence=confidence,
+        clock=lambda: now[0],
+        threshold=threshold,
     )
 
 
@@ -255,6 +264,7 @@ def readers_of(traces: Sequence[Trace]) -> dict[str, Callable[[Trace], Recording
     readers: dict[str, Callable[[Trace], Recording]] = {
         "one measurement": single,
         "record_until_settled": replay,
+        "until it detects the threshold": lambda trace: replay(trace, threshold=THRESHOLD),
     }
     if all(t.short is not None for t in traces):
         readers["short recording"] = shortened
@@ -267,8 +277,14 @@ def log_sd(values: Sequence[float]) -> float:
 
 
 def scaled(stats: LatencyStats, factor: float) -> LatencyStats:
-    """The same rounds, ``factor`` times slower (canary rounds as they were): a model grown by it."""
-    return dataclasses.replace(stats, round_medians_ms=tuple(m * factor for m in stats.round_medians_ms))
+    """The same rounds, ``factor`` times slower (canary rounds as they were): a model grown by it,
+    every figure in ms with them (the medians of all runs are read too: ``as_checked``)."""
+    times = ("min_ms", "median_ms", "mean_ms", "stdev_ms", "iqr_ms", "p90_ms", "p95_ms", "p99_ms")
+    return dataclasses.replace(
+        stats,
+        round_medians_ms=tuple(m * factor for m in stats.round_medians_ms),
+        **{name: getattr(stats, name) * factor for name in times},
+    )
 
 
 def stored(baseline: LatencyStats, current: LatencyStats) -> Comparison:
@@ -304,8 +320,14 @@ def plain(baseline: LatencyStats, current: LatencyStats) -> Comparison:
 
 
 def widening(baseline: LatencyStats, current: LatencyStats) -> Comparison:
-    """As the integrated check decides: widened by the baseline's own spread, over its rounds."""
+    """Widened by the baseline's own spread, over its rounds (the check before issue 46)."""
     return widened(stored(baseline, current), decision_cv(baseline), rounds=baseline.rounds)
+
+
+def as_checked(baseline: LatencyStats, current: LatencyStats) -> Comparison:
+    """As the integrated check decides now: widened, then held against the plain readings of the
+    same two runs (``latency.decision.against_plain``: no basis when they point the other way)."""
+    return against_plain(widening(baseline, current), plain_ratios(baseline, current))
 
 
 def pairs(traces: Sequence[Trace]) -> Iterator[tuple[Trace, Trace]]:
@@ -385,12 +407,13 @@ def alternatives(traces: Sequence[Trace], targets: Sequence[float], caps: Sequen
 def aa_table(traces: Sequence[Trace]) -> list[str]:
     lines = [
         "| baseline recorded by | baseline spread | judged | pairs | A/A: false verdicts | "
-        "A/A: inconclusive | +12%: failed | +12%: inconclusive | +20%: failed | +20%: inconclusive |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "A/A: false alarms | A/A: inconclusive | +12%: failed | +12%: inconclusive | +20%: failed | "
+        "+20%: inconclusive |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     readers = readers_of(traces)
     for (label, reader), (how, judge_fn) in itertools.product(
-        readers.items(), (("plain", plain), ("widened", widening))
+        readers.items(), (("plain", plain), ("widened", widening), ("as checked", as_checked))
     ):
         recorded = {t: reader(t) for t in traces}
         for quiet in (True, False):
@@ -409,8 +432,8 @@ def aa_table(traces: Sequence[Trace]) -> list[str]:
 
             lines.append(
                 f"| {label} | {'<=' if quiet else '>'} {MAX_CV:.0%} | {how} | {len(aa)} | "
-                f"{sum(o.failed for o in aa)} | {unsure(aa)} | {failed(near)} | {unsure(near)} | "
-                f"{failed(big)} | {unsure(big)} |"
+                f"{sum(o.failed for o in aa)} | {failed(aa)} | {unsure(aa)} | {failed(near)} | "
+                f"{unsure(near)} | {failed(big)} | {unsure(big)} |"
             )
     return lines
 
@@ -443,20 +466,21 @@ def recordings_table(traces: Sequence[Trace]) -> list[str]:
 def false_verdicts(traces: Sequence[Trace]) -> list[str]:
     """Every A/A pair that ended in a false verdict under some reading, plain and widened."""
     lines = [
-        "| baseline recorded by | family | baseline # (spread) | today # | plain | widened |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| baseline recorded by | family | baseline # (spread) | today # | plain | widened | as checked |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for label, reader in readers_of(traces).items():
         recorded = {t: reader(t) for t in traces}
         for a, b in pairs(traces):
-            before, after = check(recorded[a], b, 1.0, plain), check(recorded[a], b, 1.0, widening)
-            if before.failed or after.failed:
+            outcomes = [check(recorded[a], b, 1.0, judge) for judge in (plain, widening, as_checked)]
+            if any(o.failed for o in outcomes):
                 lines.append(
                     f"| {label} | {a.family} | {a.index} ({recorded[a].spread:.0%}) | {b.index} | "
-                    f"{before.verdict.value} | {after.verdict.value} |"
+                    + " | ".join(o.verdict.value for o in outcomes)
+                    + " |"
                 )
     if len(lines) == 2:
-        lines.append("| (none) | | | | | |")
+        lines.append("| (none) | | | | | | |")
     return lines
 
 

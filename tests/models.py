@@ -190,6 +190,7 @@ def _recurrent_model(
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
+
 def reexported(model: onnx.ModelProto) -> onnx.ModelProto:
     """The same graph saved again by another exporter: different bytes, the same computation."""
     copy = onnx.ModelProto()
@@ -240,7 +241,9 @@ def normalized_mlp_model(layers: int = 2, width: int = 16, *, node_name: str = "
     graph = model.graph
     graph.node[-1].output[0] = "unnormalized"
     graph.node.append(
-        helper.make_node("Normalizer", ["unnormalized"], ["y"], domain="ai.onnx.ml", norm="L2", name=node_name)
+        helper.make_node(
+            "Normalizer", ["unnormalized"], ["y"], domain="ai.onnx.ml", norm="L2", name=node_name
+        )
     )
     model.opset_import.append(helper.make_opsetid("ai.onnx.ml", 1))
     return model
@@ -506,9 +509,8 @@ def gru_model(
     whose cost grows with the steps it runs over the same input (``input_steps``, default ``steps``),
     so the grown variants take the same feeds (``steps`` 20 -> 21, 22, 25 of 25: +5%, +10%, +25%).
     Output: the last layer's final hidden state ``[1, batch, hidden]``."""
-    return _recurrent_model(
-        "GRU", 3, steps, hidden, layers, batch, input_steps, seed, linear_before_reset=1
-    )
+    return _recurrent_model("GRU", 3, steps, hidden, layers, batch, input_steps, seed, linear_before_reset=1)
+
 
 def residual_bn_model(
     blocks: int = 4, channels: int = 16, size: int = 16, *, seed: int = 0
@@ -563,3 +565,71 @@ def residual_bn_model(
         inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def yolo_style_model(width: int = 16, size: int = 64, *, seed: int = 0) -> onnx.ModelProto:
+    """A YOLO-style detector ``images[1, 3, size, size] -> out0, out1, out2``: SiLU convolutions
+    (Conv, Sigmoid, Mul), C2f blocks (Split, two convolutions, Add, Concat), SPPF (three MaxPools,
+    Concat), an upsampling neck (Resize, Concat) and three heads. At ``all`` on x86 ORT turns it
+    into NCHWc and writes its nodes in an order that varies from one process to the next."""
+    rng = np.random.default_rng(seed)
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    count = [0]
+
+    def name(prefix: str) -> str:
+        count[0] += 1
+        return f"{prefix}{count[0]}"
+
+    def node(op: str, inputs: list[str], **attributes: object) -> str:
+        out = name(op.lower())
+        nodes.append(helper.make_node(op, inputs, [out], **attributes))
+        return out
+
+    def constant(value: np.ndarray) -> str:
+        tensor = name("k")
+        inits.append(numpy_helper.from_array(value, tensor))
+        return tensor
+
+    def conv(x: str, cin: int, cout: int, k: int = 3, s: int = 1) -> str:
+        w = constant((rng.standard_normal((cout, cin, k, k)) * (0.5 / np.sqrt(k * k * cin))).astype(np.float32))
+        b = constant((0.1 * rng.standard_normal(cout)).astype(np.float32))
+        c = node("Conv", [x, w, b], pads=[k // 2] * 4, strides=[s, s])
+        return node("Mul", [c, node("Sigmoid", [c])])
+
+    def c2f(x: str, ch: int) -> str:
+        a = conv(x, ch, ch, 1)
+        s1, s2 = name("s"), name("s")
+        split = constant(np.array([ch // 2, ch // 2], np.int64))
+        nodes.append(helper.make_node("Split", [a, split], [s1, s2], axis=1))
+        r = node("Add", [s2, conv(conv(s2, ch // 2, ch // 2), ch // 2, ch // 2)])
+        return conv(node("Concat", [s1, s2, r], axis=1), ch // 2 * 3, ch, 1)
+
+    x = conv("images", 3, width, 3, 2)
+    p3 = c2f(conv(x, width, width, 3, 2), width)
+    p4 = c2f(conv(p3, width, width * 2, 3, 2), width * 2)
+    p5 = c2f(conv(p4, width * 2, width * 2, 3, 2), width * 2)
+    m1 = node("MaxPool", [p5], kernel_shape=[5, 5], pads=[2] * 4)
+    m2 = node("MaxPool", [m1], kernel_shape=[5, 5], pads=[2] * 4)
+    m3 = node("MaxPool", [m2], kernel_shape=[5, 5], pads=[2] * 4)
+    sppf = conv(node("Concat", [p5, m1, m2, m3], axis=1), width * 8, width * 2, 1)
+    scales = constant(np.array([1, 1, 2, 2], np.float32))
+    h4 = c2f(node("Concat", [node("Resize", [sppf, "", scales], mode="nearest"), p4], axis=1), width * 4)
+    h3 = c2f(node("Concat", [node("Resize", [h4, "", scales], mode="nearest"), p3], axis=1), width * 5)
+    outs = []
+    for i, (h, ch) in enumerate(((h3, width * 5), (h4, width * 4), (sppf, width * 2))):
+        box = conv(conv(h, ch, width), width, 4, 1)
+        cls = conv(conv(h, ch, width), width, 8, 1)
+        nodes.append(helper.make_node("Concat", [box, cls], [f"out{i}"], axis=1))
+        outs.append(f"out{i}")
+    graph = helper.make_graph(
+        nodes,
+        "yolo_style",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, [1, 12, None, None]) for o in outs],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model

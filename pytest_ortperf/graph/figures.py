@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -259,6 +260,10 @@ def canonical_digest(model: Any, *, weights_sha256: str = "") -> str:
         copy.opset_import.add(domain=domain, version=version)
     graph = copy.graph
     graph.ClearField("name")
+    _strip(graph)
+    ordered_nodes = structural_order(graph)
+    del graph.node[:]
+    graph.node.extend(ordered_nodes)
     kept = {v.name for v in graph.input} | {v.name for v in graph.output} | {""}
     names: dict[str, str] = {}
 
@@ -285,10 +290,67 @@ def canonical_digest(model: Any, *, weights_sha256: str = "") -> str:
             renamed(name) if name in names or name in initializers else name for name in node.input
         ]
         node.output[:] = [renamed(name) for name in node.output]
-    _strip(graph)
     digest = hashlib.sha256(copy.SerializeToString(deterministic=True))
     digest.update(weights_sha256.encode())
     return digest.hexdigest()
+
+
+def structural_order(graph: Any) -> list[Any]:
+    """The nodes of ``graph`` (stripped of names: :func:`_strip`) in an order that depends on the
+    graph's structure alone: topological, ties broken by each node's structural signature (its
+    operator, attributes and, recursively, what feeds it: graph inputs by name, initializers by
+    content). ONNX Runtime writes the nodes of one optimized graph in an order that varies from one
+    session to the next (a YOLO-style detector at ``all`` gave 5 orders in 10 processes), and a
+    digest of the written order moved by itself. A graph whose nodes are not written in a
+    topological order (ONNX requires one) keeps its order."""
+    initializers = {t.name: t for t in graph.initializer}
+    made: dict[str, bytes] = {}  # a node output -> its signature
+    signatures: list[bytes] = []
+
+    def value(name: str) -> bytes:
+        if not name:
+            return b"-"
+        if name in made:
+            return made[name]
+        tensor = initializers.get(name)
+        if tensor is not None:
+            content = type(tensor)()
+            content.CopyFrom(tensor)
+            content.ClearField("name")
+            return b"i" + hashlib.sha256(content.SerializeToString(deterministic=True)).digest()
+        return b"g" + name.encode()  # a graph input, or a name from an outer scope
+
+    produced = {name for node in graph.node for name in node.output if name}
+    for node in graph.node:
+        if any(name in produced and name not in made for name in node.input):
+            return list(graph.node)  # not in a topological order
+        attributes = sorted(a.SerializeToString(deterministic=True) for a in node.attribute)
+        parts = [node.domain.encode(), node.op_type.encode(), *attributes, *(value(i) for i in node.input)]
+        mine = hashlib.sha256(b"\x00".join(parts)).digest()
+        signatures.append(mine)
+        for index, name in enumerate(node.output):
+            if name:
+                made[name] = hashlib.sha256(mine + str(index).encode()).digest()
+    consumers: dict[str, list[int]] = {}
+    waiting = [0] * len(graph.node)
+    for position, node in enumerate(graph.node):
+        for name in node.input:
+            if name in produced:
+                consumers.setdefault(name, []).append(position)
+                waiting[position] += 1
+    ready = [(signatures[p], p) for p in range(len(graph.node)) if not waiting[p]]
+    heapq.heapify(ready)
+    ordered: list[Any] = []
+    while ready:
+        _, position = heapq.heappop(ready)
+        node = graph.node[position]
+        ordered.append(node)
+        for name in node.output:
+            for consumer in consumers.get(name, ()):
+                waiting[consumer] -= 1
+                if not waiting[consumer]:
+                    heapq.heappush(ready, (signatures[consumer], consumer))
+    return ordered
 
 
 def _strip(graph: Any) -> None:

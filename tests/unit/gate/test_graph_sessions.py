@@ -92,3 +92,49 @@ def test_only_the_latest_graph_sessions_are_kept() -> None:
     for model in models[1:]:
         factory.session(model, VARIANT, SETTINGS)
     assert factory.pool.builds == SPARES + 2, "the latest were kept"
+
+
+GRAPH_OF_A_FRESH_PROCESS = """
+import sys
+from pathlib import Path
+import onnx
+from pytest_ortperf.gate.session_factory import SessionFactory
+from pytest_ortperf.ort.models import ModelResolver
+from pytest_ortperf.ort.providers import resolve_provider
+from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.variants import OptLevel, Variant
+from pytest_ortperf.store.machine import detect_machine
+
+machine = detect_machine()
+model = ModelResolver(Path.cwd()).resolve(Path(sys.argv[1]), test_dir=Path.cwd(), origin="test")
+figures, _ = SessionFactory(machine=lambda: machine, run_timeout_s=60.0).graph(
+    model, Variant(resolve_provider("cpu", source="test"), OptLevel.ALL), SessionSettings()
+)
+print(figures.digest, figures.ops.get("com.microsoft.nchwc:Conv", 0))
+"""
+
+
+def test_the_graph_digest_of_one_model_is_the_same_in_every_process(tmp_path: Path) -> None:
+    """Issue 47: ORT writes the nodes of a YOLO-style detector's NCHWc graph at ``all`` in an order
+    that varies from one process to the next (5 orders in 10 processes); the digest is of a
+    structural order, so 10 processes give one digest."""
+    import subprocess
+    import sys
+
+    import onnx
+
+    from tests.models import yolo_style_model
+
+    path = tmp_path / "yolo.onnx"
+    onnx.save(yolo_style_model(), path)
+    answers = {
+        subprocess.run(
+            [sys.executable, "-c", GRAPH_OF_A_FRESH_PROCESS, str(path)],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[3],
+        ).stdout.strip()
+        for _ in range(10)
+    }  # fmt: skip
+    (answer,) = answers
+    digest, nchwc = answer.split()
+    assert len(digest) == 64
+    assert int(nchwc) > 0 or "avx" not in Path("/proc/cpuinfo").read_text(), "no NCHWc transformation here"
