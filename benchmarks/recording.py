@@ -64,7 +64,13 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, loadavg, other_pytest_processes  # noqa: E402
 from pytest_ortperf.checks.latency_verdicts import stored_comparison  # noqa: E402
-from pytest_ortperf.latency.decision import Comparison, Verdict, against_plain, widened  # noqa: E402
+from pytest_ortperf.latency.decision import (  # noqa: E402
+    Comparison,
+    Verdict,
+    against_plain,
+    widened,
+    without_basis,
+)
 from pytest_ortperf.latency.measure import MeasureSettings  # noqa: E402
 from pytest_ortperf.latency.recording import (  # noqa: E402
     CAP_BUDGETS,
@@ -325,9 +331,11 @@ def widening(baseline: LatencyStats, current: LatencyStats) -> Comparison:
 
 
 def as_checked(baseline: LatencyStats, current: LatencyStats) -> Comparison:
-    """As the integrated check decides now: widened, then held against the plain readings of the
-    same two runs (``latency.decision.against_plain``: no basis when they point the other way)."""
-    return against_plain(widening(baseline, current), plain_ratios(baseline, current))
+    """As the integrated check decides now (``checks/latency_verdicts.py: _judge``): widened, held
+    against the plain readings of the same two runs (``latency.decision.against_plain``: no basis
+    when they point the other way), and no verdict against noisy figures (spread above max-cv)."""
+    held = against_plain(widening(baseline, current), plain_ratios(baseline, current))
+    return without_basis(held, "noisy figures") if decision_cv(baseline) > MAX_CV else held
 
 
 def pairs(traces: Sequence[Trace]) -> Iterator[tuple[Trace, Trace]]:

@@ -219,5 +219,13 @@ def against_plain(comparison: Comparison, plain: Mapping[str, float]) -> Compari
     if not against:
         return comparison
     said = ", ".join(f"{name} {_signed_pct(ratio)}" for name, ratio in against)
-    why = f"no basis for a verdict: it read {comparison.verdict.value}, but {said}, the other direction"
-    return replace(comparison, verdict=Verdict.INCONCLUSIVE, no_basis=why)
+    return without_basis(comparison, f"{said}, the other direction")
+
+
+def without_basis(comparison: Comparison, why: str) -> Comparison:
+    """``comparison`` made inconclusive when it read a regression or an improvement: ``why`` (the
+    figures it compared cannot carry that verdict) in ``no_basis``; as it was otherwise."""
+    if comparison.verdict not in (Verdict.REGRESSION, Verdict.IMPROVED):
+        return comparison
+    said = f"no basis for a verdict: it read {comparison.verdict.value}, but {why}"
+    return replace(comparison, verdict=Verdict.INCONCLUSIVE, no_basis=said)

@@ -695,3 +695,22 @@ def test_figures_that_agree_with_the_medians_still_fail(root: Path) -> None:
     assert result.failed
     assert result.decisive is not None
     assert result.decisive.no_basis == ""
+
+
+@pytest.mark.parametrize(("max_cv", "fails"), [(0.10, False), (0.50, True)])
+def test_noisy_stored_figures_never_carry_a_verdict(root: Path, max_cv: float, fails: bool) -> None:
+    """Figures recorded with a spread above max-cv (noisy, the update summary's word) are off by far more
+    than their rounds show; a +60% today is inconclusive against them, with why, and fails against the
+    same figures where max-cv does not call them noisy."""
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.2))
+    store.write()
+    result = check(BaselineStore(root), FakeMeasure(stats(16.0, seed=2), stats(16.0, seed=4)), max_cv=max_cv)
+    assert result.failed is fails
+    if fails:
+        return
+    assert result.status is Status.INCONCLUSIVE
+    assert result.change.endswith(
+        "no basis for a verdict: it read regression, but the stored figures are noisy (spread 20.0% > max-cv 10%); "
+        "record them again on a quieter machine"
+    )
