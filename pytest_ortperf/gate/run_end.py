@@ -23,6 +23,7 @@ from pytest_ortperf.reports.terminal import (
     LATENCY_TABLE,
     RunSummary,
     UpdateReport,
+    accuracy_rows,
     check_row,
     inputs_lines,
     latency_rows,
@@ -86,6 +87,8 @@ class RunEnd:
             written=written,
             noisy=self._results.noisy_recordings(),
             coarse=self._results.coarse_recordings(),
+            # with drift gating off, a recording settles only because nothing keeps its model
+            unkept=self._results.settled_recordings() if policy.drift_threshold is None else [],
             missing_only=self._results.missing_only() if policy.update_missing else None,
         )
 
@@ -166,6 +169,7 @@ class RunEnd:
             unused_hint=self._unused_hint(),
             rows=rows,
             footprint_rows=footprint,
+            accuracy_rows=accuracy_rows(records),
             missing=self._results.missing_count(),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
             runtimes_unavailable=self._results.runtimes_unavailable(),

@@ -24,6 +24,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.profiling.operators import op_profile
+from pytest_ortperf.reports.accuracy_rows import against, outside_tolerance, worst_output
 from pytest_ortperf.reports.html.fields import DRAWN
 from pytest_ortperf.reports.tradeoffs import HEADERS, cells, heading, tradeoff_tables
 from pytest_ortperf.store.keys import CheckKey
@@ -531,13 +532,17 @@ def markdown(
         mark = "❌" if record["failed"] else "✅"
         reference = record.get("reference") or record.get("baseline") or {}
         current = record.get("current") or {}
-        before, after = _ms(reference.get("median_ms")), _ms(current.get("median_ms"))
+        # Medians of all runs, said to be so: the change beside them is the statistic "decided by" names.
+        before, after = _median(reference.get("median_ms")), _median(current.get("median_ms"))
+        change = _change(record)
         if "change_text" in record:  # memory, start-up: their own figures, not a median
             before = "-" if not reference else str(reference.get("label") or "-")
             after = str(record.get("summary") or "-")
+        elif record.get("kind") == "accuracy":  # what it compared with, its worst output, how many failed
+            before, after, change = against(record), worst_output(record), outside_tolerance(record)
         lines.append(
             f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
-            f"{before} | {after} | {_change(record)} | {record['verdict']} | {_decided(record)} |"
+            f"{before} | {after} | {change} | {record['verdict']} | {_decided(record)} |"
         )
     explained = [r for r in failed if r.get("explanations")]
     if explained:
@@ -588,6 +593,11 @@ def _decided(record: Mapping[str, Any]) -> str:
     if not path or basis in ("", path, "unchanged"):
         return path or basis
     return f"{path}; {basis}"
+
+
+def _median(value: object) -> str:
+    shown = _ms(value)
+    return shown if shown == "-" else f"median {shown}"
 
 
 def _first_line(text: str) -> str:

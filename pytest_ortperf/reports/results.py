@@ -84,6 +84,17 @@ class RunResults:
             if record.get("kind") == "latency" and record.get("noisy")
         ]
 
+    def settled_recordings(self) -> list[str]:
+        """Latency figures an update measured until settled (``latency.recording``: figures that will
+        decide), not short: node ids."""
+        return [
+            str(record["test"])
+            for record in self._records
+            if record.get("kind") == "latency"
+            and record.get("recorded_spread") is not None
+            and not record.get("short_recording")
+        ]
+
     def coarse_recordings(self) -> list[str]:
         """Latency figures an update wrote that will decide and cannot detect a change of the
         threshold, with what they can detect (``latency.recording.coarse``, the rule ``ortperf

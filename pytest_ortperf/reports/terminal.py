@@ -13,6 +13,8 @@ from pytest_ortperf.checks.latency_verdicts import PROCESSES_DISAGREE
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
+from pytest_ortperf.latency.paired import AB_STATISTIC
+from pytest_ortperf.reports.accuracy_rows import ACCURACY_HEADERS, accuracy_row, accuracy_title
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, heading
 from pytest_ortperf.store.baselines import Repaired
@@ -32,6 +34,9 @@ class UpdateReport:
     noisy: list[str] = field(default_factory=list)  # "node id (spread 14.2%)" of figures written noisy
     # "node id (detect >= 13.4%, threshold 10%)" of figures written that will decide and are coarse
     coarse: list[str] = field(default_factory=list)
+    # node ids of latency figures measured until settled because nothing keeps their model (git does
+    # not track it yet): slow, where committed models are recorded short
+    unkept: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     # --ortperf-update=missing: what it did with each check (reports.results: RunResults.missing_only)
@@ -46,9 +51,11 @@ class UpdateReport:
         written: Sequence[Path],
         noisy: Sequence[str] = (),
         coarse: Sequence[str] = (),
+        unkept: Sequence[str] = (),
         missing_only: Sequence[Mapping[str, Any]] | None = None,
     ) -> UpdateReport:
         report = cls(
+            unkept=list(unkept),
             unused=list(unused),
             written=list(written),
             noisy=list(noisy),
@@ -82,8 +89,28 @@ def _test_of(record: Mapping[str, Any]) -> str:
 
 
 def _median_ms(part: object) -> str:
+    """A side's median of all runs, said to be one (``median 4.227 ms``): the change beside it is
+    another statistic, which its cell names."""
     median = part.get("median_ms") if isinstance(part, Mapping) else None
-    return _ms(float(median)) if isinstance(median, (int, float)) and not isinstance(median, bool) else "-"
+    if not isinstance(median, (int, float)) or isinstance(median, bool) or math.isnan(median):
+        return "-"
+    return f"median {_ms(float(median))}"
+
+
+def decided_statistic(decided_by: str) -> str:
+    """The statistic that decided, in a few words for the change cell (the JSON's ``decided_by`` has
+    it whole): the change is read from it, not from the two medians beside it."""
+    if AB_STATISTIC.split(",")[0] in decided_by:
+        return "paired round ratios"
+    if "fastest quarter" in decided_by:
+        return "fastest round medians" + (" / canary" if "canary" in decided_by else "")
+    return ""
+
+
+def _change_cell(record: Mapping[str, Any]) -> str:
+    change = str(record.get("change_summary") or "-")
+    statistic = decided_statistic(str(record.get("decided_by") or "")) if record.get("change") else ""
+    return f"{change} by {statistic}" if statistic and change != "-" else change
 
 
 def latency_row(record: Mapping[str, Any]) -> tuple[str, ...]:
@@ -98,7 +125,7 @@ def latency_row(record: Mapping[str, Any]) -> tuple[str, ...]:
         f"{mode} ({runtimes})" if runtimes else mode,
         _median_ms(compared),
         _median_ms(record.get("current")),
-        str(record.get("change_summary") or "-"),
+        _change_cell(record),
         str(record.get("verdict", "")),
     )
 
@@ -113,6 +140,21 @@ def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
         for record in records
         if record.get("kind") == "latency" and record.get("verdict") not in (Status.NOT_TIMED, Status.ERROR)
     ]
+
+
+def accuracy_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """The accuracy table's rows: every accuracy check that compared or recorded (errors are listed
+    with the run's errors), passing ones included."""
+    return [
+        accuracy_row(record, _test_of(record))
+        for record in records
+        if record.get("kind") == "accuracy" and record.get("verdict") not in (Status.NOT_TIMED, Status.ERROR)
+    ]
+
+
+def accuracy_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """Accuracy checks, one row each: what they compared with, the worst output, the verdict."""
+    return [accuracy_title(rows), *format_table([ACCURACY_HEADERS, *rows])] if rows else []
 
 
 _FOOTPRINT_HEADERS = ("test", "variant", "check", "path", "current", "change", "verdict")
@@ -175,10 +217,8 @@ def latency_table(
         return []
     table: list[tuple[str, ...]] = [_HEADERS, *rows]
     lines = [
-        f"latency on machine '{machine}' (reference and current: medians of all runs; change: the "
-        "statistic that decided, current/reference with its interval; reference = the stored baseline, "
-        "or in mode a/b the reference measured side by side; a/b (runtimes): reference and current "
-        "in measuring workers of two ONNX Runtime environments)"
+        f"latency on machine '{machine}' (change: current/reference by the statistic it names, which "
+        "decided; the medians beside it can differ)"
     ]
     lines += format_table(table)
     disagreed = sum(1 for row in rows if row[5].startswith(PROCESSES_DISAGREE))
@@ -248,12 +288,34 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
             "will read inconclusive; record them again on a quieter machine):"
         )
         lines += [f"  {line}" for line in report.coarse]
+    lines += unkept_lines(report.unkept)
     if report.unused:
         action = "pruned" if prune else "kept; --ortperf-prune deletes them"
         lines.append(f"unused baselines ({action}):")
         lines += [f"  {nodeid}" for nodeid in report.unused]
     lines += [f"wrote {path}" for path in report.written]
     return lines
+
+
+UNKEPT_SHOWN = 3  # tests named whose figures were measured until settled; the rest are counted
+
+
+def unkept_lines(unkept: Sequence[str]) -> list[str]:
+    """Why this update was slow where it was: figures of models that git does not keep yet will
+    decide (nothing can rebuild them later), so they were measured until settled; a committed model's
+    figures only inform and are recorded short."""
+    if not unkept:
+        return []
+    count = len(unkept)
+    named = ", ".join(unkept[:UNKEPT_SHOWN]) + (
+        f" and {count - UNKEPT_SHOWN} more" if count > UNKEPT_SHOWN else ""
+    )
+    return [
+        f"{count} latency figure{'s' if count != 1 else ''} recorded until settled (the slow way): git does "
+        "not keep their model yet, so no later run can rebuild it and these figures will decide "
+        f"({named}). Commit the models first (git add and git commit), then run ortperf update: "
+        "figures of a model git keeps only inform and are recorded short."
+    ]
 
 
 def missing_only_lines(notes: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -406,6 +468,7 @@ class RunSummary:
     unused_hint: Sequence[str] = ()
     rows: Sequence[tuple[str, ...]] = ()
     footprint_rows: Sequence[tuple[str, ...]] = ()
+    accuracy_rows: Sequence[tuple[str, ...]] = ()  # accuracy checks, passing ones too (accuracy_rows)
     missing: int = 0
     elsewhere: Sequence[str] = ()  # machines with latency figures for the checks missing here
     # recorded runtimes that could not be had here -> the latency checks they left missing
@@ -462,6 +525,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         )
         lines += summary.inputs
         lines.append(f"timing: {summary.timing_mode}")
+    lines += accuracy_table(summary.accuracy_rows)
     lines += footprint_table(summary.footprint_rows, summary.machine)
     for table in summary.tradeoffs:
         lines += [heading(table), *format_table([HEADERS, *cells(table)])]

@@ -93,8 +93,8 @@ def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
             "tests/test_perf.py::test_squeezenet",
             "cpu-all",
             "stored",
-            "10 ms",
-            "10.2 ms",
+            "median 10 ms",
+            "median 10.2 ms",
             "+2.0% (99% CI -1.0% .. +5.0%)",
             "ok",
         ),
@@ -102,12 +102,12 @@ def test_latency_rows_strip_the_variant_from_the_test_name() -> None:
             "tests/test_perf.py::test_resnet",
             "cuda-extended",
             "stored",
-            "1 ms",
-            "1.5 ms",
+            "median 1 ms",
+            "median 1.5 ms",
             "+50.0% (99% CI +40.0% .. +60.0%)",
             "regression",
         ),
-        ("tests/test_perf.py::test_new", "cpu-all", "stored", "-", "123.5 ms", "-", "missing"),
+        ("tests/test_perf.py::test_new", "cpu-all", "stored", "-", "median 123.5 ms", "-", "missing"),
     ]
 
 
@@ -118,7 +118,10 @@ def _table(results: list, machine: str) -> list[str]:
 
 def test_latency_table_is_aligned_and_names_the_machine() -> None:
     lines = _table(RESULTS, "ci-large")
-    assert lines[0].startswith("latency on machine 'ci-large' (reference and current: medians of all runs; change:")
+    assert lines[0] == (
+        "latency on machine 'ci-large' (change: current/reference by the statistic it names, which decided; "
+        "the medians beside it can differ)"
+    )
     header, *rows = lines[1:5]
     assert header.split() == ["test", "variant", "mode", "reference", "current", "change", "verdict"]
     assert rows[0].split("  ")[0] == "tests/test_perf.py::test_squeezenet"
@@ -345,7 +348,7 @@ def test_an_unchanged_check_shows_its_drift_in_the_markdown_change_column_as_in_
     assert record["drift"] == {"ratio": 1.04, "text": row[5]}
     text = markdown([record], machine="ci", unused=())
     assert (
-        "| ✅ | `tests/test_perf.py::test_squeezenet[cpu-all]` | cpu-all | latency | 10 ms | 10.4 ms | "
+        "| ✅ | `tests/test_perf.py::test_squeezenet[cpu-all]` | cpu-all | latency | median 10 ms | median 10.4 ms | "
         "machine 1.04x slower than at recording; nothing changed | unchanged | unchanged |"
     ) in text
 
