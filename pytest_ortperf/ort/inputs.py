@@ -13,6 +13,7 @@ input measured at ``1x3x1x1`` times a degenerate graph.
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from collections.abc import Mapping, Sequence
@@ -252,11 +253,22 @@ def unsized_message(
     them = "them" if len(unsized) > 1 else "it"
     return (
         f"{where}nothing sizes {'; '.join(described)}; synthetic data would have to guess these sizes "
-        f"(a dim of 1 measures a degenerate input). Size {them} with ort_model(..., shapes={{{example}}}) "
-        "(or the key shapes of its model table)"
+        f"(a dim of 1 measures a degenerate input). Size {them} in its model table "
+        "([tool.ortperf.models.\"<glob>\"] in pyproject.toml or [models.\"<glob>\"] in an ortperf.toml): "
+        f"shapes = {{{_toml_shapes(unsized, shapes)}}}; or in a test: ort_model(..., shapes={{{example}}})"
         + (f", name its dims with dims={{{', '.join(f'{n!r}: <n>' for n in named)}}}" if named else "")
         + f", or give the model its own inputs beside it: {npz}, or test_data_set_0/input_<i>.pb "
         "(ONNX model-zoo layout)."
+    )
+
+
+def _toml_shapes(unsized: Sequence[InputSpec], shapes: Mapping[str, tuple[int | None, ...]]) -> str:
+    """The shapes as a model table writes them: ``x = [1, 3, <n>, <n>]`` (a name TOML cannot write
+    bare is quoted)."""
+    return ", ".join(
+        f"{name if re.fullmatch(r'[A-Za-z0-9_-]+', name) else json.dumps(name)} = "
+        f"[{', '.join(str(s) if s is not None else '<n>' for s in shapes[name])}]"
+        for name in (spec.name for spec in unsized)
     )
 
 

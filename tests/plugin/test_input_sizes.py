@@ -34,8 +34,10 @@ def _detector_suite(pytester: pytest.Pytester, sizes: str = "") -> None:
 
 UNSIZED_MESSAGE = (
     "model 'detector.onnx': nothing sizes input 'x' [[]?, 3, ?, ?[]] (axes 2, 3); synthetic data would have to "
-    "guess these sizes (a dim of 1 measures a degenerate input). Size it with ort_model(..., shapes={'x': "
-    "[[]1, 3, <n>, <n>[]]}) (or the key shapes of its model table), or give the model its own inputs beside it: "
+    "guess these sizes (a dim of 1 measures a degenerate input). Size it in its model table "
+    '([[]tool.ortperf.models."<glob>"[]] in pyproject.toml or [[]models."<glob>"[]] in an ortperf.toml): '
+    "shapes = {x = [[]1, 3, <n>, <n>[]]}; or in a test: ort_model(..., shapes={'x': [[]1, 3, <n>, <n>[]]}), "
+    "or give the model its own inputs beside it: "
     "detector.npz, or test_data_set_0/input_<i>.pb (ONNX model-zoo layout)."
 )
 
@@ -192,8 +194,9 @@ def test_a_stateful_vad_is_sized_recorded_changed_and_gated(pytester: pytest.Pyt
     unsized.stdout.fnmatch_lines(
         [
             "model 'vad.onnx': nothing sizes input 'input' [[]?, ?[]] (axis 1); input 'state' "
-            "[[]2, ?, 32[]] (axis 1); * Size them with ort_model(..., shapes={'input': [[]1, <n>[]], "
-            "'state': [[]2, <n>, 32[]]})*"
+            "[[]2, ?, 32[]] (axis 1); * Size them in its model table (*): "
+            "shapes = {input = [[]1, <n>[]], state = [[]2, <n>, 32[]]}; or in a test: "
+            "ort_model(..., shapes={'input': [[]1, <n>[]], 'state': [[]2, <n>, 32[]]})*"
         ]
     )
 
