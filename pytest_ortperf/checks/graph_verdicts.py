@@ -95,10 +95,12 @@ def compared(
     changes: Sequence[str] = (),
     stored_reason: str = "",
     notes: Sequence[str] = (),
+    optimized: bool = True,
 ) -> GraphResult:
     """The current graph against ``reference``, exactly: fails on what :func:`graph.diff.failures`
-    names under ``mode``, or on a pinned count it does not have."""
-    diff = GraphDiff(reference, current)
+    names under ``mode``, or on a pinned count it does not have. ``optimized``: False at level
+    ``disabled``, where a dropped fused op type is the model's own op change (``GraphDiff.optimized``)."""
+    diff = GraphDiff(reference, current, optimized=optimized)
     reasons = failures(diff, mode) + [f"pinned count: {p}" for p in pinned(current, expected)]
     result = GraphResult(
         key,

@@ -32,6 +32,8 @@ from pytest_ortperf.graph.figures import GraphFigures, hardware_class
 from pytest_ortperf.kinds.fresh_processes import figures_property
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.variants import OptLevel
 from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
@@ -121,6 +123,7 @@ class GraphCheck:
             changes=what_changed(entry.recipe, target.environment),
             stored_reason=why,
             notes=notes,
+            optimized=_optimized(built),
         )
 
     def _across_runtimes(
@@ -174,6 +177,7 @@ class GraphCheck:
             mode=target.policy.graph_mode,
             expected=self._pins(target),
             notes=[*notes, *([note] if note and note not in notes else [])],  # said once for both sides
+            optimized=_optimized(built),
         )
 
     def _pins(self, target: CheckTarget) -> dict[str, int]:
@@ -214,6 +218,11 @@ class GraphCheck:
             if pins.failed
             else _noted(unchanged(target.key, current, stored[0] if stored else None), notes)
         )
+
+
+def _optimized(built: BuiltSession) -> bool:
+    """Whether ORT's optimizer ran on the variant's graph (not at level ``disabled``)."""
+    return built.variant.opt_level is not OptLevel.DISABLED
 
 
 def _noted(result: GraphResult, notes: Sequence[str]) -> GraphResult:

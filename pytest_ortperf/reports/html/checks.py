@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from pytest_ortperf.accuracy.metrics import TOLERANCE_BIN
-from pytest_ortperf.graph.diff import GraphDiff
+from pytest_ortperf.graph.diff import MODEL_OP_CHANGED, GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures, short
 from pytest_ortperf.reports.html import svg
 from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figure, floats, short_number
@@ -115,11 +115,12 @@ def _graph(record: Mapping[str, Any]) -> str:
     ]
     side = str(reference.get("label") or "reference") if isinstance(reference, Mapping) else "reference"
     parts = []
-    diff = _graph_diff(reference, current)
+    diff = _graph_diff(reference, current, optimized=not _at_level_disabled(str(record.get("variant", ""))))
     if diff is not None:
         lost, gained = diff.lost_fusions(), diff.gained_fusions()
         placement = diff.placement_changes()
         items = [f'<li class="lost">lost fusion: {escape(x)}</li>' for x in lost]
+        items += [f'<li class="lost">{MODEL_OP_CHANGED}: {escape(x)}</li>' for x in diff.model_op_changes()]
         items += [f'<li class="gained">gained fusion: {escape(x)}</li>' for x in gained]
         items += [f'<li class="lost">{escape(x)}</li>' for x in placement]
         if not items:
@@ -153,7 +154,12 @@ def _op_labels(ops: Sequence[str]) -> dict[str, str]:
     return {op: name if seen[name] == 1 else op for op, name in shortened.items()}
 
 
-def _graph_diff(reference: object, current: Mapping[str, Any]) -> GraphDiff | None:
+def _at_level_disabled(variant: str) -> bool:
+    """Whether a variant id (``cpu-disabled``, ``cuda-disabled-int8-dynamic``) names level disabled."""
+    return "disabled" in variant.split("-")[1:]
+
+
+def _graph_diff(reference: object, current: Mapping[str, Any], *, optimized: bool = True) -> GraphDiff | None:
     if not isinstance(reference, Mapping):
         return None
     try:
@@ -161,7 +167,7 @@ def _graph_diff(reference: object, current: Mapping[str, Any]) -> GraphDiff | No
         after = GraphFigures.from_dict(current)
     except (KeyError, TypeError, ValueError):
         return None
-    return GraphDiff(before, after)
+    return GraphDiff(before, after, optimized=optimized)
 
 
 def _comparisons(record: Mapping[str, Any]) -> str:

@@ -44,6 +44,22 @@ def test_a_lost_fusion_fails_and_names_the_op_types_and_nodes() -> None:
     assert "nodes gone: conv0 (FusedConv)" in lines
 
 
+def test_at_level_disabled_a_fused_op_type_that_drops_is_the_models_op_change() -> None:
+    """ORT fuses nothing at level disabled: a Gemm that became MatMul + Add was the exported model's."""
+    before = GraphFigures(ops={"Gemm": 2}, digest="a" * 64)
+    after = GraphFigures(ops={"MatMul": 2, "Add": 2}, digest="b" * 64)
+    optimized = GraphDiff(before, after)
+    assert optimized.lost_fusions() == ["Gemm 2 -> 0 (Add +2, MatMul +2)"]
+    assert optimized.model_op_changes() == []
+    disabled = GraphDiff(before, after, optimized=False)
+    assert disabled.lost_fusions() == []
+    assert disabled.model_op_changes() == ["Gemm 2 -> 0 (Add +2, MatMul +2)"]
+    assert failures(disabled) == [
+        "an op change of the model (level disabled: ORT fused nothing): Gemm 2 -> 0 (Add +2, MatMul +2)"
+    ]
+    assert not any("lost fusion" in line for line in disabled.lines())
+
+
 def test_a_gained_fusion_informs_and_fails_only_in_exact_mode() -> None:
     diff = GraphDiff(ONE_LOST, FUSED)
     assert diff.lost_fusions() == []
