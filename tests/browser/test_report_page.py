@@ -200,3 +200,29 @@ def test_the_pages_controls_sort_filter_and_open_a_followed_check(open_page: Any
     ok_row.locator("a").click()
     assert page.locator(f"details{anchor}").get_attribute("open") is not None
     assert opened.errors == []
+
+
+def test_a_long_test_path_is_cut_and_the_tests_own_name_stays_whole(open_page: Any, tmp_path: Path) -> None:
+    """The summary's test column cuts a long path short (from the left, keeping the file name), never
+    the test's own name (it was ``...ls/bert_tiny.onnx::accuracy``, cut from the left whole)."""
+    document = json.loads((REPOSITORY / "tests" / "unit" / "reports" / "example_report.json").read_text())
+    record = next(c for c in document["checks"] if c["kind"] == "accuracy")
+    record["test"] = (
+        "models/zoo/natural_language/transformers/distilled/bert_tiny.onnx::"
+        f"test_accuracy_against_the_reference_outputs[{record['variant']}]"
+    )
+    path = tmp_path / "page.html"
+    write_page(path, [Job("", document)])
+    page = open_page(path).page
+    cell = page.locator("#checks-table td.t", has=page.locator(".tn", has_text="test_accuracy_against")).first
+    measured = cell.evaluate(
+        "(td) => { const name = td.querySelector('.tn'), path = td.querySelector('.tp');"
+        " const box = td.getBoundingClientRect(), own = name.getBoundingClientRect();"
+        " return {name: name.innerText, nameFits: name.scrollWidth <= name.clientWidth + 1,"
+        " inside: own.left >= box.left - 1 && own.right <= box.right + 1,"
+        " pathCut: path.scrollWidth > path.clientWidth, pathShown: path.clientWidth}; }"
+    )
+    assert measured["name"] == "test_accuracy_against_the_reference_outputs"
+    assert measured["nameFits"], measured
+    assert measured["inside"], measured
+    assert measured["pathCut"], measured  # the path is the part that gave way

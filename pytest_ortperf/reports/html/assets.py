@@ -34,7 +34,11 @@ th,td{text-align:left;padding:3px 8px;border-bottom:1px solid var(--line);vertic
 th{background:var(--card);position:sticky;top:0;cursor:pointer;user-select:none;white-space:nowrap}
 th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
 #checks-table td.c{text-align:left}
-#checks-table td.t{direction:rtl;text-align:left}#checks-table td.t a{direction:ltr;unicode-bidi:isolate}
+#checks-table td.t{text-overflow:clip}#checks-table td.t a{display:flex;min-width:0}
+#checks-table td.t .tp{flex:0 1 auto;min-width:0;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;
+direction:rtl}
+#checks-table td.t .tp bdi{direction:ltr;unicode-bidi:isolate}
+#checks-table td.t .tn{flex:0 0 auto;max-width:100%;white-space:normal;overflow-wrap:anywhere}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr.failed td{background:#fff3f2}tr.error td{background:#fff3f2}
 .v-failed,.v-error{color:var(--bad);font-weight:600}.v-warn{color:var(--warn)}.v-ok{color:var(--ok)}

@@ -80,12 +80,26 @@ def _latency(record: Mapping[str, Any]) -> str:
     if isinstance(operators, Mapping) and isinstance(operators.get("after"), Mapping):
         earlier = operators.get("before")
         source = str(operators.get("source") or "")
-        drawn += f"<h3>At operator level ({escape(source)})</h3>" + operator_comparison(
+        drawn += f"<h3>At operator level ({escape(source)})</h3>" + _profiled_not_timed(record)
+        drawn += operator_comparison(
             earlier if isinstance(earlier, Mapping) else None,
             operators["after"],
             sides=("reference", "current"),
         )
     return drawn
+
+
+def _profiled_not_timed(record: Mapping[str, Any]) -> str:
+    """Why the profile's totals need not match the verdict's change: they come from other runs."""
+    basis = str(record.get("decided_by") or "").strip()
+    statistic = f" ({escape(basis)})" if basis else ""
+    return (
+        "<p class='muted profiled-note'>These totals come from profiled runs: each side run again on a "
+        "profiling session after the timing, its nodes' times summed per run. They show where the time "
+        "went, not how much it changed: the verdict's change was read from the timed runs, which no "
+        f"profiler slowed, by the statistic that decided{statistic}; the two can differ, even in "
+        "direction.</p>"
+    )
 
 
 def _inputs(record: Mapping[str, Any]) -> str:

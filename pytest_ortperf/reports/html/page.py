@@ -145,7 +145,7 @@ def _summary(checks: Sequence[PageCheck], merged: bool) -> str:
             _cell(str(r["verdict"]), f"v-{check.state}"),
             _cell(str(r["kind"])),
             f'<td class="mono t" title="{escape(test)}">'
-            f'<a href="#{check.anchor}">{escape(_without(test, variant))}</a></td>',
+            f'<a href="#{check.anchor}">{_test_name(_without(test, variant))}</a></td>',
             _cell(variant),
             _num_cell(change_text, change_value, "c"),
             _num_cell(*before),
@@ -160,7 +160,7 @@ def _summary(checks: Sequence[PageCheck], merged: bool) -> str:
         '<input id="filter" type="search" placeholder="filter: words in a row, e.g. failed latency" '
         'aria-label="filter the checks">'
         f'<table id="checks-table"><colgroup>{columns}</colgroup><thead><tr>{head}</tr></thead>'
-        f'<tbody>{"".join(rows)}</tbody></table>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
         f"{empty}</section>"
     )
 
@@ -169,6 +169,16 @@ def _without(test: str, variant: str) -> str:
     """A node id without its variant's parameter, which the variant column shows."""
     suffix = f"[{variant}]"
     return test[: -len(suffix)] if variant and test.endswith(suffix) else test
+
+
+def _test_name(test: str) -> str:
+    """A node id as two parts: its file's path, which is cut short (from the left, so that the file
+    name stays) when the column is too narrow, and the test's own name, which is never cut (it wraps):
+    ``…models/bert_tiny.onnx::`` then ``accuracy``."""
+    path, sep, name = test.rpartition("::")
+    if not sep:
+        return f'<span class="tn">{escape(test)}</span>'
+    return f'<span class="tp"><bdi>{escape(path + sep)}</bdi></span><span class="tn">{escape(name)}</span>'
 
 
 def _cell(text: str, css: str = "") -> str:

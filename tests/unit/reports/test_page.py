@@ -137,6 +137,8 @@ def test_an_exact_output_draws_no_histogram(document: dict[str, Any]) -> None:
 
 def test_a_graph_check_names_a_lost_fusion_and_draws_both_histograms(document: dict[str, Any]) -> None:
     record = _check(document, "graph", "unchanged")
+    record["test"] = record["test"].replace(record["variant"], "cpu-all")  # at a level that fuses
+    record["variant"] = "cpu-all"
     record["reference"]["ops"] = {**record["reference"]["ops"], "com.microsoft:FusedConv": 2}
     record["current"]["ops"] = {**record["current"]["ops"], "Conv": 2, "Relu": 2}
     record["current"]["digest"] = "another"
@@ -314,6 +316,9 @@ def test_a_failed_latency_check_draws_the_operator_profiles_its_explanation_comp
     record["operators"] = {"source": "both sides profiled now", "before": before, "after": after}
     section = _section(render_page([Job("", document)]), record, "latency")
     assert "At operator level (both sides profiled now)" in section
+    # The profile's totals come from other runs than the statistic that decided: the page says so.
+    assert "These totals come from profiled runs" in section
+    assert f"by the statistic that decided ({record['decided_by']})" in section.replace("&#x27;", "'")
     assert section.count('<svg class="chart"') == 4  # rounds, interval, by op type, by provider
     grew = re.search(r"nodes whose time grew most.*?</table>", section, re.S)
     assert grew is not None
@@ -377,9 +382,15 @@ def test_an_output_not_compared_reads_so_with_its_reason(document: dict[str, Any
     changed = copy.deepcopy(document)
     record = _check(changed, "accuracy", "ok")
     output = record["references"][0]["outputs"][0]
-    output["compared"], output["not_compared"] = False, "onnxruntime returned a SparseTensor, which is not compared"
+    output["compared"], output["not_compared"] = (
+        False,
+        "onnxruntime returned a SparseTensor, which is not compared",
+    )
     section = _section(render_page([Job("", changed)]), record, "accuracy")
-    assert "<td class='v-warn'>not compared: onnxruntime returned a SparseTensor, which is not compared</td>" in section
+    assert (
+        "<td class='v-warn'>not compared: onnxruntime returned a SparseTensor, which is not compared</td>"
+        in section
+    )
 
 
 def test_a_cosine_that_did_not_judge_says_why(document: dict[str, Any]) -> None:
@@ -388,3 +399,29 @@ def test_a_cosine_that_did_not_judge_says_why(document: dict[str, Any]) -> None:
     record["references"][0]["outputs"][0]["whole_output_not_judged"] = "every element within tolerance"
     section = _section(render_page([Job("", changed)]), record, "accuracy")
     assert "ok (cosine and SQNR not judged: every element within tolerance)" in section
+
+
+def test_at_level_disabled_a_dropped_fused_op_is_the_models_op_change_not_a_lost_fusion(
+    document: dict[str, Any],
+) -> None:
+    record = _check(document, "graph", "unchanged")
+    assert record["variant"] == "cpu-disabled"
+    record["reference"]["ops"] = {**record["reference"]["ops"], "Gemm": 3, "MatMul": 6, "Add": 0}
+    record["current"]["ops"] = {**record["current"]["ops"], "Gemm": 1, "MatMul": 8, "Add": 2}
+    record["current"]["digest"] = "another"
+    section = _section(render_page([Job("", document)]), record, "graph")
+    assert (
+        "an op change of the model (level disabled: ORT fused nothing): Gemm 3 -&gt; 1 (Add +2, MatMul +2)"
+        in section
+    )
+    assert "lost fusion" not in section
+
+
+def test_the_summary_keeps_a_tests_own_name_whole_and_cuts_only_its_path(document: dict[str, Any]) -> None:
+    record = _check(document, "accuracy")
+    record["test"] = f"models/zoo/nlp/transformers/bert_tiny.onnx::accuracy[{record['variant']}]"
+    page = render_page([Job("", document)])
+    assert (
+        '<span class="tp"><bdi>models/zoo/nlp/transformers/bert_tiny.onnx::</bdi></span>'
+        '<span class="tn">accuracy</span>'
+    ) in page
