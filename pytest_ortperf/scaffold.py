@@ -42,6 +42,9 @@ CI_FILES = {
 }
 GITIGNORE_LINE = ".ortperf/"
 NEXT_STEPS = (
+    # Committed first: figures of a model git keeps only inform and are recorded short; an uncommitted
+    # model's figures will decide and are measured until settled (about ten times as long).
+    "git add . && git commit -m 'Gate the models'   # first: committed models record fast",
     "ortperf update    # record the baselines (then commit baselines/)",
     "pytest            # the gate: fails a model that got slower or less accurate",
 )

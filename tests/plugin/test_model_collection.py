@@ -234,7 +234,8 @@ def test_init_writes_the_configuration_and_a_workflow_that_parses(
         "wrote .gitignore",
         f"wrote {workflow} (branch master, from the branch checked out; installs pytest-ortperf[{extra}])",
     ]
-    assert out.rstrip().splitlines()[-2:] == [
+    assert out.rstrip().splitlines()[-3:] == [
+        "  git add . && git commit -m 'Gate the models'   # first: committed models record fast",
         "  ortperf update    # record the baselines (then commit baselines/)",
         "  pytest            # the gate: fails a model that got slower or less accurate",
     ]
