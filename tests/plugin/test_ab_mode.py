@@ -149,7 +149,7 @@ def test_an_unchanged_model_is_identical_to_its_reference_and_passes(pytester: p
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=1)
     result.stdout.re_match_lines(
-        [r"test_ab\.py::test_model +cpu-all +a/b +- +\S+ ms +- +identical to reference$"]
+        [r"test_ab\.py::test_model +cpu-all +a/b +- +median \S+ ms +- +identical to reference$"]
     )
     kinds = report(pytester)
     assert "accuracy" not in kinds  # the same bytes: nothing to compare
@@ -166,7 +166,7 @@ def test_a_model_not_in_head_has_no_reference_and_passes(pytester: pytest.Pytest
     suite(pytester, model="new.onnx")
     result = pytester.runpytest("--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=1)
-    result.stdout.re_match_lines([r"test_ab\.py::test_model +cpu-all +a/b +- +\S+ ms +- +no reference$"])
+    result.stdout.re_match_lines([r"test_ab\.py::test_model +cpu-all +a/b +- +median \S+ ms +- +no reference$"])
     (latency,) = report(pytester)["latency"]
     assert latency["verdict"] == "no reference"
     assert latency["reference"]["label"] == "HEAD:new.onnx"
@@ -423,7 +423,7 @@ def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester
     plain.assert_outcomes(passed=1)
     # The work tree's model is the one recorded: nothing changed, so a short look and no verdict.
     plain.stdout.re_match_lines(
-        [r"test_ab\.py::test_model +cpu-all +unchanged +\S+ ms +\S+ ms +machine .*nothing changed +unchanged"]
+        [r"test_ab\.py::test_model +cpu-all +unchanged +median \S+ ms +median \S+ ms +machine .*nothing changed +unchanged"]
     )
 
 
