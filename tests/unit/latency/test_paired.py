@@ -649,7 +649,7 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     assert row.endswith(f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |")
     (terminal,) = rows_of([result])
     assert terminal[2] == "a/b"
-    assert terminal[3] == f"{result.reference.median_ms:.4g} ms"  # type: ignore[union-attr]
+    assert terminal[3] == f"median {result.reference.median_ms:.4g} ms"  # type: ignore[union-attr]
 
 
 def test_reports_of_an_ab_check_without_reference() -> None:
