@@ -215,7 +215,7 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     kept = pytester.runpytest("--ortperf-update", *laptop)
     kept.stdout.fnmatch_lines(
         [
-            "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused",
+            "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused*",
             "unused baselines (kept; --ortperf-prune deletes them):",
             # one entry per test x variant, whichever machines measured it: no machine is named
             "  test_gate.py::test_two[[]cpu-all[]]",
