@@ -346,6 +346,12 @@ class CommitBisection:
             f"{max_comparisons(candidates) if self.walk == 'bisect' else linear}, a linear walk up to "
             f"{linear}), {self.runs} pytest run(s); {self.seconds:.1f} s in all, "
             f"{self.measure_s:.1f} s measuring"
+            + (
+                f"; a walk of all {linear} at this run's {self.measure_s / self.runs:.1f} s a comparison: "
+                f"about {linear * self.measure_s / self.runs:.0f} s"
+                if self.runs
+                else ""
+            )
         )
         return rows
 
