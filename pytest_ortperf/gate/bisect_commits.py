@@ -342,9 +342,13 @@ class CommitBisection:
         candidates = len(self.commits)
         linear = candidates - 1
         rows.append(
-            f"note: {self.result.comparisons} comparison(s) of {candidates} commits ({self.walk}; bound "
-            f"{max_comparisons(candidates) if self.walk == 'bisect' else linear}, a linear walk up to "
-            f"{linear}), {self.runs} pytest run(s); {self.seconds:.1f} s in all, "
+            f"note: {self.result.comparisons} comparison(s) of {candidates} commits ("
+            + (
+                f"bisect; bound {max_comparisons(candidates)}, a linear walk up to {linear}"
+                if self.walk == "bisect"
+                else f"linear walk; up to {linear}"
+            )
+            + f"), {self.runs} pytest run(s); {self.seconds:.1f} s in all, "
             f"{self.measure_s:.1f} s measuring"
             + (
                 f"; a walk of all {linear} at this run's {self.measure_s / self.runs:.1f} s a comparison: "
