@@ -12,6 +12,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.cli import main
+from tests.git_lfs import commit_and_push, lfs_repository, requires_git_lfs
 from tests.models import mlp_model
 
 NODEID = "test_model.py::test_latency[cpu-all]"
@@ -133,3 +134,35 @@ def test_a_check_not_built_for_commits_is_refused(capsys: pytest.CaptureFixture[
     status = main(["bisect", NODEID, "--commits", "a..b", "--check", "graph"])
     assert status == 2
     assert "--check graph is not built for commits; --check latency is" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@requires_git_lfs
+def test_a_model_kept_in_git_lfs_is_bisected_from_its_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    root = tmp_path / "repo"
+    lfs_repository(root, tmp_path / "remote.git")
+    (root / "models").mkdir()
+    (root / "test_model.py").write_text(TEST_FILE)
+    commit_and_push(root, "test_model.py", message="the test")
+    for i, layers in enumerate((10, 10, 12)):
+        onnx.save(mlp_model(layers=layers, width=256, seed=i), root / "models/mlp.onnx")
+        commit_and_push(root, "models/mlp.onnx", message=f"model {i}")
+    assert run_git(root, "show", "HEAD:models/mlp.onnx").startswith("version https://git-lfs")
+    monkeypatch.chdir(root)
+    status = main(["bisect", NODEID, "--commits", "HEAD~2..HEAD", *BUDGET])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    assert "first changed: " in out
+    assert out.split("first changed: ")[1].split("\n")[0].endswith(": model 2")
+    assert "node count per op type changed after optimization: MatMul 10 -> 12, Relu 10 -> 12" in out
+
+
+def test_a_check_not_built_for_releases_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["bisect", NODEID, "--runtimes", "onnxruntime==1.30.0..1.31.0", "--check", "latency"])
+    assert status == 2
+    assert "--check latency is not built for releases yet; --check graph is" in capsys.readouterr().err
