@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.ort.providers import KNOWN_PROVIDERS, parse_providers, resolve_provider
 from pytest_ortperf.ort.runtime import installed_distributions
 from pytest_ortperf.version import __version__
@@ -172,25 +172,35 @@ def _parser() -> argparse.ArgumentParser:
     env_remove.add_argument("--dir", default=None, help=env_dir_help)
     bisect = commands.add_parser(
         "bisect",
-        help="find the onnxruntime release that changed a test's check",
-        description="Binary-search the releases FROM..TO from the package index: each step runs the "
-        "test's pytest item in a release's environment (fetched once into .ortperf/envs) and compares "
-        "its check with the good end's; names the first release that differs and explains it.",
+        help="find the onnxruntime release, or the commit of the model, that changed a test's check",
+        description="Binary-search the releases FROM..TO from the package index (each step runs the "
+        "test's pytest item in a release's environment, fetched once into .ortperf/envs, and compares its "
+        "graph with the good end's), or the commits GOOD..BAD that changed the test's model (each step "
+        "measures the model at a commit against the model at GOOD side by side, as --ortperf-ab does); "
+        "names the first that differs and explains it.",
     )
     bisect.add_argument(
         "nodeid", help="the test's pytest node id, such as 'tests/test_x.py::test_y[cpu-all]'"
     )
-    bisect.add_argument(
+    ends = bisect.add_mutually_exclusive_group(required=True)
+    ends.add_argument(
         "--runtimes",
-        required=True,
         metavar="[DIST==]FROM..TO",
         help="the release range, such as onnxruntime==1.27.0..1.32.0 (DIST defaults to the installed one)",
     )
+    ends.add_argument(
+        "--commits",
+        metavar="GOOD..BAD",
+        help="the commit range, such as v1.2..HEAD: the commits in it that changed the test's model, "
+        "in this environment's onnxruntime; the test as it is at BAD",
+    )
     bisect.add_argument(
         "--check",
-        default="graph",
-        choices=["graph"],
-        help="the question each step asks; graph: is the optimized graph the good end's (default: graph)",
+        default=None,
+        choices=["graph", "latency"],
+        help="the question each step asks; graph: is the optimized graph the good end's (releases); "
+        "latency: is the model measured side by side as fast as at GOOD (commits) (default: graph for "
+        "--runtimes, latency for --commits)",
     )
     bisect.add_argument(
         "--graph",
@@ -198,6 +208,21 @@ def _parser() -> argparse.ArgumentParser:
         choices=["fusions", "exact"],
         help="what change of the graph makes a release differ, as --ortperf-graph: fusions (a lost "
         "fusion, nodes off the provider, new copies) or exact (any change) (default: fusions)",
+    )
+    bisect.add_argument(
+        "--budget",
+        default=3.0,
+        type=float,
+        metavar="SECONDS",
+        help="--commits: the side-by-side budget of a step, as --ortperf-ab-budget; an inconclusive step "
+        "is measured again with twice as much (default: 3)",
+    )
+    bisect.add_argument(
+        "--walk",
+        default="bisect",
+        choices=["bisect", "linear"],
+        help="--commits: bisect (default), or linear: every commit in order, oldest first, until one "
+        "differs (what bisection saves, to compare)",
     )
     bisect.add_argument("--report", default=None, metavar="PATH", help="write every step as JSON")
     bisect.add_argument(
@@ -442,6 +467,43 @@ def _init(path: str, ci: str, providers: str) -> int:
     return 0
 
 
+def _bisect_command(args: argparse.Namespace) -> int:
+    if args.commits is not None:
+        if args.check not in (None, "latency"):
+            raise UsageError(
+                f"ortperf bisect --commits: --check {args.check} is not built for commits; "
+                "--check latency is (the model at each commit against GOOD's, side by side)"
+            )
+        if not args.budget > 0:
+            raise UsageError(f"ortperf bisect --budget {args.budget:g}: expected seconds above 0")
+        return _bisect_commits(args.nodeid, args.commits, args.report, args.budget, args.walk)
+    if args.check not in (None, "graph"):
+        raise UsageError(
+            f"ortperf bisect --runtimes: --check {args.check} is not built for releases yet; "
+            "--check graph is"
+        )
+    return _bisect(args.nodeid, args.runtimes, args.report, args.fetch, args.graph)
+
+
+def _bisect_commits(nodeid: str, commits: str, report: str | None, budget_s: float, walk: str) -> int:
+    from pytest_ortperf.gate.bisect_commits import bisect_commits
+
+    done = bisect_commits(
+        nodeid,
+        commits,
+        cwd=Path.cwd(),
+        python=Path(sys.executable),
+        budget_s=budget_s,
+        linear=walk == "linear",
+        progress=lambda line: print(f"ortperf bisect: {line}", file=sys.stderr, flush=True),
+    )
+    for line in done.lines():
+        print(line)
+    if report:
+        Path(report).write_text(json.dumps(done.as_dict(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return 0 if done.result.culprit is not None or "no change" in done.result.conclusion else 1
+
+
 def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str, mode: str) -> int:
     from pytest_ortperf.gate import bisect_runtimes as runs
     from pytest_ortperf.gate.bisect import (
@@ -570,7 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "env":
             return _env(args)
         if args.command == "bisect":
-            return _bisect(args.nodeid, args.runtimes, args.report, args.fetch, args.graph)
+            return _bisect_command(args)
         if args.command == "init":
             return _init(args.path, args.ci, args.providers)
     except (OrtperfError, OSError) as exc:

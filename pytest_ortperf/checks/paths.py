@@ -86,6 +86,9 @@ class Plan:
     recorded: Mapping[str, Any] = field(default_factory=dict)  # the recipe with this hardware's measured_on
     same_job: SameJob | None = None  # the A/B reference of a same-job plan
     note: str = ""  # what the route leaves out and why (a graph whose inputs changed)
+    # Side by side although the inputs changed: the reference runs on its recorded inputs, made again
+    # (the recipe's synthetic inputs; a kind that cannot make them falls back to without_reference)
+    recorded_inputs: bool = False
 
     @property
     def model_changed(self) -> bool:
@@ -176,8 +179,11 @@ def choose(
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
     if plan.route is Route.SIDE_BY_SIDE and inputs_changed(entry.recipe, current):
-        # The recorded inputs are not kept: a rebuilt reference would run on today's inputs, and a
-        # model whose input size changed with it (320 -> 640) would pass against itself resized.
+        # Each side runs on its own inputs: the reference on its recorded ones, made again where the
+        # recipe's were synthetic (latency, in this runtime); never on today's, or a model whose input
+        # size changed with it (320 -> 640) would pass against itself resized.
+        if part == "latency" and plan.runtime is None and remade_inputs_possible(entry.recipe):
+            return replace(plan, recorded_inputs=True)
         changed = "the inputs changed" + (" too" if rebuilds else "")
         why = f"{changed}, and the recorded inputs cannot be rebuilt"
         plan = replace(plan, route=Route.STORED, reason=why)
@@ -201,6 +207,13 @@ def short_figures_inform(plan: Plan, part: str) -> Plan:
         reason=f"{plan.reason}; this hardware's figures were recorded short ({figures.short}), so they "
         "do not decide: re-record them (ortperf update) to judge this change on stored figures",
     )
+
+
+def remade_inputs_possible(recipe: Mapping[str, Any]) -> bool:
+    """Whether the recipe's inputs may be made again: synthetic ones (or a recipe from before the
+    source was recorded); their digest decides whether they are the recorded ones."""
+    source = recipe.get("inputs_source")
+    return source is None or (isinstance(source, str) and source.startswith("synthetic("))
 
 
 def inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

@@ -204,6 +204,69 @@ def bisect(
     )
 
 
+def linear_walk(
+    labels: Sequence[str],
+    judge: Judge,
+    *,
+    retries: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> BisectResult:
+    """Judge ``labels`` one by one, oldest first, until one is not ``good``: the walk a bisection
+    saves (up to ``len(labels) - 1`` comparisons), for comparing the two. The same answers as
+    :func:`bisect`: a culprit only when the candidate before it was judged good."""
+    if len(labels) < 2:
+        raise UsageError(
+            f"ortperf bisect: {len(labels)} candidate(s) ({', '.join(labels) or 'none'}); "
+            "a walk needs a good and a bad end"
+        )
+    steps: list[Step] = []
+    for index in range(1, len(labels)):
+        outcome: Outcome = "inconclusive"
+        detail = ""
+        attempt = 0
+        for attempt in range(1 + max(retries, 0)):
+            if progress is not None:
+                again = f" again (attempt {attempt + 1}, more budget)" if attempt else ""
+                progress(f"step {len(steps) + 1}: measuring {labels[index]} against {labels[0]}{again}")
+            judgement = judge(index, attempt)
+            outcome, detail = judgement.outcome, judgement.detail
+            if outcome != "inconclusive":
+                break
+        steps.append(Step(index, labels[index], outcome, attempt + 1, detail))
+        if progress is not None:
+            progress(f"step {len(steps)}: {labels[index]}: {outcome}{f' ({detail})' if detail else ''}")
+        if outcome == "good":
+            continue
+        span = (labels[index - 1], labels[index])
+        if outcome == "inconclusive":
+            return _result(
+                labels,
+                steps,
+                None,
+                span,
+                f"inconclusive: {labels[index]} could not be decided; no culprit named",
+                (f"{labels[index]} inconclusive after {attempt + 1} measurement(s)",),
+            )
+        word = "changed" if outcome == "bad" else "improved"
+        ambiguous = () if outcome == "bad" else (f"{labels[index]} differs from {labels[0]} the other way",)
+        return _result(
+            labels,
+            steps,
+            labels[index],
+            span,
+            f"first {word}: {labels[index]} (the last like {labels[0]}: {labels[index - 1]})",
+            ambiguous,
+        )
+    return _result(
+        labels,
+        steps,
+        None,
+        (labels[0], labels[-1]),
+        f"no change: every candidate gives the same verdict as {labels[0]}",
+        (),
+    )
+
+
 def _result(
     labels: Sequence[str],
     steps: Sequence[Step],

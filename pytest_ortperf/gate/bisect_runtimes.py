@@ -119,15 +119,18 @@ class ItemRunner:
     workdir: Path
     timeout_s: float = 900.0
     pytest_args: Sequence[str] = ()
+    timed: bool = False  # False: --ortperf-timing=off (a graph needs no timing)
+    overlaid: bool = True  # False: the interpreter is this environment's own, which has every package
     runs: int = field(default=0, init=False)
 
-    def run(self, python: Path, label: str) -> dict[str, Any]:
+    def run(self, python: Path, label: str, extra: Sequence[str] = ()) -> dict[str, Any]:
         self.runs += 1
         report = self.workdir / f"report-{self.runs}.json"
-        links = overlay(self.workdir / "site")
         package_root = Path(__file__).resolve().parents[2]
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(links), str(package_root)])
+        if self.overlaid:
+            links = overlay(self.workdir / "site")
+            env["PYTHONPATH"] = os.pathsep.join([str(links), str(package_root)])
         command = [
             str(python),
             "-m",
@@ -136,10 +139,11 @@ class ItemRunner:
             "-q",
             "-p",
             "no:cacheprovider",
-            "--ortperf-timing=off",
+            *([] if self.timed else ["--ortperf-timing=off"]),
             "--ortperf-fetch-runtime=never",
             f"--ortperf-report={report}",
             *self.pytest_args,
+            *extra,
         ]
         try:
             done = subprocess.run(

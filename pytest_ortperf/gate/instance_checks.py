@@ -66,7 +66,8 @@ class InstanceChecks:
             entry = context.store.lookup(key.test_file, key.test)
         except OrtperfError as exc:  # a damaged or unreadable baseline file: every check says so
             return [[CheckError(key, check.kind, str(exc))] for check in checks]
-        measured_in = self._environment(inputs)  # once: it hashes the inputs
+        source = getattr(context.feeds, "source", "") if own_feeds else ""
+        measured_in = self._environment(inputs, source)  # once: it hashes the inputs
         for check in checks:
             policy, missing_only = self._policy(check, entry, key, measured_in)
             target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=own_feeds)
@@ -111,7 +112,7 @@ class InstanceChecks:
         decided = missing_only(exists=entry is not None, recorded_here=recorded_here, changes=changes)
         return (policy if decided.records else policy.judged()), decided
 
-    def _environment(self, inputs: Mapping[str, Array]) -> dict[str, object]:
+    def _environment(self, inputs: Mapping[str, Array], source: str = "") -> dict[str, object]:
         context = self._context
         return environment(
             context.built,
@@ -119,6 +120,7 @@ class InstanceChecks:
             machine=context.sessions.machine,
             runtime=context.sessions.runtime,
             measurement={**context.policy.measure.as_dict(), "canary": canary_on(context)},
+            inputs_source=source,
         )
 
     def _publish_error(self, error: CheckError) -> None:

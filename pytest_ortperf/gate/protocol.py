@@ -28,7 +28,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
 from pytest_ortperf.gate.services import CheckSettings, Measuring, References, Sessions
-from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.inputs import Array, InputOptions
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.profiling.book import MarkedProfile
@@ -102,6 +102,9 @@ class CheckContext:
     publisher: Publisher = field(default_factory=_Unpublished)
     # Every record published inside carries these fields (what --ortperf-update=missing did with it).
     noted: Callable[[Mapping[str, Any]], AbstractContextManager[None]] = _nothing_noted
+    # How this instance's synthetic inputs are made: a reference's recorded ones are made again
+    # with them (``ort.inputs.synthesized_as_described``); None where nothing says.
+    input_options: InputOptions | None = None
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,17 @@ its settings, its runtime). How each is found or rebuilt: ``gate/reference_build
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_ortperf.checks.paths import SameJob
+from pytest_ortperf.ort.inputs import Feeds, InputOptions, synthesized_as_described
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.store.environment import feeds_digest
 
 
 @dataclass(frozen=True)
@@ -56,4 +61,37 @@ def same_job(reference: ABReference | None, model: ModelSource) -> SameJob | Non
         identical=reference.source is not None and reference.source.content == model.content,
         across_runtimes=reference.across_runtimes,
         reason=reference.reason,
+    )
+
+
+_SEED = re.compile(r"^synthetic\(seed=(-?\d+)\)")
+
+
+def recorded_feeds(recipe: Mapping[str, Any], options: InputOptions | None) -> tuple[Feeds | None, str]:
+    """The inputs the recipe was measured on, made again, or None and why they cannot be.
+
+    Synthetic inputs depend on their names, dtypes, shapes (the recipe's ``inputs``), the seed and
+    the integer ranges: they are made at the recorded seed (``inputs_source``; a recipe from before
+    it was kept: this run's seed, then 0) with this run's ranges, and only bytes whose digest is the
+    recorded ``inputs_sha256`` are taken for the recorded inputs."""
+    described, digest = recipe.get("inputs"), recipe.get("inputs_sha256")
+    if not isinstance(described, Mapping) or not isinstance(digest, str):
+        return None, "the recipe does not describe its inputs"
+    source = recipe.get("inputs_source")
+    options = options or InputOptions()
+    if isinstance(source, str):
+        found = _SEED.match(source)
+        if found is None:
+            return None, f"they came from {source}, which is not kept"
+        seeds = [int(found.group(1))]
+    else:
+        seeds = list(dict.fromkeys((options.seed, 0)))
+    for seed in seeds:
+        feeds = synthesized_as_described(described, options, seed=seed)
+        if feeds is not None and feeds_digest(feeds) == digest:
+            return feeds, ""
+    tried = ", ".join(str(seed) for seed in seeds)
+    return None, (
+        f"synthetic inputs made as described (seed {tried}, this run's integer ranges) do not have the "
+        "recorded digest"
     )

@@ -28,12 +28,12 @@ from pytest_ortperf.checks.latency_verdicts import (
     with_section,
     worth_explaining,
 )
-from pytest_ortperf.checks.paths import Plan, Route, without_reference
+from pytest_ortperf.checks.paths import Plan, Route, short_figures_inform, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome, canary_on
-from pytest_ortperf.gate.references import ABReference, RecordedReference, same_job
+from pytest_ortperf.gate.references import ABReference, RecordedReference, recorded_feeds, same_job
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
@@ -102,18 +102,26 @@ class LatencyCheck:
         # Kept so that a later change can be measured against it.
         context.references.keep_model(context.built.model)
         if plan.route is Route.SIDE_BY_SIDE:
-            with self._activity.phase(BUILDING):
-                rebuilt, why = context.references.rebuild(context.built, plan)
+            entry = target.entry
+            fed: Mapping[str, Array] | None = None  # the reference's own inputs, where not today's
+            rebuilt, why = None, ""
+            if plan.recorded_inputs and entry is not None:
+                fed, cannot = recorded_feeds(entry.recipe, context.input_options)
+                if fed is None:
+                    why = f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
+            if not why:
+                with self._activity.phase(BUILDING):
+                    rebuilt, why = context.references.rebuild(context.built, plan)
             if rebuilt is not None:
-                entry = target.entry
                 self._changes = tuple(recipe_changes(entry.recipe, target.environment)) if entry else ()
                 label = f"latency of {key.test} side by side with {rebuilt.label}: "
-                same = self._same_graph(rebuilt, plan, key)
+                # The same graph is the same work only on the same inputs.
+                same = [] if plan.recorded_inputs else self._same_graph(rebuilt, plan, key)
                 if same:
                     return same
-                return _labelled(lambda: self._against_recorded(rebuilt, inputs, key), key, label)
-            entry = target.entry
+                return _labelled(lambda: self._against_recorded(rebuilt, inputs, key, fed), key, label)
             plan = without_reference(plan, why, recorded_on=entry.machines("latency") if entry else [])
+            plan = short_figures_inform(plan, LATENCY)
         return [self._stored(inputs, key, target, plan)]
 
     def _same_graph(self, reference: RecordedReference, plan: Plan, key: CheckKey) -> list[Outcome]:
@@ -192,7 +200,11 @@ class LatencyCheck:
                 profiler.run(None, dict(inputs))
 
     def _explained_side_by_side(
-        self, result: LatencyResult, other: BuiltSession, inputs: Mapping[str, Array]
+        self,
+        result: LatencyResult,
+        other: BuiltSession,
+        inputs: Mapping[str, Array],
+        reference_inputs: Mapping[str, Array] | None = None,
     ) -> LatencyResult:
         """A side-by-side result worth explaining (a failure, an inconclusive result, an improvement),
         with what changed at operator level: both sides profiled now, after measuring and outside the
@@ -201,9 +213,12 @@ class LatencyCheck:
         if not worth_explaining(result):
             return result
         sessions, built = context.sessions, context.built
+
         def in_turn() -> tuple[OpProfile, OpProfile]:
             """Each side profiled twice, in turn (A B A B), each keeping its fastest."""
-            sides = [sessions.op_profile(side, inputs) for _ in range(2) for side in (other, built)]
+            theirs = reference_inputs if reference_inputs is not None else inputs
+            feeds = {id(other): theirs, id(built): inputs}
+            sides = [sessions.op_profile(side, feeds[id(side)]) for _ in range(2) for side in (other, built)]
             return fastest(*sides[0::2]), fastest(*sides[1::2])
 
         with self._activity.phase(EXPLAINING):
@@ -266,16 +281,26 @@ class LatencyCheck:
         return [result, _outputs(lambda: ab_accuracy(context, other, reference.label, inputs, key), key)]
 
     def _against_recorded(
-        self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey
+        self,
+        reference: RecordedReference,
+        inputs: dict[str, Array],
+        key: CheckKey,
+        reference_inputs: Mapping[str, Array] | None = None,
     ) -> list[Outcome]:
         """The current model against what its baseline recorded, rebuilt (in the recorded runtime's
-        environment when onnxruntime changed since)."""
+        environment when onnxruntime changed since); the reference fed ``reference_inputs`` (its
+        recorded inputs, made again) where they are not today's."""
         if reference.python:
             return self._across_runtimes(reference, inputs, key, accept=key.record_command)
         built = self._context.built
         with self._activity.phase(BUILDING, "reference"):
             other = self._context.sessions.session(reference.model, built.variant, reference.settings)
-        return [self._side_by_side(other, reference.label, inputs, key, accept=key.record_command)]
+        accept = key.record_command
+        return [
+            self._side_by_side(
+                other, reference.label, inputs, key, accept=accept, reference_inputs=reference_inputs
+            )
+        ]
 
     def _across_runtimes(
         self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
@@ -322,6 +347,7 @@ class LatencyCheck:
             if worth_explaining(result):
                 # Each side profiled in its own runtime, after the timing lock is released.
                 provider = built.variant.provider
+
                 def in_turn() -> tuple[OpProfile, OpProfile]:
                     """Each side profiled twice in its own runtime, in turn, each keeping its fastest."""
                     sides = [
@@ -349,18 +375,27 @@ class LatencyCheck:
         return [result, outputs]
 
     def _side_by_side(
-        self, other: BuiltSession, label: str, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
+        self,
+        other: BuiltSession,
+        label: str,
+        inputs: dict[str, Array],
+        key: CheckKey,
+        *,
+        accept: str = "",
+        reference_inputs: Mapping[str, Array] | None = None,
     ) -> LatencyResult:
         """The current model against ``other``, in interleaved rounds decided by the A/B rule; a
         regression or an improvement is measured again in new measuring worker processes of this
-        environment, so that the verdict holds across processes, not only in this one."""
+        environment, so that the verdict holds across processes, not only in this one. ``other`` runs
+        on ``reference_inputs`` where given (its recorded inputs), else on ``inputs``."""
         context = self._context
         built, watchdog = context.built, context.sessions.watchdog
         sessions, workers = context.sessions, context.measurer.workers
         loaded: list[WorkerSide] = []
+        theirs = dict(reference_inputs) if reference_inputs is not None else inputs
 
-        def side(*sessions: BuiltSession) -> Callable[[], object]:
-            return alternating([functools.partial(watchdog.run, b.session, None, inputs) for b in sessions])
+        def side(*sessions: BuiltSession, feeds: Mapping[str, Array] = inputs) -> Callable[[], object]:
+            return alternating([functools.partial(watchdog.run, b.session, None, feeds) for b in sessions])
 
         def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
             """Both sides in new workers of this Python, each in its own processes: a session's speed
@@ -368,7 +403,7 @@ class LatencyCheck:
             here, there = load_pair(
                 workers,
                 SideSpec(this_python(), built.model, built.settings),
-                SideSpec(this_python(), other.model, other.settings),
+                SideSpec(this_python(), other.model, other.settings, feeds=theirs),
                 built.variant,
                 inputs,
                 fresh=True,
@@ -379,7 +414,7 @@ class LatencyCheck:
         # Built before the timing lock is taken: other processes time while these build.
         with self._activity.phase(BUILDING, "sessions of both sides"):
             current = side(built, *(sessions.fresh(built) for _ in range(INSTANCES - 1)))
-            reference = side(other, *(sessions.fresh(other) for _ in range(INSTANCES - 1)))
+            reference = side(other, *(sessions.fresh(other) for _ in range(INSTANCES - 1)), feeds=theirs)
         # Only the timed rounds hold the timing lock: a confirmation's workers load without it.
         try:
             result = check_ab(
@@ -401,7 +436,7 @@ class LatencyCheck:
                 for failed in worker_side.release():
                     workers.discard(failed)
         # Profiled after the timing lock is released: untimed work, like building sessions.
-        result = self._explained_side_by_side(result, other, inputs)
+        result = self._explained_side_by_side(result, other, inputs, reference_inputs)
         result = self._graph_explained(result, other.model, other.settings)
         self._traced_runs(inputs)
         result = self._publish(result)

@@ -17,7 +17,7 @@ import json
 import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -131,6 +131,34 @@ def synthesize(
         raise InputsError(unsized_message(unsized, shapes, model=model))
     arrays = {spec.name: _synthetic_array(spec, options, _sized(shapes[spec.name])) for spec in specs}
     return Feeds(arrays, source=f"synthetic(seed={options.seed})")
+
+
+_DESCRIBED = re.compile(r"^([a-z0-9_]+)\[([0-9, ]*)\]$")
+
+
+def synthesized_as_described(
+    described: Mapping[str, str], options: InputOptions, *, seed: int
+) -> Feeds | None:
+    """The synthetic feeds :func:`synthesize` made for inputs ``described`` as a recipe keeps them
+    (``{"x": "float32[1, 3, 320, 320]"}``: numpy dtype and shape), at ``seed`` and ``options``' integer
+    ranges; None when a description is not one synthetic feeds could have made. The caller checks
+    them against the recorded digest: only equal bytes are the recorded inputs."""
+    specs, shapes = [], {}
+    by_dtype = {np.dtype(dtype).name: type_name for type_name, dtype in _DTYPES.items()}
+    for name, text in described.items():
+        found = _DESCRIBED.match(str(text))
+        type_name = by_dtype.get(found.group(1)) if found else None
+        if found is None or type_name is None:
+            return None
+        shape = tuple(int(dim) for dim in found.group(2).replace(" ", "").split(",") if dim)
+        specs.append(InputSpec(str(name), type_name, shape))
+        shapes[str(name)] = shape
+    chosen = replace(options, seed=seed, shapes={}, dims={}, model_dims=frozenset())
+    try:
+        arrays = {spec.name: _synthetic_array(spec, chosen, shapes[spec.name]) for spec in specs}
+    except InputsError:
+        return None
+    return Feeds(arrays, source=f"synthetic(seed={seed}), as recorded")
 
 
 def synthetic_hint(feeds: Mapping[str, Array]) -> str:

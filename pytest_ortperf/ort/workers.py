@@ -543,6 +543,7 @@ class SideSpec:
     python: str
     model: ModelSource
     settings: SessionSettings
+    feeds: Mapping[str, Any] | None = None  # this side's own inputs; None: the comparison's
 
 
 def abba(processes: int) -> list[tuple[str, int]]:
@@ -576,7 +577,8 @@ def load_pair(
     try:
         for (role, _), worker in zip(order, workers, strict=True):
             spec = specs[role]
-            loaded[role].append(load(worker, spec.model, variant, spec.settings, feeds))
+            own = spec.feeds if spec.feeds is not None else feeds
+            loaded[role].append(load(worker, spec.model, variant, spec.settings, own))
     except WorkerError:
         for model in (*loaded["current"], *loaded["reference"]):
             with contextlib.suppress(WorkerError):

@@ -112,6 +112,7 @@ def make_ort_perf(
             benchmark=lambda entry: _to_pytest_benchmark(node, entry),
         ),
         noted=run.results.noted,
+        input_options=spec.options,
     )
     run.results.describe(node.nodeid, run.models.model_facts(built))
     contracts = guarded(lambda: expect_contracts(spec.expect, origin=spec.expect_origin))

@@ -58,8 +58,10 @@ def environment(
     machine: Machine,
     runtime: RuntimeInfo,
     measurement: Mapping[str, Any] | None = None,
+    inputs_source: str = "",
 ) -> dict[str, Any]:
-    """Everything that changes latency or explains a change, as plain JSON values."""
+    """Everything that changes latency or explains a change, as plain JSON values. ``inputs_source``:
+    how the feeds were made (``Feeds.source``), "" when they were given."""
     return {
         "plugin_version": __version__,
         "ort_version": runtime.version,
@@ -76,6 +78,9 @@ def environment(
         "settings": built.settings.as_dict(),
         "inputs": describe_inputs(feeds),
         "inputs_sha256": feeds_digest(feeds),
+        # How they were made ("synthetic(seed=0)", "test_data_set_0", ...): a reference's recorded
+        # synthetic inputs can be made again (checks.paths: recorded_inputs_remade)
+        **({"inputs_source": inputs_source} if inputs_source else {}),
         "cpu": machine.cpu,
         "cores": machine.cores,
         "gpu": machine.gpu,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 import pytest
 
@@ -146,3 +147,12 @@ def move_figures_to_other_hardware(
     figures[other_key] = moved
     baseline_file.write_text(json.dumps(document))
     return other_key
+
+
+def file_inputs(pytester: pytest.Pytester, shape: tuple[int, ...], *, seed: int = 0, name: str = "model") -> None:
+    """``<name>.npz`` beside the model, input ``x`` of ``shape``: inputs read from a file, which a
+    recipe does not keep (synthetic ones it can make again), so a change of them leaves no reference
+    to rebuild."""
+    data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    np.savez(pytester.path / f"{name}.npz", x=data)
+

@@ -403,7 +403,7 @@ def test_updating_records_stored_baselines_with_ab_off(pytester: pytest.Pytester
         "--ortperf-update", "--ortperf-ab=HEAD", "--ortperf-report=report.json", *QUICK
     )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused"])
+    result.stdout.fnmatch_lines(["ortperf update: 0 updated, 1 new, 0 unchanged, 0 unused*"])
     (latency,) = report(pytester)["latency"]
     assert latency["mode"] == "stored"
     assert latency["verdict"] == "new"
@@ -514,11 +514,16 @@ def test_the_model_cache_gives_back_a_recorded_model_git_does_not_keep(pytester:
     # The current model went into the cache too: the next change can be measured against it.
     assert len(list((pytester.path / "cache").glob("*/*.onnx"))) == 2
 
-    kept.write_bytes(b"damaged")  # a damaged entry is never measured: the stored figures decide
+    # A damaged entry is never measured. The figures the update recorded were short (the cache was
+    # to give the reference back), so they do not decide either: missing, with both reasons.
+    kept.write_bytes(b"damaged")
     save(pytester, "model.onnx", layers=8, width=256)
     damaged = pytester.runpytest("--ortperf-report=report.json", "--ortperf-model-cache=cache", *QUICK)
     (latency,) = report(pytester)["latency"]
-    assert latency["path"] == "stored figures", damaged.stdout.str()
+    assert latency["path"] == "missing", damaged.stdout.str()
+    assert "this hardware's figures were recorded short (the reference is rebuilt from the model cache" in (
+        latency["stored_reason"]
+    )
 
 
 def test_changed_settings_are_measured_side_by_side_with_the_recorded_settings(

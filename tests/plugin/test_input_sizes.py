@@ -138,8 +138,8 @@ def test_a_detector_whose_input_size_changes_with_the_model_fails_naming_the_inp
     pytester: pytest.Pytester, isolated_git: None
 ) -> None:
     """Recorded at 64x64 (sized by the marker), then made static 128x128 and committed: the recorded
-    model rebuilt from git but fed today's 128x128 input would pass against itself; the recorded
-    inputs are not kept, so this hardware's stored figures decide, and the message names the change."""
+    model rebuilt from git but fed today's 128x128 input would pass against itself. It is fed its
+    recorded 64x64 inputs, made again from the recipe, side by side; the message names the change."""
 
     def commit(*paths: str) -> None:
         for args in (("add", *paths), ("commit", "-q", "-m", "change")):
@@ -163,15 +163,16 @@ def test_a_detector_whose_input_size_changes_with_the_model_fails_naming_the_inp
     changed = "inputs: x float32[[]1, 3, 64, 64[]] -> [[]1, 3, 128, 128[]]"
     gate.stdout.fnmatch_lines(
         [
-            "*latency regression in test_latency[[]cpu-all[]] on machine '*'",
+            "*latency regression in test_latency[[]cpu-all[]] against the recorded model (git *",
             f"  changed since the baseline: model sha256 * -> *; {changed}*",
-            "  decided by stored figures: the inputs changed too, and the recorded inputs cannot be rebuilt",
         ]
     )
+    assert "decided by stored figures" not in gate.stdout.str()
     (latency,) = [
         c for c in json.loads((pytester.path / "r.json").read_text())["checks"] if c["kind"] == "latency"
     ]
     assert latency["inputs"] == {"x": "float32[1, 3, 128, 128]"}
+    assert latency["path"].startswith("side by side vs the recorded model (git ")
     assert "inputs: x float32[1, 3, 64, 64] -> [1, 3, 128, 128]" in latency["changed_since_baseline"]
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_ortperf.reports.show import baseline_rows, show_baselines
+from tests.plugin.conftest import file_inputs
 
 QUICK = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
 
@@ -68,15 +69,16 @@ def test_figures_recorded_beside_a_loader_never_make_a_regression_of_faster_medi
     pytester: pytest.Pytester, latency_suite: Path, loader: list[subprocess.Popen[bytes]]
 ) -> None:
     """The newcomer's case: recorded while another process loads the machine, then only the input
-    seed changed (nothing keeps the recorded inputs: stored figures decide) on a quieter machine.
-    Inconclusive or the true direction, never a regression where the medians improved; the stored
-    comparison names what it could detect."""
+    data changed (read from a file, which the recipe does not keep: stored figures decide) on a quieter
+    machine. Inconclusive or the true direction, never a regression where the medians improved."""
+    file_inputs(pytester, (16, 128))
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
     for process in loader:
         process.kill()
         process.wait()
     for seed in (1, 2, 3):
-        judged = pytester.runpytest("--ortperf-report=report.json", *QUICK, f"--ortperf-seed={seed}")
+        file_inputs(pytester, (16, 128), seed=seed)
+        judged = pytester.runpytest("--ortperf-report=report.json", *QUICK)
         (check,) = json.loads((pytester.path / "report.json").read_text())["checks"]
         assert check["path"] == "stored figures", check
         medians = check["current"]["median_ms"] / check["baseline"]["median_ms"]

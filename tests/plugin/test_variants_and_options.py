@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from pytest_ortperf.store.machine import detect_machine
@@ -214,7 +215,7 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     kept = pytester.runpytest("--ortperf-update", *laptop)
     kept.stdout.fnmatch_lines(
         [
-            "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused",
+            "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused*",
             "unused baselines (kept; --ortperf-prune deletes them):",
             # one entry per test x variant, whichever machines measured it: no machine is named
             "  test_gate.py::test_two[[]cpu-all[]]",
@@ -238,11 +239,14 @@ def test_missing_pass_or_skip_names_the_machines_that_have_baselines(
     pytester: pytest.Pytester, write_model, policy: str
 ) -> None:
     write_model()
+    data = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+    np.savez(pytester.path / "model.npz", x=data)  # inputs read from a file: not kept by the recipe
     pytester.makepyfile(test_gate=LATENCY_TEST)
     pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=1)
-    # Other input data (seed): nothing can be rebuilt, so only this hardware's own figures could
-    # decide, and the laptop has none: missing, and the hint names the machines that hold figures.
-    result = pytester.runpytest("--ortperf-machine=laptop", f"--ortperf-missing={policy}", "--ortperf-seed=7", *QUICK)
+    # Other input data: nothing can be rebuilt, so only this hardware's own figures could decide,
+    # and the laptop has none: missing, and the hint names the machines that hold figures.
+    np.savez(pytester.path / "model.npz", x=data * 2)
+    result = pytester.runpytest("--ortperf-machine=laptop", f"--ortperf-missing={policy}", *QUICK)
     result.assert_outcomes(**{"passed" if policy == "pass" else "skipped": 1})
     result.stdout.fnmatch_lines(
         [f"1 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE}); record them with *"]

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_ortperf.store.machine import detect_machine
 from tests.models import mlp_model
+from tests.plugin.conftest import file_inputs
 
 pytest.importorskip("xdist")
 
@@ -58,7 +59,7 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
     parallel = pytester.runpytest_subprocess("--ortperf-update", "-n", workers, *QUICK)
     parallel.assert_outcomes(passed=8)
     parallel.stdout.fnmatch_lines(
-        ["timing: serialized across processes*", "ortperf update: 0 updated, 20 new, 0 unchanged, 0 unused"]
+        ["timing: serialized across processes*", "ortperf update: 0 updated, 20 new, 0 unchanged, 0 unused*"]
     )
     assert _masked(baseline) == expected
     assert sorted(p.name for p in (pytester.path / "baselines" / "test_par.py.outputs").iterdir()) == [
@@ -85,24 +86,27 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK).assert_outcomes(passed=8)
     pytester.makepyfile(test_par=TESTS.replace("def test_other", "def test_renamed"))
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK)
-    result.stdout.fnmatch_lines(["ortperf update: * 2 unused", "unused baselines (kept; --ortperf-prune deletes them):"])
+    result.stdout.fnmatch_lines(["ortperf update: * 2 unused*", "unused baselines (kept; --ortperf-prune deletes them):"])
 
 
 @pytest.mark.slow
 def test_last_failed_workers_never_count_the_passing_tests_of_a_file_unused(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    file_inputs(pytester, (4, 16))
     pytester.makepyfile(test_par=TESTS)
     pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK).assert_outcomes(passed=8)
     baseline = pytester.path / "baselines" / "test_par.py.json"
     recorded = baseline.read_bytes()
-    # test_other fails at both levels (other input data, and a machine without figures of its own:
-    # missing), so --lf reruns only it, in a file whose other tests pass.
-    failed = pytester.runpytest_subprocess("test_par.py::test_other", "--ortperf-machine=elsewhere", "--ortperf-seed=7", *QUICK)
+    # test_other fails at both levels (other input data from a file, and a machine without figures
+    # of its own: missing), so --lf reruns only it, in a file whose other tests pass.
+    file_inputs(pytester, (4, 16), seed=7)
+    failed = pytester.runpytest_subprocess("test_par.py::test_other", "--ortperf-machine=elsewhere", *QUICK)
     failed.assert_outcomes(failed=2)
     assert baseline.read_bytes() == recorded  # a plain run writes nothing
+    file_inputs(pytester, (4, 16))  # the recorded data again: --lf reruns test_other, whose figures match
     result = pytester.runpytest_subprocess("--lf", "--ortperf-update", "--ortperf-prune", "-n", "2", *QUICK)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["ortperf update: * 0 new, * 0 unused"])
+    result.stdout.fnmatch_lines(["ortperf update: * 0 new, * 0 unused*"])
     assert sorted(json.loads(baseline.read_text())["entries"]) == sorted(json.loads(recorded)["entries"])
 
 
@@ -164,7 +168,7 @@ def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pyt
     result.stdout.fnmatch_lines(
         [
             "repaired *test_par.py.json: the damaged file was kept as test_par.py.json.damaged-*",
-            "ortperf update: 0 updated, 20 new, 0 unchanged, 0 unused",
+            "ortperf update: 0 updated, 20 new, 0 unchanged, 0 unused*",
         ]
     )
     result.stdout.no_fnmatch_line("*a worker moved the damaged file*")
@@ -176,13 +180,13 @@ def test_repair_under_xdist_is_done_by_the_controller_and_reported(pytester: pyt
 @pytest.mark.slow
 def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
+    file_inputs(pytester, (4, 16))
     pytester.makepyfile(test_par=TESTS)
     pytester.runpytest_subprocess("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=8)
-    # Other input data (seed): nothing can be rebuilt, and the laptop has no figures of its own, so
-    # every latency check is missing; the workers tell the controller which machines hold figures.
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", "--ortperf-seed=7", *QUICK
-    )
+    # Other input data from a file: nothing can be rebuilt, and the laptop has no figures of its own,
+    # so every latency check is missing; the workers tell the controller which machines hold figures.
+    file_inputs(pytester, (4, 16), seed=7)
+    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK)
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines([f"8 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE})*"])
 
@@ -239,7 +243,7 @@ def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and
     )
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", "--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines(["memory and start-up on machine *", "ortperf update: 0 updated, 6 new, 0 unchanged, 0 unused"])
+    result.stdout.fnmatch_lines(["memory and start-up on machine *", "ortperf update: 0 updated, 6 new, 0 unchanged, 0 unused*"])
     # ortperf's table (pytest-benchmark's, which now holds the workers' start-up entries too, is not counted)
     rows = [line for line in result.stdout.lines if re.match(r"test_fp\.py::test_(memory|startup)\S*\s.*\srecord\s", line)]
     assert len(rows) == 6

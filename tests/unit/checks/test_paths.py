@@ -24,6 +24,8 @@ RECIPE: dict[str, Any] = {
     "variant": "cpu-all",
 }
 HERE, THERE = "linux-x86_64-zen4-avx512-2c-4eda52", "linux-x86_64-zen3-avx2-2c-800bb0"
+# Inputs read from the model's test data set: they cannot be made again from the recipe.
+FROM_FILES: dict[str, Any] = {**RECIPE, "inputs_source": "test_data_set_0"}
 
 
 def stats() -> LatencyStats:
@@ -90,13 +92,13 @@ def test_changed_settings_rebuild_the_recorded_settings_on_the_same_model() -> N
 def test_a_model_changed_with_its_inputs_is_not_measured_side_by_side_on_todays_inputs(
     inputs: dict[str, Any],
 ) -> None:
-    """The recorded inputs are not kept: a rebuilt reference fed today's inputs would hide what the
-    new inputs cost (a detector made 640x640 from 320x320 measured against itself at 640)."""
+    """Recorded inputs read from files are not kept: a rebuilt reference fed today's inputs would hide
+    what the new inputs cost (a detector made 640x640 from 320x320 measured against itself at 640)."""
     changed = now(model_sha256="d" * 64, **inputs)
-    plan = choose(entry(THERE, HERE), changed, HERE, update=False)
+    plan = choose(entry(THERE, HERE, recipe=FROM_FILES), changed, HERE, update=False)
     assert plan.route is Route.STORED
     assert plan.reason == "the inputs changed too, and the recorded inputs cannot be rebuilt"
-    elsewhere = choose(entry(THERE), changed, HERE, update=False)
+    elsewhere = choose(entry(THERE, recipe=FROM_FILES), changed, HERE, update=False)
     assert elsewhere.route is Route.MISSING
     assert elsewhere.reason.startswith("the inputs changed too, and the recorded inputs cannot be rebuilt; ")
 
@@ -111,13 +113,13 @@ def test_a_model_changed_with_its_inputs_is_not_measured_side_by_side_on_todays_
 def test_without_a_reference_to_rebuild_this_hardwares_figures_decide_and_say_why(
     changes: dict[str, Any], reason: str
 ) -> None:
-    plan = choose(entry(THERE, HERE), now(**changes), HERE, update=False)
+    plan = choose(entry(THERE, HERE, recipe=FROM_FILES), now(**changes), HERE, update=False)
     assert plan.route is Route.STORED
     assert plan.reason.startswith(reason)
 
 
 def test_without_a_reference_and_without_figures_here_the_check_is_missing_and_says_why() -> None:
-    plan = choose(entry(THERE), now(inputs_sha256="f" * 64), HERE, update=False)
+    plan = choose(entry(THERE, recipe=FROM_FILES), now(inputs_sha256="f" * 64), HERE, update=False)
     assert plan.route is Route.MISSING
     assert plan.reason.startswith("the inputs changed")
     assert THERE in plan.reason
@@ -269,7 +271,7 @@ def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_re
     recorded = BaselineEntry(
         variant="cpu-all",
         recorded="2026-11-20",
-        recipe=RECIPE,
+        recipe=FROM_FILES,
         figures={HERE: Figures(recorded="2026-11-20", latency=stats(), memory=None, short=short, measured_on={})},
     )
     plan = choose(recorded, now(inputs_sha256="f" * 64), HERE, update=False, part=part)
@@ -281,5 +283,25 @@ def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_re
     assert plan.reason.startswith("the inputs changed, and the recorded inputs cannot be rebuilt; ")
     assert f"this hardware's figures were recorded short ({short}), so they do not decide" in plan.reason
     assert plan.reason.endswith("re-record them (ortperf update) to judge this change on stored figures")
-    settled = choose(entry(HERE), now(inputs_sha256="f" * 64), HERE, update=False)
+    settled = choose(entry(HERE, recipe=FROM_FILES), now(inputs_sha256="f" * 64), HERE, update=False)
     assert settled.route is Route.STORED
+
+
+@pytest.mark.parametrize("source", [None, "synthetic(seed=3)"])
+@pytest.mark.parametrize("part", ["latency", "memory", "startup"])
+def test_changed_synthetic_inputs_are_side_by_side_the_reference_on_its_recorded_ones(
+    source: str | None, part: str
+) -> None:
+    """Issue 47: each side runs on its own inputs. Synthetic recorded inputs (or a recipe from before
+    their source was kept) can be made again: latency goes side by side, the reference on them (the
+    kind makes them and checks their digest). Memory and start-up do not feed them yet: stored."""
+    recipe = {**RECIPE, **({"inputs_source": source} if source else {})}
+    changed = now(model_sha256="d" * 64, inputs={"x": "float32[1, 8]"}, inputs_sha256="f" * 64)
+    plan = choose(entry(THERE, HERE, recipe=recipe), changed, HERE, update=False, part=part)
+    if part == "latency":
+        assert (plan.route, plan.recorded_inputs, plan.model_sha256) == (Route.SIDE_BY_SIDE, True, "a" * 64)
+    else:
+        assert plan.route is Route.STORED or plan.route is Route.MISSING
+        assert not plan.recorded_inputs
+    runtime = choose(entry(THERE, HERE, recipe=recipe), {**changed, "ort_version": "1.32.0"}, HERE, update=False)
+    assert runtime.route is not Route.SIDE_BY_SIDE  # in another runtime's workers: not fed yet

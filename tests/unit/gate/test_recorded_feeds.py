@@ -1,0 +1,50 @@
+"""A reference's recorded inputs made again (issue 47): synthetic inputs from the recipe's
+description, seed and integer ranges, taken only when their digest is the recorded one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_ortperf.gate.references import recorded_feeds
+from pytest_ortperf.ort.inputs import InputOptions, InputSpec, synthesize
+from pytest_ortperf.store.environment import describe_inputs, feeds_digest
+
+SPECS = [
+    InputSpec("images", "tensor(float)", (1, 3, 8, 8)),
+    InputSpec("ids", "tensor(int64)", (1, 5)),
+    InputSpec("mask", "tensor(bool)", (1, 5)),
+]
+
+
+def recipe_of(options: InputOptions, *, source: bool = True) -> dict[str, object]:
+    feeds = synthesize(SPECS, options)
+    recipe = {"inputs": describe_inputs(feeds), "inputs_sha256": feeds_digest(feeds)}
+    return {**recipe, "inputs_source": feeds.source} if source else recipe
+
+
+@pytest.mark.parametrize("source", [True, False], ids=["seed-recorded", "before-the-seed-was-kept"])
+def test_the_recorded_synthetic_inputs_are_made_again_exactly(source: bool) -> None:
+    recorded = InputOptions(seed=0, int_range=(0, 30522))
+    recipe = recipe_of(recorded, source=source)
+    today = InputOptions(seed=0 if not source else 7, int_range=(0, 30522))  # the run's seed moved on
+    feeds, why = recorded_feeds(recipe, today)
+    assert why == ""
+    assert feeds is not None
+    assert feeds_digest(feeds) == recipe["inputs_sha256"]
+    assert feeds["images"].shape == (1, 3, 8, 8)
+    assert feeds["ids"].dtype == np.int64
+    assert feeds.source == "synthetic(seed=0), as recorded"
+
+
+def test_inputs_that_cannot_be_made_again_say_why_and_are_never_guessed() -> None:
+    recipe = recipe_of(InputOptions(seed=2, int_range=(0, 30522)))
+    feeds, why = recorded_feeds(recipe, InputOptions(int_range=(0, 100)))  # the ranges changed since
+    assert feeds is None
+    assert why == (
+        "synthetic inputs made as described (seed 2, this run's integer ranges) do not have the recorded digest"
+    )
+    from_files = {**recipe, "inputs_source": "test_data_set_0"}
+    assert recorded_feeds(from_files, None) == (None, "they came from test_data_set_0, which is not kept")
+    assert recorded_feeds({"inputs": {"x": "complex64[2]"}, "inputs_sha256": "0"}, None)[0] is None
+    assert recorded_feeds({}, None) == (None, "the recipe does not describe its inputs")
