@@ -180,9 +180,9 @@ def choose(
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
     if plan.route is Route.SIDE_BY_SIDE and inputs_changed(entry.recipe, current):
         # Each side runs on its own inputs: the reference on its recorded ones, made again where the
-        # recipe's were synthetic (latency, in this runtime); never on today's, or a model whose input
-        # size changed with it (320 -> 640) would pass against itself resized.
-        if part == "latency" and plan.runtime is None and remade_inputs_possible(entry.recipe):
+        # recipe's were synthetic (in this runtime); never on today's, or a model whose input size
+        # changed with it (320 -> 640) would pass against itself resized.
+        if plan.runtime is None and remade_inputs_possible(entry.recipe):
             return replace(plan, recorded_inputs=True)
         changed = "the inputs changed" + (" too" if rebuilds else "")
         why = f"{changed}, and the recorded inputs cannot be rebuilt"

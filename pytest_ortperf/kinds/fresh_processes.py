@@ -28,7 +28,7 @@ from pytest_ortperf.checks.paths import Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.references import RecordedReference, same_job
+from pytest_ortperf.gate.references import RecordedReference, recorded_feeds, same_job
 from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.ort.models import weight_bytes
@@ -108,13 +108,20 @@ class FootprintCheck:
             return self._side_by_side(target, here, other, ab.label, activity)
         context.references.keep_model(built.model)
         if plan.route is Route.SIDE_BY_SIDE:
-            rebuilt, why = context.references.rebuild(built, plan)
+            entry = target.entry
+            theirs, rebuilt, why = None, None, ""
+            if plan.recorded_inputs and entry is not None:
+                # Each side on its own inputs: the reference on its recorded ones, made again.
+                theirs, cannot = recorded_feeds(entry.recipe, context.input_options)
+                if theirs is None:
+                    why = f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
+            if not why:
+                rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:
                 # Every route names what changed since the baseline, this one too.
-                changes = recipe_changes(target.entry.recipe, target.environment) if target.entry else []
-                other = _spec(rebuilt)
+                changes = recipe_changes(entry.recipe, target.environment) if entry else []
+                other = replace(_spec(rebuilt), feeds=theirs)
                 return self._side_by_side(target, here, other, rebuilt.label, activity, changes=changes)
-            entry = target.entry
             plan = without_reference(plan, why, recorded_on=entry.machines(self.kind) if entry else [])
         count = self.glance_processes if plan.route is Route.UNCHANGED else self.processes
         footprints = self._measure([here], target, activity, count)[0]
@@ -223,7 +230,7 @@ class FootprintCheck:
                         models[side],
                         built.variant,
                         session_settings,
-                        target.inputs,
+                        spec.feeds if spec.feeds is not None else target.inputs,
                         timeout_s=settings.run_timeout_s,
                         profile_prefix=prefix,
                         limit_bytes=self.limit_bytes(),

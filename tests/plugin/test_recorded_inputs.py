@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.models import conv_stack_model
+from tests.models import conv_stack_model, mlp_model
 from tests.plugin.conftest import commit_model
 
 TEST = """
@@ -81,3 +81,31 @@ def test_recorded_inputs_that_cannot_be_made_again_are_never_replaced_by_todays(
         "the inputs changed, and the recorded inputs cannot be rebuilt; this hardware's figures were recorded "
         "short (the reference is rebuilt from git; these figures only inform), so they do not decide"
     )
+
+
+MEMORY = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={{"batch": {batch}}})
+
+def test_memory(ort_perf):
+    ort_perf.check_memory()
+"""
+
+
+@pytest.mark.slow
+def test_memory_side_by_side_runs_the_reference_on_its_recorded_inputs(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """The same model fed a batch 256 times larger: its reference (the very model, git keeps it) runs
+    in its fresh processes on the recorded batch of 4, so the activations' growth is measured, named
+    and fails; fed today's batch it would have compared the model with itself."""
+    commit_model(pytester, mlp_model(layers=4, width=256))
+    pytester.makepyfile(test_mem=MEMORY.format(batch=4))
+    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.2").assert_outcomes(passed=1)
+    pytester.makepyfile(test_mem=MEMORY.format(batch=1024))
+    result = pytester.runpytest("--ortperf-budget=0.2", "--ortperf-report=report.json")
+    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "memory"]
+    assert record["path"].startswith("side by side vs "), record
+    assert any("inputs: x float32[4, 256] -> [1024, 256]" in change for change in record["changed_since_baseline"])
+    assert record["verdict"] == "regression", record
+    result.assert_outcomes(failed=1)
