@@ -211,8 +211,11 @@ def short_figures_inform(plan: Plan, part: str) -> Plan:
 
 def remade_inputs_possible(recipe: Mapping[str, Any]) -> bool:
     """Whether the recipe's inputs may be made again: synthetic ones (or a recipe from before the
-    source was recorded); their digest decides whether they are the recorded ones."""
-    source = recipe.get("inputs_source")
+    source was recorded), or files beside the model that git keeps; their digest decides whether
+    they are the recorded ones."""
+    source, files = recipe.get("inputs_source"), recipe.get("inputs_files")
+    if isinstance(files, Mapping) and files:
+        return True  # read from files whose git objects the recipe names
     return source is None or (isinstance(source, str) and source.startswith("synthetic("))
 
 

@@ -5,12 +5,22 @@ its settings, its runtime). How each is found or rebuilt: ``gate/reference_build
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.checks.paths import SameJob
-from pytest_ortperf.ort.inputs import Feeds, InputOptions, synthesized_as_described
+from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.ort.git_models import read_blob
+from pytest_ortperf.ort.inputs import (
+    Feeds,
+    InputOptions,
+    feeds_from_files,
+    specs_as_described,
+    synthesized_as_described,
+)
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -67,18 +77,25 @@ def same_job(reference: ABReference | None, model: ModelSource) -> SameJob | Non
 _SEED = re.compile(r"^synthetic\(seed=(-?\d+)\)")
 
 
-def recorded_feeds(recipe: Mapping[str, Any], options: InputOptions | None) -> tuple[Feeds | None, str]:
+def recorded_feeds(
+    recipe: Mapping[str, Any], options: InputOptions | None, where: Path | None = None
+) -> tuple[Feeds | None, str]:
     """The inputs the recipe was measured on, made again, or None and why they cannot be.
 
     Synthetic inputs depend on their names, dtypes, shapes (the recipe's ``inputs``), the seed and
     the integer ranges: they are made at the recorded seed (``inputs_source``; a recipe from before
-    it was kept: this run's seed, then 0) with this run's ranges, and only bytes whose digest is the
-    recorded ``inputs_sha256`` are taken for the recorded inputs."""
+    it was kept: this run's seed, then 0) with this run's ranges. Inputs read from files beside the
+    model (a test data set, an ``.npz``) are read again from the git objects the recipe names
+    (``inputs_files``), in the repository around ``where`` (the model's folder). Either way, only
+    feeds whose digest is the recorded ``inputs_sha256`` are taken for the recorded inputs."""
     described, digest = recipe.get("inputs"), recipe.get("inputs_sha256")
     if not isinstance(described, Mapping) or not isinstance(digest, str):
         return None, "the recipe does not describe its inputs"
     source = recipe.get("inputs_source")
     options = options or InputOptions()
+    files = recipe.get("inputs_files")
+    if isinstance(source, str) and isinstance(files, Mapping) and files:
+        return _from_git(source, files, described, digest, where)
     if isinstance(source, str):
         found = _SEED.match(source)
         if found is None:
@@ -95,3 +112,27 @@ def recorded_feeds(recipe: Mapping[str, Any], options: InputOptions | None) -> t
         f"synthetic inputs made as described (seed {tried}, this run's integer ranges) do not have the "
         "recorded digest"
     )
+
+
+def _from_git(
+    source: str, files: Mapping[str, Any], described: Mapping[str, Any], digest: str, where: Path | None
+) -> tuple[Feeds | None, str]:
+    """The recorded inputs of ``source`` read from the git objects ``files`` names."""
+    specs = specs_as_described(described)
+    if where is None or specs is None:
+        return None, f"they came from {source}, and this model has no folder to read them from again"
+    with tempfile.TemporaryDirectory(prefix="ortperf-inputs-") as scratch:
+        for relative, blob in files.items():
+            data = read_blob(where, str(blob))
+            target = Path(scratch) / str(relative)
+            if data is None or ".." in Path(str(relative)).parts or Path(str(relative)).is_absolute():
+                return None, f"they came from {source}, and git here does not keep {relative} as recorded"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        try:
+            feeds = feeds_from_files(Path(scratch), source, specs)
+        except OrtperfError as exc:
+            return None, f"they came from {source}, and the recorded files cannot be read ({exc})"
+    if feeds_digest(feeds) != digest:
+        return None, f"they came from {source}, and the files git keeps do not have the recorded digest"
+    return Feeds(feeds, source=f"{source} at the recorded version (git)"), ""

@@ -112,7 +112,7 @@ class FootprintCheck:
             theirs, rebuilt, why = None, None, ""
             if plan.recorded_inputs and entry is not None:
                 # Each side on its own inputs: the reference on its recorded ones, made again.
-                theirs, cannot = recorded_feeds(entry.recipe, context.input_options)
+                theirs, cannot = recorded_feeds(entry.recipe, context.input_options, built.model.directory)
                 if theirs is None:
                     why = f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
             if not why:

@@ -106,7 +106,8 @@ class LatencyCheck:
             fed: Mapping[str, Array] | None = None  # the reference's own inputs, where not today's
             rebuilt, why = None, ""
             if plan.recorded_inputs and entry is not None:
-                fed, cannot = recorded_feeds(entry.recipe, context.input_options)
+                where = context.built.model.directory
+                fed, cannot = recorded_feeds(entry.recipe, context.input_options, where)
                 if fed is None:
                     why = f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
             if not why:

@@ -136,14 +136,10 @@ def synthesize(
 _DESCRIBED = re.compile(r"^([a-z0-9_]+)\[([0-9, ]*)\]$")
 
 
-def synthesized_as_described(
-    described: Mapping[str, str], options: InputOptions, *, seed: int
-) -> Feeds | None:
-    """The synthetic feeds :func:`synthesize` made for inputs ``described`` as a recipe keeps them
-    (``{"x": "float32[1, 3, 320, 320]"}``: numpy dtype and shape), at ``seed`` and ``options``' integer
-    ranges; None when a description is not one synthetic feeds could have made. The caller checks
-    them against the recorded digest: only equal bytes are the recorded inputs."""
-    specs, shapes = [], {}
+def specs_as_described(described: Mapping[str, str]) -> list[InputSpec] | None:
+    """The inputs a recipe describes (``{"x": "float32[1, 3, 320, 320]"}``) as specs with concrete
+    shapes; None when a description is not of a type this module reads."""
+    specs = []
     by_dtype = {np.dtype(dtype).name: type_name for type_name, dtype in _DTYPES.items()}
     for name, text in described.items():
         found = _DESCRIBED.match(str(text))
@@ -152,7 +148,39 @@ def synthesized_as_described(
             return None
         shape = tuple(int(dim) for dim in found.group(2).replace(" ", "").split(",") if dim)
         specs.append(InputSpec(str(name), type_name, shape))
-        shapes[str(name)] = shape
+    return specs
+
+
+def input_files(directory: Path | None, source: str) -> list[Path]:
+    """The files beside a model that feeds of ``source`` were read from (a test data set's
+    ``input_*.pb``, an ``.npz``), relative to ``directory``; [] for any other source."""
+    if directory is None or not source:
+        return []
+    if _DATA_SET.match(source) and (directory / source).is_dir():
+        return sorted(path.relative_to(directory) for path in (directory / source).glob("input_*.pb"))
+    if source.endswith(".npz") and (directory / source).is_file():
+        return [Path(source)]
+    return []
+
+
+def feeds_from_files(directory: Path, source: str, specs: Sequence[InputSpec]) -> Feeds:
+    """Feeds read as :func:`load_feeds` reads ``source`` (a test data set, an ``.npz``) in ``directory``."""
+    if source.endswith(".npz"):
+        return _from_npz(directory / source, specs)
+    return feeds_from_data_set(directory / source, specs)
+
+
+def synthesized_as_described(
+    described: Mapping[str, str], options: InputOptions, *, seed: int
+) -> Feeds | None:
+    """The synthetic feeds :func:`synthesize` made for inputs ``described`` as a recipe keeps them
+    (``{"x": "float32[1, 3, 320, 320]"}``: numpy dtype and shape), at ``seed`` and ``options``' integer
+    ranges; None when a description is not one synthetic feeds could have made. The caller checks
+    them against the recorded digest: only equal bytes are the recorded inputs."""
+    specs = specs_as_described(described)
+    if specs is None:
+        return None
+    shapes = {spec.name: tuple(int(dim) for dim in spec.shape if isinstance(dim, int)) for spec in specs}
     chosen = replace(options, seed=seed, shapes={}, dims={}, model_dims=frozenset())
     try:
         arrays = {spec.name: _synthetic_array(spec, chosen, shapes[spec.name]) for spec in specs}

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ortperf.ort.inputs import input_files
+from pytest_ortperf.ort.models import git_blob_id
 from pytest_ortperf.ort.precision import recipe_of
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -81,12 +83,24 @@ def environment(
         # How they were made ("synthetic(seed=0)", "test_data_set_0", ...): a reference's recorded
         # synthetic inputs can be made again (checks.paths: recorded_inputs_remade)
         **({"inputs_source": inputs_source} if inputs_source else {}),
+        # The files they were read from, by git object id: a reference is fed them again from git
+        **({"inputs_files": inputs_files} if (inputs_files := _input_blobs(built, inputs_source)) else {}),
         "cpu": machine.cpu,
         "cores": machine.cores,
         "gpu": machine.gpu,
         "hardware": machine.hardware.as_dict(),
         "measurement": dict(measurement or {}),
     }
+
+
+def _input_blobs(built: BuiltSession, source: str) -> dict[str, str]:
+    """``{path relative to the model's folder: git object id}`` of the files the feeds were read
+    from (``ort.inputs.input_files``); {} for synthetic or given feeds."""
+    directory = built.model.directory
+    files = input_files(directory, source)
+    if directory is None:
+        return {}
+    return {path.as_posix(): git_blob_id((directory / path).read_bytes()) for path in files}
 
 
 def portable_label(label: str) -> str:

@@ -12,7 +12,7 @@ import onnx
 import pytest
 
 from tests.models import conv_stack_model, mlp_model
-from tests.plugin.conftest import commit_model
+from tests.plugin.conftest import commit_model, git
 
 TEST = """
 import pytest
@@ -64,9 +64,9 @@ def test_a_model_whose_input_grew_with_it_fails_against_the_recorded_model_on_it
 def test_recorded_inputs_that_cannot_be_made_again_are_never_replaced_by_todays(
     pytester: pytest.Pytester, isolated_git: None
 ) -> None:
-    """Inputs read from an .npz beside the model are not kept: when they change, the recorded model is
-    not fed today's. The figures git's model was recorded with are short (they only inform), so the
-    check is missing, and the record says both why and what to do."""
+    """Inputs read from an .npz beside the model that git never kept: when they change, the recorded
+    model is not fed today's. The figures git's model was recorded with are short (they only inform),
+    so the check is missing, and the record says both why and what to do."""
     commit_model(pytester, sized_by_dims(conv_stack_model(layers=2, channels=8, size=16)))
     rng = np.random.default_rng(0)
     np.savez(pytester.path / "model.npz", x=rng.standard_normal((1, 8, 16, 16)).astype(np.float32))
@@ -78,8 +78,9 @@ def test_recorded_inputs_that_cannot_be_made_again_are_never_replaced_by_todays(
     (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"]
     assert record["path"] == "missing", record
     assert record["stored_reason"].startswith(
-        "the inputs changed, and the recorded inputs cannot be rebuilt; this hardware's figures were recorded "
-        "short (the reference is rebuilt from git; these figures only inform), so they do not decide"
+        "the inputs changed, and the recorded inputs cannot be rebuilt (they came from model.npz, and git "
+        "here does not keep model.npz as recorded); this hardware's figures were recorded short (the "
+        "reference is rebuilt from git; these figures only inform), so they do not decide"
     )
 
 
@@ -109,3 +110,31 @@ def test_memory_side_by_side_runs_the_reference_on_its_recorded_inputs(
     assert any("inputs: x float32[4, 256] -> [1024, 256]" in change for change in record["changed_since_baseline"])
     assert record["verdict"] == "regression", record
     result.assert_outcomes(failed=1)
+
+
+@pytest.mark.slow
+def test_recorded_inputs_read_from_a_file_git_keeps_are_read_again_from_git(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """The .npz beside the model is committed with it: when a pull request replaces it with inputs
+    four times larger, the reference is fed the recorded .npz, read from git, and the growth fails
+    side by side with the change named."""
+    commit_model(pytester, sized_by_dims(conv_stack_model(layers=4, channels=16, size=16)))
+    rng = np.random.default_rng(0)
+    np.savez(pytester.path / "model.npz", x=rng.standard_normal((1, 16, 16, 16)).astype(np.float32))
+    git(pytester, "add", "model.npz")
+    git(pytester, "commit", "-q", "-m", "inputs")
+    pytester.makepyfile(test_det=TEST.format(dims=""))
+    pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
+    entry = json.loads((pytester.path / "baselines" / "test_det.py.json").read_text())["entries"]
+    recipe = entry["test_latency[cpu-all]"]["recipe"]
+    assert recipe["inputs_source"] == "model.npz"
+    assert list(recipe["inputs_files"]) == ["model.npz"]
+
+    np.savez(pytester.path / "model.npz", x=rng.standard_normal((1, 16, 32, 32)).astype(np.float32))
+    result = pytester.runpytest(*QUICK, "--ortperf-report=report.json")
+    result.assert_outcomes(failed=1)
+    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"]
+    assert record["path"].startswith("side by side vs "), record
+    assert record["verdict"] == "regression"
+    assert any(change.startswith("inputs: x float32[1, 16, 16, 16] -> [1, 16, 32, 32]") for change in record["changed_since_baseline"])

@@ -3,6 +3,8 @@ description, seed and integer ranges, taken only when their digest is the record
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,40 @@ def test_inputs_that_cannot_be_made_again_say_why_and_are_never_guessed() -> Non
     assert recorded_feeds(from_files, None) == (None, "they came from test_data_set_0, which is not kept")
     assert recorded_feeds({"inputs": {"x": "complex64[2]"}, "inputs_sha256": "0"}, None)[0] is None
     assert recorded_feeds({}, None) == (None, "the recipe does not describe its inputs")
+
+
+def test_inputs_read_from_a_file_are_read_again_from_the_git_object_the_recipe_names(tmp_path: Path) -> None:
+    import subprocess
+
+    from pytest_ortperf.ort.inputs import feeds_from_files
+    from pytest_ortperf.ort.models import git_blob_id
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", *args],
+                       cwd=tmp_path, check=True, capture_output=True)  # fmt: skip
+
+    git("init", "-q")
+    np.savez(tmp_path / "model.npz", x=np.arange(6, dtype=np.float32).reshape(2, 3))
+    specs = [InputSpec("x", "tensor(float)", (2, 3))]
+    recorded = feeds_from_files(tmp_path, "model.npz", specs)
+    blob = git_blob_id((tmp_path / "model.npz").read_bytes())
+    recipe = {
+        "inputs": describe_inputs(recorded),
+        "inputs_sha256": feeds_digest(recorded),
+        "inputs_source": "model.npz",
+        "inputs_files": {"model.npz": blob},
+    }
+    assert recorded_feeds(recipe, None, tmp_path) == (
+        None,
+        "they came from model.npz, and git here does not keep model.npz as recorded",
+    )  # never committed
+    git("add", "model.npz")
+    git("commit", "-q", "-m", "inputs")
+    np.savez(tmp_path / "model.npz", x=np.ones((4, 3), dtype=np.float32))  # today's file differs
+    feeds, why = recorded_feeds(recipe, None, tmp_path)
+    assert why == ""
+    assert feeds is not None
+    np.testing.assert_array_equal(feeds["x"], recorded["x"])
+    assert feeds.source == "model.npz at the recorded version (git)"
+    outside = {**recipe, "inputs_files": {"../model.npz": blob}}
+    assert recorded_feeds(outside, None, tmp_path)[0] is None  # a path out of the model's folder
