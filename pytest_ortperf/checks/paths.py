@@ -87,7 +87,8 @@ class Plan:
     same_job: SameJob | None = None  # the A/B reference of a same-job plan
     note: str = ""  # what the route leaves out and why (a graph whose inputs changed)
     # Side by side although the inputs changed: the reference runs on its recorded inputs, made again
-    # (the recipe's synthetic inputs; a kind that cannot make them falls back to without_reference)
+    # (synthetic ones, or files git keeps: gate.references.recorded_feeds); where they cannot be had,
+    # the kind falls back to without_reference
     recorded_inputs: bool = False
 
     @property
