@@ -115,22 +115,7 @@ def bisect(
     steps: list[Step] = []
 
     def judged(index: int) -> Step:
-        outcome: Outcome = "inconclusive"
-        detail = ""
-        attempt = 0
-        for attempt in range(1 + max(retries, 0)):
-            if progress is not None:
-                again = f" again (attempt {attempt + 1}, more budget)" if attempt else ""
-                progress(f"step {len(steps) + 1}: measuring {labels[index]} against {labels[0]}{again}")
-            judgement = judge(index, attempt)
-            outcome, detail = judgement.outcome, judgement.detail
-            if outcome != "inconclusive":
-                break
-        step = Step(index, labels[index], outcome, attempt + 1, detail)
-        steps.append(step)
-        if progress is not None:
-            progress(f"step {len(steps)}: {labels[index]}: {outcome}{f' ({detail})' if detail else ''}")
-        return step
+        return _step(labels, index, judge, steps, retries=retries, progress=progress)
 
     end = judged(total - 1)
     if end.outcome == "good":
@@ -221,20 +206,8 @@ def linear_walk(
         )
     steps: list[Step] = []
     for index in range(1, len(labels)):
-        outcome: Outcome = "inconclusive"
-        detail = ""
-        attempt = 0
-        for attempt in range(1 + max(retries, 0)):
-            if progress is not None:
-                again = f" again (attempt {attempt + 1}, more budget)" if attempt else ""
-                progress(f"step {len(steps) + 1}: measuring {labels[index]} against {labels[0]}{again}")
-            judgement = judge(index, attempt)
-            outcome, detail = judgement.outcome, judgement.detail
-            if outcome != "inconclusive":
-                break
-        steps.append(Step(index, labels[index], outcome, attempt + 1, detail))
-        if progress is not None:
-            progress(f"step {len(steps)}: {labels[index]}: {outcome}{f' ({detail})' if detail else ''}")
+        step = _step(labels, index, judge, steps, retries=retries, progress=progress)
+        outcome, attempt = step.outcome, step.attempts - 1
         if outcome == "good":
             continue
         span = (labels[index - 1], labels[index])
@@ -265,6 +238,36 @@ def linear_walk(
         f"no change: every candidate gives the same verdict as {labels[0]}",
         (),
     )
+
+
+def _step(
+    labels: Sequence[str],
+    index: int,
+    judge: Judge,
+    steps: list[Step],
+    *,
+    retries: int,
+    progress: Callable[[str], None] | None,
+) -> Step:
+    """Candidate ``index`` judged against the good end, again (with more budget) up to ``retries``
+    times while it is inconclusive; the step is appended to ``steps``, and ``progress`` gets a line
+    before each measurement and one with the outcome."""
+    outcome: Outcome = "inconclusive"
+    detail = ""
+    attempt = 0
+    for attempt in range(1 + max(retries, 0)):
+        if progress is not None:
+            again = f" again (attempt {attempt + 1}, more budget)" if attempt else ""
+            progress(f"step {len(steps) + 1}: measuring {labels[index]} against {labels[0]}{again}")
+        judgement = judge(index, attempt)
+        outcome, detail = judgement.outcome, judgement.detail
+        if outcome != "inconclusive":
+            break
+    step = Step(index, labels[index], outcome, attempt + 1, detail)
+    steps.append(step)
+    if progress is not None:
+        progress(f"step {len(steps)}: {labels[index]}: {outcome}{f' ({detail})' if detail else ''}")
+    return step
 
 
 def _result(
