@@ -175,7 +175,7 @@ def choose(
         if data:  # the same .onnx with other weights beside it: the recorded data is not kept
             stored = Plan(Route.STORED, figures=figures, recorded=recorded)
             why = f"{data}, and the recorded ones cannot be rebuilt"
-            return short_figures_inform(without_reference(stored, why, recorded_on=recorded_on), part)
+            return without_reference(stored, why, recorded_on=recorded_on, part=part)
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
@@ -189,25 +189,8 @@ def choose(
         why = f"{changed}, and the recorded inputs cannot be rebuilt"
         plan = replace(plan, route=Route.STORED, reason=why)
     if plan.route is Route.STORED:
-        return short_figures_inform(without_reference(plan, plan.reason, recorded_on=recorded_on), part)
+        return without_reference(plan, plan.reason, recorded_on=recorded_on, part=part)
     return plan
-
-
-def short_figures_inform(plan: Plan, part: str) -> Plan:
-    """Stored latency figures recorded short never decide: they were recorded short because a later
-    run was to rebuild their reference (``latency.recording.short_reason``: they only inform), so
-    they are neither settled nor able to detect the threshold. Where no reference can be rebuilt
-    after all (the inputs or the data beside the model changed), the check is missing with both
-    reasons and how to record figures that decide."""
-    figures = plan.figures
-    if plan.route is not Route.STORED or part != "latency" or figures is None or not figures.short:
-        return plan
-    return replace(
-        plan,
-        route=Route.MISSING,
-        reason=f"{plan.reason}; this hardware's figures were recorded short ({figures.short}), so they "
-        "do not decide: re-record them (ortperf update) to judge this change on stored figures",
-    )
 
 
 def remade_inputs_possible(recipe: Mapping[str, Any]) -> bool:
@@ -226,9 +209,16 @@ def inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> boo
     return any(canonical(recipe.get(key)) != canonical(current.get(key)) for key in keys)
 
 
-def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = None) -> Plan:
+def without_reference(
+    plan: Plan, why: str, *, recorded_on: list[str] | None = None, part: str = ""
+) -> Plan:
     """The plan when no reference can be rebuilt (``why``): this hardware's stored figures decide, or,
     when it has none, the check is missing with the reason.
+
+    Latency figures (``part``) recorded short never decide: they were recorded short because a later
+    run was to rebuild their reference (``latency.recording.short_reason``: they only inform), so
+    they are neither settled nor able to detect the threshold; the check is missing with both
+    reasons and how to record figures that decide.
 
     One rule for every kind (latency, memory, start-up, graph): when the recorded onnxruntime differs
     from this one and could not be had (``plan.runtime``), whatever it recorded is that runtime's
@@ -236,7 +226,15 @@ def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = N
     what was recorded is shown beside today's, never judged (:func:`across_runtimes`)."""
     if plan.runtime is not None:
         return replace(plan, route=Route.MISSING, reason=f"{why}; {across_runtimes(plan.runtime)}")
-    if plan.figures is not None:
+    figures = plan.figures
+    if figures is not None and part == "latency" and figures.short:
+        return replace(
+            plan,
+            route=Route.MISSING,
+            reason=f"{why}; this hardware's figures were recorded short ({figures.short}), so they do not "
+            "decide: re-record them (ortperf update) to judge this change on stored figures",
+        )
+    if figures is not None:
         return replace(plan, route=Route.STORED, reason=why)
     where = f" (figures exist for: {', '.join(recorded_on)})" if recorded_on else ""
     return replace(

@@ -28,7 +28,7 @@ from pytest_ortperf.checks.latency_verdicts import (
     with_section,
     worth_explaining,
 )
-from pytest_ortperf.checks.paths import Plan, Route, short_figures_inform, without_reference
+from pytest_ortperf.checks.paths import Plan, Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located
@@ -121,8 +121,8 @@ class LatencyCheck:
                 if same:
                     return same
                 return _labelled(lambda: self._against_recorded(rebuilt, inputs, key, fed), key, label)
-            plan = without_reference(plan, why, recorded_on=entry.machines("latency") if entry else [])
-            plan = short_figures_inform(plan, LATENCY)
+            recorded_on = entry.machines(LATENCY) if entry else []
+            plan = without_reference(plan, why, recorded_on=recorded_on, part=LATENCY)
         return [self._stored(inputs, key, target, plan)]
 
     def _same_graph(self, reference: RecordedReference, plan: Plan, key: CheckKey) -> list[Outcome]:

@@ -31,7 +31,7 @@ def _rounds(latency: LatencyStats | None) -> str:
 
 def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float) -> Row:
     latency = figures.latency
-    # Figures recorded short never decide (checks.paths: short_figures_inform); the others may, and
+    # Figures recorded short never decide (checks.paths: without_reference); the others may, and
     # are coarse by the update summary's rule when they cannot detect a change of the threshold.
     reach = detects(latency, figures.spread, threshold=threshold) if latency and not figures.short else None
     return {
