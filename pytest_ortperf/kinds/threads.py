@@ -32,15 +32,17 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_ortperf.checks.kind_result import KindResult
+from pytest_ortperf.checks.latency_verdicts import NEW_PROCESSES, LatencyResult, check_ab
 from pytest_ortperf.checks.paths import Route, inputs_changed, rebuild_plan
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
-from pytest_ortperf.latency.decision import RatioEstimate, Verdict, decide, parse_threshold
+from pytest_ortperf.latency.decision import RatioEstimate, parse_threshold
 from pytest_ortperf.latency.measure import gc_paused
 from pytest_ortperf.latency.paired import paired_interval
 from pytest_ortperf.ort.sessions import BuiltSession
+from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_recipe
@@ -160,7 +162,7 @@ class ThreadsCheck:
 
     def _against_recorded(
         self, target: CheckTarget, curve: Curve, best: BuiltSession, activity: Any
-    ) -> tuple[tuple[RatioEstimate, str] | None, str]:
+    ) -> tuple[LatencyResult | None, str]:
         """The best count's latency against the recorded reference's at the same count, side by side
         (the reference rebuilt from its recipe: model, settings, runtime); or why it is not compared.
         Stored figures of this hardware are shown, never judged: they were measured in another
@@ -184,7 +186,46 @@ class ThreadsCheck:
             {"intra_op_threads": curve.best}, source="check_threads (the recorded reference)"
         )
         reference = context.sessions.session(rebuilt.model, context.built.variant, settings)
-        return (self._paired(reference, best, target, activity), rebuilt.label), ""
+        return self._side_by_side(target, best, reference, rebuilt.label, activity), ""
+
+    def _side_by_side(
+        self, target: CheckTarget, best: BuiltSession, reference: BuiltSession, label: str, activity: Any
+    ) -> LatencyResult:
+        """The best count against the recorded reference at that count by the A/B rule at this check's
+        threshold (``checks.latency_verdicts.check_ab``): a regression or an improvement measured
+        again in new measuring worker processes, two that disagree inconclusive."""
+        context, inputs = self._context, target.inputs
+        workers = context.measurer.workers
+        loaded: list[WorkerSide] = []
+
+        def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
+            here, there = load_pair(
+                workers,
+                SideSpec(this_python(), best.model, best.settings),
+                SideSpec(this_python(), reference.model, reference.settings),
+                best.variant,
+                inputs,
+                fresh=True,
+            )
+            loaded.extend((here, there))
+            return here, there
+
+        run = context.sessions.watchdog.run
+        try:
+            return check_ab(
+                _runner(run, best, inputs),
+                _runner(run, reference, inputs),
+                key=target.key,
+                label=label,
+                policy=replace(target.policy, ab_threshold=self._threshold),
+                fresh_pair=in_new_processes,
+                held=lambda: context.measurer.held(activity),
+                confirm_in=NEW_PROCESSES,
+            )
+        finally:
+            for side in loaded:
+                for failed in side.release():
+                    workers.discard(failed)
 
     def _session(self, count: int) -> BuiltSession:
         built = self._context.built
@@ -329,14 +370,14 @@ def judged(
     *,
     threshold: float,
     beaten: RatioEstimate | None = None,
-    against: tuple[RatioEstimate, str] | None = None,
+    against: LatencyResult | None = None,
     not_compared: str = "",
     stored: Mapping[str, Any] | None = None,
 ) -> KindResult:
     """The verdict of the module docstring: the configured count is beaten when the curve says so and
     its confirmation on fresh sessions (``beaten``) agrees; the best count regressed when, side by
-    side with the recorded reference (``against``: its estimate and label), it is slower beyond the
-    threshold. Disagreeing measurements end inconclusive, with both figures."""
+    side with the recorded reference (``against``: the A/B result, confirmed in new processes), it is
+    slower beyond the threshold. Disagreeing measurements end inconclusive, with both figures."""
     first = curve.against_configured()
     faster = 1.0 / (1.0 + threshold)
     lines: list[str] = []
@@ -362,15 +403,15 @@ def judged(
             )
     path = "side by side at each thread count"
     if against is not None:
-        estimate, label = against
+        label = against.reference_label
         path += f"; the best count side by side with {label} at {curve.best} thread(s)"
-        said = f"best count {curve.best} against {label}: {_pct(estimate)}"
+        again = f" (measured again in {against.confirmed_in})" if against.confirmed_in else ""
+        said = f"best count {curve.best} against {label}: {against.change}{again}"
         notes.append(said)
-        verdict = decide(estimate, threshold)
-        if verdict is Verdict.REGRESSION:
+        if against.status is Status.REGRESSION:
             status = Status.REGRESSION
             lines.append(f"  the best setting's latency regressed: {said}, threshold +{threshold:.0%}")
-        elif verdict is Verdict.INCONCLUSIVE and status is Status.OK:
+        elif against.status is Status.INCONCLUSIVE and status is Status.OK:
             status = Status.INCONCLUSIVE
             notes.append("the comparison with the recorded reference could not rule out a regression")
     else:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import itertools
 
+from pytest_ortperf.checks.latency_verdicts import NEW_PROCESSES, LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.kinds.threads import Curve, default_counts, judged, measure_curve
+from pytest_ortperf.latency.decision import Comparison, Verdict
 from pytest_ortperf.latency.paired import paired_interval
+from pytest_ortperf.latency.stats import summarize
 from pytest_ortperf.store.keys import CheckKey
 
 KEY = CheckKey(
@@ -50,16 +53,42 @@ def test_a_best_count_within_the_threshold_passes_and_says_what_it_did_not_compa
     assert "the best count is not compared with a recorded reference: never recorded" in result.notes
 
 
+def side_by_side(ratio: float, status: Status, *, first: float | None = None) -> LatencyResult:
+    """What ``check_ab`` returns for the best count against the recorded reference: a first
+    measurement (``first``, when it differs) and its confirmation in new worker processes."""
+    estimate = paired_interval([ratio + (i % 5 - 2) / 500 for i in range(21)])
+    verdict = Verdict(status.value) if status.value in {v.value for v in Verdict} else Verdict.INCONCLUSIVE
+    confirmation = Comparison(estimate, 0.10, verdict, mode="a/b")
+    comparison = confirmation
+    if first is not None:
+        early = paired_interval([first + (i % 5 - 2) / 500 for i in range(21)])
+        comparison = Comparison(early, 0.10, Verdict.REGRESSION, mode="a/b")
+    stats = summarize([1_000_000] * 6, [2, 2, 2])
+    return LatencyResult(
+        key=KEY, status=status, current=stats, comparison=comparison, confirmation=confirmation, mode="a/b",
+        reference=stats, reference_label="the recorded model (git abc)", confirmed_in=NEW_PROCESSES,
+        disagreement="the first said regression, the second ok" if first is not None else "",
+    )  # fmt: skip
+
+
 def test_the_best_count_slower_than_the_recorded_reference_side_by_side_fails() -> None:
     curve = Curve(1, {1: rounds(8.0), 2: rounds(9.0)})
-    slower = paired_interval([1.6 + i / 1000 for i in range(21)])  # current / reference, per round
-    result = judged(KEY, curve, threshold=0.10, against=(slower, "the recorded model (git abc)"))
+    result = judged(KEY, curve, threshold=0.10, against=side_by_side(1.6, Status.REGRESSION))
     assert result.status is Status.REGRESSION
-    assert "the best setting's latency regressed: best count 1 against the recorded model (git abc): +61.0%" in (
-        result.message
-    )
-    same = paired_interval([1.0 + (i % 5 - 2) / 500 for i in range(21)])
-    assert judged(KEY, curve, threshold=0.10, against=(same, "the recorded model")).status is Status.OK
+    assert (
+        "the best setting's latency regressed: best count 1 against the recorded model (git abc): +60.0%"
+    ) in result.message
+    assert f"(measured again in {NEW_PROCESSES})" in result.message
+    assert judged(KEY, curve, threshold=0.10, against=side_by_side(1.0, Status.OK)).status is Status.OK
+
+
+def test_a_best_count_regression_that_a_second_process_does_not_repeat_is_inconclusive() -> None:
+    """The A/B result's own rule (issue 47): two processes that disagree end inconclusive, both figures
+    in the notes, and the threads check never fails on the first alone."""
+    curve = Curve(1, {1: rounds(8.0), 2: rounds(9.0)})
+    result = judged(KEY, curve, threshold=0.10, against=side_by_side(1.0, Status.INCONCLUSIVE, first=1.6))
+    assert (result.status, result.failed) == (Status.INCONCLUSIVE, False)
+    assert any("processes disagree" in note and "+60.0%" in note for note in result.notes), result.notes
 
 
 def test_a_recorded_curve_is_shown_never_judged() -> None:
