@@ -225,10 +225,11 @@ def sessions_built(stdout: str) -> int | None:
 
 
 def pb_trial(family: Family, pb: Path, condition: str, make: type[Trial] = Trial) -> Trial:
-    """pytest-benchmark's comparison of the same change, as ``make`` (a Trial or a subclass)."""
+    """pytest-benchmark's comparison of the same change, as ``make`` (a Trial or a subclass): in a
+    process without this plugin (``-p no:ortperf``), as a pytest-benchmark user runs it."""
     wall, done = pytest(
         pb,
-        ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-compare=0001",
+        ["-p", "no:ortperf", "--benchmark-storage=file://" + str(pb / "store"), "--benchmark-compare=0001",
          f"--benchmark-compare-fail={PB_FAIL}", "test_pb.py"],
     )  # fmt: skip
     regressed = "Performance has regressed" in done.stdout + done.stderr
