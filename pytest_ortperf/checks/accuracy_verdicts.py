@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,23 +26,19 @@ from pytest_ortperf.accuracy.output_values import OutputValue, flatten
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.errors import BaselineError
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, repair_hint
+from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.outputs import (
     AccuracyRecord,
     StoredOutput,
     comparable,
-    for_storage,
-    load_npz,
     nonfinite_count,
-    npz_bytes,
-    outputs_file,
     summary,
     tensor_sha256,
 )
 from pytest_ortperf.store.recipe import split
+from pytest_ortperf.store.recorded_outputs import RecordedOutputs
 
 NOT_IN_DATA_SET = "not in the data set"
 IDENTICAL = "identical (sha256 of the whole tensor)"
@@ -156,21 +151,24 @@ def check_accuracy(
     *,
     inputs_sha256: str,
     key: CheckKey,
-    store: BaselineStore,
     policy: CheckPolicy,
     tolerances: ToleranceSpec,
     provider_short: str,
     variant_reference: Reference | None,
     model_reference: Reference | None,
     entry: BaselineEntry | None,
+    baseline: RecordedOutputs | None,
     environment: Mapping[str, Any],
-    today: str,
     more_data_sets: Sequence[tuple[Mapping[str, OutputValue], Reference]] = (),
     rebuilt_reference: Reference | None = None,
 ) -> AccuracyResult:
-    """Compare ``actual`` with every available reference; record the baseline under update.
+    """Compare ``actual`` with every available reference; under update, say whether the baseline's
+    outputs are recorded afresh (status new or updated: the caller stages them) or kept. Nothing is
+    read or written here.
 
-    ``model_reference`` is the model's data set whose inputs gave ``actual``; ``more_data_sets``
+    ``baseline`` is the entry's recorded outputs as the store read them (``store/recorded_outputs.py``):
+    when the inputs are the recorded ones, those to compare with; under update, those an update may
+    keep. ``model_reference`` is the model's data set whose inputs gave ``actual``; ``more_data_sets``
     are its other data sets, each with the outputs its own inputs gave. A data set may ship only
     some outputs: the others are "not in the data set". ``rebuilt_reference``: when the inputs
     changed since the baseline, the recorded model's outputs on today's inputs, which then stand in
@@ -185,9 +183,7 @@ def check_accuracy(
     outcomes = [outcome for outcome in compared if outcome is not None]
     record = entry.accuracy if entry is not None else None
     if policy.update:
-        status, baseline_outcome = _record(
-            actual, inputs_sha256, key, store, record, environment, today, judge=judge
-        )
+        status, baseline_outcome = _recording(actual, record, baseline, judge)
         outcomes.insert(0, baseline_outcome)
         failed = any(o.failed for o in outcomes[1:])  # an update fixes the baseline, not the other references
         return _result(key, status, outcomes, failed=failed, skipped=False)
@@ -210,10 +206,9 @@ def check_accuracy(
         skipped = not failed and policy.missing == "skip"
         status = Status.MISSING if record is None else Status.INPUTS_CHANGED
         return _result(key, status, outcomes, failed=failed, skipped=skipped)
-    stored = _load_recorded(store.root / record.file)
-    _verify(stored, record, store.root / record.file, store.path_for(key.test_file))
+    assert baseline is not None, "the store reads the outputs recorded on these inputs"
     label = f"baseline (recorded {entry.recorded if entry else '?'})"
-    outcomes.insert(0, judge.against_baseline(actual, stored, record, label=label))
+    outcomes.insert(0, judge.against_baseline(actual, baseline, label=label))
     failed = any(o.failed for o in outcomes)
     # Outputs belong to the recipe, valid on every hardware: what changed is read from the recipe.
     changes = what_changed(entry.recipe, split(environment)[0]) if entry is not None and failed else []
@@ -252,14 +247,13 @@ class _Judge:
     def against_baseline(
         self,
         actual: Mapping[str, OutputValue],
-        stored: Mapping[str, Array],
-        record: AccuracyRecord,
+        baseline: RecordedOutputs,
         *,
         label: str,
     ) -> ReferenceOutcome:
-        """Stored elements compared one by one; a subsampled array also by its whole tensor. ``stored``
-        holds the .npz's arrays, which the record's structure makes outputs again."""
-        outcome = self.compare(comparable(actual, record.outputs), Reference(label, record.values(stored)))
+        """Stored elements compared one by one; a subsampled array also by its whole tensor."""
+        record = baseline.record
+        outcome = self.compare(comparable(actual, record.outputs), Reference(label, baseline.values))
         assert outcome is not None
         leaves = flatten(actual).leaves
         outcome = _with_recorded_shapes(outcome, leaves, record)
@@ -363,30 +357,6 @@ def summary_drift(current: Mapping[str, float], stored: StoredOutput, tolerance:
     return "; ".join(moved)
 
 
-def _load_recorded(npz: Path) -> dict[str, Array]:
-    """The recorded outputs; a damaged file's error names the command that records it afresh."""
-    try:
-        return load_npz(npz)
-    except BaselineError as exc:
-        if not npz.exists():
-            raise BaselineError(f"{exc} Record them again with --ortperf-update.") from None
-        raise BaselineError(f"{exc} {repair_hint(npz)}") from None
-
-
-def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:
-    """The .npz and its JSON entry are written one after the other; an interrupted update can leave
-    them from different versions. Whole tensors carry their sha256 in the entry: check it."""
-    for output in record.outputs:
-        array = stored.get(output.name)
-        if output.stored != "full" or array is None:
-            continue
-        if tensor_sha256(array) != output.sha256:
-            raise BaselineError(
-                f"reference outputs '{npz}' do not match their entry in '{entry_file}' (output "
-                f"{output.name!r}; an interrupted update?). Re-record with --ortperf-update."
-            )
-
-
 def _with_recorded_shapes(
     outcome: ReferenceOutcome, actual: Mapping[str, Array], record: AccuracyRecord
 ) -> ReferenceOutcome:
@@ -406,64 +376,23 @@ def _with_recorded_shapes(
     return replace(outcome, comparisons=tuple(comparisons))
 
 
-def _previous_outputs(store: BaselineStore, record: AccuracyRecord) -> dict[str, Array] | None:
-    """The recorded outputs an update may keep; None when there are none to keep.
-
-    A damaged file is never silently replaced: like a damaged baseline file it fails the
-    test, and only ``--ortperf-repair`` records afresh, keeping the old file aside (when the
-    store writes). Outputs out of step with their entry (an interrupted update) are recorded
-    afresh, as the check's message asks.
-    """
-    path = store.root / record.file
-    if not path.exists():
-        return None
-    try:
-        stored = load_npz(path)
-    except BaselineError as exc:
-        if not store.repair:
-            raise BaselineError(f"{exc} {repair_hint(path)}") from None
-        store.mark_damaged(path)
-        return None
-    try:
-        _verify(stored, record, path, path)
-    except BaselineError:
-        return None
-    return stored
-
-
-def _record(
+def _recording(
     actual: Mapping[str, OutputValue],
-    inputs_sha256: str,
-    key: CheckKey,
-    store: BaselineStore,
     record: AccuracyRecord | None,
-    environment: Mapping[str, Any],
-    today: str,
-    *,
+    previous: RecordedOutputs | None,
     judge: _Judge,
 ) -> tuple[Status, ReferenceOutcome]:
-    arrays, stored = for_storage(actual)
-    structure = flatten(actual).structure
-    previous = _previous_outputs(store, record) if record is not None else None
-    if record is not None and previous is not None and record.inputs_sha256 == inputs_sha256:
-        same = judge.against_baseline(actual, previous, record, label="baseline")
-        kept = [o.name for o in record.outputs] == list(arrays) and (record.structure or {}) == structure
+    """Under update: the recorded outputs are kept when they still match, stored as today's would be;
+    else today's are recorded (new, or updated)."""
+    if previous is not None:
+        same = judge.against_baseline(actual, previous, label="baseline")
+        flat = flatten(actual)
+        stored_as = previous.record
+        kept = [o.name for o in stored_as.outputs] == list(flat.leaves) and (
+            stored_as.structure or {}
+        ) == flat.structure
         if not same.failed and kept:
             return Status.UNCHANGED, ReferenceOutcome("baseline", note="recorded outputs still match: kept")
-    new_record = AccuracyRecord(
-        inputs_sha256=inputs_sha256, outputs=stored, file=outputs_file(key), structure=structure
-    )
-    store.stage_file(new_record.file, npz_bytes(arrays))
-    existing = store.current(key.test_file, key.test)
-    recipe = split(environment)[0]
-    # The outputs belong to the recipe: a changed one replaces it (dropping figures measured for the
-    # old one); when the latency check of this test recorded first, the recipe is already the same.
-    entry = (
-        replace(existing.with_recipe(recipe, recorded=today), accuracy=new_record, recorded=today)
-        if existing is not None
-        else BaselineEntry(variant=key.variant, recorded=today, recipe=recipe, accuracy=new_record)
-    )
-    store.stage(key.test_file, key.test, entry)
     status = Status.NEW if record is None else Status.UPDATED
     return status, ReferenceOutcome("baseline", note=f"outputs recorded ({status})")
 

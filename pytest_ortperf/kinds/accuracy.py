@@ -11,6 +11,7 @@ from pathlib import Path
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located, with_section
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
@@ -21,6 +22,7 @@ from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.workers import load
 from pytest_ortperf.reports.ci_files import accuracy_record
 from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.recorded_outputs import previous_outputs, recorded_outputs, stage_outputs
 
 ACCURACY = "accuracy"
 TODAY = "on today's inputs"  # how a rebuilt recorded model's reference is labelled
@@ -42,7 +44,8 @@ class AccuracyCheck:
         return [self._accuracy(target)]
 
     def _accuracy(self, target: CheckTarget) -> AccuracyResult:
-        context, inputs, key, policy = self._context, target.inputs, target.key, target.policy
+        context = self._context
+        inputs, key, policy = target.inputs, target.key, target.policy
         watchdog = context.sessions.watchdog
         actual = run_outputs(context.built, inputs, watchdog)
         choice = context.reference()
@@ -61,22 +64,31 @@ class AccuracyCheck:
                 model_reference = Reference(context.data_set.name, expected, defaults)
             more_data_sets = self._other_data_sets(context.data_set, list(actual))
         digest = target.inputs_sha256
+        record = target.entry.accuracy if target.entry is not None else None
+        if policy.update:
+            baseline = previous_outputs(context.store, record, inputs_sha256=digest)
+        else:
+            baseline = recorded_outputs(context.store, record, test_file=key.test_file, inputs_sha256=digest)
         result = check_accuracy(
             actual,
             inputs_sha256=digest,
             key=key,
-            store=context.store,
             policy=policy,
             tolerances=context.tolerances,
             provider_short=context.built.variant.provider_spec.short,
             variant_reference=variant_reference,
             model_reference=model_reference,
             entry=target.entry,
+            baseline=baseline,
             environment=target.environment,
-            today=datetime.date.today().isoformat(),
             more_data_sets=more_data_sets,
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
         )
+        if result.status in (Status.NEW, Status.UPDATED):
+            today = datetime.date.today().isoformat()
+            stage_outputs(
+                context.store, key, actual, inputs_sha256=digest, environment=target.environment, today=today
+            )
         result = self._where_precision_went(result, inputs)
         if context.references.made_from(context.built.model) is None:  # a precision build: above
             model, why = self._recorded_model(result, target)

@@ -21,12 +21,14 @@ from pytest_ortperf.checks.accuracy_verdicts import (
 from pytest_ortperf.checks.latency_verdicts import check_latency
 from pytest_ortperf.checks.paths import choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.reports.ci_files import accuracy_record, markdown, not_compared_lines
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, Figures
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.outputs import AccuracyRecord, for_storage, load_npz, npz_bytes, outputs_file
 from pytest_ortperf.store.recipe import split
+from pytest_ortperf.store.recorded_outputs import previous_outputs, recorded_outputs, stage_outputs
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
@@ -68,21 +70,32 @@ def check(
     key: CheckKey = KEY,
     **policy: Any,
 ) -> AccuracyResult:
-    """The check as the gate makes it: the entry read once by the caller."""
-    return check_accuracy(
+    """The check as the gate makes it (``kinds/accuracy.py``): the entry read once by the caller, its
+    outputs read by the store, judged, and staged by the store when the verdict records them."""
+    entry = store.lookup(TEST_FILE, TEST)
+    record = entry.accuracy if entry is not None else None
+    check_policy = CheckPolicy(**policy)
+    environment = ENV if environment is None else environment
+    if check_policy.update:
+        baseline = previous_outputs(store, record, inputs_sha256=inputs)
+    else:
+        baseline = recorded_outputs(store, record, test_file=key.test_file, inputs_sha256=inputs)
+    result = check_accuracy(
         actual,
         inputs_sha256=inputs,
         key=key,
-        store=store,
-        entry=store.lookup(TEST_FILE, TEST),
-        policy=CheckPolicy(**policy),
+        entry=entry,
+        baseline=baseline,
+        policy=check_policy,
         tolerances=ToleranceSpec() if tolerances is None else tolerances,
         provider_short=provider,
         variant_reference=variant,
         model_reference=model,
-        environment=ENV if environment is None else environment,
-        today=today,
+        environment=environment,
     )
+    if result.status in (Status.NEW, Status.UPDATED):
+        stage_outputs(store, key, actual, inputs_sha256=inputs, environment=environment, today=today)
+    return result
 
 
 def figures(
