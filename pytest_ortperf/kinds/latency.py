@@ -10,7 +10,6 @@ import datetime
 import functools
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -207,29 +206,24 @@ class LatencyCheck:
         other: BuiltSession,
         inputs: Mapping[str, Array],
         reference_inputs: Mapping[str, Array] | None = None,
-        profiled: Callable[[], tuple[OpProfile, OpProfile]] | None = None,
     ) -> LatencyResult:
         """A side-by-side result worth explaining (a failure, an inconclusive result, an improvement),
-        with what changed at operator level: both sides profiled after measuring and outside the
-        timing lock, each on a short-lived profiling session of its own (``profiled``: the profiles
-        made already, while a confirmation's workers loaded). A pass costs nothing."""
+        with what changed at operator level: both sides profiled now, after measuring and outside the
+        timing lock, each on a short-lived profiling session of its own. A pass costs nothing."""
+        context = self._context
         if not worth_explaining(result):
             return result
-        if profiled is not None:
-            return explained(result, BOTH_SIDES, profiled)
-        with self._activity.phase(EXPLAINING):
-            return explained(result, BOTH_SIDES, lambda: self._in_turn(other, inputs, reference_inputs))
+        sessions, built = context.sessions, context.built
 
-    def _in_turn(
-        self, other: BuiltSession, inputs: Mapping[str, Array], reference_inputs: Mapping[str, Array] | None
-    ) -> tuple[OpProfile, OpProfile]:
-        """(reference, current) operator profiles: each side profiled twice, in turn (A B A B), each
-        keeping its fastest."""
-        sessions, built = self._context.sessions, self._context.built
-        theirs = reference_inputs if reference_inputs is not None else inputs
-        feeds = {id(other): theirs, id(built): inputs}
-        sides = [sessions.op_profile(side, feeds[id(side)]) for _ in range(2) for side in (other, built)]
-        return fastest(*sides[0::2]), fastest(*sides[1::2])
+        def in_turn() -> tuple[OpProfile, OpProfile]:
+            """Each side profiled twice, in turn (A B A B), each keeping its fastest."""
+            theirs = reference_inputs if reference_inputs is not None else inputs
+            feeds = {id(other): theirs, id(built): inputs}
+            sides = [sessions.op_profile(side, feeds[id(side)]) for _ in range(2) for side in (other, built)]
+            return fastest(*sides[0::2]), fastest(*sides[1::2])
+
+        with self._activity.phase(EXPLAINING):
+            return explained(result, BOTH_SIDES, in_turn)
 
     def _graph_explained(
         self, result: LatencyResult, model: ModelSource, settings: SessionSettings, python: str = ""
@@ -404,24 +398,19 @@ class LatencyCheck:
         def side(*sessions: BuiltSession, feeds: Mapping[str, Array] = inputs) -> Callable[[], object]:
             return alternating([functools.partial(watchdog.run, b.session, None, feeds) for b in sessions])
 
-        here = SideSpec(this_python(), built.model, built.settings)
-        there = SideSpec(this_python(), other.model, other.settings, feeds=theirs)
-        profiled: list[Callable[[], tuple[OpProfile, OpProfile]]] = []
-
         def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
             """Both sides in new workers of this Python, each in its own processes: a session's speed
-            has a state per process that fresh sessions in this one would share (issue 47). While
-            they load (untimed, outside the timing lock), both sides are profiled here for the
-            explanation a confirmed or an inconclusive verdict gets: neither waits for the other."""
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ortperf-load") as loader:
-                loading = loader.submit(load_pair, workers, here, there, built.variant, inputs, fresh=True)
-                try:
-                    with self._activity.phase(EXPLAINING, "while new measuring workers load", own=True):
-                        profiled.append(_kept(lambda: self._in_turn(other, inputs, reference_inputs)))
-                finally:
-                    pair = loading.result()
-                    loaded.extend(pair)
-            return pair
+            has a state per process that fresh sessions in this one would share (issue 47)."""
+            here, there = load_pair(
+                workers,
+                SideSpec(this_python(), built.model, built.settings),
+                SideSpec(this_python(), other.model, other.settings, feeds=theirs),
+                built.variant,
+                inputs,
+                fresh=True,
+            )
+            loaded.extend((here, there))
+            return here, there
 
         # Built before the timing lock is taken: other processes time while these build.
         with self._activity.phase(BUILDING, "sessions of both sides"):
@@ -447,11 +436,8 @@ class LatencyCheck:
             for worker_side in loaded:
                 for failed in worker_side.release():
                     workers.discard(failed)
-        # Profiled after the timing lock is released (or while a confirmation's workers loaded):
-        # untimed work, like building sessions.
-        result = self._explained_side_by_side(
-            result, other, inputs, reference_inputs, profiled[0] if profiled else None
-        )
+        # Profiled after the timing lock is released: untimed work, like building sessions.
+        result = self._explained_side_by_side(result, other, inputs, reference_inputs)
         result = self._graph_explained(result, other.model, other.settings)
         self._traced_runs(inputs)
         result = self._publish(result)
@@ -473,21 +459,6 @@ class LatencyCheck:
         )
         self._context.publisher.publish(latency_record(result, self._context.nodeid))
         return result
-
-
-def _kept(make: Callable[[], tuple[OpProfile, OpProfile]]) -> Callable[[], tuple[OpProfile, OpProfile]]:
-    """``make()`` called now, its profiles (or what it raised) given back by the returned callable,
-    as :func:`explained` takes them: a profile that could not be made is said, never raised early."""
-    try:
-        made = make()
-    except (OrtperfError, OSError) as exc:
-        failure = exc
-
-        def raised() -> tuple[OpProfile, OpProfile]:
-            raise failure
-
-        return raised
-    return lambda: made
 
 
 def ab_accept(key: CheckKey) -> str:

@@ -105,14 +105,11 @@ class Activity:
         self._lock_waits: list[LockWait] = []
 
     @contextmanager
-    def phase(self, name: str, side: str = "", *, own: bool = False) -> Iterator[None]:
-        """Charge the time inside to ``name`` unless an outer phase is open (then to that one);
-        ``own``: to ``name`` even inside another, whose time it leaves out (untimed work done inside
-        a phase while something else of it goes on, such as profiling while workers load)."""
+    def phase(self, name: str, side: str = "") -> Iterator[None]:
+        """Charge the time inside to ``name`` unless an outer phase is open (then to that one)."""
         outermost = not self._open
-        opened = self._clock()
         if outermost:
-            self._since = opened
+            self._since = self._clock()
         self._open.append((name, side))
         self._rounds = (0, 0)
         self._notify()
@@ -122,12 +119,8 @@ class Activity:
             self._open.pop()
             self._rounds = (0, 0)
             self._holder = None
-            now = self._clock()
             if outermost:
-                self._spent[name] = self._spent.get(name, 0.0) + now - self._since
-            elif own:
-                self._spent[name] = self._spent.get(name, 0.0) + now - opened
-                self._since += now - opened
+                self._spent[name] = self._spent.get(name, 0.0) + self._clock() - self._since
             self._notify()
 
     def rounds(self, done: int, planned: int) -> None:

@@ -11,7 +11,6 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.latency.activity import (
     BUILDING,
     CONFIRMING,
-    EXPLAINING,
     MEASURING,
     WARMING,
     Activity,
@@ -64,19 +63,6 @@ def test_time_is_charged_to_the_outermost_phase_open() -> None:
     clock.now += 8.0  # between phases: charged to none
     assert activity.seconds() == GateSeconds(building=0.5, warming=0.25, confirming=7.0)
     assert activity.seconds().total == pytest.approx(7.75)
-
-
-def test_an_own_phase_inside_another_is_charged_to_itself_and_left_out_of_the_outer() -> None:
-    """Profiling while a confirmation's workers load: explaining on its own, the rest confirming."""
-    clock = FakeClock()
-    activity = Activity(clock=clock)
-    with activity.phase(CONFIRMING):
-        clock.now += 1.0
-        with activity.phase(EXPLAINING, "while new measuring workers load", own=True):
-            clock.now += 2.0
-        clock.now += 4.0
-    assert activity.seconds() == GateSeconds(confirming=5.0, explaining=2.0)
-    assert activity.seconds().total == pytest.approx(7.0)
 
 
 def test_a_phase_still_open_counts_up_to_now() -> None:
