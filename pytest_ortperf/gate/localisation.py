@@ -1,12 +1,15 @@
 """Where an accuracy failure starts: the first tensor, in graph order, where the model under test and
 a reference model diverge beyond the failing output's tolerance (``ort/divergence.py`` finds it), as
 one more section of the failure. Against stored outputs alone there is no second model to run, and
-the section says so and why."""
+the section says so and why. For a precision variant, the activations that lost the most against the
+fp32 model it was built from (``ort/quant_debug.py``). ``Localiser`` is the run's
+``gate/services.py: Localising``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +20,9 @@ from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
+
+if TYPE_CHECKING:
+    from pytest_ortperf.ort.precision import Calibration
 
 TITLE = "where the two sides start to diverge"
 
@@ -66,6 +72,57 @@ def located(
     except OrtperfError as exc:
         return with_section(result, TITLE, [f"not available ({exc})"])
     return with_section(result, TITLE, [found.describe()])
+
+
+def precision_lost(
+    result: AccuracyResult,
+    built: BuiltSession,
+    made: tuple[ModelSource, Calibration | None],
+    inputs: Mapping[str, Array],
+) -> AccuracyResult:
+    """A failed precision variant, with the activations that lost the most against its fp32 model
+    on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
+    if not any(outcome.failed for outcome in result.references):
+        return result  # passed, or failed for want of a baseline: the outputs did not drift
+    from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
+
+    precision = built.variant.precision.value
+    title = f"tensors of the {precision} model that lost the most (SQNR against fp32)"
+    try:
+        losses = worst_tensors(made[0], built.model, inputs)
+    except OrtperfError as exc:
+        return with_section(result, title, [f"not available ({exc})"])
+    listed = [f"{loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
+    calibration = made[1]
+    if calibration is not None:
+        weak = ", a weak stand-in for real data" if calibration.synthetic else ""
+        listed.append(f"(calibrated on {calibration.source}{weak})")
+    # One case of locating a failure: against the fp32 model it was built from.
+    return with_section(result, title, listed)
+
+
+class Localiser:
+    """The run's ``gate/services.py: Localising``: the functions of this module."""
+
+    def precision_lost(
+        self,
+        result: AccuracyResult,
+        built: BuiltSession,
+        made: tuple[ModelSource, Calibration | None],
+        inputs: Mapping[str, Array],
+    ) -> AccuracyResult:
+        return precision_lost(result, built, made, inputs)
+
+    def located(
+        self,
+        result: AccuracyResult,
+        built: BuiltSession,
+        reference: ModelSource | None,
+        why: str,
+        inputs: Mapping[str, Array],
+        tolerances: ToleranceSpec,
+    ) -> AccuracyResult:
+        return located(result, built, reference, why, inputs, tolerances)
 
 
 def within(actual: Array, expected: Array, tolerance: Tolerance) -> bool:

@@ -88,6 +88,8 @@ def make_ort_perf(
         references=references,
         measurer=run.measurer,
         store=run.store,
+        outputs=run.outputs,
+        localising=run.localiser,
         settings=run.settings,
         built=built,
         feeds=feeds,

@@ -120,6 +120,35 @@ def stage_outputs(
     store.stage(key.test_file, key.test, entry)
 
 
+class BaselineOutputs:
+    """The run's reference outputs (``gate/services.py: OutputStore``): the functions above, over the
+    run's baseline store."""
+
+    def __init__(self, store: BaselineStore) -> None:
+        self._store = store
+
+    def recorded(
+        self, record: AccuracyRecord | None, *, test_file: str, inputs_sha256: str
+    ) -> RecordedOutputs | None:
+        return recorded_outputs(self._store, record, test_file=test_file, inputs_sha256=inputs_sha256)
+
+    def previous(self, record: AccuracyRecord | None, *, inputs_sha256: str) -> RecordedOutputs | None:
+        return previous_outputs(self._store, record, inputs_sha256=inputs_sha256)
+
+    def stage(
+        self,
+        key: CheckKey,
+        actual: Mapping[str, OutputValue],
+        *,
+        inputs_sha256: str,
+        environment: Mapping[str, Any],
+        today: str,
+    ) -> None:
+        stage_outputs(
+            self._store, key, actual, inputs_sha256=inputs_sha256, environment=environment, today=today
+        )
+
+
 def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:
     """The .npz and its JSON entry are written one after the other; an interrupted update can leave
     them from different versions. Whole tensors carry their sha256 in the entry: check it."""
