@@ -22,7 +22,7 @@ from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
 
 if TYPE_CHECKING:
-    from pytest_ortperf.ort.precision import Calibration
+    from pytest_ortperf.gate.services import FromFp32
 
 TITLE = "where the two sides start to diverge"
 
@@ -74,55 +74,43 @@ def located(
     return with_section(result, TITLE, [found.describe()])
 
 
-def precision_lost(
-    result: AccuracyResult,
-    built: BuiltSession,
-    made: tuple[ModelSource, Calibration | None],
-    inputs: Mapping[str, Array],
-) -> AccuracyResult:
-    """A failed precision variant, with the activations that lost the most against its fp32 model
-    on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
-    if not any(outcome.failed for outcome in result.references):
-        return result  # passed, or failed for want of a baseline: the outputs did not drift
-    from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
-
-    precision = built.variant.precision.value
-    title = f"tensors of the {precision} model that lost the most (SQNR against fp32)"
-    try:
-        losses = worst_tensors(made[0], built.model, inputs)
-    except OrtperfError as exc:
-        return with_section(result, title, [f"not available ({exc})"])
-    listed = [f"{loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
-    calibration = made[1]
-    if calibration is not None:
-        weak = ", a weak stand-in for real data" if calibration.synthetic else ""
-        listed.append(f"(calibrated on {calibration.source}{weak})")
-    # One case of locating a failure: against the fp32 model it was built from.
-    return with_section(result, title, listed)
-
-
 class Localiser:
-    """The run's ``gate/services.py: Localising``: the functions of this module."""
+    """Where a failure of one test instance's session (``built``) starts, judged by its
+    ``tolerances``: the run's ``gate/services.py: Localising``, made with its ``CheckContext``."""
+
+    def __init__(self, built: BuiltSession, tolerances: ToleranceSpec) -> None:
+        self._built = built
+        self._tolerances = tolerances
 
     def precision_lost(
-        self,
-        result: AccuracyResult,
-        built: BuiltSession,
-        made: tuple[ModelSource, Calibration | None],
-        inputs: Mapping[str, Array],
+        self, result: AccuracyResult, made: FromFp32, inputs: Mapping[str, Array]
     ) -> AccuracyResult:
-        return precision_lost(result, built, made, inputs)
+        """A failed precision variant, with the activations that lost the most against its fp32 model
+        on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
+        if not any(outcome.failed for outcome in result.references):
+            return result  # passed, or failed for want of a baseline: the outputs did not drift
+        from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
+
+        built = self._built
+        precision = built.variant.precision.value
+        title = f"tensors of the {precision} model that lost the most (SQNR against fp32)"
+        try:
+            losses = worst_tensors(made[0], built.model, inputs)
+        except OrtperfError as exc:
+            return with_section(result, title, [f"not available ({exc})"])
+        listed = [f"{loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
+        calibration = made[1]
+        if calibration is not None:
+            weak = ", a weak stand-in for real data" if calibration.synthetic else ""
+            listed.append(f"(calibrated on {calibration.source}{weak})")
+        # One case of locating a failure: against the fp32 model it was built from.
+        return with_section(result, title, listed)
 
     def located(
-        self,
-        result: AccuracyResult,
-        built: BuiltSession,
-        reference: ModelSource | None,
-        why: str,
-        inputs: Mapping[str, Array],
-        tolerances: ToleranceSpec,
+        self, result: AccuracyResult, reference: ModelSource | None, why: str, inputs: Mapping[str, Array]
     ) -> AccuracyResult:
-        return located(result, built, reference, why, inputs, tolerances)
+        """:func:`located`, for this instance's session and tolerances."""
+        return located(result, self._built, reference, why, inputs, self._tolerances)
 
 
 def within(actual: Array, expected: Array, tolerance: Tolerance) -> bool:

@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_ortperf.gate.localisation import Localiser
 from pytest_ortperf.gate.measurer import Measurer
 from pytest_ortperf.gate.model_builds import ModelBuilds
 from pytest_ortperf.gate.reference_builder import ReferenceBuilder
@@ -92,7 +91,6 @@ class OrtperfRun:
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
         self.outputs = BaselineOutputs(self.store)  # the reference outputs stored beside the baselines
-        self.localiser = Localiser()  # where an accuracy failure starts
         self._runtimes: RuntimeFinder | None = None
         self.ending = RunEnd(
             config,

@@ -34,11 +34,13 @@ from pytest_ortperf.store.machine import Machine
 
 if TYPE_CHECKING:
     from pytest_ortperf.accuracy.output_values import OutputValue
-    from pytest_ortperf.accuracy.tolerances import ToleranceSpec
     from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
     from pytest_ortperf.ort.precision import Calibration
     from pytest_ortperf.store.outputs import AccuracyRecord
     from pytest_ortperf.store.recorded_outputs import RecordedOutputs
+
+# What a precision build was made from: its fp32 model, and the calibration of a static int8 build.
+FromFp32 = tuple[ModelSource, "Calibration | None"]
 
 
 @dataclass(frozen=True)
@@ -176,41 +178,27 @@ class OutputStore(Protocol):
         ...
 
     def stage(
-        self,
-        key: CheckKey,
-        actual: Mapping[str, OutputValue],
-        *,
-        inputs_sha256: str,
-        environment: Mapping[str, Any],
-        today: str,
+        self, key: CheckKey, actual: Mapping[str, OutputValue], *, environment: Mapping[str, Any]
     ) -> None:
-        """Stage ``actual`` as the entry's reference outputs (the ``.npz`` and the accuracy record)."""
+        """Stage ``actual``, measured in ``environment`` (with its inputs' digest), as the entry's
+        reference outputs, recorded today: the ``.npz`` and the accuracy record."""
         ...
 
 
 class Localising(Protocol):
-    """Where an accuracy failure starts (``gate/localisation.py``): paid by failures only."""
+    """Where an accuracy failure of one test instance's session starts (``gate/localisation.py``),
+    judged by its tolerances: paid by failures only."""
 
     def precision_lost(
-        self,
-        result: AccuracyResult,
-        built: BuiltSession,
-        made: tuple[ModelSource, Calibration | None],
-        inputs: Mapping[str, Array],
+        self, result: AccuracyResult, made: FromFp32, inputs: Mapping[str, Array]
     ) -> AccuracyResult:
         """A failed precision variant's result, with the activations that lost the most against the
         fp32 model it was ``made`` from."""
         ...
 
     def located(
-        self,
-        result: AccuracyResult,
-        built: BuiltSession,
-        reference: ModelSource | None,
-        why: str,
-        inputs: Mapping[str, Array],
-        tolerances: ToleranceSpec,
+        self, result: AccuracyResult, reference: ModelSource | None, why: str, inputs: Mapping[str, Array]
     ) -> AccuracyResult:
-        """A failed result with the first tensor where ``built`` and ``reference`` diverge (None: why
-        it cannot be located)."""
+        """A failed result with the first tensor where the session's model and ``reference`` diverge
+        (None: ``why`` it cannot be located)."""
         ...

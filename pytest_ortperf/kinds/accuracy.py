@@ -4,7 +4,6 @@ rebuilt on today's inputs)."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -81,15 +80,13 @@ class AccuracyCheck:
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
         )
         if result.status in (Status.NEW, Status.UPDATED):
-            today = datetime.date.today().isoformat()
-            environment = target.environment
-            context.outputs.stage(key, actual, inputs_sha256=digest, environment=environment, today=today)
+            context.outputs.stage(key, actual, environment=target.environment)
         made = context.references.made_from(context.built.model)
         if made is not None:  # a precision build: where precision went, against its fp32 model
-            result = context.localising.precision_lost(result, context.built, made, inputs)
+            result = context.localising.precision_lost(result, made, inputs)
         else:
             model, why = self._recorded_model(result, target)
-            result = context.localising.located(result, context.built, model, why, inputs, context.tolerances)
+            result = context.localising.located(result, model, why, inputs)
         context.publisher.publish(accuracy_record(result, context.nodeid))
         return result
 

@@ -8,6 +8,7 @@ message asks for. The verdict (``checks/accuracy_verdicts.py``) sees outputs, ne
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -136,17 +137,11 @@ class BaselineOutputs:
         return previous_outputs(self._store, record, inputs_sha256=inputs_sha256)
 
     def stage(
-        self,
-        key: CheckKey,
-        actual: Mapping[str, OutputValue],
-        *,
-        inputs_sha256: str,
-        environment: Mapping[str, Any],
-        today: str,
+        self, key: CheckKey, actual: Mapping[str, OutputValue], *, environment: Mapping[str, Any]
     ) -> None:
-        stage_outputs(
-            self._store, key, actual, inputs_sha256=inputs_sha256, environment=environment, today=today
-        )
+        """Stage ``actual`` as measured in ``environment`` (which holds its inputs' digest), today."""
+        digest, today = str(environment["inputs_sha256"]), datetime.date.today().isoformat()
+        stage_outputs(self._store, key, actual, inputs_sha256=digest, environment=environment, today=today)
 
 
 def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:

@@ -28,7 +28,7 @@ from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, Baselin
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.outputs import AccuracyRecord, for_storage, load_npz, npz_bytes, outputs_file
 from pytest_ortperf.store.recipe import split
-from pytest_ortperf.store.recorded_outputs import BaselineOutputs
+from pytest_ortperf.store.recorded_outputs import previous_outputs, recorded_outputs, stage_outputs
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
@@ -76,11 +76,10 @@ def check(
     record = entry.accuracy if entry is not None else None
     check_policy = CheckPolicy(**policy)
     environment = ENV if environment is None else environment
-    outputs = BaselineOutputs(store)  # the run's OutputStore
     if check_policy.update:
-        baseline = outputs.previous(record, inputs_sha256=inputs)
+        baseline = previous_outputs(store, record, inputs_sha256=inputs)
     else:
-        baseline = outputs.recorded(record, test_file=key.test_file, inputs_sha256=inputs)
+        baseline = recorded_outputs(store, record, test_file=key.test_file, inputs_sha256=inputs)
     result = check_accuracy(
         actual,
         inputs_sha256=inputs,
@@ -95,7 +94,7 @@ def check(
         environment=environment,
     )
     if result.status in (Status.NEW, Status.UPDATED):
-        outputs.stage(key, actual, inputs_sha256=inputs, environment=environment, today=today)
+        stage_outputs(store, key, actual, inputs_sha256=inputs, environment=environment, today=today)
     return result
 
 

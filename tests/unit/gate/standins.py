@@ -190,13 +190,7 @@ class Outputs:
         return self.kept
 
     def stage(
-        self,
-        key: CheckKey,
-        actual: Mapping[str, OutputValue],
-        *,
-        inputs_sha256: str,
-        environment: Mapping[str, Any],
-        today: str,
+        self, key: CheckKey, actual: Mapping[str, OutputValue], *, environment: Mapping[str, Any]
     ) -> None:
         self.staged.append(key.test)
 
@@ -208,23 +202,13 @@ class Localising:
     asked: list[str] = field(default_factory=list)
 
     def precision_lost(
-        self,
-        result: AccuracyResult,
-        built: BuiltSession,
-        made: tuple[ModelSource, Any],
-        inputs: Mapping[str, Array],
+        self, result: AccuracyResult, made: Any, inputs: Mapping[str, Array]
     ) -> AccuracyResult:
         self.asked.append(f"precision {made[0].label}")
         return result
 
     def located(
-        self,
-        result: AccuracyResult,
-        built: BuiltSession,
-        reference: ModelSource | None,
-        why: str,
-        inputs: Mapping[str, Array],
-        tolerances: ToleranceSpec,
+        self, result: AccuracyResult, reference: ModelSource | None, why: str, inputs: Any
     ) -> AccuracyResult:
         self.asked.append(f"located {reference.label if reference is not None else why}")
         return result
