@@ -1,12 +1,15 @@
 """Where an accuracy failure starts: the first tensor, in graph order, where the model under test and
 a reference model diverge beyond the failing output's tolerance (``ort/divergence.py`` finds it), as
 one more section of the failure. Against stored outputs alone there is no second model to run, and
-the section says so and why."""
+the section says so and why. For a precision variant, the activations that lost the most against the
+fp32 model it was built from (``ort/quant_debug.py``). ``Localiser`` is the run's
+``gate/services.py: Localising``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,6 +20,9 @@ from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.sessions import BuiltSession
+
+if TYPE_CHECKING:
+    from pytest_ortperf.gate.services import FromFp32
 
 TITLE = "where the two sides start to diverge"
 
@@ -66,6 +72,45 @@ def located(
     except OrtperfError as exc:
         return with_section(result, TITLE, [f"not available ({exc})"])
     return with_section(result, TITLE, [found.describe()])
+
+
+class Localiser:
+    """Where a failure of one test instance's session (``built``) starts, judged by its
+    ``tolerances``: the run's ``gate/services.py: Localising``, made with its ``CheckContext``."""
+
+    def __init__(self, built: BuiltSession, tolerances: ToleranceSpec) -> None:
+        self._built = built
+        self._tolerances = tolerances
+
+    def precision_lost(
+        self, result: AccuracyResult, made: FromFp32, inputs: Mapping[str, Array]
+    ) -> AccuracyResult:
+        """A failed precision variant, with the activations that lost the most against its fp32 model
+        on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
+        if not any(outcome.failed for outcome in result.references):
+            return result  # passed, or failed for want of a baseline: the outputs did not drift
+        from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
+
+        built = self._built
+        precision = built.variant.precision.value
+        title = f"tensors of the {precision} model that lost the most (SQNR against fp32)"
+        try:
+            losses = worst_tensors(made[0], built.model, inputs)
+        except OrtperfError as exc:
+            return with_section(result, title, [f"not available ({exc})"])
+        listed = [f"{loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
+        calibration = made[1]
+        if calibration is not None:
+            weak = ", a weak stand-in for real data" if calibration.synthetic else ""
+            listed.append(f"(calibrated on {calibration.source}{weak})")
+        # One case of locating a failure: against the fp32 model it was built from.
+        return with_section(result, title, listed)
+
+    def located(
+        self, result: AccuracyResult, reference: ModelSource | None, why: str, inputs: Mapping[str, Array]
+    ) -> AccuracyResult:
+        """:func:`located`, for this instance's session and tolerances."""
+        return located(result, self._built, reference, why, inputs, self._tolerances)
 
 
 def within(actual: Array, expected: Array, tolerance: Tolerance) -> bool:

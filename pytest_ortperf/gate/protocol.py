@@ -27,7 +27,14 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.references import ABReference, ReferenceChoice
-from pytest_ortperf.gate.services import CheckSettings, Measuring, References, Sessions
+from pytest_ortperf.gate.services import (
+    CheckSettings,
+    Localising,
+    Measuring,
+    OutputStore,
+    References,
+    Sessions,
+)
 from pytest_ortperf.ort.inputs import Array, InputOptions
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -84,6 +91,8 @@ class CheckContext:
     references: References  # the recorded reference rebuilt, models kept, data sets
     measurer: Measuring  # activities, the timing lock, the canary, the measuring workers
     store: BaselineStore  # the baselines: entries read, and staged under --ortperf-update
+    outputs: OutputStore  # the reference outputs stored beside the baselines: read, kept, staged
+    localising: Localising  # where an accuracy failure starts (paid by failures only)
     settings: CheckSettings  # the few configuration values checks read
     built: BuiltSession
     feeds: Mapping[str, Array]

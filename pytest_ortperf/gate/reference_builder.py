@@ -6,17 +6,19 @@ models measured are kept in the model cache for later runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.paths import Plan
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.model_builds import ModelBuilds
 from pytest_ortperf.gate.references import ABReference, RecordedReference, ReferenceChoice
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.session_factory import SessionFactory
+from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.ort.git_models import (
     AUTO,
     GitRevision,
@@ -25,12 +27,13 @@ from pytest_ortperf.ort.git_models import (
     is_shallow,
     recorded_file,
 )
-from pytest_ortperf.ort.inputs import Feeds, InputOptions
+from pytest_ortperf.ort.inputs import Array, Feeds, InputOptions
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.transformers import parse_options
 from pytest_ortperf.ort.variants import Precision
+from pytest_ortperf.ort.workers import WorkerPool, load
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.model_cache import ModelCache
 
@@ -55,12 +58,15 @@ class ReferenceBuilder:
         builds: ModelBuilds,
         *,
         runtime_python: Callable[[str, str], tuple[str, str]],
+        workers: Callable[[], WorkerPool],
     ) -> None:
         # runtime_python: an interpreter with a recorded runtime, and where it was found (gate/runtimes.py)
+        # workers: the run's measuring workers, where a reference of another runtime runs
         self._config = config
         self._sessions = sessions
         self._builds = builds
         self._runtime_python = runtime_python
+        self._workers = workers
         self._model_cache = ModelCache(config.model_cache) if config.model_cache is not None else None
         self._revisions: dict[str, GitRevision] = {}
         self._revision_references: dict[tuple[str, Path, str], ABReference] = {}
@@ -265,6 +271,21 @@ class ReferenceBuilder:
             labels.append(f"the recorded settings ({changed[0].partition(': ')[2]})" if changed else "")
         label = " under ".join(label for label in labels if label) or "the recorded model (the same bytes)"
         return RecordedReference(label, model, settings, python), ""
+
+    def rebuilt_outputs(
+        self, rebuilt: RecordedReference, built: BuiltSession, inputs: Mapping[str, Array]
+    ) -> dict[str, OutputValue]:
+        """The outputs of ``rebuilt`` at ``built``'s variant on ``inputs``: in a worker of its recorded
+        runtime, else in a session of this one, under its recorded settings."""
+        if rebuilt.python:
+            worker = self._workers().side(rebuilt.python, "reference", 1)[0]
+            other_model = load(worker, rebuilt.model, built.variant, rebuilt.settings, inputs)
+            try:
+                return worker_outputs(other_model)
+            finally:
+                other_model.release()
+        other = self._sessions.session(rebuilt.model, built.variant, rebuilt.settings)
+        return run_outputs(other, inputs, self._sessions.watchdog)
 
     def made_from(self, model: ModelSource) -> tuple[ModelSource, Calibration | None] | None:
         return self._builds.made_from(model)

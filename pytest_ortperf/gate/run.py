@@ -34,6 +34,7 @@ from pytest_ortperf.profiling.book import ProfileBook
 from pytest_ortperf.reports.results import RunResults
 from pytest_ortperf.store.baselines import BaselineStore
 from pytest_ortperf.store.machine import Machine, detect_machine
+from pytest_ortperf.store.recorded_outputs import BaselineOutputs
 from pytest_ortperf.store.unused import Selection
 
 # Where reference runtimes were kept before the cache moved to the top of the git work tree
@@ -70,7 +71,11 @@ class OrtperfRun:
         )
         self.models = ModelBuilds(config.rootdir, self.sessions)
         self.references = ReferenceBuilder(
-            config, self.sessions, self.models, runtime_python=self.runtime_python
+            config,
+            self.sessions,
+            self.models,
+            runtime_python=self.runtime_python,
+            workers=lambda: self.measurer.workers,
         )
         # lock_owner: how this process names itself in the timing lock file (its run, command, worker)
         timing = TimingLock(None if config.parallel_timing else default_lock_path(), lock_owner)
@@ -85,6 +90,7 @@ class OrtperfRun:
         )
         # Repair only ever happens while updating: a plain run never moves a file.
         self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
+        self.outputs = BaselineOutputs(self.store)  # the reference outputs stored beside the baselines
         self._runtimes: RuntimeFinder | None = None
         self.ending = RunEnd(
             config,

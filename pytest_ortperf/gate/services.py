@@ -1,8 +1,10 @@
 """The narrow services a check is handed (``gate/protocol.py: CheckContext``), instead of the whole
-run: what builds sessions, what rebuilds and keeps references, what measures, and the few settings of
-the run that checks read. Each is a Protocol here, so a check can be unit-tested with stand-ins; the
-run's own are ``gate/session_factory.py: SessionFactory``, ``gate/reference_builder.py:
-ReferenceBuilder`` and ``gate/measurer.py: Measurer``, built by ``gate/run.py: OrtperfRun``.
+run: what builds sessions, what rebuilds and keeps references, what measures, the reference outputs
+stored beside the baselines, where an accuracy failure starts, and the few settings of the run that
+checks read. Each is a Protocol here, so a check can be unit-tested with stand-ins; the run's own are
+``gate/session_factory.py: SessionFactory``, ``gate/reference_builder.py: ReferenceBuilder``,
+``gate/measurer.py: Measurer``, ``store/recorded_outputs.py: BaselineOutputs`` and
+``gate/localisation.py: Localiser``, built by ``gate/run.py: OrtperfRun``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.gate.run_config import OrtperfConfig
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.activity import Activity
-from pytest_ortperf.ort.inputs import Feeds
+from pytest_ortperf.ort.inputs import Array, Feeds
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.session_settings import SessionSettings
@@ -27,10 +29,18 @@ from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.ort.watchdog import Watchdog
 from pytest_ortperf.ort.workers import WorkerPool
 from pytest_ortperf.profiling.operators import OpProfile
+from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.machine import Machine
 
 if TYPE_CHECKING:
+    from pytest_ortperf.accuracy.output_values import OutputValue
+    from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
     from pytest_ortperf.ort.precision import Calibration
+    from pytest_ortperf.store.outputs import AccuracyRecord
+    from pytest_ortperf.store.recorded_outputs import RecordedOutputs
+
+# What a precision build was made from: its fp32 model, and the calibration of a static int8 build.
+FromFp32 = tuple[ModelSource, "Calibration | None"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,13 @@ class References(Protocol):
 
     def rebuild(self, built: BuiltSession, plan: Plan) -> tuple[RecordedReference | None, str]: ...
 
+    def rebuilt_outputs(
+        self, rebuilt: RecordedReference, built: BuiltSession, inputs: Mapping[str, Array]
+    ) -> dict[str, OutputValue]:
+        """The outputs of a rebuilt recorded reference at ``built``'s variant on ``inputs``: in a worker
+        of its recorded runtime, else in a session of this one, under its recorded settings."""
+        ...
+
     def keep_model(self, model: ModelSource) -> None: ...
 
     def kept_in(self, model: ModelSource) -> str:
@@ -142,3 +159,46 @@ class Measuring(Protocol):
 
     @property
     def workers(self) -> WorkerPool: ...
+
+
+class OutputStore(Protocol):
+    """The reference outputs stored beside the baselines (``store/recorded_outputs.py``): an entry's
+    outputs read and checked against it, those an update may keep, and new ones staged."""
+
+    def recorded(
+        self, record: AccuracyRecord | None, *, test_file: str, inputs_sha256: str
+    ) -> RecordedOutputs | None:
+        """The outputs to compare with: None when none were recorded, or on other inputs; a missing,
+        damaged or out-of-step file raises ``BaselineError`` naming it and what to run."""
+        ...
+
+    def previous(self, record: AccuracyRecord | None, *, inputs_sha256: str) -> RecordedOutputs | None:
+        """The recorded outputs an update may keep (None: recorded afresh); a damaged file fails
+        unless ``--ortperf-repair``."""
+        ...
+
+    def stage(
+        self, key: CheckKey, actual: Mapping[str, OutputValue], *, environment: Mapping[str, Any]
+    ) -> None:
+        """Stage ``actual``, measured in ``environment`` (with its inputs' digest), as the entry's
+        reference outputs, recorded today: the ``.npz`` and the accuracy record."""
+        ...
+
+
+class Localising(Protocol):
+    """Where an accuracy failure of one test instance's session starts (``gate/localisation.py``),
+    judged by its tolerances: paid by failures only."""
+
+    def precision_lost(
+        self, result: AccuracyResult, made: FromFp32, inputs: Mapping[str, Array]
+    ) -> AccuracyResult:
+        """A failed precision variant's result, with the activations that lost the most against the
+        fp32 model it was ``made`` from."""
+        ...
+
+    def located(
+        self, result: AccuracyResult, reference: ModelSource | None, why: str, inputs: Mapping[str, Array]
+    ) -> AccuracyResult:
+        """A failed result with the first tensor where the session's model and ``reference`` diverge
+        (None: ``why`` it cannot be located)."""
+        ...

@@ -4,7 +4,6 @@ rebuilt on today's inputs)."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,17 +11,13 @@ from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.localisation import located, with_section
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
-from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
-from pytest_ortperf.ort.inputs import Array, data_sets
+from pytest_ortperf.gate.session_outputs import run_outputs
+from pytest_ortperf.ort.inputs import data_sets
 from pytest_ortperf.ort.models import ModelSource
-from pytest_ortperf.ort.workers import load
 from pytest_ortperf.reports.ci_files import accuracy_record
 from pytest_ortperf.store.baselines import BaselineEntry
-from pytest_ortperf.store.recorded_outputs import previous_outputs, recorded_outputs, stage_outputs
 
 ACCURACY = "accuracy"
 TODAY = "on today's inputs"  # how a rebuilt recorded model's reference is labelled
@@ -66,9 +61,9 @@ class AccuracyCheck:
         digest = target.inputs_sha256
         record = target.entry.accuracy if target.entry is not None else None
         if policy.update:
-            baseline = previous_outputs(context.store, record, inputs_sha256=digest)
+            baseline = context.outputs.previous(record, inputs_sha256=digest)
         else:
-            baseline = recorded_outputs(context.store, record, test_file=key.test_file, inputs_sha256=digest)
+            baseline = context.outputs.recorded(record, test_file=key.test_file, inputs_sha256=digest)
         result = check_accuracy(
             actual,
             inputs_sha256=digest,
@@ -85,14 +80,13 @@ class AccuracyCheck:
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
         )
         if result.status in (Status.NEW, Status.UPDATED):
-            today = datetime.date.today().isoformat()
-            stage_outputs(
-                context.store, key, actual, inputs_sha256=digest, environment=target.environment, today=today
-            )
-        result = self._where_precision_went(result, inputs)
-        if context.references.made_from(context.built.model) is None:  # a precision build: above
+            context.outputs.stage(key, actual, environment=target.environment)
+        made = context.references.made_from(context.built.model)
+        if made is not None:  # a precision build: where precision went, against its fp32 model
+            result = context.localising.precision_lost(result, made, inputs)
+        else:
             model, why = self._recorded_model(result, target)
-            result = located(result, context.built, model, why, inputs, context.tolerances)
+            result = context.localising.located(result, model, why, inputs)
         context.publisher.publish(accuracy_record(result, context.nodeid))
         return result
 
@@ -126,29 +120,6 @@ class AccuracyCheck:
             return None, f"the recorded model cannot be rebuilt ({why}); the baseline keeps its outputs only"
         return rebuilt.model, ""
 
-    def _where_precision_went(self, result: AccuracyResult, inputs: dict[str, Array]) -> AccuracyResult:
-        """A failed precision variant, with the activations that lost the most against its fp32 model
-        on the same inputs (``ort/quant_debug.py``): where to keep a layer in fp32, or calibrate."""
-        context = self._context
-        made = context.references.made_from(context.built.model)
-        if made is None or not any(outcome.failed for outcome in result.references):
-            return result  # passed, or failed for want of a baseline: the outputs did not drift
-        from pytest_ortperf.ort.quant_debug import worst_tensors  # onnxruntime's debug tools: on failure only
-
-        precision = context.built.variant.precision.value
-        title = f"tensors of the {precision} model that lost the most (SQNR against fp32)"
-        try:
-            losses = worst_tensors(made[0], context.built.model, inputs)
-        except OrtperfError as exc:
-            return with_section(result, title, [f"not available ({exc})"])
-        listed = [f"{loss.name!r}: {loss.sqnr_db:.1f} dB" for loss in losses]
-        calibration = made[1]
-        if calibration is not None:
-            weak = ", a weak stand-in for real data" if calibration.synthetic else ""
-            listed.append(f"(calibrated on {calibration.source}{weak})")
-        # One case of locating a failure (gate/localisation.py): against the fp32 model it was built from.
-        return with_section(result, title, listed)
-
     def _recorded_outputs(self, target: CheckTarget, digest: str) -> Reference | None:
         """When today's inputs differ from those the baseline's outputs were recorded on: the outputs
         of the recorded model (rebuilt, under its recorded settings) on today's inputs, or why there
@@ -163,16 +134,7 @@ class AccuracyCheck:
             rebuilt, why = None, plan.reason
         if rebuilt is None:
             return Reference.unavailable(f"the recorded model {TODAY}", why)
-        if rebuilt.python:
-            worker = context.measurer.workers.side(rebuilt.python, "reference", 1)[0]
-            other_model = load(worker, rebuilt.model, context.built.variant, rebuilt.settings, inputs)
-            try:
-                outputs = worker_outputs(other_model)
-            finally:
-                other_model.release()
-        else:
-            other = context.sessions.session(rebuilt.model, context.built.variant, rebuilt.settings)
-            outputs = run_outputs(other, inputs, context.sessions.watchdog)
+        outputs = context.references.rebuilt_outputs(rebuilt, context.built, inputs)
         return Reference(f"{rebuilt.label} {TODAY}", outputs, {})
 
     def _other_data_sets(

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_ortperf.checks.contract_verdicts import Contract, default_contracts
 from pytest_ortperf.errors import OrtperfError, ProviderUnavailable, UsageError
+from pytest_ortperf.gate.localisation import Localiser
 from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.gate.publisher import RunPublisher
 from pytest_ortperf.gate.registry import BenchmarkEntry
@@ -88,6 +89,8 @@ def make_ort_perf(
         references=references,
         measurer=run.measurer,
         store=run.store,
+        outputs=run.outputs,
+        localising=Localiser(built, tolerances),
         settings=run.settings,
         built=built,
         feeds=feeds,

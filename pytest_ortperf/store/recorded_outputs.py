@@ -8,6 +8,7 @@ message asks for. The verdict (``checks/accuracy_verdicts.py``) sees outputs, ne
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -118,6 +119,29 @@ def stage_outputs(
         else BaselineEntry(variant=key.variant, recorded=today, recipe=recipe, accuracy=new_record)
     )
     store.stage(key.test_file, key.test, entry)
+
+
+class BaselineOutputs:
+    """The run's reference outputs (``gate/services.py: OutputStore``): the functions above, over the
+    run's baseline store."""
+
+    def __init__(self, store: BaselineStore) -> None:
+        self._store = store
+
+    def recorded(
+        self, record: AccuracyRecord | None, *, test_file: str, inputs_sha256: str
+    ) -> RecordedOutputs | None:
+        return recorded_outputs(self._store, record, test_file=test_file, inputs_sha256=inputs_sha256)
+
+    def previous(self, record: AccuracyRecord | None, *, inputs_sha256: str) -> RecordedOutputs | None:
+        return previous_outputs(self._store, record, inputs_sha256=inputs_sha256)
+
+    def stage(
+        self, key: CheckKey, actual: Mapping[str, OutputValue], *, environment: Mapping[str, Any]
+    ) -> None:
+        """Stage ``actual`` as measured in ``environment`` (which holds its inputs' digest), today."""
+        digest, today = str(environment["inputs_sha256"]), datetime.date.today().isoformat()
+        stage_outputs(self._store, key, actual, inputs_sha256=digest, environment=environment, today=today)
 
 
 def _verify(stored: Mapping[str, Array], record: AccuracyRecord, npz: Path, entry_file: Path) -> None:

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.paths import Plan
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import OrtperfError
@@ -19,6 +21,7 @@ from pytest_ortperf.gate.references import ABReference, RecordedReference, Refer
 from pytest_ortperf.gate.services import CheckSettings
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.activity import Activity
+from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
@@ -26,6 +29,8 @@ from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
 from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.outputs import AccuracyRecord
+from pytest_ortperf.store.recorded_outputs import RecordedOutputs
 
 CPU_ALL = Variant(resolve_provider("cpu", source="test"), OptLevel.ALL)
 MACHINE = "linux-x86_64-test-2c-000000"
@@ -68,10 +73,12 @@ def key(test: str = "test_model[cpu-all]") -> CheckKey:
 
 @dataclass
 class Sessions:
-    """Graphs by model sha256; a session asked for raises (a check that must not build one)."""
+    """Graphs by model sha256; a session asked for raises (a check that must not build one).
+    ``running``: the watchdog sessions are run under (None: none in this test)."""
 
     graphs: dict[str, GraphFigures] = field(default_factory=dict)
     asked: list[str] = field(default_factory=list)
+    running: Any = None
 
     @property
     def runtime(self) -> Any:
@@ -83,7 +90,9 @@ class Sessions:
 
     @property
     def watchdog(self) -> Any:
-        raise OrtperfError("no watchdog in this test")
+        if self.running is None:
+            raise OrtperfError("no watchdog in this test")
+        return self.running
 
     def session(self, model: ModelSource, variant: Variant, settings: SessionSettings) -> BuiltSession:
         self.asked.append(f"session {model.label}")
@@ -115,6 +124,11 @@ class References:
     def rebuild(self, built: BuiltSession, plan: Plan) -> tuple[RecordedReference | None, str]:
         self.plans.append(plan)
         return self.rebuilt, "" if self.rebuilt is not None else self.why
+
+    def rebuilt_outputs(
+        self, rebuilt: RecordedReference, built: BuiltSession, inputs: Mapping[str, Array]
+    ) -> dict[str, OutputValue]:
+        raise OrtperfError(f"no session of {rebuilt.model.label} in this test")
 
     def keep_model(self, model: ModelSource) -> None:
         self.kept.append(model.label)
@@ -157,6 +171,50 @@ class Measurer:
 
 
 @dataclass
+class Outputs:
+    """Stored reference outputs: ``kept`` is what an entry's record reads as (None: none recorded);
+    what was staged is listed by test."""
+
+    kept: RecordedOutputs | None = None
+    asked: list[str] = field(default_factory=list)
+    staged: list[str] = field(default_factory=list)
+
+    def recorded(
+        self, record: AccuracyRecord | None, *, test_file: str, inputs_sha256: str
+    ) -> RecordedOutputs | None:
+        self.asked.append(f"recorded {test_file}")
+        return self.kept
+
+    def previous(self, record: AccuracyRecord | None, *, inputs_sha256: str) -> RecordedOutputs | None:
+        self.asked.append("previous")
+        return self.kept
+
+    def stage(
+        self, key: CheckKey, actual: Mapping[str, OutputValue], *, environment: Mapping[str, Any]
+    ) -> None:
+        self.staged.append(key.test)
+
+
+@dataclass
+class Localising:
+    """Locates nothing: a result is returned as it is, and what was asked is listed."""
+
+    asked: list[str] = field(default_factory=list)
+
+    def precision_lost(
+        self, result: AccuracyResult, made: Any, inputs: Mapping[str, Array]
+    ) -> AccuracyResult:
+        self.asked.append(f"precision {made[0].label}")
+        return result
+
+    def located(
+        self, result: AccuracyResult, reference: ModelSource | None, why: str, inputs: Any
+    ) -> AccuracyResult:
+        self.asked.append(f"located {reference.label if reference is not None else why}")
+        return result
+
+
+@dataclass
 class Published:
     records: list[dict[str, Any]] = field(default_factory=list)
 
@@ -173,6 +231,8 @@ class Services:
     sessions: Sessions = field(default_factory=Sessions)
     references: References = field(default_factory=References)
     measurer: Measurer = field(default_factory=Measurer)
+    outputs: Outputs = field(default_factory=Outputs)
+    localising: Localising = field(default_factory=Localising)
     published: Published = field(default_factory=Published)
     settings: CheckSettings = field(default_factory=CheckSettings)
 
@@ -182,6 +242,8 @@ class Services:
             references=self.references,
             measurer=self.measurer,
             store=self.store,
+            outputs=self.outputs,
+            localising=self.localising,
             settings=self.settings,
             built=self.built,
             feeds={},

@@ -22,6 +22,7 @@ from pytest_ortperf.latency.timing_lock import TimingLock
 from pytest_ortperf.ort.inputs import InputOptions
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
+from pytest_ortperf.ort.workers import WorkerPool
 from pytest_ortperf.store.model_cache import ModelCache
 from tests.unit.gate.standins import CPU_ALL, RECIPE, built_session, environment, model
 
@@ -44,7 +45,13 @@ def _builder(
     config = _config(tmp_path, **values)
     sessions = SessionFactory(machine=lambda: None, run_timeout_s=config.run_timeout_s)  # type: ignore[arg-type,return-value]
     builds = ModelBuilds(tmp_path, sessions)
-    return ReferenceBuilder(config, sessions, builds, runtime_python=lambda flavour, version: python)
+    return ReferenceBuilder(
+        config, sessions, builds, runtime_python=lambda flavour, version: python, workers=_no_workers
+    )
+
+
+def _no_workers() -> WorkerPool:
+    raise AssertionError("no measuring workers in this test")
 
 
 def test_checks_read_only_the_settings_they_need_from_the_configuration(tmp_path: Path) -> None:
