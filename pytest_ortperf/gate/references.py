@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.checks.paths import SameJob
+from pytest_ortperf.checks.paths import Plan, SameJob
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.ort.git_models import read_blob
 from pytest_ortperf.ort.inputs import (
@@ -114,6 +114,23 @@ def recorded_feeds(
     )
 
 
+def reference_feeds(
+    plan: Plan, recipe: Mapping[str, Any] | None, options: InputOptions | None, where: Path | None
+) -> tuple[Feeds | None, str]:
+    """What the reference of a side-by-side ``plan`` is fed: (None, "") where the inputs did not
+    change (both sides run today's, which are the recorded ones); its recorded inputs made again
+    (:func:`recorded_feeds`) where they changed; else (None, why the plan cannot be side by side),
+    never today's inputs in their place."""
+    if not plan.recorded_inputs:
+        return None, ""
+    if recipe is None:
+        return None, "the inputs changed, and no recipe says what they were"
+    fed, cannot = recorded_feeds(recipe, options, where)
+    if fed is None:
+        return None, f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
+    return fed, ""
+
+
 def _from_git(
     source: str, files: Mapping[str, Any], described: Mapping[str, Any], digest: str, where: Path | None
 ) -> tuple[Feeds | None, str]:
@@ -123,10 +140,11 @@ def _from_git(
         return None, f"they came from {source}, and this model has no folder to read them from again"
     with tempfile.TemporaryDirectory(prefix="ortperf-inputs-") as scratch:
         for relative, blob in files.items():
-            data = read_blob(where, str(blob))
-            target = Path(scratch) / str(relative)
-            if data is None or ".." in Path(str(relative)).parts or Path(str(relative)).is_absolute():
+            path = Path(str(relative))
+            data = None if ".." in path.parts or path.is_absolute() else read_blob(where, str(blob))
+            if data is None:
                 return None, f"they came from {source}, and git here does not keep {relative} as recorded"
+            target = Path(scratch) / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
         try:

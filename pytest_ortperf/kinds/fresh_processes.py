@@ -28,7 +28,7 @@ from pytest_ortperf.checks.paths import Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.gate.references import RecordedReference, recorded_feeds, same_job
+from pytest_ortperf.gate.references import RecordedReference, reference_feeds, same_job
 from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.ort.models import weight_bytes
@@ -109,12 +109,10 @@ class FootprintCheck:
         context.references.keep_model(built.model)
         if plan.route is Route.SIDE_BY_SIDE:
             entry = target.entry
-            theirs, rebuilt, why = None, None, ""
-            if plan.recorded_inputs and entry is not None:
-                # Each side on its own inputs: the reference on its recorded ones, made again.
-                theirs, cannot = recorded_feeds(entry.recipe, context.input_options, built.model.directory)
-                if theirs is None:
-                    why = f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
+            # Each side on its own inputs: the reference on its recorded ones, made again.
+            recipe = entry.recipe if entry else None
+            theirs, why = reference_feeds(plan, recipe, context.input_options, built.model.directory)
+            rebuilt = None
             if not why:
                 rebuilt, why = context.references.rebuild(built, plan)
             if rebuilt is not None:

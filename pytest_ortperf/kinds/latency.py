@@ -33,7 +33,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located
 from pytest_ortperf.gate.protocol import CheckContext, CheckError, CheckTarget, Outcome, canary_on
-from pytest_ortperf.gate.references import ABReference, RecordedReference, recorded_feeds, same_job
+from pytest_ortperf.gate.references import ABReference, RecordedReference, reference_feeds, same_job
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
@@ -103,13 +103,10 @@ class LatencyCheck:
         context.references.keep_model(context.built.model)
         if plan.route is Route.SIDE_BY_SIDE:
             entry = target.entry
-            fed: Mapping[str, Array] | None = None  # the reference's own inputs, where not today's
-            rebuilt, why = None, ""
-            if plan.recorded_inputs and entry is not None:
-                where = context.built.model.directory
-                fed, cannot = recorded_feeds(entry.recipe, context.input_options, where)
-                if fed is None:
-                    why = f"the inputs changed, and the recorded inputs cannot be rebuilt ({cannot})"
+            recipe, where = entry.recipe if entry else None, context.built.model.directory
+            # The reference's own inputs, where they are not today's
+            fed, why = reference_feeds(plan, recipe, context.input_options, where)
+            rebuilt = None
             if not why:
                 with self._activity.phase(BUILDING):
                     rebuilt, why = context.references.rebuild(context.built, plan)

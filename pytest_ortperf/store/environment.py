@@ -97,9 +97,9 @@ def _input_blobs(built: BuiltSession, source: str) -> dict[str, str]:
     """``{path relative to the model's folder: git object id}`` of the files the feeds were read
     from (``ort.inputs.input_files``); {} for synthetic or given feeds."""
     directory = built.model.directory
-    files = input_files(directory, source)
     if directory is None:
         return {}
+    files = input_files(directory, source)
     return {path.as_posix(): git_blob_id((directory / path).read_bytes()) for path in files}
 
 

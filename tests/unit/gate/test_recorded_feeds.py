@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_ortperf.gate.references import recorded_feeds
+from pytest_ortperf.checks.paths import Plan, Route
+from pytest_ortperf.gate.references import recorded_feeds, reference_feeds
 from pytest_ortperf.ort.inputs import InputOptions, InputSpec, synthesize
 from pytest_ortperf.store.environment import describe_inputs, feeds_digest
 
@@ -87,3 +88,24 @@ def test_inputs_read_from_a_file_are_read_again_from_the_git_object_the_recipe_n
     assert feeds.source == "model.npz at the recorded version (git)"
     outside = {**recipe, "inputs_files": {"../model.npz": blob}}
     assert recorded_feeds(outside, None, tmp_path)[0] is None  # a path out of the model's folder
+
+
+def test_what_a_side_by_side_reference_is_fed_is_never_todays_inputs_in_place_of_its_own() -> None:
+    """reference_feeds, the one rule latency, memory and start-up follow: today's inputs where they did
+    not change; the recorded ones made again where they did; else a reason, and no feeds at all."""
+    recorded = InputOptions(seed=0, int_range=(0, 30522))
+    recipe = recipe_of(recorded)
+    assert reference_feeds(Plan(Route.SIDE_BY_SIDE), recipe, recorded, None) == (None, "")
+    changed = Plan(Route.SIDE_BY_SIDE, recorded_inputs=True)
+    feeds, why = reference_feeds(changed, recipe, InputOptions(seed=7, int_range=(0, 30522)), None)
+    assert why == ""
+    assert feeds is not None
+    assert feeds_digest(feeds) == recipe["inputs_sha256"]
+    assert reference_feeds(changed, None, recorded, None) == (
+        None,
+        "the inputs changed, and no recipe says what they were",
+    )
+    other = {**recipe, "inputs_sha256": "0" * 64}  # made as described, but not the recorded bytes
+    feeds, why = reference_feeds(changed, other, recorded, None)
+    assert feeds is None
+    assert why.startswith("the inputs changed, and the recorded inputs cannot be rebuilt (")
