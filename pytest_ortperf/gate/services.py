@@ -103,6 +103,10 @@ class Sessions(Protocol):
 
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile: ...
 
+    def op_profiles_in_turn(
+        self, sides: Sequence[tuple[BuiltSession, Mapping[str, Any]]], *, runs: int = 5
+    ) -> list[OpProfile]: ...
+
 
 class References(Protocol):
     """What a check compares with and keeps for later: a baseline's recorded reference rebuilt from

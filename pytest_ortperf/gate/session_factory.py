@@ -6,7 +6,7 @@ built again), operator profiles, and every untimed run under the run's watchdog
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionPool
 from pytest_ortperf.ort.variants import Variant
 from pytest_ortperf.ort.watchdog import Watchdog
-from pytest_ortperf.profiling.book import operator_profile
+from pytest_ortperf.profiling.book import operator_profile, operator_profiles_in_turn
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.profiling.run_profilers import NativeRunProfiler, native_run_profiling
 from pytest_ortperf.store.machine import Machine
@@ -139,6 +139,13 @@ class SessionFactory:
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> OpProfile:
         """Per-run time by op type and node from a short-lived profiling session (never timed)."""
         return operator_profile(self.pool, built, feeds, runner=self.profiled_run, runs=runs)
+
+    def op_profiles_in_turn(
+        self, sides: Sequence[tuple[BuiltSession, Mapping[str, Any]]], *, runs: int = 5
+    ) -> list[OpProfile]:
+        """Each side's operator profile, the sides profiled in turn on a profiling session each,
+        each keeping its fastest turn (never timed)."""
+        return operator_profiles_in_turn(self.pool, sides, runner=self.profiled_run, runs=runs)
 
     def summary_lines(self) -> list[str]:
         """Sessions built and reused, providers that could not run (none before the first session)."""

@@ -206,18 +206,17 @@ class LatencyCheck:
     ) -> LatencyResult:
         """A side-by-side result worth explaining (a failure, an inconclusive result, an improvement),
         with what changed at operator level: both sides profiled now, after measuring and outside the
-        timing lock, each on a short-lived profiling session of its own. A pass costs nothing."""
+        timing lock, each on one short-lived profiling session of its own. A pass costs nothing."""
         context = self._context
         if not worth_explaining(result):
             return result
         sessions, built = context.sessions, context.built
 
         def in_turn() -> tuple[OpProfile, OpProfile]:
-            """Each side profiled twice, in turn (A B A B), each keeping its fastest."""
+            """Both sides profiled in turn (A B A B), each keeping its fastest turn."""
             theirs = reference_inputs if reference_inputs is not None else inputs
-            feeds = {id(other): theirs, id(built): inputs}
-            sides = [sessions.op_profile(side, feeds[id(side)]) for _ in range(2) for side in (other, built)]
-            return fastest(*sides[0::2]), fastest(*sides[1::2])
+            before, after = sessions.op_profiles_in_turn([(other, theirs), (built, inputs)])
+            return before, after
 
         with self._activity.phase(EXPLAINING):
             return explained(result, BOTH_SIDES, in_turn)

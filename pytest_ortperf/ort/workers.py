@@ -123,16 +123,25 @@ class WorkerProcess:
 
     def close(self) -> None:
         """Ask the worker to exit; kill it if it does not within a second. Safe to call twice."""
+        self.ask_to_exit()
         process = self._process
         if process.poll() is None:
             try:
-                assert process.stdin is not None
-                worker_program.write_message(process.stdin, {"cmd": "exit"})
-                process.stdin.close()
                 process.wait(timeout=1.0)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 self.kill()
         self._cleanup()
+
+    def ask_to_exit(self) -> None:
+        """Tell the worker to exit, without waiting: :meth:`close` then waits for it, so that
+        several workers end at once. Safe to call twice."""
+        process = self._process
+        if process.poll() is None and process.stdin is not None and not process.stdin.closed:
+            try:
+                worker_program.write_message(process.stdin, {"cmd": "exit"})
+                process.stdin.close()
+            except OSError:
+                self.kill()
 
     def kill(self) -> None:
         process = self._process
@@ -637,6 +646,9 @@ class WorkerPool:
         self._workers = {key: w for key, w in self._workers.items() if w is not worker}
 
     def close(self) -> None:
+        """Every worker asked to exit first, then each waited for: they end at once."""
+        for worker in self._workers.values():
+            worker.ask_to_exit()
         for worker in self._workers.values():
             worker.close()
         self._workers.clear()

@@ -12,17 +12,18 @@ never use either.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionKey, SessionPool
-from pytest_ortperf.profiling.operators import OpProfile, op_profile
+from pytest_ortperf.profiling.operators import OpProfile, fastest, op_profile
 from pytest_ortperf.profiling.run_profilers import (
     EmulatedRunProfiler,
     ProfileDirError,
@@ -211,6 +212,61 @@ def operator_profile(
             runner(session, None, dict(feeds), None)
         events = load_trace(Path(session.end_profiling()))
     return _after_first_run(events, built.variant.provider)
+
+
+def operator_profiles_in_turn(
+    pool: SessionPool,
+    sides: Sequence[tuple[BuiltSession, Mapping[str, Any]]],
+    *,
+    runner: Runner = plain_run,
+    runs: int = 5,
+    turns: int = 2,
+) -> list[OpProfile]:
+    """Each side's operator profile, the sides profiled in turn (A B A B: ``turns`` turns of
+    ``runs`` runs a side), each keeping its fastest turn (:func:`operators.fastest`): a turn taken
+    while the machine was slower reads slow, and keeping the fastest keeps that from deciding which
+    side grew. One short-lived profiling session a side (never timed) holds all its turns, so each
+    side is built and its trace read once; its first run (allocation, kernel choice) is left out."""
+    with tempfile.TemporaryDirectory(prefix="ortperf-profile-") as temp:
+        sessions = [
+            pool.build_profiling(built, str(Path(temp) / f"side-{n}")) for n, (built, _) in enumerate(sides)
+        ]
+        for turn in range(turns):
+            for session, (_, feeds) in zip(sessions, sides, strict=True):
+                for _ in range(runs + (1 if turn == 0 else 0)):
+                    runner(session, None, dict(feeds), None)
+        traces = [load_trace(Path(session.end_profiling())) for session in sessions]
+    return [
+        fastest(*_turns(events, built.variant.provider, runs=runs, turns=turns))
+        for events, (built, _) in zip(traces, sides, strict=True)
+    ]
+
+
+def _turns(events: list[TraceEvent], provider: str, *, runs: int, turns: int) -> list[OpProfile]:
+    """The operator profiles of a side's turns: its trace's runs after the first, ``runs`` a turn."""
+    made = model_runs(events)
+    callers = {run.tid for run in made}  # nodes on other threads: ORT_PARALLEL's inter-op pool
+    index = _RunIndex(events)
+    profiles = []
+    for turn in range(turns):
+        chosen = made[1 + turn * runs : 1 + (turn + 1) * runs]
+        counted = [event for run in chosen for event in index.slice(run, callers)]
+        profiles.append(op_profile(summarize(counted, requested_provider=provider)))
+    return profiles
+
+
+class _RunIndex:
+    """:func:`trace.slice_run` over a trace sorted by start time, each run found by bisection
+    instead of a pass over every event (a BERT trace of 24 runs holds some 18,000 events)."""
+
+    def __init__(self, events: Sequence[TraceEvent]) -> None:
+        self._events = events
+        self._starts = [event.ts for event in events]
+
+    def slice(self, run: TraceEvent, callers: Collection[int]) -> list[TraceEvent]:
+        first = bisect.bisect_left(self._starts, run.ts)
+        last = bisect.bisect_right(self._starts, run.ts + run.dur)
+        return slice_run(self._events[first:last], run, callers=callers)
 
 
 def worker_operator_profile(model: LoadedModel, provider: str, *, runs: int = 5) -> OpProfile:

@@ -135,13 +135,18 @@ def test_a_passing_side_by_side_check_of_a_marked_test_pays_for_no_operator_prof
     from pytest_ortperf.gate.session_factory import SessionFactory
 
     profiled: list[str] = []
-    real = SessionFactory.op_profile
+    real, real_in_turn = SessionFactory.op_profile, SessionFactory.op_profiles_in_turn
 
     def counted(self: SessionFactory, built: object, feeds: object, **kwargs: object) -> object:
         profiled.append(str(getattr(getattr(built, "model", None), "label", "")))
         return real(self, built, feeds, **kwargs)  # type: ignore[arg-type]
 
+    def counted_in_turn(self: SessionFactory, sides: list, **kwargs: object) -> object:
+        profiled.extend(str(built.model.label) for built, _ in sides)
+        return real_in_turn(self, sides, **kwargs)  # type: ignore[arg-type]
+
     monkeypatch.setattr(SessionFactory, "op_profile", counted)
+    monkeypatch.setattr(SessionFactory, "op_profiles_in_turn", counted_in_turn)
     commit_model(pytester, **BEFORE)
     pytester.makepyfile(test_grow=MARKED_TEST)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)

@@ -111,6 +111,11 @@ class Sessions:
     def op_profile(self, built: BuiltSession, feeds: Mapping[str, Any], *, runs: int = 5) -> Any:
         raise OrtperfError("no operator profile in this test")
 
+    def op_profiles_in_turn(
+        self, sides: Sequence[tuple[BuiltSession, Mapping[str, Any]]], *, runs: int = 5
+    ) -> Any:
+        raise OrtperfError("no operator profile in this test")
+
 
 @dataclass
 class References:
