@@ -224,13 +224,18 @@ def sessions_built(stdout: str) -> int | None:
     return None
 
 
-def pb_trial(family: Family, pb: Path, condition: str, make: type[Trial] = Trial) -> Trial:
+def pb_trial(
+    family: Family, pb: Path, condition: str, make: type[Trial] = Trial, *, compiled: bool = False
+) -> Trial:
     """pytest-benchmark's comparison of the same change, as ``make`` (a Trial or a subclass): in a
-    process without this plugin (``-p no:ortperf``), as a pytest-benchmark user runs it."""
-    wall, done = pytest(
+    process without this plugin (``-p no:ortperf``), as a pytest-benchmark user runs it
+    (``compiled``: see ``conditions.run_pytest``)."""
+    wall, done = run_pytest(
+        REPO,
         pb,
         ["-p", "no:ortperf", "--benchmark-storage=file://" + str(pb / "store"), "--benchmark-compare=0001",
          f"--benchmark-compare-fail={PB_FAIL}", "test_pb.py"],
+        compiled=compiled,
     )  # fmt: skip
     regressed = "Performance has regressed" in done.stdout + done.stderr
     verdict = "fail" if regressed else ("pass" if done.returncode == 0 else "error")

@@ -105,14 +105,18 @@ class Sampler(threading.Thread):
 
 
 def run_pytest(
-    tree: Path, where: Path, extra: Sequence[str], prefix: Sequence[str] = ()
+    tree: Path, where: Path, extra: Sequence[str], prefix: Sequence[str] = (), *, compiled: bool = False
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
     """One pytest process in ``where`` with the plugin of the checkout ``tree`` (first on PYTHONPATH),
     outside CI's settings: its wall-clock seconds and what it printed (``prefix``: interpreter options
     before ``-m pytest``, e.g. ``-m cProfile -o FILE``). Exit 0 or 1 (tests failed) is a result;
-    anything else stops the campaign with what pytest said."""
+    anything else stops the campaign with what pytest said. ``compiled``: Python may keep compiled
+    modules (``__pycache__``), as it does for an installed package, even where this machine's
+    environment sets ``PYTHONDONTWRITEBYTECODE`` (then every process compiles the plugin again)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     env.pop("CI", None)
+    if compiled:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     argv = [
         sys.executable, *prefix, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *extra,
     ]  # fmt: skip

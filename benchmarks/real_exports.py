@@ -46,6 +46,12 @@ Run from the repository root (torch 2.13.0, transformers, onnxmltools and lightg
     python -m benchmarks.real_exports --families bert,lightgbm,conv1d --trials 5 \\
         --out benchmarks/results/real_exports.md --json benchmarks/results/real_exports.json
 
+``--before DIR`` (another checkout, e.g. ``git worktree add DIR COMMIT``): every plugin trial is a pair,
+this checkout's process and DIR's back to back in a random order, reported pair by pair. Processes
+keep compiled modules (``__pycache__``), as an installed package does, even where the machine sets
+``PYTHONDONTWRITEBYTECODE``; ``--no-compiled`` compiles the plugin in every process, as the campaigns
+before 2026-11-29 did (about 0.2 s a process on the Xeon of ``benchmarks/README.md``).
+
 ``--profile FAMILY:CONDITION`` runs one plugin trial of that condition under ``python -m cProfile``
 and writes the profile beside ``--out`` (``.prof``) with a table of where the time went inside the
 phases. ``--latency FAMILY``: the built models' run times, one thread, nothing else.
@@ -67,7 +73,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,11 +101,27 @@ CONDITIONS = ("unchanged", "re-export", "+5%", "+10%", "+20%")
 GROWN = ("+5%", "+10%", "+20%")
 
 
+@dataclass(frozen=True)
+class Tools:
+    """How the trials' processes run: the plugin's checkout (``tree``; ``before``: another checkout
+    whose plugin trials alternate with this one's), and whether Python keeps compiled modules
+    (``compiled``, as for an installed package; see ``conditions.run_pytest``)."""
+
+    tree: Path = REPO
+    before: Path | None = None
+    compiled: bool = True
+
+
 def pytest(
-    where: Path, extra: Sequence[str], prefix: Sequence[str] = ()
+    where: Path,
+    extra: Sequence[str],
+    prefix: Sequence[str] = (),
+    *,
+    tools: Tools = Tools(),
+    tree: Path | None = None,
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
     """One whole ``python [prefix] -m pytest`` process in ``where``, timed (``-m cProfile -o FILE``)."""
-    return run_pytest(REPO, where, extra, prefix)
+    return run_pytest(tree or tools.tree, where, extra, prefix, compiled=tools.compiled)
 
 
 @dataclass(frozen=True)
@@ -297,6 +319,7 @@ class RealTrial(Trial):
     gate: str = ""
     threshold: float | None = None
     estimate: dict[str, float] = field(default_factory=dict)
+    pair: int | None = None  # with --before: the pair of processes (this code, the code before) it is in
 
 
 def model_table(family: Family) -> str:
@@ -308,20 +331,34 @@ def model_table(family: Family) -> str:
     return f'[tool.ortperf.models."models/*.onnx"]\nint_range = {{{table}}}\n'
 
 
-def plugin_trial(family: Family, repo: Path, condition: str, prefix: Sequence[str] = ()) -> RealTrial:
-    wall, done, record = latency_run(repo, lambda extra: pytest(repo, extra, prefix))
+BEFORE = "plugin (before)"  # the tool name of a trial of the --before checkout
+
+
+def plugin_trial(
+    family: Family,
+    repo: Path,
+    condition: str,
+    prefix: Sequence[str] = (),
+    *,
+    tools: Tools = Tools(),
+    before: bool = False,
+) -> RealTrial:
+    """One plugin process: this checkout's plugin or, with ``before``, the ``--before`` checkout's."""
+    tree = tools.before if before and tools.before else tools.tree
+    tool = BEFORE if before else "plugin"
+    wall, done, record = latency_run(repo, lambda extra: pytest(repo, extra, prefix, tools=tools, tree=tree))
     gate = next((line.strip() for line in done.stdout.splitlines() if "gate time:" in line), "")
     if record is None:
         status = done.stdout[-400:]
-        return RealTrial(family.name, "plugin", condition, wall, "error", status=status, gate=gate)
+        return RealTrial(family.name, tool, condition, wall, "error", status=status, gate=gate)
     comparison = record.get("comparison") or {}
     estimate = {k: float(v) for k, v in comparison.items() if k in ("ratio", "low", "high") and v is not None}
     fields = trial_fields(record, done.stdout)
-    return RealTrial(family.name, "plugin", condition, wall, **fields, gate=gate, estimate=estimate)
+    return RealTrial(family.name, tool, condition, wall, **fields, gate=gate, estimate=estimate)
 
 
-def pb_trial(family: Family, pb: Path, condition: str) -> RealTrial:
-    trial = changed_pb_trial(family, pb, condition, make=RealTrial)
+def pb_trial(family: Family, pb: Path, condition: str, tools: Tools = Tools()) -> RealTrial:
+    trial = changed_pb_trial(family, pb, condition, make=RealTrial, compiled=tools.compiled)
     assert isinstance(trial, RealTrial)
     return trial
 
@@ -359,7 +396,9 @@ def build_models(family: Family, conditions: Sequence[str], log: list[str]) -> d
     return models
 
 
-def workspace(family: Family, tmp: Path, conditions: Sequence[str], log: list[str]) -> Workspace:
+def workspace(
+    family: Family, tmp: Path, conditions: Sequence[str], log: list[str], tools: Tools = Tools()
+) -> Workspace:
     repo, pb = tmp / "repo", tmp / "pb"
     (repo / "models").mkdir(parents=True)
     pb.mkdir()
@@ -371,7 +410,7 @@ def workspace(family: Family, tmp: Path, conditions: Sequence[str], log: list[st
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "model")
-    wall, done = pytest(repo, ["--ortperf-update"])
+    wall, done = pytest(repo, ["--ortperf-update"], tools=tools)
     log.append(f"{family.name}: update {wall:.1f} s: {done.stdout.strip().splitlines()[-1]}")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "baselines")
@@ -379,36 +418,100 @@ def workspace(family: Family, tmp: Path, conditions: Sequence[str], log: list[st
     (pb / "inputs.json").write_text(json.dumps({name: asdict(spec) for name, spec in family.inputs.items()}))
     (pb / "test_pb.py").write_text(PB_TEST)
     wall, _ = pytest(
-        pb, ["--benchmark-storage=file://" + str(pb / "store"), "--benchmark-save=base", "test_pb.py"]
+        pb,
+        [
+            "-p",
+            "no:ortperf",
+            "--benchmark-storage=file://" + str(pb / "store"),
+            "--benchmark-save=base",
+            "test_pb.py",
+        ],
+        tools=tools,
     )
     log.append(f"{family.name}: pytest-benchmark save {wall:.1f} s")
     return space
 
 
 def run_family(
-    family: Family, conditions: Sequence[str], trials: int, rng: random.Random, log: list[str]
+    family: Family,
+    conditions: Sequence[str],
+    trials: int,
+    rng: random.Random,
+    log: list[str],
+    tools: Tools = Tools(),
 ) -> list[RealTrial]:
+    """Every trial of one family in shuffled order; with ``tools.before``, each plugin trial is a
+    pair: this checkout's process and the one before's, back to back in a random order."""
     results: list[RealTrial] = []
     with tempfile.TemporaryDirectory(prefix="ortperf-real-") as tmp:
-        space = workspace(family, Path(tmp), conditions, log)
+        space = workspace(family, Path(tmp), conditions, log, tools)
         plan = [("plugin", c) for c in conditions]
         plan += [("pytest-benchmark", "A/A")] if "unchanged" in conditions else []
         plan += [("pytest-benchmark", c) for c in conditions if c in family.grown]
         order = [step for step in plan for _ in range(trials)]
         rng.shuffle(order)
-        for tool, condition in order:
+        for pair, (tool, condition) in enumerate(order):
             space.put("unchanged" if condition == "A/A" else condition)
             if tool == "plugin":
-                trial = plugin_trial(family, space.repo, condition)
+                sides = [False, True] if tools.before else [False]
+                rng.shuffle(sides)
+                done = [plugin_trial(family, space.repo, condition, tools=tools, before=b) for b in sides]
+                made = [replace(t, pair=pair if tools.before else None) for t in done]
             else:
-                trial = pb_trial(family, space.pb, condition)
+                made = [pb_trial(family, space.pb, condition, tools)]
             space.restore()
-            results.append(trial)
-            line = f"{family.name} {tool} {condition}: {trial.wall_s:.2f} s {trial.verdict} {trial.status}"
-            line += f" {trial.change} {trial.gate}"
-            log.append(line)
-            print(line, file=sys.stderr, flush=True)
+            results += made
+            for trial in made:
+                line = f"{family.name} {trial.tool} {condition}: {trial.wall_s:.2f} s {trial.verdict} "
+                line += f"{trial.status} {trial.change} {trial.gate}"
+                log.append(line)
+                print(line, file=sys.stderr, flush=True)
     return results
+
+
+def paired_table(trials: Sequence[RealTrial]) -> list[str]:
+    """This checkout's processes against the ``--before`` checkout's, pair by pair: wall and phases."""
+    pairs: dict[tuple[str, str, int], dict[str, RealTrial]] = {}
+    for t in trials:
+        if t.pair is not None:
+            pairs.setdefault((t.family, t.condition, t.pair), {})[t.tool] = t
+    if not pairs:
+        return []
+    out = [
+        "",
+        "## This code against the code before, pair by pair",
+        "",
+        "Each pair: one process of each, back to back in a random order, on the same model file. Wall "
+        "ratio: after / before, median (min-max) over the pairs; then each's median wall, confirming "
+        "and explaining seconds, and verdicts (pass / fail / inconclusive).",
+        "",
+        "| family | condition | pairs | wall after / before | after s | before s | confirming after / "
+        "before | explaining after / before | verdicts after | verdicts before |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for family in dict.fromkeys(t.family for t in trials):
+        for condition in CONDITIONS:
+            both = [
+                (p["plugin"], p[BEFORE])
+                for (f, c, _), p in sorted(pairs.items())
+                if f == family and c == condition and "plugin" in p and BEFORE in p
+            ]
+            if not both:
+                continue
+            after, before = [a for a, _ in both], [b for _, b in both]
+
+            def phase(group: Sequence[RealTrial], name: str) -> str:
+                return f"{statistics.median(t.seconds.get(name, 0.0) for t in group):.2f}"
+
+            ratios = [a.wall_s / b.wall_s for a, b in both]
+            walls = [f"{statistics.median(t.wall_s for t in group):.2f}" for group in (after, before)]
+            out.append(
+                f"| {family} | {condition} | {len(both)} | {_range(ratios)} | {walls[0]} | {walls[1]} | "
+                f"{phase(after, 'confirming')} / {phase(before, 'confirming')} | "
+                f"{phase(after, 'explaining')} / {phase(before, 'explaining')} | {_verdicts(after)} | "
+                f"{_verdicts(before)} |"
+            )
+    return out
 
 
 def report(trials: Sequence[RealTrial], header: Sequence[str]) -> str:
@@ -472,10 +575,14 @@ def report(trials: Sequence[RealTrial], header: Sequence[str]) -> str:
                 + " | ".join(cells)
                 + f" | {other:.2f} | {_range(builds, 0)} |"
             )
+    out += paired_table(trials)
     out += ["", "## Every plugin trial's `gate time:` line", ""]
     for t in trials:
-        if t.tool == "plugin":
-            out.append(f"- {t.family} {t.condition} ({t.wall_s:.1f} s, {t.status}): `{t.gate or 'none'}`")
+        if t.tool in ("plugin", BEFORE):
+            which = " (before)" if t.tool == BEFORE else ""
+            out.append(
+                f"- {t.family} {t.condition}{which} ({t.wall_s:.1f} s, {t.status}): `{t.gate or 'none'}`"
+            )
     return "\n".join(out) + "\n"
 
 
@@ -535,17 +642,18 @@ def profile_table(path: Path, package_rows: int = 40) -> str:
     return "\n".join(lines) + "\n"
 
 
-def profile_main(args: argparse.Namespace, log: list[str]) -> int:
+def profile_main(args: argparse.Namespace, log: list[str], tools: Tools) -> int:
     name, _, condition = args.profile.partition(":")
     family = FAMILIES[name]
     out = args.out or Path(f"real_exports_{name}.md")
     prof = out.with_suffix(".prof")
     with tempfile.TemporaryDirectory(prefix="ortperf-real-") as tmp:
-        space = workspace(family, Path(tmp), [condition], log)
+        space = workspace(family, Path(tmp), [condition], log, tools)
         space.put(condition)
-        trial = plugin_trial(family, space.repo, condition, prefix=("-m", "cProfile", "-o", str(prof)))
+        cprofile = ("-m", "cProfile", "-o", str(prof))
+        trial = plugin_trial(family, space.repo, condition, prefix=cprofile, tools=tools)
         space.put(condition)
-        plain = plugin_trial(family, space.repo, condition)
+        plain = plugin_trial(family, space.repo, condition, tools=tools)
     text = "\n".join(
         [
             f"# One {name} {condition} plugin trial under cProfile",
@@ -592,6 +700,11 @@ def latency_main(names: Sequence[str]) -> int:
     return 0
 
 
+def _commit(tree: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True)
+    return done.stdout.strip() or "not a git checkout"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -609,7 +722,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--profile", default="", help="FAMILY:CONDITION: one plugin trial under cProfile")
     parser.add_argument("--latency", action="store_true", help="print the models' run times and stop")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout (e.g. git worktree add DIR COMMIT): its plugin trials "
+        "alternate with this one's, pair by pair",
+    )
+    parser.add_argument(
+        "--no-compiled",
+        action="store_true",
+        help="every process compiles the plugin again (the machine's "
+        "PYTHONDONTWRITEBYTECODE kept), as the campaigns before 2026-11-29 05:40 UTC did",
+    )
     args = parser.parse_args(argv)
+    tools = Tools(before=args.before.resolve() if args.before else None, compiled=not args.no_compiled)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
     unknown = [f for f in families if f not in FAMILIES] + [c for c in conditions if c not in CONDITIONS]
@@ -619,7 +745,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.latency:
         return latency_main(families)
     if args.profile:
-        return profile_main(args, log)
+        return profile_main(args, log, tools)
     trials: list[RealTrial] = []
     headers: list[str] = []
     for path in [p for p in args.merge.split(",") if p]:
@@ -635,14 +761,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     mine: list[RealTrial] = []
     if args.trials > 0:
         for name in families:
-            mine += run_family(FAMILIES[name], conditions, args.trials, rng, log)
+            mine += run_family(FAMILIES[name], conditions, args.trials, rng, log, tools)
     cpu = cpu_fields()
     header = [
         f"- run {started}, {(time.perf_counter() - began) / 60:.1f} min; "
         f"{cpu.get('model name', 'unknown CPU')}, "
         f"{os.cpu_count()} cores; load average at the start {loadavg()}; {sampler.stop()}; other pytest "
         f"processes at the end {other_pytest_processes()} (other engineers' test runs shared the machine)",
-        f"- code: {code_state()}",
+        f"- code: {code_state()}"
+        + (f"; before: {tools.before} ({_commit(tools.before)})" if tools.before else ""),
+        "- compiled modules kept (as for an installed package)" if tools.compiled
+        else "- every process compiled the plugin again (PYTHONDONTWRITEBYTECODE=1)",
         f"- command: `python -m benchmarks.real_exports {' '.join(sys.argv[1:] if argv is None else argv)}`",
         *[f"- {line}" for line in log if ": update " in line or " save " in line or " built in " in line],
     ] if mine else []  # fmt: skip
