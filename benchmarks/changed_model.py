@@ -465,7 +465,7 @@ def confirmation_study(
 
     from pytest_ortperf.checks.latency_verdicts import check_ab
     from pytest_ortperf.checks.policy import CheckPolicy
-    from pytest_ortperf.latency.paired import INSTANCES, alternating
+    from pytest_ortperf.latency.paired import INSTANCES, RoundsInTurn
     from pytest_ortperf.ort.providers import resolve_provider
     from pytest_ortperf.ort.session_settings import SessionSettings
     from pytest_ortperf.ort.sessions import provider_arguments, session_options
@@ -486,8 +486,8 @@ def confirmation_study(
         )  # fmt: skip
         return functools.partial(built.run, None, feeds)
 
-    def side(name: str) -> Callable[[], object]:
-        return alternating([session(name) for _ in range(INSTANCES)])
+    def side(name: str) -> RoundsInTurn:
+        return RoundsInTurn([session(name) for _ in range(INSTANCES)])
 
     def figures(comparison: Any) -> dict[str, float]:
         estimate = comparison.estimate

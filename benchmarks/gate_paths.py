@@ -98,7 +98,7 @@ from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
 from pytest_ortperf.latency.decision import RatioEstimate, Verdict, decide  # noqa: E402
 from pytest_ortperf.latency.measure import MeasureSettings, measure  # noqa: E402
-from pytest_ortperf.latency.paired import AB_SETTINGS, INSTANCES, alternating  # noqa: E402
+from pytest_ortperf.latency.paired import AB_SETTINGS, INSTANCES, RoundsInTurn  # noqa: E402
 from pytest_ortperf.latency.stats import LatencyStats  # noqa: E402
 from pytest_ortperf.latency.timing_lock import TimingLock  # noqa: E402
 from pytest_ortperf.ort.inputs import InputOptions, load_feeds, specs_from_session  # noqa: E402
@@ -322,10 +322,10 @@ def side_by_side(models: Models, name: str, settings: SessionSettings | None, po
     try:
         inputs = feeds_of(models, built)
 
-        def side(*sessions: BuiltSession) -> Callable[[], object]:
-            return alternating([functools.partial(b.session.run, None, inputs) for b in sessions])
+        def side(*sessions: BuiltSession) -> RoundsInTurn:
+            return RoundsInTurn([functools.partial(b.session.run, None, inputs) for b in sessions])
 
-        def fresh_pair() -> tuple[Callable[[], object], Callable[[], object]]:
+        def fresh_pair() -> tuple[RoundsInTurn, RoundsInTurn]:
             return (
                 side(*(pool.fresh(built) for _ in range(instances))),
                 side(*(ref_pool.fresh(reference) for _ in range(instances))),

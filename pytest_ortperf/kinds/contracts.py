@@ -10,7 +10,7 @@ lies wholly on one side of the promised speedup (the looks share the error, as i
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pytest_ortperf.accuracy.metrics import Array, agreement
@@ -32,7 +32,7 @@ from pytest_ortperf.errors import ProviderUnavailable
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.session_outputs import run_outputs
 from pytest_ortperf.latency.activity import BUILDING, CONFIRMING, Activity
-from pytest_ortperf.latency.paired import INSTANCES, PairedRounds, alternating, measure_pair, paired_interval
+from pytest_ortperf.latency.paired import INSTANCES, PairedRounds, RoundsInTurn, measure_pair, paired_interval
 from pytest_ortperf.latency.sequential import look_confidence, looks_for
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.reports.ci_files import contract_record
@@ -113,15 +113,15 @@ class ContractCheck:
     def _speedup(
         self, other: BuiltSession, target: CheckTarget, bound: float, *, fresh: bool = False
     ) -> tuple[PairedRounds, Speedup]:
-        """Both variants timed side by side (fresh sessions beside the pooled one, alternating, so a
-        session's place in memory cannot favour a side), stopping at the first look that decides;
-        ``fresh``: only new sessions, for a confirmation."""
+        """Both variants timed side by side (fresh sessions beside the pooled one, taking the rounds
+        in turn, so a session's place in memory cannot favour a side), stopping at the first look
+        that decides; ``fresh``: only new sessions, for a confirmation."""
         context = self._context
         built, watchdog, sessions = context.built, context.sessions.watchdog, context.sessions
         confidence = target.policy.confidence
 
-        def side(*sessions: BuiltSession) -> Callable[[], object]:
-            return alternating(
+        def side(*sessions: BuiltSession) -> RoundsInTurn:
+            return RoundsInTurn(
                 [functools.partial(watchdog.run, b.session, None, target.inputs) for b in sessions]
             )
 

@@ -40,7 +40,7 @@ from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.activity import BUILDING, EXPLAINING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
-from pytest_ortperf.latency.paired import INSTANCES, alternating
+from pytest_ortperf.latency.paired import INSTANCES, RoundsInTurn
 from pytest_ortperf.latency.recording import short_reason
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array
@@ -391,8 +391,8 @@ class LatencyCheck:
         loaded: list[WorkerSide] = []
         theirs = dict(reference_inputs) if reference_inputs is not None else inputs
 
-        def side(*sessions: BuiltSession, feeds: Mapping[str, Array] = inputs) -> Callable[[], object]:
-            return alternating([functools.partial(watchdog.run, b.session, None, feeds) for b in sessions])
+        def side(*sessions: BuiltSession, feeds: Mapping[str, Array] = inputs) -> RoundsInTurn:
+            return RoundsInTurn([functools.partial(watchdog.run, b.session, None, feeds) for b in sessions])
 
         def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
             """Both sides in new workers of this Python, each in its own processes: a session's speed

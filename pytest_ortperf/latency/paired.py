@@ -74,11 +74,7 @@ INSTANCES = 2  # sessions per side in side-by-side measurement
 
 
 def alternating(runs: Sequence[Callable[[], object]]) -> Callable[[], object]:
-    """One run of each of ``runs`` in turn, call by call: several sessions of one side measured as one.
-
-    Two sessions of the same model can differ by a few percent for as long as they live (where
-    their weights landed in memory; ``benchmarks/README.md``, "Gate quality by path"). Every
-    round of a side then averages its sessions, so no single placement decides."""
+    """One run of each of ``runs`` in turn, call by call (how :class:`RoundsInTurn` warms up)."""
     if not runs:
         raise ValueError("alternating needs at least one run")
     turn = [0]
@@ -89,6 +85,35 @@ def alternating(runs: Sequence[Callable[[], object]]) -> Callable[[], object]:
         return runs[index]()
 
     return run
+
+
+class RoundsInTurn:
+    """Several sessions of one side measured as one (a :class:`TimedSide`): each round's runs on one
+    of them, the sessions taking the rounds in turn.
+
+    Two sessions of the same model can differ by a few percent for as long as they live (where
+    their weights landed in memory; ``benchmarks/README.md``, "Gate quality by path"), so no single
+    session may decide: each takes as many rounds as the others (within one). Within a round the
+    runs stay on one session: switching sessions run by run made every run a cold one for a
+    cache-bound model and widened its paired ratios (a 20-layer BERT: 10-90% range 1.01-1.18
+    against 1.06-1.15, ``benchmarks/README.md``, "Rounds in turn"). The warm-up runs them call by
+    call, so every session is warm before the first round."""
+
+    def __init__(self, runs: Sequence[Callable[[], object]], clock: Clock = time.perf_counter_ns) -> None:
+        if not runs:
+            raise ValueError("RoundsInTurn needs at least one run")
+        self._runs = tuple(runs)
+        self._clock = clock
+        self._turn = 0
+
+    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
+        settings = MeasureSettings(warmup_runs=runs, warmup_s=seconds, warmup_cap_s=cap_s)
+        return warm_up(alternating(self._runs), settings, self._clock)
+
+    def time_runs(self, count: int, expected_ns: float) -> list[int]:
+        run = self._runs[self._turn]
+        self._turn = (self._turn + 1) % len(self._runs)
+        return time_runs(run, count, self._clock, [])
 
 
 @runtime_checkable

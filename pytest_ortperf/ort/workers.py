@@ -499,12 +499,14 @@ PROCESSES = 2  # worker processes per side of a comparison
 
 
 class WorkerSide:
-    """One side of a comparison in several worker processes, one session each: every round's runs
-    are split between them (or, one run a round, taken in turn), so no single process decides.
+    """One side of a comparison in several worker processes, one session each: each round's runs
+    in one of them, the processes taking the rounds in turn, so no single process decides.
 
     Two processes of the same runtime and model can differ by a few percent for as long as they
     live, much as two sessions of one process can (``benchmarks/README.md``, "Across ONNX Runtime
-    versions"): code and data land at other addresses in each."""
+    versions"): code and data land at other addresses in each. A round's runs stay in one process,
+    as with sessions in one process (``latency/paired.py: RoundsInTurn``): split between processes,
+    each share began cold and widened the paired ratios of a cache-bound model."""
 
     def __init__(self, models: Sequence[LoadedModel]) -> None:
         if not models:
@@ -522,13 +524,9 @@ class WorkerSide:
         return costs[len(costs) // 2]
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
-        n, first = len(self.models), self._turn
-        self._turn = (first + 1) % n
-        durations: list[int] = []
-        for step in range(min(n, count)):
-            share = count // n + (1 if step < count % n else 0)
-            durations += self.models[(first + step) % n].time_runs(share, expected_ns)
-        return durations
+        model = self.models[self._turn]
+        self._turn = (self._turn + 1) % len(self.models)
+        return model.time_runs(count, expected_ns)
 
     def outputs(self) -> dict[str, Any]:
         return self.models[0].outputs()

@@ -25,6 +25,8 @@ from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import (
     AB_STATISTIC,
     PairedRounds,
+    RoundsInTurn,
+    TimedSide,
     alternating,
     judge_pair,
     measure_pair,
@@ -791,6 +793,22 @@ def test_clear_regression_needs_a_regression_whose_lower_bound_clears_threshold_
     assert clear_regression(comparison(1.10), margin=0.08) == ""
     assert clear_regression(comparison(1.20, Verdict.INCONCLUSIVE)) == ""
     assert clear_regression(comparison(1.20, Verdict.IMPROVED)) == ""
+
+
+def test_sessions_of_a_side_take_the_rounds_in_turn_and_warm_up_run_by_run() -> None:
+    seen: list[str] = []
+    ticks = iter(range(0, 10**9, 10))
+    side = RoundsInTurn([lambda: seen.append("a"), lambda: seen.append("b")], clock=lambda: next(ticks))
+    assert isinstance(side, TimedSide)
+    side.warm_up(4, 0.0, 0.0)
+    assert seen[:4] == ["a", "b", "a", "b"], "every session warmed, run by run"
+    seen.clear()
+    assert len(side.time_runs(3, 1.0)) == 3
+    assert len(side.time_runs(2, 1.0)) == 2
+    side.time_runs(1, 1.0)
+    assert seen == ["a", "a", "a", "b", "b", "a"], "a round's runs on one session, the next round on the other"
+    with pytest.raises(ValueError, match="at least one"):
+        RoundsInTurn([])
 
 
 def test_alternating_runs_each_in_turn_and_returns_its_result() -> None:

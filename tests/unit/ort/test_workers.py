@@ -311,17 +311,16 @@ class _StandInModel:
             raise WorkerError("gone")
 
 
-def test_a_side_splits_each_round_between_its_processes_and_takes_turns() -> None:
+def test_a_side_gives_each_round_to_one_process_and_the_processes_take_turns() -> None:
     a, b = _StandInModel("a", 100.0), _StandInModel("b", 300.0, fail_release=True)
     side = WorkerSide([a, b])  # type: ignore[list-item]
     assert side.warm_up(5, 0.1, 1.0) == 300.0  # the upper median of the processes' costs
-    assert len(side.time_runs(5, 1.0)) == 5
-    assert (a.asked, b.asked) == ([3], [2])
-    side.time_runs(5, 1.0)  # the other process goes first, and takes the larger share
-    assert (a.asked, b.asked) == ([3, 2], [2, 3])
+    assert side.time_runs(5, 1.0) == [100] * 5  # the whole round in one process
+    assert (a.asked, b.asked) == ([5], [])
+    assert side.time_runs(5, 1.0) == [300] * 5  # the next round in the other
     side.time_runs(1, 1.0)
-    side.time_runs(1, 1.0)  # one run a round: the processes take turns
-    assert (a.asked[2:], b.asked[2:]) == ([1], [1])
+    side.time_runs(4, 1.0)
+    assert (a.asked, b.asked) == ([5, 1], [5, 4])
     assert side.release() == ["b"]  # the worker that could not free its session, to be discarded
 
 
