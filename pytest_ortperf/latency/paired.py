@@ -94,10 +94,11 @@ class RoundsInTurn:
     Two sessions of the same model can differ by a few percent for as long as they live (where
     their weights landed in memory; ``benchmarks/README.md``, "Gate quality by path"), so no single
     session may decide: each takes as many rounds as the others (within one). Within a round the
-    runs stay on one session: switching sessions run by run made every run a cold one for a
-    cache-bound model and widened its paired ratios (a 20-layer BERT: 10-90% range 1.01-1.18
-    against 1.06-1.15, ``benchmarks/README.md``, "Rounds in turn"). The warm-up runs them call by
-    call, so every session is warm before the first round."""
+    runs stay on one session: switched run by run, every run of a cache-bound model started cold
+    and widened the paired ratios (a 20-layer BERT, 10-90% of the ratios: 1.04-1.17 against
+    1.07-1.15 in process; 1.01-1.19 against 1.05-1.15 with rounds split between two worker
+    processes; ``benchmarks/README.md``, "Rounds in turn"). The warm-up runs them call by call, so
+    every session is warm before the first round."""
 
     def __init__(self, runs: Sequence[Callable[[], object]], clock: Clock = time.perf_counter_ns) -> None:
         if not runs:

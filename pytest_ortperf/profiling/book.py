@@ -257,7 +257,7 @@ def _turns(events: list[TraceEvent], provider: str, *, runs: int, turns: int) ->
 
 class _RunIndex:
     """:func:`trace.slice_run` over a trace sorted by start time, each run found by bisection
-    instead of a pass over every event (a BERT trace of 24 runs holds some 18,000 events)."""
+    instead of a pass over every event (one side of a 20-layer BERT: 11 runs, some 8,000 events)."""
 
     def __init__(self, events: Sequence[TraceEvent]) -> None:
         self._events = events
