@@ -73,7 +73,13 @@ def _slower(self, *args, **kwargs):
     return _run(self, *args, **kwargs)
 
 
-onnxruntime.InferenceSession.run = _slower
+def pytest_configure(config):
+    onnxruntime.InferenceSession.run = _slower
+
+
+def pytest_unconfigure(config):
+    # pytester runs this pytest in the test's own process: leave onnxruntime as it was found.
+    onnxruntime.InferenceSession.run = _run
 '''
 
 
