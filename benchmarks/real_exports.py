@@ -50,7 +50,7 @@ Run from the repository root (torch 2.13.0, transformers, onnxmltools and lightg
 this checkout's process and DIR's back to back in a random order, reported pair by pair. Processes
 keep compiled modules (``__pycache__``), as an installed package does, even where the machine sets
 ``PYTHONDONTWRITEBYTECODE``; ``--no-compiled`` compiles the plugin in every process, as the campaigns
-before 2026-11-29 did (about 0.2 s a process on the Xeon of ``benchmarks/README.md``).
+before 2026-11-29 did (0.2-0.4 s a process on the Xeon of ``benchmarks/README.md``).
 
 ``--profile FAMILY:CONDITION`` runs one plugin trial of that condition under ``python -m cProfile``
 and writes the profile beside ``--out`` (``.prof``) with a table of where the time went inside the
