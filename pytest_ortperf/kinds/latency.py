@@ -432,6 +432,8 @@ class LatencyCheck:
             for worker_side in loaded:
                 for failed in worker_side.release():
                     workers.discard(failed)
+        # The measured sides' fresh sessions go before the explanation builds its two profiling ones.
+        del current, reference
         # Profiled after the timing lock is released: untimed work, like building sessions.
         result = self._explained_side_by_side(result, other, inputs, reference_inputs)
         result = self._graph_explained(result, other.model, other.settings)
