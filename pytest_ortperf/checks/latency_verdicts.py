@@ -18,7 +18,9 @@ from pytest_ortperf.checks.paths import Plan, Route
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
+from pytest_ortperf.latency import across_processes as units_rule
 from pytest_ortperf.latency import sequential
+from pytest_ortperf.latency.across_processes import AcrossProcesses, MeasuringUnit, most_units
 from pytest_ortperf.latency.activity import CONFIRMING, EXPLAINING, Activity, GateSeconds
 from pytest_ortperf.latency.decision import (
     DEFAULT_CONFIDENCE,
@@ -126,6 +128,9 @@ class LatencyResult:
     # did not make one verdict (``across_processes``), why: the result is then inconclusive.
     confirmed_in: str = ""
     disagreement: str = ""
+    # Side by side across measuring processes (latency/across_processes.py): every unit's figures,
+    # the interval's parts, and how many units an undecided check would need.
+    processes: AcrossProcesses | None = None
 
     @property
     def noisy(self) -> bool:
@@ -168,6 +173,8 @@ class LatencyResult:
             return f"{text}; {decisive.no_basis}"
         if decisive.verdict is Verdict.INCONCLUSIVE:
             text += f"; could detect >= {percent(decisive.detectable)}"
+            if self.processes is not None:
+                text += f"; {undecided(self.processes)}"
         return text
 
     @property
@@ -422,9 +429,7 @@ def sizes_differ(first: Comparison, second: Comparison) -> bool:
     return a.high < b.low or b.high < a.low
 
 
-def settle_across(
-    first: Comparison, second: Comparison, policy: CheckPolicy
-) -> tuple[Status, bool, str]:
+def settle_across(first: Comparison, second: Comparison, policy: CheckPolicy) -> tuple[Status, bool, str]:
     """Status, failed flag and disagreement (:func:`across_processes`) of a first verdict and its
     measurement in new processes: the verdict when both make it, else ``inconclusive``, which never
     fails."""
@@ -545,6 +550,71 @@ def check_ab(
     return _with_message(result, f"{message}\n{ACCEPT_LINE} {accept}" if accept else message)
 
 
+def check_across(
+    load: Callable[[int], Sequence[MeasuringUnit]],
+    *,
+    key: CheckKey,
+    label: str,
+    policy: CheckPolicy,
+    accept: str = "",
+    runtimes: str = "",
+    activity: Activity | None = None,
+    held: Callable[[], AbstractContextManager[object]] = nullcontext,
+    changes: Sequence[str] = (),
+) -> LatencyResult:
+    """Side by side across measuring processes (``latency/across_processes.py``): ``load(count)``
+    gives ``count`` new units (processes holding both sides, or process pairs where the sides run
+    different runtimes: ``runtimes`` names them), measured until a look decides or the budget's
+    units are spent. One estimate over all of them decides; no second measurement follows, since
+    every unit already is one. ``held``: the run's timing lock, taken for each batch's warm-ups and
+    rounds and only for them (units load without it). ``accept``: the command that accepts the new
+    latency, ``changes`` what changed since the baseline."""
+    threshold = policy.ab_threshold
+    measured = units_rule.measure(
+        load,
+        threshold=threshold,
+        confidence=policy.confidence,
+        budget_s=policy.ab.budget_s,
+        held=held,
+        activity=activity,
+        sequential=policy.sequential,
+    )
+    comparison = measured.comparison
+    failed = comparison.verdict is Verdict.REGRESSION or (
+        comparison.verdict is Verdict.IMPROVED and policy.fail_on_improvement
+    )
+    result = LatencyResult(
+        key=key,
+        status=Status.of(comparison.verdict),
+        current=measured.current,
+        comparison=comparison,
+        failed=failed,
+        mode="a/b",
+        reference=measured.reference,
+        reference_label=label,
+        runtimes=runtimes,
+        changes=tuple(changes),
+        processes=measured,
+    )
+    if not failed:
+        return result
+    message = ab_message(result, policy)
+    return _with_message(result, f"{message}\n{ACCEPT_LINE} {accept}" if accept else message)
+
+
+def undecided(measured: AcrossProcesses) -> str:
+    """What an undecided measurement across processes measured, and what more would take."""
+    count = len(measured.units)
+    text = f"undecided after {count} measuring processes"
+    needed = measured.needed()
+    if needed is None:
+        return text
+    # The budget whose units would reach ``needed`` (latency/across_processes.py: most_units).
+    budget = math.ceil(needed / units_rule.UNITS_PER_BUDGET_S)
+    more = f"about {needed} would decide at this spread (--ortperf-ab-budget={budget}"
+    return f"{text}; {more}, {most_units(budget)} processes at most)"
+
+
 def clear_regression(comparison: Comparison, margin: float = CLEAR_MARGIN) -> str:
     """Why a first side-by-side regression needs no second measurement, or "" when it does: its
     interval's lower bound lies beyond the threshold by more than ``margin`` (a ratio), further
@@ -606,6 +676,9 @@ def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tu
         lines.append(f"  first measurement: {first} (confirmed by a second{where})")
     elif result.confirmation_skipped:
         lines.append(f"  {NOT_CONFIRMED_AGAIN}: {result.confirmation_skipped}")
+    if result.processes is not None:
+        each = ", ".join(f"{(ratio - 1) * 100:+.1f}%" for ratio in result.processes.ratios)
+        lines.append(f"  {'processes:':<{width}} {each} (each process's median round ratio)")
     if kind == "improvement":
         lines.append("  (faster beyond the threshold: check that the model still does all its work)")
     return kind, lines

@@ -1,13 +1,12 @@
 """The latency check: one object that takes the path its plan chose (``checks/paths.py``) and
-measures it: a short look, side by side with the rebuilt reference (in this runtime or, across
-runtimes, in measuring workers; a regression or improvement measured again in new worker processes,
-so that no one process decides), same-job A/B, an update's record, or this hardware's stored figures.
+measures it: a short look, side by side with the rebuilt reference or the same-job A/B reference
+(across measuring processes from the first measurement on, so that no one process decides; across
+runtimes each unit a pair of processes), an update's record, or this hardware's stored figures.
 """
 
 from __future__ import annotations
 
 import datetime
-import functools
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -16,10 +15,9 @@ from typing import Any
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with
 from pytest_ortperf.checks.latency_verdicts import (
-    NEW_PROCESSES,
     LatencyResult,
     ab_without_reference,
-    check_ab,
+    check_across,
     check_latency,
     explained,
     glance,
@@ -38,16 +36,16 @@ from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.latency.across_processes import first_batch
 from pytest_ortperf.latency.activity import BUILDING, EXPLAINING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
-from pytest_ortperf.latency.paired import INSTANCES, RoundsInTurn
 from pytest_ortperf.latency.recording import short_reason
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
+from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units, this_python
 from pytest_ortperf.profiling.book import worker_operator_profile
 from pytest_ortperf.profiling.operators import OpProfile, fastest
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
@@ -197,30 +195,6 @@ class LatencyCheck:
             for _ in range(PROFILED_RUNS):
                 profiler.run(None, dict(inputs))
 
-    def _explained_side_by_side(
-        self,
-        result: LatencyResult,
-        other: BuiltSession,
-        inputs: Mapping[str, Array],
-        reference_inputs: Mapping[str, Array] | None = None,
-    ) -> LatencyResult:
-        """A side-by-side result worth explaining (a failure, an inconclusive result, an improvement),
-        with what changed at operator level: both sides profiled now, after measuring and outside the
-        timing lock, each on one short-lived profiling session of its own. A pass costs nothing."""
-        context = self._context
-        if not worth_explaining(result):
-            return result
-        sessions, built = context.sessions, context.built
-
-        def in_turn() -> tuple[OpProfile, OpProfile]:
-            """Both sides profiled in turn (A B A B), each keeping its fastest turn."""
-            theirs = reference_inputs if reference_inputs is not None else inputs
-            before, after = sessions.op_profiles_in_turn([(other, theirs), (built, inputs)])
-            return before, after
-
-        with self._activity.phase(EXPLAINING):
-            return explained(result, BOTH_SIDES, in_turn)
-
     def _graph_explained(
         self, result: LatencyResult, model: ModelSource, settings: SessionSettings, python: str = ""
     ) -> LatencyResult:
@@ -272,9 +246,15 @@ class LatencyCheck:
             self._traced_runs(inputs)
             result = self._publish(result, lock="shared")
             return [result]
+        result = self._side_by_side(
+            SideSpec(this_python(), reference.source, built.settings),
+            reference.label,
+            inputs,
+            key,
+            accept=ab_accept(key),
+        )
         with self._activity.phase(BUILDING, "reference"):
             other = context.sessions.session(reference.source, built.variant, built.settings)
-        result = self._side_by_side(other, reference.label, inputs, key, accept=ab_accept(key))
         return [result, _outputs(lambda: ab_accuracy(context, other, reference.label, inputs, key), key)]
 
     def _against_recorded(
@@ -289,157 +269,132 @@ class LatencyCheck:
         recorded inputs, made again) where they are not today's."""
         if reference.python:
             return self._across_runtimes(reference, inputs, key, accept=key.record_command)
-        built = self._context.built
-        with self._activity.phase(BUILDING, "reference"):
-            other = self._context.sessions.session(reference.model, built.variant, reference.settings)
-        accept = key.record_command
-        return [
-            self._side_by_side(
-                other, reference.label, inputs, key, accept=accept, reference_inputs=reference_inputs
-            )
-        ]
+        theirs = dict(reference_inputs) if reference_inputs is not None else None
+        spec = SideSpec(this_python(), reference.model, reference.settings, feeds=theirs)
+        return [self._side_by_side(spec, reference.label, inputs, key, accept=key.record_command)]
 
     def _across_runtimes(
         self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
     ) -> list[Outcome]:
         """The current model in this environment's ONNX Runtime against ``reference`` in another's,
-        both in measuring workers (so neither pays a different process cost), in interleaved rounds
-        decided by the A/B rule; then the outputs of the two runtimes, compared with the tolerances."""
+        each unit a pair of measuring workers, one in each environment (so neither pays a different
+        process cost), decided across processes; then the outputs of the two runtimes, compared with
+        the tolerances."""
         context = self._context
-        built, workers = context.built, context.measurer.workers
-        this_side = SideSpec(this_python(), built.model, built.settings)
-        other_side = SideSpec(reference.python, reference.model, reference.settings)
-        sides: list[WorkerSide] = []
-
-        def pair(fresh: bool = False) -> tuple[WorkerSide, WorkerSide]:
-            """Both sides, each in its own worker processes (new ones for a confirmation: a process,
-            like a session, can favour its side for as long as it lives)."""
-            here, there = load_pair(workers, this_side, other_side, built.variant, inputs, fresh=fresh)
-            sides.extend((here, there))
-            return here, there
-
+        other = SideSpec(reference.python, reference.model, reference.settings)
+        units: list[ProcessUnit] = []
+        result = self._side_by_side(
+            other, reference.label, inputs, key, accept=accept, keep=units.append, runtimes_named=True
+        )
+        last = units[-1] if units else None
         try:
-            with self._activity.phase(BUILDING, "measuring workers"):
-                current, other = pair()  # built before the timing lock is taken
-            # Named from the workers themselves: what their environments really import.
-            runtimes = f"{other.runtime.describe()} -> {current.runtime.describe()}"
-            label = f"{reference.label} in {other.runtime.describe()}"
-            # Only the timed rounds hold the timing lock: a confirmation's new workers load without it.
-            result = check_ab(
-                current,
-                other,
-                key=key,
-                label=label,
-                policy=context.policy,
-                fresh_pair=lambda: pair(fresh=True),
-                accept=accept,
-                runtimes=runtimes,
-                changes=self._changes,
-                activity=self._activity,
-                held=lambda: context.measurer.held(self._activity),
-                confirm_in=NEW_PROCESSES,  # the confirmation's workers are new processes
-            )
-            # From the last pair loaded: a confirmation replaces the first pair's processes.
-            last, last_other = sides[-2:]
-            if worth_explaining(result):
-                # Each side profiled in its own runtime, after the timing lock is released.
-                provider = built.variant.provider
-
-                def in_turn() -> tuple[OpProfile, OpProfile]:
-                    """Each side profiled twice in its own runtime, in turn, each keeping its fastest."""
-                    sides = [
-                        worker_operator_profile(model, provider)
-                        for _ in range(2)
-                        for model in (last_other.models[0], last.models[0])
-                    ]
-                    return fastest(*sides[0::2]), fastest(*sides[1::2])
-
-                with self._activity.phase(EXPLAINING):
-                    result = explained(result, f"{BOTH_SIDES}, each in its own runtime", in_turn)
-            result = self._graph_explained(result, reference.model, reference.settings, reference.python)
-            self._traced_runs(inputs)
-            result = self._publish(result)
+            if last is None:
+                return [result]
             outputs = _outputs(
                 lambda: compare_outputs(
-                    context, worker_outputs(last), worker_outputs(last_other), label, key
+                    context,
+                    worker_outputs(last.current),
+                    worker_outputs(last.reference),
+                    result.reference_label,
+                    key,
                 ),
                 key,
             )
         finally:
-            for side in sides:
-                for failed in side.release():
-                    workers.discard(failed)
+            if last is not None:
+                self._release([last])
         return [result, outputs]
 
     def _side_by_side(
         self,
-        other: BuiltSession,
+        reference: SideSpec,
         label: str,
         inputs: dict[str, Array],
         key: CheckKey,
         *,
         accept: str = "",
-        reference_inputs: Mapping[str, Array] | None = None,
+        keep: Callable[[ProcessUnit], None] | None = None,
+        runtimes_named: bool = False,
     ) -> LatencyResult:
-        """The current model against ``other``, in interleaved rounds decided by the A/B rule; a
-        regression or an improvement is measured again in new measuring worker processes of this
-        environment, so that the verdict holds across processes, not only in this one. ``other`` runs
-        on ``reference_inputs`` where given (its recorded inputs), else on ``inputs``."""
+        """The current model against ``reference`` (its own inputs where ``reference.feeds`` names
+        them, else ``inputs``) across measuring processes, from the first measurement on
+        (``checks.latency_verdicts.check_across``): each unit one pooled worker holding both sides
+        (or, where the reference runs in another interpreter, a worker in each), units added until a
+        look decides. A result worth explaining is explained from the last unit, both sides profiled
+        in turn there; its graph difference follows a failure. ``keep``: hand the last unit to the
+        caller (still loaded, for its outputs) instead of releasing it."""
         context = self._context
-        built, watchdog = context.built, context.sessions.watchdog
-        sessions, workers = context.sessions, context.measurer.workers
-        loaded: list[WorkerSide] = []
-        theirs = dict(reference_inputs) if reference_inputs is not None else inputs
+        built, workers = context.built, context.measurer.workers
+        here = SideSpec(this_python(), built.model, built.settings)
+        units: list[ProcessUnit] = []
 
-        def side(*sessions: BuiltSession, feeds: Mapping[str, Array] = inputs) -> RoundsInTurn:
-            return RoundsInTurn([functools.partial(watchdog.run, b.session, None, feeds) for b in sessions])
+        def load(count: int) -> list[ProcessUnit]:
+            with self._activity.phase(BUILDING, "measuring processes"):
+                batch = load_units(
+                    workers, here, reference, built.variant, inputs, first=len(units), count=count
+                )
+            units.extend(batch)
+            return batch
 
-        def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
-            """Both sides in new workers of this Python, each in its own processes: a session's speed
-            has a state per process that fresh sessions in this one would share (issue 47)."""
-            here, there = load_pair(
-                workers,
-                SideSpec(this_python(), built.model, built.settings),
-                SideSpec(this_python(), other.model, other.settings, feeds=theirs),
-                built.variant,
-                inputs,
-                fresh=True,
-            )
-            loaded.extend((here, there))
-            return here, there
-
-        # Built before the timing lock is taken: other processes time while these build.
-        with self._activity.phase(BUILDING, "sessions of both sides"):
-            current = side(built, *(sessions.fresh(built) for _ in range(INSTANCES - 1)))
-            reference = side(other, *(sessions.fresh(other) for _ in range(INSTANCES - 1)), feeds=theirs)
-        # Only the timed rounds hold the timing lock: a confirmation's workers load without it.
         try:
-            result = check_ab(
-                current,
-                reference,
+            # The first batch loads before the timing lock is taken; its workers name the runtimes.
+            pending = [load(first_batch(context.policy.ab.budget_s, sequential=context.policy.sequential))]
+            runtimes = ""
+            if runtimes_named:
+                there, mine = (units[0].reference.worker.runtime, units[0].current.worker.runtime)
+                runtimes, label = f"{there.describe()} -> {mine.describe()}", f"{label} in {there.describe()}"
+
+            def batch(count: int) -> Sequence[ProcessUnit]:
+                return pending.pop() if pending else load(count)
+
+            result = check_across(
+                batch,
                 key=key,
                 label=label,
                 policy=context.policy,
-                fresh_pair=in_new_processes,
                 accept=accept,
+                runtimes=runtimes,
                 changes=self._changes,
                 activity=self._activity,
                 held=lambda: context.measurer.held(self._activity),
-                randomised=INSTANCES > 1,  # sessions built for this check, several a side
-                confirm_in=NEW_PROCESSES,
             )
+            if worth_explaining(result) and units:
+                result = self._explained_in(result, units[-1], across=bool(runtimes))
         finally:
-            for worker_side in loaded:
-                for failed in worker_side.release():
-                    workers.discard(failed)
-        # The measured sides' fresh sessions go before the explanation builds its two profiling ones.
-        del current, reference
-        # Profiled after the timing lock is released: untimed work, like building sessions.
-        result = self._explained_side_by_side(result, other, inputs, reference_inputs)
-        result = self._graph_explained(result, other.model, other.settings)
+            kept = units[-1:] if keep is not None else []
+            self._release([unit for unit in units if unit not in kept])
+        if keep is not None and kept:
+            keep(kept[0])
+        python = reference.python if runtimes_named else ""
+        result = self._graph_explained(result, reference.model, reference.settings, python)
         self._traced_runs(inputs)
-        result = self._publish(result)
-        return result
+        return self._publish(result)
+
+    def _release(self, units: Sequence[ProcessUnit]) -> None:
+        workers = self._context.measurer.workers
+        for unit in units:
+            for failed in unit.release():
+                workers.discard(failed)
+
+    def _explained_in(self, result: LatencyResult, unit: ProcessUnit, *, across: bool) -> LatencyResult:
+        """``result`` with what changed at operator level: both sides of ``unit`` profiled in turn
+        (reference, current, reference, current), each keeping its fastest turn; untimed, after
+        the timing lock is released."""
+        provider = self._context.built.variant.provider
+
+        def in_turn() -> tuple[OpProfile, OpProfile]:
+            sides = [
+                worker_operator_profile(model, provider)
+                for _ in range(2)
+                for model in (unit.reference, unit.current)
+            ]
+            return fastest(*sides[0::2]), fastest(*sides[1::2])
+
+        source = (
+            f"{BOTH_SIDES}, each in its own runtime" if across else f"{BOTH_SIDES}, in one measuring process"
+        )
+        with self._activity.phase(EXPLAINING):
+            return explained(result, source, in_turn)
 
     def _publish(self, result: LatencyResult, *, lock: str = "exclusive") -> LatencyResult:
         """A latency result, with where its time went and how it held the timing lock (``lock``:

@@ -600,6 +600,93 @@ def load_pair(
     return WorkerSide(loaded["current"]), WorkerSide(loaded["reference"])
 
 
+MEASURING = "measuring"  # the role of the run's pooled measuring processes (measuring-0, measuring-1...)
+
+
+@dataclass
+class ProcessUnit:
+    """Both sides of a comparison in one measuring process (one worker with a session of each), or in
+    a pair of processes, one a side, where the sides run in different interpreters: the unit a
+    verdict across processes replicates (``latency/across_processes.py``)."""
+
+    current: LoadedModel
+    reference: LoadedModel
+
+    @property
+    def name(self) -> str:
+        here, there = self.current.worker.pid, self.reference.worker.pid
+        return f"pid {here}" if here == there else f"pids {here}/{there}"
+
+    @property
+    def workers(self) -> tuple[WorkerProcess, ...]:
+        here, there = self.current.worker, self.reference.worker
+        return (here,) if here is there else (here, there)
+
+    def release(self) -> list[WorkerProcess]:
+        """Free both sessions; the workers that failed to answer (to be discarded)."""
+        failed = []
+        for model in (self.current, self.reference):
+            try:
+                model.release()
+            except WorkerError:
+                failed.append(model.worker)
+        return failed
+
+
+def unit_keys(current: SideSpec, reference: SideSpec, index: int) -> list[tuple[str, str]]:
+    """The pool keys of unit ``index``: one pooled measuring process when both sides run in one
+    interpreter, else a process of each side's."""
+    if current.python == reference.python:
+        return [(current.python, f"{MEASURING}-{index}")]
+    return [(current.python, f"current-{index}"), (reference.python, f"reference-{index}")]
+
+
+def load_units(
+    pool: WorkerPool,
+    current: SideSpec,
+    reference: SideSpec,
+    variant: Variant,
+    feeds: Mapping[str, Any],
+    *,
+    first: int,
+    count: int,
+) -> list[ProcessUnit]:
+    """Units ``first`` .. ``first + count - 1`` of a comparison, each in processes of its own (the
+    pool's, reused from earlier checks where they run; started together where not), loaded at once
+    (nothing is timed while they load). Within each unit the two sides load in turn, current first in
+    even units and reference first in odd ones: the session (or worker) loaded first ran a
+    memory-bound model about 2% slower (:func:`abba`). A load that fails frees what was loaded and
+    raises :class:`WorkerError`."""
+    keys = [unit_keys(current, reference, first + index) for index in range(count)]
+    workers = pool.start([key for unit in keys for key in unit])
+    per_unit = len(keys[0]) if keys else 0
+    groups = [workers[index * per_unit : (index + 1) * per_unit] for index in range(count)]
+    loaded: list[LoadedModel] = []
+
+    def unit(index: int) -> ProcessUnit:
+        here, there = groups[index][0], groups[index][-1]
+        roles = [("current", current, here), ("reference", reference, there)]
+        if (first + index) % 2:
+            roles.reverse()
+        models: dict[str, LoadedModel] = {}
+        for role, spec, worker in roles:
+            own = spec.feeds if spec.feeds is not None else feeds
+            models[role] = load(worker, spec.model, variant, spec.settings, own)
+            loaded.append(models[role])
+        return ProcessUnit(models["current"], models["reference"])
+
+    try:
+        if count == 1:
+            return [unit(0)]
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ortperf-load") as executor:
+            return list(executor.map(unit, range(count)))
+    except WorkerError:
+        for model in loaded:
+            with contextlib.suppress(WorkerError):
+                model.release()
+        raise
+
+
 class WorkerPool:
     """The run's workers, one per (interpreter, role), started on first use and restarted after a
     failure. Both sides of a comparison run in workers, so neither pays a different process cost."""
@@ -616,6 +703,23 @@ class WorkerPool:
             worker = WorkerProcess(python, timeout_s=self.timeout_s, program=self.program)
             self._workers[key] = worker
         return worker
+
+    def prestart(self, python: str, count: int) -> None:
+        """Start ``count`` pooled measuring processes of ``python`` without waiting for them (they
+        import onnxruntime while the caller goes on: while pytest collects, say); a later
+        :meth:`start` of their keys waits for their greeting."""
+        for index in range(count):
+            key = (python, f"{MEASURING}-{index}")
+            worker = self._workers.get(key)
+            if worker is None or not worker.alive:
+                self._workers[key] = WorkerProcess(
+                    python, timeout_s=self.timeout_s, program=self.program, wait=False
+                )
+
+    @property
+    def started(self) -> int:
+        """How many worker processes the pool has started and not yet closed."""
+        return len(self._workers)
 
     def side(self, python: str, role: str, count: int, *, fresh: bool = False) -> list[WorkerProcess]:
         """``count`` workers of ``python`` for one side (roles ``role-0``, ``role-1``...)."""

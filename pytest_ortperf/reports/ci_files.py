@@ -21,6 +21,7 @@ from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, sizes_differ
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.latency.across_processes import AcrossProcesses
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.profiling.book import ProfileReport
 from pytest_ortperf.profiling.operators import op_profile
@@ -124,6 +125,8 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         # A regression measured a second time: the first measurement's change, which the second
         # confirmed or not (``confirmed``); or, not measured again, why (``skipped``).
         **_confirmation(result),
+        # Side by side across measuring processes: each process's change and the interval's parts.
+        **({"processes": _processes(result.processes)} if result.processes is not None else {}),
         # Unchanged: current / recorded median, for information (the terminal's and JUnit's change).
         # ``beside``: what the look may have run beside (another xdist worker): not the machine's drift.
         **({"drift": _drift(result)} if result.drift is not None else {}),
@@ -175,6 +178,23 @@ def _confirmation(result: LatencyResult) -> dict[str, Any]:
         "sizes_differ": sizes_differ(first, result.confirmation),
     }
     return {"confirmation": {"confirmed": confirmed, **figures, **(across if result.confirmed_in else {})}}
+
+
+def _processes(measured: AcrossProcesses) -> dict[str, Any]:
+    """A measurement across processes: how many it measured (and could have), each one's change
+    (its median round ratio), the spread between them and what their rounds' noise gives one, and
+    about how many an undecided one would need."""
+    interval = measured.interval
+    return {
+        "count": len(measured.units),
+        "most": measured.most,
+        "rounds": interval.rounds,
+        "ratios": list(measured.ratios),
+        "between_spread": math.expm1(interval.between),
+        "within_spread": math.expm1(interval.within),
+        "df": interval.df,
+        "needed": measured.needed(),
+    }
 
 
 def _explanations(sections: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
