@@ -28,6 +28,9 @@ Families (units of work: base -> +5/+10/+20%):
 - ``bert``: transformers ``BertModel`` (hidden 64, 4 heads, FFN 256, sequence 128, batch 1),
   layers 20 -> 21/22/24, exported with ``torch.onnx.export(dynamo=False)``, opset 17, inputs
   ``input_ids`` in [0, 1000) and ``attention_mask`` in [0, 2);
+- ``resnet``: a torchvision ``ResNet`` of BasicBlocks (random init, 100 classes) on a [1, 3, 96, 96]
+  image, blocks per stage (4, 4, 4, 4) -> (4, 4, 5, 4) / (4, 5, 5, 4) / (5, 5, 5, 5) (about +6%, +12%,
+  +24% of the work: every stage costs about the same), exported with ``torch.onnx.export(dynamo=False)``;
 - ``lightgbm``: a binary ``LGBMClassifier`` (31 leaves, 20 features) trained on a fixed synthetic
   set, converted by ``onnxmltools.convert_lightgbm`` (``zipmap=False``, opset 15) for a batch of
   256; trees 100 -> 105/110/120 (boosting is sequential and seeded, so the first 100 trees of a
@@ -259,7 +262,26 @@ def attention_model(blocks: int) -> bytes:
     return _torch_export(stack, (torch.randn(1, 128, 64),), ["x"], ["y"])
 
 
+# The vision family's ResNet stages (BasicBlocks per stage) by how much work was added: every stage
+# of a ResNet costs about the same, so each block about 1/17 of the whole at 4 a stage.
+RESNET_STAGES = {0: (4, 4, 4, 4), 1: (4, 4, 5, 4), 2: (4, 5, 5, 4), 4: (5, 5, 5, 5)}
+
+
+def resnet_model(extra_blocks: int) -> bytes:
+    """A torchvision ``ResNet`` of BasicBlocks, random init, 4 a stage plus ``extra_blocks``
+    (:data:`RESNET_STAGES`), on a [1, 3, 96, 96] image, exported by ``torch.onnx.export``."""
+    import torch
+    from torchvision.models.resnet import BasicBlock, ResNet
+
+    torch.manual_seed(0)
+    net = ResNet(BasicBlock, list(RESNET_STAGES[extra_blocks]), num_classes=100)
+    return _torch_export(net, (torch.randn(1, 3, 96, 96),), ["pixel_values"], ["logits"])
+
+
 FAMILIES = {
+    "resnet": Family(
+        "resnet", resnet_model, 0, {"+5%": 1, "+10%": 2, "+20%": 4}, {"pixel_values": Input([1, 3, 96, 96])}
+    ),
     "bert": Family(
         "bert", bert_model, 20, {"+5%": 21, "+10%": 22, "+20%": 24},
         {"input_ids": Input([1, 64], "int64", 0, 1000), "attention_mask": Input([1, 64], "int64", 0, 2)},

@@ -8,13 +8,15 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.latency.across_processes import first_batch
 from pytest_ortperf.latency.activity import Activity, Listener
 from pytest_ortperf.latency.timing_lock import TimingLock
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.runtime import import_onnxruntime
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.ort.workers import WorkerPool
+from pytest_ortperf.ort.workers import WorkerPool, this_python
 
 if TYPE_CHECKING:
     from pytest_ortperf.latency.canary import Canary
@@ -75,10 +77,18 @@ class Measurer:
 
     @property
     def workers(self) -> WorkerPool:
-        """The run's measuring workers (A/B across runtimes), started on first use."""
+        """The run's measuring processes (every side-by-side comparison, in this runtime or across
+        runtimes), started on first use and reused by later checks."""
         if self._workers is None:
             self._workers = WorkerPool(self._run_timeout_s)
         return self._workers
+
+    def prestart(self, policy: CheckPolicy) -> None:
+        """Start the first batch of pooled measuring processes of this interpreter, as ``policy``
+        measures side by side, without waiting for them (``ort/workers.py: WorkerPool.prestart``):
+        a run whose checks will go side by side starts them while pytest collects."""
+        count = first_batch(policy.ab.budget_s, sequential=policy.sequential)
+        self.workers.prestart(this_python(), count)
 
     def close(self) -> None:
         if self._workers is not None:

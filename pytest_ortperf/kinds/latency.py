@@ -17,7 +17,6 @@ from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, c
 from pytest_ortperf.checks.latency_verdicts import (
     LatencyResult,
     ab_without_reference,
-    check_across,
     check_latency,
     explained,
     glance,
@@ -36,7 +35,7 @@ from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
-from pytest_ortperf.latency.across_processes import first_batch
+from pytest_ortperf.kinds.side_by_side import ProcessSides
 from pytest_ortperf.latency.activity import BUILDING, EXPLAINING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.recording import short_reason
@@ -45,7 +44,7 @@ from pytest_ortperf.ort.inputs import Array
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units, this_python
+from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, this_python
 from pytest_ortperf.profiling.book import worker_operator_profile
 from pytest_ortperf.profiling.operators import OpProfile, fastest
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
@@ -278,103 +277,58 @@ class LatencyCheck:
     ) -> list[Outcome]:
         """The current model in this environment's ONNX Runtime against ``reference`` in another's,
         each unit a pair of measuring workers, one in each environment (so neither pays a different
-        process cost), decided across processes; then the outputs of the two runtimes, compared with
-        the tolerances."""
+        process cost), decided across processes; then the outputs of the two runtimes, from the last
+        unit, compared with the tolerances."""
         context = self._context
         other = SideSpec(reference.python, reference.model, reference.settings)
-        units: list[ProcessUnit] = []
-        result = self._side_by_side(
-            other, reference.label, inputs, key, accept=accept, keep=units.append, runtimes_named=True
-        )
-        last = units[-1] if units else None
-        try:
+        with self._sides(other, inputs) as sides:
+            result = self._side_by_side(sides, reference.label, inputs, key, accept=accept, across=True)
+            last = sides.last
             if last is None:
                 return [result]
+            label = result.reference_label
             outputs = _outputs(
                 lambda: compare_outputs(
-                    context,
-                    worker_outputs(last.current),
-                    worker_outputs(last.reference),
-                    result.reference_label,
-                    key,
+                    context, worker_outputs(last.current), worker_outputs(last.reference), label, key
                 ),
                 key,
             )
-        finally:
-            if last is not None:
-                self._release([last])
         return [result, outputs]
+
+    def _sides(self, reference: SideSpec, inputs: Mapping[str, Array]) -> ProcessSides:
+        built = self._context.built
+        here = SideSpec(this_python(), built.model, built.settings)
+        return ProcessSides(self._context, here, reference, inputs, self._activity)
 
     def _side_by_side(
         self,
-        reference: SideSpec,
+        sides: ProcessSides | SideSpec,
         label: str,
         inputs: dict[str, Array],
         key: CheckKey,
         *,
         accept: str = "",
-        keep: Callable[[ProcessUnit], None] | None = None,
-        runtimes_named: bool = False,
+        across: bool = False,
     ) -> LatencyResult:
-        """The current model against ``reference`` (its own inputs where ``reference.feeds`` names
+        """The current model against the reference of ``sides`` (its own inputs where its spec names
         them, else ``inputs``) across measuring processes, from the first measurement on
-        (``checks.latency_verdicts.check_across``): each unit one pooled worker holding both sides
-        (or, where the reference runs in another interpreter, a worker in each), units added until a
-        look decides. A result worth explaining is explained from the last unit, both sides profiled
-        in turn there; its graph difference follows a failure. ``keep``: hand the last unit to the
-        caller (still loaded, for its outputs) instead of releasing it."""
-        context = self._context
-        built, workers = context.built, context.measurer.workers
-        here = SideSpec(this_python(), built.model, built.settings)
-        units: list[ProcessUnit] = []
-
-        def load(count: int) -> list[ProcessUnit]:
-            with self._activity.phase(BUILDING, "measuring processes"):
-                batch = load_units(
-                    workers, here, reference, built.variant, inputs, first=len(units), count=count
-                )
-            units.extend(batch)
-            return batch
-
-        try:
-            # The first batch loads before the timing lock is taken; its workers name the runtimes.
-            pending = [load(first_batch(context.policy.ab.budget_s, sequential=context.policy.sequential))]
-            runtimes = ""
-            if runtimes_named:
-                there, mine = (units[0].reference.worker.runtime, units[0].current.worker.runtime)
-                runtimes, label = f"{there.describe()} -> {mine.describe()}", f"{label} in {there.describe()}"
-
-            def batch(count: int) -> Sequence[ProcessUnit]:
-                return pending.pop() if pending else load(count)
-
-            result = check_across(
-                batch,
-                key=key,
-                label=label,
-                policy=context.policy,
-                accept=accept,
-                runtimes=runtimes,
-                changes=self._changes,
-                activity=self._activity,
-                held=lambda: context.measurer.held(self._activity),
-            )
-            if worth_explaining(result) and units:
-                result = self._explained_in(result, units[-1], across=bool(runtimes))
-        finally:
-            kept = units[-1:] if keep is not None else []
-            self._release([unit for unit in units if unit not in kept])
-        if keep is not None and kept:
-            keep(kept[0])
-        python = reference.python if runtimes_named else ""
+        (``kinds/side_by_side.py``): each unit one pooled worker holding both sides or, ``across``
+        runtimes, a worker in each. A result worth explaining is explained from the last unit, both
+        sides profiled in turn there; a failure's graph difference follows. Given a spec, the units
+        are released here; given ``sides``, by their owner."""
+        if isinstance(sides, SideSpec):
+            with self._sides(sides, inputs) as owned:
+                return self._side_by_side(owned, label, inputs, key, accept=accept, across=across)
+        policy, reference = self._context.policy, sides.reference
+        result = sides.judge(
+            key=key, label=label, policy=policy, accept=accept, changes=self._changes, runtimes_named=across
+        )
+        if worth_explaining(result) and sides.last is not None:
+            result = self._explained_in(result, sides.last, across=across)
+        python = reference.python if across else ""
         result = self._graph_explained(result, reference.model, reference.settings, python)
         self._traced_runs(inputs)
         return self._publish(result)
-
-    def _release(self, units: Sequence[ProcessUnit]) -> None:
-        workers = self._context.measurer.workers
-        for unit in units:
-            for failed in unit.release():
-                workers.discard(failed)
 
     def _explained_in(self, result: LatencyResult, unit: ProcessUnit, *, across: bool) -> LatencyResult:
         """``result`` with what changed at operator level: both sides of ``unit`` profiled in turn
@@ -390,9 +344,7 @@ class LatencyCheck:
             ]
             return fastest(*sides[0::2]), fastest(*sides[1::2])
 
-        source = (
-            f"{BOTH_SIDES}, each in its own runtime" if across else f"{BOTH_SIDES}, in one measuring process"
-        )
+        source = f"{BOTH_SIDES}, each in its own runtime" if across else BOTH_SIDES
         with self._activity.phase(EXPLAINING):
             return explained(result, source, in_turn)
 

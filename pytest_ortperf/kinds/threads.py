@@ -32,17 +32,19 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_ortperf.checks.kind_result import KindResult
-from pytest_ortperf.checks.latency_verdicts import NEW_PROCESSES, LatencyResult, check_ab
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.paths import Route, inputs_changed, rebuild_plan
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
+from pytest_ortperf.kinds.side_by_side import ProcessSides
+from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.latency.decision import RatioEstimate, parse_threshold
 from pytest_ortperf.latency.measure import gc_paused
 from pytest_ortperf.latency.paired import paired_interval
 from pytest_ortperf.ort.sessions import BuiltSession
-from pytest_ortperf.ort.workers import SideSpec, WorkerSide, load_pair, this_python
+from pytest_ortperf.ort.workers import SideSpec, this_python
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_recipe
@@ -185,47 +187,20 @@ class ThreadsCheck:
         settings = rebuilt.settings.with_overrides(
             {"intra_op_threads": curve.best}, source="check_threads (the recorded reference)"
         )
-        reference = context.sessions.session(rebuilt.model, context.built.variant, settings)
+        reference = SideSpec(this_python(), rebuilt.model, settings)
         return self._side_by_side(target, best, reference, rebuilt.label, activity), ""
 
     def _side_by_side(
-        self, target: CheckTarget, best: BuiltSession, reference: BuiltSession, label: str, activity: Any
+        self, target: CheckTarget, best: BuiltSession, reference: SideSpec, label: str, activity: Activity
     ) -> LatencyResult:
-        """The best count against the recorded reference at that count by the A/B rule at this check's
-        threshold (``checks.latency_verdicts.check_ab``): a regression or an improvement measured
-        again in new measuring worker processes, two that disagree inconclusive."""
-        context, inputs = self._context, target.inputs
-        workers = context.measurer.workers
-        loaded: list[WorkerSide] = []
-
-        def in_new_processes() -> tuple[WorkerSide, WorkerSide]:
-            here, there = load_pair(
-                workers,
-                SideSpec(this_python(), best.model, best.settings),
-                SideSpec(this_python(), reference.model, reference.settings),
-                best.variant,
-                inputs,
-                fresh=True,
+        """The best count against the recorded reference at that count, across measuring processes by
+        the rule every side-by-side latency verdict takes (``kinds/side_by_side.py``), at this check's
+        threshold."""
+        here = SideSpec(this_python(), best.model, best.settings)
+        with ProcessSides(self._context, here, reference, target.inputs, activity) as sides:
+            return sides.judge(
+                key=target.key, label=label, policy=replace(target.policy, ab_threshold=self._threshold)
             )
-            loaded.extend((here, there))
-            return here, there
-
-        run = context.sessions.watchdog.run
-        try:
-            return check_ab(
-                _runner(run, best, inputs),
-                _runner(run, reference, inputs),
-                key=target.key,
-                label=label,
-                policy=replace(target.policy, ab_threshold=self._threshold),
-                fresh_pair=in_new_processes,
-                held=lambda: context.measurer.held(activity),
-                confirm_in=NEW_PROCESSES,
-            )
-        finally:
-            for side in loaded:
-                for failed in side.release():
-                    workers.discard(failed)
 
     def _session(self, count: int) -> BuiltSession:
         built = self._context.built

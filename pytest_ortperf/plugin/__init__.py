@@ -79,6 +79,10 @@ def pytest_configure(config: pytest.Config) -> None:
             run.references.git_revision(ortperf_config.ab_rev)
         except OrtperfError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if _runs_tests_here(config):
+            # Every check of the run goes side by side: its measuring processes import onnxruntime
+            # while pytest collects.
+            run.measurer.prestart(ortperf_config.policy)
     _collect_models(config)
     run.measurer.progress = terminal_progress(config, ortperf_config.progress)
     run.announce = terminal_lines(config, run.measurer.progress)
@@ -87,6 +91,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "ortperf-fixtures")
     role = XdistWorker(run) if hasattr(config, "workerinput") else Controller(run)
     config.pluginmanager.register(role, "ortperf-process")
+
+
+def _runs_tests_here(config: pytest.Config) -> bool:
+    """Whether this process runs tests: an xdist worker, or a run that starts none."""
+    if hasattr(config, "workerinput"):
+        return True
+    numprocesses = config.getoption("numprocesses", default=None)
+    return not numprocesses
 
 
 def _given_args(config: pytest.Config) -> list[str]:

@@ -1,0 +1,106 @@
+"""Side by side across measuring processes, for every kind that compares two recipes' latency
+(``latency``, ``threads``): the units one comparison loads from the run's pool of measuring
+processes, measured by the one rule (``checks.latency_verdicts.check_across``,
+``latency/across_processes.py``), and released after.
+
+The first batch of units loads before the timing lock is taken; their workers name the runtimes of
+a comparison across environments. A comparison keeps its last unit loaded until :meth:`close`, so
+that its outputs and its operator profiles can be read there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_across
+from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.gate.protocol import CheckContext
+from pytest_ortperf.latency.across_processes import first_batch
+from pytest_ortperf.latency.activity import BUILDING, Activity
+from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units
+from pytest_ortperf.store.keys import CheckKey
+
+
+@dataclass
+class ProcessSides:
+    """One comparison's measuring processes: ``current`` and ``reference`` (each with its own model,
+    settings and, where given, inputs; else ``inputs``) in units of the run's pool."""
+
+    context: CheckContext
+    current: SideSpec
+    reference: SideSpec
+    inputs: Mapping[str, Any]
+    activity: Activity
+    units: list[ProcessUnit] = field(default_factory=list)
+
+    def load(self, count: int) -> list[ProcessUnit]:
+        """``count`` more units, loaded at once and not timed."""
+        workers, variant = self.context.measurer.workers, self.context.built.variant
+        with self.activity.phase(BUILDING, "measuring processes"):
+            batch = load_units(
+                workers,
+                self.current,
+                self.reference,
+                variant,
+                self.inputs,
+                first=len(self.units),
+                count=count,
+            )
+        self.units.extend(batch)
+        return batch
+
+    def judge(
+        self,
+        *,
+        key: CheckKey,
+        label: str,
+        policy: CheckPolicy,
+        accept: str = "",
+        changes: Sequence[str] = (),
+        runtimes_named: bool = False,
+    ) -> LatencyResult:
+        """The verdict across processes; ``runtimes_named``: the label and the result name both
+        sides' runtimes, as their workers report them."""
+        pending = [self.load(first_batch(policy.ab.budget_s, sequential=policy.sequential))]
+        runtimes = ""
+        if runtimes_named:
+            there, here = self.units[0].reference.worker.runtime, self.units[0].current.worker.runtime
+            runtimes, label = f"{there.describe()} -> {here.describe()}", f"{label} in {there.describe()}"
+
+        def batch(count: int) -> Sequence[ProcessUnit]:
+            return pending.pop() if pending else self.load(count)
+
+        return check_across(
+            batch,
+            key=key,
+            label=label,
+            policy=policy,
+            accept=accept,
+            runtimes=runtimes,
+            changes=changes,
+            activity=self.activity,
+            held=lambda: self.context.measurer.held(self.activity),
+        )
+
+    @property
+    def last(self) -> ProcessUnit | None:
+        return self.units[-1] if self.units else None
+
+    def close(self) -> None:
+        """Every unit's sessions freed; a worker that fails to answer is discarded from the pool."""
+        workers = self.context.measurer.workers
+        units, self.units = self.units, []
+        for unit in units:
+            for failed in unit.release():
+                workers.discard(failed)
+
+    def __enter__(self) -> ProcessSides:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
