@@ -373,8 +373,11 @@ def plugin_trial(
     if record is None:
         status = done.stdout[-400:]
         return RealTrial(family.name, tool, condition, wall, "error", status=status, gate=gate)
-    comparison = record.get("comparison") or {}
+    comparison = record.get("comparison") or record.get("change") or {}
     estimate = {k: float(v) for k, v in comparison.items() if k in ("ratio", "low", "high") and v is not None}
+    processes = record.get("processes") or {}
+    if processes.get("count"):  # side by side across measuring processes: how many it measured
+        estimate["processes"] = float(processes["count"])
     fields = trial_fields(record, done.stdout)
     return RealTrial(family.name, tool, condition, wall, **fields, gate=gate, estimate=estimate)
 
@@ -548,8 +551,8 @@ def report(trials: Sequence[RealTrial], header: Sequence[str]) -> str:
         "Verdicts: pass / fail / inconclusive.",
         "",
         "| family | condition | plugin s | pytest-benchmark s | ratio | plugin verdicts | "
-        "pytest-benchmark verdicts | plugin estimates (ratio) | plugin statuses |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "pytest-benchmark verdicts | plugin estimates (ratio) | measuring processes | plugin statuses |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for family in families:
         mine = [t for t in trials if t.family == family]
@@ -566,10 +569,11 @@ def report(trials: Sequence[RealTrial], header: Sequence[str]) -> str:
             ratios = [t.estimate["ratio"] for t in plugin if "ratio" in t.estimate]
             estimates = f"{min(ratios):.3f}-{max(ratios):.3f}" if ratios else "-"
             statuses = ", ".join(f"{s} x{n}" for s, n in sorted(_count(t.status for t in plugin).items()))
+            counts = [t.estimate["processes"] for t in plugin if "processes" in t.estimate]
             out.append(
                 f"| {family} | {condition} | {_range([t.wall_s for t in plugin])} | "
                 f"{_range([t.wall_s for t in pb])} ({pb_condition}) | {ratio} | {_verdicts(plugin)} | "
-                f"{_verdicts(pb)} | {estimates} | {statuses} |"
+                f"{_verdicts(pb)} | {estimates} | {_range(counts, 0) if counts else '-'} | {statuses} |"
             )
     out += [
         "",
@@ -751,6 +755,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "alternate with this one's, pair by pair",
     )
     parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        help="busy processes beside the trials (one spinning Python loop each; the load of a shared "
+        "runner: 2 on a 2-core machine is one busy process per core)",
+    )
+    parser.add_argument(
         "--no-compiled",
         action="store_true",
         help="every process compiles the plugin again (the machine's "
@@ -776,20 +787,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         trials += [RealTrial(**t) for t in saved["trials"]]
         headers += saved["header"]
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL)
+        for _ in range(args.busy)
+    ]
     sampler = Sampler()
     sampler.start()
     rng = random.Random(args.seed)
     began = time.perf_counter()
     mine: list[RealTrial] = []
-    if args.trials > 0:
-        for name in families:
-            mine += run_family(FAMILIES[name], conditions, args.trials, rng, log, tools)
+    try:
+        if args.trials > 0:
+            for name in families:
+                mine += run_family(FAMILIES[name], conditions, args.trials, rng, log, tools)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
     cpu = cpu_fields()
     header = [
         f"- run {started}, {(time.perf_counter() - began) / 60:.1f} min; "
         f"{cpu.get('model name', 'unknown CPU')}, "
         f"{os.cpu_count()} cores; load average at the start {loadavg()}; {sampler.stop()}; other pytest "
         f"processes at the end {other_pytest_processes()} (other engineers' test runs shared the machine)",
+        f"- load: {args.busy} busy process(es) beside the trials (one spinning Python loop each)",
         f"- code: {code_state()}"
         + (f"; before: {tools.before} ({_commit(tools.before)})" if tools.before else ""),
         "- compiled modules kept (as for an installed package)" if tools.compiled
