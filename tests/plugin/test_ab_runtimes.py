@@ -18,7 +18,7 @@ from typing import Any
 import onnx
 import pytest
 
-from pytest_ortperf.ort.workers import PROCESSES
+from pytest_ortperf.latency.across_processes import MIN_UNITS
 from tests.models import mlp_model
 
 FAST = {"layers": 4, "width": 256}
@@ -77,8 +77,8 @@ def test_a_slower_model_than_the_reference_in_the_other_environment_fails(pytest
     onnx.save(mlp_model(**FAST), pytester.path / "fast.onnx")
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(failed=1)
-    # The outputs come from the pair the confirmation loaded (the first pair's workers are gone by
-    # then): compared, 4 layers against 16, not an error of a worker.
+    # The outputs come from the last measuring process, still loaded: compared, 4 layers against 16,
+    # not an error of a worker.
     (outputs,) = checks(pytester)["accuracy"]
     assert outputs["verdict"] == "failed", outputs
     assert "the measuring worker (" not in result.stdout.str()  # no worker error
@@ -87,7 +87,7 @@ def test_a_slower_model_than_the_reference_in_the_other_environment_fails(pytest
         [
             "*latency regression in test_model?cpu-*? against fast.onnx in * (same-job A/B)",
             f"*runtimes:  {runtime} -> {runtime} (both in measuring workers)",
-            "*first measurement:*(confirmed by a second in new measuring worker processes)",
+            "*processes: *(each process's median round ratio)",
             # the reference's graph built by a worker of its environment, beside the current one
             "  graph at cpu-*:",
             "    change:    MatMul +12, Relu +12",  # 16 layers against the reference's 4
@@ -323,7 +323,7 @@ def test_workers_never_outlive_the_pytest_run(pytester: pytest.Pytester, kill: b
     )
     assert done.returncode == (-9 if kill else 0), done.stdout + done.stderr
     pids = (pytester.path / "workers.txt").read_text().split()
-    assert len(pids) == 2 * PROCESSES  # the current side's workers and the reference side's
+    assert len(pids) >= MIN_UNITS  # the measuring processes of at least the first look
     deadline = time.monotonic() + 10
     while not all(map(_gone, pids)) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -199,12 +199,14 @@ def test_measure_loads_batches_until_a_look_decides_and_holds_the_lock_only_to_t
 
     measured = measure(load, threshold=THRESHOLD, confidence=0.99, budget_s=3.0, held=Lock, rng=rng)
     assert measured.comparison.verdict is Verdict.REGRESSION
-    assert loads[0] == 3 and sum(loads) == len(measured.units) == held[-1]
+    assert loads[0] == 3
+    assert sum(loads) == len(measured.units) == held[-1]
     assert all(u.current.warmed == u.reference.warmed == 1 for u in made)
     assert measured.ratios == pytest.approx([1.25] * len(measured.units), rel=0.02)
     # Each unit's rounds: half of them current first.
     first = measured.units[0].current_first
-    assert len(first) == UNIT_SETTINGS.rounds and sum(first) == len(first) // 2
+    assert len(first) == UNIT_SETTINGS.rounds
+    assert sum(first) == len(first) // 2
     assert measured.current.rounds == measured.reference.rounds == UNIT_SETTINGS.rounds * len(measured.units)
 
 
@@ -223,4 +225,5 @@ def test_measure_spends_every_unit_of_the_budget_when_nothing_decides() -> None:
     assert len(measured.units) == measured.most == 4
     assert measured.comparison.verdict is Verdict.INCONCLUSIVE
     needed = measured.needed()
-    assert needed is not None and needed > 4
+    assert needed is not None
+    assert needed > 4
