@@ -18,9 +18,9 @@ from typing import Any
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_across
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.gate.protocol import CheckContext
-from pytest_ortperf.latency.across_processes import first_batch
+from pytest_ortperf.latency.across_processes import first_batch, looks_for, most_units
 from pytest_ortperf.latency.activity import BUILDING, Activity
-from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units
+from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units, this_python
 from pytest_ortperf.store.keys import CheckKey
 
 
@@ -64,6 +64,7 @@ class ProcessSides:
     ) -> LatencyResult:
         """The verdict across processes; ``runtimes_named``: the label and the result name both
         sides' runtimes, as their workers report them."""
+        self.looks = looks_for(most_units(policy.ab.budget_s)) if policy.sequential else ()
         pending = [self.load(first_batch(policy.ab.budget_s, sequential=policy.sequential))]
         runtimes = ""
         if runtimes_named:
@@ -84,6 +85,14 @@ class ProcessSides:
             activity=self.activity,
             held=lambda: self.context.measurer.held(self.activity),
         )
+
+    @staticmethod
+    def expect(context: CheckContext, policy: CheckPolicy) -> None:
+        """Start the processes of a first batch in this interpreter without waiting (``ort/workers.py:
+        WorkerPool.prestart``), for a comparison that is about to be made: they import onnxruntime
+        while the check rebuilds its reference and builds the optimized graphs of both sides."""
+        count = first_batch(policy.ab.budget_s, sequential=policy.sequential)
+        context.measurer.workers.prestart(this_python(), count)
 
     @property
     def last(self) -> ProcessUnit | None:

@@ -57,7 +57,7 @@ from pytest_ortperf.latency.stats import LatencyStats, summarize
 LOOKS = (3, 4, 6, 8, 12)
 # One unit's timed rounds: a few short rounds, since the units replicate, not the rounds. A slow
 # model gets fewer, longer rounds, never fewer than ``min_rounds``.
-UNIT_SETTINGS = MeasureSettings(budget_s=0.25, rounds=10, min_rounds=6)
+UNIT_SETTINGS = MeasureSettings(budget_s=0.2, rounds=8, min_rounds=6)
 # Units a check may measure for each second of ``--ortperf-ab-budget`` (12 at the default 3 s).
 UNITS_PER_BUDGET_S = 4
 MIN_UNITS = 3

@@ -650,14 +650,23 @@ def load_units(
     *,
     first: int,
     count: int,
+    then: int = 0,
 ) -> list[ProcessUnit]:
     """Units ``first`` .. ``first + count - 1`` of a comparison, each in processes of its own (the
     pool's, reused from earlier checks where they run; started together where not), loaded at once
     (nothing is timed while they load). Within each unit the two sides load in turn, current first in
     even units and reference first in odd ones: the session (or worker) loaded first ran a
     memory-bound model about 2% slower (:func:`abba`). A load that fails frees what was loaded and
-    raises :class:`WorkerError`."""
+    raises :class:`WorkerError`.
+
+    ``then``: the processes of that many more units (the next look's) start too, without waiting, so
+    that they import onnxruntime while these load; they are waited for before this returns, so that
+    nothing imports while the units are timed."""
     keys = [unit_keys(current, reference, first + index) for index in range(count)]
+    later = [
+        key for index in range(count, count + then) for key in unit_keys(current, reference, first + index)
+    ]
+    pool.prestart_keys(later)
     workers = pool.start([key for unit in keys for key in unit])
     per_unit = len(keys[0]) if keys else 0
     groups = [workers[index * per_unit : (index + 1) * per_unit] for index in range(count)]
@@ -677,9 +686,12 @@ def load_units(
 
     try:
         if count == 1:
-            return [unit(0)]
-        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ortperf-load") as executor:
-            return list(executor.map(unit, range(count)))
+            made = [unit(0)]
+        else:
+            with ThreadPoolExecutor(max_workers=count, thread_name_prefix="ortperf-load") as executor:
+                made = list(executor.map(unit, range(count)))
+        pool.start(later)
+        return made
     except WorkerError:
         for model in loaded:
             with contextlib.suppress(WorkerError):
@@ -708,12 +720,15 @@ class WorkerPool:
         """Start ``count`` pooled measuring processes of ``python`` without waiting for them (they
         import onnxruntime while the caller goes on: while pytest collects, say); a later
         :meth:`start` of their keys waits for their greeting."""
-        for index in range(count):
-            key = (python, f"{MEASURING}-{index}")
+        self.prestart_keys([(python, f"{MEASURING}-{index}") for index in range(count)])
+
+    def prestart_keys(self, keys: Sequence[tuple[str, str]]) -> None:
+        """Start the workers of these (interpreter, role) keys that are not running, without waiting."""
+        for key in keys:
             worker = self._workers.get(key)
             if worker is None or not worker.alive:
                 self._workers[key] = WorkerProcess(
-                    python, timeout_s=self.timeout_s, program=self.program, wait=False
+                    key[0], timeout_s=self.timeout_s, program=self.program, wait=False
                 )
 
     @property
