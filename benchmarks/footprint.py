@@ -81,6 +81,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
+from benchmarks.two_processes_a_side import abba  # noqa: E402
 from pytest_ortperf.footprint.comparison import worst  # noqa: E402
 from pytest_ortperf.footprint.memory_figures import (  # noqa: E402
     DEFAULT_FLOOR,
@@ -110,7 +111,7 @@ from pytest_ortperf.ort.models import ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
-from pytest_ortperf.ort.workers import Footprint, WorkerError, abba, measure_footprint  # noqa: E402
+from pytest_ortperf.ort.workers import Footprint, WorkerError, measure_footprint  # noqa: E402
 from tests.models import (  # noqa: E402
     conv_stack_model,
     dynamic_int8,

@@ -92,7 +92,7 @@ if str(REPO) not in sys.path:
 from benchmarks.conditions import Sampler, code_state, loadavg, other_pytest_processes  # noqa: E402
 from benchmarks.gate_quality import BENCH_TEST, log, wilson  # noqa: E402
 from benchmarks.gate_quality import run_pytest_benchmark as _run_bench  # noqa: E402
-from pytest_ortperf.checks.latency_verdicts import check_ab, check_latency, stored_comparison  # noqa: E402
+from pytest_ortperf.checks.latency_verdicts import check_ab, check_across, check_latency, stored_comparison  # noqa: E402
 from pytest_ortperf.checks.paths import choose  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.canary import Canary  # noqa: E402
@@ -109,6 +109,7 @@ from pytest_ortperf.ort.runtime import import_onnxruntime, runtime_info  # noqa:
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.sessions import BuiltSession, SessionPool  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
+from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, WorkerPool, load_units, this_python  # noqa: E402
 from pytest_ortperf.store.baselines import BaselineStore  # noqa: E402
 from pytest_ortperf.store.environment import environment  # noqa: E402
 from pytest_ortperf.store.keys import CheckKey  # noqa: E402
@@ -315,7 +316,53 @@ AB_ROUNDS = [AB_SETTINGS.rounds]  # --ab-rounds: side-by-side rounds in the budg
 
 
 def side_by_side(models: Models, name: str, settings: SessionSettings | None, policy: CheckPolicy) -> Any:
-    """Path 2: ``name`` (under ``settings``) against the recorded base model, default settings."""
+    """Path 2: ``name`` (under ``settings``) against the recorded base model, default settings, as the
+    latency check's side-by-side route measures it (``kinds/side_by_side.py``): across measuring
+    processes of a pool of this run's own (each trial a new CI run), units added until a look
+    decides (``checks.latency_verdicts.check_across``); the timing lock held for each batch's
+    warm-ups and rounds when a worker beside holds its untimed work under it. ``--in-process``: the
+    route before issue 57 (two sessions a side in this process, a regression confirmed on fresh
+    ones), for comparison."""
+    if IN_PROCESS[0]:
+        return side_by_side_in_process(models, name, settings, policy)
+    pool, built = fresh(models, name, settings)
+    ref_pool, reference = fresh(models, "base")
+    workers = WorkerPool(timeout_s=300.0)
+    units: list[ProcessUnit] = []
+    try:
+        inputs = feeds_of(models, built)
+        here = SideSpec(this_python(), built.model, built.settings)
+        there = SideSpec(this_python(), reference.model, reference.settings)
+
+        def load(count: int) -> list[ProcessUnit]:
+            batch = load_units(workers, here, there, built.variant, inputs, first=len(units), count=count)
+            units.extend(batch)
+            return batch
+
+        lock = BESIDE_LOCK[0]
+        return check_across(
+            load,
+            key=key(models.family.name),
+            label="the recorded model",
+            policy=policy,
+            held=(lambda: TimingLock(lock).held()) if lock is not None else contextlib.nullcontext,
+        )
+    finally:
+        for unit in units:
+            unit.release()
+        workers.close()
+        pool.close()
+        ref_pool.close()
+
+
+IN_PROCESS = [False]  # --in-process: the side-by-side route before issue 57
+
+
+def side_by_side_in_process(
+    models: Models, name: str, settings: SessionSettings | None, policy: CheckPolicy
+) -> Any:
+    """The side-by-side route before issue 57: two sessions a side in this process, a regression
+    confirmed on fresh ones (``check_ab``)."""
     instances = SESSIONS_A_SIDE[0]
     pool, built = fresh(models, name, settings)
     ref_pool, reference = fresh(models, "base")
@@ -331,9 +378,6 @@ def side_by_side(models: Models, name: str, settings: SessionSettings | None, po
                 side(*(ref_pool.fresh(reference) for _ in range(instances))),
             )
 
-        # As the latency check's side-by-side route (kinds/latency.py: LatencyCheck): two sessions
-        # a side (latency/paired.py: INSTANCES), a regression confirmed on fresh ones; the timing
-        # lock held exclusively when a worker beside holds its untimed work under it.
         lock = BESIDE_LOCK[0]
         with TimingLock(lock).held() if lock is not None else contextlib.nullcontext():
             return check_ab(
@@ -688,7 +732,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--families", type=lambda v: v.split(","), default=[f.name for f in FAMILIES])
     parser.add_argument("--conditions", type=lambda v: v.split(","), default=list(CONDITIONS))
-    parser.add_argument("--instances", type=int, default=INSTANCES, help="sessions a side (side by side)")
+    parser.add_argument(
+        "--instances", type=int, default=INSTANCES, help="sessions a side (with --in-process)"
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="side by side as before issue 57: in this process, a regression confirmed on fresh sessions",
+    )
     parser.add_argument(
         "--ab-rounds", type=int, default=AB_SETTINGS.rounds, help="side-by-side rounds planned in the budget"
     )
@@ -711,6 +762,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"unknown families: {', '.join(sorted(unknown))} (known: {', '.join(f.name for f in FAMILIES)})"
         )
     SESSIONS_A_SIDE[0] = args.instances
+    IN_PROCESS[0] = args.in_process
     AB_ROUNDS[0] = args.ab_rounds
     import onnxruntime as ort
 
@@ -782,7 +834,13 @@ def _campaigns(
                 f"- defaults: `CheckPolicy()` (side by side: A/B rule, "
                 f"{CheckPolicy().ab_threshold:.0%} threshold, two sessions a side, "
                 f"confirmation on fresh sessions; stored: {STORED:.0%}, 4 s, canary); "
-                f"sessions a side: {args.instances}; side-by-side rounds in the budget: {args.ab_rounds}",
+                "side by side: "
+                + (
+                    f"in process (before issue 57), sessions a side: {args.instances}; rounds in the budget: "
+                    f"{args.ab_rounds}"
+                    if args.in_process
+                    else "across measuring processes (check_across)"
+                ),
                 *(
                     [
                         "- beside a process doing an xdist worker's untimed work without pause "

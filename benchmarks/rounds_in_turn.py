@@ -51,13 +51,14 @@ import onnxruntime as ort  # noqa: E402
 
 from benchmarks.conditions import code_state, cpu_fields, loadavg  # noqa: E402
 from benchmarks.real_exports import FAMILIES, Family  # noqa: E402
+from benchmarks.two_processes_a_side import WorkerSide, load_pair  # noqa: E402
 from pytest_ortperf.latency import sequential  # noqa: E402
 from pytest_ortperf.latency.paired import AB_SETTINGS, PairedRounds, RoundsInTurn, alternating, measure_pair  # noqa: E402
 from pytest_ortperf.ort.models import ModelResolver  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
-from pytest_ortperf.ort.workers import SideSpec, WorkerPool, WorkerSide, load_pair, this_python  # noqa: E402
+from pytest_ortperf.ort.workers import SideSpec, WorkerPool, this_python  # noqa: E402
 
 MODES = ("runs in turn", "rounds in turn", "workers, rounds split", "workers, rounds in turn")
 THRESHOLD = 0.03

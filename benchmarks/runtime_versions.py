@@ -42,6 +42,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.conditions import Sampler, code_state, loadavg  # noqa: E402
 from benchmarks.gate_paths import FAMILIES, Models, fresh, side_by_side  # noqa: E402
+from benchmarks.two_processes_a_side import WorkerSide, load_pair  # noqa: E402
 from pytest_ortperf.checks.latency_verdicts import check_ab  # noqa: E402
 from pytest_ortperf.checks.policy import CheckPolicy  # noqa: E402
 from pytest_ortperf.latency.paired import INSTANCES, judge_pair, measure_pair  # noqa: E402
@@ -50,14 +51,7 @@ from pytest_ortperf.ort.models import ModelResolver, ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402
 from pytest_ortperf.ort.session_settings import SessionSettings  # noqa: E402
 from pytest_ortperf.ort.variants import OptLevel, Variant  # noqa: E402
-from pytest_ortperf.ort.workers import (  # noqa: E402
-    SideSpec,
-    WorkerPool,
-    WorkerProcess,
-    WorkerSide,
-    load,
-    load_pair,
-)
+from pytest_ortperf.ort.workers import SideSpec, WorkerPool, WorkerProcess, load  # noqa: E402
 from pytest_ortperf.store.keys import CheckKey  # noqa: E402
 from pytest_ortperf.store.machine import detect_machine  # noqa: E402
 

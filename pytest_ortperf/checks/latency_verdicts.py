@@ -59,8 +59,8 @@ from pytest_ortperf.store.recipe import same_or_identical, split
 # the campaigns of benchmarks/changed_model.py was confirmed; those the confirmation turned back in
 # earlier campaigns were A/A checks near the threshold (benchmarks/README.md, "A changed model in
 # pytest-benchmark's time").
-# Not applied where the confirmation runs in new processes (``check_ab``'s ``confirm_in``, every
-# side-by-side check since issue 47): a process can move a ratio further than any pair of sessions.
+# The plugin's side-by-side checks no longer take this route: since issue 57 they are decided across
+# measuring processes (``check_across``); ``check_ab`` stays the in-process paired comparison.
 CLEAR_MARGIN = 0.05
 NOT_CONFIRMED_AGAIN = "not measured a second time"
 NO_FIGURES_HERE = "no figures for this hardware yet"  # an unchanged check's change, without drift
@@ -123,11 +123,6 @@ class LatencyResult:
     # A first regression failed without a second measurement: why it could not change the verdict
     # (clear_regression); in the message, the record and ``basis``, so every report says so.
     confirmation_skipped: str = ""
-    # Where the second measurement ran when it had to hold across processes ("new measuring worker
-    # processes"), "" when it ran in the first one's process or none was made; and, when the two
-    # did not make one verdict (``across_processes``), why: the result is then inconclusive.
-    confirmed_in: str = ""
-    disagreement: str = ""
     # Side by side across measuring processes (latency/across_processes.py): every unit's figures,
     # the interval's parts, and how many units an undecided check would need.
     processes: AcrossProcesses | None = None
@@ -162,13 +157,7 @@ class LatencyResult:
         decisive = self.decisive
         if decisive is None:
             return ""
-        if self.disagreement and self.comparison is not None and self.confirmation is not None:
-            return both_figures(self.comparison, self.confirmation, self.confirmed_in, self.disagreement)
         text = decisive.estimate.describe()
-        first = self.comparison
-        twice = self.confirmed_in and first is not None and first is not decisive
-        if twice and first is not None and sizes_differ(first, decisive):
-            text += f" (first {first.estimate.describe()}: the size differs between processes)"
         if decisive.no_basis:
             return f"{text}; {decisive.no_basis}"
         if decisive.verdict is Verdict.INCONCLUSIVE:
@@ -197,8 +186,7 @@ class LatencyResult:
         if decisive is None:
             return self.mode
         skipped = f"; {NOT_CONFIRMED_AGAIN}: {self.confirmation_skipped}" if self.confirmation_skipped else ""
-        second = f"; measured again in {self.confirmed_in}" if self.confirmed_in else ""
-        return decisive.basis() + skipped + second
+        return decisive.basis() + skipped
 
 
 def check_latency(
@@ -398,59 +386,6 @@ def settle(
     return Status.of(decisive.verdict), failed
 
 
-NEW_PROCESSES = "new measuring worker processes"  # where a side-by-side verdict is measured again
-PROCESSES_DISAGREE = "processes disagree"  # how the change of such a verdict that did not hold begins
-CONFIRMED = (Verdict.REGRESSION, Verdict.IMPROVED)  # what a verdict that holds across processes confirms
-
-
-def across_processes(first: Comparison, second: Comparison) -> str:
-    """Why two measurements of one comparison, made in independent processes, do not make one
-    verdict, or "" when they do: both give the same verdict.
-
-    A session's speed has a state per process (where its memory landed, how its threads were
-    placed), which moves two different models differently and stays for as long as the process
-    lives: an int8 BERT against its fp32 reference measured +15% in some processes and +7% in
-    others, each interval at 99% and none overlapping the other's (issue 47). A verdict one process
-    gives and another does not says that the process state decided, not the models.
-
-    Two processes that give the same verdict at sizes whose intervals do not meet still make it
-    (:func:`sizes_differ` says so): both lie beyond the threshold, on the same side, so the process
-    state moved the size, not the verdict. A model four times slower measured +245% in the pytest
-    process and +358% in worker processes; calling that inconclusive would pass it."""
-    if first.verdict is not second.verdict:
-        return f"the first said {first.verdict.value}, the second {second.verdict.value}"
-    return ""
-
-
-def sizes_differ(first: Comparison, second: Comparison) -> bool:
-    """Whether the two measurements' intervals do not overlap: the processes measured different
-    sizes (shown with both figures, whatever the verdict)."""
-    a, b = first.estimate, second.estimate
-    return a.high < b.low or b.high < a.low
-
-
-def settle_across(first: Comparison, second: Comparison, policy: CheckPolicy) -> tuple[Status, bool, str]:
-    """Status, failed flag and disagreement (:func:`across_processes`) of a first verdict and its
-    measurement in new processes: the verdict when both make it, else ``inconclusive``, which never
-    fails."""
-    disagreement = across_processes(first, second)
-    if disagreement:
-        return Status.INCONCLUSIVE, False, disagreement
-    failed = second.verdict is Verdict.REGRESSION or (
-        second.verdict is Verdict.IMPROVED and policy.fail_on_improvement
-    )
-    return Status.of(second.verdict), failed, ""
-
-
-def both_figures(first: Comparison, second: Comparison, where: str, disagreement: str) -> str:
-    """An inconclusive result of two processes in words, with both figures."""
-    second_where = f" in {where}" if where else ""
-    return (
-        f"{PROCESSES_DISAGREE} ({disagreement}): {first.estimate.describe()} {first.verdict.value}, then "
-        f"{second.estimate.describe()} {second.verdict.value}{second_where}"
-    )
-
-
 def check_ab(
     current: Side,
     reference: Side,
@@ -465,26 +400,17 @@ def check_ab(
     activity: Activity | None = None,
     held: Callable[[], AbstractContextManager[object]] = nullcontext,
     randomised: bool = False,
-    confirm_in: str = "",
     changes: Sequence[str] = (),
 ) -> LatencyResult:
     """Same-job A/B: ``current`` against ``reference`` (named ``label``) in interleaved rounds; each
     side a callable timed here or a measuring worker (``runtimes`` names the two ONNX Runtimes then).
-
-    ``confirm_in``: where ``fresh_pair()`` measures, when that is other processes than the first
-    measurement's (:data:`NEW_PROCESSES`). Then the verdict must hold across processes: a first
-    regression or improvement is always measured again there (never skipped as clear: a process can
-    move a ratio further than any pair of sessions), and two measurements that do not make one
-    verdict (:func:`across_processes`) end ``inconclusive`` with both figures. The second process is
-    the confirmation, not one more measurement beside it.
 
     ``held``: the run's timing lock, taken for each measurement (warm-ups and timed rounds) and only
     for them: the confirmation's new pair is built with the lock released, so that other processes
     time while it builds (``benchmarks/README.md``, "A changed model in pytest-benchmark's time").
 
     ``randomised``: each side already ran on several sessions placed anew for this check, so that no
-    one placement decided; then (unless ``confirm_in``, which always measures again) a first
-    regression far beyond the threshold
+    one placement decided; then a first regression far beyond the threshold
     (:func:`clear_regression`) fails without the second measurement, which could not change it, and
     the result says so (``confirmation_skipped``).
 
@@ -516,18 +442,13 @@ def check_ab(
 
     rounds, comparison = measured(current, reference)
     confirmation = None
-    across = bool(confirm_in) and fresh_pair is not None
-    skipped = clear_regression(comparison) if randomised and not across else ""
-    if comparison.verdict in (CONFIRMED if across else (Verdict.REGRESSION,)) and not skipped:
+    skipped = clear_regression(comparison) if randomised else ""
+    if comparison.verdict is Verdict.REGRESSION and not skipped:
         with activity.phase(CONFIRMING):
             if fresh_pair is not None:
                 current, reference = fresh_pair()  # outside the timing lock: built, not timed
             rounds, confirmation = measured(current, reference)
-    disagreement = ""
-    if across and confirmation is not None:
-        status, failed, disagreement = settle_across(comparison, confirmation, policy)
-    else:
-        status, failed = settle(comparison, confirmation, policy)
+    status, failed = settle(comparison, confirmation, policy)
     result = LatencyResult(
         key=key,
         status=status,
@@ -540,8 +461,6 @@ def check_ab(
         reference_label=label,
         runtimes=runtimes,
         confirmation_skipped=skipped,
-        confirmed_in=confirm_in if across and confirmation is not None else "",
-        disagreement=disagreement,
         changes=tuple(changes),
     )
     if not failed:
@@ -671,9 +590,8 @@ def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tu
         f"  decided by {decisive.basis()}",
     ]
     if result.confirmation is not None:
-        where = f" in {result.confirmed_in}" if result.confirmed_in else ""
         first = result.comparison.estimate.describe()
-        lines.append(f"  first measurement: {first} (confirmed by a second{where})")
+        lines.append(f"  first measurement: {first} (confirmed by a second)")
     elif result.confirmation_skipped:
         lines.append(f"  {NOT_CONFIRMED_AGAIN}: {result.confirmation_skipped}")
     if result.processes is not None:

@@ -325,17 +325,19 @@ class LatencyCheck:
         result = sides.judge(
             key=key, label=label, policy=policy, accept=accept, changes=self._changes, runtimes_named=across
         )
-        if worth_explaining(result) and sides.last is not None:
-            result = self._explained_in(result, sides.last, across=across)
+        if worth_explaining(result) and across and sides.last is not None:
+            result = self._explained_in(result, sides.last)
+        elif worth_explaining(result):
+            result = self._explained_here(result, reference, inputs)
         python = reference.python if across else ""
         result = self._graph_explained(result, reference.model, reference.settings, python)
         self._traced_runs(inputs)
         return self._publish(result)
 
-    def _explained_in(self, result: LatencyResult, unit: ProcessUnit, *, across: bool) -> LatencyResult:
-        """``result`` with what changed at operator level: both sides of ``unit`` profiled in turn
-        (reference, current, reference, current), each keeping its fastest turn; untimed, after
-        the timing lock is released."""
+    def _explained_in(self, result: LatencyResult, unit: ProcessUnit) -> LatencyResult:
+        """``result`` with what changed at operator level, each side profiled in its own runtime, in
+        the last unit's two workers, in turn (reference, current, reference, current), each keeping
+        its fastest turn; untimed, after the timing lock is released."""
         provider = self._context.built.variant.provider
 
         def in_turn() -> tuple[OpProfile, OpProfile]:
@@ -346,9 +348,27 @@ class LatencyCheck:
             ]
             return fastest(*sides[0::2]), fastest(*sides[1::2])
 
-        source = f"{BOTH_SIDES}, each in its own runtime" if across else BOTH_SIDES
         with self._activity.phase(EXPLAINING):
-            return explained(result, source, in_turn)
+            return explained(result, f"{BOTH_SIDES}, each in its own runtime", in_turn)
+
+    def _explained_here(
+        self, result: LatencyResult, reference: SideSpec, inputs: Mapping[str, Array]
+    ) -> LatencyResult:
+        """``result`` with what changed at operator level: both sides profiled in this process, in turn
+        (A B A B) on one profiling session a side, each keeping its fastest turn (untimed, after the
+        timing lock is released; two profiling sessions where the last unit's workers would build
+        four); the reference fed its own inputs where it has them."""
+        context = self._context
+        built = context.built
+
+        def in_turn() -> tuple[OpProfile, OpProfile]:
+            other = context.sessions.session(reference.model, built.variant, reference.settings)
+            theirs = reference.feeds if reference.feeds is not None else inputs
+            before, after = context.sessions.op_profiles_in_turn([(other, theirs), (built, inputs)])
+            return before, after
+
+        with self._activity.phase(EXPLAINING):
+            return explained(result, BOTH_SIDES, in_turn)
 
     def _publish(self, result: LatencyResult, *, lock: str = "exclusive") -> LatencyResult:
         """A latency result, with where its time went and how it held the timing lock (``lock``:

@@ -380,8 +380,8 @@ def judged(
     if against is not None:
         label = against.reference_label
         path += f"; the best count side by side with {label} at {curve.best} thread(s)"
-        again = f" (measured again in {against.confirmed_in})" if against.confirmed_in else ""
-        said = f"best count {curve.best} against {label}: {against.change}{again}"
+        count = f" (over {len(against.processes.units)} measuring processes)" if against.processes else ""
+        said = f"best count {curve.best} against {label}: {against.change}{count}"
         notes.append(said)
         if against.status is Status.REGRESSION:
             status = Status.REGRESSION

@@ -68,6 +68,8 @@ class Comparison:
     @property
     def detectable(self) -> float:
         """The smallest slowdown (fraction) this run could have called: the threshold or the noise."""
+        if self.estimate.low <= 0.0:  # an interval widened past a float's range decides nothing
+            return math.inf
         return max(self.threshold, self.estimate.ratio / self.estimate.low - 1.0)
 
     def basis(self) -> str:
@@ -190,7 +192,8 @@ def widened(
     centre = math.log(estimate.ratio)
     low = centre - math.hypot(centre - math.log(estimate.low), extra)
     high = centre + math.hypot(math.log(estimate.high) - centre, extra)
-    wider = RatioEstimate(estimate.ratio, math.exp(low), math.exp(high), estimate.confidence)
+    # A baseline noisy beyond any float (a recorded spread of 5520) widens to 0 .. inf: it decides nothing.
+    wider = RatioEstimate(estimate.ratio, _exp(low), _exp(high), estimate.confidence)
     return Comparison(
         estimate=wider,
         threshold=comparison.threshold,
@@ -199,6 +202,14 @@ def widened(
         statistic=f"{comparison.statistic}, widened by the baseline's round spread {spread:.1%}",
         no_basis=comparison.no_basis,
     )
+
+
+def _exp(value: float) -> float:
+    """``math.exp``, infinite (or 0) past a float's range instead of raising."""
+    try:
+        return math.exp(value)
+    except OverflowError:
+        return math.inf
 
 
 def against_plain(comparison: Comparison, plain: Mapping[str, float]) -> Comparison:

@@ -244,13 +244,18 @@ def detects(
     """The smallest slowdown (a fraction, at least ``threshold``) a later stored comparison against
     these figures can call a regression: a run as noisy as this recording, compared with it as
     ``checks.latency_verdicts`` compares (the fastest quarter's interval), the interval widened by
-    the recording's ``spread`` (``latency.decision.widening``). ``inf`` with too few rounds."""
+    the recording's ``spread`` (``latency.decision.widening``). ``inf`` with too few rounds, and for
+    figures so noisy that the change they could detect is beyond any float (a recorded spread of
+    5520, say): such figures cannot detect anything, and every reader says so instead of failing."""
     base = fastest_share(compared_rounds(stats))
     if len(base) < 2 or min(base) <= 0:
         return math.inf
     own = math.log(ratio_interval(base, base, confidence).high)
     extra = widening(spread, rounds=stats.rounds, confidence=confidence)
-    return max(threshold, math.exp(math.hypot(own, extra)) - 1.0)
+    try:
+        return max(threshold, math.exp(math.hypot(own, extra)) - 1.0)
+    except OverflowError:
+        return math.inf
 
 
 def coarse(detectable: float | None, threshold: float) -> str:
@@ -260,7 +265,11 @@ def coarse(detectable: float | None, threshold: float) -> str:
     they can detect."""
     if detectable is None or detectable <= threshold * (1.0 + 1e-9):
         return ""
-    said = "too few rounds" if math.isinf(detectable) else f"detect >= {detectable * 100:.3g}%"
+    said = (
+        "cannot detect any change (too few rounds, or too noisy)"
+        if math.isinf(detectable)
+        else f"detect >= {detectable * 100:.3g}%"
+    )
     return f"{said}, threshold {threshold * 100:.3g}%"
 
 

@@ -19,7 +19,7 @@ from pytest_ortperf.accuracy.metrics import ERROR_EDGES, OutputComparison
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
-from pytest_ortperf.checks.latency_verdicts import LatencyResult, sizes_differ
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.across_processes import AcrossProcesses
 from pytest_ortperf.latency.activity import GateSeconds
@@ -170,14 +170,8 @@ def _confirmation(result: LatencyResult) -> dict[str, Any]:
     }
     if result.confirmation is None:
         return {"confirmation": {"confirmed": None, "skipped": result.confirmation_skipped, **figures}}
-    confirmed = result.confirmation.verdict is first.verdict and not result.disagreement
-    # Measured again in new processes: where, and why the two did not make one verdict ("" if they did).
-    across = {
-        "processes": result.confirmed_in,
-        "disagreement": result.disagreement,
-        "sizes_differ": sizes_differ(first, result.confirmation),
-    }
-    return {"confirmation": {"confirmed": confirmed, **figures, **(across if result.confirmed_in else {})}}
+    confirmed = result.confirmation.verdict is first.verdict
+    return {"confirmation": {"confirmed": confirmed, **figures}}
 
 
 def _processes(measured: AcrossProcesses) -> dict[str, Any]:

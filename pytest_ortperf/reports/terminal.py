@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.checks.latency_verdicts import PROCESSES_DISAGREE
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
@@ -221,14 +220,7 @@ def latency_table(
         "decided; the medians beside it can differ)"
     ]
     lines += format_table(table)
-    disagreed = sum(1 for row in rows if row[5].startswith(PROCESSES_DISAGREE))
-    inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive")) - disagreed
-    if disagreed:
-        lines.append(
-            f"{disagreed} check(s) inconclusive because two processes disagreed: the first measurement's "
-            "verdict did not hold in new worker processes (both figures in the change); the state of a "
-            "process, not the models, decided, so more time in one process would not settle it."
-        )
+    inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive"))
     if inconclusive:
         lines.append(
             f"{inconclusive} check(s) inconclusive: the noise could not rule out a slowdown beyond the "

@@ -4,12 +4,12 @@ the best count against the recorded curve, and the interleaved measuring loop wi
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
-from pytest_ortperf.checks.latency_verdicts import NEW_PROCESSES, LatencyResult
+from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.kinds.threads import Curve, default_counts, judged, measure_curve
-from pytest_ortperf.latency.decision import Comparison, Verdict
-from pytest_ortperf.latency.paired import paired_interval
+from pytest_ortperf.latency.across_processes import AcrossProcesses, UnitRounds, judge_units
 from pytest_ortperf.latency.stats import summarize
 from pytest_ortperf.store.keys import CheckKey
 
@@ -53,42 +53,41 @@ def test_a_best_count_within_the_threshold_passes_and_says_what_it_did_not_compa
     assert "the best count is not compared with a recorded reference: never recorded" in result.notes
 
 
-def side_by_side(ratio: float, status: Status, *, first: float | None = None) -> LatencyResult:
-    """What ``check_ab`` returns for the best count against the recorded reference: a first
-    measurement (``first``, when it differs) and its confirmation in new worker processes."""
-    estimate = paired_interval([ratio + (i % 5 - 2) / 500 for i in range(21)])
-    verdict = Verdict(status.value) if status.value in {v.value for v in Verdict} else Verdict.INCONCLUSIVE
-    confirmation = Comparison(estimate, 0.10, verdict, mode="a/b")
-    comparison = confirmation
-    if first is not None:
-        early = paired_interval([first + (i % 5 - 2) / 500 for i in range(21)])
-        comparison = Comparison(early, 0.10, Verdict.REGRESSION, mode="a/b")
+def side_by_side(offsets: Sequence[float], status: Status) -> LatencyResult:
+    """What the side-by-side rule across measuring processes (``kinds/side_by_side.py``) returns for
+    the best count against the recorded reference: one unit a process, each with its change."""
+    units = [
+        UnitRounds(f"pid {n}", 1, tuple(round(1e6 * ratio) for _ in range(8)), (1_000_000,) * 8, (True,) * 8)
+        for n, ratio in enumerate(offsets)
+    ]
+    comparison, interval = judge_units(units, threshold=0.10, confidence=0.99, look=1, looks=1)
     stats = summarize([1_000_000] * 6, [2, 2, 2])
+    measured = AcrossProcesses(tuple(units), comparison, interval, (len(units),), stats, stats)
     return LatencyResult(
-        key=KEY, status=status, current=stats, comparison=comparison, confirmation=confirmation, mode="a/b",
-        reference=stats, reference_label="the recorded model (git abc)", confirmed_in=NEW_PROCESSES,
-        disagreement="the first said regression, the second ok" if first is not None else "",
+        key=KEY, status=status, current=stats, comparison=comparison, mode="a/b", reference=stats,
+        reference_label="the recorded model (git abc)", processes=measured,
     )  # fmt: skip
 
 
 def test_the_best_count_slower_than_the_recorded_reference_side_by_side_fails() -> None:
     curve = Curve(1, {1: rounds(8.0), 2: rounds(9.0)})
-    result = judged(KEY, curve, threshold=0.10, against=side_by_side(1.6, Status.REGRESSION))
+    result = judged(KEY, curve, threshold=0.10, against=side_by_side([1.59, 1.6, 1.61, 1.6], Status.REGRESSION))
     assert result.status is Status.REGRESSION
     assert (
         "the best setting's latency regressed: best count 1 against the recorded model (git abc): +60.0%"
     ) in result.message
-    assert f"(measured again in {NEW_PROCESSES})" in result.message
-    assert judged(KEY, curve, threshold=0.10, against=side_by_side(1.0, Status.OK)).status is Status.OK
+    assert "(over 4 measuring processes)" in result.message
+    assert judged(KEY, curve, threshold=0.10, against=side_by_side([1.0] * 4, Status.OK)).status is Status.OK
 
 
-def test_a_best_count_regression_that_a_second_process_does_not_repeat_is_inconclusive() -> None:
-    """The A/B result's own rule (issue 47): two processes that disagree end inconclusive, both figures
-    in the notes, and the threads check never fails on the first alone."""
+def test_a_best_count_regression_its_processes_cannot_decide_is_inconclusive() -> None:
+    """Processes that disagree are samples of one estimate (issue 57): undecided, the threads check
+    passes as inconclusive and says how many processes it measured."""
     curve = Curve(1, {1: rounds(8.0), 2: rounds(9.0)})
-    result = judged(KEY, curve, threshold=0.10, against=side_by_side(1.0, Status.INCONCLUSIVE, first=1.6))
+    apart = side_by_side([0.9, 1.3, 1.1], Status.INCONCLUSIVE)
+    result = judged(KEY, curve, threshold=0.10, against=apart)
     assert (result.status, result.failed) == (Status.INCONCLUSIVE, False)
-    assert any("processes disagree" in note and "+60.0%" in note for note in result.notes), result.notes
+    assert any("undecided after 3 measuring processes" in note for note in result.notes), result.notes
 
 
 def test_a_recorded_curve_is_shown_never_judged() -> None:

@@ -343,4 +343,12 @@ def test_detects_is_the_threshold_for_quiet_figures_and_more_for_noisy_or_few_ro
     assert coarse(0.10, 0.10) == ""
     few = stats_of([10.0])
     assert math.isinf(detects(few, 0.0, threshold=0.10))
-    assert coarse(math.inf, 0.10) == "too few rounds, threshold 10%"
+    assert coarse(math.inf, 0.10) == "cannot detect any change (too few rounds, or too noisy), threshold 10%"
+
+
+def test_figures_too_noisy_to_detect_anything_read_as_such_instead_of_overflowing() -> None:
+    """Issue 58, item 10: the long fuzz profile found a baseline with a recorded spread of 5520.0
+    that made ``ortperf show`` end in ``OverflowError: math range error``."""
+    calm = quiet(1)
+    assert math.isinf(detects(calm, 5520.0, threshold=0.10))
+    assert coarse(math.inf, 0.10) == "cannot detect any change (too few rounds, or too noisy), threshold 10%"

@@ -91,3 +91,13 @@ def test_the_widening_grows_with_the_spread_above_quiet() -> None:
 def test_quiet_can_be_set() -> None:
     assert widened(BORDERLINE, 0.40, rounds=40, quiet=0.5) is BORDERLINE
     assert widened(BORDERLINE, 0.15, rounds=4, quiet=0.0).verdict is Verdict.INCONCLUSIVE
+
+
+def test_a_recording_noisy_beyond_any_float_widens_to_nothing_decided_instead_of_overflowing() -> None:
+    """Issue 58, item 10: a baseline a user can write (a recorded spread of 5520) never crashes a
+    reader: the interval reaches from 0 to infinity, and the verdict is inconclusive."""
+    wider = widened(BORDERLINE, 5520.0, rounds=40)
+    assert wider.estimate.low == 0.0
+    assert math.isinf(wider.estimate.high)
+    assert wider.verdict is Verdict.INCONCLUSIVE
+    assert math.isinf(wider.detectable)

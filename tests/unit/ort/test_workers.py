@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +27,7 @@ from pytest_ortperf.ort.models import ModelResolver, ModelSource
 from pytest_ortperf.ort.providers import resolve_provider
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.ort.workers import (
-    PROCESSES,
-    SideSpec,
-    WorkerError,
-    WorkerPool,
-    WorkerProcess,
-    WorkerSide,
-    abba,
-    load,
-    load_pair,
-)
+from pytest_ortperf.ort.workers import SideSpec, WorkerError, WorkerPool, WorkerProcess, load, load_units
 from tests.models import mlp_model, structured_outputs_model
 
 CPU_ALL = Variant(resolve_provider("cpu", source="test"), OptLevel.ALL)
@@ -291,63 +282,59 @@ def test_a_worker_never_outlives_a_killed_parent(tmp_path: Path, busy: bool) -> 
     assert _gone(pid)
 
 
-class _StandInModel:
-    """A loaded model's interface, recording what it was asked (pure splitting logic)."""
-
-    def __init__(self, name: str, cost: float, fail_release: bool = False) -> None:
-        self.name, self.cost, self.fail_release = name, cost, fail_release
-        self.asked: list[int] = []
-        self.worker = name
-
-    def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
-        return self.cost
-
-    def time_runs(self, count: int, expected_ns: float) -> list[int]:
-        self.asked.append(count)
-        return [int(self.cost)] * count
-
-    def release(self) -> None:
-        if self.fail_release:
-            raise WorkerError("gone")
-
-
-def test_a_side_gives_each_round_to_one_process_and_the_processes_take_turns() -> None:
-    a, b = _StandInModel("a", 100.0), _StandInModel("b", 300.0, fail_release=True)
-    side = WorkerSide([a, b])  # type: ignore[list-item]
-    assert side.warm_up(5, 0.1, 1.0) == 300.0  # the upper median of the processes' costs
-    assert side.time_runs(5, 1.0) == [100] * 5  # the whole round in one process
-    assert (a.asked, b.asked) == ([5], [])
-    assert side.time_runs(5, 1.0) == [300] * 5  # the next round in the other
-    side.time_runs(1, 1.0)
-    side.time_runs(4, 1.0)
-    assert (a.asked, b.asked) == ([5, 1], [5, 4])
-    assert side.release() == ["b"]  # the worker that could not free its session, to be discarded
-
-
-def test_the_workers_of_two_sides_start_in_abba_order() -> None:
-    assert abba(2) == [("current", 0), ("reference", 0), ("reference", 1), ("current", 1)]
-    assert abba(1) == [("current", 0), ("reference", 0)]
-    order = abba(4)
-    for role in ("current", "reference"):  # as many early places as late ones
-        places = [i for i, (r, _) in enumerate(order) if r == role]
-        assert sum(places) == sum(range(len(order))) / 2
-
-
-def test_each_side_loads_in_two_processes_and_fresh_ones_replace_them(tmp_path: Path) -> None:
+def test_a_unit_in_one_interpreter_is_one_pooled_process_holding_both_sides(tmp_path: Path) -> None:
     pool = WorkerPool(timeout_s=30)
     try:
         small = SideSpec(sys.executable, _source(mlp_model(2, 16), tmp_path), SessionSettings())
         big = SideSpec(sys.executable, _source(mlp_model(6, 16), tmp_path), SessionSettings())
-        current, reference = load_pair(pool, small, big, CPU_ALL, FEEDS)
-        pids = {side: {m.worker.pid for m in side.models} for side in (current, reference)}
-        assert len(pids[current]) == len(pids[reference]) == PROCESSES == 2
-        assert not pids[current] & pids[reference]
-        np.testing.assert_array_equal(current.outputs()["y"], current.models[1].outputs()["y"])
-        again, _ = load_pair(pool, small, big, CPU_ALL, FEEDS)
-        assert {m.worker.pid for m in again.models} == pids[current]  # reused within a run
-        fresh, fresh_reference = load_pair(pool, small, big, CPU_ALL, FEEDS, fresh=True)
-        new = {m.worker.pid for m in (*fresh.models, *fresh_reference.models)}
-        assert not new & (pids[current] | pids[reference])
-        assert all(map(_gone, pids[current] | pids[reference]))
+        units = load_units(pool, small, big, CPU_ALL, FEEDS, first=0, count=3, then=1)
+        pids = [unit.current.worker.pid for unit in units]
+        assert [unit.reference.worker.pid for unit in units] == pids  # both sides in one process
+        assert len(set(pids)) == 3  # a process a unit
+        assert [unit.name for unit in units] == [f"pid {pid}" for pid in pids]
+        assert pool.started == 4  # the next look's process started too, and is ready
+        assert units[0].current.handle != units[0].reference.handle
+        outputs = units[0].current.outputs()["y"], units[0].reference.outputs()["y"]
+        assert not np.array_equal(*outputs)  # each side its own model
+        for unit in units:
+            assert unit.release() == []
+        again = load_units(pool, small, big, CPU_ALL, FEEDS, first=0, count=2)
+        assert [unit.current.worker.pid for unit in again] == pids[:2]  # reused by a later check
+        more = load_units(pool, small, big, CPU_ALL, FEEDS, first=2, count=2)
+        assert more[0].current.worker.pid == pids[2]
+        assert more[1].current.worker.pid not in pids  # unit 3: the process started ahead of it
+    finally:
+        pool.close()
+
+
+def test_a_unit_across_interpreters_is_a_pair_of_processes(tmp_path: Path) -> None:
+    """Another interpreter path (this environment's other name for its Python stands in for another
+    environment): a process a side."""
+    names = ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}")
+    others = [Path(sys.executable).with_name(n) for n in names if Path(sys.executable).with_name(n).exists()]
+    other = next((o for o in others if str(o) != sys.executable), None)
+    if other is None:
+        pytest.skip(f"this environment has no other name for {sys.executable}")
+    pool = WorkerPool(timeout_s=30)
+    try:
+        here = SideSpec(sys.executable, _source(mlp_model(2, 16), tmp_path), SessionSettings())
+        there = SideSpec(str(other), _source(mlp_model(2, 16), tmp_path), SessionSettings())
+        (unit,) = load_units(pool, here, there, CPU_ALL, FEEDS, first=0, count=1)
+        assert unit.current.worker.pid != unit.reference.worker.pid
+        assert unit.name == f"pids {unit.current.worker.pid}/{unit.reference.worker.pid}"
+        assert len(unit.workers) == 2
+    finally:
+        pool.close()
+
+
+def test_a_unit_that_cannot_load_fails_naming_the_model_and_the_pool_goes_on(tmp_path: Path) -> None:
+    pool = WorkerPool(timeout_s=30)
+    try:
+        good = SideSpec(sys.executable, _source(mlp_model(2, 16), tmp_path), SessionSettings())
+        broken = SideSpec(sys.executable, replace(good.model, data=b"not a model", path=None), SessionSettings())
+        with pytest.raises(WorkerError, match=r"\[cpu-all\] in onnxruntime.*failed 'load'"):
+            load_units(pool, good, broken, CPU_ALL, FEEDS, first=0, count=2)
+        (unit,) = load_units(pool, good, good, CPU_ALL, FEEDS, first=0, count=1)  # the same processes go on
+        assert unit.current.outputs()["y"].shape == (4, 16)
     finally:
         pool.close()
