@@ -315,9 +315,10 @@ class LatencyCheck:
         """The current model against the reference of ``sides`` (its own inputs where its spec names
         them, else ``inputs``) across measuring processes, from the first measurement on
         (``kinds/side_by_side.py``): each unit one pooled worker holding both sides or, ``across``
-        runtimes, a worker in each. A result worth explaining is explained from the last unit, both
-        sides profiled in turn there; a failure's graph difference follows. Given a spec, the units
-        are released here; given ``sides``, by their owner."""
+        runtimes, a worker in each. A result worth explaining is explained at operator level, both
+        sides profiled in turn (in this process, or across runtimes in the last unit's workers); a
+        failure's graph difference follows. Given a spec, the units are released here; given
+        ``sides``, by their owner."""
         if isinstance(sides, SideSpec):
             with self._sides(sides, inputs) as owned:
                 return self._side_by_side(owned, label, inputs, key, accept=accept, across=across)
