@@ -58,6 +58,10 @@ LOOKS = (3, 4, 6, 8, 12)
 # One unit's timed rounds: a few short rounds, since the units replicate, not the rounds. A slow
 # model gets fewer, longer rounds, never fewer than ``min_rounds``.
 UNIT_SETTINGS = MeasureSettings(budget_s=0.2, rounds=8, min_rounds=6)
+# How many times the units of an undecided look whose rounds' noise dominates time their rounds again
+# (``measure``): on a machine busy with other work, up to 4x each unit's rounds.
+MOST_EXTENSIONS = 3
+NOISE_SHARE = 0.5
 # Units a check may measure for each second of ``--ortperf-ab-budget`` (12 at the default 3 s).
 UNITS_PER_BUDGET_S = 4
 MIN_UNITS = 3
@@ -352,6 +356,26 @@ def measure_unit(
     return UnitRounds(unit.name, plan.runs_per_round, tuple(runs[True]), tuple(runs[False]), tuple(order))
 
 
+def noise_dominated(interval: ProcessEstimate) -> bool:
+    """Whether the units' own rounds' noise makes at least :data:`NOISE_SHARE` of their scatter's
+    variance: then more rounds in the units measured so far narrow the interval as more units would."""
+    return interval.within**2 >= NOISE_SHARE * interval.between**2
+
+
+def extended(rounds: UnitRounds, more: UnitRounds) -> UnitRounds:
+    """One unit's rounds with ``more`` of them (measured on the same loaded sessions, at the same
+    runs a round) after them."""
+    if more.runs_per_round != rounds.runs_per_round:
+        raise ValueError("a unit's rounds are extended at the runs a round they were planned with")
+    return UnitRounds(
+        rounds.name,
+        rounds.runs_per_round,
+        rounds.current_runs + more.current_runs,
+        rounds.reference_runs + more.reference_runs,
+        rounds.current_first + more.current_first,
+    )
+
+
 def _round_medians(runs_ns: Sequence[int], per_round: int) -> tuple[float, ...]:
     return tuple(
         statistics.median(runs_ns[start : start + per_round]) / 1e6
@@ -389,21 +413,36 @@ def measure(
     lock: loading is not timed), until a look decides or the budget's units are measured.
 
     Each batch is warmed up and timed holding ``held()``; the rounds of a batch's units are timed
-    unit after unit. ``sequential`` False: every unit the budget allows, judged once."""
+    unit after unit. Where a look is undecided and the rounds' own noise is what keeps it so
+    (:func:`noise_dominated`: a machine busy with other work), every unit measured so far, still
+    loaded and warm, times as many rounds again before the next batch (at most
+    :data:`MOST_EXTENSIONS` times), and the next batch's units as many as they: rounds are cheaper
+    than processes, which each cost two session builds and two warm-ups. ``sequential`` False:
+    every unit the budget allows, judged once."""
     rng = rng or random.Random()
     activity = activity or Activity()
     looks = looks_for(most_units(budget_s)) if sequential else (most_units(budget_s),)
     measured: list[UnitRounds] = []
+    loaded: list[tuple[MeasuringUnit, tuple[float, float]]] = []
     comparison: Comparison | None = None
     interval: ProcessEstimate | None = None
+    extensions = 0
     for look, count in enumerate(looks, start=1):
         batch = list(load(count - len(measured)))
         with held():
+            if interval is not None and extensions < MOST_EXTENSIONS and noise_dominated(interval):
+                extensions += 1
+                with gc_paused(), activity.phase(MEASURING, "more rounds in the measuring processes"):
+                    for index, (unit, cost) in enumerate(loaded):
+                        measured[index] = extended(measured[index], measure_unit(unit, cost, settings, rng))
             with activity.phase(WARMING, f"measuring processes {len(measured) + 1}-{count}"):
                 costs = warm_up_units(batch, settings)
             with gc_paused(), activity.phase(MEASURING, "side by side across processes"):
                 for unit, cost in zip(batch, costs, strict=True):
+                    loaded.append((unit, cost))
                     measured.append(measure_unit(unit, cost, settings, rng))
+                    for _ in range(extensions):
+                        measured[-1] = extended(measured[-1], measure_unit(unit, cost, settings, rng))
                     activity.rounds(len(measured), looks[-1])
         comparison, interval = judge_units(
             measured, threshold=threshold, confidence=confidence, look=look, looks=len(looks)

@@ -158,8 +158,8 @@ def test_real_changes_are_caught_and_a_clear_one_takes_few_processes() -> None:
 class StandInSide:
     """A side whose runs take ``ms`` times the process's own factor, with a little noise."""
 
-    def __init__(self, ms: float, factor: float, rng: random.Random) -> None:
-        self.ms, self.factor, self.rng = ms, factor, rng
+    def __init__(self, ms: float, factor: float, rng: random.Random, noise: float = 0.01) -> None:
+        self.ms, self.factor, self.rng, self.noise = ms, factor, rng, noise
         self.warmed = 0
 
     def warm_up(self, runs: int, seconds: float, cap_s: float) -> float:
@@ -167,7 +167,9 @@ class StandInSide:
         return self.ms * 1e6
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
-        return [round(self.ms * self.factor * 1e6 * (1 + self.rng.gauss(0, 0.01))) for _ in range(count)]
+        return [
+            round(self.ms * self.factor * 1e6 * max(0.1, 1 + self.rng.gauss(0, self.noise))) for _ in range(count)
+        ]
 
 
 class StandInUnit:
@@ -227,3 +229,39 @@ def test_measure_spends_every_unit_of_the_budget_when_nothing_decides() -> None:
     needed = measured.needed()
     assert needed is not None
     assert needed > 4
+
+
+def test_units_whose_rounds_are_noisy_time_more_rounds_before_the_next_look() -> None:
+    """A machine busy with other work: every run scatters by 20%, the processes agree; an undecided
+    look has every unit measured so far time its rounds again, so that later looks see more rounds."""
+    rng = random.Random(5)
+    made: list[StandInUnit] = []
+
+    def load(count: int) -> list[StandInUnit]:
+        batch = [StandInUnit(len(made) + i, 1.06, rng) for i in range(count)]
+        for item in batch:
+            item.current.factor = item.reference.factor = 1.0  # no process effect
+            item.current.noise = item.reference.noise = 0.2
+        made.extend(batch)
+        return batch
+
+    measured = measure(load, threshold=THRESHOLD, confidence=0.99, budget_s=3.0, rng=rng)
+    rounds = [len(u.current_first) for u in measured.units]
+    assert max(rounds) > UNIT_SETTINGS.rounds  # measured again in the processes already loaded
+    assert len(set(rounds)) == 1  # later units caught up: every unit counts alike
+    assert measured.comparison.verdict in (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
+
+
+def test_units_that_disagree_beyond_their_rounds_noise_are_not_measured_longer() -> None:
+    rng = random.Random(6)
+    made: list[StandInUnit] = []
+
+    def load(count: int) -> list[StandInUnit]:
+        batch = [StandInUnit(len(made) + i, 1.0, rng) for i in range(count)]
+        for index, item in enumerate(batch):
+            item.current.factor *= 1.05 if (len(made) + index) % 2 else 0.96
+        made.extend(batch)
+        return batch
+
+    measured = measure(load, threshold=THRESHOLD, confidence=0.99, budget_s=3.0, rng=rng)
+    assert {len(u.current_first) for u in measured.units} == {UNIT_SETTINGS.rounds}
