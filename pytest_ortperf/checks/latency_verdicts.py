@@ -64,6 +64,9 @@ from pytest_ortperf.store.recipe import same_or_identical, split
 CLEAR_MARGIN = 0.05
 NOT_CONFIRMED_AGAIN = "not measured a second time"
 NO_FIGURES_HERE = "no figures for this hardware yet"  # an unchanged check's change, without drift
+# An undecided check across processes whose spread needs more than this many times the processes it
+# measured says the machine is too busy to tell, rather than naming a budget (``undecided``).
+FAR_BEYOND = 4
 GLANCE_S = 0.5  # how long a check measures when its figures only inform (unchanged; A/B with no reference)
 SAME_GRAPH_MODE = "same graph"  # a changed model whose optimized graph is the reference's: nothing timed
 
@@ -522,12 +525,19 @@ def check_across(
 
 
 def undecided(measured: AcrossProcesses) -> str:
-    """What an undecided measurement across processes measured, and what more would take."""
+    """What an undecided measurement across processes measured, and what more would take: a budget
+    that measures about as many processes as this spread needs, or, where that is far beyond what
+    the budget measured, that the machine is too busy to tell."""
     count = len(measured.units)
     text = f"undecided after {count} measuring processes"
     needed = measured.needed()
     if needed is None:
         return text
+    if needed > FAR_BEYOND * measured.most:
+        return (
+            f"{text}; at this spread about {needed} would decide: the processes scatter far beyond the "
+            "threshold (a machine busy with other work); measure where fewer processes share the cores"
+        )
     # The budget whose units would reach ``needed`` (latency/across_processes.py: most_units).
     budget = math.ceil(needed / units_rule.UNITS_PER_BUDGET_S)
     more = f"about {needed} would decide at this spread (--ortperf-ab-budget={budget}"

@@ -265,3 +265,23 @@ def test_units_that_disagree_beyond_their_rounds_noise_are_not_measured_longer()
 
     measured = measure(load, threshold=THRESHOLD, confidence=0.99, budget_s=3.0, rng=rng)
     assert {len(u.current_first) for u in measured.units} == {UNIT_SETTINGS.rounds}
+
+
+def test_an_undecided_check_names_a_budget_or_says_the_machine_is_too_busy_to_tell() -> None:
+    from pytest_ortperf.checks.latency_verdicts import undecided
+
+    def measured(offsets: list[float]) -> object:
+        units = [unit([x] * 8, f"pid {n}") for n, x in enumerate(offsets)]
+        comparison, interval = judge_units(units, threshold=THRESHOLD, confidence=0.99, look=1, looks=1)
+        from pytest_ortperf.latency.across_processes import AcrossProcesses
+        from pytest_ortperf.latency.stats import summarize
+
+        stats = summarize([1] * 8, [1] * 8)
+        return AcrossProcesses(tuple(units), comparison, interval, (len(units),), stats, stats)
+
+    near = measured([x for x in (-0.012, 0.012, -0.008, 0.008)])
+    assert "would decide at this spread (--ortperf-ab-budget=" in undecided(near)  # type: ignore[arg-type]
+    far = measured([0.02 + x for x in (-0.3, 0.3, -0.2, 0.2)])
+    said = undecided(far)  # type: ignore[arg-type]
+    assert said.startswith("undecided after 4 measuring processes; at this spread about ")
+    assert "measure where fewer processes share the cores" in said
