@@ -383,10 +383,13 @@ def settle(
     if confirmation is not None and confirmation.verdict is not Verdict.REGRESSION:
         # The slowdown did not survive a fresh measurement: never a failure.
         return Status.NOT_CONFIRMED, False
-    failed = decisive.verdict is Verdict.REGRESSION or (
-        decisive.verdict is Verdict.IMPROVED and policy.fail_on_improvement
-    )
-    return Status.of(decisive.verdict), failed
+    return Status.of(decisive.verdict), fails(decisive.verdict, policy)
+
+
+def fails(verdict: Verdict, policy: CheckPolicy) -> bool:
+    """Whether a side-by-side verdict fails its check: a regression, or an improvement under
+    ``--ortperf-fail-on-improvement``."""
+    return verdict is Verdict.REGRESSION or (verdict is Verdict.IMPROVED and policy.fail_on_improvement)
 
 
 def check_ab(
@@ -502,9 +505,7 @@ def check_across(
         sequential=policy.sequential,
     )
     comparison = measured.comparison
-    failed = comparison.verdict is Verdict.REGRESSION or (
-        comparison.verdict is Verdict.IMPROVED and policy.fail_on_improvement
-    )
+    failed = fails(comparison.verdict, policy)
     result = LatencyResult(
         key=key,
         status=Status.of(comparison.verdict),
