@@ -631,7 +631,10 @@ class WorkerPool:
         """Start the workers of these (interpreter, role) keys that are not running, without waiting."""
         for key in keys:
             worker = self._workers.get(key)
-            if worker is None or not worker.alive:
+            if worker is not None and not worker.alive:
+                worker.close()  # one that died (a failed start): its pipes and files closed
+                worker = None
+            if worker is None:
                 self._workers[key] = WorkerProcess(
                     key[0], timeout_s=self.timeout_s, program=self.program, wait=False
                 )
