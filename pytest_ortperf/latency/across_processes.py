@@ -4,7 +4,7 @@ measurement on.
 A session's speed has a state per process (where its memory landed, how its threads were placed)
 that moves two different models differently for as long as the process lives: six fresh processes
 timing a BERT at 20 and 22 layers (a true ~+10%) read per-process median round ratios of 1.03,
-1.06, 1.09, 1.11, 1.18 and 1.20 (``../shared/design/FACTS.md``, sixth round). One process decides
+1.06, 1.09, 1.11, 1.18 and 1.20 under load (2026-12-01, a 2-core AMD EPYC). One process decides
 anything from +3% to +20%; a verdict measured in one process and "confirmed" in a second gives up
 exactly where a third, fourth and fifth would decide. So, as pyperf does, the process is the unit
 of replication:
@@ -26,8 +26,13 @@ of replication:
   threshold (``ok``) or the A/B rule calls a regression or an improvement
   (``latency.decision.decide``: the estimate beyond the threshold and the whole interval on that
   side of 1). Two units that disagree are two samples; they never end the check.
+- Where a look is undecided because the units' own rounds are noisy (:func:`noise_dominated`: a
+  machine busy with other work), the loaded units time their rounds again before the next batch.
 - Where the last look leaves it undecided, the check is ``inconclusive`` and says how many units it
   measured and about how many more this spread would take (:func:`units_needed`).
+
+Measured on real exports, quiet and beside one busy process per core: ``benchmarks/README.md``,
+"Verdicts across measuring processes".
 
 Plain logic, no pytest: ``checks.latency_verdicts.check_across`` runs it on measuring workers
 (``ort.workers.load_units``); ``tests/unit/latency/test_across_processes.py`` measures its error
