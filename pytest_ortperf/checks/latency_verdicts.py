@@ -535,6 +535,13 @@ def undecided(measured: AcrossProcesses) -> str:
     if needed is None:
         return text
     if needed > FAR_BEYOND * measured.most:
+        interval = measured.interval
+        if interval.half_width <= math.log1p(measured.comparison.threshold):
+            change = measured.comparison.estimate.describe().split(" (")[0]
+            return (
+                f"{text}; the change sits at the threshold ({change} against "
+                f"+/-{percent(measured.comparison.threshold)}): about {needed} would tell which side of it"
+            )
         return (
             f"{text}; at this spread about {needed} would decide: the processes scatter far beyond the "
             "threshold (a machine busy with other work); measure where fewer processes share the cores"

@@ -285,3 +285,6 @@ def test_an_undecided_check_names_a_budget_or_says_the_machine_is_too_busy_to_te
     said = undecided(far)  # type: ignore[arg-type]
     assert said.startswith("undecided after 4 measuring processes; at this spread about ")
     assert "measure where fewer processes share the cores" in said
+    at_threshold = measured([0.029 + x for x in (-0.002, 0.002, -0.001, 0.001)])
+    said = undecided(at_threshold)  # type: ignore[arg-type]
+    assert "the change sits at the threshold (+2.9% against +/-3%): about " in said, said
