@@ -4,6 +4,11 @@ The types a test sees are importable from here (``from pytest_ortperf import
 OrtPerf``). They load on first use: pytest imports this package in every run
 of an environment that has the plugin, and most of those runs never need them.
 The package map is in ``docs/architecture.md``.
+
+PYTEST_DONT_REWRITE: the package's few ``assert`` statements are internal invariants, never what
+a test reports, so pytest need not rewrite them; the marker keeps pytest from warning that it could
+not (``Module already imported so cannot be rewritten; pytest_ortperf``) where the package was
+imported before pytest started: ``ortperf update`` and every in-process pytest run.
 """
 
 from __future__ import annotations

@@ -97,3 +97,32 @@ def test_profile_command_rejects_files_that_are_not_traces(tmp_path, content: by
     assert done.returncode == 2
     assert f"ortperf: error: '{bad}'" in done.stderr
     assert message in done.stderr
+
+
+def test_ortperf_update_runs_without_an_assertion_rewrite_warning(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 58, item 9: every ``ortperf update`` printed ``PytestAssertRewriteWarning: Module already
+    imported so cannot be rewritten; pytest_ortperf``: the console script imports the package, then
+    runs pytest in the same process (``cli.py: _update``). Here ``ortperf update`` runs in this
+    process too, on a real model, and its whole output is read."""
+    import onnx
+
+    from pytest_ortperf.cli import main
+    from tests.models import mlp_model
+
+    onnx.save(mlp_model(layers=2, width=16), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        test_gate=(
+            "import pytest\n"
+            "pytestmark = pytest.mark.ort_model('model.onnx', dims={'batch': 2})\n"
+            "def test_latency(ort_perf):\n"
+            "    ort_perf.check_latency()\n"
+        )
+    )
+    monkeypatch.chdir(pytester.path)
+    status = main(["update", "-p", "no:cacheprovider", "--ortperf-budget=0.1"])
+    out, err = capsys.readouterr()
+    assert status == 0, out + err
+    assert "1 passed" in out
+    assert "cannot be rewritten" not in out + err
