@@ -4,30 +4,23 @@ processes, measured by the one rule (``checks.latency_verdicts.check_across``,
 ``latency/across_processes.py``), and released after.
 
 The first batch of units loads before the timing lock is taken; their workers name the runtimes of
-a comparison across environments. A side whose model is bytes (a recorded model read back from git)
-is written to a file once, so that each unit's worker reads it from there instead of receiving it
-over its pipe (a 95 MB ResNet's four units took 6.1 s to build where they sent it). A comparison
-keeps its last unit loaded until :meth:`close`, so that its outputs and its operator profiles can
-be read there.
+a comparison across environments. A comparison keeps its last unit loaded until :meth:`close`, so
+that its outputs and its operator profiles can be read there.
 """
 
 from __future__ import annotations
 
-import contextlib
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_across
 from pytest_ortperf.checks.policy import CheckPolicy
-from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.latency.across_processes import first_batch, looks_for, most_units
 from pytest_ortperf.latency.activity import BUILDING, Activity
-from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units, this_python
+from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units
 from pytest_ortperf.store.keys import CheckKey
 
 
@@ -43,14 +36,10 @@ class ProcessSides:
     activity: Activity
     units: list[ProcessUnit] = field(default_factory=list)
     looks: tuple[int, ...] = ()  # the unit counts the verdict may look at
-    # Where the models that were bytes are written (``_on_disk``), once the first of them is.
-    folder: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     def load(self, count: int) -> list[ProcessUnit]:
         """``count`` more units, loaded at once and not timed; the processes of the next look's units
         start meanwhile (``ort/workers.py: load_units``)."""
-        if not self.units:
-            self.current, self.reference = self._on_disk(self.current), self._on_disk(self.reference)
         workers, variant = self.context.measurer.workers, self.context.built.variant
         reached = len(self.units) + count
         then = next((look - reached for look in self.looks if look > reached), 0)
@@ -102,45 +91,16 @@ class ProcessSides:
             held=lambda: self.context.measurer.held(self.activity),
         )
 
-    @staticmethod
-    def expect(context: CheckContext, policy: CheckPolicy) -> None:
-        """Start the processes of a first batch in this interpreter without waiting (``ort/workers.py:
-        WorkerPool.prestart``), for a comparison that is about to be made: they import onnxruntime
-        while the check rebuilds its reference and builds the optimized graphs of both sides."""
-        count = first_batch(policy.ab.budget_s, sequential=policy.sequential)
-        # Only a head start: a pool that cannot start them says why when the comparison loads.
-        with contextlib.suppress(OrtperfError):
-            context.measurer.workers.prestart(this_python(), count)
-
     @property
     def last(self) -> ProcessUnit | None:
         return self.units[-1] if self.units else None
 
-    def _on_disk(self, side: SideSpec) -> SideSpec:
-        """``side`` with its model's bytes written to a file of this comparison's, where it has no
-        file; as it is otherwise."""
-        model = side.model
-        if model.path is not None or not model.data:
-            return side
-        if self.folder is None:
-            self.folder = tempfile.TemporaryDirectory(prefix="ortperf-sides-")
-        path = Path(self.folder.name) / f"{model.sha256[:16]}.onnx"
-        if not path.exists():
-            path.write_bytes(model.data)
-        return replace(side, model=replace(model, path=path, data=None))
-
     def close(self) -> None:
-        """Every unit's sessions freed (a worker that fails to answer is discarded from the pool), and
-        the files of models that were bytes removed."""
+        """Every unit's sessions freed; a worker that fails to answer is discarded from the pool."""
         units, self.units = self.units, []
-        folder, self.folder = self.folder, None
-        try:
-            for unit in units:
-                for failed in unit.release():
-                    self.context.measurer.workers.discard(failed)
-        finally:
-            if folder is not None:
-                folder.cleanup()
+        for unit in units:
+            for failed in unit.release():
+                self.context.measurer.workers.discard(failed)
 
     def __enter__(self) -> ProcessSides:
         return self

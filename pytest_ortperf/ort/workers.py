@@ -522,11 +522,6 @@ class ProcessUnit:
         here, there = self.current.worker.pid, self.reference.worker.pid
         return f"pid {here}" if here == there else f"pids {here}/{there}"
 
-    @property
-    def workers(self) -> tuple[WorkerProcess, ...]:
-        here, there = self.current.worker, self.reference.worker
-        return (here,) if here is there else (here, there)
-
     def release(self) -> list[WorkerProcess]:
         """Free both sessions; the workers that failed to answer (to be discarded)."""
         failed = []

@@ -322,7 +322,6 @@ def test_a_unit_across_interpreters_is_a_pair_of_processes(tmp_path: Path) -> No
         (unit,) = load_units(pool, here, there, CPU_ALL, FEEDS, first=0, count=1)
         assert unit.current.worker.pid != unit.reference.worker.pid
         assert unit.name == f"pids {unit.current.worker.pid}/{unit.reference.worker.pid}"
-        assert len(unit.workers) == 2
     finally:
         pool.close()
 
