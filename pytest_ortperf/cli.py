@@ -228,8 +228,8 @@ def _parser() -> argparse.ArgumentParser:
     bisect.add_argument(
         "--fetch",
         default="auto",
-        choices=["auto", "never"],
-        help="auto: pip installs a release missing from .ortperf/envs; never: refuse, naming it",
+        help="auto: pip installs a release missing from .ortperf/envs; never: refuse, naming it (or a "
+        "switch: on/off, yes/no, true/false, 1/0)",
     )
     init = commands.add_parser(
         "init",
@@ -335,13 +335,13 @@ def _update(pytest_args: Sequence[str]) -> int:
 
 
 def _show(directory: str | None, as_json: bool, max_cv: str | None, threshold: str | None = None) -> int:
-    from pytest_ortperf.latency.decision import parse_threshold
     from pytest_ortperf.reports.show import (
         configured_baseline_dir,
         configured_max_cv,
         configured_threshold,
         show_baselines,
     )
+    from pytest_ortperf.values import parse_threshold
 
     where = Path(directory) if directory is not None else configured_baseline_dir(Path.cwd())
     if max_cv is not None:
@@ -459,11 +459,12 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _init(path: str, ci: str, providers: str) -> int:
-    from pytest_ortperf.scaffold import init, report
+    from pytest_ortperf.scaffold import init, report, unsized_models
 
     root = Path(path)
     names = [spec.short for spec in parse_providers(providers, source="--providers")]
-    print(report(init(root, ci=ci, providers=names), root), end="")
+    changes = init(root, ci=ci, providers=names)
+    print(report(changes, root, unsized=unsized_models(root)), end="")
     return 0
 
 
@@ -479,10 +480,12 @@ def _bisect_command(args: argparse.Namespace) -> int:
         return _bisect_commits(args.nodeid, args.commits, args.report, args.budget, args.walk)
     if args.check not in (None, "graph"):
         raise UsageError(
-            f"ortperf bisect --runtimes: --check {args.check} is not built for releases yet; "
-            "--check graph is"
+            f"ortperf bisect --runtimes: --check {args.check} is not built for releases yet; --check graph is"
         )
-    return _bisect(args.nodeid, args.runtimes, args.report, args.fetch, args.graph)
+    from pytest_ortperf.plugin.options import parse_fetch
+
+    fetch = "auto" if parse_fetch(args.fetch, "--fetch") else "never"
+    return _bisect(args.nodeid, args.runtimes, args.report, fetch, args.graph)
 
 
 def _bisect_commits(nodeid: str, commits: str, report: str | None, budget_s: float, walk: str) -> int:

@@ -23,6 +23,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_ortperf.errors import UsageError
+from pytest_ortperf.ort.dvc_models import declared_outputs, outputs
+from pytest_ortperf.ort.inputs import unsized_inputs
 
 SKIPPED_FOLDERS = {
     ".git",
@@ -69,12 +71,68 @@ def model_globs(root: Path) -> list[str]:
     for folder, subfolders, files in os.walk(root):  # top-down: pruned folders are never entered
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
         relative = Path(folder).relative_to(root)
-        for name in sorted(f for f in files if f.endswith(".onnx")):
+        # A model DVC keeps may not be pulled here: its pointer (model.onnx.dvc) or a dvc.lock output
+        # names it, and the workflows pull it.
+        kept = [f.removesuffix(".dvc") for f in files if f.endswith(".onnx.dvc")]
+        if "dvc.lock" in files or "dvc.yaml" in files:
+            kept += _lock_models(Path(folder))
+        for name in sorted({f for f in files if f.endswith(".onnx")} | set(kept)):
+            if "/" in name:  # a dvc.lock output in a folder below this one
+                nested = (relative / name).parent.as_posix()
+                glob = f"{nested}/*.onnx" if nested != "." else "*.onnx"
+                if glob not in globs:
+                    globs.append(glob)
+                continue
             zoo = name == "model.onnx" and any(d.startswith("test_data_set_") for d in subfolders)
             glob = (relative.parent / "*").as_posix() if zoo else (relative / "*.onnx").as_posix()
             if glob not in globs:
                 globs.append(glob)
     return globs
+
+
+def _lock_models(folder: Path) -> list[str]:
+    """The ``*.onnx`` outputs the ``dvc.lock`` in ``folder`` names and those its ``dvc.yaml`` declares
+    (a pipeline not run yet), relative to it."""
+    found: list[str] = []
+    for name, read in (
+        ("dvc.lock", lambda t: [path for path, _ in outputs(t)]),
+        ("dvc.yaml", declared_outputs),
+    ):
+        try:
+            found += read((folder / name).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return [path for path in dict.fromkeys(found) if path.endswith(".onnx")]
+
+
+def uses_dvc(root: Path) -> bool:
+    """Whether the repository keeps files in DVC: a ``.dvc`` folder at ``root`` or above it, up to the
+    git work tree's top. Its workflows must then pull the models (``dvc pull``): a pointer is no model."""
+    for folder in (root.resolve(), *root.resolve().parents):
+        if (folder / ".dvc").is_dir():
+            return True
+        if (folder / ".git").exists():
+            break
+    return False
+
+
+def unsized_models(root: Path) -> list[str]:
+    """For each model under ``root`` whose inputs nothing but the run's defaults would size (an
+    exporter's unnamed or named dim such as ddddocr's ``image_width``): what the first ``ortperf
+    update`` would fail on, and how to size it (``ort/inputs.py: unsized_message``). A file that does
+    not parse is left to the run, which names it."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        for name in sorted(f for f in files if f.endswith(".onnx")):
+            path = Path(folder) / name
+            try:
+                said = unsized_inputs(path)
+            except Exception:  # not a model onnx can read: the run reports it
+                continue
+            if said:
+                found.append(f"{path.relative_to(root).as_posix()}: {said}")
+    return found
 
 
 def init(root: Path, *, ci: str = "github", providers: Sequence[str] = ("cpu",)) -> list[Change]:
@@ -90,17 +148,20 @@ def init(root: Path, *, ci: str = "github", providers: Sequence[str] = ("cpu",))
         )
     changes = [_configuration(root, globs, providers), _gitignore(root)]
     branch = default_branch(root)
-    lfs = uses_lfs(root)
-    workflow = _write(root / CI_FILES[ci], _workflow(ci, branch.name, providers, lfs=lfs))
-    note = f"branch {branch.name}, {branch.source}; installs pytest-ortperf[{extra(providers)}]"
+    lfs, dvc = uses_lfs(root), uses_dvc(root)
+    workflow = _write(root / CI_FILES[ci], _workflow(ci, branch.name, providers, lfs=lfs, dvc=dvc))
+    note = f"branch {branch.name}, {branch.source}; installs pytest-ortperf[{extra(providers, dvc=dvc)}]"
     if lfs:
         note += "; checks out the Git LFS objects"
+    if dvc:
+        note += "; pulls the DVC-tracked models (dvc pull, from the repository's default remote)"
     changes.append(replace(workflow, note=note))
     return changes
 
 
-def report(changes: Sequence[Change], root: Path) -> str:
-    """What ``init`` did and would do, then the two commands that follow it."""
+def report(changes: Sequence[Change], root: Path, *, unsized: Sequence[str] = ()) -> str:
+    """What ``init`` did and would do, the inputs to size first (``unsized``: :func:`unsized_models`),
+    then the commands that follow it."""
     lines = []
     for change in changes:
         shown = (
@@ -120,6 +181,10 @@ def report(changes: Sequence[Change], root: Path) -> str:
             lines += [f"{shown} exists and was left as it is; add this to it:", ""]
             lines += [f"    {line}" if line else "" for line in change.text.rstrip("\n").splitlines()]
             lines.append("")
+    if unsized:
+        which = "these models" if len(unsized) > 1 else "this model"
+        lines += ["", f"Size these inputs before the first ortperf update, or its checks of {which} fail:"]
+        lines += [f"  {line}" for line in unsized]
     lines += ["", "Next:", *(f"  {step}" for step in NEXT_STEPS)]
     return "\n".join(lines) + "\n"
 
@@ -160,13 +225,22 @@ def _configured(path: Path) -> bool:
     return any(line.strip().startswith("ortperf_models") for line in text.splitlines())
 
 
+GITIGNORE_NOTE = "# traces, the model cache, reference runtimes: never commit them\n"
+
+
 def _gitignore(root: Path) -> Change:
+    """A ``.gitignore`` with the ``.ortperf/`` line: written, or the line appended to the one there
+    (a list of patterns: adding one loses nothing), or nothing where it has it."""
     path = root / ".gitignore"
     text = f"{GITIGNORE_LINE}\n"
     if path.exists():
-        present = GITIGNORE_LINE in path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return Change(path, "" if present else text, written=False)
-    return _write(path, "# traces, the model cache, reference runtimes: never commit them\n" + text)
+        existing = path.read_text(encoding="utf-8", errors="replace")
+        if GITIGNORE_LINE in (line.strip() for line in existing.splitlines()):
+            return Change(path, "", written=False)
+        with path.open("a", encoding="utf-8") as stream:
+            stream.write(("" if not existing or existing.endswith("\n") else "\n") + GITIGNORE_NOTE + text)
+        return Change(path, text, written=True, note=f"appended the {GITIGNORE_LINE} line to it")
+    return _write(path, GITIGNORE_NOTE + text)
 
 
 def _write(path: Path, text: str) -> Change:
@@ -213,10 +287,12 @@ def default_branch(root: Path) -> Branch:
     return Branch(FALLBACK_BRANCH, "no git branch found, so the usual default")
 
 
-def extra(providers: Sequence[str]) -> str:
-    """The package extra the workflows install: ``cpu`` (the onnxruntime wheel) when every provider
-    is the CPU one, else ``gpu`` (onnxruntime-gpu, about 340 MB, which also runs on CPU)."""
-    return "cpu" if all(provider == "cpu" for provider in providers) else "gpu"
+def extra(providers: Sequence[str], *, dvc: bool = False) -> str:
+    """The package extras the workflows install: ``cpu`` (the onnxruntime wheel) when every provider
+    is the CPU one, else ``gpu`` (onnxruntime-gpu, about 340 MB, which also runs on CPU); and ``dvc``
+    for a repository whose models DVC keeps."""
+    runtime = "cpu" if all(provider == "cpu" for provider in providers) else "gpu"
+    return f"{runtime},dvc" if dvc else runtime
 
 
 REPORTS = (
@@ -258,17 +334,25 @@ def uses_lfs(root: Path) -> bool:
     return False
 
 
-def _workflow(ci: str, branch: str, providers: Sequence[str], *, lfs: bool = False) -> str:
+# Models in DVC: pulled from the repository's default DVC remote (its credentials, where it needs them,
+# are the repository's to give the job, as for any DVC pipeline).
+DVC_PULL = "dvc pull"
+
+
+def _workflow(ci: str, branch: str, providers: Sequence[str], *, lfs: bool = False, dvc: bool = False) -> str:
     """A workflow with two jobs. The gate, on pull requests and pushes to ``branch``: each changed
     model side by side with the base branch's (pull requests), then every check against the committed
     baselines, which it never writes. The record job, after a push to ``branch`` and weekly: adds
     what this runner's hardware lacks and keeps it as an artifact for ``ortperf merge``. Both cache
     the model cache and the reference runtimes."""
-    install = f'python -m pip install "pytest-ortperf[{extra(providers)}]"'
+    install = f'python -m pip install "pytest-ortperf[{extra(providers, dvc=dvc)}]"'
     quoted = json.dumps(branch)  # a YAML double-quoted scalar
     # Models in Git LFS: the checkout fetches their objects (the runners' images have git-lfs; GitLab's
     # python image gets it from Debian, since the gate reads recorded models from their LFS objects).
     github_lfs = "\n          lfs: true  # the models are in Git LFS" if lfs else ""
+    github_dvc = f"\n      - name: The models DVC keeps\n        run: {DVC_PULL}" if dvc else ""
+    gitlab_dvc = f"\n    - {DVC_PULL}" if dvc else ""
+    azure_dvc = f"\n      - script: {DVC_PULL}\n        displayName: The models DVC keeps" if dvc else ""
     azure_lfs = "\n        lfs: true  # the models are in Git LFS" if lfs else ""
     # Both GitHub jobs: the checkout with its history, Python, the install, and the caches.
     github_setup = f"""      - uses: actions/checkout@v4
@@ -278,7 +362,7 @@ def _workflow(ci: str, branch: str, providers: Sequence[str], *, lfs: bool = Fal
         with:
           python-version: "3.12"
       - name: Install
-        run: {install}
+        run: {install}{github_dvc}
       - name: Model cache and reference runtimes
         uses: actions/cache@v4
         with:
@@ -364,7 +448,7 @@ variables:
       - .ortperf/models
       - .ortperf/envs
   before_script:{gitlab_lfs}
-    - {install}
+    - {install}{gitlab_dvc}
 ortperf-gate:
   extends: .ortperf
   rules:
@@ -405,7 +489,7 @@ ortperf-record:
           key: ortperf | "$(Agent.OS)"
           path: .ortperf
       - script: {install}
-        displayName: Install
+        displayName: Install{azure_dvc}
 """
     return f"""# pytest-ortperf: the ONNX model gate (written by ortperf init).
 # gate: judges every change against the committed baselines; it never writes them.

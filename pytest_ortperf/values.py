@@ -1,5 +1,5 @@
-"""User-given values: on/off words, option text, percentages, safe reprs for messages and file-name
-slugs; and a text file written whole or not at all."""
+"""User-given values: the one yes/no grammar, thresholds, option text, percentages, safe reprs for
+messages and file-name slugs; and a text file written whole or not at all."""
 
 from __future__ import annotations
 
@@ -58,6 +58,9 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
 _UNITS.update({"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40})
 
 
+MAX_SIZE = float(1 << 60)  # 1 EiB: beyond it a size is a typo, and past a float's range not a number
+
+
 def parse_size(value: Any, *, source: str) -> int:
     """A size in bytes: ``"4KiB"``, ``"64 MiB"``, ``"2GB"``, ``"1048576"``; ``"0"`` and ``"off"`` are 0."""
     text = option_text(value, source=source).strip()
@@ -70,17 +73,66 @@ def parse_size(value: Any, *, source: str) -> int:
             f"got {safe_repr(value)}."
         )
     number, unit = float(match.group(1)), (match.group(2) or "").lower()
-    return int(number * _UNITS[unit])
+    size = number * _UNITS[unit]
+    if not math.isfinite(size) or size >= MAX_SIZE:
+        raise UsageError(
+            f"{source}: {safe_repr(value)} is more bytes than any machine has (at most 1 EiB); give a "
+            "size such as 8GiB, or off."
+        )
+    return int(size)
 
 
-_ON = ("on", "true", "yes", "1")
-_OFF = ("off", "false", "no", "0")
+# One grammar for every yes/no setting, the words pytest's own boolean ini values take.
+_ON = ("on", "true", "yes", "1", "y", "t")
+_OFF = ("off", "false", "no", "0", "n", "f")
+AUTO = "auto"
+SWITCH_WORDS = "on/off, yes/no, true/false or 1/0"
 
 
 def on_off(text: str) -> bool | None:
-    """The switch a word names (on/true/yes/1, off/false/no/0, any case and spacing); None otherwise."""
+    """The switch a word names (on/true/yes/1/y/t, off/false/no/0/n/f, any case and spacing); None
+    otherwise."""
     word = text.strip().lower()
     return True if word in _ON else False if word in _OFF else None
+
+
+def parse_switch(value: Any, *, source: str) -> bool:
+    """A yes/no setting: a bool as it is (a command-line flag given), else a word of the one grammar
+    (:func:`on_off`); a usage error naming ``source`` otherwise."""
+    if isinstance(value, bool):
+        return value
+    switch = on_off(option_text(value, source=source))
+    if switch is None:
+        raise UsageError(
+            f"{source}: expected on or off, got {safe_repr(value)} (a switch takes {SWITCH_WORDS})."
+        )
+    return switch
+
+
+def parse_auto_switch(value: Any, *, source: str) -> bool | None:
+    """A yes/no setting that can also be left to the plugin: ``auto`` is None, else :func:`parse_switch`."""
+    if isinstance(value, bool):
+        return value
+    text = option_text(value, source=source)
+    if text.strip().lower() == AUTO:
+        return None
+    switch = on_off(text)
+    if switch is None:
+        raise UsageError(
+            f"{source}: expected auto, on or off, got {safe_repr(value)} (a switch takes {SWITCH_WORDS})."
+        )
+    return switch
+
+
+def parse_threshold(value: object, *, source: str) -> float:
+    """``"10%"``, ``"0.1"`` or ``0.1`` to the fraction 0.1. Must be > 0; a bare number above 1
+    (``5``) is refused with a hint at the percent form (:func:`percent_value`)."""
+    fraction = percent_value(value, source=source)
+    if fraction is None and not isinstance(value, bool):
+        raise UsageError(f"{source}: expected a threshold such as '10%' or 0.1, got {safe_repr(value)}.")
+    if fraction is None or not math.isfinite(fraction) or fraction <= 0:
+        raise UsageError(f"{source}: a threshold must be a positive finite amount, got {safe_repr(value)}.")
+    return fraction
 
 
 def safe_repr(value: Any, limit: int = 60) -> str:

@@ -592,7 +592,9 @@ def yolo_style_model(width: int = 16, size: int = 64, *, seed: int = 0) -> onnx.
         return tensor
 
     def conv(x: str, cin: int, cout: int, k: int = 3, s: int = 1) -> str:
-        w = constant((rng.standard_normal((cout, cin, k, k)) * (0.5 / np.sqrt(k * k * cin))).astype(np.float32))
+        w = constant(
+            (rng.standard_normal((cout, cin, k, k)) * (0.5 / np.sqrt(k * k * cin))).astype(np.float32)
+        )
         b = constant((0.1 * rng.standard_normal(cout)).astype(np.float32))
         c = node("Conv", [x, w, b], pads=[k // 2] * 4, strides=[s, s])
         return node("Mul", [c, node("Sigmoid", [c])])

@@ -376,17 +376,22 @@ def test_quoted_sequential_looks_say_what_a_check_prints(page: Path) -> None:
 
     for look, looks, shown in LOOK.findall(_prose(page)):
         ratios = [1.0 + 0.001 * i for i in range(11)]
-        printed = verdict_at(ratios, threshold=0.03, confidence=0.99, look=int(look), looks=int(looks)).statistic
+        printed = verdict_at(
+            ratios, threshold=0.03, confidence=0.99, look=int(look), looks=int(looks)
+        ).statistic
         expected = LOOK.search(printed)
         assert expected is not None, printed
-        assert shown == expected.group(3), f"{rel(page)} quotes look {look} of {looks} {shown}; a check prints {printed!r}"
+        assert shown == expected.group(3), (
+            f"{rel(page)} quotes look {look} of {looks} {shown}; a check prints {printed!r}"
+        )
 
 
 def test_the_docs_quote_the_update_summary_as_it_is_printed() -> None:
     from pytest_ortperf.reports.terminal import UpdateReport, update_lines
 
     everything = update_lines(
-        UpdateReport(new=2, updated=3, unchanged=1, noisy=["t (spread 14.2% > max-cv 10%)"], unused=["t"]), prune=False
+        UpdateReport(new=2, updated=3, unchanged=1, noisy=["t (spread 14.2% > max-cv 10%)"], unused=["t"]),
+        prune=False,
     )[0]
     quotes = [(page, quote) for page in QUOTING_PAGES for quote in UPDATE_LINE.findall(_prose(page))]
     assert quotes, "the update summary is quoted in docs/latency.md"
@@ -416,13 +421,17 @@ def test_the_architecture_map_names_every_module_of_the_package_in_its_folders_r
     package = ROOT / "pytest_ortperf"
     rows = _map_rows()
     folders = {"", *(p.parent.relative_to(package).as_posix() + "/" for p in package.rglob("*/__init__.py"))}
-    assert set(rows) == folders, f"rows for: {sorted(set(rows) - folders)}; folders without a row: {sorted(folders - set(rows))}"
+    assert set(rows) == folders, (
+        f"rows for: {sorted(set(rows) - folders)}; folders without a row: {sorted(folders - set(rows))}"
+    )
     problems = []
     for folder, text in rows.items():
         named = set(re.findall(r"`([a-z_]+\.py)\b", text))
         here = {p.name for p in (package / folder).glob("*.py")}
         problems += [f"{folder or 'top'}: names {name}, which is not there" for name in sorted(named - here)]
-        problems += [f"{folder or 'top'}: does not name {name}" for name in sorted(here - named - {"__init__.py"})]
+        problems += [
+            f"{folder or 'top'}: does not name {name}" for name in sorted(here - named - {"__init__.py"})
+        ]
     assert not problems, "docs/architecture.md's package map and the tree differ: " + "; ".join(problems)
 
 

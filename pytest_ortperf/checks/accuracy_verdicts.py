@@ -26,6 +26,7 @@ from pytest_ortperf.accuracy.output_values import OutputValue, flatten
 from pytest_ortperf.accuracy.tolerances import Tolerance, ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
@@ -108,6 +109,8 @@ class AccuracyResult:
     message: str = ""
     # Why it failed, section by section (title, lines): where the two sides start to diverge.
     explanations: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Not judged for want of the recorded model in a shallow clone: no command accepts it
+    unjudged: bool = False
 
 
 AB_OUTPUTS_REPORT = "--ortperf-ab-outputs=report"
@@ -136,7 +139,7 @@ def compare_with(
     # named latency[...], and pytest's short summary shows only this line's start: "accuracy of
     # latency[cpu-all]" read as a slowdown.
     lines = [
-        f"outputs of {key.test} against {reference.label}"
+        f"outputs of {key.shown} against {reference.label}"
         + ((" FAILED" if fail else " differ") if differs else "")
     ]
     lines += outcome.lines(named=False)
@@ -144,6 +147,21 @@ def compare_with(
         lines.append(f"  to accept the current outputs: {accept}")
         lines.append(f"  (differences made on purpose can be reported, not failed: {AB_OUTPUTS_REPORT})")
     return AccuracyResult(key, status, (outcome,), failed=differs and fail, message="\n".join(lines))
+
+
+def not_comparable(key: CheckKey, label: str, why: str, *, fail: bool, accept: str) -> AccuracyResult:
+    """Outputs that cannot stand beside ``label``'s (the two sides ran inputs of other shapes):
+    not compared, a failure where ``fail``, with ``accept``."""
+    note = f"outputs not comparable: {why}"
+    lines = [
+        f"outputs of {key.shown} against {label}" + (" FAILED" if fail else " not compared"),
+        f"  {note}",
+    ]
+    if fail and accept:
+        lines.append(f"  to accept the current outputs: {accept}")
+    status = Status.FAILED if fail else Status.DIFFERS_REPORTED
+    outcome = ReferenceOutcome(label, note=note)
+    return AccuracyResult(key, status, (outcome,), failed=fail, message="\n".join(lines))
 
 
 def check_accuracy(
@@ -161,6 +179,7 @@ def check_accuracy(
     environment: Mapping[str, Any],
     more_data_sets: Sequence[tuple[Mapping[str, OutputValue], Reference]] = (),
     rebuilt_reference: Reference | None = None,
+    shapes_changed: str = "",
 ) -> AccuracyResult:
     """Compare ``actual`` with every available reference; under update, say whether the baseline's
     outputs are recorded afresh (status new or updated: the caller stages them) or kept. Nothing is
@@ -194,6 +213,15 @@ def check_accuracy(
             failed = any(o.failed for o in outcomes)
             status = Status.FAILED if failed else Status.OK
             return _result(key, status, outcomes, failed=failed, skipped=False)
+    if record is not None and record.inputs_sha256 != inputs_sha256 and shapes_changed:
+        note = f"outputs not comparable: inputs {shapes_changed}"
+        why = rebuilt_reference.note if rebuilt_reference is not None else ""
+        if why:
+            note += f"; the recorded model on today's inputs: {why}"
+        outcomes.insert(0, ReferenceOutcome("baseline", note=note))
+        # A shallow clone lacks the recorded model: recording would accept the change unseen (its
+        # latency too), so the history is the fix, not a command that records.
+        return _result(key, Status.FAILED, outcomes, failed=True, skipped=False, unjudged=SHALLOW in why)
     if record is None or record.inputs_sha256 != inputs_sha256:
         why = (
             "no recorded outputs"
@@ -405,13 +433,25 @@ def _result(
     failed: bool,
     skipped: bool,
     changes: list[str] | None = None,
+    unjudged: bool = False,
 ) -> AccuracyResult:
-    lines = [f"accuracy of {key.test} on machine '{key.machine}'" + (" FAILED" if failed else "")]
+    lines = [f"accuracy of {key.shown} on machine '{key.machine}'" + (" FAILED" if failed else "")]
     for outcome in outcomes:
         lines += outcome.lines()
     if changes:
         lines.append("  changed since the baseline: " + "; ".join(changes))
-    lines.append(f"  to accept the current outputs as the baseline: {key.record_command}")
+    if unjudged:
+        lines.append(
+            "  fetch the history first: then the recorded model is rebuilt and judged beside this one"
+        )
+    else:
+        lines.append(f"  to accept the current outputs as the baseline: {key.record_command}")
     return AccuracyResult(
-        key, status, tuple(outcomes), failed=failed, skipped=skipped, message="\n".join(lines)
+        key,
+        status,
+        tuple(outcomes),
+        failed=failed,
+        skipped=skipped,
+        message="\n".join(lines),
+        unjudged=unjudged,
     )

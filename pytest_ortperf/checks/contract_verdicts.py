@@ -108,7 +108,7 @@ def judge_speedup(
         status = Status.OK
     else:
         status = Status.INCONCLUSIVE
-    head = f"contract of {key.test}: {key.variant} {contract.describe()}"
+    head = f"contract of {key.shown}: {key.variant} {contract.describe()}"
     earlier = f"; first measurement {first.describe()}" if first is not None else ""
     if status is Status.FAILED:
         confirmed = " (confirmed by a second measurement on fresh sessions)" if first is not None else ""
@@ -149,7 +149,7 @@ def judge_agreement(
     """Every output's agreeing share against the bound; the least agreeing output decides. An output
     only one of the two variants gives (``one_sided``) agrees on nothing; one that holds no array to
     compare (``not_compared``: absent on both sides, a sparse tensor) is named, never dropped."""
-    head = f"contract of {key.test}: {key.variant} {contract.describe()}"
+    head = f"contract of {key.shown}: {key.variant} {contract.describe()}"
     shares = {**shares, **{name: 0.0 for name in one_sided}}
     unjudged = (
         f"; not compared: {', '.join(repr(name) for name in not_compared)} (no array on either side)"
@@ -189,13 +189,13 @@ def judge_agreement(
 
 def not_available(key: CheckKey, contract: Contract, why: str) -> ContractResult:
     """A contract whose other variant cannot run here (its provider, its build): reported, skipped."""
-    message = f"contract of {key.test}: {key.variant} {contract.describe()}: {NOT_AVAILABLE} ({why})."
+    message = f"contract of {key.shown}: {key.variant} {contract.describe()}: {NOT_AVAILABLE} ({why})."
     return ContractResult(key, contract, Status.NO_REFERENCE, skipped=True, message=message)
 
 
 def not_measured(key: CheckKey, contract: Contract, why: str) -> ContractResult:
     """A contract this run does not measure (an update records baselines; contracts have none)."""
-    message = f"contract of {key.test}: {key.variant} {contract.describe()}: not measured ({why})."
+    message = f"contract of {key.shown}: {key.variant} {contract.describe()}: not measured ({why})."
     return ContractResult(key, contract, Status.NOT_MEASURED, message=message)
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_ortperf.checks.paths import missing_message
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison, worst
@@ -20,7 +21,7 @@ from pytest_ortperf.footprint.memory_figures import MemoryFigures
 from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.decision import Verdict
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
+from pytest_ortperf.store.baselines import BaselineEntry, EntryState, Figures
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_or_identical, split
@@ -52,6 +53,7 @@ class FootprintResult:
     notes: tuple[str, ...] = ()  # what could not be measured here, and why
     # Why it failed, section by section (title, lines): memory's nodes whose planned bytes grew most.
     explanations: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    staged: BaselineEntry | None = None  # an update: the entry its verdict asks the gate to stage
 
     @property
     def change(self) -> str:
@@ -135,7 +137,7 @@ def judged(
     what = "regression" if verdict is Verdict.REGRESSION else "improvement"
     width = 10
     lines = [
-        f"{KIND_TEXT[kind]} {what} in {key.test} against {label}"
+        f"{KIND_TEXT[kind]} {what} in {key.shown} against {label}"
         + (f" (recorded {recorded})" if recorded else ""),
         *_figure_lines("reference:", reference, width),
         *_figure_lines("current:", current, width),
@@ -184,7 +186,7 @@ def nothing_to_compare(
         current,
         f"side by side vs {label}",
         reference_label=label,
-        message=f"{KIND_TEXT[kind]} of {key.test}: {reason}; measured {current.describe()}.",
+        message=f"{KIND_TEXT[kind]} of {key.shown}: {reason}; measured {current.describe()}.",
     )
 
 
@@ -198,7 +200,7 @@ def not_timed(kind: str, key: CheckKey) -> FootprintResult:
         None,
         "not timed",
         skipped=True,
-        message=f"{KIND_TEXT[kind]} of {key.test} not timed: timing is off (--ortperf-timing=off); nothing "
+        message=f"{KIND_TEXT[kind]} of {key.shown} not timed: timing is off (--ortperf-timing=off); nothing "
         "is measured.",
     )
 
@@ -206,10 +208,7 @@ def not_timed(kind: str, key: CheckKey) -> FootprintResult:
 def missing(
     kind: str, key: CheckKey, current: PartFigures, policy: CheckPolicy, *, reason: str
 ) -> FootprintResult:
-    message = (
-        f"no {KIND_TEXT[kind]} baseline for {key.test} on machine '{key.machine}' ({reason}); measured "
-        f"{current.describe()}. Record it with:\n    {key.record_command}"
-    )
+    message = missing_message(KIND_TEXT[kind], key, reason, f"measured {current.describe()}")
     return FootprintResult(
         key,
         kind,
@@ -227,14 +226,15 @@ def record(
     key: CheckKey,
     current: PartFigures,
     *,
-    store: BaselineStore,
+    entry: EntryState,
     environment: Mapping[str, Any],
     today: str,
     compare: Compare,
 ) -> FootprintResult:
     """Record this hardware's ``kind`` figures under the entry's recipe, keeping the other checks'
-    parts of its figures. Figures that compare as unchanged with those recorded are kept, so an
-    update of a steady model leaves the file byte for byte."""
+    parts of its figures (the result's ``staged``, for the gate to stage). Figures that compare as
+    unchanged with those recorded are kept, so an update of a steady model leaves the file byte for
+    byte."""
 
     def changes_of(before: PartFigures) -> tuple[str, ...] | None:
         comparisons = compare(before, current)
@@ -246,44 +246,53 @@ def record(
             return None
         return added + tuple(f"{c.figure} {c.describe()}" for c in comparisons if c.verdict is not Verdict.OK)
 
-    status, before, changes = stage_part(
-        kind, key, current, store=store, environment=environment, today=today, changes_of=changes_of
+    status, before, changes, staged = part_entry(
+        kind, key, current, state=entry, environment=environment, today=today, changes_of=changes_of
     )
     comparisons = tuple(compare(before, current)) if before is not None else ()
     return FootprintResult(
-        key, kind, status, current, "record", reference=before, comparisons=comparisons, changes=changes
+        key,
+        kind,
+        status,
+        current,
+        "record",
+        reference=before,
+        comparisons=comparisons,
+        changes=changes,
+        staged=staged,
     )
 
 
-def stage_part(
+def part_entry(
     kind: str,
     key: CheckKey,
     current: PartFigures,
     *,
-    store: BaselineStore,
+    state: EntryState,
     environment: Mapping[str, Any],
     today: str,
     changes_of: Callable[[PartFigures], tuple[str, ...] | None],
-) -> tuple[Status, PartFigures | None, tuple[str, ...]]:
-    """Stage ``current`` as this machine key's ``kind`` part of the entry, under the entry's recipe,
-    keeping the other checks' parts: (status, the part it replaces, what made it record).
-    ``changes_of(stored part)`` says what changed, or None when the stored part stands (nothing is
-    staged: an update of a steady model leaves the file byte for byte)."""
+) -> tuple[Status, PartFigures | None, tuple[str, ...], BaselineEntry | None]:
+    """The entry with ``current`` as this machine key's ``kind`` part, under the entry's recipe,
+    keeping the other checks' parts: (status, the part it replaces, what made it record, the entry
+    to stage). ``changes_of(stored part)`` says what changed, or None when the stored part stands
+    (nothing to stage: an update of a steady model leaves the file byte for byte)."""
     recipe, measured_on = split(environment)
-    existing = store.current(key.test_file, key.test)
+    existing = state.current
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         figures = _with_part(Figures(recorded=today, measured_on=measured_on), current)
-        store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
-        return Status.NEW, None, ()
+        return Status.NEW, None, (), entry.with_figures(key.machine, figures)
     same = same_or_identical(existing.recipe, recipe)
     here = existing.figures_for(key.machine) if same else None
     before = _part(here, kind)
     if before is not None:
         found = changes_of(before)
         if found is None:
-            return Status.UNCHANGED, before, ()
+            return Status.UNCHANGED, before, (), None
         changes = found
+    elif same and state.loaded is None:
+        changes = ()  # a new entry, written by another check of this run: new with it
     elif same:
         changes = (f"{KIND_TEXT[kind]} figures of this hardware added",)
     else:
@@ -292,8 +301,7 @@ def stage_part(
     base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
     figures = _with_part(base, current)
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
-    store.stage(key.test_file, key.test, entry)
-    return (Status.NEW if same and before is None else Status.UPDATED), before, changes
+    return (Status.NEW if same and before is None else Status.UPDATED), before, changes, entry
 
 
 def _with_part(figures: Figures, part: PartFigures) -> Figures:

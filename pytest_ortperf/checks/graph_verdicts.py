@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_ortperf.checks.footprint_verdicts import FootprintResult, PartFigures, closing_lines, stage_part
+from pytest_ortperf.checks.footprint_verdicts import FootprintResult, PartFigures, closing_lines, part_entry
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.graph.diff import GraphDiff, failures, pinned
 from pytest_ortperf.graph.figures import GraphFigures
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from pytest_ortperf.store.baselines import BaselineEntry, EntryState
 from pytest_ortperf.store.keys import CheckKey
 
 GRAPH = "graph"
@@ -119,7 +119,7 @@ def compared(
     if not reasons:
         return result
     lines = [
-        f"graph regression in {key.test} against {label}" + (f" (recorded {recorded})" if recorded else ""),
+        f"graph regression in {key.shown} against {label}" + (f" (recorded {recorded})" if recorded else ""),
         f"  reference: {reference.describe()}",
         f"  current:   {current.describe()}",
         *(f"  {line}" for line in diff.lines()),
@@ -146,18 +146,18 @@ def alone(
     missing = status is Status.MISSING
     if problems:
         message = (
-            f"graph of {key.test}: pinned counts not met: {'; '.join(problems)}; graph {current.describe()}"
+            f"graph of {key.shown}: pinned counts not met: {'; '.join(problems)}; graph {current.describe()}"
         )
         return GraphResult(
             key, GRAPH, Status.REGRESSION, current, path, failed=True, message=message, notes=tuple(notes)
         )
     if missing:
         message = (
-            f"no graph baseline for {key.test} ({reason}); built {current.describe()}. "
+            f"no graph baseline for {key.shown} ({reason}); built {current.describe()}. "
             f"Record it with:\n    {key.record_command}"
         )
     else:
-        message = f"graph of {key.test}: {reason}; built {current.describe()}."
+        message = f"graph of {key.shown}: {reason}; built {current.describe()}."
     return GraphResult(
         key,
         GRAPH,
@@ -198,20 +198,29 @@ def shown_not_judged(result: GraphResult, recorded: GraphFigures, when: str, *, 
 
 
 def record(
-    key: CheckKey, current: GraphFigures, *, store: BaselineStore, environment: Mapping[str, Any]
+    key: CheckKey, current: GraphFigures, *, entry: EntryState, environment: Mapping[str, Any]
 ) -> GraphResult:
     """Record the graph in this machine key's figures under the entry's recipe, keeping the other
-    parts. A graph equal to the one recorded is kept, so an update of a steady model writes nothing."""
+    parts (the result's ``staged``, for the gate to stage). A graph equal to the one recorded is
+    kept, so an update of a steady model writes nothing."""
 
     def changes_of(before: PartFigures) -> tuple[str, ...] | None:
         assert isinstance(before, GraphFigures)
         return None if before == current else (f"graph: {GraphDiff(before, current).text()}",)
 
     today = datetime.date.today().isoformat()
-    status, before, changes = stage_part(
-        GRAPH, key, current, store=store, environment=environment, today=today, changes_of=changes_of
+    status, before, changes, staged = part_entry(
+        GRAPH, key, current, state=entry, environment=environment, today=today, changes_of=changes_of
     )
     stays = "same graph" if status is Status.UNCHANGED else ""
     return GraphResult(
-        key, GRAPH, status, current, "record", reference=before, changes=changes, difference=stays
+        key,
+        GRAPH,
+        status,
+        current,
+        "record",
+        reference=before,
+        changes=changes,
+        difference=stays,
+        staged=staged,
     )

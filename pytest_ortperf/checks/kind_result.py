@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
 
 
@@ -28,3 +29,6 @@ class KindResult:
     failed: bool = False
     skipped: bool = False
     message: str = ""
+    staged: BaselineEntry | None = (
+        None  # a recording: the entry the gate stages (store/baselines.py: with_part)
+    )

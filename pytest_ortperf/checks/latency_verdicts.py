@@ -14,7 +14,9 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from pytest_ortperf.checks.paths import Plan, Route
+import numpy as np
+
+from pytest_ortperf.checks.paths import Plan, Route, missing_message
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
@@ -24,10 +26,12 @@ from pytest_ortperf.latency.across_processes import AcrossProcesses, MeasuringUn
 from pytest_ortperf.latency.activity import CONFIRMING, EXPLAINING, Activity, GateSeconds
 from pytest_ortperf.latency.decision import (
     DEFAULT_CONFIDENCE,
+    STORED_FLOOR,
     Comparison,
     Verdict,
     against_plain,
     judge,
+    stored_called,
     widened,
     without_basis,
 )
@@ -47,7 +51,7 @@ from pytest_ortperf.latency.recording import (
 )
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile, explain
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Figures
+from pytest_ortperf.store.baselines import BaselineEntry, EntryState, Figures
 from pytest_ortperf.store.environment import what_changed
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_or_identical, split
@@ -123,12 +127,15 @@ class LatencyResult:
     # "test_data_set_0", "the check's feeds"), so that a reader sees what was measured.
     inputs: Mapping[str, str] = field(default_factory=dict)
     inputs_source: str = ""
+    staged: BaselineEntry | None = None  # an update: the entry its verdict asks the gate to stage
     # A first regression failed without a second measurement: why it could not change the verdict
     # (clear_regression); in the message, the record and ``basis``, so every report says so.
     confirmation_skipped: str = ""
     # Side by side across measuring processes (latency/across_processes.py): every unit's figures,
     # the interval's parts, and how many units an undecided check would need.
     processes: AcrossProcesses | None = None
+    # An update of an unchanged recipe that kept the stored figures, quieter than its own: why
+    kept: str = ""
 
     @property
     def noisy(self) -> bool:
@@ -147,12 +154,27 @@ class LatencyResult:
         return latency.median_ms if latency is not None else None
 
     @property
+    def machine_drift(self) -> float | None:
+        """How the machine-speed canary moved since the recording (now / then), where both this look
+        and the stored figures measured it: the drift of the machine, shared by every check."""
+        stored = self.baseline.latency if self.baseline is not None else None
+        if stored is None or not stored.canary_round_medians_ms or not self.current.canary_round_medians_ms:
+            return None
+        return float(
+            np.median(self.current.canary_round_medians_ms) / np.median(stored.canary_round_medians_ms)
+        )
+
+    @property
     def change(self) -> str:
         if self.drift is not None and self.drift_beside:
             beside = f"measured beside {self.drift_beside}: not the machine's drift"
             return f"{drift_text(self.drift)}, {beside}; nothing changed"
         if self.drift is not None:
-            return f"machine {drift_text(self.drift)}; nothing changed"
+            # This check's own drift; the machine is named only where the canary, measured on both
+            # sides, shows how its speed moved.
+            machine = self.machine_drift
+            shown = f" (machine {drift_text(machine)}, by the canary)" if machine is not None else ""
+            return f"{drift_text(self.drift)}{shown}; nothing changed"
         if self.mode == "unchanged":
             return f"nothing changed; {NO_FIGURES_HERE}"
         if self.mode == SAME_GRAPH_MODE:
@@ -197,7 +219,7 @@ def check_latency(
     *,
     key: CheckKey,
     plan: Plan,
-    store: BaselineStore,
+    entry: EntryState,
     policy: CheckPolicy,
     environment: Mapping[str, Any],
     today: str,
@@ -211,7 +233,8 @@ def check_latency(
     """Measure ``run`` on the path ``plan`` chose (``checks.paths``; never side by side here): a short
     look when nothing changed, a record under update, this hardware's stored figures, or missing.
 
-    ``store`` is only written to (an update stages its entry); what the entry held is in ``plan``.
+    ``entry``: the entry an update builds on; the result's ``staged`` is what it records, for the
+    gate to stage (what the entry held for comparison is in ``plan``).
     ``profile_fn``: the operator profile an update records (a test marked ``ort_profile``);
     ``explain_fn``: the current operator profile a stored comparison worth explaining (a failure,
     an inconclusive result, an improvement) is held against the stored one with, after measuring.
@@ -228,9 +251,11 @@ def check_latency(
             recording = record_short(lambda: measure_fn(run, short_settings(policy.measure)), why=short)
         else:
             recording = record_until_settled(
-                lambda: measure_fn(run, policy.measure), cap_s=policy.record_cap_s, threshold=policy.threshold
+                lambda: measure_fn(run, policy.measure),
+                cap_s=policy.record_cap_s,
+                threshold=stored_called(policy.threshold),
             )
-        return _record(key, store, policy, environment, today, recording, plan.figures, profile_fn)
+        return _record(key, entry, policy, environment, today, recording, plan.figures, profile_fn)
     current = measure_fn(run, policy.measure)
     if plan.route is not Route.STORED or plan.figures is None:
         unavailable = " ".join(plan.runtime) if plan.runtime is not None else ""
@@ -364,7 +389,7 @@ def _unchanged(
     assert limit is not None
     message = "\n".join(
         [
-            f"latency of {key.test} on machine '{key.machine}' drifted: {drift_text(drift)}, with nothing "
+            f"latency of {key.shown} on machine '{key.machine}' drifted: {drift_text(drift)}, with nothing "
             f"changed since the baseline (model, settings, inputs, onnxruntime, providers)",
             f"  baseline: {_ms(figures.latency)}, recorded {figures.recorded} on this hardware",
             f"  current:  {_ms(current)}",
@@ -429,7 +454,7 @@ def check_ab(
     With ``policy.sequential`` both measurements stop at the first look whose verdict more rounds
     could not change (``latency.sequential``); the budget is then a maximum. ``activity`` hears
     of the warm-ups, the rounds and the confirmation (with its new pair)."""
-    threshold, confidence = policy.ab_threshold, policy.confidence
+    threshold, confidence = policy.threshold, policy.confidence
     activity = activity or Activity()
 
     def measured(current: Side, reference: Side) -> tuple[PairedRounds, Comparison]:
@@ -494,7 +519,7 @@ def check_across(
     every unit already is one. ``held``: the run's timing lock, taken for each batch's warm-ups and
     rounds and only for them (units load without it). ``accept``: the command that accepts the new
     latency, ``changes`` what changed since the baseline."""
-    threshold = policy.ab_threshold
+    threshold = policy.threshold
     measured = units_rule.measure(
         load,
         threshold=threshold,
@@ -578,17 +603,17 @@ def ab_without_reference(
         current=current,
         mode="a/b",
         reference_label=label,
-        message=f"latency of {key.test}: {reason}; measured median {current.median_ms:.4g} ms.",
+        message=f"latency of {key.shown}: {reason}; measured median {current.median_ms:.4g} ms.",
     )
 
 
 def ab_message(result: LatencyResult, policy: CheckPolicy) -> str:
     """The message of a failed A/B comparison."""
     assert result.reference is not None
-    kind, verdict_lines = _verdict_lines(result, policy.ab_threshold, width=10)
+    kind, verdict_lines = _verdict_lines(result, policy.threshold, width=10)
     return "\n".join(
         [
-            f"latency {kind} in {result.key.test} against {result.reference_label} (same-job A/B)",
+            f"latency {kind} in {result.key.shown} against {result.reference_label} (same-job A/B)",
             *([f"  runtimes:  {result.runtimes} (both in measuring workers)"] if result.runtimes else []),
             f"  reference: {_ms(result.reference)}",
             f"  current:   {_ms(result.current)}",
@@ -659,11 +684,16 @@ def stored_comparison(
     like, whichever state each run mostly saw.
     """
     base, curr, relative = compared_values(baseline, current)
-    comparison = judge(base, curr, threshold=threshold, confidence=confidence)
+    comparison = judge(base, curr, threshold=threshold, confidence=confidence, floor=STORED_FLOOR)
     what = "round medians / machine-speed canary" if relative else "round medians"
+    floor = (
+        f"; changes called beyond {percent(STORED_FLOOR)} (one process now against the one that recorded)"
+        if threshold < STORED_FLOOR
+        else ""
+    )
     statistic = (
         f"fastest quarter of {what} ({len(curr)} of {current.rounds} rounds vs {len(base)} of "
-        f"{baseline.rounds}), Hodges-Lehmann ratio"
+        f"{baseline.rounds}), Hodges-Lehmann ratio{floor}"
     )
     return replace(comparison, statistic=statistic)
 
@@ -674,7 +704,7 @@ def _with_message(result: LatencyResult, message: str) -> LatencyResult:
 
 def _record(
     key: CheckKey,
-    store: BaselineStore,
+    state: EntryState,
     policy: CheckPolicy,
     environment: Mapping[str, Any],
     today: str,
@@ -698,19 +728,19 @@ def _record(
         settled=recording.settled,
         short=recording.short,
     )
-    existing = store.current(key.test_file, key.test)
+    existing = state.current
     extra: dict[str, Any] = {
         "recorded_spread": recording.spread,
         "noise": noisy,
         "short": recording.short,
-        "coarse": coarse(recording.detectable, policy.threshold),
+        "coarse": coarse(recording.detectable, stored_called(policy.threshold)),
     }
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         # Profiled only when the entry is written: the profiling runs cost time.
         figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
-        store.stage(key.test_file, key.test, entry.with_figures(key.machine, figures))
-        return LatencyResult(key=key, status=Status.NEW, current=current, **extra)
+        staged = entry.with_figures(key.machine, figures)
+        return LatencyResult(key=key, status=Status.NEW, current=current, staged=staged, **extra)
     changes = tuple(what_changed(existing.recipe, recipe))
     same = same_or_identical(existing.recipe, recipe)
     if same and before is not None:
@@ -733,9 +763,25 @@ def _record(
             return LatencyResult(
                 key=key, status=Status.UNCHANGED, current=current, baseline=before, comparison=comparison
             )
+        if not changes and before.spread is not None and recording.spread > before.spread:
+            # Nothing in the recipe or the hardware changed, and this recording is the noisier: a
+            # loaded machine's figures never replace quieter ones of the same recipe.
+            why = (
+                f"stored figures kept: quieter (spread {before.spread:.1%}) than this recording "
+                f"(spread {recording.spread:.1%}, {comparison.estimate.describe()}), and nothing in the "
+                "recipe or the hardware changed"
+            )
+            return LatencyResult(
+                key=key,
+                status=Status.UNCHANGED,
+                current=current,
+                baseline=before,
+                comparison=comparison,
+                kept=why,
+            )
     else:
         comparison = None
-        if same:
+        if same and state.loaded is not None:
             changes += ("figures of this hardware added",)
         elif existing.machines("latency"):
             changes += ("figures measured under the old recipe dropped",)
@@ -755,9 +801,9 @@ def _record(
             short=figures.short,
         )
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
-    store.stage(key.test_file, key.test, entry)
     return LatencyResult(
         key=key,
+        staged=entry,
         status=Status.NEW if same and before is None else Status.UPDATED,
         current=current,
         baseline=before,
@@ -770,11 +816,8 @@ def _record(
 def _missing(
     key: CheckKey, policy: CheckPolicy, current: LatencyStats, *, reason: str, runtime_unavailable: str = ""
 ) -> LatencyResult:
-    message = (
-        f"no latency baseline for {key.test} on machine '{key.machine}' ({reason}); measured "
-        f"median {current.median_ms:.4g} ms, p90 {current.p90_ms:.4g} ms. Record it with:\n"
-        f"    {key.record_command}"
-    )
+    measured = f"measured median {current.median_ms:.4g} ms, p90 {current.p90_ms:.4g} ms"
+    message = missing_message("latency", key, reason, measured)
     return LatencyResult(
         key=key,
         status=Status.MISSING,
@@ -802,7 +845,7 @@ def failure_message(result: LatencyResult, policy: CheckPolicy) -> str:
     kind, verdict_lines = _verdict_lines(result, policy.threshold, width=9)
     return "\n".join(
         [
-            f"latency {kind} in {result.key.test} on machine '{result.key.machine}'",
+            f"latency {kind} in {result.key.shown} on machine '{result.key.machine}'",
             f"  baseline: {_ms(_stats(result.baseline))}, recorded {result.baseline.recorded}",
             f"  current:  {_ms(result.current)}",
             _compared_line(_stats(result.baseline), result.current),
@@ -860,7 +903,7 @@ def same_graph(key: CheckKey, *, label: str, graph: str) -> LatencyResult:
         current=_nothing(),
         mode=SAME_GRAPH_MODE,
         reference_label=label,
-        message=f"latency of {key.test}: the optimized graph is the one of {label} ({graph}): the same "
+        message=f"latency of {key.shown}: the optimized graph is the one of {label} ({graph}): the same "
         "work under the same settings and runtime; nothing timed.",
     )
 
@@ -893,6 +936,6 @@ def not_timed(key: CheckKey) -> LatencyResult:
         status=Status.NOT_TIMED,
         current=_nothing(),
         skipped=True,
-        message=f"latency of {key.test} not timed: timing is off ({TIMING_OFF}); sessions and accuracy "
+        message=f"latency of {key.shown} not timed: timing is off ({TIMING_OFF}); sessions and accuracy "
         "checks run, nothing is measured.",
     )

@@ -40,7 +40,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.store.baselines import BaselineEntry, Figures
+from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import CONTROLLED, canonical, data_changed, same_recipe
 
 _RUNTIME = ("ort_version", "ort_flavour")
@@ -209,9 +211,7 @@ def inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> boo
     return any(canonical(recipe.get(key)) != canonical(current.get(key)) for key in keys)
 
 
-def without_reference(
-    plan: Plan, why: str, *, recorded_on: list[str] | None = None, part: str = ""
-) -> Plan:
+def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = None, part: str = "") -> Plan:
     """The plan when no reference can be rebuilt (``why``): this hardware's stored figures decide, or,
     when it has none, the check is missing with the reason.
 
@@ -289,4 +289,20 @@ def rebuild_plan(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> Plan:
         settings=settings if settings != current.get("settings") else None,
         runtime=runtime,
         reason=reason,
+    )
+
+
+def missing_message(what: str, key: CheckKey, reason: str, measured: str) -> str:
+    """The message of a check that found nothing to compare with (``what``: "latency", "memory",
+    ...; ``reason``: the plan's why; ``measured``: what this run measured). A changed model whose
+    recorded one a shallow clone lacks is not judged, and fetching the history is its fix: no
+    command that records is offered, which would accept the change unseen."""
+    if SHALLOW in reason:
+        return (
+            f"{what} of {key.shown} not judged on machine '{key.machine}': {reason.split(SHALLOW)[0]}"
+            f"{SHALLOW}. Then it is judged side by side with the recorded model; {measured}."
+        )
+    return (
+        f"no {what} baseline for {key.shown} on machine '{key.machine}' ({reason}); {measured}. "
+        f"Record it with:\n    {key.record_command}"
     )

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from pytest_ortperf import defaults
 from pytest_ortperf.footprint import memory_figures as memory
 from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
@@ -26,12 +27,13 @@ class CheckPolicy:
     missing: Missing = "fail"
     update: bool = False
     fail_on_improvement: bool = False
-    max_cv: float = 0.10  # an update lists figures whose spread exceeds it as noisy (it never refuses)
+    max_cv: float = (
+        defaults.MAX_CV
+    )  # an update lists figures whose spread exceeds it as noisy (it never refuses)
     record_cap: float | None = None  # an update measures until its figures settle, at most this long (s);
     # None: CAP_BUDGETS measurement budgets (latency.recording)
     confidence: float = DEFAULT_CONFIDENCE
     measure: MeasureSettings = field(default_factory=MeasureSettings)
-    ab_threshold: float = 0.03
     ab: MeasureSettings = AB_SETTINGS
     sequential: bool = True  # side by side: stop at the first look that decides (latency.sequential)
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift

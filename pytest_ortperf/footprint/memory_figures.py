@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ortperf import defaults
 from pytest_ortperf.footprint.comparison import FigureComparison, size_text
 from pytest_ortperf.latency.decision import Verdict
 
@@ -43,8 +44,8 @@ FIGURE_NAMES = {
     DEVICE: "GPU memory of the session's process",
     RSS: "peak resident memory added to a fresh process",
 }
-DEFAULT_THRESHOLD = 0.01  # exact figures: any change beyond 1% is real (benchmarks/README.md)
-DEFAULT_FLOOR = 4096  # bytes: one page; below it, allocation rounding
+DEFAULT_THRESHOLD = defaults.MEMORY_THRESHOLD
+DEFAULT_FLOOR = defaults.MEMORY_FLOOR
 RSS_THRESHOLD = 0.10  # 2-process medians of the resident set differed by up to 8% (int8)
 RSS_FLOOR = 1 << 20  # and by up to 1.07 MiB: no lower floor stays quiet
 

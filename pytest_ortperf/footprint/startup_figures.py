@@ -12,7 +12,9 @@ takes several processes a side and judges them as latency judges round medians: 
 ratio with its interval (``latency/decision.py: decide``: a regression when the ratio exceeds the
 threshold and the interval lies above 1). At 99% confidence 11 of 25 unchanged checks of 7
 processes a side were inconclusive; at 95%, 0-33% of replayed ones, none a false verdict; hence
-:data:`CONFIDENCE`. A regression must also survive a second measurement (``kinds/fresh_processes.py``).
+:data:`CONFIDENCE`: the rule against stored figures, where a regression must also survive a second
+measurement (``kinds/fresh_processes.py``). Side by side, :func:`compare_pairs` judges pairs of
+processes by the rule of every side-by-side verdict (``latency/across_processes.py``) instead.
 """
 
 from __future__ import annotations
@@ -22,12 +24,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_ortperf import defaults
 from pytest_ortperf.footprint.comparison import FigureComparison
-from pytest_ortperf.latency.decision import judge
+from pytest_ortperf.latency.across_processes import UnitRounds, judge_units, units_needed
+from pytest_ortperf.latency.decision import Verdict, judge
 
-DEFAULT_THRESHOLD = 0.25  # benchmarks/README.md: no unchanged check failed; 2x the nodes caught 25 of 25
+DEFAULT_THRESHOLD = defaults.STARTUP_THRESHOLD
 CONFIDENCE = 0.95
-PROCESSES = 7  # fresh processes per side of a comparison, and per recording
+PROCESSES = 7  # fresh processes per side of a comparison against stored figures, and per recording
+# Side by side: pairs of fresh processes (one a side, next to each other in time), looked at after
+# these many pairs, as every side-by-side verdict is (latency/across_processes.py: LOOKS).
+PAIR_LOOKS = (3, 4, 6, 8, 10)
 GLANCE_PROCESSES = 3  # an unchanged check's look: for the report only
 SAMPLES = ("create_ms", "first_run_ms", "steady_run_ms")
 DECIDING = ("create_ms", "first_run_ms")
@@ -186,6 +193,46 @@ def compare_startup(
                 comparison.verdict,
                 rule,
                 unit="ms",
+            )
+        )
+    return compared
+
+
+def compare_pairs(
+    before: StartupFigures,
+    after: StartupFigures,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    confidence: float = 0.99,
+    look: int = 1,
+    looks: int = 1,
+) -> list[FigureComparison]:
+    """Side by side: session creation and the first run, each judged by the rule of every
+    side-by-side verdict (``latency/across_processes.py: judge_units``) over pairs of fresh
+    processes, ``before[i]`` beside ``after[i]``: each pair one unit, its change the log ratio of
+    the two, the mean of the pairs' changes with a t interval whose spread is the pairs' own (the
+    between-process spread), at look ``look`` of ``looks`` (its share of ``confidence``)."""
+    compared = []
+    for name in DECIDING:
+        pairs = [
+            UnitRounds(f"pair {i + 1}", 1, (round(now * 1e6),), (round(then * 1e6),), (i % 2 == 0,))
+            for i, (then, now) in enumerate(zip(getattr(before, name), getattr(after, name), strict=True))
+        ]
+        comparison, interval = judge_units(
+            pairs, threshold=threshold, confidence=confidence, look=look, looks=looks
+        )
+        estimate = comparison.estimate
+        rule = (
+            f"+/-{threshold * 100:.3g}%, {round(estimate.confidence * 100, 2):g}% t interval "
+            f"{(estimate.low - 1) * 100:+.1f}% .. {(estimate.high - 1) * 100:+.1f}% over {interval.units} "
+            f"process pairs, look {look} of {looks}"
+        )
+        if comparison.verdict is Verdict.INCONCLUSIVE and look == looks:
+            # what more would decide it, as an undecided latency check says (units_needed)
+            rule += f"; about {units_needed(interval, threshold)} pairs would decide at this spread"
+        compared.append(
+            FigureComparison(
+                NAMES[name], before.median(name), after.median(name), comparison.verdict, rule, unit="ms"
             )
         )
     return compared

@@ -29,6 +29,7 @@ from typing import Any
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import BisectResult, Judgement, Outcome, bisect, linear_walk, max_comparisons
 from pytest_ortperf.gate.bisect_runtimes import ItemRunner, temporary_workdir
+from pytest_ortperf.ort.dvc_models import DVC_LABEL, dvc_outputs, model_at_revision
 from pytest_ortperf.ort.git_models import external_locations
 
 _TIMEOUT_S = 120
@@ -158,6 +159,7 @@ class Worktree:
         self.path = folder / "tree"
         self.at = commit.sha  # the commit whose model files the tree holds now
         git(toplevel, "worktree", "add", "--detach", "--quiet", str(self.path), commit.sha)
+        self._dvc_models(commit.sha, [path for paths in dvc_outputs(self.path).values() for path in paths])
 
     def __enter__(self) -> Worktree:
         return self
@@ -184,6 +186,8 @@ class Worktree:
         found = [model]
         if file.is_file():
             found += [str(folder / name) for name in external_locations(file.read_bytes())]
+        # A model DVC keeps: its pointer's history is the model's (a .dvc file, or the dvc.lock naming it).
+        found += [pointer for pointer, paths in dvc_outputs(self.path).items() if model in paths]
         return found
 
     def check_out(self, commit: Commit, paths: Sequence[str]) -> None:
@@ -198,7 +202,23 @@ class Worktree:
             (self.path / path).unlink(missing_ok=True)
         if present:
             git(self.path, "checkout", commit.sha, "--", *present)
+        self._dvc_models(commit.sha, sorted(set(paths) - set(present)))
         self.at = commit.sha
+
+    def _dvc_models(self, sha: str, relatives: Sequence[str]) -> None:
+        """Of ``relatives`` (not in git), the models DVC kept at ``sha`` written into the tree, read back
+        through their pointers there (``ort/dvc_models.py``); one that cannot be had is an error
+        naming why."""
+        for relative in sorted(set(relatives)):
+            if not relative.endswith(".onnx") or (self.path / relative).is_file():
+                continue
+            kept = model_at_revision(self.toplevel, sha, relative, label=f"{sha[:12]}:{relative}")
+            if kept is None:
+                continue
+            if kept.data is None:
+                raise OrtperfError(f"ortperf bisect: the model {relative} at {sha[:12]}: {kept.reason}")
+            (self.path / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.path / relative).write_bytes(kept.data)
 
 
 def latency_record(report: dict[str, Any], nodeid: str, source: str) -> dict[str, Any]:
@@ -219,7 +239,7 @@ def model_of(record: dict[str, Any], good: Commit, nodeid: str) -> str:
             f"ortperf bisect: the latency check of {nodeid} was not measured against a model at "
             f"{good.label} ({record.get('verdict')}: {record.get('message') or label or 'no reference'})"
         )
-    return label[len(prefix) :]
+    return label[len(prefix) :].split(DVC_LABEL, 1)[0]  # a model DVC keeps: "path (DVC md5 ...), ..."
 
 
 def judgement(record: dict[str, Any], good: Commit, commit: Commit) -> Judgement:

@@ -70,13 +70,20 @@ class InstanceChecks:
         measured_in = self._environment(inputs, source)  # once: it hashes the inputs
         for check in checks:
             policy, missing_only = self._policy(check, entry, key, measured_in)
-            target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=own_feeds)
+            state = context.store.state(key.test_file, key.test, entry)  # what earlier checks staged, over it
+            target = CheckTarget(key, inputs, entry, measured_in, policy, own_feeds=own_feeds, state=state)
             noted = {"update_missing": missing_only.as_dict()} if missing_only else {}
             try:
                 with context.noted(noted):
-                    groups.append(list(check.run(target)))
+                    group = list(check.run(target))
             except OrtperfError as exc:
-                groups.append([CheckError(key, check.kind, str(exc))])
+                group = [CheckError(key, check.kind, str(exc))]
+            for outcome in group:
+                # What a recording verdict asks to stage, staged before the next check builds on it.
+                staged = getattr(outcome, "staged", None)
+                if staged is not None:
+                    context.store.stage(key.test_file, key.test, staged)
+            groups.append(group)
         return groups
 
     def _pointed(self, outcome: Outcome) -> Outcome:

@@ -119,9 +119,7 @@ def within(actual: Array, expected: Array, tolerance: Tolerance) -> bool:
     full comparison (cosine, SQNR, histograms) is paid only for the tensors that fail it."""
     if actual.shape != expected.shape or actual.dtype != expected.dtype or actual.dtype.kind not in "fiu":
         return False
-    return bool(
-        np.allclose(actual, expected, atol=tolerance.atol, rtol=tolerance.rtol, equal_nan=True)
-    )
+    return bool(np.allclose(actual, expected, atol=tolerance.atol, rtol=tolerance.rtol, equal_nan=True))
 
 
 def with_section(result: AccuracyResult, title: str, lines: list[str]) -> AccuracyResult:

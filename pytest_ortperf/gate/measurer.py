@@ -44,7 +44,10 @@ class Measurer:
 
     def held(self, activity: Activity | None = None, *, shared: bool = False) -> AbstractContextManager[None]:
         """The run's timing lock, held inside; the wait for it is told to ``activity``. ``shared``: a
-        measurement that only informs, which may overlap others like it but never one that decides."""
+        measurement that only informs, which may overlap others like it but never one that decides.
+        Measuring processes started ahead (:meth:`prestart`) finish starting first."""
+        if self._workers is not None:
+            self._workers.settle()
         return self.timing.held(activity, shared=shared)
 
     def beside(self, *, shared: bool) -> str:
@@ -86,7 +89,9 @@ class Measurer:
     def prestart(self, policy: CheckPolicy) -> None:
         """Start the first batch of pooled measuring processes of this interpreter, as ``policy``
         measures side by side, without waiting for them (``ort/workers.py: WorkerPool.prestart``):
-        a run whose checks will go side by side starts them while pytest collects."""
+        a run whose checks will go side by side starts them while pytest collects (under
+        ``--ortperf-ab``, or where a model changed since its baseline recorded it:
+        ``gate/run.py: OrtperfRun.foresees_side_by_side``)."""
         count = first_batch(policy.ab.budget_s, sequential=policy.sequential)
         self.workers.prestart(this_python(), count)
 

@@ -39,7 +39,7 @@ from pytest_ortperf.ort.inputs import Array, InputOptions
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.profiling.book import MarkedProfile
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, EntryState
 from pytest_ortperf.store.keys import CheckKey
 
 
@@ -128,6 +128,15 @@ class CheckTarget:
     environment: Mapping[str, object]
     policy: CheckPolicy
     own_feeds: bool = True  # the test's own feeds: its model's other data sets are compared too
+    # The entry a recording builds on: as read and with what earlier checks of the call staged
+    # (None: as read, nothing staged). A recording verdict returns the entry to stage; the gate
+    # stages it (``gate/instance_checks.py``).
+    state: EntryState | None = None
+
+    @property
+    def recording_on(self) -> EntryState:
+        """What a recording verdict builds on (``state``, else the entry as read)."""
+        return self.state if self.state is not None else EntryState(self.entry, self.entry)
 
     def plan(self, part: str, same_job: SameJob | None = None) -> Plan:
         """This check's plan (``checks/paths.py: plan_check``) for its kind's ``part``, same-job A/B

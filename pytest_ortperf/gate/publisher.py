@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_ortperf.gate.registry import BenchmarkEntry, KindRegistry
+from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.reports.ci_files import ERROR
 from pytest_ortperf.reports.results import RunResults
 
@@ -21,15 +22,31 @@ class RunPublisher:
         *,
         add_property: Callable[[str, object], None] = lambda name, value: None,
         benchmark: Callable[[BenchmarkEntry | Mapping[str, object]], object] | None = None,
+        accept: str = "",
     ) -> None:
+        """``accept``: the command that records this test instance's baselines, kept on each of its
+        failing records (the run's summary joins them into one command)."""
+        self._accept = accept
         self._results = results
         self._kinds = kinds
         self._add_property = add_property
         self._benchmark = benchmark
 
     def publish(self, record: Mapping[str, Any], *, verdict_property: str = "") -> None:
-        record = self._results.add(record)
+        # A changed model that a shallow clone cannot judge is fixed by fetching the history, not by
+        # recording: no command accepts it.
+        # An error is not a verdict to accept (a damaged file, a run that failed): neither is it.
+        # A kind whose failure no recording accepts (determinism, a contract) has no command either.
         kind = self._kinds.get(str(record.get("kind", "")))
+        unjudged = (
+            SHALLOW in str(record.get("stored_reason", ""))
+            or SHALLOW in str(record.get("message", ""))
+            or record.get("verdict") == ERROR
+            or (kind is not None and not kind.accepts_update)
+        )
+        if record.get("failed") and self._accept and "accept" not in record:
+            record = {**record, "accept": "" if unjudged else self._accept}
+        record = self._results.add(record)
         name = verdict_property or f"ortperf_{record.get('kind', 'check')}_verdict"
         self._add_property(name, str(record.get("verdict", "")))
         if verdict_property or kind is None or record.get("verdict") == ERROR:

@@ -19,15 +19,18 @@ from pytest_ortperf.gate.references import ABReference, RecordedReference, Refer
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.gate.session_factory import SessionFactory
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
+from pytest_ortperf.ort.dvc_models import recorded_dvc_model, tracks_pointer
 from pytest_ortperf.ort.git_models import (
     AUTO,
+    SHALLOW,
     GitRevision,
     RevisionFile,
     git_keeps,
     is_shallow,
-    recorded_file,
+    recorded_git_model,
 )
 from pytest_ortperf.ort.inputs import Array, Feeds, InputOptions
+from pytest_ortperf.ort.model_stores import RecordedModelRecipe, StoredModel
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -40,12 +43,11 @@ from pytest_ortperf.store.model_cache import ModelCache
 if TYPE_CHECKING:
     from pytest_ortperf.ort.precision import Calibration
 
-# Why a recorded model is not found in a shallow clone, and the fix.
-SHALLOW = (
-    "the recorded one is neither in this clone's history, which is shallow (cut short), nor in the model "
-    "cache (--ortperf-model-cache): fetch the history (git fetch --unshallow; on GitHub Actions, "
-    "actions/checkout with fetch-depth: 0)"
-)
+
+def builtin_stores(recipe: RecordedModelRecipe) -> StoredModel | None:
+    """The built-in stores of recorded models, asked in the hook's order (``plugin/recorded_models.py``):
+    DVC, then git with Git LFS."""
+    return recorded_dvc_model(recipe) or recorded_git_model(recipe)
 
 
 class ReferenceBuilder:
@@ -59,9 +61,13 @@ class ReferenceBuilder:
         *,
         runtime_python: Callable[[str, str], tuple[str, str]],
         workers: Callable[[], WorkerPool],
+        stores: Callable[[RecordedModelRecipe], StoredModel | None] = builtin_stores,
     ) -> None:
         # runtime_python: an interpreter with a recorded runtime, and where it was found (gate/runtimes.py)
         # workers: the run's measuring workers, where a reference of another runtime runs
+        # stores: where a recorded model is kept (the pytest_ortperf_recorded_model hook; the built-in
+        # git, Git LFS and DVC stores without pytest)
+        self._stores = stores
         self._config = config
         self._sessions = sessions
         self._builds = builds
@@ -126,22 +132,26 @@ class ReferenceBuilder:
             self._revision_references[key] = self._reference_at(revision, model, model.path)
         return self._revision_references[key]
 
-    def recorded_model(self, model: ModelSource, blob: str, sha256: str) -> ABReference | None:
-        """The model a baseline was recorded with: from git (the object ``blob``, or the commit of the
-        model's history that holds it or its Git LFS pointer, with its external data files as they
-        were there), else from the model cache by ``sha256``. None when neither keeps it here; without
-        a source and with the reason when git holds it but cannot give it (git-lfs missing, the LFS
-        object nowhere to be had)."""
+    def recorded_model(self, model: ModelSource, plan: Plan) -> ABReference | None:
+        """The model a baseline was recorded with (``plan.recorded``): from the stores that keep
+        recorded models (a team's own, then DVC, git and Git LFS: the ``pytest_ortperf_recorded_model``
+        hook), else from the model cache by its sha256. None when nothing keeps it here; without a
+        source and with the reason when a store keeps it but cannot give it (git-lfs missing, an LFS
+        or DVC object nowhere to be had). What a store gives is kept in the model cache."""
+        blob, sha256 = plan.model_blob, plan.model_sha256
         if (blob, sha256) not in self._recorded_models:  # read once
             found: ABReference | None = None
+            recipe = RecordedModelRecipe(
+                plan.recorded, sha256, blob, model.path, self._config.rootdir, self._revision_dir
+            )
             try:
-                kept = recorded_file(
-                    self._config.rootdir, model.path, blob, sha256, data_dir=self._revision_dir
-                )
+                kept = self._stores(recipe)
             except OrtperfError as exc:
-                kept = RevisionFile("the recorded model (git)", None, str(exc))
+                kept = RevisionFile("the recorded model", None, str(exc))
             if kept is not None:
                 found = self._revision_reference(kept)
+                if found.source is not None and kept.data is not None and self._model_cache is not None:
+                    self._model_cache.put(found.source.sha256, kept.data)
             if (
                 (found is None or found.source is None)
                 and self._model_cache is not None
@@ -186,12 +196,15 @@ class ReferenceBuilder:
             return  # the file changed or vanished since it was hashed: nothing trustworthy to keep
 
     def kept_in(self, model: ModelSource) -> str:
-        """Where a later run finds ``model`` to rebuild it as a recorded reference: "git", "the model
-        cache" (``--ortperf-model-cache``), or "" when nothing here keeps it. Asked once per model."""
+        """Where a later run finds ``model`` to rebuild it as a recorded reference: "DVC" (git tracks
+        its DVC pointer), "git", "the model cache" (``--ortperf-model-cache``), or "" when nothing here
+        keeps it. Asked once per model."""
         key = (model.sha256, str(model.path))
         if key not in self._kept_in:
             where = ""
-            if git_keeps(self._config.rootdir, model.path, model.git_blob):
+            if model.dvc is not None and tracks_pointer(self._config.rootdir, model.dvc):
+                where = "DVC"
+            elif git_keeps(self._config.rootdir, model.path, model.git_blob):
                 where = "git"
             elif self._model_cache is not None and not model.has_external_data:
                 where = "the model cache"
@@ -231,7 +244,7 @@ class ReferenceBuilder:
                 return None, f"{plan.reason}: {where}"
             labels.append(f"the recorded runtime ({where})")
         if plan.model_changed:
-            found = self.recorded_model(built.model, plan.model_blob, plan.model_sha256)
+            found = self.recorded_model(built.model, plan)
             if found is None or found.source is None:
                 what = f"the model changed (sha256 {plan.model_sha256[:12]} -> {built.model.sha256[:12]})"
                 if found is not None and found.reason:  # git holds it, and says why it cannot give it

@@ -1,10 +1,12 @@
-"""The registry of check kinds: each kind is declared once, as a :class:`CheckKind`, and everything
-that runs, records or reports checks iterates over the registry instead of naming kinds.
+"""The registry of check kinds: each kind is declared once, as a :class:`CheckKind`, and what runs
+and records checks iterates over the registry. (Some reports still name the built-in kinds: the
+latency, accuracy, memory, start-up and graph tables.)
 
-The built-in kinds are declared in ``kinds/`` (one module each) and registered by the pytest layer;
-a conftest or another plugin adds its own through the ``pytest_ortperf_register_kinds`` hook
-(``plugin/hookspec.py``). A kind that declares nothing but its name and its check object still
-appears in every report: its records have the common fields every report reads (``kind``,
+The built-in kinds are declared in ``kinds/`` (one module each) and registered by the pytest layer
+in ``pytest_configure``; a conftest or another plugin adds its own through the
+``pytest_ortperf_register_kinds`` hook (``plugin/hookspec.py``), called when pytest reads options.
+A kind that declares nothing but its name and its check object still appears in every report: its
+records have the common fields every report reads (``kind``,
 ``test``, ``variant``, ``verdict``, ``path``, ``summary``, ``change_text``, ``message``, ``notes``).
 """
 
@@ -65,6 +67,9 @@ class CheckKind:
       'not timed' (``not_timed``: that outcome) instead of run.
     - ``part``: its part of a baseline entry's figures (None: it keeps none), which
       ``--ortperf-update=missing`` asks ``Check.recorded`` about.
+    - ``accepted_by_update``: whether ``ortperf update`` accepts a failure of it (it records what
+      the check compares with); None: where it keeps a part. A property of the model alone (outputs
+      that differ run to run, a contract between variants) is not: no command prints for it.
     - ``row``: its terminal row, read from its record, when it has a table of its own
       (``table``: which; ``reports/terminal.py: LATENCY_TABLE`` is the latency table); otherwise
       the common table of checks shows it; ``terminal=False``: in no table (accuracy, whose
@@ -99,6 +104,12 @@ class CheckKind:
     record: Callable[[Any, str], dict[str, Any]] = check_record
     options: tuple[KindOption, ...] = ()
     thresholds: tuple[str, ...] = ()
+    accepted_by_update: bool | None = None
+
+    @property
+    def accepts_update(self) -> bool:
+        """Whether recording accepts a failure of it (``accepted_by_update``, else it keeps a part)."""
+        return self.part is not None if self.accepted_by_update is None else self.accepted_by_update
 
     @property
     def verdict_property(self) -> str:

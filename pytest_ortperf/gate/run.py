@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pytest_ortperf.gate.measurer import Measurer
 from pytest_ortperf.gate.model_builds import ModelBuilds
-from pytest_ortperf.gate.reference_builder import ReferenceBuilder
+from pytest_ortperf.gate.reference_builder import ReferenceBuilder, builtin_stores
 from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import OrtperfConfig
 from pytest_ortperf.gate.run_end import RunEnd
@@ -28,6 +28,8 @@ from pytest_ortperf.gate.session_factory import SessionFactory
 from pytest_ortperf.latency.lock_holder import LockOwner
 from pytest_ortperf.latency.timing_lock import TimingLock, default_lock_path
 from pytest_ortperf.ort.envs import EnvCache, env_root
+from pytest_ortperf.ort.git_models import changed_since
+from pytest_ortperf.ort.model_stores import RecordedModelRecipe, StoredModel
 from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.profiling.book import ProfileBook
@@ -53,7 +55,9 @@ class OrtperfRun:
         kinds: KindRegistry | None = None,
         lock_owner: LockOwner | None = None,
         run_id: str = "",
+        stores: Callable[[RecordedModelRecipe], StoredModel | None] = builtin_stores,
     ) -> None:
+        # stores: where recorded models are kept (the plugin asks the pytest_ortperf_recorded_model hook)
         self.config = config
         self.settings = CheckSettings.of(config)  # what checks read of the configuration
         self.kinds = kinds if kinds is not None else KindRegistry()  # the check kinds of the run
@@ -76,6 +80,7 @@ class OrtperfRun:
             self.models,
             runtime_python=self.runtime_python,
             workers=lambda: self.measurer.workers,
+            stores=stores,
         )
         # lock_owner: how this process names itself in the timing lock file (its run, command, worker)
         timing = TimingLock(None if config.parallel_timing else default_lock_path(), lock_owner)
@@ -103,6 +108,14 @@ class OrtperfRun:
             timing=timing,
             runtime_notes=self.runtime_notes,
         )
+
+    def foresees_side_by_side(self) -> bool:
+        """Whether a check of this run will measure side by side against a recorded model: a baseline
+        recorded a model (or its DVC pointer) that git holds and its index no longer does (it changed
+        since). Read before collection ends, from the baseline files and git alone, so that the
+        measuring processes can start while pytest collects."""
+        recorded = self.store.recorded_model_blobs()
+        return bool(recorded) and bool(changed_since(Path(self.config.rootdir), recorded))
 
     @property
     def runtime(self) -> RuntimeInfo:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf import defaults
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.ort.inputs import InputOptions
@@ -36,7 +37,7 @@ class OrtperfConfig:
     markdown_path: Path | None = None
     html_path: Path | None = None
     strict: bool = False
-    run_timeout_s: float = 300.0
+    run_timeout_s: float = defaults.RUN_TIMEOUT_S
     repair: bool = False
     ab_rev: str = ""
     ab_python: str = ""  # the reference side's interpreter (A/B across runtimes)

@@ -5,7 +5,7 @@ markdown, HTML) and the terminal summary; and the errors of the run as a whole, 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from pytest_ortperf.gate.run_config import OrtperfConfig
 from pytest_ortperf.gate.runtimes import summary_lines as runtime_lines
 from pytest_ortperf.gate.session_factory import SessionFactory
 from pytest_ortperf.latency.timing_lock import TimingLock
+from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.profiling.book import ProfileBook
 from pytest_ortperf.reports.ci_files import gate_time, not_compared_lines, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
@@ -33,6 +34,7 @@ from pytest_ortperf.reports.terminal import (
 )
 from pytest_ortperf.reports.tradeoffs import tradeoff_tables, worth_showing
 from pytest_ortperf.store.baselines import BaselineError, BaselineStore
+from pytest_ortperf.store.keys import accept_all, whole_test
 from pytest_ortperf.store.unused import Selection, unused_entries
 from pytest_ortperf.version import __version__
 
@@ -87,6 +89,8 @@ class RunEnd:
             written=written,
             noisy=self._results.noisy_recordings(),
             coarse=self._results.coarse_recordings(),
+            kept=self._results.kept_recordings(),
+            added_here=self._results.added_here(),
             # with drift gating off, a recording settles only because nothing keeps its model
             unkept=self._results.settled_recordings() if policy.drift_threshold is None else [],
             missing_only=self._results.missing_only() if policy.update_missing else None,
@@ -170,7 +174,14 @@ class RunEnd:
             rows=rows,
             footprint_rows=footprint,
             accuracy_rows=accuracy_rows(records),
+            accept=self._accept_all(records),
             missing=self._results.missing_count(),
+            shallow=sum(
+                r.get("kind") == "latency"
+                and r.get("verdict") == Status.MISSING
+                and SHALLOW in str(r.get("stored_reason", ""))
+                for r in records
+            ),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
             runtimes_unavailable=self._results.runtimes_unavailable(),
             timing_mode=self._timing.mode,
@@ -188,6 +199,17 @@ class RunEnd:
                 for record in [*self.profile_records(), *self._results.worker_profiles()]
                 for line in profile_lines(record)
             ],
+        )
+
+    @staticmethod
+    def _accept_all(records: Sequence[Mapping[str, Any]]) -> str:
+        """One command accepting every failing test whole; a test with a check that no command
+        accepts (an error, a change a shallow clone cannot judge: ``"accept": ""``) is left out, as
+        recording it would accept that check unseen."""
+        failing = [r for r in records if r.get("failed") and "accept" in r]
+        blocked = {whole_test(str(r.get("test"))) for r in failing if not r["accept"]}
+        return accept_all(
+            [str(r["accept"]) for r in failing if whole_test(str(r.get("test"))) not in blocked]
         )
 
     def profile_records(self) -> list[dict[str, Any]]:

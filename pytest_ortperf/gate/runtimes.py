@@ -27,7 +27,6 @@ from pytest_ortperf.ort.envs import EnvCache, Fetched, FetchError, ReferenceEnv
 
 FETCH_OPTION = "--ortperf-fetch-runtime"
 FETCH_INI = "ortperf_fetch_runtime"
-FETCH_CHOICES = ("auto", "never")
 
 
 @dataclass
@@ -100,8 +99,7 @@ class RuntimeFinder:
             else:
                 self._note(f"not fetched: {why}")
             return "", (
-                f"{why}; {command} makes it by hand, or {FETCH_OPTION}=never (ini {FETCH_INI}) "
-                "stops trying"
+                f"{why}; {command} makes it by hand, or {FETCH_OPTION}=never (ini {FETCH_INI}) stops trying"
             )
         where = f"ortperf env {fetched.env.key}"
         self._note(_fetch_line(fetched, wanted))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_ortperf import defaults
 from pytest_ortperf.checks.paths import Plan
 from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.gate.run_config import OrtperfConfig
@@ -50,7 +51,7 @@ class CheckSettings:
     timing: bool = True  # off (--ortperf-timing=off): nothing is timed
     canary: bool = True  # the machine-speed canary for CPU latency
     ab_outputs_fail: bool = True  # whether differing A/B outputs fail the test
-    run_timeout_s: float = 300.0  # one run's limit (--ortperf-run-timeout)
+    run_timeout_s: float = defaults.RUN_TIMEOUT_S  # one run's limit (--ortperf-run-timeout)
     memory_limit: int = 0  # bytes a memory check's worker may add; 0: no limit
     checks: tuple[str, ...] = ()  # what ort_perf.check() runs (ortperf_checks, resolved by the configuration)
     # The kinds' own options (CheckKind.options): kind -> option name -> value, as text

@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pytest_ortperf import defaults
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.graph.figures import GraphFigures, is_fusion, parts_of, short
 from pytest_ortperf.values import safe_repr
 
 MODES = ("fusions", "exact", "off")
-DEFAULT_MODE = "fusions"
+DEFAULT_MODE = defaults.GRAPH_MODE
 _NAMED_NODES = 6  # nodes a message names, each way
 MODEL_OPS_CHANGED = (
     "op changes of the model (level disabled: ORT fused nothing, these ops are the model's own)"
@@ -83,8 +84,27 @@ class GraphDiff:
         return lost
 
     def gained_fusions(self) -> list[str]:
+        """'FusedConv 0 -> 3 (Conv -3, Relu -3)' for each fused op type whose count grew while its
+        unfused parts went away: ORT fuses what it did not."""
+        return [text for text, fused in self._fused_ops_grown() if fused]
+
+    def grown_fusions(self) -> list[str]:
+        """'Gemm 49 -> 65' for each fused op type whose count grew with no unfused part going away:
+        the model grew (more layers of the same kind), ORT fuses nothing new."""
+        return [text for text, fused in self._fused_ops_grown() if not fused]
+
+    def _fused_ops_grown(self) -> list[tuple[str, bool]]:
         changes = self.op_changes()
-        return [f"{short(op)} {b} -> {a}" for op, (b, a) in changes.items() if a > b and is_fusion(op)]
+        shrunk = {op: before - after for op, (before, after) in changes.items() if after < before}
+        grown = []
+        for op, (before, after) in changes.items():
+            if after <= before or not is_fusion(op):
+                continue
+            made_of = parts_of(op)
+            gone = {part: n for part, n in shrunk.items() if made_of is None or part in made_of}
+            parts = ", ".join(f"{short(part)} -{n}" for part, n in sorted(gone.items()))
+            grown.append((f"{short(op)} {before} -> {after}" + (f" ({parts})" if gone else ""), bool(gone)))
+        return grown
 
     def lost_pre_pass(self) -> list[str]:
         """'Attention 2 -> 0' for each count of ORT's transformer optimizer that dropped."""
@@ -161,6 +181,11 @@ class GraphDiff:
             lines.append(f"transformer optimizer: {before} -> {after}")
         if gained:
             lines.append(f"gained fusions: {'; '.join(gained)}")
+        grown = self.grown_fusions()
+        if grown:
+            lines.append(
+                f"more fused nodes as the model grew (no unfused part went away): {'; '.join(grown)}"
+            )
         moved, newly_off = self.moved_off_provider(), self.newly_off()
         if moved and newly_off:
             lines.append(f"off the requested provider now: {_some(newly_off)}")

@@ -4,20 +4,23 @@ rebuilt on today's inputs)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
 from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.gate.session_outputs import run_outputs
-from pytest_ortperf.ort.inputs import data_sets
+from pytest_ortperf.ort.inputs import data_sets, declared_inputs, fits
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.reports.ci_files import accuracy_record
 from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.environment import shapes_changed
 
 ACCURACY = "accuracy"
 TODAY = "on today's inputs"  # how a rebuilt recorded model's reference is labelled
@@ -78,6 +81,7 @@ class AccuracyCheck:
             environment=target.environment,
             more_data_sets=more_data_sets,
             rebuilt_reference=None if policy.update else self._recorded_outputs(target, digest),
+            shapes_changed=_shapes_changed(target),
         )
         if result.status in (Status.NEW, Status.UPDATED):
             context.outputs.stage(key, actual, environment=target.environment)
@@ -134,6 +138,13 @@ class AccuracyCheck:
             rebuilt, why = None, plan.reason
         if rebuilt is None:
             return Reference.unavailable(f"the recorded model {TODAY}", why)
+        if _shapes_changed(target) and not _takes(rebuilt.model, inputs):
+            # A fixed-size model re-exported at another size: the recorded one does not take today's
+            # inputs (its graph says so; nothing is run to find out); the shapes, named by the check,
+            # say why.
+            return Reference.unavailable(
+                f"{rebuilt.label} {TODAY}", "it does not take inputs of these shapes"
+            )
         outputs = context.references.rebuilt_outputs(rebuilt, context.built, inputs)
         return Reference(f"{rebuilt.label} {TODAY}", outputs, {})
 
@@ -155,6 +166,21 @@ class AccuracyCheck:
         return found
 
 
+def _takes(model: ModelSource, inputs: Mapping[str, Any]) -> bool:
+    """Whether ``model``'s graph declares inputs that ``inputs`` fit (True where onnx cannot read
+    it: then running it says what it takes)."""
+    try:
+        return fits(declared_inputs(model), inputs)
+    except OrtperfError:
+        return True
+
+
+def _shapes_changed(target: CheckTarget) -> str:
+    """How the inputs' shapes changed since the baseline's recipe, "" when they did not."""
+    recipe = target.entry.recipe if target.entry is not None else {}
+    return shapes_changed(recipe.get("inputs"), target.environment.get("inputs"))
+
+
 KIND = CheckKind(
     name=ACCURACY,
     make=AccuracyCheck,
@@ -162,4 +188,5 @@ KIND = CheckKind(
     default=True,
     record=accuracy_record,
     terminal=False,
+    accepted_by_update=True,  # an update records the outputs it compares with
 )

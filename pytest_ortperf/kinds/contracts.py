@@ -55,7 +55,7 @@ class ContractCheck:
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         results = []
         for contract in self._contracts:
-            with self._context.measurer.activity(f"{target.key.test} ({contract.other})") as self._activity:
+            with self._context.measurer.activity(f"{target.key.shown} ({contract.other})") as self._activity:
                 results.append(self._one(contract, target))
         return results
 

@@ -115,7 +115,7 @@ class DeterminismCheck:
         def runs(session: BuiltSession) -> list[dict[str, OutputValue]]:
             return [run_outputs(session, target.inputs, sessions.watchdog) for _ in range(self._runs)]
 
-        with context.measurer.activity(f"{target.key.test} (determinism)"):
+        with context.measurer.activity(f"{target.key.shown} (determinism)"):
             outputs = runs(built)
             again = runs(sessions.fresh(built))
             stable = runs(sessions.fresh(built, deterministic=True))
@@ -173,7 +173,7 @@ def _result(
         )
     message = "\n".join(
         [
-            f"determinism of {key.test}: FAILED: {len(names)} output(s) differ between runs on the same "
+            f"determinism of {key.shown}: FAILED: {len(names)} output(s) differ between runs on the same "
             f"inputs ({path})",
             *lines,
             f"  {note}",

@@ -30,7 +30,9 @@ from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.references import RecordedReference, reference_feeds, same_job
 from pytest_ortperf.gate.registry import Record
+from pytest_ortperf.kinds.side_by_side import ab_feeds
 from pytest_ortperf.latency.activity import Activity
+from pytest_ortperf.latency.decision import Verdict
 from pytest_ortperf.ort.models import weight_bytes
 from pytest_ortperf.ort.workers import (
     Footprint,
@@ -42,7 +44,7 @@ from pytest_ortperf.ort.workers import (
 )
 from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineEntry
-from pytest_ortperf.store.environment import recipe_changes, what_changed
+from pytest_ortperf.store.environment import describe_inputs, recipe_changes, shapes_changed, what_changed
 
 
 class FootprintCheck:
@@ -54,6 +56,9 @@ class FootprintCheck:
     profiled = False  # whether each process also profiles a session (ORT's memory accounting)
     timed = False  # whether the measurement is timed (then it holds the run's timing lock)
     cold_first = False  # whether each side's first process gets an empty compile cache (a cold start)
+    # Side by side, looked at after these many pairs of fresh processes, by the rule of every
+    # side-by-side verdict (compare_pairs); () measures ``processes`` a side and confirms a regression.
+    pair_looks: tuple[int, ...] = ()
 
     def __init__(self, context: CheckContext) -> None:
         self._context = context
@@ -77,6 +82,13 @@ class FootprintCheck:
     def limit_bytes(self) -> int:
         return 0
 
+    def compare_pairs(
+        self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
+    ) -> list[FigureComparison]:
+        """Side by side over pairs of processes, at look ``look`` of ``looks`` (a kind with
+        ``pair_looks``)."""
+        raise NotImplementedError
+
     # --- the protocol -------------------------------------------------------------------------
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
@@ -85,7 +97,7 @@ class FootprintCheck:
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         context = self._context
-        with context.measurer.activity(f"{target.key.test} ({self.kind})") as activity:
+        with context.measurer.activity(f"{target.key.shown} ({self.kind})") as activity:
             result = self._routes(target, activity)
         context.publisher.publish(footprint_record(result, context.nodeid))
         return [result]
@@ -104,8 +116,15 @@ class FootprintCheck:
             reason = plan.reason
             return nothing_to_compare(self.kind, key, alone, ab.label, identical=identical, reason=reason)
         if ab is not None and ab.source is not None and plan.route is Route.SAME_JOB:
-            other = SideSpec(ab.python or this_python(), ab.source, built.settings)
-            return self._side_by_side(target, here, other, ab.label, activity)
+            # Each side on its own inputs: the reference's declared ones where today's do not fit it.
+            theirs = ab_feeds(context, ab.source, target.inputs)
+            changes = []
+            if theirs is not None:
+                changes = [
+                    f"inputs: {shapes_changed(describe_inputs(theirs), describe_inputs(target.inputs))}"
+                ]
+            other = SideSpec(ab.python or this_python(), ab.source, built.settings, feeds=theirs)
+            return self._side_by_side(target, here, other, ab.label, activity, changes=changes)
         context.references.keep_model(built.model)
         if plan.route is Route.SIDE_BY_SIDE:
             entry = target.entry
@@ -133,7 +152,7 @@ class FootprintCheck:
                 self.kind,
                 key,
                 current,
-                store=context.store,
+                entry=target.recording_on,
                 environment=target.environment,
                 today=today,
                 compare=compare,
@@ -178,32 +197,86 @@ class FootprintCheck:
         changes: Sequence[str] = (),
     ) -> FootprintResult:
         """Both sides in fresh processes, interleaved (current, reference, reference, current...);
-        ``changes``: what changed since the baseline, against a rebuilt recorded reference."""
+        ``changes``: what changed since the baseline, against a rebuilt recorded reference. A kind
+        with ``pair_looks`` is judged over pairs of processes, sequentially, by the rule of every
+        side-by-side verdict; the others measure ``processes`` a side and confirm a regression."""
+        if self.pair_looks:
+            return self._over_pairs(target, here, other, label, activity, changes=changes)
 
         def measured() -> FootprintResult:
             current_prints, reference_prints = self._measure([here, other], target, activity, self.processes)
             current, reference = self.figures(current_prints), self.figures(reference_prints)
-            return judged(
-                self.kind,
-                target.key,
-                current,
-                reference,
-                self.compare(reference, current, target),
-                target.policy,
-                path=f"side by side vs {label}",
-                label=f"{label} (side by side, fresh processes)",
-                changes=changes,
-                explain=self.explain(reference, current),
-                notes=self.notes([*current_prints, *reference_prints]),
+            compared = self.compare(reference, current, target)
+            return self._judged_side_by_side(
+                target, current_prints, reference_prints, compared, label, changes
             )
 
         return _confirmed(measured(), measured)
 
+    def _judged_side_by_side(
+        self,
+        target: CheckTarget,
+        current_prints: Sequence[Footprint],
+        reference_prints: Sequence[Footprint],
+        compared: list[FigureComparison],
+        label: str,
+        changes: Sequence[str],
+    ) -> FootprintResult:
+        """The verdict of a side-by-side measurement from both sides' processes and their comparison."""
+        current, reference = self.figures(current_prints), self.figures(reference_prints)
+        return judged(
+            self.kind,
+            target.key,
+            current,
+            reference,
+            compared,
+            target.policy,
+            path=f"side by side vs {label}",
+            label=f"{label} (side by side, fresh processes)",
+            changes=changes,
+            explain=self.explain(reference, current),
+            notes=self.notes([*current_prints, *reference_prints]),
+        )
+
+    def _over_pairs(
+        self,
+        target: CheckTarget,
+        here: SideSpec,
+        other: SideSpec,
+        label: str,
+        activity: Activity,
+        *,
+        changes: Sequence[str] = (),
+    ) -> FootprintResult:
+        """Pairs of fresh processes, one a side, added until every figure is decided (inside the
+        threshold, or beyond it with its interval) or the last of ``pair_looks`` is reached: two
+        pairs that disagree are two samples, and no second measurement is asked for."""
+        current_prints: list[Footprint] = []
+        reference_prints: list[Footprint] = []
+        looks = self.pair_looks
+        for look, count in enumerate(looks, 1):
+            more = self._measure([here, other], target, activity, count - len(current_prints), cold=look == 1)
+            current_prints += more[0]
+            reference_prints += more[1]
+            current, reference = self.figures(current_prints), self.figures(reference_prints)
+            compared = self.compare_pairs(reference, current, target, look=look, looks=len(looks))
+            if all(c.verdict is not Verdict.INCONCLUSIVE for c in compared):
+                break
+        return self._judged_side_by_side(target, current_prints, reference_prints, compared, label, changes)
+
     def _measure(
-        self, sides: Sequence[SideSpec], target: CheckTarget, activity: Activity, count: int
+        self,
+        sides: Sequence[SideSpec],
+        target: CheckTarget,
+        activity: Activity,
+        count: int,
+        *,
+        cold: bool = True,
     ) -> list[list[Footprint]]:
         """``count`` fresh processes per side, the sides interleaved so that neither gets all the
-        early (or late) processes: for two sides A B B A A B ..."""
+        early (or late) processes: for two sides A B B A A B ... ``cold``: each side's first process
+        starts from an empty compile cache (a kind with ``cold_first``; a later batch of the same
+        measurement finds it warm)."""
         context = self._context
         built, settings = context.built, context.settings
         prints: list[list[Footprint]] = [[] for _ in sides]
@@ -217,8 +290,8 @@ class FootprintCheck:
                 for side in order:
                     spec = sides[side]
                     session_settings = spec.settings
-                    cold = self.cold_first and not prints[side]
-                    if cold:
+                    first = self.cold_first and cold and not prints[side]
+                    if first:
                         # A compile cache (OpenVINO's cache_dir, TensorRT's engines): each side's first
                         # process starts from an empty one, the others find the configured one warm.
                         empty = Path(scratch) / f"cold-cache-{side}"
@@ -234,7 +307,7 @@ class FootprintCheck:
                         limit_bytes=self.limit_bytes(),
                         weights=weights[side],
                     )
-                    prints[side].append(_cold(footprint) if cold else footprint)
+                    prints[side].append(_cold(footprint) if first else footprint)
         return prints
 
 

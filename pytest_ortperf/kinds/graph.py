@@ -67,7 +67,7 @@ class GraphCheck:
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         context = self._context
-        with context.measurer.activity(f"{target.key.test} (graph)"):
+        with context.measurer.activity(f"{target.key.shown} (graph)"):
             result = self._routes(target)
         context.publisher.publish(footprint_record(result, context.nodeid))
         return [result]
@@ -88,7 +88,15 @@ class GraphCheck:
         context.references.keep_model(built.model)
         entry = target.entry
         if plan.route is Route.RECORD:
-            return _noted(record(key, current, store=context.store, environment=target.environment), notes)
+            return _noted(
+                record(
+                    key,
+                    current,
+                    entry=target.recording_on,
+                    environment=target.environment,
+                ),
+                notes,
+            )
         if entry is None or plan.route is Route.MISSING:
             return self._alone(target, current, Status.MISSING, "missing", plan.reason, notes)
         here = hardware_class(target.environment.get("hardware"))  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from pytest_ortperf.accuracy.output_values import OutputValue
-from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with
+from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with, not_comparable
 from pytest_ortperf.checks.latency_verdicts import (
     LatencyResult,
     ab_without_reference,
@@ -35,12 +35,12 @@ from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
 from pytest_ortperf.gate.session_outputs import run_outputs, worker_outputs
 from pytest_ortperf.graph.diff import GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures
-from pytest_ortperf.kinds.side_by_side import ProcessSides
+from pytest_ortperf.kinds.side_by_side import ProcessSides, ab_feeds
 from pytest_ortperf.latency.activity import BUILDING, EXPLAINING, Activity
 from pytest_ortperf.latency.measure import MeasureSettings, measure
 from pytest_ortperf.latency.recording import short_reason
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.ort.inputs import Array
+from pytest_ortperf.ort.inputs import Array, Feeds
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -50,7 +50,7 @@ from pytest_ortperf.profiling.operators import OpProfile, fastest
 from pytest_ortperf.reports.ci_files import accuracy_record, latency_record, not_timed_record
 from pytest_ortperf.reports.terminal import LATENCY_TABLE, latency_row
 from pytest_ortperf.store.baselines import BaselineEntry
-from pytest_ortperf.store.environment import recipe_changes
+from pytest_ortperf.store.environment import describe_inputs, recipe_changes, shapes_changed
 from pytest_ortperf.store.keys import CheckKey
 
 PROFILED_RUNS = 3
@@ -94,7 +94,7 @@ class LatencyCheck:
         if reference is not None and plan.same_job is not None:
             # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
             # with a message, as in stored mode, naming the reference.
-            label = f"same-job A/B of {key.test} against {reference.label}: "
+            label = f"same-job A/B of {key.shown} against {reference.label}: "
             return _labelled(lambda: self._ab(reference, plan, inputs, key), key, label)
         # Kept so that a later change can be measured against it.
         context.references.keep_model(context.built.model)
@@ -109,7 +109,7 @@ class LatencyCheck:
                     rebuilt, why = context.references.rebuild(context.built, plan)
             if rebuilt is not None:
                 self._changes = tuple(recipe_changes(entry.recipe, target.environment)) if entry else ()
-                label = f"latency of {key.test} side by side with {rebuilt.label}: "
+                label = f"latency of {key.shown} side by side with {rebuilt.label}: "
                 # The same graph is the same work only on the same inputs.
                 same = [] if plan.recorded_inputs else self._same_graph(rebuilt, plan, key)
                 if same:
@@ -172,7 +172,7 @@ class LatencyCheck:
             explain_fn=explain_fn,
             key=key,
             plan=plan,
-            store=context.store,
+            entry=target.recording_on,
             policy=target.policy,
             environment=target.environment,
             today=datetime.date.today().isoformat(),
@@ -220,11 +220,15 @@ class LatencyCheck:
         context = self._context
         built, watchdog = context.built, context.sessions.watchdog
         if plan.route is Route.SAME_JOB and reference.across_runtimes and reference.source is not None:
+            with self._activity.phase(BUILDING, "reference"):
+                theirs = self._own_inputs(reference.source, inputs)
             return self._across_runtimes(
                 RecordedReference(reference.label, reference.source, built.settings, reference.python),
                 inputs,
                 key,
                 accept=ab_accept(key),
+                reference_inputs=theirs,
+                not_comparable=True,
             )
         if plan.route is not Route.SAME_JOB or reference.source is None:
             # Nothing to compare: a short measurement, for the report only (it shares the lock).
@@ -245,16 +249,31 @@ class LatencyCheck:
             self._traced_runs(inputs)
             result = self._publish(result, lock="shared")
             return [result]
+        with self._activity.phase(BUILDING, "reference"):
+            other = context.sessions.session(reference.source, built.variant, built.settings)
+        theirs = self._own_inputs(reference.source, inputs)
         result = self._side_by_side(
-            SideSpec(this_python(), reference.source, built.settings),
+            SideSpec(this_python(), reference.source, built.settings, feeds=theirs),
             reference.label,
             inputs,
             key,
             accept=ab_accept(key),
         )
-        with self._activity.phase(BUILDING, "reference"):
-            other = context.sessions.session(reference.source, built.variant, built.settings)
+        if theirs is not None:
+            return [
+                result,
+                _outputs(lambda: ab_not_comparable(context, reference.label, theirs, inputs, key), key),
+            ]
         return [result, _outputs(lambda: ab_accuracy(context, other, reference.label, inputs, key), key)]
+
+    def _own_inputs(self, reference: ModelSource, inputs: Mapping[str, Array]) -> Feeds | None:
+        """The A/B reference's own inputs where today's do not fit it (``side_by_side.ab_feeds``),
+        named among the changes; else None."""
+        theirs = ab_feeds(self._context, reference, inputs)
+        if theirs is not None:
+            changed = shapes_changed(describe_inputs(theirs), describe_inputs(inputs))
+            self._changes = (*self._changes, f"inputs: {changed}")
+        return theirs
 
     def _against_recorded(
         self,
@@ -266,27 +285,45 @@ class LatencyCheck:
         """The current model against what its baseline recorded, rebuilt (in the recorded runtime's
         environment when onnxruntime changed since); the reference fed ``reference_inputs`` (its
         recorded inputs, made again) where they are not today's."""
-        if reference.python:
-            return self._across_runtimes(reference, inputs, key, accept=key.record_command)
         theirs = dict(reference_inputs) if reference_inputs is not None else None
+        if reference.python:
+            return self._across_runtimes(
+                reference, inputs, key, accept=key.record_command, reference_inputs=theirs
+            )
         spec = SideSpec(this_python(), reference.model, reference.settings, feeds=theirs)
         return [self._side_by_side(spec, reference.label, inputs, key, accept=key.record_command)]
 
     def _across_runtimes(
-        self, reference: RecordedReference, inputs: dict[str, Array], key: CheckKey, *, accept: str = ""
+        self,
+        reference: RecordedReference,
+        inputs: dict[str, Array],
+        key: CheckKey,
+        *,
+        accept: str = "",
+        reference_inputs: Mapping[str, Array] | None = None,
+        not_comparable: bool = False,
     ) -> list[Outcome]:
         """The current model in this environment's ONNX Runtime against ``reference`` in another's,
         each unit a pair of measuring workers, one in each environment (so neither pays a different
         process cost), decided across processes; then the outputs of the two runtimes, from the last
-        unit, compared with the tolerances."""
+        unit, compared with the tolerances where both ran the same inputs. ``reference_inputs``: the
+        reference's own, where they are not today's; then the outputs are named not comparable
+        (``not_comparable``: the A/B reference, whose inputs changed shape) or left to the accuracy
+        check, which compares the recorded model on today's inputs (the recorded reference)."""
         context = self._context
-        other = SideSpec(reference.python, reference.model, reference.settings)
+        theirs = dict(reference_inputs) if reference_inputs is not None else None
+        other = SideSpec(reference.python, reference.model, reference.settings, feeds=theirs)
         with self._sides(other, inputs) as sides:
             result = self._side_by_side(sides, reference.label, inputs, key, accept=accept, across=True)
             last = sides.last
             if last is None:
                 return [result]
             label = result.reference_label
+            if theirs is not None and not not_comparable:
+                return [result]
+            if theirs is not None:
+                mine = inputs
+                return [result, _outputs(lambda: ab_not_comparable(context, label, theirs, mine, key), key)]
             outputs = _outputs(
                 lambda: compare_outputs(
                     context, worker_outputs(last.current), worker_outputs(last.reference), label, key
@@ -424,6 +461,25 @@ def ab_accuracy(
     against = (other.model, inputs)
     accept = ab_outputs_accept(key)
     return compare_outputs(context, actual, reference, label, key, located_against=against, accept=accept)
+
+
+def ab_not_comparable(
+    context: CheckContext,
+    label: str,
+    theirs: Mapping[str, Array],
+    inputs: Mapping[str, Array],
+    key: CheckKey,
+) -> AccuracyResult:
+    """The outputs of two sides fed inputs of other shapes: not compared, and said so (a failure
+    under ``--ortperf-ab-outputs=fail``), with the command that records today's."""
+    changed = shapes_changed(describe_inputs(theirs), describe_inputs(inputs))
+    result = not_comparable(
+        key, label, f"inputs {changed}", fail=context.settings.ab_outputs_fail, accept=ab_outputs_accept(key)
+    )
+    context.publisher.publish(
+        accuracy_record(result, context.nodeid), verdict_property="ortperf_ab_accuracy_verdict"
+    )
+    return result
 
 
 def compare_outputs(

@@ -17,11 +17,26 @@ from typing import Any
 
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_across
 from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext
 from pytest_ortperf.latency.across_processes import first_batch, looks_for, most_units
 from pytest_ortperf.latency.activity import BUILDING, Activity
+from pytest_ortperf.ort.inputs import Feeds, InputOptions, declared_inputs, feeds_of_its_own
+from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units
 from pytest_ortperf.store.keys import CheckKey
+
+
+def ab_feeds(context: CheckContext, source: ModelSource, inputs: Mapping[str, Any]) -> Feeds | None:
+    """The A/B reference model's own inputs where today's do not fit it (a fixed size changed, an
+    input added or dropped: ``ort/inputs.py: feeds_of_its_own``), read from the inputs its graph
+    declares (no session is built for it: it may run in another runtime); None where today's fit it,
+    or its graph cannot be read (it is then fed today's, and its runtime says why if they do not fit)."""
+    try:
+        declared = declared_inputs(source)
+    except OrtperfError:
+        return None
+    return feeds_of_its_own(declared, context.input_options or InputOptions(), inputs)
 
 
 @dataclass

@@ -26,6 +26,7 @@ class StartupCheck(FootprintCheck):
     glance_processes = startup.GLANCE_PROCESSES
     timed = True
     cold_first = True
+    pair_looks = startup.PAIR_LOOKS
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)
@@ -34,6 +35,21 @@ class StartupCheck(FootprintCheck):
         assert isinstance(before, StartupFigures)
         assert isinstance(after, StartupFigures)
         return compare_startup(before, after, threshold=target.policy.startup_threshold)
+
+    def compare_pairs(
+        self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
+    ) -> list[FigureComparison]:
+        assert isinstance(before, StartupFigures)
+        assert isinstance(after, StartupFigures)
+        policy = target.policy
+        return startup.compare_pairs(
+            before,
+            after,
+            threshold=policy.startup_threshold,
+            confidence=policy.confidence,
+            look=look,
+            looks=looks,
+        )
 
 
 def _benchmark_entry(record: Record) -> BenchmarkEntry | None:

@@ -1,19 +1,25 @@
-"""The threads check: ``check_threads(counts=None, threshold="10%", budget=2.0)``.
+"""The threads check: ``check_threads(counts=None, threshold=None, budget=2.0, fail_if_beaten=False)``
+(``threshold``: the one latency threshold unless the call gives its own).
 
 "Start with physical cores / 2 and benchmark up and down from there": the model of the test is
 measured at several ``intra_op_num_threads`` counts side by side, in interleaved rounds whose order
 is drawn at random every round (a machine state hits every count alike), and the latency curve and
 the best count are reported. It fails
 
-- when the configured count (the session's ``intra_op_threads``) is beaten by more than the
-  threshold: the best count's median round ratio against it lies below ``1 / (1 + threshold)`` and
-  its 99% sign-test interval lies wholly below 1, in the curve and again on fresh sessions of those
-  two counts (two measurements that disagree end ``inconclusive``);
 - when the best count's latency regressed against the recorded reference: the reference rebuilt
   from its recipe (model from git or the model cache, settings) at the same count, measured side by
   side with it, the A/B rule deciding. Where nothing changed, or the reference cannot be rebuilt (the
   inputs changed, another onnxruntime), it says so and does not compare: this hardware's recorded
   curve is shown, never judged (it was measured in another process, at another time).
+
+A configured count (the session's ``intra_op_threads``) beaten by more than the threshold (the
+best count's median round ratio against it below ``1 / (1 + threshold)``, its 99% sign-test
+interval wholly below 1, in the curve; then the two counts side by side across measuring processes
+by the rule every side-by-side latency verdict takes, ``kinds/side_by_side.py``, calling the best
+count ``improved`` against the configured one) is reported
+``improved``, naming the count to set: a setting that could be better is not a regression of the
+model, and an unchanged model passes. It fails only where the test asks for it
+(``check_threads(fail_if_beaten=True)``). Two measurements that disagree end ``inconclusive``.
 
 It keeps its own part of the baseline (``threads``: the curve and the best count's round medians),
 recorded by ``--ortperf-update`` and shown by ``ortperf show``. Everything it owns is declared here.
@@ -40,19 +46,19 @@ from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.registry import CheckKind
 from pytest_ortperf.kinds.side_by_side import ProcessSides
 from pytest_ortperf.latency.activity import Activity
-from pytest_ortperf.latency.decision import RatioEstimate, parse_threshold
+from pytest_ortperf.latency.decision import RatioEstimate
 from pytest_ortperf.latency.measure import gc_paused
 from pytest_ortperf.latency.paired import paired_interval
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, this_python
-from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.baselines import BaselineEntry, with_part
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import same_recipe
+from pytest_ortperf.values import parse_threshold
 
 THREADS = "threads"
 MAX_DEFAULT_COUNT = 8  # the default curve: 1 .. the machine's cores, at most this many
 ROUNDS = 21  # interleaved rounds: enough for a 99% sign-test interval that can decide (k = 3)
-THRESHOLD = 0.10  # how much faster the best count may be before the configured one fails
 BUDGET_S = 2.0  # timed seconds over all counts and rounds, a target
 CONFIDENCE = 0.99
 
@@ -77,13 +83,15 @@ class ThreadsCheck:
         context: CheckContext,
         *,
         counts: Sequence[int] = (),
-        threshold: float = THRESHOLD,
+        threshold: float | None = None,
         budget_s: float = BUDGET_S,
+        fail_if_beaten: bool = False,
     ) -> None:
         self._context = context
         self._counts = tuple(counts)
         self._threshold = threshold
         self._budget_s = budget_s
+        self._fail_if_beaten = fail_if_beaten
 
     def configured(
         self,
@@ -91,9 +99,14 @@ class ThreadsCheck:
         counts: Sequence[int] | None = None,
         threshold: object = None,
         budget: float | None = None,
+        fail_if_beaten: bool | None = None,
     ) -> ThreadsCheck:
         """This check with the call's ``counts`` (whole numbers, 1 or more), ``threshold`` ("10%" or
-        0.1) and ``budget`` (timed seconds, more than 0); a UsageError naming the option otherwise."""
+        0.1), ``budget`` (timed seconds, more than 0) and ``fail_if_beaten`` (True or False); a
+        UsageError naming the option otherwise."""
+        if fail_if_beaten is not None and not isinstance(fail_if_beaten, bool):
+            raise UsageError(f"check_threads(fail_if_beaten={fail_if_beaten!r}): True or False.")
+        strict = self._fail_if_beaten if fail_if_beaten is None else fail_if_beaten
         chosen = self._counts if counts is None else tuple(counts)
         if counts is not None and (
             not chosen or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in chosen)
@@ -105,7 +118,14 @@ class ThreadsCheck:
         seconds = self._budget_s if budget is None else budget
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
             raise UsageError(f"check_threads(budget={budget!r}): a budget is a number of seconds above 0.")
-        return ThreadsCheck(self._context, counts=chosen, threshold=limit, budget_s=float(seconds))
+        return ThreadsCheck(
+            self._context, counts=chosen, threshold=limit, budget_s=float(seconds), fail_if_beaten=strict
+        )
+
+    def _limit(self, target: CheckTarget) -> float:
+        """The call's ``threshold``, else the one latency threshold (``ort_thresholds(latency=...)``,
+        ``--ortperf-latency-threshold``)."""
+        return self._threshold if self._threshold is not None else target.policy.threshold
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
@@ -116,7 +136,7 @@ class ThreadsCheck:
         built = context.built
         configured = built.settings.intra_op_threads
         counts = tuple(sorted({*(self._counts or default_counts(_cores())), configured}))
-        with context.measurer.activity(f"{key.test} (threads)") as activity:
+        with context.measurer.activity(f"{key.shown} (threads)") as activity:
             try:
                 sessions = {n: self._session(n) for n in counts}
                 with context.measurer.held(activity):
@@ -128,8 +148,8 @@ class ThreadsCheck:
                     beaten = self._confirmed(curve, sessions, target, activity)
                     against, why = self._against_recorded(target, curve, sessions[curve.best], activity)
                     result = judged(
-                        key, curve, threshold=self._threshold, beaten=beaten, against=against,
-                        not_compared=why, stored=_stored(target),
+                        key, curve, threshold=self._limit(target), beaten=beaten, against=against,
+                        not_compared=why, stored=_stored(target), fail_if_beaten=self._fail_if_beaten,
                     )  # fmt: skip
             except OrtperfError as exc:
                 result = _error(key, f"a session at another thread count could not be built or run: {exc}")
@@ -142,25 +162,23 @@ class ThreadsCheck:
         run = self._context.sessions.watchdog.run
         return {n: _runner(run, session, target.inputs) for n, session in sessions.items()}
 
-    def _paired(
-        self, reference: BuiltSession, current: BuiltSession, target: CheckTarget, activity: Any
-    ) -> RatioEstimate:
-        """``current`` against ``reference``, side by side in interleaved rounds: the median per-round
-        ratio current/reference with its 99% sign-test interval."""
-        with self._context.measurer.held(activity):
-            rounds = measure_curve(self._runs({0: reference, 1: current}, target), budget_s=self._budget_s)
-        return paired_interval([c / r for r, c in zip(rounds[0], rounds[1], strict=True)], CONFIDENCE)
-
     def _confirmed(
-        self, curve: Curve, sessions: Mapping[int, BuiltSession], target: CheckTarget, activity: Any
-    ) -> RatioEstimate | None:
-        """When the first curve says the configured count is beaten, the same two counts measured
-        again on fresh sessions (a session's placement can favour it for as long as it lives); the
-        second estimate, or None when there is nothing to confirm."""
-        if not beaten_by(curve.against_configured(), self._threshold) or curve.best == curve.configured:
+        self, curve: Curve, sessions: Mapping[int, BuiltSession], target: CheckTarget, activity: Activity
+    ) -> LatencyResult | None:
+        """When the curve (one process, one session a count: a session's placement can favour it for
+        as long as it lives) says the configured count is beaten, the best count against the
+        configured one side by side across measuring processes, by the one rule of side-by-side
+        latency verdicts; None when there is nothing to confirm."""
+        if not beaten_by(curve.against_configured(), self._limit(target)) or curve.best == curve.configured:
             return None
-        fresh = self._context.sessions.fresh
-        return self._paired(fresh(sessions[curve.configured]), fresh(sessions[curve.best]), target, activity)
+        best, configured = sessions[curve.best], sessions[curve.configured]
+        here = SideSpec(this_python(), best.model, best.settings)
+        there = SideSpec(this_python(), configured.model, configured.settings)
+        label = f"the configured intra_op_threads={curve.configured}"
+        with ProcessSides(self._context, here, there, target.inputs, activity) as sides:
+            return sides.judge(
+                key=target.key, label=label, policy=replace(target.policy, threshold=self._limit(target))
+            )
 
     def _against_recorded(
         self, target: CheckTarget, curve: Curve, best: BuiltSession, activity: Any
@@ -199,7 +217,7 @@ class ThreadsCheck:
         here = SideSpec(this_python(), best.model, best.settings)
         with ProcessSides(self._context, here, reference, target.inputs, activity) as sides:
             return sides.judge(
-                key=target.key, label=label, policy=replace(target.policy, ab_threshold=self._threshold)
+                key=target.key, label=label, policy=replace(target.policy, threshold=self._limit(target))
             )
 
     def _session(self, count: int) -> BuiltSession:
@@ -211,9 +229,8 @@ class ThreadsCheck:
 
     def _record(self, target: CheckTarget, curve: Curve) -> KindResult:
         key = target.key
-        before, staged = self._context.store.stage_part(
-            key.test_file,
-            key.test,
+        before, entry = with_part(
+            target.recording_on,
             variant=key.variant,
             machine=key.machine,
             name=THREADS,
@@ -221,6 +238,7 @@ class ThreadsCheck:
             environment=target.environment,
             today=datetime.date.today().isoformat(),
         )
+        staged = entry is not None
         status = Status.NEW if before is None else Status.UPDATED if staged else Status.UNCHANGED
         return KindResult(
             key,
@@ -230,6 +248,7 @@ class ThreadsCheck:
             summary=curve.summary(),
             change="the curve recorded" if staged else "",
             figures=curve.figures(),
+            staged=entry,
         )
 
 
@@ -335,6 +354,13 @@ def beaten_by(estimate: RatioEstimate, threshold: float) -> bool:
     return estimate.ratio < 1.0 / (1.0 + threshold) and estimate.high < 1.0
 
 
+def _across(result: LatencyResult) -> str:
+    """What the side-by-side rule said of the best count against the configured one: its change and
+    over how many measuring processes."""
+    count = f" over {len(result.processes.units)} measuring processes" if result.processes else ""
+    return f"side by side{count}: {result.change}"
+
+
 def _pct(estimate: RatioEstimate) -> str:
     return f"{estimate.ratio - 1:+.1%} (99% CI {estimate.low - 1:+.1%} .. {estimate.high - 1:+.1%})"
 
@@ -344,37 +370,48 @@ def judged(
     curve: Curve,
     *,
     threshold: float,
-    beaten: RatioEstimate | None = None,
+    beaten: LatencyResult | None = None,
     against: LatencyResult | None = None,
     not_compared: str = "",
     stored: Mapping[str, Any] | None = None,
+    fail_if_beaten: bool = False,
 ) -> KindResult:
     """The verdict of the module docstring: the configured count is beaten when the curve says so and
-    its confirmation on fresh sessions (``beaten``) agrees; the best count regressed when, side by
-    side with the recorded reference (``against``: the A/B result, confirmed in new processes), it is
-    slower beyond the threshold. Disagreeing measurements end inconclusive, with both figures."""
+    its confirmation across measuring processes (``beaten``: the best count against the configured
+    one) calls the best count ``improved``; then the check reads ``improved`` (a failure only under
+    ``fail_if_beaten``); the best count regressed when, side by side with the recorded reference
+    (``against``: the verdict across measuring processes), it is slower beyond the threshold.
+    Disagreeing measurements end inconclusive, with both figures."""
     first = curve.against_configured()
     faster = 1.0 / (1.0 + threshold)
     lines: list[str] = []
     notes: list[str] = [f"curve: {curve.curve_text()}"]
-    status, change = Status.OK, ""
+    status, change, beaten_note = Status.OK, "", ""
     if curve.best != curve.configured:
         change = f"{curve.best} thread(s) vs the configured {curve.configured}: {_pct(first)}"
     if curve.best != curve.configured and beaten_by(first, threshold):
-        if beaten is not None and beaten_by(beaten, threshold):
-            status = Status.REGRESSION
-            lines.append(
-                f"  the configured intra_op_threads={curve.configured} is beaten by {curve.best}: "
-                f"{_pct(first)}, again on fresh sessions {_pct(beaten)}, threshold -{1 - faster:.1%}; set "
+        if beaten is not None and beaten.status is Status.IMPROVED:
+            status = Status.REGRESSION if fail_if_beaten else Status.IMPROVED
+            said = (
+                f"the configured intra_op_threads={curve.configured} is beaten by {curve.best}: "
+                f"{_pct(first)}, again {_across(beaten)}, threshold -{1 - faster:.1%}; set "
                 f"intra_op_threads={curve.best} (--ortperf-session-options intra_op_threads={curve.best}, "
                 "or ort_session_options)"
             )
+            if fail_if_beaten:
+                lines.append(f"  {said} (check_threads(fail_if_beaten=True))")
+            else:
+                beaten_note = f"{said}; reported, not failed (check_threads(fail_if_beaten=True) fails it)"
+                notes.append(beaten_note)
         else:
-            status = Status.INCONCLUSIVE
-            again = _pct(beaten) if beaten is not None else "not measured"
+            # Across processes the best count does not beat the configured one: the curve's one
+            # process said more than the processes do (inconclusive where they cannot tell).
+            undecided = beaten is None or beaten.status is Status.INCONCLUSIVE
+            status = Status.INCONCLUSIVE if undecided else Status.OK
+            again = _across(beaten) if beaten is not None else "not measured"
             notes.append(
-                f"{curve.best} thread(s) beat the configured {curve.configured} by {_pct(first)}, but not "
-                f"again on fresh sessions ({again})"
+                f"{curve.best} thread(s) beat the configured {curve.configured} by {_pct(first)} in the "
+                f"curve, but not across measuring processes ({again})"
             )
     path = "side by side at each thread count"
     if against is not None:
@@ -386,7 +423,7 @@ def judged(
         if against.status is Status.REGRESSION:
             status = Status.REGRESSION
             lines.append(f"  the best setting's latency regressed: {said}, threshold +{threshold:.0%}")
-        elif against.status is Status.INCONCLUSIVE and status is Status.OK:
+        elif against.status is Status.INCONCLUSIVE and status in (Status.OK, Status.IMPROVED):
             status = Status.INCONCLUSIVE
             notes.append("the comparison with the recorded reference could not rule out a regression")
     else:
@@ -397,9 +434,11 @@ def judged(
         notes.append(f"recorded curve on this hardware (shown, not judged): {recorded}")
     failed = status is Status.REGRESSION
     message = ""
+    if status is Status.IMPROVED:  # reported where a passing check is: its notes and its row
+        message = "\n".join([f"threads of {key.shown}: {curve.summary()}", f"  {beaten_note}"])
     if failed:
         message = "\n".join(
-            [f"threads of {key.test}: {curve.summary()}", *lines, f"  curve: {curve.curve_text()}"]
+            [f"threads of {key.shown}: {curve.summary()}", *lines, f"  curve: {curve.curve_text()}"]
         )
     return KindResult(
         key,
@@ -416,7 +455,7 @@ def judged(
 
 
 def _error(key: CheckKey, why: str) -> KindResult:
-    message = f"threads of {key.test}: {why}"
+    message = f"threads of {key.shown}: {why}"
     return KindResult(key, THREADS, Status.ERROR, path="threads", failed=True, message=message)
 
 
@@ -427,7 +466,7 @@ def not_timed(key: CheckKey) -> KindResult:
         Status.NOT_TIMED,
         path="not timed",
         skipped=True,
-        message=f"threads of {key.test} not timed: timing is off (--ortperf-timing=off); nothing is "
+        message=f"threads of {key.shown} not timed: timing is off (--ortperf-timing=off); nothing is "
         "measured.",
     )
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from pytest_ortperf import defaults
 from pytest_ortperf.latency.activity import MEASURING, WARMING, Activity
 from pytest_ortperf.latency.stats import LatencyStats, summarize
 from pytest_ortperf.ort.worker_program import warm_up_runs
@@ -32,7 +33,7 @@ Clock = Callable[[], int]
 class MeasureSettings:
     """How long and how finely to measure one latency check."""
 
-    budget_s: float = 4.0
+    budget_s: float = defaults.BUDGET_S
     rounds: int = 40
     min_rounds: int = 5
     warmup_runs: int = 5

@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from pytest_ortperf import defaults
 from pytest_ortperf.latency.activity import MEASURING, WARMING, Activity
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, Comparison, RatioEstimate, decide
 from pytest_ortperf.latency.measure import Clock, MeasureSettings, gc_paused, plan_rounds, time_runs, warm_up
@@ -38,7 +39,7 @@ AB_STATISTIC = "median of paired round ratios, sign-test interval"
 # least than a stored measurement, since every round gives one paired ratio; and short ones (80 in
 # the budget), so that the sequential looks, which come after a number of rounds, come early in
 # time (``benchmarks/README.md``, "Verdicts in seconds"). A slow model gets fewer, longer rounds.
-AB_SETTINGS = MeasureSettings(budget_s=3.0, rounds=80, min_rounds=12)
+AB_SETTINGS = MeasureSettings(budget_s=defaults.AB_BUDGET_S, rounds=80, min_rounds=12)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from pytest_ortperf import defaults
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, ratio_interval, widening
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import LatencyStats, merged
@@ -61,7 +62,7 @@ SHORT_SHARE = 0.25
 
 
 # What --ortperf-max-cv defaults to: the spread beyond which recorded figures are noisy.
-DEFAULT_MAX_CV = 0.10
+DEFAULT_MAX_CV = defaults.MAX_CV
 
 
 def noise(spread: float | None, *, max_cv: float) -> str:

@@ -243,8 +243,13 @@ class FetchFailure:
     run_id: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "specs": list(self.specs), "reason": self.reason, "when": self.when,
-                "run_id": self.run_id}
+        return {
+            "key": self.key,
+            "specs": list(self.specs),
+            "reason": self.reason,
+            "when": self.when,
+            "run_id": self.run_id,
+        }
 
 
 class FetchError(OrtperfError):
@@ -560,7 +565,10 @@ def _python_version(python: Path) -> str:
     try:
         done = subprocess.run(
             [str(python), "-I", "-c", "import platform; print(platform.python_version())"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""

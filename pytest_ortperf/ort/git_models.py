@@ -27,12 +27,14 @@ import posixpath
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from pytest_ortperf.errors import ModelError, UsageError
+from pytest_ortperf.errors import ModelError, OrtperfError, UsageError
+from pytest_ortperf.ort.dvc_models import model_at_revision
 from pytest_ortperf.ort.git_lfs import parse_pointer, smudge
+from pytest_ortperf.ort.model_stores import RecordedModelRecipe, StoredModel
 from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, is_lfs_pointer, tensor_locations
 
 _TIMEOUT_S = 60
@@ -49,16 +51,10 @@ PULL_REQUEST_BASES = (
 )
 
 
-@dataclass(frozen=True)
-class RevisionFile:
-    """A model file at a revision: ``data`` is None when there is none, and ``reason`` says why.
-    ``path`` is where it was written with its external data files, when it has any (ONNX Runtime
-    then loads it from there)."""
-
-    label: str
-    data: bytes | None
-    reason: str = ""
-    path: Path | None = None
+# A model file at a revision: ``data`` is None when there is none, and ``reason`` says why; ``path`` is
+# where it was written with its external data files, when it has any (ONNX Runtime then loads it from
+# there). The answer of every store of recorded models (ort/model_stores.py).
+RevisionFile = StoredModel
 
 
 class GitRevision:
@@ -156,6 +152,10 @@ class GitRevision:
             raise ModelError(f"git could not read {label} ({_first(listed.stderr)}).")
         entry = _tree_entry(listed.stdout)
         if entry is None:
+            # Not in git there: a model DVC kept (its pointer in git) is read back through DVC.
+            kept = model_at_revision(self.toplevel, self.commit, relative.as_posix(), label=label)
+            if kept is not None:
+                return kept
             return RevisionFile(label, None, f"no file '{relative.as_posix()}' at {self.name} (a new model?)")
         return model_in_commit(
             self.toplevel, self.commit, relative.as_posix(), entry, label=label, data_dir=self.data_dir
@@ -228,6 +228,19 @@ def recorded_file(
     )
 
 
+def recorded_git_model(recipe: RecordedModelRecipe) -> StoredModel | None:
+    """The built-in git and Git LFS store of recorded models (:func:`recorded_file`): None when git
+    does not keep the recorded model here, or the recipe names none of it."""
+    if not recipe.git_blob and not recipe.sha256:
+        return None
+    try:
+        return recorded_file(
+            recipe.rootdir, recipe.path, recipe.git_blob, recipe.sha256, data_dir=recipe.data_dir
+        )
+    except OrtperfError as exc:
+        return StoredModel("the recorded model (git)", None, str(exc))
+
+
 def git_keeps(cwd: Path, path: Path | None, blob: str) -> bool:
     """Whether a later run can read a model back from the repository around ``cwd``: git holds the
     object ``blob`` (committed or staged), or tracks ``path`` (a model in Git LFS, whose object is
@@ -243,6 +256,56 @@ def git_keeps(cwd: Path, path: Path | None, blob: str) -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return tracked.returncode == 0
+
+
+def changed_since(cwd: Path, recorded: Collection[str]) -> frozenset[str]:
+    """Of the ``recorded`` object ids, those git's object database holds and its index no longer
+    does: files that changed since a baseline recorded them (a model outside the repository, whose
+    object git never had, is none of them). Two git calls; empty outside a work tree."""
+    tracked = tracked_blobs(cwd)
+    candidates = sorted(set(recorded) - tracked) if tracked is not None else []
+    if not candidates:
+        return frozenset()
+    try:
+        known = _run(["cat-file", "--batch-check"], cwd, stdin="\n".join(candidates).encode() + b"\n")
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    if known.returncode != 0:
+        return frozenset()
+    return frozenset(
+        fields[0]
+        for line in known.stdout.decode(errors="replace").splitlines()
+        if len(fields := line.split()) == 3
+    )  # "<id> <type> <size>" for an object git has; "<id> missing" for one it lacks
+
+
+def tracked_blobs(cwd: Path) -> frozenset[str] | None:
+    """The object ids of every file git tracks in the repository around ``cwd`` (its index: one
+    ``git ls-files``, no file read or hashed), or None outside one. A recorded model's object that
+    is not among them is a model that changed since it was recorded."""
+    if shutil.which("git") is None:
+        return None
+    try:
+        listed = _run(["ls-files", "--stage", "-z", "--", ":/"], cwd)  # ":/": the whole tree, from any folder
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    # Each record: "<mode> <object> <stage>\t<path>".
+    return frozenset(
+        fields[1]
+        for record in listed.stdout.split(b"\0")
+        if len(fields := record.split(b"\t", 1)[0].decode(errors="replace").split(" ")) == 3
+    )
+
+
+# Why a recorded model is not found in a shallow clone, and the fix: a changed model is judged
+# against the recorded one, so recording it again is never the fix.
+SHALLOW = (
+    "the recorded one is not in this clone's history: it is shallow (cut short), and the model cache "
+    "(--ortperf-model-cache) does not hold it either; fetch the history (fetch-depth: 0 on GitHub "
+    "Actions' actions/checkout, or git fetch --unshallow)"
+)
 
 
 def is_shallow(cwd: Path) -> bool:

@@ -24,6 +24,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
+from pytest_ortperf import defaults
 from pytest_ortperf.errors import InputsError, UsageError
 from pytest_ortperf.ort.models import LFS_FETCH, ModelSource, is_lfs_pointer
 
@@ -57,9 +58,9 @@ class InputOptions:
     must name a dim of its inputs. The origins name where each came from, for messages.
     """
 
-    seed: int = 0
+    seed: int = defaults.SEED
     dims: Mapping[str, int] = field(default_factory=dict)
-    int_range: tuple[int, int] = (0, 100)
+    int_range: tuple[int, int] = defaults.INT_RANGE
     int_ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     model_dims: frozenset[str] = frozenset()
@@ -131,6 +132,38 @@ def synthesize(
         raise InputsError(unsized_message(unsized, shapes, model=model))
     arrays = {spec.name: _synthetic_array(spec, options, _sized(shapes[spec.name])) for spec in specs}
     return Feeds(arrays, source=f"synthetic(seed={options.seed})")
+
+
+def fits(specs: Sequence[InputSpec], feeds: Mapping[str, Array]) -> bool:
+    """Whether ``feeds`` are what a model declaring ``specs`` takes: the same names, its dtypes, its
+    ranks and its fixed dims."""
+    try:
+        _checked(dict(feeds), specs, origin="")
+    except InputsError:
+        return False
+    return True
+
+
+def feeds_of_its_own(
+    specs: Sequence[InputSpec], options: InputOptions, feeds: Mapping[str, Array]
+) -> Feeds | None:
+    """Inputs for another model (an A/B reference) that ``feeds`` do not fit (a fixed size changed,
+    an input added or dropped): synthesized from its own declared inputs, sized as ``options``
+    size them where that fits it (a ``shapes`` entry it contradicts, or a ``dims`` name it lacks,
+    sizes today's model only). None when ``feeds`` fit it: both sides then run the same inputs.
+    :class:`InputsError` when nothing sizes one of its inputs."""
+    if fits(specs, feeds):
+        return None
+    by_name = {spec.name: spec for spec in specs}
+    shapes = {
+        name: shape
+        for name, shape in options.shapes.items()
+        if name in by_name
+        and len(shape) == len(by_name[name].shape)
+        and all(not _fixed(dim) or dim == size for dim, size in zip(by_name[name].shape, shape, strict=False))
+    }
+    own = replace(options, shapes=shapes, model_dims=frozenset())
+    return synthesize(specs, own)
 
 
 _DESCRIBED = re.compile(r"^([a-z0-9_]+)\[([0-9, ]*)\]$")
@@ -278,6 +311,61 @@ def check_options(specs: Sequence[InputSpec], options: InputOptions) -> None:
         )
 
 
+_DECLARED: dict[tuple[str, str], tuple[InputSpec, ...]] = {}  # by ModelSource.content: read once a run
+
+
+def declared_inputs(model: ModelSource) -> tuple[InputSpec, ...]:
+    """``model``'s inputs as its graph declares them (:func:`declared_specs`), from its file or its
+    bytes, read once per model: what a reference another model's inputs must fit takes, without a
+    session (in whichever runtime it runs). :class:`InputsError` when onnx cannot read it."""
+    if model.content not in _DECLARED:
+        try:
+            _DECLARED[model.content] = declared_specs(model.path if model.path is not None else model.data)
+        except Exception as exc:  # a model onnx cannot parse (ORT names it when it loads it)
+            raise InputsError(f"{model.label}: its declared inputs cannot be read ({exc})") from None
+    return _DECLARED[model.content]
+
+
+def declared_specs(model: Path | bytes | None) -> tuple[InputSpec, ...]:
+    """A model's inputs as its graph declares them (initializers excepted), read from its file (without
+    its external data) or its bytes, without a session: what ``ortperf init`` looks at before
+    anything runs."""
+    import onnx  # the session path never needs it: ORT reads the model itself
+
+    if isinstance(model, bytes):
+        graph = onnx.load_model_from_string(model).graph
+    else:
+        graph = onnx.load(str(model), load_external_data=False).graph
+    initialized = {tensor.name for tensor in graph.initializer}
+    specs = []
+    for value in graph.input:
+        if value.name in initialized or not value.type.HasField("tensor_type"):
+            continue
+        tensor = value.type.tensor_type
+        element = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type) if tensor.elem_type else None
+        type_name = next(
+            (t for t, d in _DTYPES.items() if element is not None and np.dtype(d) == element), ""
+        )
+        dims: list[Dim] = [
+            dim.dim_value if dim.HasField("dim_value") else (dim.dim_param or None)
+            for dim in tensor.shape.dim
+        ]
+        specs.append(InputSpec(value.name, type_name, tuple(dims)))
+    return tuple(specs)
+
+
+def unsized_inputs(path: Path) -> str:
+    """Why synthetic inputs of the model file at ``path`` cannot be made as nothing but the run's
+    defaults size them (:func:`unsized_message`), "" when they can or the model brings its own
+    inputs (a test data set, an ``.npz`` beside it)."""
+    if data_sets(path.parent) or path.with_suffix(".npz").is_file():
+        return ""
+    specs = declared_specs(path)
+    shapes = {spec.name: resolve_shape(spec, InputOptions()) for spec in specs}
+    unsized = [spec for spec in specs if None in shapes[spec.name]]
+    return unsized_message(unsized, shapes, model=None) if unsized else ""
+
+
 def unsized_message(
     unsized: Sequence[InputSpec], shapes: Mapping[str, tuple[int | None, ...]], *, model: ModelSource | None
 ) -> str:
@@ -310,7 +398,7 @@ def unsized_message(
     return (
         f"{where}nothing sizes {'; '.join(described)}; synthetic data would have to guess these sizes "
         f"(a dim of 1 measures a degenerate input). Size {them} in its model table "
-        "([tool.ortperf.models.\"<glob>\"] in pyproject.toml or [models.\"<glob>\"] in an ortperf.toml): "
+        '([tool.ortperf.models."<glob>"] in pyproject.toml or [models."<glob>"] in an ortperf.toml): '
         f"shapes = {{{_toml_shapes(unsized, shapes)}}}; or in a test: ort_model(..., shapes={{{example}}})"
         + (f", name its dims with dims={{{', '.join(f'{n!r}: <n>' for n in named)}}}" if named else "")
         + f", or give the model its own inputs beside it: {npz}, or test_data_set_0/input_<i>.pb "

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.errors import ModelError, UsageError
+from pytest_ortperf.ort.dvc_models import DvcPointer, dvc_pointer, pointer_files
 from pytest_ortperf.values import safe_repr
 
 ZOO_MODEL_NAME = "model.onnx"
@@ -49,6 +50,9 @@ class ModelSource:
     # as sorted (key, value) pairs, nested values as canonical JSON text, so the source stays
     # hashable; then ``git_blob`` is the id of the model it was made from.
     precision: tuple[tuple[str, Any], ...] = ()
+    # Where DVC keeps this file, when it does (ort/dvc_models.py): its pointer, recorded with a
+    # baseline so that a later run can read the recorded model back through DVC.
+    dvc: DvcPointer | None = None
 
     @property
     def has_external_data(self) -> bool:
@@ -79,7 +83,8 @@ class ModelResolver:
 
     def __init__(self, rootdir: Path) -> None:
         self._rootdir = rootdir
-        self._digests: dict[tuple[Path, int, int], tuple[str, str]] = {}
+        self._digests: dict[tuple[Path, int, int], tuple[str, str, str]] = {}
+        self._pointers: dict[tuple[Path, str], DvcPointer | None] = {}  # (file, md5): asked once
         self._locations: dict[tuple[Path, int, int], list[str]] = {}
 
     def resolve(self, spec: Any, *, test_dir: Path, origin: str) -> ModelSource:
@@ -129,9 +134,19 @@ class ModelResolver:
                 )
             found = found / ZOO_MODEL_NAME
         path = found.resolve()
-        sha256, blob = self._digest_file(path, origin)
+        pointers = pointer_files(path)  # DVC may keep it: its md5 is taken in the same read
+        sha256, blob, md5 = self._digest_file(path, origin, md5=bool(pointers))
         data = self._digest_data(path, origin)
-        return ModelSource(label=self._label(path), sha256=sha256, path=path, git_blob=blob, data_sha256=data)
+        if pointers and (path, md5) not in self._pointers:
+            self._pointers[(path, md5)] = dvc_pointer(path, md5, pointers)
+        return ModelSource(
+            label=self._label(path),
+            sha256=sha256,
+            path=path,
+            git_blob=blob,
+            data_sha256=data,
+            dvc=self._pointers.get((path, md5)) if pointers else None,
+        )
 
     def _digest_data(self, path: Path, origin: str) -> str:
         """The digest of the external data files ``path`` names, each file's sha256 under its location
@@ -148,7 +163,7 @@ class ModelResolver:
             return ""
         digest = hashlib.sha256()
         for location in sorted(locations):
-            sha256, _ = self._digest_file(path.parent / location, origin)
+            sha256, _, _ = self._digest_file(path.parent / location, origin)
             digest.update(f"{location}\0{sha256}\n".encode())
         return digest.hexdigest()
 
@@ -158,21 +173,25 @@ class ModelResolver:
         except ValueError:
             return str(path)
 
-    def _digest_file(self, path: Path, origin: str) -> tuple[str, str]:
-        """(sha256, git blob id) of the file, read once per content."""
+    def _digest_file(self, path: Path, origin: str, *, md5: bool = False) -> tuple[str, str, str]:
+        """(sha256, git blob id, md5 or "") of the file, read once per content; ``md5``: also the md5
+        DVC names it by (only where a DVC pointer may name it)."""
         try:
             stat = path.stat()
             key = (path, stat.st_mtime_ns, stat.st_size)
-            if key not in self._digests:
+            if key not in self._digests or (md5 and not self._digests[key][2]):
                 digest = hashlib.sha256()
                 blob = hashlib.sha1(f"blob {stat.st_size}\0".encode(), usedforsecurity=False)
+                dvc = hashlib.md5(usedforsecurity=False) if md5 else None
                 with path.open("rb") as handle:
                     while chunk := handle.read(_HASH_CHUNK):
                         if len(chunk) == stat.st_size and is_lfs_pointer(chunk):  # the whole file
                             raise _lfs_pointer_error(path, chunk, origin)
                         digest.update(chunk)
                         blob.update(chunk)
-                self._digests[key] = (digest.hexdigest(), blob.hexdigest())
+                        if dvc is not None:
+                            dvc.update(chunk)
+                self._digests[key] = (digest.hexdigest(), blob.hexdigest(), dvc.hexdigest() if dvc else "")
             return self._digests[key]
         except OSError as exc:
             raise ModelError(f"{origin}: cannot read model '{path}': {exc.strerror or exc}.") from exc

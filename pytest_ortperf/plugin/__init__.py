@@ -69,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
             ortperf_config,
             kinds=kinds,
             on_build=_hook_caller(config),
+            stores=_stores(config),
             lock_owner=_lock_owner(config),
             run_id=_run_id(config),
         )
@@ -83,6 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
             # Every check of the run goes side by side: its measuring processes import onnxruntime
             # while pytest collects.
             run.measurer.prestart(ortperf_config.policy)
+    elif not ortperf_config.policy.update and _runs_tests_here(config) and run.foresees_side_by_side():
+        run.measurer.prestart(ortperf_config.policy)  # a changed model: its check goes side by side
     _collect_models(config)
     run.measurer.progress = terminal_progress(config, ortperf_config.progress)
     run.announce = terminal_lines(config, run.measurer.progress)
@@ -94,7 +97,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _runs_tests_here(config: pytest.Config) -> bool:
-    """Whether this process runs tests: an xdist worker, or a run that starts none."""
+    """Whether this process runs tests: an xdist worker, or a run that starts none (and not
+    ``--collect-only``)."""
+    if config.getoption("collectonly", default=False):
+        return False
     if hasattr(config, "workerinput"):
         return True
     numprocesses = config.getoption("numprocesses", default=None)
@@ -226,6 +232,21 @@ def _user_parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
         if name in (n.strip() for n in listed):
             return True
     return False
+
+
+def _stores(config: pytest.Config) -> Any:
+    """Where recorded models are kept: every ``pytest_ortperf_recorded_model`` implementation, a
+    team's first, then the built-in DVC and git stores (``plugin/recorded_models.py``)."""
+    from pytest_ortperf.plugin.recorded_models import STORES
+
+    for name, store in STORES:
+        if config.pluginmanager.get_plugin(name) is None:
+            config.pluginmanager.register(store(), name)
+
+    def recorded_model(recipe: Any) -> Any:
+        return config.hook.pytest_ortperf_recorded_model(recipe=recipe, config=config)
+
+    return recorded_model
 
 
 def _hook_caller(config: pytest.Config) -> Any:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from pytest_ortperf.accuracy.tolerances import (
     ToleranceSpec,
@@ -20,37 +23,27 @@ from pytest_ortperf.accuracy.tolerances import (
     parse_tolerance_values,
 )
 from pytest_ortperf.checks.contract_verdicts import Contract, parse_contracts
-from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
+from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
-from pytest_ortperf.gate.runtimes import FETCH_CHOICES
-from pytest_ortperf.graph.diff import parse_graph_mode, parse_graph_threshold
-from pytest_ortperf.latency.decision import parse_threshold
+from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.ort.inputs import InputOptions
-from pytest_ortperf.ort.providers import parse_providers
 from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
 from pytest_ortperf.ort.variants import (
-    Precision,
-    Variant,
-    parse_opt_levels,
-    parse_precisions,
     parse_variant,
-    split_precision,
     variant_matrix,
 )
 from pytest_ortperf.plugin.options import (
     OPTIONS,
     parse_dims,
     parse_int_range,
-    parse_seconds,
     parse_seed,
     parse_shapes,
 )
-from pytest_ortperf.store.machine import validate_name
-from pytest_ortperf.values import on_off, option_text, parse_size, safe_repr
+from pytest_ortperf.values import option_text, parse_threshold
 
 MODEL_MARKER_KWARGS = ("path", "shapes", "dims", "int_range", "seed", "transformers")
 AB_MARKER_KWARGS = ("reference", "rev", "python")
@@ -68,26 +61,31 @@ THRESHOLD_KWARGS = (
     "dtypes",
     "variants",
 )
-DEFAULT_CONTRACTS = ("levels", "quantized")
+
+
+_BY_INI = {option.ini: option for option in OPTIONS}
 
 
 def _value(config: Any, ini: str) -> tuple[Any, str]:
     """The command-line value if given, else the ini value; with a label for errors."""
-    option = next(o for o in OPTIONS if o.ini == ini)
+    option = _BY_INI[ini]
     cli = config.getoption(option.dest)
     if cli is not None:
         return cli, option.flag
     return config.getini(ini), f"ini {ini}"
 
 
+def _parsed(config: Any, ini: str) -> Any:
+    """The typed value of an option, parsed once by its row of the table (``OptionDef.parse``) from
+    the command line, else the ini file."""
+    return _BY_INI[ini].value(*_value(config, ini))
+
+
 def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfConfig:
     registry = kinds if kinds is not None else _builtin_kinds()
-    providers, where = _value(config, "ortperf_providers")
-    specs = parse_providers(providers, source=where)
-    levels_value, where = _value(config, "ortperf_opt_levels")
-    levels = parse_opt_levels(levels_value, source=where)
-    precisions_value, where = _value(config, "ort_precisions")
-    precisions = parse_precisions(precisions_value, source=where)
+    specs = _parsed(config, "ortperf_providers")
+    levels = _parsed(config, "ortperf_opt_levels")
+    precisions = _parsed(config, "ort_precisions")
 
     settings = SessionSettings().with_overrides(
         parse_assignments(config.getini("ortperf_session_options"), source="ini ortperf_session_options"),
@@ -100,13 +98,10 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
             source="--ortperf-session-options",
         )
 
-    dims_value, dims_where = _value(config, "ortperf_dims")
-    range_value, range_where = _value(config, "ortperf_int_range")
-    seed_value, seed_where = _value(config, "ortperf_seed")
     inputs = InputOptions(
-        seed=parse_seed(seed_value, source=seed_where),
-        dims=parse_dims(dims_value, source=dims_where),
-        int_range=parse_int_range(range_value, source=range_where),
+        seed=_parsed(config, "ortperf_seed"),
+        dims=_parsed(config, "ortperf_dims"),
+        int_range=_parsed(config, "ortperf_int_range"),
     )
     policy = _policy(config)
     return OrtperfConfig(
@@ -116,49 +111,34 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
         rootdir=Path(config.rootpath),
         baseline_dir=_baseline_dir(config),
         policy=policy,
-        machine=_machine(config),
-        prune=_flag(config, "ortperf_prune"),
+        machine=_parsed(config, "ortperf_machine"),
+        prune=_parsed(config, "ortperf_prune"),
         tolerances=_tolerances(config),
-        reference_variant=_reference_variant(config),
+        reference_variant=_parsed(config, "ortperf_reference_variant"),
         profile_dir=_directory(
             config, "ortperf_profile_dir", Path(config.rootpath) / ".ortperf" / "profiles"
         ),
-        session_profile=_flag(config, "ortperf_session_profile"),
-        parallel_timing=_flag(config, "ortperf_parallel_timing"),
+        session_profile=_parsed(config, "ortperf_session_profile"),
+        parallel_timing=_parsed(config, "ortperf_parallel_timing"),
         report_path=_optional_path(config, "ortperf_report"),
         markdown_path=_optional_path(config, "ortperf_markdown"),
         html_path=_optional_path(config, "ortperf_html"),
         model_cache=_optional_path(config, "ortperf_model_cache"),
-        strict=_flag(config, "ortperf_strict"),
-        run_timeout_s=_seconds(config, "ortperf_run_timeout"),
-        repair=_flag(config, "ortperf_repair"),
-        ab_rev=_ab_rev(config),
+        strict=_parsed(config, "ortperf_strict"),
+        run_timeout_s=_parsed(config, "ortperf_run_timeout"),
+        repair=_parsed(config, "ortperf_repair"),
+        ab_rev=_parsed(config, "ortperf_ab"),
         ab_python=_ab_python(config),
-        fetch_runtime=_fetch_runtime(config),
-        canary=_on_off(config, "ortperf_canary"),
-        ab_outputs_fail=_ab_outputs(config),
-        progress=_progress(config),
+        fetch_runtime=_parsed(config, "ortperf_fetch_runtime"),
+        canary=_parsed(config, "ortperf_canary"),
+        ab_outputs_fail=_parsed(config, "ortperf_ab_outputs") == "check",
+        progress=_parsed(config, "ortperf_progress"),
         timing=_timing(config, update=policy.update),
         checks=_checks(config, registry),
         kind_options=_kind_options(config, registry),
-        contracts=_contracts(config),
+        contracts=_parsed(config, "ortperf_contracts"),
         memory_limit=_memory_limit(config),
     )
-
-
-def _contracts(config: Any) -> tuple[str, ...]:
-    """``ortperf_contracts``: the default relative contracts (``off``: none)."""
-    value, where = _value(config, "ortperf_contracts")
-    names = [name.strip() for name in option_text(value, source=where).split(",") if name.strip()]
-    if names in ([], ["off"]) or names == ["none"]:
-        return ()
-    unknown = [name for name in names if name not in DEFAULT_CONTRACTS]
-    if unknown:
-        raise UsageError(
-            f"{where}: unknown contract(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT_CONTRACTS)} "
-            "or off."
-        )
-    return tuple(dict.fromkeys(names))
 
 
 def _kind_options(config: Any, kinds: KindRegistry) -> dict[str, dict[str, str]]:
@@ -210,9 +190,9 @@ def _checks(config: Any, kinds: KindRegistry) -> tuple[str, ...]:
 
 def _memory_limit(config: Any) -> int:
     """``ortperf_memory_limit``: the bytes a memory check's worker may add; default the physical memory."""
-    value, where = _value(config, "ortperf_memory_limit")
-    if str(value or "").strip():
-        return parse_size(value, source=where)
+    limit: int | None = _parsed(config, "ortperf_memory_limit")
+    if limit is not None:
+        return limit
     try:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):  # not POSIX: no cap
@@ -222,7 +202,7 @@ def _memory_limit(config: Any) -> int:
 def _timing(config: Any, *, update: bool) -> bool:
     """``--ortperf-timing``: off runs sessions and accuracy checks only. An update records latency
     baselines, which need timing: asking for both is a usage error, never a silent half-update."""
-    timing = _on_off(config, "ortperf_timing")
+    timing: bool = _parsed(config, "ortperf_timing")
     if not timing and update:
         _, where = _value(config, "ortperf_timing")
         raise UsageError(
@@ -230,50 +210,6 @@ def _timing(config: Any, *, update: bool) -> bool:
             "update with --ortperf-timing=on."
         )
     return timing
-
-
-def _progress(config: Any) -> bool | None:
-    value, where = _value(config, "ortperf_progress")
-    text = option_text(value, source=where)
-    if text.strip().lower() == "auto":
-        return None
-    switch = on_off(text)
-    if switch is None:
-        raise UsageError(f"{where}: expected auto, on or off, got {safe_repr(value)}.")
-    return switch
-
-
-def _fetch_runtime(config: Any) -> bool:
-    """``ortperf_fetch_runtime``: auto (fetch a recorded runtime on demand) or never."""
-    value, where = _value(config, "ortperf_fetch_runtime")
-    text = option_text(value, source=where).strip().lower()
-    if text not in FETCH_CHOICES:
-        raise UsageError(f"{where}: expected {' or '.join(FETCH_CHOICES)}, got {safe_repr(value)}.")
-    return text == FETCH_CHOICES[0]
-
-
-def _ab_outputs(config: Any) -> bool:
-    value, where = _value(config, "ortperf_ab_outputs")
-    text = str(value).strip().lower()
-    if text not in ("check", "report"):
-        raise UsageError(f"{where}: expected check or report, got {safe_repr(value)}.")
-    return text == "check"
-
-
-def _on_off(config: Any, ini: str) -> bool:
-    value, where = _value(config, ini)
-    switch = on_off(option_text(value, source=where))
-    if switch is None:
-        raise UsageError(f"{where}: expected on or off, got {safe_repr(value)}.")
-    return switch
-
-
-def _ab_rev(config: Any) -> str:
-    value, where = _value(config, "ortperf_ab")
-    text = str(value or "").strip()
-    if text.startswith("-"):
-        raise UsageError(f"{where}: {text!r} is not a git revision.")
-    return text
 
 
 def _ab_python(config: Any) -> str:
@@ -326,16 +262,6 @@ def ab_marker(
     return ABMarker(reference, str(rev).strip(), interpreter)
 
 
-def _reference_variant(config: Any) -> Variant | None:
-    value, where = _value(config, "ortperf_reference_variant")
-    if split_precision(str(value))[1] is not Precision.FP32:
-        raise UsageError(
-            f"{where}: the reference variant runs the model under test (fp32); give PROVIDER-LEVEL such as "
-            f"cpu-disabled, got {value!r}. Precision variants are compared with it at fp32."
-        )
-    return parse_variant(str(value), source=where, precision=False)
-
-
 def _tolerances(config: Any) -> ToleranceSpec:
     spec = parse_tolerance_lines(config.getini("ortperf_tolerances"), source="ini ortperf_tolerances")
     cli = config.getoption("ortperf_tolerances")
@@ -346,11 +272,6 @@ def _tolerances(config: Any) -> ToleranceSpec:
 
 def _baseline_dir(config: Any) -> Path:
     return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / "baselines")
-
-
-def _seconds(config: Any, ini: str) -> float:
-    value, where = _value(config, ini)
-    return parse_seconds(value, source=where)
 
 
 def _optional_path(config: Any, ini: str) -> Path | None:
@@ -374,45 +295,50 @@ def _directory(config: Any, ini: str, default: Path) -> Path:
     return default
 
 
-def _machine(config: Any) -> str | None:
-    value, where = _value(config, "ortperf_machine")
-    return validate_name(str(value), source=where) if value else None
+AB_THRESHOLD_DEPRECATED = (
+    "{where} is deprecated and will be removed in a later release: one latency threshold decides "
+    "every latency route; use --ortperf-latency-threshold (ini ortperf_latency_threshold, marker "
+    "ort_thresholds(latency=...))"
+)
 
 
-def _flag(config: Any, ini: str) -> bool:
-    value, _ = _value(config, ini)
-    return bool(value)
+def _latency_threshold(config: Any) -> tuple[Any, str]:
+    """The one latency threshold and where it came from: --ortperf-latency-threshold, else a
+    deprecated --ortperf-ab-threshold (with a warning), else the ini keys in the same order."""
+    cli, ab_cli = config.getoption("ortperf_latency_threshold"), config.getoption("ortperf_ab_threshold")
+    ab_ini = str(config.getini("ortperf_ab_threshold") or "").strip()
+    for given, where in ((ab_cli, "--ortperf-ab-threshold"), (ab_ini, "ini ortperf_ab_threshold")):
+        if given:
+            warning = pytest.PytestDeprecationWarning(AB_THRESHOLD_DEPRECATED.format(where=where))
+            config.issue_config_time_warning(warning, stacklevel=2)
+    if cli is not None:
+        return cli, "--ortperf-latency-threshold"
+    if ab_cli:
+        return ab_cli, "--ortperf-ab-threshold"
+    ini = config.getini("ortperf_latency_threshold")
+    default = next(o.default for o in OPTIONS if o.ini == "ortperf_latency_threshold")
+    if ab_ini and ini == default:  # the latency key left at its default: the deprecated one decides
+        return ab_ini, "ini ortperf_ab_threshold"
+    return ini, "ini ortperf_latency_threshold"
 
 
 def _policy(config: Any) -> CheckPolicy:
-    threshold, where = _value(config, "ortperf_latency_threshold")
-    max_cv, cv_where = _value(config, "ortperf_max_cv")
-    budget, budget_where = _value(config, "ortperf_budget")
-    ab_threshold, ab_where = _value(config, "ortperf_ab_threshold")
-    ab_budget, ab_budget_where = _value(config, "ortperf_ab_budget")
-    missing, missing_where = _value(config, "ortperf_missing")
-    drift, drift_where = _value(config, "ortperf_drift_threshold")
-    memory, memory_where = _value(config, "ortperf_memory_threshold")
-    floor, floor_where = _value(config, "ortperf_memory_floor")
-    startup, startup_where = _value(config, "ortperf_startup_threshold")
-    graph, graph_where = _value(config, "ortperf_graph")
-    if missing not in MISSING_CHOICES:
-        raise UsageError(f"{missing_where}: expected one of {', '.join(MISSING_CHOICES)}, got {missing!r}.")
+    threshold, where = _latency_threshold(config)
+    update_missing = bool(config.getoption("ortperf_update_missing"))
     return CheckPolicy(
         threshold=parse_threshold(threshold, source=where),
-        missing=missing,
-        update=_flag(config, "ortperf_update") or bool(config.getoption("ortperf_update_missing")),
-        update_missing=bool(config.getoption("ortperf_update_missing")),
-        fail_on_improvement=_flag(config, "ortperf_fail_on_improvement"),
-        max_cv=parse_threshold(max_cv, source=cv_where),
-        measure=MeasureSettings(budget_s=parse_seconds(budget, source=budget_where)),
-        ab_threshold=parse_threshold(ab_threshold, source=ab_where),
-        ab=replace(AB_SETTINGS, budget_s=parse_seconds(ab_budget, source=ab_budget_where)),
-        drift_threshold=parse_threshold(drift, source=drift_where) if str(drift or "").strip() else None,
-        memory_threshold=parse_threshold(memory, source=memory_where),
-        memory_floor=parse_size(floor, source=floor_where),
-        startup_threshold=parse_threshold(startup, source=startup_where),
-        graph_mode=parse_graph_mode(graph, source=graph_where),
+        missing=_parsed(config, "ortperf_missing"),
+        update=_parsed(config, "ortperf_update") or update_missing,
+        update_missing=update_missing,
+        fail_on_improvement=_parsed(config, "ortperf_fail_on_improvement"),
+        max_cv=_parsed(config, "ortperf_max_cv"),
+        measure=MeasureSettings(budget_s=_parsed(config, "ortperf_budget")),
+        ab=replace(AB_SETTINGS, budget_s=_parsed(config, "ortperf_ab_budget")),
+        drift_threshold=_parsed(config, "ortperf_drift_threshold"),
+        memory_threshold=_parsed(config, "ortperf_memory_threshold"),
+        memory_floor=_parsed(config, "ortperf_memory_floor"),
+        startup_threshold=_parsed(config, "ortperf_startup_threshold"),
+        graph_mode=_parsed(config, "ortperf_graph"),
     )
 
 
@@ -440,7 +366,7 @@ def thresholds_for(
             raise UsageError(
                 f"{origin}: ort_thresholds takes keyword arguments {', '.join([*THRESHOLD_KWARGS, *owned])}"
                 + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-                + ", e.g. ort_thresholds(latency='15%', atol=1e-4)."
+                + ", e.g. ort_thresholds(latency='5%', atol=1e-4)."
             )
         mine = {key: value for key, value in kwargs.items() if key in owned}
         if mine:
@@ -449,7 +375,14 @@ def thresholds_for(
             latency = parse_threshold(kwargs["latency"], source=f"{origin}: latency")
             policy = replace(policy, threshold=latency)
         if "ab" in kwargs:
-            policy = replace(policy, ab_threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
+            warnings.warn(
+                pytest.PytestDeprecationWarning(
+                    AB_THRESHOLD_DEPRECATED.format(where=f"{origin}: ort_thresholds(ab=...)")
+                ),
+                stacklevel=2,
+            )
+            if "latency" not in kwargs:
+                policy = replace(policy, threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
         if "memory" in kwargs:
             policy = replace(
                 policy, memory_threshold=parse_threshold(kwargs["memory"], source=f"{origin}: memory")

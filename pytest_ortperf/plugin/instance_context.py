@@ -113,6 +113,7 @@ def make_ort_perf(
             run.kinds,
             add_property=lambda name, value: node.user_properties.append((name, value)),
             benchmark=lambda entry: _to_pytest_benchmark(node, entry),
+            accept=key.record_command,
         ),
         noted=run.results.noted,
         input_options=spec.options,

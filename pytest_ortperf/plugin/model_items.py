@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 
 from pytest_ortperf.errors import OrtperfError, UsageError
+from pytest_ortperf.ort.dvc_models import LOCK_FILE, outputs
 from pytest_ortperf.ort.providers import parse_providers
 from pytest_ortperf.ort.variants import Variant, parse_opt_levels, parse_precisions, variant_matrix
 from pytest_ortperf.plugin import RUN_KEY
@@ -50,7 +51,8 @@ class ModelGlob:
 @dataclass
 class ModelCollection:
     """The models a run collects as tests: what the globs found, and their settings tables.
-    ``unmatched``: a line per glob that matched no model file (see :meth:`find`)."""
+    ``unmatched``: a line per glob that matched no model file, and per model DVC keeps that is not
+    pulled (see :meth:`find`)."""
 
     rootdir: Path
     models: set[Path] = field(default_factory=set)
@@ -74,8 +76,10 @@ class ModelCollection:
                 ) from None
             models = [model for model in map(_model_of, matched) if model is not None]
             found.update(models)
-            if not models:
+            unpulled = _unpulled(glob)
+            if not models and not unpulled:
                 unmatched.append(_unmatched(glob, matched))
+            unmatched += unpulled
         return cls(rootdir, found, pyproject, unmatched)
 
     def collects(self, path: Path) -> bool:
@@ -95,6 +99,33 @@ def _model_of(path: Path) -> Path | None:
     if path.is_dir() and (path / ZOO_MODEL).is_file():
         return (path / ZOO_MODEL).resolve()
     return None
+
+
+def _unpulled(glob: ModelGlob) -> list[str]:
+    """A line per model the glob names through a DVC pointer (``model.onnx.dvc``, or an output of the
+    ``dvc.lock`` beside the globs) that is not in the work tree: never a model left out in silence."""
+    try:
+        pointers = sorted(glob.base.glob(glob.pattern + ".dvc"))
+    except (ValueError, NotImplementedError):
+        return []
+    kept = [(pointer.with_suffix(""), pointer.name) for pointer in pointers]
+    # A pipeline's outputs (dvc.lock at the base, as dvc repro writes it) that the glob names.
+    try:
+        lock = (glob.base / LOCK_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        lock = ""
+    pattern = PurePosixPath(glob.pattern)
+    kept += [
+        (glob.base / path, LOCK_FILE)
+        for path, _ in outputs(lock)
+        if PurePosixPath(path).match(glob.pattern) and len(PurePosixPath(path).parts) == len(pattern.parts)
+    ]
+    return [
+        f"{glob.source}: {model.relative_to(glob.base).as_posix()} is kept in DVC ({pointer}) and is "
+        "not in the work tree: run dvc pull (pip install 'pytest-ortperf[dvc]' brings DVC)."
+        for model, pointer in kept
+        if not model.exists()
+    ]
 
 
 def _unmatched(glob: ModelGlob, matched: Sequence[Path]) -> str:

@@ -7,13 +7,34 @@ pytest; the console script reuses the same parsers.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_ortperf import defaults
+from pytest_ortperf.defaults import percent, seconds
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.ort.providers import valid_provider_names
-from pytest_ortperf.values import option_text, safe_repr
+from pytest_ortperf.graph.diff import parse_graph_mode
+from pytest_ortperf.ort.providers import parse_providers, valid_provider_names
+from pytest_ortperf.ort.variants import (
+    Precision,
+    Variant,
+    parse_opt_levels,
+    parse_precisions,
+    parse_variant,
+    split_precision,
+)
+from pytest_ortperf.store.machine import validate_name
+from pytest_ortperf.values import (
+    SWITCH_WORDS,
+    on_off,
+    option_text,
+    parse_auto_switch,
+    parse_size,
+    parse_switch,
+    parse_threshold,
+    safe_repr,
+)
 
 _WHOLE = re.compile(r"[0-9]{1,9}")  # a billion is far past any dim; int() stays cheap
 
@@ -46,479 +67,6 @@ UPDATE_MISSING_HELP = (
     "recipe. A changed model, settings, inputs or runtime is judged as in a plain run, never recorded; "
     "every entry it does not record is left byte for byte."
 )
-
-
-@dataclass(frozen=True)
-class OptionDef:
-    """One setting: ``--flag`` on the command line and ``ini`` key, with its default."""
-
-    flag: str
-    ini: str
-    help: str
-    default: str | list[str]
-    metavar: str = "VALUE"
-    ini_type: str = "string"
-    # Earlier spellings of the flag, still accepted for a release with a warning that names the flag
-    # (the flag and its ini key share one name: --ortperf-x-y and ortperf_x_y).
-    deprecated: tuple[str, ...] = ()
-
-    @property
-    def dest(self) -> str:
-        return self.ini
-
-
-OPTIONS: tuple[OptionDef, ...] = (
-    OptionDef(
-        "--ort-providers",
-        "ortperf_providers",
-        f"Execution providers to test, comma separated (default: cpu). Names: {valid_provider_names()}.",
-        "cpu",
-        "LIST",
-    ),
-    OptionDef(
-        "--ort-opt-levels",
-        "ortperf_opt_levels",
-        "Graph optimization levels to test, comma separated: disabled, basic, extended, layout, all "
-        "(default: all).",
-        "all",
-        "LIST",
-    ),
-    OptionDef(
-        "--ortperf-models",
-        "ortperf_models",
-        "Collect model files as tests without Python: a glob of *.onnx files or model-zoo folders "
-        "(repeatable; relative to where pytest runs). The ini key takes one glob per line, relative to "
-        "the ini file. Each model gets one test per check and variant (models/m.onnx::latency[cpu-all]).",
-        [],
-        "GLOB",
-        "linelist",
-    ),
-    OptionDef(
-        "--ort-precisions",
-        "ort_precisions",
-        "Precisions to test, comma separated: fp32 (the model under test), fp16, int8-dynamic, "
-        "int8-static (built from it with onnxruntime's own tools, cached under .ortperf/precision). "
-        "Default: fp32.",
-        "fp32",
-        "LIST",
-    ),
-    OptionDef(
-        "--ortperf-contracts",
-        "ortperf_contracts",
-        "Relative contracts every test with ort_perf.check() is held to, measured side by side in the "
-        "run, comma separated: 'levels' (a level is not slower than the level below it), 'quantized' "
-        "(an int8 variant is faster than fp32), or 'off' (default).",
-        "off",
-        "LIST",
-    ),
-    OptionDef(
-        "--ortperf-session-options",
-        "ortperf_session_options",
-        "Session setting KEY=VALUE (repeatable): intra_op_threads, inter_op_threads, execution_mode, "
-        "intra_op_spinning, inter_op_spinning, cpu_mem_arena, mem_pattern, denormal_as_zero, "
-        "intra_op_thread_affinities; config.KEY=VALUE for an ORT session config entry; "
-        "PROVIDER:KEY=VALUE for a provider option (e.g. cuda:cudnn_conv_algo_search=DEFAULT).",
-        [],
-        "KEY=VALUE",
-        "linelist",
-        deprecated=("--ortperf-session-option",),
-    ),
-    OptionDef(
-        "--ortperf-dims",
-        "ortperf_dims",
-        "Sizes for named symbolic input dims in synthetic feeds, e.g. batch=1,sequence=128, for every "
-        "model (a leading batch dim is 1 unless sized; any other dim that nothing sizes is an error).",
-        "",
-        "NAME=N,...",
-    ),
-    OptionDef(
-        "--ortperf-int-range",
-        "ortperf_int_range",
-        "Half-open range LOW:HIGH of synthetic integer inputs such as token ids (default: 0:100).",
-        "0:100",
-        "LOW:HIGH",
-    ),
-    OptionDef(
-        "--ortperf-seed",
-        "ortperf_seed",
-        "Seed of synthetic feeds (default: 0).",
-        "0",
-        "N",
-    ),
-    OptionDef(
-        "--ortperf-update",
-        "ortperf_update",
-        "Record or refresh the latency baselines of the selected tests (they pass). "
-        "Nothing is ever written without this flag.",
-        "false",
-        ini_type="bool",
-    ),
-    OptionDef(
-        "--ortperf-baseline-dir",
-        "ortperf_baseline_dir",
-        "Directory of baseline files (default: baselines/ at rootdir; an ini value is relative "
-        "to the ini file).",
-        "",
-        "DIR",
-    ),
-    OptionDef(
-        "--ortperf-model-cache",
-        "ortperf_model_cache",
-        "Directory where every measured model is kept by its sha256, so that a check of a changed model "
-        "can rebuild the recorded one when git does not keep it (persist it between CI runs). "
-        "Default: off.",
-        "",
-        "DIR",
-    ),
-    OptionDef(
-        "--ortperf-machine",
-        "ortperf_machine",
-        "Machine identity for baselines (default: $ORTPERF_MACHINE, else derived from the "
-        "hardware, e.g. linux-x86_64-amd-epyc-2c). Name CI runner classes with it.",
-        "",
-        "NAME",
-    ),
-    OptionDef(
-        "--ortperf-latency-threshold",
-        "ortperf_latency_threshold",
-        "Slowdown against the stored baseline that fails a latency check when it is also significant "
-        "and confirmed by a second measurement (default: 10%). Used only when no reference can be "
-        "rebuilt and measured side by side.",
-        "10%",
-        "PCT",
-    ),
-    OptionDef(
-        "--ortperf-checks",
-        "ortperf_checks",
-        "What ort_perf.check() runs, comma separated: the names of registered check kinds (built in "
-        "or a plugin's; an unknown name lists them) (default: the kinds declared default: "
-        "latency,accuracy,graph). check(memory=True, startup=True) adds others for one test.",
-        "",
-        "LIST",
-    ),
-    OptionDef(
-        "--ortperf-graph",
-        "ortperf_graph",
-        "What change of a variant's optimized graph fails a graph check: 'fusions' (a lost fusion, "
-        "nodes moving off the requested provider, new copy nodes between providers; other changes "
-        "inform), 'exact' (any change) or 'off' (none; the graph is still reported). Default: fusions.",
-        "fusions",
-        "MODE",
-    ),
-    OptionDef(
-        "--ortperf-memory-threshold",
-        "ortperf_memory_threshold",
-        "Growth of a session's memory that fails a memory check, when it also exceeds "
-        "--ortperf-memory-floor (default: 1%; ORT's own figures are exact, so any change beyond it is "
-        "real). Where only the resident set can decide, at least 10% and 1MiB.",
-        "1%",
-        "PCT",
-    ),
-    OptionDef(
-        "--ortperf-memory-floor",
-        "ortperf_memory_floor",
-        "Smallest memory growth that fails a memory check, whatever the threshold (default: 4KiB).",
-        "4KiB",
-        "SIZE",
-    ),
-    OptionDef(
-        "--ortperf-memory-limit",
-        "ortperf_memory_limit",
-        "Memory a memory check's worker process may add before the check fails with the figure it "
-        "reached (an address-space cap on Linux; not applied to GPU providers). Default: the "
-        "machine's physical memory; off: no cap.",
-        "",
-        "SIZE",
-    ),
-    OptionDef(
-        "--ortperf-startup-threshold",
-        "ortperf_startup_threshold",
-        "Slowdown of session creation or of the first run, over fresh processes, that fails a start-up "
-        "check when its whole interval lies beyond it (default: 25%).",
-        "25%",
-        "PCT",
-    ),
-    OptionDef(
-        "--ortperf-drift-threshold",
-        "ortperf_drift_threshold",
-        "When nothing the repository controls changed since the baseline (model, session settings, "
-        "inputs, onnxruntime, providers, hardware), the check passes after a short look and shows how far "
-        "the machine drifted from the recorded figures. With this threshold (e.g. 20%), a drift beyond it "
-        "fails the check: for a machine you keep steady. Default: off.",
-        "",
-        "PCT",
-    ),
-    OptionDef(
-        "--ortperf-canary",
-        "ortperf_canary",
-        "on: on the CPU provider, follow every measured round with a short round of a fixed "
-        "machine-speed canary workload and compare latencies relative to it; off: absolute "
-        "latencies (default: on).",
-        "on",
-        "on|off",
-    ),
-    OptionDef(
-        "--ortperf-timing",
-        "ortperf_timing",
-        "off: a functional-only run: sessions are built and run and accuracy checks compare outputs, but "
-        "nothing is timed: a test's check_latency() or check_startup() skips it (naming this option) and "
-        "check() runs its untimed checks only (accuracy, memory). Not with --ortperf-update, which "
-        "records latency. on: latency checks run (default: on).",
-        "on",
-        "on|off",
-    ),
-    OptionDef(
-        "--ortperf-ab",
-        "ortperf_ab",
-        "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main; "
-        "auto: the merge-base with the pull request's target branch, from the CI's variables, else "
-        "origin/HEAD), both measured side by side in interleaved rounds, instead of with the stored "
-        "baseline.",
-        "",
-        "REV",
-    ),
-    OptionDef(
-        "--ortperf-ab-python",
-        "ortperf_ab_python",
-        "Same-job A/B across ONNX Runtime versions: the reference side runs in this Python "
-        "interpreter's environment (e.g. one made by 'ortperf env create onnxruntime==1.31.1'), the "
-        "current side in this one, both in measuring worker processes; the same model unless "
-        "--ortperf-ab or ort_ab names a reference. Outputs of the two runtimes are compared too.",
-        "",
-        "PATH",
-    ),
-    OptionDef(
-        "--ortperf-fetch-runtime",
-        "ortperf_fetch_runtime",
-        "auto: when a baseline recorded another onnxruntime than this one and no environment here has "
-        "it (--ortperf-ab-python, an 'ortperf env' of the repository), pip installs the recorded wheel "
-        "and version into the repository's .ortperf/envs once, and the checks are measured side by side "
-        "across the two runtimes; never: no install (an environment already there is still used), "
-        "those checks fall back to the stored figures of this hardware, saying why (default: auto).",
-        "auto",
-        "auto|never",
-    ),
-    OptionDef(
-        "--ortperf-progress",
-        "ortperf_progress",
-        "Show what a long latency check is doing (which test, which side, rounds so far) while it runs: "
-        "auto shows it on a terminal, not under -q and not when the CI environment variable is set; on "
-        "shows it anyway (a line every few seconds in a log); off never (default: auto). xdist workers "
-        "never show it.",
-        "auto",
-        "auto|on|off",
-    ),
-    OptionDef(
-        "--ortperf-ab-outputs",
-        "ortperf_ab_outputs",
-        "check: in A/B mode, outputs that differ from the reference model's fail the test; report: "
-        "they are reported and pass (for pull requests that change outputs on purpose) "
-        "(default: check).",
-        "check",
-        "check|report",
-    ),
-    OptionDef(
-        "--ortperf-ab-threshold",
-        "ortperf_ab_threshold",
-        "Slowdown against the A/B reference that fails a latency check when it is also significant "
-        "(default: 3%).",
-        "3%",
-        "PCT",
-    ),
-    OptionDef(
-        "--ortperf-ab-budget",
-        "ortperf_ab_budget",
-        "Seconds of timed runs per A/B check, both models together, after warmup (default: 3).",
-        "3",
-        "SECONDS",
-    ),
-    OptionDef(
-        "--ortperf-budget",
-        "ortperf_budget",
-        "Seconds per latency measurement, after warmup: many short rounds spread over it, so the "
-        "machine's speed states are sampled rather than one burst (default: 4).",
-        "4",
-        "SECONDS",
-    ),
-    OptionDef(
-        "--ortperf-missing",
-        "ortperf_missing",
-        "What a latency or accuracy check without a baseline for this machine does: fail (default, with the "
-        "command that records it), skip, or pass (measured and reported).",
-        "fail",
-        "fail|skip|pass",
-    ),
-    OptionDef(
-        "--ortperf-fail-on-improvement",
-        "ortperf_fail_on_improvement",
-        "Fail a latency check that got faster beyond the threshold (catches a model that silently "
-        "skips work).",
-        "false",
-        ini_type="bool",
-    ),
-    OptionDef(
-        "--ortperf-max-cv",
-        "ortperf_max_cv",
-        "With --ortperf-update, list as noisy in the update summary the recorded latency baselines whose "
-        "round medians (relative to the machine-speed canary when it runs) vary more than this (the rule "
-        "'ortperf show' marks noisy by); every entry is written all the same (default: 10%).",
-        "10%",
-        "PCT",
-    ),
-    OptionDef(
-        "--ortperf-prune",
-        "ortperf_prune",
-        "With --ortperf-update, delete unused baseline entries: entries in the baseline files of "
-        "collected test files whose test no longer exists, for every machine (entries of other machines "
-        "are listed as '(other machines: ...)'). Without it they are only reported.",
-        "false",
-        ini_type="bool",
-    ),
-    OptionDef(
-        "--ortperf-reference-variant",
-        "ortperf_reference_variant",
-        "Variant whose outputs every other variant's outputs are compared with in check_accuracy "
-        "(default: cpu-disabled, the most literal execution; none turns it off).",
-        "cpu-disabled",
-        "VARIANT",
-    ),
-    OptionDef(
-        "--ortperf-tolerances",
-        "ortperf_tolerances",
-        "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
-        "mismatch (allowed share of elements outside atol/rtol: 0.001 or 0.1%), for every output; "
-        "OUTPUT.KEY or output:OUTPUT.KEY for one output, dtype:float16.KEY per dtype, "
-        "variant:cuda.KEY or variant:cuda-all.KEY per provider or variant. Most specific wins: "
-        "output > variant > provider > dtype > every output > built-in defaults (a value given "
-        "here replaces the built-in provider floor too).",
-        [],
-        "KEY=VALUE",
-        "linelist",
-        deprecated=("--ortperf-tolerance",),
-    ),
-    OptionDef(
-        "--ortperf-profile-dir",
-        "ortperf_profile_dir",
-        "Where tests marked ort_profile write their traces: <dir>/<test id>/run-<k>.json and "
-        "summary.json (default: .ortperf/profiles at rootdir).",
-        "",
-        "DIR",
-    ),
-    OptionDef(
-        "--ortperf-session-profile",
-        "ortperf_session_profile",
-        "Also profile every ort_session at session level for the whole run: one trace per model "
-        "and variant in <profile dir>/session/, beside the per-run traces of marked tests.",
-        "false",
-        ini_type="bool",
-    ),
-    OptionDef(
-        "--ortperf-parallel-timing",
-        "ortperf_parallel_timing",
-        "Let latency measurements of several processes (pytest-xdist workers) run at once; by "
-        "default they take turns through a lock, since parallel timing on shared cores is distorted.",
-        "false",
-        ini_type="bool",
-    ),
-    OptionDef(
-        "--ortperf-report",
-        "ortperf_report",
-        "Write every check's result as JSON (test, variant, machine, metrics, baseline, verdict, traces).",
-        "",
-        "PATH.json",
-    ),
-    OptionDef(
-        "--ortperf-markdown",
-        "ortperf_markdown",
-        "Write a markdown summary of the checks (also appended to $GITHUB_STEP_SUMMARY when set).",
-        "",
-        "PATH.md",
-    ),
-    OptionDef(
-        "--ortperf-html",
-        "ortperf_html",
-        "Write one self-contained HTML page of the run's checks, with charts (rendered from the JSON "
-        "report; `ortperf report` renders and merges reports later).",
-        "",
-        "PATH.html",
-    ),
-    OptionDef(
-        "--ortperf-strict",
-        "ortperf_strict",
-        "Fail the run when baselines are unused (their tests were renamed or deleted).",
-        "false",
-        ini_type="bool",
-    ),
-    OptionDef(
-        "--ortperf-run-timeout",
-        "ortperf_run_timeout",
-        "Seconds one session.run made by ort_perf checks or profiled runs may take before it is "
-        "terminated and the test fails (default: 300).",
-        "300",
-        "SECONDS",
-    ),
-    OptionDef(
-        "--ortperf-repair",
-        "ortperf_repair",
-        "With --ortperf-update, set a damaged baseline file aside as <file>.damaged-<time> and record "
-        "it afresh, keeping every entry still readable in it and naming the parts it cannot keep; "
-        "without this flag a damaged file is never touched.",
-        "false",
-        ini_type="bool",
-    ),
-)
-
-
-def argparse_help(text: str) -> str:
-    """``text`` as argparse takes a help string: it %-formats help (``%(default)s``), so a literal
-    ``%`` such as "10%" must be written ``%%`` or ``--help`` fails with "unsupported format character"."""
-    return text.replace("%", "%%")
-
-
-def register(parser: Any) -> None:
-    """Add every option and ini key to pytest's ``parser``.
-
-    Every help string an option hands to argparse goes through :func:`argparse_help` here, in
-    one place; ini help is not %-formatted, so it keeps the text as written.
-    """
-    group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
-
-    def add(*flags: str, help: str, **kwargs: Any) -> None:
-        group.addoption(*flags, help=argparse_help(help), **kwargs)
-
-    for option in OPTIONS:
-        if option.ini_type == "bool":
-            add(
-                option.flag,
-                action="store_const",
-                const=True,
-                dest=option.dest,
-                default=None,
-                help=option.help,
-            )
-        else:
-            action = "append" if option.ini_type == "linelist" else "store"
-            add(
-                option.flag,
-                *option.deprecated,
-                action=action,
-                dest=option.dest,
-                metavar=option.metavar,
-                default=None,
-                help=option.help,
-            )
-        default = option.default == "true" if option.ini_type == "bool" else option.default
-        parser.addini(option.ini, option.help, type=option.ini_type, default=default)
-    # Its own option string: a flag with an optional value would take the next argument
-    # (`pytest --ortperf-update tests/`) as its value.
-    add(
-        UPDATE_MISSING,
-        action="store_const",
-        const=True,
-        dest="ortperf_update_missing",
-        default=None,
-        help=UPDATE_MISSING_HELP,
-    )
 
 
 def parse_dims(value: str | Mapping[str, Any], *, source: str) -> dict[str, int]:
@@ -602,6 +150,651 @@ def parse_seed(value: Any, *, source: str) -> int:
     return int(text)
 
 
+_RANGE = "{}:{}".format(*defaults.INT_RANGE)
+Parse = Callable[[Any, str], Any]  # (value, where it came from) -> the typed value
+
+
+def _text(value: Any, source: str) -> str:
+    return option_text(value, source=source).strip()
+
+
+def _switch(value: Any, source: str) -> bool:
+    return parse_switch(value, source=source)
+
+
+def _auto_switch(value: Any, source: str) -> bool | None:
+    return parse_auto_switch(value, source=source)
+
+
+def _threshold(value: Any, source: str) -> float:
+    return parse_threshold(value, source=source)
+
+
+def _optional_threshold(value: Any, source: str) -> float | None:
+    return parse_threshold(value, source=source) if _text(value, source) else None
+
+
+def _size(value: Any, source: str) -> int:
+    return parse_size(value, source=source)
+
+
+def _optional_size(value: Any, source: str) -> int | None:
+    return parse_size(value, source=source) if _text(value, source) else None
+
+
+def _seconds(value: Any, source: str) -> float:
+    return parse_seconds(value, source=source)
+
+
+def _choice(*choices: str) -> Parse:
+    def parse(value: Any, source: str) -> str:
+        text = _text(value, source).lower()
+        if text not in choices:
+            raise UsageError(
+                f"{source}: expected {', '.join(choices[:-1])} or {choices[-1]}, got {safe_repr(value)}."
+            )
+        return text
+
+    return parse
+
+
+def parse_fetch(value: Any, source: str) -> bool:
+    """Whether a recorded runtime is fetched on demand: ``auto`` (or on), else ``never`` (or off)."""
+    text = _text(value, source).lower()
+    if text in ("auto", "never"):
+        return text == "auto"
+    switch = on_off(text)
+    if switch is None:
+        raise UsageError(
+            f"{source}: expected auto or never, got {safe_repr(value)} (or a switch: {SWITCH_WORDS})."
+        )
+    return switch
+
+
+def _revision(value: Any, source: str) -> str:
+    text = _text(value, source)
+    if text.startswith("-"):
+        raise UsageError(f"{source}: {text!r} is not a git revision.")
+    return text
+
+
+def _machine(value: Any, source: str) -> str | None:
+    text = _text(value, source)
+    return validate_name(text, source=source) if text else None
+
+
+def _reference_variant(value: Any, source: str) -> Variant | None:
+    text = _text(value, source)
+    if split_precision(text)[1] is not Precision.FP32:
+        raise UsageError(
+            f"{source}: the reference variant runs the model under test (fp32); give PROVIDER-LEVEL such as "
+            f"cpu-disabled, got {text!r}. Precision variants are compared with it at fp32."
+        )
+    return parse_variant(text, source=source, precision=False)
+
+
+DEFAULT_CONTRACTS = ("levels", "quantized")
+MISSING = ("fail", "skip", "pass")  # checks/policy.py: Missing
+
+
+def _contracts(value: Any, source: str) -> tuple[str, ...]:
+    """The default relative contracts, comma separated (``off``: none)."""
+    names = [name.strip() for name in option_text(value, source=source).split(",") if name.strip()]
+    if names in ([], ["off"]) or names == ["none"]:
+        return ()
+    unknown = [name for name in names if name not in DEFAULT_CONTRACTS]
+    if unknown:
+        raise UsageError(
+            f"{source}: unknown contract(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT_CONTRACTS)} "
+            "or off."
+        )
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class OptionDef:
+    """One setting: ``--flag`` on the command line and ``ini`` key, with its default."""
+
+    flag: str
+    ini: str
+    help: str
+    default: str | list[str]
+    metavar: str = "VALUE"
+    ini_type: str = "string"
+    # Earlier spellings of the flag, still accepted for a release with a warning that names the flag
+    # (the flag and its ini key share one name: --ortperf-x-y and ortperf_x_y).
+    deprecated: tuple[str, ...] = ()
+    # The value's parser, (value, where it came from) -> the typed value: the configuration reads
+    # typed values only (None: read where it is used, such as a path relative to the ini file).
+    parse: Parse | None = _text
+
+    @property
+    def dest(self) -> str:
+        return self.ini
+
+    @property
+    def switch(self) -> bool:
+        """A presence flag on the command line, a yes/no word in the ini file."""
+        return self.ini_type == "bool"
+
+    def value(self, given: Any, source: str) -> Any:
+        """``given`` (from ``source``) parsed by this row (as it is where nothing parses it here)."""
+        return self.parse(given, source) if self.parse is not None else given
+
+    @property
+    def typed_default(self) -> Any:
+        """The default as the configuration reads it."""
+        return self.value(self.default, f"the default of {self.flag}")
+
+
+OPTIONS: tuple[OptionDef, ...] = (
+    OptionDef(
+        "--ort-providers",
+        "ortperf_providers",
+        f"Execution providers to test, comma separated (default: cpu). Names: {valid_provider_names()}.",
+        "cpu",
+        "LIST",
+        parse=lambda value, source: parse_providers(value, source=source),
+    ),
+    OptionDef(
+        "--ort-opt-levels",
+        "ortperf_opt_levels",
+        "Graph optimization levels to test, comma separated: disabled, basic, extended, layout, all "
+        "(default: all).",
+        "all",
+        "LIST",
+        parse=lambda value, source: parse_opt_levels(value, source=source),
+    ),
+    OptionDef(
+        "--ortperf-models",
+        "ortperf_models",
+        "Collect model files as tests without Python: a glob of *.onnx files or model-zoo folders "
+        "(repeatable; relative to where pytest runs). The ini key takes one glob per line, relative to "
+        "the ini file. Each model gets one test per check and variant (models/m.onnx::latency[cpu-all]).",
+        [],
+        "GLOB",
+        "linelist",
+        parse=None,
+    ),
+    OptionDef(
+        "--ort-precisions",
+        "ort_precisions",
+        "Precisions to test, comma separated: fp32 (the model under test), fp16, int8-dynamic, "
+        "int8-static (built from it with onnxruntime's own tools, cached under .ortperf/precision). "
+        "Default: fp32.",
+        "fp32",
+        "LIST",
+        parse=lambda value, source: parse_precisions(value, source=source),
+    ),
+    OptionDef(
+        "--ortperf-contracts",
+        "ortperf_contracts",
+        "Relative contracts every test with ort_perf.check() is held to, measured side by side in the "
+        "run, comma separated: 'levels' (a level is not slower than the level below it), 'quantized' "
+        "(an int8 variant is faster than fp32), or 'off' (default).",
+        "off",
+        "LIST",
+        parse=_contracts,
+    ),
+    OptionDef(
+        "--ortperf-session-options",
+        "ortperf_session_options",
+        "Session setting KEY=VALUE (repeatable): intra_op_threads, inter_op_threads, execution_mode, "
+        "intra_op_spinning, inter_op_spinning, cpu_mem_arena, mem_pattern, denormal_as_zero, "
+        "intra_op_thread_affinities; config.KEY=VALUE for an ORT session config entry; "
+        "PROVIDER:KEY=VALUE for a provider option (e.g. cuda:cudnn_conv_algo_search=DEFAULT).",
+        [],
+        "KEY=VALUE",
+        "linelist",
+        deprecated=("--ortperf-session-option",),
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-dims",
+        "ortperf_dims",
+        "Sizes for named symbolic input dims in synthetic feeds, e.g. batch=1,sequence=128, for every "
+        "model (a leading batch dim is 1 unless sized; any other dim that nothing sizes is an error).",
+        "",
+        "NAME=N,...",
+        parse=lambda value, source: parse_dims(value, source=source),
+    ),
+    OptionDef(
+        "--ortperf-int-range",
+        "ortperf_int_range",
+        f"Half-open range LOW:HIGH of synthetic integer inputs such as token ids (default: {_RANGE}).",
+        _RANGE,
+        "LOW:HIGH",
+        parse=lambda value, source: parse_int_range(value, source=source),
+    ),
+    OptionDef(
+        "--ortperf-seed",
+        "ortperf_seed",
+        f"Seed of synthetic feeds (default: {defaults.SEED}).",
+        str(defaults.SEED),
+        "N",
+        parse=lambda value, source: parse_seed(value, source=source),
+    ),
+    OptionDef(
+        "--ortperf-update",
+        "ortperf_update",
+        "Record or refresh the latency baselines of the selected tests (they pass). "
+        "Nothing is ever written without this flag.",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-baseline-dir",
+        "ortperf_baseline_dir",
+        "Directory of baseline files (default: baselines/ at rootdir; an ini value is relative "
+        "to the ini file).",
+        "",
+        "DIR",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-model-cache",
+        "ortperf_model_cache",
+        "Directory where every measured model is kept by its sha256, so that a check of a changed model "
+        "can rebuild the recorded one when git does not keep it (persist it between CI runs). "
+        "Default: off.",
+        "",
+        "DIR",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-machine",
+        "ortperf_machine",
+        "Machine identity for baselines (default: $ORTPERF_MACHINE, else derived from the "
+        "hardware, e.g. linux-x86_64-amd-epyc-2c). Name CI runner classes with it.",
+        "",
+        "NAME",
+        parse=_machine,
+    ),
+    OptionDef(
+        "--ortperf-latency-threshold",
+        "ortperf_latency_threshold",
+        "The latency change that matters: the one threshold of every latency route (side by side "
+        "with the recorded model, --ortperf-ab, stored figures, check_threads). A slowdown beyond it "
+        "fails when the route's evidence shows it; a noisier route needs more evidence (stored "
+        "figures: their interval and a second measurement) "
+        f"(default: {percent(defaults.LATENCY_THRESHOLD)}).",
+        percent(defaults.LATENCY_THRESHOLD),
+        "PCT",
+        parse=_threshold,
+    ),
+    OptionDef(
+        "--ortperf-checks",
+        "ortperf_checks",
+        "What ort_perf.check() runs, comma separated: the names of registered check kinds (built in "
+        "or a plugin's; an unknown name lists them) (default: the kinds declared default: "
+        "latency,accuracy,graph). check(memory=True, startup=True) adds others for one test.",
+        "",
+        "LIST",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-graph",
+        "ortperf_graph",
+        "What change of a variant's optimized graph fails a graph check: 'fusions' (a lost fusion, "
+        "nodes moving off the requested provider, new copy nodes between providers; other changes "
+        "inform), 'exact' (any change) or 'off' (none; the graph is still reported). "
+        f"Default: {defaults.GRAPH_MODE}.",
+        defaults.GRAPH_MODE,
+        "MODE",
+        parse=lambda value, source: parse_graph_mode(value, source=source),
+    ),
+    OptionDef(
+        "--ortperf-memory-threshold",
+        "ortperf_memory_threshold",
+        "Growth of a session's memory that fails a memory check, when it also exceeds "
+        f"--ortperf-memory-floor (default: {percent(defaults.MEMORY_THRESHOLD)}; ORT's own figures are "
+        "exact, so any change beyond it is real). Where only the resident set can decide, at least 10% "
+        "and 1MiB.",
+        percent(defaults.MEMORY_THRESHOLD),
+        "PCT",
+        parse=_threshold,
+    ),
+    OptionDef(
+        "--ortperf-memory-floor",
+        "ortperf_memory_floor",
+        "Smallest memory growth that fails a memory check, whatever the threshold "
+        f"(default: {defaults.size(defaults.MEMORY_FLOOR)}).",
+        defaults.size(defaults.MEMORY_FLOOR),
+        "SIZE",
+        parse=_size,
+    ),
+    OptionDef(
+        "--ortperf-memory-limit",
+        "ortperf_memory_limit",
+        "Memory a memory check's worker process may add before the check fails with the figure it "
+        "reached (an address-space cap on Linux; not applied to GPU providers). Default: the "
+        "machine's physical memory; off: no cap.",
+        "",
+        "SIZE",
+        parse=_optional_size,
+    ),
+    OptionDef(
+        "--ortperf-startup-threshold",
+        "ortperf_startup_threshold",
+        "Slowdown of session creation or of the first run, over fresh processes, that fails a start-up "
+        f"check when its whole interval lies beyond it (default: {percent(defaults.STARTUP_THRESHOLD)}).",
+        percent(defaults.STARTUP_THRESHOLD),
+        "PCT",
+        parse=_threshold,
+    ),
+    OptionDef(
+        "--ortperf-drift-threshold",
+        "ortperf_drift_threshold",
+        "When nothing the repository controls changed since the baseline (model, session settings, "
+        "inputs, onnxruntime, providers, hardware), the check passes after a short look and shows how far "
+        "the machine drifted from the recorded figures. With this threshold (e.g. 20%), a drift beyond it "
+        "fails the check: for a machine you keep steady. Default: off.",
+        "",
+        "PCT",
+        parse=_optional_threshold,
+    ),
+    OptionDef(
+        "--ortperf-canary",
+        "ortperf_canary",
+        "on: on the CPU provider, follow every measured round with a short round of a fixed "
+        "machine-speed canary workload and compare latencies relative to it; off: absolute "
+        "latencies (default: on).",
+        "on",
+        "on|off",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-timing",
+        "ortperf_timing",
+        "off: a functional-only run: sessions are built and run and accuracy checks compare outputs, but "
+        "nothing is timed: a test's check_latency() or check_startup() skips it (naming this option) and "
+        "check() runs its untimed checks only (accuracy, memory). Not with --ortperf-update, which "
+        "records latency. on: latency checks run (default: on).",
+        "on",
+        "on|off",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-ab",
+        "ortperf_ab",
+        "Same-job A/B: compare each model with the same file at this git revision (e.g. origin/main; "
+        "auto: the merge-base with the pull request's target branch, from the CI's variables, else "
+        "origin/HEAD), both measured side by side in interleaved rounds, instead of with the stored "
+        "baseline.",
+        "",
+        "REV",
+        parse=_revision,
+    ),
+    OptionDef(
+        "--ortperf-ab-python",
+        "ortperf_ab_python",
+        "Same-job A/B across ONNX Runtime versions: the reference side runs in this Python "
+        "interpreter's environment (e.g. one made by 'ortperf env create onnxruntime==1.31.1'), the "
+        "current side in this one, both in measuring worker processes; the same model unless "
+        "--ortperf-ab or ort_ab names a reference. Outputs of the two runtimes are compared too.",
+        "",
+        "PATH",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-fetch-runtime",
+        "ortperf_fetch_runtime",
+        "auto: when a baseline recorded another onnxruntime than this one and no environment here has "
+        "it (--ortperf-ab-python, an 'ortperf env' of the repository), pip installs the recorded wheel "
+        "and version into the repository's .ortperf/envs once, and the checks are measured side by side "
+        "across the two runtimes; never: no install (an environment already there is still used), "
+        "those checks fall back to the stored figures of this hardware, saying why (default: auto).",
+        "auto",
+        "auto|never",
+        parse=parse_fetch,
+    ),
+    OptionDef(
+        "--ortperf-progress",
+        "ortperf_progress",
+        "Show what a long latency check is doing (which test, which side, rounds so far) while it runs: "
+        "auto shows it on a terminal, not under -q and not when the CI environment variable is set; on "
+        "shows it anyway (a line every few seconds in a log); off never (default: auto). xdist workers "
+        "never show it.",
+        "auto",
+        "auto|on|off",
+        parse=_auto_switch,
+    ),
+    OptionDef(
+        "--ortperf-ab-outputs",
+        "ortperf_ab_outputs",
+        "check: in A/B mode, outputs that differ from the reference model's fail the test; report: "
+        "they are reported and pass (for pull requests that change outputs on purpose) "
+        "(default: check).",
+        "check",
+        "check|report",
+        parse=_choice("check", "report"),
+    ),
+    OptionDef(
+        "--ortperf-ab-threshold",
+        "ortperf_ab_threshold",
+        "Deprecated: the one latency threshold is --ortperf-latency-threshold (ortperf_latency_threshold); "
+        "this sets it, with a warning, where that is not given.",
+        "",
+        "PCT",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-ab-budget",
+        "ortperf_ab_budget",
+        "Seconds of timed runs per A/B check, both models together, after warmup "
+        f"(default: {seconds(defaults.AB_BUDGET_S)}).",
+        seconds(defaults.AB_BUDGET_S),
+        "SECONDS",
+        parse=_seconds,
+    ),
+    OptionDef(
+        "--ortperf-budget",
+        "ortperf_budget",
+        "Seconds per latency measurement, after warmup: many short rounds spread over it, so the "
+        f"machine's speed states are sampled rather than one burst (default: {seconds(defaults.BUDGET_S)}).",
+        seconds(defaults.BUDGET_S),
+        "SECONDS",
+        parse=_seconds,
+    ),
+    OptionDef(
+        "--ortperf-missing",
+        "ortperf_missing",
+        "What a latency or accuracy check without a baseline for this machine does: fail (default, with the "
+        "command that records it), skip, or pass (measured and reported).",
+        "fail",
+        "fail|skip|pass",
+        parse=_choice(*MISSING),
+    ),
+    OptionDef(
+        "--ortperf-fail-on-improvement",
+        "ortperf_fail_on_improvement",
+        "Fail a latency check that got faster beyond the threshold (catches a model that silently "
+        "skips work).",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-max-cv",
+        "ortperf_max_cv",
+        "With --ortperf-update, list as noisy in the update summary the recorded latency baselines whose "
+        "round medians (relative to the machine-speed canary when it runs) vary more than this (the rule "
+        "'ortperf show' marks noisy by); every entry is written all the same "
+        f"(default: {percent(defaults.MAX_CV)}).",
+        percent(defaults.MAX_CV),
+        "PCT",
+        parse=_threshold,
+    ),
+    OptionDef(
+        "--ortperf-prune",
+        "ortperf_prune",
+        "With --ortperf-update, delete unused baseline entries: entries in the baseline files of "
+        "collected test files whose test no longer exists, for every machine (entries of other machines "
+        "are listed as '(other machines: ...)'). Without it they are only reported.",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-reference-variant",
+        "ortperf_reference_variant",
+        "Variant whose outputs every other variant's outputs are compared with in check_accuracy "
+        "(default: cpu-disabled, the most literal execution; none turns it off).",
+        "cpu-disabled",
+        "VARIANT",
+        parse=_reference_variant,
+    ),
+    OptionDef(
+        "--ortperf-tolerances",
+        "ortperf_tolerances",
+        "Accuracy tolerance KEY=VALUE (repeatable): atol, rtol, cosine (minimum similarity), "
+        "mismatch (allowed share of elements outside atol/rtol: 0.001 or 0.1%), for every output; "
+        "OUTPUT.KEY or output:OUTPUT.KEY for one output, dtype:float16.KEY per dtype, "
+        "variant:cuda.KEY or variant:cuda-all.KEY per provider or variant. Most specific wins: "
+        "output > variant > provider > dtype > every output > built-in defaults (a value given "
+        "here replaces the built-in provider floor too).",
+        [],
+        "KEY=VALUE",
+        "linelist",
+        deprecated=("--ortperf-tolerance",),
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-profile-dir",
+        "ortperf_profile_dir",
+        "Where tests marked ort_profile write their traces: <dir>/<test id>/run-<k>.json and "
+        "summary.json (default: .ortperf/profiles at rootdir).",
+        "",
+        "DIR",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-session-profile",
+        "ortperf_session_profile",
+        "Also profile every ort_session at session level for the whole run: one trace per model "
+        "and variant in <profile dir>/session/, beside the per-run traces of marked tests.",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-parallel-timing",
+        "ortperf_parallel_timing",
+        "Let latency measurements of several processes (pytest-xdist workers) run at once; by "
+        "default they take turns through a lock, since parallel timing on shared cores is distorted.",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-report",
+        "ortperf_report",
+        "Write every check's result as JSON (test, variant, machine, metrics, baseline, verdict, traces).",
+        "",
+        "PATH.json",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-markdown",
+        "ortperf_markdown",
+        "Write a markdown summary of the checks (also appended to $GITHUB_STEP_SUMMARY when set).",
+        "",
+        "PATH.md",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-html",
+        "ortperf_html",
+        "Write one self-contained HTML page of the run's checks, with charts (rendered from the JSON "
+        "report; `ortperf report` renders and merges reports later).",
+        "",
+        "PATH.html",
+        parse=None,
+    ),
+    OptionDef(
+        "--ortperf-strict",
+        "ortperf_strict",
+        "Fail the run when baselines are unused (their tests were renamed or deleted).",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+    OptionDef(
+        "--ortperf-run-timeout",
+        "ortperf_run_timeout",
+        "Seconds one session.run made by ort_perf checks or profiled runs may take before it is "
+        f"terminated and the test fails (default: {seconds(defaults.RUN_TIMEOUT_S)}).",
+        seconds(defaults.RUN_TIMEOUT_S),
+        "SECONDS",
+        parse=_seconds,
+    ),
+    OptionDef(
+        "--ortperf-repair",
+        "ortperf_repair",
+        "With --ortperf-update, set a damaged baseline file aside as <file>.damaged-<time> and record "
+        "it afresh, keeping every entry still readable in it and naming the parts it cannot keep; "
+        "without this flag a damaged file is never touched.",
+        "false",
+        ini_type="bool",
+        parse=_switch,
+    ),
+)
+
+
+def argparse_help(text: str) -> str:
+    """``text`` as argparse takes a help string: it %-formats help (``%(default)s``), so a literal
+    ``%`` such as "10%" must be written ``%%`` or ``--help`` fails with "unsupported format character"."""
+    return text.replace("%", "%%")
+
+
+def register(parser: Any) -> None:
+    """Add every option and ini key to pytest's ``parser``.
+
+    Every help string an option hands to argparse goes through :func:`argparse_help` here, in
+    one place; ini help is not %-formatted, so it keeps the text as written.
+    """
+    group = parser.getgroup("ortperf", "ONNX Runtime performance and accuracy gate (pytest-ortperf)")
+
+    def add(*flags: str, help: str, **kwargs: Any) -> None:
+        group.addoption(*flags, help=argparse_help(help), **kwargs)
+
+    for option in OPTIONS:
+        if option.switch:
+            add(
+                option.flag,
+                action="store_const",
+                const=True,
+                dest=option.dest,
+                default=None,
+                help=option.help,
+            )
+        else:
+            action = "append" if option.ini_type == "linelist" else "store"
+            add(
+                option.flag,
+                *option.deprecated,
+                action=action,
+                dest=option.dest,
+                metavar=option.metavar,
+                default=None,
+                help=option.help,
+            )
+        # A switch's ini value is a word of the one yes/no grammar, parsed by its row like every value.
+        ini_type = "string" if option.switch else option.ini_type
+        parser.addini(option.ini, option.help, type=ini_type, default=option.default)
+    # Its own option string: a flag with an optional value would take the next argument
+    # (`pytest --ortperf-update tests/`) as its value.
+    add(
+        UPDATE_MISSING,
+        action="store_const",
+        const=True,
+        dest="ortperf_update_missing",
+        default=None,
+        help=UPDATE_MISSING_HELP,
+    )
+
+
 class KindsAtOptionTime:
     """The registry ``pytest_ortperf_register_kinds`` is handed: a historic hook, called while pytest
     reads its options for every plugin and initial conftest.py, so that each kind's own options
@@ -659,4 +852,3 @@ def deprecated_spellings(args: Sequence[str]) -> list[str]:
                 f"ini key share one name, {new.removeprefix('--').replace('-', '_')})."
             )
     return said
-

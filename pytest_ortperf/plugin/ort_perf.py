@@ -15,6 +15,7 @@ from typing import NoReturn
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import Contract, ContractResult, parse_contracts
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.kind_result import KindResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.instance_checks import InstanceChecks
@@ -30,6 +31,7 @@ __all__ = ["CheckContext", "OrtPerf", "key_for"]
 
 Abort = Callable[[str], NoReturn]
 LATENCY, ACCURACY, MEMORY, STARTUP, GRAPH = "latency", "accuracy", "memory", "startup", "graph"
+THREADS, DETERMINISM = "threads", "determinism"
 
 
 class OrtPerf:
@@ -105,6 +107,40 @@ class OrtPerf:
         ``--ortperf-timing=off``, like ``check_latency()``."""
         __tracebackhide__ = True
         return self._kind(STARTUP, feeds, name)  # type: ignore[return-value]
+
+    def check_threads(
+        self,
+        feeds: Mapping[str, Array] | None = None,
+        *,
+        name: str | None = None,
+        counts: Sequence[int] | None = None,
+        threshold: object = None,
+        budget: float | None = None,
+        fail_if_beaten: bool | None = None,
+    ) -> KindResult:
+        """The latency curve over ``intra_op_num_threads`` ``counts`` (default 1 .. the cores, at most
+        8), side by side; a configured count another beats is reported ``improved`` (a failure under
+        ``fail_if_beaten=True``); the best count's regression against the recorded reference fails.
+        ``threshold``: the one latency threshold unless given; ``budget``: timed seconds."""
+        __tracebackhide__ = True
+        given = {"counts": counts, "threshold": threshold, "budget": budget, "fail_if_beaten": fail_if_beaten}
+        options = {key: value for key, value in given.items() if value is not None}
+        return self._kind(THREADS, feeds, name, options)  # type: ignore[return-value]
+
+    def check_determinism(
+        self,
+        feeds: Mapping[str, Array] | None = None,
+        *,
+        name: str | None = None,
+        runs: int | None = None,
+        tolerance: float | None = None,
+    ) -> KindResult:
+        """The same inputs run ``runs`` times (default 5) and on a fresh session: outputs that differ
+        by more than ``tolerance`` (default 0: exactly) fail."""
+        __tracebackhide__ = True
+        given = {"runs": runs, "tolerance": tolerance}
+        options = {key: value for key, value in given.items() if value is not None}
+        return self._kind(DETERMINISM, feeds, name, options)  # type: ignore[return-value]
 
     def check_graph(
         self, *, name: str | None = None, expect_fusions: Mapping[str, int] | None = None

@@ -91,16 +91,19 @@ class TerminalProgress:
         self._clock = clock
         self._shown = 0  # characters now on the line (transient)
         self._last = -1e9  # when last drawn
-        self._last_step = ""
+        self._last_step: tuple[str, bool] = ("", False)
 
     def update(self, progress: Progress) -> None:
         if progress.elapsed_s < SHOW_AFTER_S or not progress.step:
             return  # a short check, or between two phases: what is shown stays
         now = self._clock()
         every = REDRAW_EVERY_S if self._transient else LOG_EVERY_S
-        if now - self._last < every and (self._transient or progress.step == self._last_step):
+        # A log gets a line at once for a new step, and for a measuring step whose rounds just became
+        # known (its first line, written when the step began, could not say them).
+        step = (progress.step, bool(progress.planned))
+        if now - self._last < every and (self._transient or step == self._last_step):
             return
-        self._last, self._last_step = now, progress.step
+        self._last, self._last_step = now, step
         if not self._transient:
             self._write(f"ortperf: {progress_text(progress)}\n")
             return
@@ -117,7 +120,7 @@ class TerminalProgress:
         self._shown = len(suffix)
 
     def clear(self) -> None:
-        self._last, self._last_step = -1e9, ""
+        self._last, self._last_step = -1e9, ("", False)
         if self._transient and self._shown:
             self._write(_erase(self._shown))
             self._shown = 0

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession, SessionKey, SessionPool
-from pytest_ortperf.profiling.operators import OpProfile, fastest, op_profile
+from pytest_ortperf.profiling.operators import OpProfile, fastest, op_profile, typical
 from pytest_ortperf.profiling.run_profilers import (
     EmulatedRunProfiler,
     ProfileDirError,
@@ -250,9 +250,19 @@ def _turns(events: list[TraceEvent], provider: str, *, runs: int, turns: int) ->
     profiles = []
     for turn in range(turns):
         chosen = made[1 + turn * runs : 1 + (turn + 1) * runs]
-        counted = [event for run in chosen for event in index.slice(run, callers)]
-        profiles.append(op_profile(summarize(counted, requested_provider=provider)))
+        profiles.append(_typical_run(chosen, index, callers, provider))
     return profiles
+
+
+def _typical_run(
+    chosen: Sequence[TraceEvent], index: _RunIndex, callers: Collection[int], provider: str
+) -> OpProfile:
+    """The operator profile of ``chosen`` runs: each run summarized on its own, then each op type's and
+    node's median over them (:func:`operators.typical`), so one pre-empted run decides nothing."""
+    if not chosen:
+        return op_profile(summarize([], requested_provider=provider))
+    runs = (op_profile(summarize(index.slice(run, callers), requested_provider=provider)) for run in chosen)
+    return typical(*runs)
 
 
 class _RunIndex:
@@ -281,5 +291,4 @@ def _after_first_run(events: list[TraceEvent], provider: str) -> OpProfile:
     """The operator profile of a session-level trace's runs but its first (allocation, kernel choice)."""
     made = model_runs(events)
     callers = {run.tid for run in made}  # nodes on other threads: ORT_PARALLEL's inter-op pool
-    counted = [event for run in made[1:] for event in slice_run(events, run, callers=callers)]
-    return op_profile(summarize(counted, requested_provider=provider))
+    return _typical_run(made[1:], _RunIndex(events), callers, provider)

@@ -76,6 +76,28 @@ def fastest(*profiles: OpProfile) -> OpProfile:
     return OpProfile(runs=sum(p.runs for p in profiles), ops=ops, nodes=nodes)
 
 
+def typical(*runs: OpProfile) -> OpProfile:
+    """Single-run profiles of one session as one: each op type's and node's median time over the runs.
+    A mean lets one run that a neighbour pre-empted put microseconds into a node that took one, and on
+    a small op that reads as the op type that grew; a median of five runs is moved by none."""
+    first = runs[0]
+
+    def middle(values: list[float]) -> float:
+        ordered = sorted(values)
+        half = len(ordered) // 2
+        return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+    ops = {
+        op: (middle([r.ops.get(op, (0.0, 0))[0] for r in runs]), count)
+        for op, (_, count) in first.ops.items()
+    }
+    nodes = {
+        name: (op, provider, middle([r.nodes[name][2] if name in r.nodes else 0.0 for r in runs]))
+        for name, (op, provider, _) in first.nodes.items()
+    }
+    return OpProfile(runs=sum(r.runs for r in runs), ops=ops, nodes=nodes)
+
+
 def explain(baseline: OpProfile, current: OpProfile, *, top: int = 5, faster: bool = False) -> list[str]:
     """Lines that say what changed at operator level between two profiles: the op types and nodes
     whose time grew most or, with ``faster`` (a failure for an improvement), fell most."""

@@ -56,8 +56,18 @@ def _badness(output: Mapping[str, Any]) -> tuple[bool, float]:
 def worst_output(record: Mapping[str, Any]) -> str:
     """The worst output's figures against its tolerance: ``logits: max abs 1.2e-07 (atol 1e-05,
     rtol 0.0001)``; a failing one says the metric it failed on and the reference. "-" when no
-    output was compared (the check recorded, or had nothing to compare)."""
+    output was compared (the check recorded, had nothing to compare, or ended in an error, whose
+    message is the test's failure). A check that failed without an output outside tolerance says
+    why: the reference that could not stand beside it (``baseline: outputs not comparable: ...``)."""
     outputs = _outputs(record)
+    failing = any(not output.get("ok", True) for _, output in outputs)
+    noted = [
+        f"{reference.get('reference')}: {str(reference.get('note')).split('; ')[0]}"
+        for reference in record.get("references") or []
+        if isinstance(reference, Mapping) and reference.get("note")
+    ]
+    if record.get("failed") and not failing and noted:
+        return noted[0]
     if not outputs:
         return "-"
     reference, output = max(outputs, key=lambda pair: _badness(pair[1]))

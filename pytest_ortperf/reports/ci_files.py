@@ -55,6 +55,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
         "mode": result.mode,
         "path": result.path,
         **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
+        **({"kept": result.kept} if result.kept else {}),
         **({"runtime_unavailable": result.runtime_unavailable} if result.runtime_unavailable else {}),
         **(
             {
@@ -150,7 +151,9 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
 def _drift(result: LatencyResult) -> dict[str, Any]:
     """An unchanged check's drift: its ratio and text, and what its look ran beside, when anything."""
     beside = {"beside": result.drift_beside} if result.drift_beside else {}
-    return {"ratio": result.drift, "text": result.change, **beside}
+    machine = result.machine_drift
+    canary = {"machine_ratio": figure(machine)} if machine is not None else {}
+    return {"ratio": result.drift, "text": result.change, **canary, **beside}
 
 
 def _confirmation(result: LatencyResult) -> dict[str, Any]:
@@ -224,6 +227,7 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
             if c.not_compared
         ],
         **_explanations(result.explanations),
+        **({"accept": ""} if result.unjudged else {}),  # the history is its fix, not a command
         "message": result.message,
     }
 
@@ -292,6 +296,7 @@ def contract_record(result: ContractResult, nodeid: str) -> dict[str, Any]:
         "machine": result.key.machine,
         "verdict": str(result.status),
         "failed": result.failed,
+        "accept": "",  # a promise between variants: no recording accepts it, the test's contract does
         "contract": {
             "kind": contract.kind,
             "other": contract.other,

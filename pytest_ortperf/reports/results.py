@@ -75,6 +75,18 @@ class RunResults:
         """The verdict of every check of the run, workers' included."""
         return [str(record.get("verdict", "")) for record in self._records]
 
+    def added_here(self) -> int:
+        """Checks an update recorded as ``new`` whose entry existed, with figures of other hardware:
+        it added this hardware's figures to it (``figures of this hardware added``), not a new test."""
+        return sum(
+            str(record.get("verdict")) == "new"
+            and any(
+                str(change).endswith("figures of this hardware added")
+                for change in [*(record.get("changed_since_baseline") or []), record.get("change_text") or ""]
+            )
+            for record in self._records
+        )
+
     def noisy_recordings(self) -> list[str]:
         """Latency figures an update wrote noisy, with why (``latency.recording.noise``, the rule
         ``ortperf show`` marks them by): "node id (spread 14.2% > max-cv 10%)"."""
@@ -82,6 +94,15 @@ class RunResults:
             f"{record['test']} ({record.get('noise') or format(record['recorded_spread'], '.1%')})"
             for record in self._records
             if record.get("kind") == "latency" and record.get("noisy")
+        ]
+
+    def kept_recordings(self) -> list[str]:
+        """Stored latency figures an update kept because they are quieter than its own, of a recipe
+        that did not change: "node id: why"."""
+        return [
+            f"{record['test']}: {record['kept']}"
+            for record in self._records
+            if record.get("kind") == "latency" and record.get("kept")
         ]
 
     def settled_recordings(self) -> list[str]:

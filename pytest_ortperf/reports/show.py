@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, parse_threshold
+from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, stored_called
 from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, coarse, detects, noise
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.store.baselines import BaselineError, Figures, parse
+from pytest_ortperf.values import parse_threshold
 
 Row = dict[str, Any]
 
@@ -33,7 +34,8 @@ def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float
     latency = figures.latency
     # Figures recorded short never decide (checks.paths: without_reference); the others may, and
     # are coarse by the update summary's rule when they cannot detect a change of the threshold.
-    reach = detects(latency, figures.spread, threshold=threshold) if latency and not figures.short else None
+    called = stored_called(threshold)  # what stored figures can call at this threshold
+    reach = detects(latency, figures.spread, threshold=called) if latency and not figures.short else None
     return {
         "machine": machine,
         "median_ms": latency.median_ms if latency else None,
@@ -44,7 +46,7 @@ def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float
         "short": figures.short,  # why a short recording was enough; "" when measured until settled
         # The update summary's rule (latency.recording.noise), so both call the same figures noisy.
         "noise": noise(figures.spread, max_cv=max_cv) if latency else "",
-        "coarse": coarse(reach, threshold),  # latency.recording.coarse, the update summary's word
+        "coarse": coarse(reach, called),  # latency.recording.coarse, the update summary's word
         "recorded": figures.recorded,
         "memory": figures.memory.as_dict() if figures.memory else None,
         "memory_text": figures.memory.describe() if figures.memory else None,

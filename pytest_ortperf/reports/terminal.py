@@ -13,6 +13,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
 from pytest_ortperf.latency.paired import AB_STATISTIC
+from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.reports.accuracy_rows import ACCURACY_HEADERS, accuracy_row, accuracy_title
 from pytest_ortperf.reports.show import format_table
 from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, heading
@@ -28,11 +29,14 @@ class UpdateReport:
     """What an ``--ortperf-update`` run did, for the summary line."""
 
     new: int = 0
+    added_here: int = 0  # of the "new": figures of this hardware added to an existing entry
     updated: int = 0
     unchanged: int = 0
     noisy: list[str] = field(default_factory=list)  # "node id (spread 14.2%)" of figures written noisy
     # "node id (detect >= 13.4%, threshold 10%)" of figures written that will decide and are coarse
     coarse: list[str] = field(default_factory=list)
+    # "node id: why" of stored figures kept, quieter than the update's own, of an unchanged recipe
+    kept: list[str] = field(default_factory=list)
     # node ids of latency figures measured until settled because nothing keeps their model (git does
     # not track it yet): slow, where committed models are recorded short
     unkept: list[str] = field(default_factory=list)
@@ -50,6 +54,8 @@ class UpdateReport:
         written: Sequence[Path],
         noisy: Sequence[str] = (),
         coarse: Sequence[str] = (),
+        kept: Sequence[str] = (),
+        added_here: int = 0,
         unkept: Sequence[str] = (),
         missing_only: Sequence[Mapping[str, Any]] | None = None,
     ) -> UpdateReport:
@@ -59,6 +65,8 @@ class UpdateReport:
             written=list(written),
             noisy=list(noisy),
             coarse=list(coarse),
+            kept=list(kept),
+            added_here=added_here,
             missing_only=None if missing_only is None else list(missing_only),
         )
         for status in statuses:
@@ -142,12 +150,12 @@ def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 
 
 def accuracy_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    """The accuracy table's rows: every accuracy check that compared or recorded (errors are listed
-    with the run's errors), passing ones included."""
+    """The accuracy table's rows: every accuracy check, passing ones and those that ended in an error
+    (its first line) included."""
     return [
         accuracy_row(record, _test_of(record))
         for record in records
-        if record.get("kind") == "accuracy" and record.get("verdict") not in (Status.NOT_TIMED, Status.ERROR)
+        if record.get("kind") == "accuracy" and record.get("verdict") != Status.NOT_TIMED
     ]
 
 
@@ -207,9 +215,12 @@ def latency_table(
     missing: int,
     elsewhere: Sequence[str] = (),
     runtimes_unavailable: Mapping[str, int] | None = None,
+    shallow: int = 0,
 ) -> list[str]:
     """One row per latency check: test, variant, mode, reference median, current median, change, verdict.
 
+    ``shallow``: how many of the ``missing`` are a changed model whose recorded one a shallow clone
+    lacks (fetching the history is their fix, not recording);
     ``elsewhere``: machines that hold latency figures for the checks missing here;
     ``runtimes_unavailable``: recorded runtimes not to be had here, with the checks they left missing."""
     if not rows:
@@ -228,6 +239,9 @@ def latency_table(
             "more time (--ortperf-budget, --ortperf-ab-budget in mode a/b) or compare side by side "
             "(--ortperf-ab)."
         )
+    if shallow:
+        lines.append(f"{shallow} check(s) not judged: their model changed, and {SHALLOW}.")
+    missing -= shallow
     if missing:
         lines.append(
             f"{missing} check(s) have no baseline for machine '{machine}'"
@@ -257,13 +271,16 @@ def not_timed_line(count: int) -> str:
 
 def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
     counts = (
-        f"ortperf update: {report.updated} updated, {report.new} new, {report.unchanged} unchanged, "
-        f"{len(report.unused)} unused"
+        f"ortperf update: {report.updated} updated, {report.new - report.added_here} new, "
+        + (f"{report.added_here} added for this hardware, " if report.added_here else "")
+        + f"{report.unchanged} unchanged, {len(report.unused)} unused"
     )
     if report.noisy:
         counts += f", {len(report.noisy)} noisy"
     if report.coarse:
         counts += f", {len(report.coarse)} coarse"
+    if report.kept:
+        counts += f" ({len(report.kept)} of the unchanged kept over noisier figures)"
     lines = [counts]
     if report.missing_only is not None:
         lines += missing_only_lines(report.missing_only)
@@ -280,6 +297,12 @@ def update_lines(report: UpdateReport, *, prune: bool) -> list[str]:
             "will read inconclusive; record them again on a quieter machine):"
         )
         lines += [f"  {line}" for line in report.coarse]
+    if report.kept:
+        lines.append(
+            "stored figures kept (an unchanged recipe never takes noisier figures; record again on a "
+            "quieter machine to replace them):"
+        )
+        lines += [f"  {line}" for line in report.kept]
     lines += unkept_lines(report.unkept)
     if report.unused:
         action = "pruned" if prune else "kept; --ortperf-prune deletes them"
@@ -305,8 +328,9 @@ def unkept_lines(unkept: Sequence[str]) -> list[str]:
     return [
         f"{count} latency figure{'s' if count != 1 else ''} recorded until settled (the slow way): git does "
         "not keep their model yet, so no later run can rebuild it and these figures will decide "
-        f"({named}). Commit the models first (git add and git commit), then run ortperf update: "
-        "figures of a model git keeps only inform and are recorded short."
+        f"({named}). Commit the models first (git add and git commit; for a model DVC keeps, its .dvc "
+        "file or dvc.lock, and dvc push), then run ortperf update: figures of a model git or DVC keeps "
+        "only inform and are recorded short."
     ]
 
 
@@ -462,6 +486,7 @@ class RunSummary:
     footprint_rows: Sequence[tuple[str, ...]] = ()
     accuracy_rows: Sequence[tuple[str, ...]] = ()  # accuracy checks, passing ones too (accuracy_rows)
     missing: int = 0
+    shallow: int = 0  # of the missing: a changed model whose recorded one a shallow clone lacks
     elsewhere: Sequence[str] = ()  # machines with latency figures for the checks missing here
     # recorded runtimes that could not be had here -> the latency checks they left missing
     runtimes_unavailable: Mapping[str, int] = field(default_factory=dict)
@@ -476,6 +501,7 @@ class RunSummary:
     inputs: Sequence[str] = ()  # what the latency checks were fed (inputs_lines)
     tradeoffs: Sequence[TradeoffTable] = ()  # each model's variants side by side (reports/tradeoffs.py)
     not_compared: Sequence[str] = ()  # outputs an accuracy check did not compare, and why
+    accept: str = ""  # one command that accepts every failing check's test (store/keys.py: accept_all)
 
 
 def repaired_lines(repaired: Repaired) -> list[str]:
@@ -514,6 +540,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
             missing=summary.missing,
             elsewhere=summary.elsewhere,
             runtimes_unavailable=summary.runtimes_unavailable,
+            shallow=summary.shallow,
         )
         lines += summary.inputs
         lines.append(f"timing: {summary.timing_mode}")
@@ -533,4 +560,8 @@ def summary_lines(summary: RunSummary) -> list[str]:
         lines.append(f"outputs not compared ({len(summary.not_compared)}):")
         lines += [f"  {line}" for line in summary.not_compared]
     lines += summary.profile_lines
+    if summary.accept:
+        lines.append(
+            f"to accept every failing check above at once (each test whole, every variant): {summary.accept}"
+        )
     return lines

@@ -646,6 +646,48 @@ class Repaired:
     lost: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class EntryState:
+    """One test x variant's entry as a recording check builds on it: ``loaded``, as the run read it
+    from its file; ``current``, as the next write would leave it (what other checks of this run
+    staged, merged in). A verdict function reads it and returns the entry to stage; the gate stages
+    it (``gate/instance_checks.py``)."""
+
+    loaded: BaselineEntry | None = None
+    current: BaselineEntry | None = None
+
+
+def with_part(
+    state: EntryState,
+    *,
+    variant: str,
+    machine: str,
+    name: str,
+    data: Mapping[str, Any],
+    environment: Mapping[str, Any],
+    today: str,
+) -> tuple[Mapping[str, Any] | None, BaselineEntry | None]:
+    """The entry with ``data`` as machine key ``machine``'s part ``name`` (a registered kind's own
+    part, kept as given), under the entry's recipe, every other part kept: (the part it replaces or
+    None, the entry to stage or None). An equal part stands and nothing is to be staged; a changed
+    recipe replaces the entry's, dropping the figures measured under the old one."""
+    _check_writable(dict(data), where=f"part {name!r}")
+    recipe, measured_on = split(environment)
+    existing = state.current
+    if existing is None:
+        figures = Figures(recorded=today, measured_on=measured_on).with_part(name, data)
+        entry = BaselineEntry(variant=variant, recorded=today, recipe=recipe)
+        return None, entry.with_figures(machine, figures)
+    same = same_or_identical(existing.recipe, recipe)
+    here = existing.figures_for(machine) if same else None
+    before = here.part(name) if here is not None else None
+    if before is not None and dict(before) == dict(data):
+        return before, None
+    base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
+    entry = existing.with_recipe(recipe, recorded=today)
+    return before, entry.with_figures(machine, base.with_part(name, data))
+
+
 class BaselineStore:
     """Reads baseline files lazily (once each) and stages changes until :meth:`write`.
 
@@ -704,6 +746,27 @@ class BaselineStore:
                 self._lost[path] = salvage.lost
                 self._loaded[path], self._named[path], self._read[path] = salvage.entries, salvage.named, None
         return self._loaded[path]
+
+    def recorded_model_blobs(self) -> frozenset[str]:
+        """The git object ids every readable baseline file under the root recorded for its models: the
+        model's (``model_git_blob``) and, for a model DVC keeps, its pointer's (``model_dvc``); each
+        file loaded as :meth:`entries` loads it (once; one that cannot be read is left to the test
+        that reads it, which reports it)."""
+        blobs: set[str] = set()
+        for path in sorted(self.root.rglob("*.json")) if self.root.is_dir() else ():
+            try:
+                entries = self._entries_at(path)
+            except BaselineError:
+                continue
+            for entry in entries.values():
+                pointer = entry.recipe.get("model_dvc")
+                for blob in (
+                    entry.recipe.get("model_git_blob"),
+                    isinstance(pointer, Mapping) and pointer.get("blob"),
+                ):
+                    if isinstance(blob, str) and blob:
+                        blobs.add(blob)
+        return frozenset(blobs)
 
     def _take(self, path: Path, data: bytes | None) -> None:
         """Parse ``data`` (the bytes of ``path``, None: no file) and keep it as what ``path`` holds."""
@@ -783,9 +846,13 @@ class BaselineStore:
         Latency and accuracy of one test are recorded by separate checks, and several machines'
         figures share an entry; each check builds on this entry so none overwrites another's part.
         """
-        loaded = self.lookup(test_file, test)
+        return self.state(test_file, test, self.lookup(test_file, test)).current
+
+    def state(self, test_file: str, test: str, loaded: BaselineEntry | None) -> EntryState:
+        """The entry as a recording builds on it: ``loaded`` (what :meth:`lookup` gave, read once by
+        the caller) and, over it, what this run staged for it (merged as write() merges it)."""
         changes = self._staged.get(self.path_for(test_file), {})
-        return merged(loaded, changes[test]) if test in changes else loaded
+        return EntryState(loaded, merged(loaded, changes[test]) if test in changes else loaded)
 
     def stage_file(self, relative: str, data: bytes) -> Path:
         """Write ``data`` (reference outputs) at ``root/relative`` at the next :meth:`write`."""
@@ -811,27 +878,23 @@ class BaselineStore:
         environment: Mapping[str, Any],
         today: str,
     ) -> tuple[Mapping[str, Any] | None, bool]:
-        """Stage ``data`` as machine key ``machine``'s part ``name`` of the entry (a registered kind's
-        own part, kept as given), under the entry's recipe, keeping every other part: (the part it
-        replaces or None, whether anything was staged). An equal part stands and nothing is staged; a
-        changed recipe replaces the entry's, dropping the figures measured under the old one."""
-        _check_writable(dict(data), where=f"part {name!r}")
-        recipe, measured_on = split(environment)
-        existing = self.current(test_file, test)
-        if existing is None:
-            figures = Figures(recorded=today, measured_on=measured_on).with_part(name, data)
-            entry = BaselineEntry(variant=variant, recorded=today, recipe=recipe)
-            self.stage(test_file, test, entry.with_figures(machine, figures))
-            return None, True
-        same = same_or_identical(existing.recipe, recipe)
-        here = existing.figures_for(machine) if same else None
-        before = here.part(name) if here is not None else None
-        if before is not None and dict(before) == dict(data):
-            return before, False
-        base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
-        entry = existing.with_recipe(recipe, recorded=today)
-        self.stage(test_file, test, entry.with_figures(machine, base.with_part(name, data)))
-        return before, True
+        """Stage ``data`` as machine key ``machine``'s part ``name`` of the entry (:func:`with_part`, on
+        the entry as the next write would leave it): (the part it replaces or None, whether anything
+        was staged). A kind's check can instead return :func:`with_part`'s entry in its result's
+        ``staged``, which the gate stages."""
+        state = self.state(test_file, test, self.lookup(test_file, test))
+        before, entry = with_part(
+            state,
+            variant=variant,
+            machine=machine,
+            name=name,
+            data=data,
+            environment=environment,
+            today=today,
+        )
+        if entry is not None:
+            self.stage(test_file, test, entry)
+        return before, entry is not None
 
     def stage_at(self, path: Path, test: str, entry: BaselineEntry | None) -> None:
         """Stage by file path (a worker's staged change arriving at the controller)."""

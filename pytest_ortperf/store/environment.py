@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ortperf.ort.dvc_models import RECIPE_KEY as DVC_KEY
 from pytest_ortperf.ort.inputs import input_files
 from pytest_ortperf.ort.models import git_blob_id
 from pytest_ortperf.ort.precision import recipe_of
@@ -26,6 +27,7 @@ from pytest_ortperf.version import __version__
 # Keys compared for "what changed", with how they are named in reports.
 _EXPLAINED = (
     ("model_sha256", "model sha256"),
+    (DVC_KEY, "DVC md5"),
     ("ort_version", "onnxruntime"),
     ("ort_flavour", "onnxruntime wheel"),
     ("providers_used", "providers used"),
@@ -71,6 +73,8 @@ def environment(
         "model": portable_label(built.model.label),
         "model_sha256": built.model.sha256,
         "model_git_blob": built.model.git_blob,
+        # Where DVC keeps the model (its pointer, the pointer's git object id, the md5): ort/dvc_models.py
+        **({DVC_KEY: built.model.dvc.as_dict()} if built.model.dvc is not None else {}),
         **({MODEL_DATA: built.model.data_sha256} if built.model.data_sha256 else {}),
         **({"model_transformers": dict(built.model.transformers)} if built.model.transformers else {}),
         **({"model_precision": recipe_of(built.model)} if built.model.precision else {}),
@@ -133,6 +137,13 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
                 if before.get(k) != after.get(k)
             ]
             changes.append(f"{label}: {', '.join(diffs)}")
+        elif key == DVC_KEY:
+            md5s = [
+                str(side.get("md5", "?"))[:12] if isinstance(side, Mapping) else None
+                for side in (before, after)
+            ]
+            if md5s[0] != md5s[1] and None not in md5s:  # a pointer added or dropped: the sha256 says it
+                changes.append(f"{label} {md5s[0]} -> {md5s[1]}")
         elif key == "inputs" and isinstance(before, Mapping) and isinstance(after, Mapping):
             changes.append(f"{label}: {_inputs_changed(before, after)}")
         elif key.endswith("sha256"):
@@ -140,6 +151,15 @@ def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
         else:
             changes.append(f"{label} {before} -> {after}")
     return changes
+
+
+def shapes_changed(before: object, after: object) -> str:
+    """How inputs' types or shapes changed between two descriptions (a recipe's ``inputs``,
+    :func:`describe_inputs`): ``x float32[1, 3, 32, 32] -> [1, 3, 64, 64]``; "" when they did not
+    (values alone may have) or either is not a description."""
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping) or before == after:
+        return ""
+    return _inputs_changed(before, after)
 
 
 def _inputs_changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -175,4 +195,6 @@ def recipe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> l
         elif canonical(recorded[key]) != canonical(current.get(key)):
             described = what_changed({key: recorded[key]}, {key: current.get(key)})
             changes += described or [f"{key} {recorded[key]} -> {current.get(key)}"]
+            if key == "model_sha256":  # a model DVC keeps: its object ids too, as DVC names them
+                changes += what_changed({DVC_KEY: recorded.get(DVC_KEY)}, {DVC_KEY: current.get(DVC_KEY)})
     return changes

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_ortperf.errors import UsageError
@@ -45,3 +47,38 @@ class CheckKey:
     variant: str
     machine: str
     record_command: str
+
+    @property
+    def shown(self) -> str:
+        """The check as messages name it: its test (``test_m[cpu-all]``) or, for an item the zero-code
+        collection made from a model (its file is the model, not a test module), the model's path with
+        it (``models/ocr.onnx::accuracy[cpu-all]``), never ``accuracy of accuracy[cpu-all]``."""
+        return self.test if self.test_file.endswith(".py") else f"{self.test_file}::{self.test}"
+
+
+_PARAMETERS = re.compile(r"\[[^\]]*\]$")
+
+
+def whole_test(selector: str) -> str:
+    """A test's selector without its parameters (``t.py::test_m[cpu-all]`` -> ``t.py::test_m``):
+    every variant of it."""
+    return _PARAMETERS.sub("", selector)
+
+
+def accept_all(commands: Sequence[str]) -> str:
+    """One ``ortperf update`` that accepts every check of the tests these commands name (each one
+    an ``[ENV=...] ortperf update '<test>[<variant>]' [options]`` of this run, so they share their
+    environment and options): each test whole, every variant of it; "" for none."""
+    selectors: list[str] = []
+    head: list[str] = []
+    tail: list[str] = []
+    for command in commands:
+        words = shlex.split(command)
+        if "update" not in words or words.index("update") + 1 >= len(words):
+            continue
+        at = words.index("update")
+        head, tail = words[: at + 1], words[at + 2 :]
+        selectors.append(whole_test(words[at + 1]))
+    if not selectors:
+        return ""
+    return shlex.join([*head, *dict.fromkeys(selectors), *tail])

@@ -35,6 +35,7 @@ RECIPE_KEYS = (
     MODEL_DATA,
     "model",
     "model_git_blob",
+    "model_dvc",  # where DVC keeps the model (ort/dvc_models.py)
     "model_transformers",
     "model_precision",
     "providers_requested",

@@ -132,7 +132,11 @@ def other_generation(here: dict[str, Any]) -> dict[str, Any]:
 
 
 def move_figures_to_other_hardware(
-    baseline_file: Path, test: str, key: str, *, edit: Callable[[dict[str, Any]], object] = lambda figures: None
+    baseline_file: Path,
+    test: str,
+    key: str,
+    *,
+    edit: Callable[[dict[str, Any]], object] = lambda figures: None,
 ) -> str:
     """The figures ``test`` recorded under machine key ``key`` moved to the same runner class on another
     CPU generation (:func:`other_generation`), after ``edit`` changed them in place; that key."""
@@ -149,10 +153,11 @@ def move_figures_to_other_hardware(
     return other_key
 
 
-def file_inputs(pytester: pytest.Pytester, shape: tuple[int, ...], *, seed: int = 0, name: str = "model") -> None:
+def file_inputs(
+    pytester: pytest.Pytester, shape: tuple[int, ...], *, seed: int = 0, name: str = "model"
+) -> None:
     """``<name>.npz`` beside the model, input ``x`` of ``shape``: inputs read from a file, which a
     recipe does not keep (synthetic ones it can make again), so a change of them leaves no reference
     to rebuild."""
     data = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
     np.savez(pytester.path / f"{name}.npz", x=data)
-

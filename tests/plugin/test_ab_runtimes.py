@@ -59,7 +59,9 @@ def this_runtime() -> str:
 @pytest.mark.slow
 def test_the_same_runtime_in_another_worker_passes_and_names_both_runtimes(pytester: pytest.Pytester) -> None:
     suite(pytester)
-    result = pytester.runpytest(f"--ortperf-ab-python={sys.executable}", "--ortperf-report=report.json", *QUICK)
+    result = pytester.runpytest(
+        f"--ortperf-ab-python={sys.executable}", "--ortperf-report=report.json", *QUICK
+    )
     result.assert_outcomes(passed=1)
     found = checks(pytester)
     (latency,) = found["latency"]
@@ -107,7 +109,9 @@ def test_a_marker_naming_a_missing_interpreter_fails_its_test_only(pytester: pyt
     pytester.makepyfile(test_other="def test_other():\n    pass\n")
     result = pytester.runpytest(*QUICK)
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*ort_ab marker of test_rt.py::test_model*: python: '*envs/none/bin/python' is not*"])
+    result.stdout.fnmatch_lines(
+        ["*ort_ab marker of test_rt.py::test_model*: python: '*envs/none/bin/python' is not*"]
+    )
 
 
 def test_an_environment_without_onnxruntime_fails_each_check_and_the_run_goes_on(
@@ -116,9 +120,7 @@ def test_an_environment_without_onnxruntime_fails_each_check_and_the_run_goes_on
     bare = pytester.path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     suite(pytester)
-    pytester.makepyfile(
-        test_two=TEST_FILE.format(marker="").replace("def test_model", "def test_again")
-    )
+    pytester.makepyfile(test_two=TEST_FILE.format(marker="").replace("def test_model", "def test_again"))
     result = pytester.runpytest(f"--ortperf-ab-python={bare}/bin/python", *QUICK)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*cannot import onnxruntime and numpy in *bare*No module named*"] * 2)
@@ -129,7 +131,9 @@ def _record(pytester: pytest.Pytester, python: str = "") -> Path:
     if python:
         done = subprocess.run(
             [python, "-m", "pytest", "-p", "no:cacheprovider", "--ortperf-update", *QUICK],
-            cwd=pytester.path, capture_output=True, text=True,
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
         )
         assert done.returncode == 0, done.stdout + done.stderr
     else:
@@ -191,9 +195,16 @@ def _env(pytester: pytest.Pytester, python: str, flavour: str, version: str) -> 
     (env / "bin" / "python").chmod(0o755)
     (env / "ortperf-env.json").write_text(
         json.dumps(
-            {"key": key, "specs": [f"{flavour}=={version}"], "python": python, "flavour": flavour,
-             "version": version, "providers": ["CPUExecutionProvider"], "python_version": "3",
-             "created": "2026-11-24T00:00:00+00:00"}
+            {
+                "key": key,
+                "specs": [f"{flavour}=={version}"],
+                "python": python,
+                "flavour": flavour,
+                "version": version,
+                "providers": ["CPUExecutionProvider"],
+                "python_version": "3",
+                "created": "2026-11-24T00:00:00+00:00",
+            }
         )
     )
     return key
@@ -207,17 +218,26 @@ def test_an_environment_that_claims_another_runtime_is_not_trusted(pytester: pyt
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     assert latency["path"] == "missing"
-    assert "ortperf env 0123456789ab claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
+    assert (
+        "ortperf env 0123456789ab claims onnxruntime 1.19.2 but its interpreter imports"
+        in latency["stored_reason"]
+    )
 
 
-@pytest.mark.skipif(not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime")
-def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(pytester: pytest.Pytester) -> None:
+@pytest.mark.skipif(
+    not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime"
+)
+def test_a_baseline_recorded_on_another_runtime_is_measured_side_by_side_in_it(
+    pytester: pytest.Pytester,
+) -> None:
     suite(pytester)
     baseline = _record(pytester, OTHER_PYTHON)
     entry = next(iter(json.loads(baseline.read_text())["entries"].values()))
     recorded = entry["recipe"]["ort_flavour"], entry["recipe"]["ort_version"]
     key = _env(pytester, OTHER_PYTHON, *recorded)
-    result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-ab-threshold=50%", *QUICK)  # the route, not a verdict
+    result = pytester.runpytest(
+        "--ortperf-report=report.json", "--ortperf-ab-threshold=50%", *QUICK
+    )  # the route, not a verdict
     result.assert_outcomes(passed=1)
     found = checks(pytester)
     (latency,) = found["latency"]
@@ -240,7 +260,9 @@ def test_model(ort_perf):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime")
+@pytest.mark.skipif(
+    not OTHER_PYTHON, reason="set ORTPERF_TEST_OTHER_PYTHON to an interpreter with another onnxruntime"
+)
 def test_what_a_runtime_that_cannot_be_had_recorded_decides_nothing_and_its_graph_is_shown(
     pytester: pytest.Pytester,
 ) -> None:
@@ -263,11 +285,15 @@ def test_what_a_runtime_that_cannot_be_had_recorded_decides_nothing_and_its_grap
     text = result.stdout.str()
     for kind in ("latency", "graph", "memory", "start-up"):
         assert f"no {kind} baseline for test_model[" in text, kind
-    assert text.count(f"what {other} recorded is not this runtime's reference, so it is shown, not judged") >= 4
+    assert (
+        text.count(f"what {other} recorded is not this runtime's reference, so it is shown, not judged") >= 4
+    )
     assert "graph regression" not in text
     assert "lost fusion" not in text.split("shown, not judged: the graph")[0]
     result.stdout.fnmatch_lines(
-        [f"  what the runtime changes, shown, not judged: the graph {other} built on this hardware class (recorded *) against this runtime's"]
+        [
+            f"  what the runtime changes, shown, not judged: the graph {other} built on this hardware class (recorded *) against this runtime's"
+        ]
     )
     # Passing as missing where the suite allows it: nothing the other runtime measured was compared.
     allowed = pytester.runpytest("--ortperf-fetch-runtime=never", "--ortperf-missing=pass", *QUICK)
@@ -318,8 +344,19 @@ def test_workers_never_outlive_the_pytest_run(pytester: pytest.Pytester, kill: b
     onnx.save(mlp_model(**FAST), pytester.path / "model.onnx")
     pytester.makepyfile(test_linger=LINGER_FILE.format(kill=kill))
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--ortperf-ab-python={sys.executable}", *QUICK],
-        cwd=pytester.path, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--ortperf-ab-python={sys.executable}",
+            *QUICK,
+        ],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == (-9 if kill else 0), done.stdout + done.stderr
     pids = (pytester.path / "workers.txt").read_text().split()

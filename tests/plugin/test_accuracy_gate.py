@@ -77,7 +77,9 @@ def test_cross_variant_check_needs_no_baseline(pytester: pytest.Pytester, suite:
     assert not suite.exists()
 
 
-def test_reference_variant_catches_a_variant_that_computes_something_else(pytester: pytest.Pytester, suite: Path) -> None:
+def test_reference_variant_catches_a_variant_that_computes_something_else(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
     """A variant-specific difference: force an output change only on the non-reference variant."""
     pytester.makepyfile(
         test_acc="""
@@ -107,8 +109,12 @@ def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
     (zoo / "test_data_set_0" / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
     import onnxruntime as ort
 
-    (y,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    (zoo / "test_data_set_0" / "output_0.pb").write_bytes(numpy_helper.from_array(y + 0.01, "y").SerializeToString())
+    (y,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x}
+    )
+    (zoo / "test_data_set_0" / "output_0.pb").write_bytes(
+        numpy_helper.from_array(y + 0.01, "y").SerializeToString()
+    )
     pytester.makepyfile(
         """
         import pytest
@@ -124,7 +130,9 @@ def test_model_zoo_outputs_are_a_reference(pytester: pytest.Pytester) -> None:
     pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none").assert_outcomes(passed=1)
 
 
-def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_model_zoo_data_set_is_a_reference(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Inputs come from test_data_set_0; test_data_set_1 is run on its own inputs and compared too."""
     import onnxruntime as ort
 
@@ -151,7 +159,9 @@ def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester, monk
     options = ("--ortperf-missing=pass", "--ortperf-reference-variant=none")
     pytester.runpytest(*options).assert_outcomes(passed=1)
     (y,) = session.run(None, {"x": (np.linspace(-1, 1, 16, dtype=np.float32) * -0.5).reshape(2, 8)})
-    (zoo / "test_data_set_1" / "output_0.pb").write_bytes(numpy_helper.from_array(y + 0.01, "y").SerializeToString())
+    (zoo / "test_data_set_1" / "output_0.pb").write_bytes(
+        numpy_helper.from_array(y + 0.01, "y").SerializeToString()
+    )
     result = pytester.runpytest(*options)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["    output 'y': FAILED on isclose*"])
@@ -161,7 +171,11 @@ def test_every_model_zoo_data_set_is_a_reference(pytester: pytest.Pytester, monk
 
     reads: list[str] = []
     real = pytest_ortperf.gate.model_builds.zoo_expected
-    monkeypatch.setattr(pytest_ortperf.gate.model_builds, "zoo_expected", lambda path, names: reads.append(path.name) or real(path, names))
+    monkeypatch.setattr(
+        pytest_ortperf.gate.model_builds,
+        "zoo_expected",
+        lambda path, names: reads.append(path.name) or real(path, names),
+    )
     pytester.runpytest(*options, "--ort-opt-levels=disabled,basic,extended,all").assert_outcomes(failed=4)
     assert sorted(reads) == ["test_data_set_0", "test_data_set_1"]
 
@@ -173,7 +187,11 @@ def test_tolerances_from_marker_option_and_per_output(pytester: pytest.Pytester,
     pytester.runpytest(LEVELS, "--ortperf-tolerances=rtol=0.01").assert_outcomes(passed=2)
     pytester.runpytest(LEVELS, "--ortperf-tolerances=y.rtol=0.01").assert_outcomes(passed=2)
     pytester.runpytest(LEVELS, "--ortperf-tolerances=other.rtol=0.01").assert_outcomes(failed=2)
-    pytester.makepyfile(test_acc=TEST_FILE.replace("def test_outputs", "@pytest.mark.ort_thresholds(outputs={'y': {'rtol': 0.01}})\ndef test_outputs"))
+    pytester.makepyfile(
+        test_acc=TEST_FILE.replace(
+            "def test_outputs", "@pytest.mark.ort_thresholds(outputs={'y': {'rtol': 0.01}})\ndef test_outputs"
+        )
+    )
     pytester.runpytest(LEVELS).assert_outcomes(passed=2)
 
 
@@ -225,8 +243,14 @@ def test_changed_output_shape_is_a_clear_failure(pytester: pytest.Pytester, suit
         ("--ortperf-tolerances=atol=-1", "*--ortperf-tolerances: atol must be a number >= 0, got '-1'.*"),
         ("--ortperf-tolerances=speed=1", "*--ortperf-tolerances: key 'speed': unknown tolerance 'speed'*"),
         ("--ortperf-tolerances=cosine=2", "*--ortperf-tolerances: cosine must be a number between 0 and 1*"),
-        ("--ortperf-reference-variant=cpu", "*--ortperf-reference-variant: expected PROVIDER-LEVEL such as cpu-disabled*"),
-        ("--ortperf-reference-variant=cpu-warp", "*--ortperf-reference-variant: unknown graph optimization level 'warp'*"),
+        (
+            "--ortperf-reference-variant=cpu",
+            "*--ortperf-reference-variant: expected PROVIDER-LEVEL such as cpu-disabled*",
+        ),
+        (
+            "--ortperf-reference-variant=cpu-warp",
+            "*--ortperf-reference-variant: unknown graph optimization level 'warp'*",
+        ),
     ],
 )
 def test_bad_accuracy_options(pytester: pytest.Pytester, option: str, message: str) -> None:
@@ -291,7 +315,9 @@ def test_string_outputs_are_compared_exactly(pytester: pytest.Pytester) -> None:
     onnx.save(model, pytester.path / "names.onnx")
     result = pytester.runpytest(LEVELS)
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["    output 'name': 2 of 2 values differ (first at [[]0[]]: 'fox', expected 'eel')"])
+    result.stdout.fnmatch_lines(
+        ["    output 'name': 2 of 2 values differ (first at [[]0[]]: 'fox', expected 'eel')"]
+    )
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
@@ -338,7 +364,9 @@ def _with_marker(marker: str) -> str:
     return TEST_FILE.replace("def test_outputs", f"@pytest.mark.ort_thresholds({marker})\ndef test_outputs")
 
 
-def test_ort_thresholds_marker_sets_the_tolerances_of_every_output(pytester: pytest.Pytester, suite: Path) -> None:
+def test_ort_thresholds_marker_sets_the_tolerances_of_every_output(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
     pytester.runpytest("--ortperf-update", LEVELS).assert_outcomes(passed=2)
     _scale_last_weights(pytester.path / "model.onnx", 1.03)
     pytester.runpytest(LEVELS).assert_outcomes(failed=2)
@@ -367,9 +395,18 @@ def test_tolerances_per_variant_and_dtype_from_the_option(pytester: pytest.Pytes
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--ortperf-tolerances=dtype:float8.atol=1", "*--ortperf-tolerances: key 'dtype:float8.atol': unknown dtype 'float8'*"),
-        ("--ortperf-tolerances=variant:gpu.rtol=1", "*--ortperf-tolerances: key 'variant:gpu.rtol': unknown execution provider 'gpu'*"),
-        ("--ortperf-tolerances=y.speed=1", "*--ortperf-tolerances: key 'y.speed': unknown tolerance 'speed'*"),
+        (
+            "--ortperf-tolerances=dtype:float8.atol=1",
+            "*--ortperf-tolerances: key 'dtype:float8.atol': unknown dtype 'float8'*",
+        ),
+        (
+            "--ortperf-tolerances=variant:gpu.rtol=1",
+            "*--ortperf-tolerances: key 'variant:gpu.rtol': unknown execution provider 'gpu'*",
+        ),
+        (
+            "--ortperf-tolerances=y.speed=1",
+            "*--ortperf-tolerances: key 'y.speed': unknown tolerance 'speed'*",
+        ),
     ],
 )
 def test_bad_tolerance_keys_are_usage_errors(pytester: pytest.Pytester, option: str, message: str) -> None:
@@ -406,7 +443,10 @@ def test_outputs(request, ort_perf):
         ),
         pytest.param(
             "cpu-disabled",
-            ["*CHOICE variant cpu-disabled: this variant is the reference session=False", "*CHOICE variant cpu-disabled:  session=True"],
+            [
+                "*CHOICE variant cpu-disabled: this variant is the reference session=False",
+                "*CHOICE variant cpu-disabled:  session=True",
+            ],
             id="itself",
         ),
         pytest.param("none", ["*CHOICE :  session=False", "*CHOICE :  session=False"], id="none"),
@@ -440,11 +480,17 @@ def _big_model(constant: np.ndarray) -> onnx.ModelProto:
 @pytest.mark.parametrize(
     ("value", "line"),
     [
-        pytest.param(np.nan, "*FAILED on nan/inf (1 new non-finite values in the whole tensor: 1 now, 0 recorded; first at [[]0, 7[]])*", id="nan"),
+        pytest.param(
+            np.nan,
+            "*FAILED on nan/inf (1 new non-finite values in the whole tensor: 1 now, 0 recorded; first at [[]0, 7[]])*",
+            id="nan",
+        ),
         pytest.param(1000.0, "*FAILED on whole-tensor summary (*", id="bump"),
     ],
 )
-def test_a_large_output_fails_on_a_change_outside_its_subsample(pytester: pytest.Pytester, value: float, line: str) -> None:
+def test_a_large_output_fails_on_a_change_outside_its_subsample(
+    pytester: pytest.Pytester, value: float, line: str
+) -> None:
     size = 200_000
     onnx.save(_big_model(np.ones((1, size), np.float32)), pytester.path / "big.onnx")
     pytester.makepyfile(
@@ -488,7 +534,9 @@ def test_damaged_outputs_are_not_overwritten_without_repair(pytester: pytest.Pyt
     plain.stdout.no_fnmatch_line("*allow_pickle*")
     update = pytester.runpytest("--ortperf-update", LEVELS)
     update.assert_outcomes(failed=1, passed=1)
-    update.stdout.fnmatch_lines(["*It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair*"])
+    update.stdout.fnmatch_lines(
+        ["*It is not overwritten: fix it, or record it afresh with --ortperf-update --ortperf-repair*"]
+    )
     assert npz.read_bytes() == b"garbage"
     pytester.runpytest("--ortperf-update", "--ortperf-repair", LEVELS).assert_outcomes(passed=2)
     assert [p.read_bytes() for p in npz.parent.glob(f"{npz.name}.damaged-*")] == [b"garbage"]
@@ -528,7 +576,9 @@ def test_a_baseline_file_of_a_newer_version_asks_for_an_upgrade_not_a_repair(
     (suite / "test_acc.py.json").write_bytes(newer)
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*has schema 9; this version reads 2 (written by a newer pytest-ortperf: upgrade it)."])
+    result.stdout.fnmatch_lines(
+        ["*has schema 9; this version reads 2 (written by a newer pytest-ortperf: upgrade it)."]
+    )
     result.stdout.no_fnmatch_line("*--ortperf-repair*")
     assert (suite / "test_acc.py.json").read_bytes() == newer
 
@@ -542,15 +592,23 @@ def test_outputs_the_data_set_does_not_ship_are_reported_not_failed(pytester: py
     zoo = pytester.path / "zoo"
     (zoo / "test_data_set_0").mkdir(parents=True)
     graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["y"], name="relu"), helper.make_node("Neg", ["x"], ["z"], name="neg")],
+        [
+            helper.make_node("Relu", ["x"], ["y"], name="relu"),
+            helper.make_node("Neg", ["x"], ["z"], name="neg"),
+        ],
         "two",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("y", "z")],
     )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), zoo / "model.onnx")
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+        zoo / "model.onnx",
+    )
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     (zoo / "test_data_set_0" / "input_0.pb").write_bytes(numpy_helper.from_array(x, "x").SerializeToString())
-    (zoo / "test_data_set_0" / "output_0.pb").write_bytes(numpy_helper.from_array(np.maximum(x, 0), "y").SerializeToString())
+    (zoo / "test_data_set_0" / "output_0.pb").write_bytes(
+        numpy_helper.from_array(np.maximum(x, 0), "y").SerializeToString()
+    )
     pytester.makepyfile(
         """
         import pytest
@@ -560,12 +618,16 @@ def test_outputs_the_data_set_does_not_ship_are_reported_not_failed(pytester: py
             print(result.message)
         """
     )
-    result = pytester.runpytest("--ortperf-missing=pass", "--ortperf-reference-variant=none", "--ort-opt-levels=all", "-s")
+    result = pytester.runpytest(
+        "--ortperf-missing=pass", "--ortperf-reference-variant=none", "--ort-opt-levels=all", "-s"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["  vs test_data_set_0: ok (y; z: not in the data set)"])
 
 
-def test_an_unavailable_reference_variant_is_reported_in_the_check(pytester: pytest.Pytester, suite: Path) -> None:
+def test_an_unavailable_reference_variant_is_reported_in_the_check(
+    pytester: pytest.Pytester, suite: Path
+) -> None:
     pytester.makepyfile(
         test_acc="""
         import pytest

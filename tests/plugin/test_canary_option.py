@@ -19,7 +19,6 @@ PASSING = {"ok", "inconclusive", "inconclusive (not confirmed)", "improved"}
 TEST = "test_latency[cpu-all]"
 
 
-
 def _latency(baseline_file: Path) -> dict[str, Any]:
     (figures,) = json.loads(baseline_file.read_text())["entries"][TEST]["figures"].values()
     latency: dict[str, Any] = figures["latency"]
@@ -85,7 +84,9 @@ def test_update_records_one_canary_median_per_round(pytester: pytest.Pytester, l
     assert record["change"]["ratio"] > 0
 
 
-def test_update_without_the_canary_records_no_canary_medians(pytester: pytest.Pytester, latency_suite: Path) -> None:
+def test_update_without_the_canary_records_no_canary_medians(
+    pytester: pytest.Pytester, latency_suite: Path
+) -> None:
     missing = pytester.runpytest("--ortperf-canary=off", *QUICK)
     missing.assert_outcomes(failed=1)
     # The command that records the baseline measures it the same way.

@@ -37,11 +37,18 @@ def suite(pytester: pytest.Pytester) -> Path:
     return pytester.path
 
 
-def test_json_report_markdown_and_step_summary(pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_json_report_markdown_and_step_summary(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     step_summary = suite / "step-summary.md"
     step_summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
-    result = pytester.runpytest(*QUICK, "--ortperf-report=out/report.json", "--ortperf-markdown=out/summary.md", "--junitxml=junit.xml")
+    result = pytester.runpytest(
+        *QUICK,
+        "--ortperf-report=out/report.json",
+        "--ortperf-markdown=out/summary.md",
+        "--junitxml=junit.xml",
+    )
     result.assert_outcomes(passed=1, failed=2)  # no baselines: latency and accuracy fail by default
     report = json.loads((suite / "out" / "report.json").read_text())
     assert report["failed"] == 2
@@ -68,7 +75,10 @@ def test_report_after_an_update_passes_and_lists_traces(pytester: pytest.Pyteste
     report = json.loads((suite / "report.json").read_text())
     assert report["failed"] == 0
     # Nothing changed since the update: latency unchanged (no verdict to get wrong), outputs as recorded.
-    assert sorted((c["kind"], c["verdict"]) for c in report["checks"]) == [("accuracy", "ok"), ("latency", "unchanged")]
+    assert sorted((c["kind"], c["verdict"]) for c in report["checks"]) == [
+        ("accuracy", "ok"),
+        ("latency", "unchanged"),
+    ]
 
 
 def _floats(value: Any, *, seconds: bool = False) -> Iterator[tuple[float, bool]]:
@@ -94,8 +104,14 @@ def test_reports_round_their_figures_and_show_the_drift_of_unchanged_checks(
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=3)
     same = pytester.runpytest(*QUICK, "--ortperf-report=same.json", "--ortperf-markdown=same.md")
     same.assert_outcomes(passed=3)
-    (row,) = [line for line in (suite / "same.md").read_text().splitlines() if "test_latency[cpu-all]" in line]
-    assert re.search(r" \| machine \d+\.\d\dx (slower|faster) than at recording; nothing changed \| unchanged \| ", row), row
+    (row,) = [
+        line for line in (suite / "same.md").read_text().splitlines() if "test_latency[cpu-all]" in line
+    ]
+    assert re.search(
+        r" \| \d+\.\d\dx (slower|faster) than at recording"
+        r"( \(machine \d+\.\d\dx (slower|faster) than at recording, by the canary\))?; nothing changed \| unchanged \| ",
+        row,
+    ), row
     # Other weights, the same work: the stored figures decide (a change with its interval), outputs differ.
     onnx.save(mlp_model(layers=2, width=8, seed=7), suite / "model.onnx")
     changed = pytester.runpytest(*QUICK, "--ortperf-latency-threshold=500%", "--ortperf-report=changed.json")
@@ -120,9 +136,13 @@ def test_strict_fails_the_run_on_unused_baselines(pytester: pytest.Pytester, sui
     pytester.makepyfile(test_ci=TESTS.replace("def test_accuracy", "def test_outputs"))
     relaxed = pytester.runpytest(*QUICK, "--ortperf-latency-threshold=500%", "-k", "latency")
     assert relaxed.ret == pytest.ExitCode.OK
-    strict = pytester.runpytest(*QUICK, "--ortperf-latency-threshold=500%", "-k", "latency", "--ortperf-strict")
+    strict = pytester.runpytest(
+        *QUICK, "--ortperf-latency-threshold=500%", "-k", "latency", "--ortperf-strict"
+    )
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines(["ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_ci.py::test_accuracy[[]cpu-all[]]"])
+    strict.stdout.fnmatch_lines(
+        ["ERROR: 1 unused baseline entries (--ortperf-strict):", "  test_ci.py::test_accuracy[[]cpu-all[]]"]
+    )
 
 
 def test_unwritable_report_path_is_an_error_not_a_traceback(pytester: pytest.Pytester, suite: Path) -> None:
@@ -203,7 +223,9 @@ def test_checks_that_end_in_an_error_are_failed_checks_in_every_report(pytester:
     assert 'name="ortperf_latency_verdict" value="error"' in junit
 
 
-def test_reports_are_written_when_every_check_errors_and_when_there_is_none(pytester: pytest.Pytester) -> None:
+def test_reports_are_written_when_every_check_errors_and_when_there_is_none(
+    pytester: pytest.Pytester,
+) -> None:
     onnx.save(mlp_model(layers=2, width=8), pytester.path / "model.onnx")
     pytester.makepyfile(test_damage=DAMAGED)
     (pytester.path / "baselines").mkdir()
@@ -213,7 +235,10 @@ def test_reports_are_written_when_every_check_errors_and_when_there_is_none(pyte
     result.assert_outcomes(failed=1)
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     assert (report["failed"], [c["verdict"] for c in report["checks"]]) == (1, ["error"])
-    assert "| ❌ | `test_damage.py::test_damaged[cpu-all]` |" in (pytester.path / "out" / "summary.md").read_text()
+    assert (
+        "| ❌ | `test_damage.py::test_damaged[cpu-all]` |"
+        in (pytester.path / "out" / "summary.md").read_text()
+    )
 
     pytester.makepyfile(test_damage="def test_plain():\n    pass\n")
     pytester.runpytest(*QUICK, *reports).assert_outcomes(passed=1)

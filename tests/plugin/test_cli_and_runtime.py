@@ -64,7 +64,9 @@ def test_missing_onnxruntime_gives_install_advice(pytester: pytest.Pytester) -> 
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["*pytest-ortperf needs ONNX Runtime*pip install 'pytest-ortperf[[]gpu[]]'*pip install 'pytest-ortperf[[]cpu[]]'*"]
+        [
+            "*pytest-ortperf needs ONNX Runtime*pip install 'pytest-ortperf[[]gpu[]]'*pip install 'pytest-ortperf[[]cpu[]]'*"
+        ]
     )
 
 
@@ -89,7 +91,10 @@ def test_profile_command_summarizes_a_real_trace(tmp_path) -> None:
     assert __import__("json").loads(as_json.stdout)["runs"] == 1
 
 
-@pytest.mark.parametrize(("content", "message"), [(b"", "is empty"), (b"[1, 2", "is not JSON"), (b'{"x": 1}', "not a list of trace events")])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "is empty"), (b"[1, 2", "is not JSON"), (b'{"x": 1}', "not a list of trace events")],
+)
 def test_profile_command_rejects_files_that_are_not_traces(tmp_path, content: bytes, message: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_bytes(content)

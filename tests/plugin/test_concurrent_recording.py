@@ -63,6 +63,10 @@ def test_runners_recording_at_once_all_keep_their_figures(pytester: pytest.Pytes
         names = [f"round{number}-runner{index}" for index in range(runners)]
         _round(pytester, names)
         kept = _kept(pytester)
-        lost += [f"round {number} ({'fresh' if fresh else 'existing'}): {name}" for name in names if name not in kept]
+        lost += [
+            f"round {number} ({'fresh' if fresh else 'existing'}): {name}"
+            for name in names
+            if name not in kept
+        ]
         assert before <= kept, f"round {number} dropped figures that were there: {sorted(before - kept)}"
     assert lost == []

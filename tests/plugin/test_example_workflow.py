@@ -48,9 +48,18 @@ def test_the_gate_never_writes_baselines_and_the_record_job_keeps_what_it_record
     assert record[0] == "pytest"
     assert "--ortperf-update=missing" in record
     assert document["jobs"]["record"]["if"] == "github.event_name != 'pull_request'"
-    kept = [step for step in document["jobs"]["record"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact")]
+    kept = [
+        step
+        for step in document["jobs"]["record"]["steps"]
+        if step.get("uses", "").startswith("actions/upload-artifact")
+    ]
     assert [step["with"]["path"] for step in kept] == ["baselines/"]
-    installs = [step["run"] for job in document["jobs"].values() for step in job["steps"] if step.get("name") == "Install"]
+    installs = [
+        step["run"]
+        for job in document["jobs"].values()
+        for step in job["steps"]
+        if step.get("name") == "Install"
+    ]
     assert installs == ['python -m pip install "pytest-ortperf[cpu]" pytest-xdist'] * 2  # a CPU-only matrix
 
 

@@ -80,7 +80,9 @@ def test_a_recorded_runtime_is_fetched_once_and_measured_side_by_side(pytester: 
 
     # never: missing, the reason naming the setting (the environment made above is removed).
     EnvCache(pytester.path / ".ortperf" / "envs").remove(key)
-    never = pytester.runpytest("--ortperf-fetch-runtime=never", "--ortperf-report=report.json", MISSING_PASSES, *QUICK)
+    never = pytester.runpytest(
+        "--ortperf-fetch-runtime=never", "--ortperf-report=report.json", MISSING_PASSES, *QUICK
+    )
     never.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     assert latency["path"] == "missing"
@@ -104,7 +106,9 @@ def _stored_reasons(pytester: pytest.Pytester) -> list[str]:
     return [str(check["stored_reason"]) for check in found]
 
 
-def _recorded_with_a_runtime_pip_cannot_find(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def _recorded_with_a_runtime_pip_cannot_find(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two tests recorded, their baselines then naming onnxruntime 0.0.0.1, and pip offline (no index,
     an empty --find-links): a fetch of the recorded runtime fails with pip's own reason."""
     _two_tests(pytester)
@@ -129,13 +133,18 @@ def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
     result = pytester.runpytest("--ortperf-report=report.json", MISSING_PASSES, *QUICK)
     result.assert_outcomes(passed=2)
     first, second = _stored_reasons(pytester)
-    assert "--ortperf-fetch-runtime=auto could not fetch onnxruntime 0.0.0.1: cannot install onnxruntime==0.0.0.1:" in first
+    assert (
+        "--ortperf-fetch-runtime=auto could not fetch onnxruntime 0.0.0.1: cannot install onnxruntime==0.0.0.1:"
+        in first
+    )
     assert "the package index has no distribution of it for this Python" in first
     assert "No matching distribution found for onnxruntime==0.0.0.1" in first
     assert "--ortperf-fetch-runtime=never (ini ortperf_fetch_runtime) stops trying" in first
     assert second == first  # the same reason, from the one try of this process
     assert result.stdout.str().count("ortperf: fetching onnxruntime 0.0.0.1") == 1
-    result.stdout.fnmatch_lines(["not fetched: --ortperf-fetch-runtime=auto could not fetch onnxruntime 0.0.0.1: *"])
+    result.stdout.fnmatch_lines(
+        ["not fetched: --ortperf-fetch-runtime=auto could not fetch onnxruntime 0.0.0.1: *"]
+    )
     failure = EnvCache(pytester.path / ".ortperf" / "envs").failure(env_key(["onnxruntime==0.0.0.1"]))
     assert failure is not None
     assert "No matching distribution" in failure.reason
@@ -148,15 +157,25 @@ def test_a_runtime_pip_cannot_find_falls_back_once_with_pips_reason(
     assert again.stdout.str().count("ortperf: fetching onnxruntime 0.0.0.1") == 1
 
 
-def test_the_setting_takes_auto_or_never_only(pytester: pytest.Pytester) -> None:
+def test_the_setting_takes_auto_or_never_or_a_switch_word(pytester: pytest.Pytester) -> None:
     suite(pytester)
+    recorded = _record(pytester)
     result = pytester.runpytest("--ortperf-fetch-runtime=sometimes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--ortperf-fetch-runtime: expected auto or never, got 'sometimes'.*"])
-    pytester.makeini("[pytest]\nortperf_fetch_runtime = off\n")
+    result.stderr.fnmatch_lines(
+        ["*--ortperf-fetch-runtime: expected auto or never, got 'sometimes' (or a switch: on/off, yes/no, *"]
+    )
+    pytester.makeini("[pytest]\nortperf_fetch_runtime = maybe\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*ini ortperf_fetch_runtime: expected auto or never, got 'off'.*"])
+    result.stderr.fnmatch_lines(["*ini ortperf_fetch_runtime: expected auto or never, got 'maybe'*"])
+    # off is never, in the one grammar of every switch: a recorded runtime not here is not fetched.
+    _recorded_runtime(recorded, "onnxruntime", "0.0.0.1")
+    pytester.makeini("[pytest]\nortperf_fetch_runtime = off\n")
+    result = pytester.runpytest(MISSING_PASSES, *QUICK)
+    result.assert_outcomes(passed=1)
+    assert "ortperf: fetching" not in result.stdout.str()  # auto would try (and fail) to fetch it
+    result.stdout.fnmatch_lines(["*recorded by onnxruntime 0.0.0.1, which is not available here*"])
 
 
 @pytest.mark.slow
@@ -171,7 +190,9 @@ def test_xdist_workers_of_one_run_try_a_failing_fetch_once(
     result.assert_outcomes(passed=2)
     reasons = _stored_reasons(pytester)
     assert all("No matching distribution found for onnxruntime==0.0.0.1" in reason for reason in reasons)
-    assert sum("(failed at " in reason and "in this run; not tried again)" in reason for reason in reasons) == 1
+    assert (
+        sum("(failed at " in reason and "in this run; not tried again)" in reason for reason in reasons) == 1
+    )
     assert result.stdout.str().count("not fetched: --ortperf-fetch-runtime=auto could not fetch") == 1
 
 
@@ -200,5 +221,7 @@ def test_the_environment_cache_is_found_at_the_git_top_level_from_a_rootdir_belo
     result.assert_outcomes(passed=1)
     (latency,) = checks(pytester)["latency"]
     # Found there (and not trusted: its interpreter is really this runtime), so nothing is fetched.
-    assert f"ortperf env {key} claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
+    assert (
+        f"ortperf env {key} claims onnxruntime 1.19.2 but its interpreter imports" in latency["stored_reason"]
+    )
     assert "fetching" not in result.stdout.str()

@@ -101,8 +101,9 @@ def test_a_changed_model_shows_its_failed_accuracy_figures_and_which_statistic_d
 UNKEPT = (
     "1 latency figure recorded until settled (the slow way): git does not keep their model yet, so no "
     "later run can rebuild it and these figures will decide (test_fd.py::test_latency[[]cpu-all[]]). "
-    "Commit the models first (git add and git commit), then run ortperf update: figures of a model git "
-    "keeps only inform and are recorded short."
+    "Commit the models first (git add and git commit; for a model DVC keeps, its .dvc file or dvc.lock, "
+    "and dvc push), then run ortperf update: figures of a model git or DVC keeps only inform and are "
+    "recorded short."
 )
 
 

@@ -131,10 +131,11 @@ def test_a_shallow_clone_says_to_fetch_the_history_and_then_compares(
     latency = latency_record(clone)
     assert latency["verdict"] == "missing"
     assert (
-        "the recorded one is neither in this clone's history, which is shallow (cut short), nor in the model "
-        "cache (--ortperf-model-cache): fetch the history (git fetch --unshallow; on GitHub Actions, "
-        "actions/checkout with fetch-depth: 0)"
+        "the recorded one is not in this clone's history: it is shallow (cut short), and the model cache "
+        "(--ortperf-model-cache) does not hold it either; fetch the history (fetch-depth: 0 on GitHub "
+        "Actions' actions/checkout, or git fetch --unshallow)"
     ) in latency["message"]
+    assert "Record it with" not in latency["message"]
     run_git(clone, "fetch", "-q", "--unshallow")
     assert_fails_against_the_recorded_model(pytester, recorded, where=clone)
 

@@ -30,7 +30,9 @@ def test_a_run_past_the_limit_is_terminated_and_only_its_test_fails(pytester: py
         "--ortperf-reference-variant=none",
     )  # fmt: skip
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*session.run took longer than 0.02 s and was terminated (--ortperf-run-timeout)*"])
+    result.stdout.fnmatch_lines(
+        ["*session.run took longer than 0.02 s and was terminated (--ortperf-run-timeout)*"]
+    )
     result.stdout.no_fnmatch_line("*Traceback*")
 
 
@@ -75,7 +77,9 @@ def test_a_run_time_failure_fails_its_check_clearly(pytester: pytest.Pytester) -
     result = pytester.runpytest("--ortperf-missing=pass")
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
-        ["*session.run failed on CPUExecutionProvider (no fallback to another provider is attempted): *InvalidArgument*"]
+        [
+            "*session.run failed on CPUExecutionProvider (no fallback to another provider is attempted): *InvalidArgument*"
+        ]
     )
 
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from pytest_ortperf.cli import main as ortperf
+from tests.exported_models import detector_model
 from tests.models import mlp_model
 
 INI = "[pytest]\nortperf_models = models/*.onnx\nortperf_opt_levels = disabled,all\nortperf_missing = pass\n"
@@ -171,7 +172,9 @@ def _github(document: dict[Any, Any]) -> dict[str, Any]:
     def runs(job: str) -> list[str]:
         return [step["run"] for step in jobs[job]["steps"] if "run" in step]
 
-    kept = [s["with"]["path"] for s in jobs["record"]["steps"] if s.get("uses", "").startswith("actions/upload")]
+    kept = [
+        s["with"]["path"] for s in jobs["record"]["steps"] if s.get("uses", "").startswith("actions/upload")
+    ]
     return {
         "gate": runs("gate"),
         "record": runs("record"),
@@ -198,7 +201,12 @@ def _azure(document: dict[Any, Any]) -> dict[str, Any]:
     return {
         "gate": [step["script"] for step in jobs["gate"] if "script" in step],
         "record": [step["script"] for step in jobs["record"] if "script" in step],
-        "install": [step["script"] for steps in jobs.values() for step in steps if step.get("displayName") == "Install"],
+        "install": [
+            step["script"]
+            for steps in jobs.values()
+            for step in steps
+            if step.get("displayName") == "Install"
+        ],
         "branches": [document[key]["branches"]["include"] for key in ("trigger", "pr")]
         + [schedule["branches"]["include"] for schedule in document["schedules"]],
         "kept": [step["publish"] for step in jobs["record"] if "publish" in step],
@@ -267,7 +275,11 @@ def test_init_in_a_repository_with_git_lfs_checks_the_lfs_objects_out(
     (tmp_path / "models").mkdir()
     onnx.save(mlp_model(), tmp_path / "models" / "mlp.onnx")
     _repository(tmp_path, branch="main")
-    paths = {"github": ".github/workflows/ortperf.yml", "gitlab": ".gitlab-ci.yml", "azure": "azure-pipelines.yml"}
+    paths = {
+        "github": ".github/workflows/ortperf.yml",
+        "gitlab": ".gitlab-ci.yml",
+        "azure": "azure-pipelines.yml",
+    }
     plain = yaml.safe_load(_written(tmp_path, ci, paths[ci], capsys))
     (tmp_path / ".gitattributes").write_text("*.onnx filter=lfs diff=lfs merge=lfs -text\n")
     out = _init(tmp_path, "--ci", ci, capsys=capsys)
@@ -275,7 +287,12 @@ def test_init_in_a_repository_with_git_lfs_checks_the_lfs_objects_out(
     lfs = yaml.safe_load((tmp_path / paths[ci]).read_text())
     if ci == "github":
         for document in (plain, lfs):
-            checkouts = [s for job in document["jobs"].values() for s in job["steps"] if "checkout" in s.get("uses", "")]
+            checkouts = [
+                s
+                for job in document["jobs"].values()
+                for s in job["steps"]
+                if "checkout" in s.get("uses", "")
+            ]
             assert len(checkouts) == 2
             assert all(bool(step["with"].get("lfs")) is (document is lfs) for step in checkouts)
     elif ci == "azure":
@@ -297,19 +314,37 @@ def _written(root: Path, ci: str, path: str, capsys: pytest.CaptureFixture[str])
     return text
 
 
+def test_init_appends_its_gitignore_line_and_names_inputs_to_size_before_the_first_update(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An existing .gitignore gains the .ortperf/ line (a list of patterns: nothing is lost), once;
+    a model whose input nothing sizes (an exporter's [?, 3, ?, ?]) is named before anything fails."""
+    (tmp_path / "models").mkdir()
+    onnx.save(mlp_model(), tmp_path / "models" / "mlp.onnx")
+    onnx.save(detector_model(), tmp_path / "models" / "det.onnx")
+    (tmp_path / ".gitignore").write_text("*.pyc")  # no newline at its end
+    out = _init(tmp_path, capsys=capsys)
+    assert (tmp_path / ".gitignore").read_text().splitlines()[0] == "*.pyc"
+    assert (tmp_path / ".gitignore").read_text().splitlines()[-1] == ".ortperf/"
+    assert "wrote .gitignore (appended the .ortperf/ line to it)" in out
+    assert "Size these inputs before the first ortperf update, or its checks of this model fail:" in out
+    assert "  models/det.onnx: nothing sizes input 'x' [?, 3, ?, ?] (axes 2, 3);" in out
+    assert "models/mlp.onnx" not in out.split("Size these inputs")[1].split("Next:")[0]
+    again = _init(tmp_path, capsys=capsys)
+    assert ".gitignore already has what it needs" in again
+    assert (tmp_path / ".gitignore").read_text().count(".ortperf/") == 1
+
+
 def test_init_never_overwrites_and_prints_what_it_would_add(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "models").mkdir()
     onnx.save(mlp_model(), tmp_path / "models" / "mlp.onnx")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\n')
-    (tmp_path / ".gitignore").write_text("*.pyc\n")
     out = _init(tmp_path, capsys=capsys)
     assert (tmp_path / "pyproject.toml").read_text() == '[project]\nname = "mine"\n'
-    assert (tmp_path / ".gitignore").read_text() == "*.pyc\n"
     assert "pyproject.toml exists and was left as it is; add this to it:" in out
     assert '    ortperf_models = ["models/*.onnx"]' in out
-    assert ".gitignore exists and was left as it is; add this to it:\n\n    .ortperf/" in out
     again = _init(tmp_path, capsys=capsys)
     assert ".github/workflows/ortperf.yml already has what it needs" in again  # the same file
     assert ortperf(["init", str(tmp_path / "nowhere")]) == 2
@@ -347,7 +382,9 @@ def test_init_then_record_then_gate_passes_and_fails_on_a_slower_model(
     onnx.save(mlp_model(layers=32, width=128), tmp_path / "models" / "mlp.onnx")  # four times the work
     slower = run()
     assert slower.returncode == 1, slower.stdout[-2000:]
-    assert "latency regression in latency[cpu-" in slower.stdout
+    assert (
+        "latency regression in models/mlp.onnx::latency[cpu-" in slower.stdout
+    )  # the model named, not "in latency[cpu-..."
 
 
 def _gate_job(root: Path, env: dict[str, str]) -> tuple[bool, str]:
@@ -403,7 +440,9 @@ def test_the_written_workflow_goes_green_once_a_change_is_accepted_and_still_rep
     accepts = sorted(set(re.findall(printed_commands, gate_output)))
     assert accepts, gate_output
     for command in accepts:  # the commands the gate's failures print, as a shell runs them
-        accepted = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+        accepted = subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
         assert accepted.returncode == 0, accepted.stdout[-3000:]
     _commit(tmp_path)
 
@@ -411,12 +450,14 @@ def test_the_written_workflow_goes_green_once_a_change_is_accepted_and_still_rep
     assert passed, printed
     ab_step = printed.split("--- The gate against the committed baselines")[0]
     assert ": exit 1" in ab_step.splitlines()[0], "the A/B step still fails on the change it reports"
-    assert "outputs of latency[cpu-all] against merge-base with main" in ab_step
+    assert "outputs of models/mlp.onnx::latency[cpu-all] against merge-base with main" in ab_step
     # how it is accepted: the model's checks recorded (its accuracy items hold the outputs the gate reads)
     accept = r"to accept the current outputs: (\S+=\S+ )*ortperf update models/mlp.onnx\b"
     assert re.search(accept, ab_step), ab_step
     checks = json.loads((tmp_path / "ortperf-ab.json").read_text())["checks"]
-    outputs = [c for c in checks if (c["test"], c["kind"]) == ("models/mlp.onnx::latency[cpu-all]", "accuracy")]
+    outputs = [
+        c for c in checks if (c["test"], c["kind"]) == ("models/mlp.onnx::latency[cpu-all]", "accuracy")
+    ]
     assert [c["verdict"] for c in outputs] == ["failed"]  # the report keeps the change
 
 
@@ -432,7 +473,7 @@ def test_a_collected_model_is_compared_with_its_file_at_a_revision_in_ab_mode(
     # What pytest's short summary shows of a latency item failing on its outputs names the outputs,
     # not "accuracy of latency[...", which reads as a slowdown (at 80 columns it stops about there).
     (summary,) = [line for line in result.outlines if line.startswith("FAILED models/mlp.onnx::")]
-    assert summary.startswith("FAILED models/mlp.onnx::latency[cpu-all] - Failed: outputs of latency[cpu-all")
+    assert summary.startswith("FAILED models/mlp.onnx::latency[cpu-all] - Failed: outputs of models/mlp.onnx")
     checks = {(c["test"], c["kind"]): c for c in json.loads((pytester.path / "r.json").read_text())["checks"]}
     small = checks[("models/small.onnx::latency[cpu-all]", "latency")]
     assert small["verdict"] == "identical to reference"
@@ -464,10 +505,14 @@ def test_a_model_table_declares_contracts_measured_in_their_own_item(
     assert record["agreement"] == 1.0
 
 
-def test_a_glob_that_cannot_be_used_is_a_usage_error_naming_it(pytester: pytest.Pytester, models: Path) -> None:
+def test_a_glob_that_cannot_be_used_is_a_usage_error_naming_it(
+    pytester: pytest.Pytester, models: Path
+) -> None:
     result = pytester.runpytest("--ortperf-models=/abs/*.onnx")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*ortperf_models: cannot use the glob '/abs/*.onnx' (*); write it relative to*"])
+    result.stderr.fnmatch_lines(
+        ["*ortperf_models: cannot use the glob '/abs/*.onnx' (*); write it relative to*"]
+    )
 
 
 def test_a_glob_that_matches_no_model_is_a_usage_error_naming_it_and_its_source(
@@ -496,6 +541,36 @@ def test_a_glob_that_matches_no_model_is_a_usage_error_naming_it_and_its_source(
     cli.stderr.fnmatch_lines(["*--ortperf-models: the glob 'models/[*].onxx' matches no model file under *"])
 
 
+def test_a_model_dvc_keeps_that_is_not_pulled_is_a_usage_error_naming_dvc_pull(
+    pytester: pytest.Pytester, models: Path
+) -> None:
+    """A fresh clone without ``dvc pull`` holds a model's pointer only: that model would be left out of
+    the gate without a word; it is named, with the command that fetches it."""
+    (pytester.path / "pytest.ini").write_text(INI, encoding="utf-8")
+    (pytester.path / "models" / "big.onnx.dvc").write_text(
+        "outs:\n- md5: " + "0" * 32 + "\n  path: big.onnx\n"
+    )
+    result = pytester.runpytest("--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ortperf_models in *pytest.ini: models/big.onnx is kept in DVC (big.onnx.dvc) and is not in the work "
+         "tree: run dvc pull (pip install 'pytest-ortperf[[]dvc[]]' brings DVC)."]
+    )  # fmt: skip
+    (pytester.path / "models" / "big.onnx.dvc").unlink()  # a pipeline's output instead, not pulled
+    (pytester.path / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n  export:\n    outs:\n    - path: models/big.onnx\n      md5: "
+        + "0" * 32
+        + "\n"
+    )
+    piped = pytester.runpytest("--collect-only")
+    assert piped.ret == pytest.ExitCode.USAGE_ERROR
+    piped.stderr.fnmatch_lines(["*models/big.onnx is kept in DVC (dvc.lock) and is not in the work tree*"])
+    onnx.save(mlp_model(), pytester.path / "models" / "big.onnx")  # pulled
+    pulled = pytester.runpytest("--collect-only", "-q")
+    assert pulled.ret == pytest.ExitCode.OK
+    pulled.stdout.fnmatch_lines(["*models/big.onnx::latency*"])
+
+
 def test_an_unmatched_ini_glob_only_warns_when_the_run_names_its_own_tests(
     pytester: pytest.Pytester, models: Path
 ) -> None:
@@ -503,10 +578,14 @@ def test_an_unmatched_ini_glob_only_warns_when_the_run_names_its_own_tests(
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = pytester.runpytest("test_plain.py")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["ortperf WARNING: ortperf_models in *pytest.ini: the glob 'modles/[*].onnx' matches no model file*"])
+    result.stdout.fnmatch_lines(
+        ["ortperf WARNING: ortperf_models in *pytest.ini: the glob 'modles/[*].onnx' matches no model file*"]
+    )
 
 
-def test_init_run_twice_changes_nothing_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_init_run_twice_changes_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A second init offers no block to paste that the files already hold (pasting it made a second
     [pytest] section), and a workflow edited since is named as different, never as one to add to."""
     (tmp_path / "models").mkdir()
@@ -521,6 +600,8 @@ def test_init_run_twice_changes_nothing_and_says_so(tmp_path: Path, capsys: pyte
     workflow = tmp_path / ".github" / "workflows" / "ortperf.yml"
     workflow.write_text(workflow.read_text() + "# mine\n")
     edited = _init(tmp_path, capsys=capsys)
-    assert ".github/workflows/ortperf.yml exists and differs from what init writes; it was left as it is." in edited
+    assert (
+        ".github/workflows/ortperf.yml exists and differs from what init writes; it was left as it is."
+        in edited
+    )
     assert workflow.read_text().endswith("# mine\n")
-

@@ -92,8 +92,10 @@ def test_missing_model_fails_only_its_tests(pytester: pytest.Pytester, write_mod
     result = pytester.runpytest("--ort-opt-levels=basic,all")
     result.assert_outcomes(passed=3, errors=2)
     result.stdout.fnmatch_lines(
-        ["*ort_model marker of test_missing_model_fails_only_its_tests.py::test_missing[[]cpu-basic[]]: "
-         "model file 'models/nope.onnx' not found (looked for *models/nope.onnx')."]
+        [
+            "*ort_model marker of test_missing_model_fails_only_its_tests.py::test_missing[[]cpu-basic[]]: "
+            "model file 'models/nope.onnx' not found (looked for *models/nope.onnx')."
+        ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")
 
@@ -168,11 +170,20 @@ def test_a_git_lfs_pointer_given_as_the_model_is_named_with_the_command_that_fet
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("ort_model(42)", "*expected a model path (str or os.PathLike), an onnx.ModelProto or bytes, got int (42).*"),
+        (
+            "ort_model(42)",
+            "*expected a model path (str or os.PathLike), an onnx.ModelProto or bytes, got int (42).*",
+        ),
         ("ort_model()", "*ort_model takes exactly one model (a path or an onnx.ModelProto), got 0.*"),
         ("ort_model('a.onnx', 'b.onnx')", "*ort_model takes exactly one model*got 2.*"),
-        ("ort_model('a.onnx', batch=2)", "*unknown argument(s) batch; ort_model takes a model and optionally shapes, dims, int_range, seed, transformers.*"),
-        ("ort_model('a.onnx', int_range='ten')", "*ort_model marker of *: expected an integer range LOW:HIGH*"),
+        (
+            "ort_model('a.onnx', batch=2)",
+            "*unknown argument(s) batch; ort_model takes a model and optionally shapes, dims, int_range, seed, transformers.*",
+        ),
+        (
+            "ort_model('a.onnx', int_range='ten')",
+            "*ort_model marker of *: expected an integer range LOW:HIGH*",
+        ),
     ],
 )
 def test_bad_marker_arguments(pytester: pytest.Pytester, write_model, marker: str, message: str) -> None:
@@ -205,7 +216,9 @@ def test_bad_settings_marker(pytester: pytest.Pytester, write_model) -> None:
     )
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ort_settings marker of *test_bad*: intra_op_threads='lots' is not a whole number*"])
+    result.stdout.fnmatch_lines(
+        ["*ort_settings marker of *test_bad*: intra_op_threads='lots' is not a whole number*"]
+    )
 
 
 def test_no_model_declared(pytester: pytest.Pytester) -> None:
@@ -213,7 +226,9 @@ def test_no_model_declared(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*test_forgot[[]cpu-all[]] uses an ortperf fixture but declares no model. Add @pytest.mark.ort_model(*"]
+        [
+            "*test_forgot[[]cpu-all[]] uses an ortperf fixture but declares no model. Add @pytest.mark.ort_model(*"
+        ]
     )
 
 
@@ -291,7 +306,9 @@ def test_bad_npz_fails_only_its_test(pytester: pytest.Pytester, write_model) -> 
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*m.npz': inputs do not match the model (missing: x; unexpected: wrong_name).*"])
+    result.stdout.fnmatch_lines(
+        ["*m.npz': inputs do not match the model (missing: x; unexpected: wrong_name).*"]
+    )
 
 
 def test_squeezenet_from_the_onnx_wheel(pytester: pytest.Pytester) -> None:

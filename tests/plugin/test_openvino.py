@@ -86,7 +86,9 @@ def test_an_unchanged_model_records_and_passes_on_openvino_with_accuracy_against
     report = pytester.path / "report.json"
     gate = pytester.runpytest(PROVIDERS, *fast, f"--ortperf-report={report}")
     gate.assert_outcomes(passed=2)
-    gate.stdout.fnmatch_lines(["*test_ov.py::test_gate*openvino-all*graph*unchanged*graph not serialized*unchanged"])
+    gate.stdout.fnmatch_lines(
+        ["*test_ov.py::test_gate*openvino-all*graph*unchanged*graph not serialized*unchanged"]
+    )
     checks = _report(report)
     assert checks[("openvino-all", "latency")]["verdict"] == "unchanged"
     accuracy = str(checks[("openvino-all", "accuracy")]["message"])
@@ -138,7 +140,9 @@ def test_a_node_falling_back_to_the_cpu_fails_the_openvino_variant_naming_it(
 
 
 @pytest.mark.slow
-def test_startup_with_a_cache_dir_says_which_starts_were_cold_and_which_warm(pytester: pytest.Pytester) -> None:
+def test_startup_with_a_cache_dir_says_which_starts_were_cold_and_which_warm(
+    pytester: pytest.Pytester,
+) -> None:
     onnx.save(mlp_model(2, 32), pytester.path / "model.onnx")
     pytester.makepyfile(
         test_start="""
@@ -156,7 +160,9 @@ def test_startup_with_a_cache_dir_says_which_starts_were_cold_and_which_warm(pyt
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*test_start*openvino-all*startup*record*compile cache: cold in 1 of 7 processes (compiled), warm in 6 (loaded from it)*"]
+        [
+            "*test_start*openvino-all*startup*record*compile cache: cold in 1 of 7 processes (compiled), warm in 6 (loaded from it)*"
+        ]
     )
     startup = _report(report)[("openvino-all", "startup")]
     assert startup["current"]["cache"] == ["cold"] + ["hit"] * 6  # type: ignore[index]
@@ -189,7 +195,9 @@ def test_profiles_and_memory_are_told_per_provider(pytester: pytest.Pytester) ->
         "--ortperf-update", "--ort-providers=openvino", "-p", "no:benchmark", f"--ortperf-report={report}"
     )
     result.assert_outcomes(passed=2)
-    line = next(text for text in result.stdout.lines if text.startswith("profile test_prof.py::test_profiled"))
+    line = next(
+        text for text in result.stdout.lines if text.startswith("profile test_prof.py::test_profiled")
+    )
     shares = dict(re.findall(r"(\w+ExecutionProvider) (\d+)%", line.partition("providers: ")[2]))
     assert set(shares) == {OPENVINO, "CPUExecutionProvider"}
     assert "OpenVINO-EP-subgraph" in line  # the compiled subgraph's kernel, as OpenVINO names it

@@ -65,7 +65,9 @@ def test_an_installed_plugin_provider_runs_by_its_name(pytester: pytest.Pytester
             ort_perf.check_startup()
         """
     )
-    result = pytester.runpytest("--ort-providers=cpu,openvino", "--ortperf-missing=pass", "-p", "no:benchmark")
+    result = pytester.runpytest(
+        "--ort-providers=cpu,openvino", "--ortperf-missing=pass", "-p", "no:benchmark"
+    )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_runs*openvino-all*startup*missing*create * ms*"])
 

@@ -280,7 +280,9 @@ def test_default_contracts_hold_int8_to_fp32_and_the_table_comes_back_from_xdist
         "bound": 1.0,
         "source": "ortperf_contracts = quantized",
     }
-    assert record["verdict"] in ("ok", "failed", "inconclusive")
+    # Any verdict a contract can reach: a shortfall that its second measurement did not repeat passes
+    # as "inconclusive (not confirmed)" (seen on a loaded runner).
+    assert record["verdict"] in ("ok", "failed", "inconclusive", "inconclusive (not confirmed)")
     assert record["speedup"]["low"] <= record["speedup"]["value"] <= record["speedup"]["high"]
     (table,) = document["tradeoffs"]
     rows = {row["variant"]: row for row in table["rows"]}

@@ -65,7 +65,9 @@ def ortperf(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
     return code, captured.out, captured.err
 
 
-def test_the_summary_the_terminal_points_at_is_read(profiles: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_summary_the_terminal_points_at_is_read(
+    profiles: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     summary = _folder(profiles, "test_runs") / "summary.json"
     code, out, err = ortperf(capsys, str(summary), "--top", "2")
     assert (code, err) == (0, "")
@@ -79,7 +81,9 @@ def test_the_summary_the_terminal_points_at_is_read(profiles: Path, capsys: pyte
     assert "time per provider:" in lines
 
 
-def test_a_folder_or_the_profile_dir_reads_every_test(profiles: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_folder_or_the_profile_dir_reads_every_test(
+    profiles: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = ortperf(capsys, str(_folder(profiles, "test_latency")))
     assert code == 0
     assert out.startswith("profile of test_marked.py::test_latency[cpu-all]: ")
@@ -116,7 +120,9 @@ def test_provider_lists_the_nodes_of_a_summary_that_ran_on_cpu(
     assert "  relu3" in out.splitlines()
 
 
-def test_a_trace_in_the_folder_is_still_read_as_a_trace(profiles: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_trace_in_the_folder_is_still_read_as_a_trace(
+    profiles: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     trace = _folder(profiles, "test_runs") / "run-1.json"
     code, out, _ = ortperf(capsys, str(trace))
     assert code == 0
@@ -143,7 +149,9 @@ def test_a_damaged_summary_is_named_and_the_others_are_still_shown(
     assert "by_op[0].us is not a number" in err
 
 
-def test_a_folder_without_summaries_says_what_to_give(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_folder_without_summaries_says_what_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = ortperf(capsys, str(tmp_path))
     assert code == 2
     assert f"ortperf: error: '{tmp_path}' holds no summary.json: give a trace" in err
@@ -153,6 +161,8 @@ def test_the_console_script_reads_a_summary(profiles: Path) -> None:
     summary = _folder(profiles, "test_runs") / "summary.json"
     exe = shutil.which("ortperf", path=str(Path(sys.executable).parent))
     command = [exe] if exe else [sys.executable, "-m", "pytest_ortperf.cli"]
-    done = subprocess.run([*command, "profile", str(summary)], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [*command, "profile", str(summary)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("profile of test_marked.py::test_runs[cpu-all]: ")

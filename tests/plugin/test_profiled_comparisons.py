@@ -60,7 +60,9 @@ def test_a_side_by_side_failure_of_a_marked_test_is_explained_at_operator_level(
     save(pytester, **AFTER)  # changed in the work tree: the recorded model is in git
     result = pytester.runpytest("--ortperf-report=report.json", *QUICK)
     result.assert_outcomes(failed=1)
-    (latency,) = [c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"]
+    (latency,) = [
+        c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"
+    ]
     assert latency["path"] == f"side by side vs the recorded model (git {blob[:12]})"
     result.stdout.fnmatch_lines(
         [
@@ -97,7 +99,9 @@ def test_an_explicit_ab_failure_of_a_marked_test_is_explained_at_operator_level(
         ]
     )
     # The reference is a commit: accepting records the baselines, which the gate reads, and says so.
-    assert "to accept the new latency: ortperf update 'test_grow.py::test_model[cpu-all]'" in failure_text(result)
+    assert "to accept the new latency: ortperf update 'test_grow.py::test_model[cpu-all]'" in failure_text(
+        result
+    )
     result.stdout.fnmatch_lines(["profile *test_model[[]cpu-all[]]: 3 run(s)*"])
 
 
@@ -111,7 +115,8 @@ def test_a_cross_runtime_failure_of_a_marked_test_is_explained_from_both_workers
     save(pytester, **AFTER)
     pytester.makepyfile(
         test_grow=MARKED_TEST.replace(
-            "@pytest.mark.ort_profile", f"@pytest.mark.ort_profile\n@pytest.mark.ort_ab('before.onnx', python={sys.executable!r})"
+            "@pytest.mark.ort_profile",
+            f"@pytest.mark.ort_profile\n@pytest.mark.ort_ab('before.onnx', python={sys.executable!r})",
         )
     )
     result = pytester.runpytest(*QUICK, "--ortperf-ab-threshold=10%")
@@ -154,7 +159,9 @@ def test_a_passing_side_by_side_check_of_a_marked_test_pays_for_no_operator_prof
     save(pytester, **BEFORE, seed=3)  # other weights, the same work: measured side by side, passes
     result = pytester.runpytest("--ortperf-report=report.json", "--ortperf-ab-threshold=50%", *QUICK)
     result.assert_outcomes(passed=1)
-    (latency,) = [c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"]
+    (latency,) = [
+        c for c in json.loads((pytester.path / "report.json").read_text())["checks"] if c["kind"] == "latency"
+    ]
     assert latency["path"].startswith("side by side vs the recorded model (git ")
     assert len(profiled) == 1, "a check that passed profiles neither side"
     result.stdout.fnmatch_lines(["profile *test_model[[]cpu-all[]]: 3 run(s)*"])  # its traces, as always

@@ -48,9 +48,7 @@ def _traces(directory: Path) -> list[list[dict]]:
 
 
 def test_each_run_of_a_marked_test_gets_its_own_trace(pytester: pytest.Pytester, model: Path) -> None:
-    pytester.makepyfile(
-        _marked_and_unmarked(runs=3)
-    )
+    pytester.makepyfile(_marked_and_unmarked(runs=3))
     result = pytester.runpytest("--ort-opt-levels=disabled", "--junitxml=report.xml")
     result.assert_outcomes(passed=2)
     dirs = _profile_dirs(pytester)
@@ -122,7 +120,9 @@ def test_concurrent_profiled_and_unprofiled_runs(pytester: pytest.Pytester, mode
         assert len({e["tid"] for e in events}) == 1
 
 
-def test_latency_check_in_a_marked_test_adds_untimed_profiled_runs(pytester: pytest.Pytester, model: Path) -> None:
+def test_latency_check_in_a_marked_test_adds_untimed_profiled_runs(
+    pytester: pytest.Pytester, model: Path
+) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -205,7 +205,9 @@ def _matmul_chain(matmuls: int, width: int = 128) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
     nodes, inits, current = [], [], "x"
     for i in range(matmuls):
-        inits.append(numpy_helper.from_array((rng.standard_normal((width, width)) * 0.05).astype(np.float32), f"w{i}"))
+        inits.append(
+            numpy_helper.from_array((rng.standard_normal((width, width)) * 0.05).astype(np.float32), f"w{i}")
+        )
         nodes.append(helper.make_node("MatMul", [current, f"w{i}"], [f"mm{i}"], name=f"matmul{i}"))
         current = f"mm{i}"
     nodes.append(helper.make_node("Relu", [current], ["r"], name="relu"))
@@ -233,7 +235,13 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
     )
     quick = ("--ortperf-budget=0.2", "--ortperf-latency-threshold=50%", "--ortperf-max-cv=1000%")
     pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
-    entry = json.loads((pytester.path / "baselines" / "test_a_profiled_latency_failure_is_explained_at_operator_level.py.json").read_text())
+    entry = json.loads(
+        (
+            pytester.path
+            / "baselines"
+            / "test_a_profiled_latency_failure_is_explained_at_operator_level.py.json"
+        ).read_text()
+    )
     (recorded,) = entry["entries"]["test_latency[cpu-all]"]["figures"].values()  # this machine's figures
     assert recorded["profile"]["ops"]["MatMul"]["nodes"] == 8
     onnx.save(_matmul_chain(32), pytester.path / "model.onnx")  # 24 more MatMuls, nothing else changes
@@ -252,7 +260,9 @@ def test_a_profiled_latency_failure_is_explained_at_operator_level(pytester: pyt
     # The message shows in the failure and, on a wide terminal, again in the short summary.
     grown = [line for line in result.outlines if "op types whose time grew most" in line]
     assert grown
-    assert not any("Relu" in line or "Identity" in line for line in grown), "only the op type that slowed down"
+    assert not any("Relu" in line or "Identity" in line for line in grown), (
+        "only the op type that slowed down"
+    )
     nodes = [line for line in result.outlines if "nodes whose time grew most" in line]
     assert nodes
     assert not any("relu" in line or "out " in line for line in nodes)
@@ -267,7 +277,9 @@ def test_unprofiled_baselines_carry_no_operator_profile(pytester: pytest.Pyteste
             ort_perf.check_latency()
         """
     )
-    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(passed=1)
+    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(
+        passed=1
+    )
     (baseline,) = (pytester.path / "baselines").glob("*.json")
     (recorded,) = json.loads(baseline.read_text())["entries"]["test_latency[cpu-all]"]["figures"].values()
     assert "profile" not in recorded
@@ -294,14 +306,19 @@ def test_session_level_profile_alongside_run_level_traces(pytester: pytest.Pytes
         """
     )
     result = pytester.runpytest(
-        "--ort-opt-levels=disabled", "--ortperf-session-profile", "--ortperf-missing=pass", "--ortperf-budget=0.1"
+        "--ort-opt-levels=disabled",
+        "--ortperf-session-profile",
+        "--ortperf-missing=pass",
+        "--ortperf-budget=0.1",
     )
     result.assert_outcomes(passed=3)
     dirs = _profile_dirs(pytester)
     (session_trace,) = (dirs.pop("session")).glob("*.json")
     (marked,) = dirs.values()
     session_events = json.loads(session_trace.read_text())
-    assert sum(e["name"] == "model_run" for e in session_events) == 5, "2 marked + 3 unmarked runs, no timed ones"
+    assert sum(e["name"] == "model_run" for e in session_events) == 5, (
+        "2 marked + 3 unmarked runs, no timed ones"
+    )
     traces = _traces(marked)
     assert len(traces) == 2
     as_keys = {(e["tid"], e["ts"], e["dur"], e["name"]) for e in session_events}
@@ -368,7 +385,11 @@ def test_parallel_execution_mode_traces_hold_their_nodes(pytester: pytest.Pytest
         flagged = [w for w in warnings if w.startswith(f"{path.name}: ")]
         assert nodes == slow_nodes or flagged, f"{path.name} holds {nodes} nodes and is not flagged"
         if flagged:
-            result.stdout.fnmatch_lines([f"  WARNING: {path.name}: its nodes ran on inter-op threads while another run overlapped it*"])
+            result.stdout.fnmatch_lines(
+                [
+                    f"  WARNING: {path.name}: its nodes ran on inter-op threads while another run overlapped it*"
+                ]
+            )
 
 
 def test_unmarked_tests_build_no_profiling_session(
@@ -396,7 +417,9 @@ def test_unmarked_tests_build_no_profiling_session(
             ort_perf.check_latency()
         """
     )
-    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(passed=2)
+    pytester.runpytest("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%").assert_outcomes(
+        passed=2
+    )
     assert builds == [], "unmarked tests pay nothing: no profiling session is built"
     pytester.makepyfile(
         """
@@ -432,8 +455,17 @@ def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
         def test_latency(ort_perf):
             ort_perf.check_latency()
         """
-    quick = ("--ortperf-update", "--ortperf-budget=0.1", "--ortperf-max-cv=1000%", "--ortperf-latency-threshold=500%")
-    baseline = pytester.path / "baselines" / "test_marking_a_test_after_its_baseline_stores_its_operator_profile.py.json"
+    quick = (
+        "--ortperf-update",
+        "--ortperf-budget=0.1",
+        "--ortperf-max-cv=1000%",
+        "--ortperf-latency-threshold=500%",
+    )
+    baseline = (
+        pytester.path
+        / "baselines"
+        / "test_marking_a_test_after_its_baseline_stores_its_operator_profile.py.json"
+    )
 
     def recorded() -> dict:
         """This machine's figures, where the operator profile is stored."""
@@ -456,7 +488,9 @@ def test_marking_a_test_after_its_baseline_stores_its_operator_profile(
     assert "profile" not in recorded(), "a stale profile is dropped with the marker"
 
 
-def test_session_profiles_of_different_settings_are_kept_apart(pytester: pytest.Pytester, model: Path) -> None:
+def test_session_profiles_of_different_settings_are_kept_apart(
+    pytester: pytest.Pytester, model: Path
+) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -519,7 +553,9 @@ def test_native_run_profiling_is_used_when_ort_exposes_it(
                     {"cat": "Node", "name": "matmul0_kernel_time", "ts": 5, "dur": 20, "tid": 1, "pid": 1,
                      "args": {"op_name": "MatMul", "provider": "CPUExecutionProvider"}},
                 ]  # fmt: skip
-                Path(f"{run_options.profile_file_prefix}_2026-01-01_00-00-00_000.json").write_text(json.dumps(events))
+                Path(f"{run_options.profile_file_prefix}_2026-01-01_00-00-00_000.json").write_text(
+                    json.dumps(events)
+                )
             return outputs
 
     def no_profiling_session(*args: object) -> None:
@@ -552,7 +588,9 @@ def test_native_run_profiling_is_used_when_ort_exposes_it(
     result.stdout.fnmatch_lines(["profile *test_native[[]cpu-all[]]: 2 run(s)*top ops: MatMul 100%*"])
 
 
-def test_iobinding_in_a_marked_test_warns_that_it_is_not_profiled(pytester: pytest.Pytester, model: Path) -> None:
+def test_iobinding_in_a_marked_test_warns_that_it_is_not_profiled(
+    pytester: pytest.Pytester, model: Path
+) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -567,15 +605,15 @@ def test_iobinding_in_a_marked_test_warns_that_it_is_not_profiled(pytester: pyte
     )
     result = pytester.runpytest("-W", "default")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*ProfilingWarning: ort_session.run_with_iobinding in a test marked ort_profile is not profiled*"])
+    result.stdout.fnmatch_lines(
+        ["*ProfilingWarning: ort_session.run_with_iobinding in a test marked ort_profile is not profiled*"]
+    )
 
 
 @pytest.mark.skipif(pytest.importorskip("xdist") is None, reason="needs pytest-xdist")
 @pytest.mark.slow
 def test_xdist_controller_shows_the_profile_section(pytester: pytest.Pytester, model: Path) -> None:
-    pytester.makepyfile(
-        _marked_and_unmarked(runs=2)
-    )
+    pytester.makepyfile(_marked_and_unmarked(runs=2))
     result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["profile *test_marked[[]cpu-all[]]: 2 run(s)*", "  top nodes: *"])

@@ -20,15 +20,15 @@ def test_runs(ort_session, ort_variant):
 
 def _cuda_usable() -> bool:
     info = runtime_info()
-    return ProviderProber(info.available_providers, info.describe()).probe(
-        resolve_provider("cuda", source="test")
-    ).available
+    return (
+        ProviderProber(info.available_providers, info.describe())
+        .probe(resolve_provider("cuda", source="test"))
+        .available
+    )
 
 
 @pytest.mark.skipif(_cuda_usable(), reason="CUDA really runs on this machine")
-def test_cuda_variants_are_skipped_with_the_missing_library(
-    pytester: pytest.Pytester, write_model
-) -> None:
+def test_cuda_variants_are_skipped_with_the_missing_library(pytester: pytest.Pytester, write_model) -> None:
     write_model()
     pytester.makepyfile(TEST_FILE)
     result = pytester.runpytest("-rs", "-v", "--ort-providers=cpu,cuda", "--ort-opt-levels=basic,all")
@@ -70,9 +70,7 @@ def test_skip_happens_before_the_model_is_touched(pytester: pytest.Pytester) -> 
 
 
 @needs_gpu_wheel  # the CPU wheel refuses to build a CUDA session at all: nothing falls back
-def test_fallback_printed_by_onnxruntime_is_never_accepted(
-    pytester: pytest.Pytester, write_model
-) -> None:
+def test_fallback_printed_by_onnxruntime_is_never_accepted(pytester: pytest.Pytester, write_model) -> None:
     """A provider ORT drops while building is a skip naming what it would have run on."""
     write_model()
     pytester.makeconftest(
@@ -95,5 +93,7 @@ def test_fallback_printed_by_onnxruntime_is_never_accepted(
         pytest.skip("CUDA really runs on this machine")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
-        ["*CUDAExecutionProvider is not usable here: ORT dropped it while building the session for 'model.onnx' (the session would run on CPUExecutionProvider)*"]
+        [
+            "*CUDAExecutionProvider is not usable here: ORT dropped it while building the session for 'model.onnx' (the session would run on CPUExecutionProvider)*"
+        ]
     )

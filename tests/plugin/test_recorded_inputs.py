@@ -54,10 +54,15 @@ def test_a_model_whose_input_grew_with_it_fails_against_the_recorded_model_on_it
             "    op types whose time grew most: Conv *",
         ]
     )
-    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"]
+    (record,) = [
+        r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"
+    ]
     assert record["path"].startswith("side by side vs the recorded model (git ")
     assert record["verdict"] == "regression"
-    assert any(change.startswith("inputs: x float32[1, 16, 16, 16] -> [1, 16, 32, 32]") for change in record["changed_since_baseline"])
+    assert any(
+        change.startswith("inputs: x float32[1, 16, 16, 16] -> [1, 16, 32, 32]")
+        for change in record["changed_since_baseline"]
+    )
 
 
 @pytest.mark.slow
@@ -71,11 +76,15 @@ def test_recorded_inputs_that_cannot_be_made_again_are_never_replaced_by_todays(
     rng = np.random.default_rng(0)
     np.savez(pytester.path / "model.npz", x=rng.standard_normal((1, 8, 16, 16)).astype(np.float32))
     pytester.makepyfile(test_det=TEST.format(dims=""))
-    pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-latency-threshold=50%").assert_outcomes(passed=1)
+    pytester.runpytest("--ortperf-update", *QUICK, "--ortperf-latency-threshold=50%").assert_outcomes(
+        passed=1
+    )
     np.savez(pytester.path / "model.npz", x=rng.standard_normal((1, 8, 16, 8)).astype(np.float32))
     result = pytester.runpytest(*QUICK, "--ortperf-report=report.json", "--ortperf-latency-threshold=50%")
     result.assert_outcomes(failed=1)  # missing fails by default
-    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"]
+    (record,) = [
+        r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"
+    ]
     assert record["path"] == "missing", record
     assert record["stored_reason"].startswith(
         "the inputs changed, and the recorded inputs cannot be rebuilt (they came from model.npz, and git "
@@ -105,9 +114,13 @@ def test_memory_side_by_side_runs_the_reference_on_its_recorded_inputs(
     pytester.runpytest("--ortperf-update", "--ortperf-budget=0.2").assert_outcomes(passed=1)
     pytester.makepyfile(test_mem=MEMORY.format(batch=1024))
     result = pytester.runpytest("--ortperf-budget=0.2", "--ortperf-report=report.json")
-    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "memory"]
+    (record,) = [
+        r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "memory"
+    ]
     assert record["path"].startswith("side by side vs "), record
-    assert any("inputs: x float32[4, 256] -> [1024, 256]" in change for change in record["changed_since_baseline"])
+    assert any(
+        "inputs: x float32[4, 256] -> [1024, 256]" in change for change in record["changed_since_baseline"]
+    )
     assert record["verdict"] == "regression", record
     result.assert_outcomes(failed=1)
 
@@ -134,7 +147,12 @@ def test_recorded_inputs_read_from_a_file_git_keeps_are_read_again_from_git(
     np.savez(pytester.path / "model.npz", x=rng.standard_normal((1, 16, 32, 32)).astype(np.float32))
     result = pytester.runpytest(*QUICK, "--ortperf-report=report.json")
     result.assert_outcomes(failed=1)
-    (record,) = [r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"]
+    (record,) = [
+        r for r in json.loads((pytester.path / "report.json").read_text())["checks"] if r["kind"] == "latency"
+    ]
     assert record["path"].startswith("side by side vs "), record
     assert record["verdict"] == "regression"
-    assert any(change.startswith("inputs: x float32[1, 16, 16, 16] -> [1, 16, 32, 32]") for change in record["changed_since_baseline"])
+    assert any(
+        change.startswith("inputs: x float32[1, 16, 16, 16] -> [1, 16, 32, 32]")
+        for change in record["changed_since_baseline"]
+    )

@@ -157,7 +157,9 @@ def test_an_unknown_kind_in_ortperf_checks_names_the_registered_ones(suite: pyte
 
     known = ", ".join([*builtin_kinds().names(), "finite"])  # the built-in kinds, then the conftest's
     result.stderr.fnmatch_lines(
-        [f"*ortperf_checks*{known}, comma separated; unknown: fnite. The kinds: *; finite (every output finite and bounded)."]
+        [
+            f"*ortperf_checks*{known}, comma separated; unknown: fnite. The kinds: *; finite (every output finite and bounded)."
+        ]
     )
 
 
@@ -205,7 +207,9 @@ def test_the_default_checks_are_declared_once_and_help_docs_and_behaviour_agree(
     helped = pytester.runpytest("--help")
     assert f"(default: the kinds declared default: {listed})" in " ".join(helped.stdout.str().split())
     docs = Path(__file__).parents[2] / "docs"
-    row = next(line for line in (docs / "reference.md").read_text().splitlines() if "`--ortperf-checks=LIST`" in line)
+    row = next(
+        line for line in (docs / "reference.md").read_text().splitlines() if "`--ortperf-checks=LIST`" in line
+    )
     assert f"| `{listed}`;" in row
     kinds_doc = (docs / "check-kinds.md").read_text()
     words = ", ".join(defaults[:-1]) + f" and {defaults[-1]}" if len(defaults) > 1 else defaults[0]
@@ -306,7 +310,9 @@ def test_model(ort_perf):
 """
     )
     quick = ("--ortperf-budget=0.2", "--ortperf-max-cv=1000%")
-    pytester.runpytest("--ortperf-update", "--ortperf-checks=latency,graph,range", *quick).assert_outcomes(passed=1)
+    pytester.runpytest("--ortperf-update", "--ortperf-checks=latency,graph,range", *quick).assert_outcomes(
+        passed=1
+    )
     baseline = pytester.path / "baselines" / "test_range.py.json"
     document = json.loads(baseline.read_text())
     (figures,) = document["entries"]["test_model[cpu-all]"]["figures"].values()
@@ -327,7 +333,9 @@ def test_model(ort_perf):
     # Its drawing is in the page the CLI makes later from the JSON report alone (it knows no conftest).
     from pytest_ortperf.cli import main
 
-    assert main(["report", str(pytester.path / "report.json"), "--html", str(pytester.path / "page.html")]) == 0
+    assert (
+        main(["report", str(pytester.path / "report.json"), "--html", str(pytester.path / "page.html")]) == 0
+    )
     assert f"range drawn: largest {part['largest']}" in (pytester.path / "page.html").read_text()
     from pytest_ortperf.reports.show import show_baselines
 
@@ -368,8 +376,14 @@ def test_lenient(ort_perf):
     helped.stdout.fnmatch_lines(["*--ortperf-range-slack=VALUE*"])
     strict = pytester.runpytest("--ortperf-report=report.json")
     strict.assert_outcomes(passed=1, failed=1)  # the default slack 0; the marker's keyword lets it pass
-    paths = {r["test"].split("::")[1]: r["path"] for r in json.loads((pytester.path / "report.json").read_text())["checks"]}
-    assert paths == {"test_model[cpu-all]": "stored figures, slack 0", "test_lenient[cpu-all]": "stored figures, slack 1e+09"}
+    paths = {
+        r["test"].split("::")[1]: r["path"]
+        for r in json.loads((pytester.path / "report.json").read_text())["checks"]
+    }
+    assert paths == {
+        "test_model[cpu-all]": "stored figures, slack 0",
+        "test_lenient[cpu-all]": "stored figures, slack 1e+09",
+    }
     pytester.makeini("[pytest]\nortperf_range_slack = 10\n")
     pytester.runpytest().assert_outcomes(passed=2)  # the ini key
     pytester.runpytest("--ortperf-range-slack=1").assert_outcomes(passed=1, failed=1)  # the flag wins
@@ -385,7 +399,9 @@ def test_model(ort_perf):
     )
     typo = pytester.runpytest()
     typo.assert_outcomes(errors=1)  # a usage error of the test (in its fixture)
-    typo.stdout.fnmatch_lines(["*ort_thresholds takes keyword arguments latency, *, variants, range; unknown: rnage*"])
+    typo.stdout.fnmatch_lines(
+        ["*ort_thresholds takes keyword arguments latency, *, variants, range; unknown: rnage*"]
+    )
 
 
 def test_a_kind_registered_after_the_options_were_read_is_an_error_naming_where_to_register_it(
@@ -400,6 +416,7 @@ def test_a_kind_registered_after_the_options_were_read_is_an_error_naming_where_
     result = pytester.runpytest(".")
     assert result.ret != 0
     result.stdout.fnmatch_lines(
-        ["*registered the check kind 'range' after the run was configured: register kinds in a plugin or in the conftest.py of the rootdir*"]
+        [
+            "*registered the check kind 'range' after the run was configured: register kinds in a plugin or in the conftest.py of the rootdir*"
+        ]
     )
-

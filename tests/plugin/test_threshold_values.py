@@ -4,7 +4,13 @@ a fraction, `--ortperf-latency-threshold=5` was 500% and let a 20% slowdown pass
 
 from __future__ import annotations
 
+import json
+
+import onnx
 import pytest
+
+from tests.models import mlp_model
+from tests.plugin.conftest import commit_model, git
 
 HINT = "A bare number is a fraction (0.05 means 5%)"
 
@@ -82,3 +88,40 @@ def test_a_bare_number_marker_fails_only_its_test_naming_the_marker(
         ]
     )
     result.stdout.no_fnmatch_line("*Traceback*")
+
+
+ONE_THRESHOLD = """
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={{"batch": 16}})
+
+@pytest.mark.ort_thresholds(latency="{threshold}")
+def test_latency(ort_perf):
+    ort_perf.check_latency()
+"""
+
+
+@pytest.mark.slow
+def test_one_latency_threshold_decides_the_side_by_side_route(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """A model made ~25% slower (8 -> 10 layers), judged side by side with the recorded one rebuilt
+    from git: ort_thresholds(latency="40%") lets it pass (the side-by-side route reads the one
+    threshold, not a second one of its own); at "5%" it fails naming that threshold."""
+    commit_model(pytester, layers=8, width=128)
+    pytester.makepyfile(test_one=ONE_THRESHOLD.format(threshold="40%"))
+    quick = ("--ortperf-budget=0.3", "--ortperf-ab-budget=1")
+    pytester.runpytest("--ortperf-update", *quick).assert_outcomes(passed=1)
+    git(pytester, "add", "-A")
+    git(pytester, "commit", "-q", "-m", "recorded")
+    onnx.save(mlp_model(layers=10, width=128), pytester.path / "model.onnx")
+    lenient = pytester.runpytest(*quick, "--ortperf-report=r.json")
+    lenient.assert_outcomes(passed=1)
+    (record,) = [
+        r for r in json.loads((pytester.path / "r.json").read_text())["checks"] if r["kind"] == "latency"
+    ]
+    assert record["path"].startswith("side by side vs the recorded model (git ")
+    assert record["verdict"] in ("ok", "inconclusive")
+    pytester.makepyfile(test_one=ONE_THRESHOLD.format(threshold="5%"))
+    strict = pytester.runpytest(*quick)
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(["*change:    +*threshold +/-5%*"])

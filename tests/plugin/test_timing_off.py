@@ -114,7 +114,11 @@ def test_the_record_command_of_a_timing_off_run_leaves_the_switch_out(
             "ortperf_timing = off",
             "ini ortperf_timing: timing is off, but --ortperf-update records latency baselines*",
         ),
-        (("--ortperf-timing=fast",), "", "--ortperf-timing: expected on or off, got 'fast'."),
+        (
+            ("--ortperf-timing=fast",),
+            "",
+            "--ortperf-timing: expected on or off, got 'fast' (a switch takes *).",
+        ),
     ],
 )
 def test_timing_off_with_an_update_or_a_bad_value_is_a_usage_error(

@@ -74,9 +74,18 @@ def test_variant_fixture_exposes_provider_and_level(pytester: pytest.Pytester) -
 @pytest.mark.parametrize(
     ("option", "expected"),
     [
-        ("--ort-providers=cpu,tpu", "*--ort-providers: unknown execution provider 'tpu'. Valid names: cpu, cuda, tensorrt/trt*"),
-        ("--ort-opt-levels=all,turbo", "*--ort-opt-levels: unknown graph optimization level 'turbo'. Valid levels: disabled, basic, extended, layout, all*"),
-        ("--ortperf-session-options=intra_op_threads=many", "*--ortperf-session-options: intra_op_threads='many' is not a whole number*"),
+        (
+            "--ort-providers=cpu,tpu",
+            "*--ort-providers: unknown execution provider 'tpu'. Valid names: cpu, cuda, tensorrt/trt*",
+        ),
+        (
+            "--ort-opt-levels=all,turbo",
+            "*--ort-opt-levels: unknown graph optimization level 'turbo'. Valid levels: disabled, basic, extended, layout, all*",
+        ),
+        (
+            "--ortperf-session-options=intra_op_threads=many",
+            "*--ortperf-session-options: intra_op_threads='many' is not a whole number*",
+        ),
         ("--ortperf-session-options=threads=2", "*unknown session setting 'threads'*"),
         ("--ortperf-int-range=10:1", "*--ortperf-int-range: integer range 10:1 is empty*"),
         ("--ortperf-dims=batch=zero", "*--ortperf-dims: expected NAME=N*"),
@@ -119,10 +128,12 @@ def test_user_parametrization_of_the_variant_is_respected(pytester: pytest.Pytes
 def test_header_shows_runtime_variants_and_settings(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--ort-opt-levels=basic,all", "--ortperf-session-options=mem_pattern=0")
-    result.stdout.fnmatch_lines([
-        "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
-        "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "ortperf: onnxruntime* 1.*; variants: cpu-basic, cpu-all",
+            "ortperf settings: intra_op_threads=1, inter_op_threads=1, mem_pattern=False",
+        ]
+    )
 
 
 # --- Where baselines go, and failing on improvements (real sessions) ---------------------------
@@ -162,7 +173,9 @@ def test_baseline_dir_ini_is_relative_to_the_ini_file(pytester: pytest.Pytester,
     pytester.runpytest(*QUICK).assert_outcomes(passed=1)
 
 
-def test_fail_on_improvement_fails_a_check_that_got_much_faster(pytester: pytest.Pytester, write_model) -> None:
+def test_fail_on_improvement_fails_a_check_that_got_much_faster(
+    pytester: pytest.Pytester, write_model
+) -> None:
     write_model(layers=32, width=128)
     pytester.makepyfile(test_gate=LATENCY_TEST)
     pytester.runpytest("--ortperf-update", *QUICK).assert_outcomes(passed=1)
@@ -176,7 +189,10 @@ def test_fail_on_improvement_fails_a_check_that_got_much_faster(pytester: pytest
     failed = pytester.runpytest("--ortperf-fail-on-improvement", *QUICK)
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(
-        ["*latency improvement in *test_latency*", "*(faster beyond the threshold: check that the model still does all its work)"]
+        [
+            "*latency improvement in *test_latency*",
+            "*(faster beyond the threshold: check that the model still does all its work)",
+        ]
     )
     assert (pytester.path / "baselines" / "test_gate.py.json").read_bytes() == baseline
 
@@ -202,7 +218,9 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     write_model()
     pytester.makepyfile(test_gate=TWO_TESTS)
     both_levels = "--ort-opt-levels=disabled,all"
-    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", both_levels, *QUICK).assert_outcomes(passed=4)
+    pytester.runpytest("--ortperf-update", "--ortperf-machine=ci-box", both_levels, *QUICK).assert_outcomes(
+        passed=4
+    )
     pytester.makepyfile(test_gate=TWO_TESTS.split("def test_two")[0])  # test_two deleted
     baseline = pytester.path / "baselines" / "test_gate.py.json"
     laptop = ("--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK)
@@ -215,7 +233,7 @@ def test_unused_entries_of_other_machines_are_reported_and_pruned_only_on_reques
     kept = pytester.runpytest("--ortperf-update", *laptop)
     kept.stdout.fnmatch_lines(
         [
-            "ortperf update: 0 updated, 1 new, 0 unchanged, 2 unused*",
+            "ortperf update: 0 updated, 0 new, 1 added for this hardware, 0 unchanged, 2 unused*",
             "unused baselines (kept; --ortperf-prune deletes them):",
             # one entry per test x variant, whichever machines measured it: no machine is named
             "  test_gate.py::test_two[[]cpu-all[]]",
@@ -249,7 +267,9 @@ def test_missing_pass_or_skip_names_the_machines_that_have_baselines(
     result = pytester.runpytest("--ortperf-machine=laptop", f"--ortperf-missing={policy}", *QUICK)
     result.assert_outcomes(**{"passed" if policy == "pass" else "skipped": 1})
     result.stdout.fnmatch_lines(
-        [f"1 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE}); record them with *"]
+        [
+            f"1 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE}); record them with *"
+        ]
     )
 
 
@@ -269,7 +289,9 @@ def test_an_earlier_spelling_of_a_flag_works_with_a_warning_naming_the_new_one(
     result.assert_outcomes(passed=1)
     ini = new.removeprefix("--").replace("-", "_")
     result.stdout.fnmatch_lines(
-        [f"*PytestDeprecationWarning: {old} is deprecated and will be removed in a later release: use {new} (the flag and its ini key share one name, {ini}).*"]
+        [
+            f"*PytestDeprecationWarning: {old} is deprecated and will be removed in a later release: use {new} (the flag and its ini key share one name, {ini}).*"
+        ]
     )
     if old == "--ortperf-session-option":
         result.stdout.fnmatch_lines(["ortperf settings: intra_op_threads=2, *"])

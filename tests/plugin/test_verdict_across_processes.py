@@ -12,7 +12,12 @@ import pytest
 from tests.models import mlp_model
 from tests.plugin.conftest import LATENCY_MODEL, commit_model, reexport
 
-QUICK = ("--ortperf-budget=0.2", "--ortperf-ab-budget=1", "--ortperf-max-cv=1000%", "--ortperf-ab-threshold=10%")
+QUICK = (
+    "--ortperf-budget=0.2",
+    "--ortperf-ab-budget=1",
+    "--ortperf-max-cv=1000%",
+    "--ortperf-ab-threshold=10%",
+)
 
 
 def _check(pytester: pytest.Pytester) -> dict[str, object]:

@@ -74,7 +74,9 @@ def test_parallel_update_records_what_a_serial_one_does(pytester: pytest.Pyteste
 def test_parallel_timing_can_be_allowed(pytester: pytest.Pytester) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TESTS)
-    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-parallel-timing", "--ortperf-missing=pass", *QUICK)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--ortperf-parallel-timing", "--ortperf-missing=pass", *QUICK
+    )
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines(["timing: parallel (timed sections are not serialized)"])
 
@@ -86,11 +88,15 @@ def test_unused_entries_are_found_from_worker_collections(pytester: pytest.Pytes
     pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK).assert_outcomes(passed=8)
     pytester.makepyfile(test_par=TESTS.replace("def test_other", "def test_renamed"))
     result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", *QUICK)
-    result.stdout.fnmatch_lines(["ortperf update: * 2 unused*", "unused baselines (kept; --ortperf-prune deletes them):"])
+    result.stdout.fnmatch_lines(
+        ["ortperf update: * 2 unused*", "unused baselines (kept; --ortperf-prune deletes them):"]
+    )
 
 
 @pytest.mark.slow
-def test_last_failed_workers_never_count_the_passing_tests_of_a_file_unused(pytester: pytest.Pytester) -> None:
+def test_last_failed_workers_never_count_the_passing_tests_of_a_file_unused(
+    pytester: pytest.Pytester,
+) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     file_inputs(pytester, (4, 16))
     pytester.makepyfile(test_par=TESTS)
@@ -128,18 +134,34 @@ def test_latency(ort_perf, case):
 
 
 @pytest.mark.slow
-def test_a_worker_waiting_for_another_of_its_run_names_it(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_waiting_for_another_of_its_run_names_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TMPDIR", str(pytester.path))  # this run's own per-user lock file
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(test_par=TOGETHER)
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--ortperf-missing=pass", "--ortperf-budget=1.5", "--ortperf-max-cv=1000%", "--ortperf-report=report.json"
+        "-n",
+        "2",
+        "--ortperf-missing=pass",
+        "--ortperf-budget=1.5",
+        "--ortperf-max-cv=1000%",
+        "--ortperf-report=report.json",
     )
     result.assert_outcomes(passed=2)
     # One worker's decision waits for the other's; the other's untimed work after its own decision
     # may wait in turn (untimed work never runs beside a decision): either is named.
-    result.stdout.fnmatch_lines([f"timing: serialized across processes (lock {pytester.path}*", "waiting * s for the timing lock, held by this run's xdist worker*gw?"])
-    waits = [w for c in json.loads((pytester.path / "report.json").read_text())["checks"] for w in c.get("timing_lock", [])]
+    result.stdout.fnmatch_lines(
+        [
+            f"timing: serialized across processes (lock {pytester.path}*",
+            "waiting * s for the timing lock, held by this run's xdist worker*gw?",
+        ]
+    )
+    waits = [
+        w
+        for c in json.loads((pytester.path / "report.json").read_text())["checks"]
+        for w in c.get("timing_lock", [])
+    ]
     holders = {(w["holder"]["worker"], w["holder"]["this_run"]) for w in waits if w["seconds"] > 1}
     assert holders
     assert holders <= {("gw0", True), ("gw1", True)}
@@ -182,13 +204,19 @@ def test_missing_hint_names_machines_with_baselines_from_workers(pytester: pytes
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     file_inputs(pytester, (4, 16))
     pytester.makepyfile(test_par=TESTS)
-    pytester.runpytest_subprocess("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(passed=8)
+    pytester.runpytest_subprocess("--ortperf-update", "--ortperf-machine=ci-box", *QUICK).assert_outcomes(
+        passed=8
+    )
     # Other input data from a file: nothing can be rebuilt, and the laptop has no figures of its own,
     # so every latency check is missing; the workers tell the controller which machines hold figures.
     file_inputs(pytester, (4, 16), seed=7)
-    result = pytester.runpytest_subprocess("-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--ortperf-machine=laptop", "--ortperf-missing=pass", *QUICK
+    )
     result.assert_outcomes(passed=8)
-    result.stdout.fnmatch_lines([f"8 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE})*"])
+    result.stdout.fnmatch_lines(
+        [f"8 check(s) have no baseline for machine 'laptop@{HERE}' (figures exist for: ci-box@{HERE})*"]
+    )
 
 
 @pytest.mark.slow
@@ -226,7 +254,9 @@ def test_repair_of_damaged_outputs_under_xdist_is_done_by_the_controller(pyteste
 
 
 @pytest.mark.slow
-def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and_report(pytester: pytest.Pytester) -> None:
+def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and_report(
+    pytester: pytest.Pytester,
+) -> None:
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
     pytester.makepyfile(
         test_fp="""
@@ -241,11 +271,19 @@ def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and
             ort_perf.check_startup()
         """
     )
-    result = pytester.runpytest_subprocess("--ortperf-update", "-n", "2", "--ortperf-report=report.json", *QUICK)
+    result = pytester.runpytest_subprocess(
+        "--ortperf-update", "-n", "2", "--ortperf-report=report.json", *QUICK
+    )
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines(["memory and start-up on machine *", "ortperf update: 0 updated, 6 new, 0 unchanged, 0 unused*"])
+    result.stdout.fnmatch_lines(
+        ["memory and start-up on machine *", "ortperf update: 0 updated, 6 new, 0 unchanged, 0 unused*"]
+    )
     # ortperf's table (pytest-benchmark's, which now holds the workers' start-up entries too, is not counted)
-    rows = [line for line in result.stdout.lines if re.match(r"test_fp\.py::test_(memory|startup)\S*\s.*\srecord\s", line)]
+    rows = [
+        line
+        for line in result.stdout.lines
+        if re.match(r"test_fp\.py::test_(memory|startup)\S*\s.*\srecord\s", line)
+    ]
     assert len(rows) == 6
     kinds = sorted(c["kind"] for c in json.loads((pytester.path / "report.json").read_text())["checks"])
     assert kinds == ["memory"] * 4 + ["startup"] * 2
@@ -254,7 +292,9 @@ def test_memory_and_start_up_checks_of_workers_reach_the_controllers_summary_and
 
 
 @pytest.mark.slow
-def test_under_xdist_an_unchanged_checks_drift_is_not_said_to_be_the_machines(pytester: pytest.Pytester) -> None:
+def test_under_xdist_an_unchanged_checks_drift_is_not_said_to_be_the_machines(
+    pytester: pytest.Pytester,
+) -> None:
     """Under ``-n 2`` an unchanged check's look shares the cores with the other worker's looks and
     untimed work, whatever it measures is partly theirs: it is never reported as the machine's."""
     onnx.save(mlp_model(layers=3, width=16), pytester.path / "model.onnx")
@@ -270,7 +310,7 @@ def test_under_xdist_an_unchanged_checks_drift_is_not_said_to_be_the_machines(py
         if args:
             result.stdout.no_fnmatch_line("*machine *x * than at recording*")
         else:
-            result.stdout.fnmatch_lines(["*unchanged  * ms  * ms  machine *x * than at recording; nothing changed*"])
+            result.stdout.fnmatch_lines(["*unchanged  * ms  * ms  *x * than at recording*; nothing changed*"])
         return [c["drift"] for c in latency]
 
     assert {d.get("beside", "") for d in drifts()} == {""}

@@ -72,7 +72,9 @@ def test_the_cpu_wheel_is_installed_only_when_every_provider_is_the_cpu_one() ->
     assert extra(["tensorrt"]) == "gpu"
 
 
-def test_a_repository_on_master_gets_workflows_that_trigger_on_master(tmp_path: Path, isolated_git: None) -> None:
+def test_a_repository_on_master_gets_workflows_that_trigger_on_master(
+    tmp_path: Path, isolated_git: None
+) -> None:
     _git(tmp_path, "init", "-q", "-b", "master")
     (tmp_path / "m.onnx").write_bytes(b"")
     for ci in ("github", "gitlab", "azure"):
@@ -80,3 +82,47 @@ def test_a_repository_on_master_gets_workflows_that_trigger_on_master(tmp_path: 
         assert '"master"' in change.text
         assert '"main"' not in change.text
         assert "pytest-ortperf[cpu]" in change.text
+
+
+def test_models_dvc_keeps_are_found_unpulled_and_every_workflow_pulls_them(
+    tmp_path: Path, isolated_git: None
+) -> None:
+    import yaml
+
+    _git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "models").mkdir()
+    # `dvc add models/m.onnx` and a pipeline stage's output, neither pulled here: pointers only.
+    (tmp_path / "models" / "m.onnx.dvc").write_text("outs:\n- md5: " + "0" * 32 + "\n  path: m.onnx\n")
+    (tmp_path / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n  export:\n    outs:\n    - path: exported/x.onnx\n      md5: "
+        + "1" * 32
+        + "\n"
+    )
+    # A pipeline not run yet: dvc.yaml declares its output.
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "dvc.yaml").write_text(
+        "stages:\n  export:\n    cmd: python export.py\n    deps:\n    - export.py\n    outs:\n"
+        "    - out/y.onnx:\n        cache: true\n    - out/notes.txt\n"
+    )
+    assert model_globs(tmp_path) == ["exported/*.onnx", "models/*.onnx", "train/out/*.onnx"]
+    for ci in ("github", "gitlab", "azure"):
+        (change,) = [c for c in init(tmp_path, ci=ci) if c.path.name.endswith(".yml")]
+        assert "pytest-ortperf[cpu,dvc]" in change.text
+        assert "dvc pull" in change.text
+        assert "pulls the DVC-tracked models" in change.note
+        document = yaml.safe_load(change.text)
+        if ci == "github":
+            for job in ("gate", "record"):
+                steps = [step.get("run", "") for step in document["jobs"][job]["steps"]]
+                installed = next(i for i, run in enumerate(steps) if "pip install" in run)
+                assert steps[installed + 1] == "dvc pull"  # after the install (DVC comes with the extra)
+        if ci == "gitlab":
+            assert document[".ortperf"]["before_script"][-1] == "dvc pull"
+
+
+def test_a_repository_without_dvc_gets_no_dvc_step(tmp_path: Path, isolated_git: None) -> None:
+    _git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "m.onnx").write_bytes(b"")
+    (change,) = [c for c in init(tmp_path, ci="github") if c.path.name.endswith(".yml")]
+    assert "dvc" not in change.text

@@ -136,6 +136,10 @@ def _graph(record: Mapping[str, Any]) -> str:
         items = [f'<li class="lost">lost fusion: {escape(x)}</li>' for x in lost]
         items += [f'<li class="lost">{MODEL_OP_CHANGED}: {escape(x)}</li>' for x in diff.model_op_changes()]
         items += [f'<li class="gained">gained fusion: {escape(x)}</li>' for x in gained]
+        items += [
+            f'<li class="gained">more fused nodes as the model grew: {escape(x)}</li>'
+            for x in diff.grown_fusions()
+        ]
         items += [f'<li class="lost">{escape(x)}</li>' for x in placement]
         if not items:
             items = [f"<li>{'same graph' if diff.same else escape(diff.text())}</li>"]

@@ -252,16 +252,18 @@ def test_a_later_latency_update_keeps_the_recorded_outputs(root: Path) -> None:
     store = BaselineStore(root)
     check(store, OUT, update=True)
     policy = CheckPolicy(update=True, record_cap=0.0)
-    check_latency(
+    result = check_latency(
         lambda: None,
         key=KEY,
         plan=choose(store.lookup(TEST_FILE, TEST), ENV, KEY.machine, update=True),
-        store=store,
+        entry=store.state(TEST_FILE, TEST, store.lookup(TEST_FILE, TEST)),
         policy=policy,
         environment=ENV,
         today="2025-06-01",
         measure_fn=lambda run, settings: latency(12.0),
     )
+    assert result.staged is not None
+    store.stage(TEST_FILE, TEST, result.staged)  # as the gate stages it
     store.write()
     reread = BaselineStore(root).lookup(TEST_FILE, TEST)
     assert reread is not None

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ortperf.checks.footprint_verdicts import MEMORY, STARTUP, judged, missing, record, unchanged
+from pytest_ortperf.checks.footprint_verdicts import (
+    MEMORY,
+    STARTUP,
+    FootprintResult,
+    judged,
+    missing,
+    record,
+    unchanged,
+)
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory
@@ -18,7 +26,9 @@ MIB = 1 << 20
 
 
 def memory(peak: int) -> MemoryFigures:
-    return MemoryFigures(processes=2, arena_peak=peak, arena_held=2 * peak, peak_rss=10 * MIB, nodes={"a": 64})
+    return MemoryFigures(
+        processes=2, arena_peak=peak, arena_held=2 * peak, peak_rss=10 * MIB, nodes={"a": 64}
+    )
 
 
 def compare(before: object, after: object) -> list:
@@ -27,11 +37,26 @@ def compare(before: object, after: object) -> list:
     return compare_memory(before, after)
 
 
+def staged(store: BaselineStore, result: FootprintResult) -> FootprintResult:
+    """``result``'s entry staged, as the gate stages it."""
+    if result.staged is not None:
+        store.stage(KEY.test_file, KEY.test, result.staged)
+    return result
+
+
 def recorded(store: BaselineStore, figures: MemoryFigures, environment: dict = ENV) -> object:
-    return record(MEMORY, KEY, figures, store=store, environment=environment, today="2025-06-01", compare=compare)
+    entry = store.state(KEY.test_file, KEY.test, store.lookup(KEY.test_file, KEY.test))
+    return staged(
+        store,
+        record(
+            MEMORY, KEY, figures, entry=entry, environment=environment, today="2025-06-01", compare=compare
+        ),
+    )
 
 
-def test_recording_memory_keeps_this_hardwares_latency_and_a_steady_figure_keeps_the_file(tmp_path: Path) -> None:
+def test_recording_memory_keeps_this_hardwares_latency_and_a_steady_figure_keeps_the_file(
+    tmp_path: Path,
+) -> None:
     store = BaselineStore(tmp_path)
     check(store, FakeMeasure(stats(10.0)), update=True)  # latency first, as check() runs it
     first = recorded(store, memory(MIB))
@@ -87,7 +112,9 @@ def test_a_new_recipe_drops_the_old_figures_of_every_part(tmp_path: Path) -> Non
 
 
 def test_a_regression_fails_with_figures_change_limit_nodes_and_the_command() -> None:
-    grown = MemoryFigures(processes=2, arena_peak=MIB + 256 * 1024, peak_rss=10 * MIB, nodes={"a": 64, "dup": 4096})
+    grown = MemoryFigures(
+        processes=2, arena_peak=MIB + 256 * 1024, peak_rss=10 * MIB, nodes={"a": 64, "dup": 4096}
+    )
     result = judged(
         MEMORY,
         KEY,
@@ -127,7 +154,9 @@ def test_an_improvement_fails_only_when_asked(fail_on_improvement: bool) -> None
 
 
 def test_sides_with_nothing_in_common_are_inconclusive_and_say_why() -> None:
-    result = judged(MEMORY, KEY, memory(MIB), memory(MIB), [], CheckPolicy(), path="stored figures", label="s")
+    result = judged(
+        MEMORY, KEY, memory(MIB), memory(MIB), [], CheckPolicy(), path="stored figures", label="s"
+    )
     assert result.status is Status.INCONCLUSIVE
     assert not result.failed
     assert result.notes == ("the two sides share no figure to compare",)
@@ -138,12 +167,16 @@ def test_unchanged_passes_and_shows_the_figures_against_this_hardwares() -> None
     assert (result.status, result.failed, result.change) == (Status.UNCHANGED, False, "nothing changed")
 
 
-@pytest.mark.parametrize(("policy", "failed", "skipped"), [("fail", True, False), ("skip", False, True), ("pass", False, False)])
+@pytest.mark.parametrize(
+    ("policy", "failed", "skipped"), [("fail", True, False), ("skip", False, True), ("pass", False, False)]
+)
 def test_missing_follows_the_policy_and_names_the_command(policy: str, failed: bool, skipped: bool) -> None:
     figures = StartupFigures((8.0,), (0.3,), (0.05,))
     result = missing(STARTUP, KEY, figures, CheckPolicy(missing=policy), reason="no machine has one yet")  # type: ignore[arg-type]
     assert (result.failed, result.skipped, result.status) == (failed, skipped, Status.MISSING)
-    assert result.message.startswith(f"no start-up baseline for {TEST} on machine 'ci' (no machine has one yet); measured create 8 ms")
+    assert result.message.startswith(
+        f"no start-up baseline for {TEST} on machine 'ci' (no machine has one yet); measured create 8 ms"
+    )
     assert result.message.endswith(KEY.record_command)
 
 
@@ -157,7 +190,13 @@ def test_start_up_figures_record_beside_memory(tmp_path: Path) -> None:
         assert isinstance(after, StartupFigures)
         return compare_startup(before, after)
 
-    result = record(STARTUP, KEY, figures, store=store, environment=ENV, today="2025-06-01", compare=compare_times)
+    entry = store.state(KEY.test_file, KEY.test, store.lookup(KEY.test_file, KEY.test))
+    result = staged(
+        store,
+        record(
+            STARTUP, KEY, figures, entry=entry, environment=ENV, today="2025-06-01", compare=compare_times
+        ),
+    )
     assert result.status is Status.NEW
     store.write()
     here = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
@@ -169,20 +208,33 @@ def test_a_regression_fails_only_when_a_second_measurement_in_new_processes_repe
 
     def judge(peak: int) -> object:
         figures = memory(peak)
-        return judged(MEMORY, KEY, figures, memory(MIB), compare(memory(MIB), figures), CheckPolicy(), path="p", label="l")
+        return judged(
+            MEMORY,
+            KEY,
+            figures,
+            memory(MIB),
+            compare(memory(MIB), figures),
+            CheckPolicy(),
+            path="p",
+            label="l",
+        )
 
     ok = judge(MIB)
     assert _confirmed(ok, lambda: pytest.fail("an ok result is not measured again")) is ok
     confirmed = _confirmed(judge(2 * MIB), lambda: judge(2 * MIB))
     assert confirmed.failed
-    assert confirmed.message.splitlines()[-2].startswith("  note: a first measurement said peak bytes in use in ORT's arena +100.0%")
+    assert confirmed.message.splitlines()[-2].startswith(
+        "  note: a first measurement said peak bytes in use in ORT's arena +100.0%"
+    )
     assert confirmed.message.splitlines()[-1].startswith("  to accept the new memory:")
     dropped = _confirmed(judge(2 * MIB), lambda: judge(MIB))
     assert (dropped.status, dropped.failed, dropped.message) == (Status.NOT_CONFIRMED, False, "")
     assert dropped.notes[-1].endswith("a second in new processes did not confirm it")
 
 
-def test_an_update_records_again_when_this_version_measures_a_figure_the_stored_ones_lack(tmp_path: Path) -> None:
+def test_an_update_records_again_when_this_version_measures_a_figure_the_stored_ones_lack(
+    tmp_path: Path,
+) -> None:
     store = BaselineStore(tmp_path)
     recorded(store, MemoryFigures(processes=2, arena_peak=MIB, peak_rss=10 * MIB))
     store.write()

@@ -15,7 +15,7 @@ from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_latency,
 from pytest_ortperf.checks.paths import Route, choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.latency.decision import Verdict
+from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, Verdict
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.reports.ci_files import latency_record
@@ -77,22 +77,28 @@ def check(
 ) -> LatencyResult:
     """The check as the gate makes it: the entry read once, the plan chosen once from it."""
     environment = ENV if environment is None else environment
+    policy.setdefault("threshold", 0.10)  # the stored route's rules, at the threshold they were validated at
     rules = CheckPolicy(measure=MEASURE, record_cap=0.0, **policy)
     plan = choose(store.lookup(TEST_FILE, TEST), environment, KEY.machine, update=rules.update)
-    return check_latency(
+    result = check_latency(
         run_model,
         key=KEY,
         plan=plan,
-        store=store,
+        entry=store.state(TEST_FILE, TEST, store.lookup(TEST_FILE, TEST)),
         policy=rules,
         environment=environment,
         today="2025-06-01",
         measure_fn=measure,
         beside=beside,
     )
+    if result.staged is not None:  # as the gate stages it
+        store.stage(TEST_FILE, TEST, result.staged)
+    return result
 
 
-def entry_of(latency: LatencyStats, environment: dict[str, Any], *, machine: str = "ci", **more: Any) -> BaselineEntry:
+def entry_of(
+    latency: LatencyStats, environment: dict[str, Any], *, machine: str = "ci", **more: Any
+) -> BaselineEntry:
     recipe, measured_on = split(environment)
     figures = Figures(recorded="2025-01-02", latency=latency, measured_on=measured_on, **more)
     return BaselineEntry("cpu-all", "2025-01-02", recipe, figures={machine: figures})
@@ -104,7 +110,9 @@ def record(
     """Figures of ``machine``; under the recipe already on disk they join the other machines' (the
     store's write merges them), under another recipe they replace the entry."""
     store = BaselineStore(root)
-    store.stage(TEST_FILE, TEST, entry_of(latency, ENV if environment is None else environment, machine=machine))
+    store.stage(
+        TEST_FILE, TEST, entry_of(latency, ENV if environment is None else environment, machine=machine)
+    )
     store.write()
     return store.path_for(TEST_FILE)
 
@@ -273,12 +281,61 @@ def test_an_update_replaces_noisy_figures_by_quieter_ones_and_keeps_quiet_ones(r
     store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.3, settled=False))
     store.write()
     quieter = check(BaselineStore(root), FakeMeasure(stats(10.0, seed=2, noise=0.01)), update=True)
-    assert (quieter.status, quieter.changes) == ("updated", (f"quieter figures (spread 30.0% -> {quieter.recorded_spread:.1%})",))
+    assert (quieter.status, quieter.changes) == (
+        "updated",
+        (f"quieter figures (spread 30.0% -> {quieter.recorded_spread:.1%})",),
+    )
     store = BaselineStore(root)
     store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.02))
     store.write()
     kept = check(BaselineStore(root), FakeMeasure(stats(10.0, seed=2, noise=0.01)), update=True)
     assert (kept.status, kept.changes) == ("unchanged", ())
+
+
+def test_a_noisier_recording_of_an_unchanged_recipe_keeps_the_quieter_stored_figures(root: Path) -> None:
+    """A loaded machine's update of a recipe nothing changed: +80% at an 8% spread against figures
+    stored at 2% would make every later run read the machine as faster. The stored figures stay, the
+    file is not written, and the result says which were kept and why."""
+    store = BaselineStore(root)
+    store.stage(TEST_FILE, TEST, entry_of(stats(10.0, seed=1), ENV, spread=0.02))
+    store.write()
+    before = (root / f"{TEST_FILE}.json").read_bytes()
+    loaded = stats(18.0, seed=2, noise=0.08)
+    store = BaselineStore(root)
+    result = check(store, FakeMeasure(loaded), update=True, max_cv=1.0)
+    assert result.status == "unchanged"
+    assert result.kept.startswith("stored figures kept: quieter (spread 2.0%) than this recording (spread ")
+    assert "nothing in the recipe or the hardware changed" in result.kept
+    assert store.write() == []
+    assert (root / f"{TEST_FILE}.json").read_bytes() == before
+    # The same slower figures measured as quietly as the stored ones replace them: a real change.
+    steady = check(
+        BaselineStore(root), FakeMeasure(stats(18.0, seed=2, noise=0.005)), update=True, max_cv=1.0
+    )
+    assert (steady.status, steady.kept) == ("updated", "")
+
+
+def test_at_the_one_default_threshold_stored_figures_call_only_changes_beyond_their_floor(
+    root: Path, with_baseline: Path
+) -> None:
+    """3%, side by side's sensitivity, decides the stored route too; one process against the one
+    that recorded cannot tell a 5% change from process state (STORED_FLOOR, 10%): it reads
+    inconclusive, never ok, and a +30% change is still a regression."""
+    store = BaselineStore(root)
+    five = check(store, FakeMeasure(stats(10.5, seed=2), stats(10.5, seed=3)), threshold=DEFAULT_THRESHOLD)
+    assert DEFAULT_THRESHOLD == 0.03
+    assert (five.status, five.failed) == ("inconclusive", False)
+    assert "could detect >= 10%" in five.change
+    assert (
+        "changes called beyond 10% (one process now against the one that recorded)"
+        in five.comparison.statistic
+    )
+    slower = check(
+        BaselineStore(root),
+        FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)),
+        threshold=DEFAULT_THRESHOLD,
+    )
+    assert (slower.status, slower.failed) == ("regression", True)
 
 
 def test_noise_below_max_cv_is_not_called_noisy(root: Path) -> None:
@@ -377,7 +434,9 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
     )
     assert lines[6] == f"  first measurement: {result.comparison.estimate.describe()} (confirmed by a second)"
     assert lines[7] == "  changed since the baseline: onnxruntime 1.31.1 -> 1.32.0"
-    assert lines[8].startswith("  decided by stored figures: the baseline predates what a reference is rebuilt from")
+    assert lines[8].startswith(
+        "  decided by stored figures: the baseline predates what a reference is rebuilt from"
+    )
     assert lines[9] == f"  to accept the new latency: {RECORD}"
     assert len(lines) == 10
     assert list(store.staged()) == []
@@ -557,7 +616,9 @@ def test_figures_measured_on_other_hardware_never_decide_and_the_check_says_why_
         result = check(store, FakeMeasure(stats(scale, seed=2)), ENV | {"hardware": ZEN3}, missing=missing)
         assert result.status == Status.MISSING
         assert (result.failed, result.skipped, result.comparison) == (failed, skipped, None)
-        assert result.message.startswith(f"no latency baseline for {TEST} on machine 'ci' (the baseline predates")
+        assert result.message.startswith(
+            f"no latency baseline for {TEST} on machine 'ci' (the baseline predates"
+        )
         assert "this hardware has no figures of its own (figures exist for: zen4-runner)" in result.message
     assert not list(store.staged())
 
@@ -598,7 +659,7 @@ def test_with_nothing_changed_a_slower_machine_is_unchanged_after_a_short_look(r
     assert measure.calls == 1
     assert measure.settings[0].budget_s == 0.01  # min(0.5 s, the policy's budget)
     assert result.drift == pytest.approx(2.8, rel=0.05)
-    assert result.change.startswith("machine 2.")
+    assert result.change.startswith("2.")
     assert result.change.endswith("x slower than at recording; nothing changed")
     assert result.basis == "unchanged"
 

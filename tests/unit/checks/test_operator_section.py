@@ -16,7 +16,7 @@ from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import PairedRounds, Side
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.reports.ci_files import latency_record
-from pytest_ortperf.store.baselines import BaselineStore
+from pytest_ortperf.store.baselines import BaselineStore, EntryState
 from tests.unit.checks.test_latency import (
     ENV,
     KEY,
@@ -62,7 +62,9 @@ def test_the_section_goes_before_the_line_that_accepts_the_new_latency() -> None
     assert result.failed
     lines = explained(result, "profiled runs of both sides", profiles(SMALL, BIG)).message.splitlines()
     at = lines.index(SECTION)
-    assert lines[at + 1].startswith("    op types whose time grew most: MatMul 0.100 -> 0.400 ms/run (+300%, 100% of the change)")
+    assert lines[at + 1].startswith(
+        "    op types whose time grew most: MatMul 0.100 -> 0.400 ms/run (+300%, 100% of the change)"
+    )
     assert lines[at + 2].startswith("    nodes whose time grew most: ")
     assert "mm2 0.000 -> 0.050 ms/run (new, " in lines[at + 2]
     assert lines[at + 3] == "    node count per op type changed after optimization: MatMul 2 -> 8"
@@ -78,7 +80,7 @@ def test_without_a_line_that_accepts_it_the_section_ends_the_message() -> None:
 
 
 def test_a_result_that_passed_is_not_profiled() -> None:
-    result = ab_result(1.0, ab_threshold=0.5)
+    result = ab_result(1.0, threshold=0.5)
     assert not result.failed
 
     def never() -> tuple[OpProfile, OpProfile]:
@@ -92,7 +94,9 @@ def test_a_failure_on_an_improvement_says_what_fell() -> None:
     assert result.failed
     lines = explained(result, "profiled runs of both sides", profiles(BIG, SMALL)).message.splitlines()
     at = lines.index(SECTION)
-    assert lines[at + 1].startswith("    op types whose time fell most: MatMul 0.400 -> 0.100 ms/run (-75%, 100% of the change)")
+    assert lines[at + 1].startswith(
+        "    op types whose time fell most: MatMul 0.400 -> 0.100 ms/run (-75%, 100% of the change)"
+    )
     assert "mm2 0.050 -> 0.000 ms/run (gone, " in lines[at + 2]
     assert lines[at + 3] == "    node count per op type changed after optimization: MatMul 8 -> 2"
 
@@ -124,7 +128,7 @@ def test_against_stored_figures_an_improvement_failure_is_explained_too(tmp_path
         lambda: None,
         key=KEY,
         plan=choose(entry, ENV, KEY.machine, update=False),
-        store=BaselineStore(root),
+        entry=EntryState(),
         policy=CheckPolicy(measure=MEASURE, fail_on_improvement=True),
         environment=ENV,
         today="2025-06-01",
@@ -148,8 +152,10 @@ def stored_check(tmp_path: Path, now: float, *, profile: OpProfile | None, expla
         lambda: None,
         key=KEY,
         plan=choose(entry, ENV, KEY.machine, update=False),
-        store=BaselineStore(root),
-        policy=CheckPolicy(measure=MEASURE),
+        entry=EntryState(),
+        policy=CheckPolicy(
+            measure=MEASURE, threshold=0.10
+        ),  # the stored route at the threshold it was validated at
         environment=ENV,
         today="2025-06-01",
         measure_fn=FakeMeasure(stats(now, seed=2), stats(now, seed=3)),  # a regression is confirmed

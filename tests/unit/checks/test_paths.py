@@ -37,7 +37,10 @@ def stats() -> LatencyStats:
 
 
 def entry(*machines: str, recipe: dict[str, Any] | None = None) -> BaselineEntry:
-    figures = {m: Figures(recorded="2026-11-20", latency=stats(), measured_on={"hardware": {"digest": m}}) for m in machines}
+    figures = {
+        m: Figures(recorded="2026-11-20", latency=stats(), measured_on={"hardware": {"digest": m}})
+        for m in machines
+    }
     return BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=recipe or RECIPE, figures=figures)
 
 
@@ -78,7 +81,9 @@ def test_a_changed_model_is_rebuilt_from_its_recorded_blob_and_sha256_on_any_har
 
 
 def test_changed_settings_rebuild_the_recorded_settings_on_the_same_model() -> None:
-    plan = choose(entry(THERE), now(settings={"intra_op_threads": 2, "inter_op_threads": 1}), HERE, update=False)
+    plan = choose(
+        entry(THERE), now(settings={"intra_op_threads": 2, "inter_op_threads": 1}), HERE, update=False
+    )
     assert plan.route is Route.SIDE_BY_SIDE
     assert plan.settings == RECIPE["settings"]
     assert not plan.model_changed
@@ -160,7 +165,10 @@ def test_what_a_runtime_that_cannot_be_had_recorded_never_decides_for_any_kind(
 
 @pytest.mark.parametrize(
     ("changes", "model_changed"),
-    [({"ort_version": "1.32.0", "ort_flavour": "onnxruntime"}, False), ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, True)],
+    [
+        ({"ort_version": "1.32.0", "ort_flavour": "onnxruntime"}, False),
+        ({"ort_version": "1.32.0", "model_sha256": "d" * 64}, True),
+    ],
     ids=["runtime", "runtime-and-model"],
 )
 def test_a_changed_runtime_is_rebuilt_in_the_recorded_one_with_a_reason_for_when_none_exists(
@@ -188,9 +196,9 @@ def test_a_model_whose_external_data_alone_changed_is_never_unchanged() -> None:
     """The same .onnx with other weights beside it: the recorded data is not kept anywhere to rebuild,
     so this hardware's figures decide, or the check is missing, saying why."""
     recorded = {**RECIPE, "model_data_sha256": "d" * 64}
-    assert choose(entry(THERE, recipe=recorded), now(model_data_sha256="d" * 64), HERE, update=False).route is (
-        Route.UNCHANGED
-    )
+    assert choose(
+        entry(THERE, recipe=recorded), now(model_data_sha256="d" * 64), HERE, update=False
+    ).route is (Route.UNCHANGED)
     here = choose(entry(THERE, HERE, recipe=recorded), now(model_data_sha256="e" * 64), HERE, update=False)
     assert here.route is Route.STORED
     assert here.reason == (
@@ -223,11 +231,20 @@ def test_same_job_ab_comes_first_for_every_part_outside_an_update(part: str) -> 
     plan = plan_check(entry(HERE), now(), HERE, update=False, part=part, same_job=SAME_JOB)
     assert plan.route is Route.SAME_JOB
     assert plan.same_job == SAME_JOB
-    assert plan_check(entry(HERE), now(), HERE, update=True, part=part, same_job=SAME_JOB).route is Route.RECORD
+    assert (
+        plan_check(entry(HERE), now(), HERE, update=True, part=part, same_job=SAME_JOB).route is Route.RECORD
+    )
 
 
 def test_same_job_without_a_reference_says_why_and_the_very_same_model_is_identical_in_one_runtime() -> None:
-    none = plan_check(None, now(), HERE, update=False, part="latency", same_job=SameJob("HEAD~1", False, reason="not in git"))
+    none = plan_check(
+        None,
+        now(),
+        HERE,
+        update=False,
+        part="latency",
+        same_job=SameJob("HEAD~1", False, reason="not in git"),
+    )
     assert (none.route, none.reason) == (Route.NO_REFERENCE, "not in git")
     same = SameJob("HEAD", available=True, identical=True)
     identical = plan_check(None, now(), HERE, update=False, part="memory", same_job=same)
@@ -240,12 +257,16 @@ def test_same_job_without_a_reference_says_why_and_the_very_same_model_is_identi
 @pytest.mark.parametrize("part", ["latency", "memory", "startup"])
 def test_without_ab_a_measured_part_follows_the_recipe_ladder(part: str) -> None:
     recorded = BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=RECIPE, figures={})
-    assert plan_check(recorded, now(), HERE, update=False, part=part) == choose(recorded, now(), HERE, update=False, part=part)
+    assert plan_check(recorded, now(), HERE, update=False, part=part) == choose(
+        recorded, now(), HERE, update=False, part=part
+    )
     changed = now(model_sha256="d" * 64)
     plan = plan_check(entry(THERE), changed, HERE, update=False, part="latency")
     assert plan.route is Route.SIDE_BY_SIDE
     assert plan.same_graph_possible
-    assert not plan_check(entry(THERE), now(settings={"intra_op_threads": 2}), HERE, update=False, part="latency").same_graph_possible
+    assert not plan_check(
+        entry(THERE), now(settings={"intra_op_threads": 2}), HERE, update=False, part="latency"
+    ).same_graph_possible
 
 
 def test_the_graph_ladder_needs_no_stored_figures_and_ignores_the_inputs() -> None:
@@ -253,11 +274,16 @@ def test_the_graph_ladder_needs_no_stored_figures_and_ignores_the_inputs() -> No
     assert plan_check(None, now(), HERE, update=False, part="graph").route is Route.MISSING
     assert plan_check(bare, now(), HERE, update=False, part="graph").route is Route.UNCHANGED
     inputs = plan_check(bare, now(inputs_sha256="e" * 64), HERE, update=False, part="graph")
-    assert (inputs.route, inputs.note) == (Route.UNCHANGED, "the inputs changed; the optimized graph does not depend on them")
+    assert (inputs.route, inputs.note) == (
+        Route.UNCHANGED,
+        "the inputs changed; the optimized graph does not depend on them",
+    )
     model = plan_check(bare, now(model_sha256="d" * 64), HERE, update=False, part="graph")
     assert model.route is Route.SIDE_BY_SIDE
     assert model.model_blob == RECIPE["model_git_blob"]
-    providers = plan_check(bare, now(providers_used=["CUDAExecutionProvider"]), HERE, update=False, part="graph")
+    providers = plan_check(
+        bare, now(providers_used=["CUDAExecutionProvider"]), HERE, update=False, part="graph"
+    )
     assert providers.route is Route.STORED
     assert "the providers used changed" in providers.reason
 
@@ -272,7 +298,9 @@ def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_re
         variant="cpu-all",
         recorded="2026-11-20",
         recipe=FROM_FILES,
-        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), memory=None, short=short, measured_on={})},
+        figures={
+            HERE: Figures(recorded="2026-11-20", latency=stats(), memory=None, short=short, measured_on={})
+        },
     )
     plan = choose(recorded, now(inputs_sha256="f" * 64), HERE, update=False, part=part)
     if part == "memory":
@@ -288,7 +316,9 @@ def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_re
 
 
 @pytest.mark.parametrize("source", [None, "synthetic(seed=3)"])
-def test_changed_synthetic_inputs_are_side_by_side_the_reference_on_its_recorded_ones(source: str | None) -> None:
+def test_changed_synthetic_inputs_are_side_by_side_the_reference_on_its_recorded_ones(
+    source: str | None,
+) -> None:
     """Issue 47: each side runs on its own inputs. Synthetic recorded inputs (or a recipe from before
     their source was kept) can be made again: the check goes side by side, the reference on them (the
     kind makes them and checks their digest)."""
@@ -296,5 +326,7 @@ def test_changed_synthetic_inputs_are_side_by_side_the_reference_on_its_recorded
     changed = now(model_sha256="d" * 64, inputs={"x": "float32[1, 8]"}, inputs_sha256="f" * 64)
     plan = choose(entry(THERE, HERE, recipe=recipe), changed, HERE, update=False)
     assert (plan.route, plan.recorded_inputs, plan.model_sha256) == (Route.SIDE_BY_SIDE, True, "a" * 64)
-    runtime = choose(entry(THERE, HERE, recipe=recipe), {**changed, "ort_version": "1.32.0"}, HERE, update=False)
+    runtime = choose(
+        entry(THERE, HERE, recipe=recipe), {**changed, "ort_version": "1.32.0"}, HERE, update=False
+    )
     assert runtime.route is not Route.SIDE_BY_SIDE  # in another runtime's workers: not fed yet

@@ -30,7 +30,11 @@ def test_a_changed_recipe_is_judged_even_where_this_hardware_has_no_figures() ->
 def test_a_part_this_hardware_already_has_is_judged_whatever_changed() -> None:
     for changes in ([], ["onnxruntime 1.30.0 -> 1.31.1"]):
         decided = missing_only(exists=True, recorded_here=True, changes=changes)
-        assert (decided.action, decided.reason, decided.changes) == (JUDGED, "nothing missing for this hardware", ())
+        assert (decided.action, decided.reason, decided.changes) == (
+            JUDGED,
+            "nothing missing for this hardware",
+            (),
+        )
 
 
 def test_a_judged_check_gets_a_plain_runs_policy() -> None:

@@ -15,11 +15,15 @@ MIB = 1 << 20
 
 
 def arena(peak: int, *, rss: int = 12 * MIB, held: int = 3 * MIB) -> MemoryFigures:
-    return MemoryFigures(processes=2, arena_peak=peak, arena_held=held, peak_rss=rss, peak_rss_range=(rss, rss))
+    return MemoryFigures(
+        processes=2, arena_peak=peak, arena_held=held, peak_rss=rss, peak_rss_range=(rss, rss)
+    )
 
 
 def footprint(peak: int | None, rss: int | None, *, device: int | None = None, nodes: Any = None) -> Any:
-    figures = {} if peak is None else {"mem_in_use_peak": peak, "mem_arena_held": 2 * peak, "nodes": nodes or {}}
+    figures = (
+        {} if peak is None else {"mem_in_use_peak": peak, "mem_arena_held": 2 * peak, "nodes": nodes or {}}
+    )
     return SimpleNamespace(arena=figures, peak_rss_added=rss, device_bytes=device)
 
 
@@ -70,7 +74,9 @@ def test_the_resident_set_decides_with_a_wider_threshold_and_floor() -> None:
 
 
 def test_sides_with_no_figure_in_common_are_not_compared() -> None:
-    assert compare_memory(MemoryFigures(processes=1, arena_peak=5), MemoryFigures(processes=1, device=5)) == []
+    assert (
+        compare_memory(MemoryFigures(processes=1, arena_peak=5), MemoryFigures(processes=1, device=5)) == []
+    )
 
 
 def test_a_users_threshold_and_floor_apply() -> None:
@@ -113,7 +119,9 @@ def test_sizes_read_as_people_write_them(value: int, text: str) -> None:
 
 def test_the_weights_decide_beside_the_arena_so_a_weight_the_arena_does_not_hold_is_seen() -> None:
     before = MemoryFigures(processes=2, arena_peak=96 * 1024, weights=722 * 1024, peak_rss=11 * MIB)
-    conv_weight_added = MemoryFigures(processes=2, arena_peak=96 * 1024, weights=758 * 1024, peak_rss=11 * MIB)
+    conv_weight_added = MemoryFigures(
+        processes=2, arena_peak=96 * 1024, weights=758 * 1024, peak_rss=11 * MIB
+    )
     arena, weights = compare_memory(before, conv_weight_added)
     assert (arena.figure, arena.verdict) == ("peak bytes in use in ORT's arena", Verdict.OK)
     assert (weights.figure, weights.verdict) == ("bytes of the model's weights", Verdict.REGRESSION)

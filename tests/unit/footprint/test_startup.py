@@ -61,13 +61,19 @@ def test_figures_of_fresh_processes_and_their_engine_cache() -> None:
 def test_a_cold_first_process_then_warm_ones_is_no_miss() -> None:
     """The first process compiles into an empty cache of its own; the second may fill the configured
     one (a cold start too); a third that compiles again missed it."""
-    made = StartupFigures((90.0, 80.0, 9.0), (0.3,) * 3, (0.05,) * 3, engine_cache="mixed", cache=("cold", "miss", "hit"))
+    made = StartupFigures(
+        (90.0, 80.0, 9.0), (0.3,) * 3, (0.05,) * 3, engine_cache="mixed", cache=("cold", "miss", "hit")
+    )
     assert made.warm_misses() == []
-    assert made.cache_text() == "compile cache: cold in 2 of 3 processes (compiled), warm in 1 (loaded from it)"
+    assert (
+        made.cache_text() == "compile cache: cold in 2 of 3 processes (compiled), warm in 1 (loaded from it)"
+    )
     assert made.cache_text() in made.lines()
     missed = replace(made, cache=("cold", "hit", "miss"))
     assert missed.warm_misses() == [3]
-    assert missed.cache_text().endswith("cold in 1 of 3 processes (compiled), warm in 1 (loaded from it); warm start missed its cache in process 3")
+    assert missed.cache_text().endswith(
+        "cold in 1 of 3 processes (compiled), warm in 1 (loaded from it); warm start missed its cache in process 3"
+    )
     unused = replace(made, cache=("unused", "hit", "hit"))
     assert unused.cache_text() == "compile cache unused: a process given an empty one wrote nothing there"
 

@@ -90,6 +90,35 @@ def test_the_start_up_check_holds_the_timing_lock_while_it_measures(
     assert measured.count("model.onnx") == measured.count(RECORDED.label)
 
 
+def test_start_up_side_by_side_adds_pairs_of_processes_until_the_rule_of_side_by_side_verdicts_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steady processes decide at the first look (3 pairs: 6 processes); processes whose creation
+    scatters 0.5x .. 2x around the same time cannot tell, and pairs are added to the last look
+    (10 pairs), where the check reads inconclusive, never a verdict from one unlucky pair."""
+    labels: list[str] = []
+    scatter = iter([1.0, 2.0, 0.5, 1.0, 2.0, 0.5, 1.0] * 4)
+
+    def steady(python: str, source: Any, *args: Any, **kwargs: Any) -> Footprint:
+        labels.append(source.label)
+        return _footprint()
+
+    def scattered(python: str, source: Any, *args: Any, **kwargs: Any) -> Footprint:
+        labels.append(source.label)
+        return replace(_footprint(), create_s=0.01 * next(scatter))
+
+    monkeypatch.setattr(fresh_processes, "measure_footprint", steady)
+    (result,) = StartupCheck(_services(tmp_path).context()).run(_target())
+    assert (result.status, len(labels)) == (Status.OK, 6)
+    assert all("over 3 process pairs, look 1 of 5" in c.rule for c in result.comparisons)
+    labels.clear()
+    monkeypatch.setattr(fresh_processes, "measure_footprint", scattered)
+    (result,) = StartupCheck(_services(tmp_path).context()).run(_target())
+    assert (result.status, result.failed, len(labels)) == (Status.INCONCLUSIVE, False, 20)
+    assert "over 10 process pairs, look 5 of 5; about " in result.comparisons[0].rule
+    assert result.comparisons[0].rule.endswith(" pairs would decide at this spread")
+
+
 def test_without_a_rebuilt_reference_only_the_current_model_is_measured_and_it_is_missing(
     tmp_path: Path, measured: list[str]
 ) -> None:

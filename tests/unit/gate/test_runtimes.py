@@ -58,7 +58,9 @@ def test_a_missing_runtime_is_fetched_once_with_a_line_before_and_the_time_after
         f"ortperf: fetching onnxruntime 1.99.0, the runtime the baselines recorded, into {tmp_path} "
         "(pip install onnxruntime==1.99.0; --ortperf-fetch-runtime=never turns this off) ..."
     )
-    assert said[1].startswith(f"ortperf: fetched onnxruntime 1.99.0 (the recorded runtime) into {tmp_path / key} in ")
+    assert said[1].startswith(
+        f"ortperf: fetched onnxruntime 1.99.0 (the recorded runtime) into {tmp_path / key} in "
+    )
     assert said[1].endswith(" s")
     assert found.notes == [said[1].removeprefix("ortperf: ")]
 
@@ -113,7 +115,10 @@ def test_an_environment_whose_worker_cannot_start_is_not_used(tmp_path: Path) ->
 
     path = write_env(tmp_path, ("onnxruntime==1.99.0",), version="1.99.0")
     found = RuntimeFinder(caches=[EnvCache(tmp_path)], imports=broken)
-    assert found.python(*WANTED) == ("", f"ortperf env {path.name} cannot run a measuring worker: exit status 1")
+    assert found.python(*WANTED) == (
+        "",
+        f"ortperf env {path.name} cannot run a measuring worker: exit status 1",
+    )
 
 
 def test_the_configured_interpreter_comes_first_when_it_has_the_runtime(tmp_path: Path) -> None:

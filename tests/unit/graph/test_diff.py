@@ -63,7 +63,8 @@ def test_at_level_disabled_a_fused_op_type_that_drops_is_the_models_op_change() 
 def test_a_gained_fusion_informs_and_fails_only_in_exact_mode() -> None:
     diff = GraphDiff(ONE_LOST, FUSED)
     assert diff.lost_fusions() == []
-    assert diff.gained_fusions() == ["FusedConv 2 -> 3"]
+    assert diff.gained_fusions() == ["FusedConv 2 -> 3 (Conv -1, Relu -1)"]
+    assert diff.grown_fusions() == []
     assert failures(diff) == []
     assert failures(diff, "exact") == [
         "the graph changed (FusedConv 2 -> 3, Conv -1, Relu -1) and ort_thresholds(graph='exact') fails any change"
@@ -99,7 +100,9 @@ def test_nodes_moving_off_the_provider_and_new_copies_fail() -> None:
         "copy nodes between providers 0 -> 2",
     ]
     assert "off the requested provider now: conv1 (Conv) on CPUExecutionProvider" in diff.lines()
-    assert diff.text().endswith("nodes off the requested provider 0 -> 1, copy nodes between providers 0 -> 2")
+    assert diff.text().endswith(
+        "nodes off the requested provider 0 -> 1, copy nodes between providers 0 -> 2"
+    )
 
 
 def test_a_node_falling_back_as_another_returns_fails_when_both_sides_were_built_here() -> None:
@@ -150,15 +153,46 @@ def test_graph_thresholds_are_a_mode_or_pinned_counts() -> None:
     ("value", "expected"),
     [
         ("loose", "marker: graph: expected one of fusions, exact, off, got 'loose'."),
-        (3, "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got 3."),
-        ({}, "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got {}."),
-        ({"FusedConv": -1}, "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got -1."),
-        ({"FusedConv": True}, "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got True."),
+        (
+            3,
+            "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got 3.",
+        ),
+        (
+            {},
+            "marker: graph: expected a mode (fusions, exact, off) or op type counts such as {'FusedConv': 3}, got {}.",
+        ),
+        (
+            {"FusedConv": -1},
+            "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got -1.",
+        ),
+        (
+            {"FusedConv": True},
+            "marker: graph: the count pinned for 'FusedConv' must be an integer >= 0, got True.",
+        ),
         ({"": 1}, "marker: graph: op type names must be non-empty strings, got ''."),
-        ({"X": -(10**5000)}, "marker: graph: the count pinned for 'X' must be an integer >= 0, got <int too large to show>."),
+        (
+            {"X": -(10**5000)},
+            "marker: graph: the count pinned for 'X' must be an integer >= 0, got <int too large to show>.",
+        ),
     ],
 )
 def test_bad_graph_thresholds_are_usage_errors_naming_where(value: object, expected: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_graph_threshold(value, source="marker: graph")
     assert str(info.value) == expected
+
+
+def test_more_fused_nodes_of_a_grown_model_are_not_called_gained_fusions() -> None:
+    """Added layers of the same kind (49 -> 65 Gemm, nothing unfused went away): the model grew, ORT
+    fused nothing new; the message says that, not "gained fusions"."""
+    grown = GraphFigures(
+        ops={"com.microsoft:FusedConv": 9, "Identity": 1},
+        fused={"com.microsoft:FusedConv": 9},
+        providers={"CPUExecutionProvider": 10},
+        digest="c" * 64,
+    )
+    diff = GraphDiff(FUSED, grown)
+    assert diff.gained_fusions() == []
+    assert diff.grown_fusions() == ["FusedConv 3 -> 9"]
+    assert "more fused nodes as the model grew (no unfused part went away): FusedConv 3 -> 9" in diff.lines()
+    assert not any(line.startswith("gained fusions") for line in diff.lines())

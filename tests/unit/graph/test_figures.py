@@ -43,7 +43,9 @@ def test_op_keys_name_the_domain_except_the_default_one() -> None:
 
 def test_the_fused_op_types_are_those_the_optimizer_made() -> None:
     source = conv_stack_model(3)
-    figures = summarize(fused(3), source, placement=[("conv0", "com.microsoft:FusedConv", CPU)], requested=CPU)
+    figures = summarize(
+        fused(3), source, placement=[("conv0", "com.microsoft:FusedConv", CPU)], requested=CPU
+    )
     assert histogram(source) == {"Conv": 3, "Identity": 1, "Relu": 3}
     assert figures.ops == {"Identity": 1, "com.microsoft:FusedConv": 3}
     assert figures.fused == {"com.microsoft:FusedConv": 3}
@@ -106,7 +108,13 @@ def test_figures_round_trip_and_damaged_ones_are_refused() -> None:
                         hardware={"arch": "x86_64", "features": ["avx2", "avx"]})  # fmt: skip
     assert figures.hardware_class == "x86_64:avx,avx2"
     assert GraphFigures.from_dict(figures.as_dict()) == figures
-    for damaged in ({"ops": {"Conv": -1}}, {"ops": []}, {"ops": {}, "digest": 3}, {"ops": {}, "copies": True}, []):
+    for damaged in (
+        {"ops": {"Conv": -1}},
+        {"ops": []},
+        {"ops": {}, "digest": 3},
+        {"ops": {}, "copies": True},
+        [],
+    ):
         with pytest.raises((TypeError, ValueError)):
             GraphFigures.from_dict(damaged)
     with pytest.raises(KeyError):

@@ -168,7 +168,8 @@ class StandInSide:
 
     def time_runs(self, count: int, expected_ns: float) -> list[int]:
         return [
-            round(self.ms * self.factor * 1e6 * max(0.1, 1 + self.rng.gauss(0, self.noise))) for _ in range(count)
+            round(self.ms * self.factor * 1e6 * max(0.1, 1 + self.rng.gauss(0, self.noise)))
+            for _ in range(count)
         ]
 
 

@@ -95,9 +95,9 @@ def test_gate_seconds_add_up_and_read_back_from_a_report() -> None:
     assert one + two == GateSeconds(building=1.0, warming=0.5, measuring=3.0, waiting=3.0)
     assert GateSeconds.from_dict((one + two).as_dict()) == one + two
     # A damaged or foreign report: unknown keys ignored, values that are no seconds read as 0.
-    assert GateSeconds.from_dict({"measuring": "soon", "warming": -1, "building": 2, "other": 9}) == GateSeconds(
-        building=2.0
-    )
+    assert GateSeconds.from_dict(
+        {"measuring": "soon", "warming": -1, "building": 2, "other": 9}
+    ) == GateSeconds(building=2.0)
 
 
 def _ticking(step_ns: int) -> tuple[list[int], object]:
@@ -117,13 +117,19 @@ def test_measure_pair_tells_every_round_and_both_warm_ups() -> None:
     rounds = measure_pair(
         lambda: None,
         lambda: None,
-        MeasureSettings(budget_s=0.001, rounds=12, min_rounds=12, warmup_runs=3, warmup_s=0.0, warmup_cap_s=0.0),
+        MeasureSettings(
+            budget_s=0.001, rounds=12, min_rounds=12, warmup_runs=3, warmup_s=0.0, warmup_cap_s=0.0
+        ),
         rng=random.Random(1),
         clock=clock,  # type: ignore[arg-type]
         activity=activity,
     )
     steps = [p.step for p in heard.updates]
-    assert steps.index("warming reference") < steps.index("warming current") < steps.index("measuring side by side")
+    assert (
+        steps.index("warming reference")
+        < steps.index("warming current")
+        < steps.index("measuring side by side")
+    )
     told = [p.rounds for p in heard.updates if p.step == "measuring side by side" and p.planned]
     assert told == list(range(1, len(rounds.current_first) + 1))
     assert activity.seconds().measuring > 0
@@ -135,7 +141,9 @@ def test_measure_tells_its_rounds() -> None:
     _, clock = _ticking(1000)
     stats = measure(
         lambda: None,
-        MeasureSettings(budget_s=0.001, rounds=8, min_rounds=8, warmup_runs=2, warmup_s=0.0, warmup_cap_s=0.0),
+        MeasureSettings(
+            budget_s=0.001, rounds=8, min_rounds=8, warmup_runs=2, warmup_s=0.0, warmup_cap_s=0.0
+        ),
         clock=clock,  # type: ignore[arg-type]
         activity=Activity(listener=heard),
     )
@@ -150,7 +158,9 @@ def _rounds(ratio: float, n: int = 40) -> PairedRounds:
 
 
 @pytest.mark.parametrize(("ratio", "confirmed"), [(1.0, False), (1.5, True)])
-def test_check_ab_charges_the_confirmation_and_its_new_pair_to_confirming(ratio: float, confirmed: bool) -> None:
+def test_check_ab_charges_the_confirmation_and_its_new_pair_to_confirming(
+    ratio: float, confirmed: bool
+) -> None:
     clock = FakeClock()
     activity = Activity(clock=clock)
 

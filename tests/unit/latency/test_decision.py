@@ -16,9 +16,9 @@ from pytest_ortperf.latency.decision import (
     Verdict,
     against_plain,
     judge,
-    parse_threshold,
     ratio_interval,
 )
+from pytest_ortperf.values import parse_threshold
 
 SRC = "--ortperf-threshold"
 

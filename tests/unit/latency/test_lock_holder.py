@@ -37,7 +37,9 @@ def test_a_holder_reads_back_what_it_wrote_and_knows_its_own_run() -> None:
     assert json.loads(text)["run"] == "run-1"
     other = parse_holder(text, run="run-2", alive=alive)
     assert other == LockHolder(1234, "pytest tests/ -k mlp", round(SINCE, 3))
-    mine = parse_holder(LockOwner("run-1", "pytest -n 2", "gw1").holder_text(pid=99, since=SINCE), run="run-1")
+    mine = parse_holder(
+        LockOwner("run-1", "pytest -n 2", "gw1").holder_text(pid=99, since=SINCE), run="run-1"
+    )
     assert mine is not None
     assert mine.this_run
     assert mine.worker == "gw1"
@@ -89,7 +91,10 @@ def test_holders_are_described_with_pid_command_and_since() -> None:
     assert clock_text(SINCE, now=SINCE + 3 * 86400) == "2025-03-04 12:03:05"
     worker = LockHolder(1234, "pytest -n 4 tests/", SINCE, worker="gw2")
     assert worker.describe().startswith("held by pid 1234 (pytest -n 4 tests/, xdist worker gw2) since ")
-    assert LockHolder(1234, "", SINCE, worker="gw2", this_run=True).describe() == "held by this run's xdist worker gw2"
+    assert (
+        LockHolder(1234, "", SINCE, worker="gw2", this_run=True).describe()
+        == "held by this run's xdist worker gw2"
+    )
     long = LockHolder(1, "pytest " + "tests/test_a_very_long_name.py " * 10, SINCE).describe()
     assert "(pytest tests/test_a_very_long_name.py tests/test_a_very_l...) since " in long
     assert len("pytest tests/test_a_very_long_name.py tests/test_a_very_l...") == COMMAND_SHOWN
@@ -112,7 +117,15 @@ def test_waits_round_trip_through_a_report_and_bad_ones_are_dropped() -> None:
 def test_waits_sum_per_process_with_its_earliest_since_longest_first() -> None:
     first, later = LockHolder(10, "pytest a", SINCE), LockHolder(10, "pytest a", SINCE + 30)
     other = LockHolder(11, "pytest b", SINCE + 5)
-    merged = merge_waits([LockWait(1.0, later), LockWait(0.5, None), LockWait(2.0, other), LockWait(1.5, first), LockWait(0.25, None)])
+    merged = merge_waits(
+        [
+            LockWait(1.0, later),
+            LockWait(0.5, None),
+            LockWait(2.0, other),
+            LockWait(1.5, first),
+            LockWait(0.25, None),
+        ]
+    )
     assert merged == [LockWait(2.5, first), LockWait(2.0, other), LockWait(0.75, None)]
 
 

@@ -66,7 +66,9 @@ def test_plan_exact_numbers_for_a_one_millisecond_model() -> None:
         (30.0, RoundPlan(5, 1)),
     ],
 )
-def test_plan_for_slow_models_uses_fewer_rounds_down_to_min_rounds(cost_s: float, expected: RoundPlan) -> None:
+def test_plan_for_slow_models_uses_fewer_rounds_down_to_min_rounds(
+    cost_s: float, expected: RoundPlan
+) -> None:
     settings = MeasureSettings(budget_s=2.0, rounds=15, min_rounds=5)
     plan = plan_rounds(cost_s * 1e9, settings)
     assert plan == expected

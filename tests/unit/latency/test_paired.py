@@ -473,7 +473,7 @@ def reference_model() -> None:
     pass
 
 
-POLICY = CheckPolicy(threshold=0.5, ab_threshold=0.03, ab=MeasureSettings(budget_s=1.5))
+POLICY = CheckPolicy(threshold=0.03, ab=MeasureSettings(budget_s=1.5))
 FIRST_OF_FOUR = "look 1 of 4 (at 99.9%; 99% over all looks)"
 LAST_OF_FOUR = "look 4 of 4 (at 99.3%; 99% over all looks)"
 
@@ -519,7 +519,10 @@ def test_check_ab_against_a_recorded_reference_names_what_changed_since_the_base
     assert result.failed
     assert result.changes == changes
     lines = result.message.splitlines()
-    assert lines[-2:] == [f"  changed since the baseline: {changes[0]}", "  to accept the new latency: ortperf update x"]
+    assert lines[-2:] == [
+        f"  changed since the baseline: {changes[0]}",
+        "  to accept the new latency: ortperf update x",
+    ]
     ok = check_ab(
         current_model, reference_model, key=KEY, label=LABEL, policy=POLICY,
         measure_fn=FakePair(paired(1.0, 0.01)), changes=changes,
@@ -527,11 +530,11 @@ def test_check_ab_against_a_recorded_reference_names_what_changed_since_the_base
     assert (ok.failed, ok.changes) == (False, changes)  # the record lists them when it passes too
 
 
-def test_check_ab_judges_with_the_ab_threshold_not_the_stored_one() -> None:
-    # +10%: within the stored threshold (50%), far beyond the A/B threshold (3%).
+def test_check_ab_judges_with_the_one_latency_threshold() -> None:
+    # +10%: far beyond the one threshold (3%), which side by side decides by with no floor.
     result = _check(FakePair(paired(1.1, 0.01, seed=1), paired(1.1, 0.01, seed=2)))
     assert result.comparison is not None
-    assert result.comparison.threshold == 0.03
+    assert (result.comparison.threshold, result.comparison.floor) == (0.03, 0.0)
     assert result.failed
 
 
@@ -594,7 +597,7 @@ def test_an_ab_improvement_fails_only_when_asked() -> None:
     passing = _check(FakePair(faster))
     assert passing.status == "improved"
     assert not passing.failed
-    strict = CheckPolicy(ab_threshold=0.03, fail_on_improvement=True)
+    strict = CheckPolicy(threshold=0.03, fail_on_improvement=True)
     failing = _check(FakePair(faster), strict)
     assert failing.failed
     lines = failing.message.splitlines()
@@ -648,7 +651,9 @@ def test_reports_show_the_ab_mode_reference_and_basis() -> None:
     row = next(line for line in table.splitlines() if "test_resnet" in line)
     assert f"{result.reference.median_ms:.4g} ms" in row  # type: ignore[union-attr]
     assert "could detect >= " in row
-    assert row.endswith(f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |")
+    assert row.endswith(
+        f"| inconclusive | side by side vs {LABEL}; a/b: {AB_STATISTIC} over 40 rounds, {LAST_OF_FOUR} |"
+    )
     (terminal,) = rows_of([result])
     assert terminal[2] == "a/b"
     assert terminal[3] == f"median {result.reference.median_ms:.4g} ms"  # type: ignore[union-attr]
@@ -748,9 +753,11 @@ def test_a_first_regression_far_beyond_the_threshold_on_randomised_sessions_is_n
     assert result.confirmation is None
     assert result.comparison is not None
     low = result.comparison.estimate.low
-    assert low - 1 >= POLICY.ab_threshold + CLEAR_MARGIN
+    assert low - 1 >= POLICY.threshold + CLEAR_MARGIN
     assert result.confirmation_skipped == clear_regression(result.comparison)
-    assert result.confirmation_skipped.startswith(f"the first interval's lower bound +{(low - 1) * 100:.3g}% ")
+    assert result.confirmation_skipped.startswith(
+        f"the first interval's lower bound +{(low - 1) * 100:.3g}% "
+    )
     assert "beyond the threshold +3% by more than 5%" in result.confirmation_skipped
     assert f"  not measured a second time: {result.confirmation_skipped}" in result.message.splitlines()
     assert "confirmed by a second" not in result.message
@@ -760,7 +767,9 @@ def test_a_first_regression_far_beyond_the_threshold_on_randomised_sessions_is_n
     assert record["confirmation"]["confirmed"] is None
     assert record["confirmation"]["first_change"]["low"] == low
     assert record["decided_by"] == result.basis
-    row = next(line for line in markdown([record], machine="ci", unused=[]).splitlines() if "test_resnet" in line)
+    row = next(
+        line for line in markdown([record], machine="ci", unused=[]).splitlines() if "test_resnet" in line
+    )
     assert "not measured a second time" in row
 
 
@@ -806,7 +815,9 @@ def test_sessions_of_a_side_take_the_rounds_in_turn_and_warm_up_run_by_run() -> 
     assert len(side.time_runs(3, 1.0)) == 3
     assert len(side.time_runs(2, 1.0)) == 2
     side.time_runs(1, 1.0)
-    assert seen == ["a", "a", "a", "b", "b", "a"], "a round's runs on one session, the next round on the other"
+    assert seen == ["a", "a", "a", "b", "b", "a"], (
+        "a round's runs on one session, the next round on the other"
+    )
     with pytest.raises(ValueError, match="at least one"):
         RoundsInTurn([])
 

@@ -30,7 +30,9 @@ def run_looks(
     raise AssertionError("unreachable")
 
 
-def checks(rng: np.random.Generator, true_ratio: float, sigma: float, count: int, rounds: int = 40) -> np.ndarray:
+def checks(
+    rng: np.random.Generator, true_ratio: float, sigma: float, count: int, rounds: int = 40
+) -> np.ndarray:
     return true_ratio * np.exp(rng.normal(0.0, sigma, size=(count, rounds)))
 
 

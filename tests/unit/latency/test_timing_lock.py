@@ -133,18 +133,28 @@ def test_a_wait_names_the_process_that_held_the_lock(tmp_path: Path) -> None:
     script.write_text(HOLD_LOCK)
     lock = TimingLock(tmp_path / "timing.lock", this_process("my-run", argv=["/venv/bin/pytest", "tests/"]))
     before = time.time()
-    activity, heard, pid, content = _wait_behind(tmp_path, [sys.executable, str(script), "other-run", ""], lock)
+    activity, heard, pid, content = _wait_behind(
+        tmp_path, [sys.executable, str(script), "other-run", ""], lock
+    )
     (wait,) = activity.lock_waits()
     assert wait.holder is not None
     assert (wait.holder.pid, wait.holder.this_run, wait.holder.worker) == (pid, False, "")
-    assert wait.holder.command == f"hold_lock.py other-run '' {tmp_path / 'timing.lock'} {tmp_path / 'ready'} {tmp_path / 'release'}"
+    assert (
+        wait.holder.command
+        == f"hold_lock.py other-run '' {tmp_path / 'timing.lock'} {tmp_path / 'ready'} {tmp_path / 'release'}"
+    )
     assert before - 1 <= wait.holder.since <= time.time()
     assert wait.seconds >= 0.4  # it was let go after half a second
     assert activity.seconds().waiting >= wait.seconds
     assert wait.holder in heard.holders  # the progress line heard who it waited for
     assert heard.holders[-1] is None  # and no longer once the wait was over
     # While held, the file names this process; once let go, nothing.
-    assert json.loads(content) == {"pid": os.getpid(), "command": "pytest tests/", "since": json.loads(content)["since"], "run": "my-run"}
+    assert json.loads(content) == {
+        "pid": os.getpid(),
+        "command": "pytest tests/",
+        "since": json.loads(content)["since"],
+        "run": "my-run",
+    }
     assert (tmp_path / "timing.lock").read_text() == ""
 
 
@@ -163,7 +173,9 @@ def test_a_stale_holder_is_not_named_and_never_stops_the_lock(tmp_path: Path) ->
     lock_path = tmp_path / "timing.lock"
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
     ended.wait()
-    stale = this_process("old-run", argv=["pytest", "tests/"]).holder_text(pid=ended.pid, since=time.time() - 60)
+    stale = this_process("old-run", argv=["pytest", "tests/"]).holder_text(
+        pid=ended.pid, since=time.time() - 60
+    )
     # A free lock whose file still names a holder that was killed while holding: taken at once.
     lock_path.write_text(stale)
     lock = TimingLock(lock_path)
@@ -195,7 +207,10 @@ def test_an_empty_reading_after_a_named_holder_is_that_holder_letting_go() -> No
     readings = iter([named, ""])
     ticks = iter([0.5, 1.0, 2.0])
     watch = _Watch(
-        lambda: parse_holder(next(readings), run="my-run", alive=lambda pid: True), None, 0.0, clock=lambda: next(ticks)
+        lambda: parse_holder(next(readings), run="my-run", alive=lambda pid: True),
+        None,
+        0.0,
+        clock=lambda: next(ticks),
     )
     watch.look()
     watch.look()
@@ -319,7 +334,9 @@ def test_a_decision_inside_untimed_work_lets_go_of_it_and_takes_it_again(tmp_pat
     assert _exclusive_free(path)
 
 
-def test_a_shared_look_of_an_xdist_worker_runs_beside_the_others_an_exclusive_one_never(tmp_path: Path) -> None:
+def test_a_shared_look_of_an_xdist_worker_runs_beside_the_others_an_exclusive_one_never(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "timing.lock"
     serial = TimingLock(path, this_process("run"))
     two = TimingLock(path, this_process("run", "gw0", workers=2))

@@ -49,7 +49,9 @@ class StandIn:
         self.hold = hold
         self.halfway = threading.Event()
 
-    def __call__(self, env_dir: Path, specs: Sequence[str], python: str, out: TextIO, pip_args: Sequence[str]) -> None:
+    def __call__(
+        self, env_dir: Path, specs: Sequence[str], python: str, out: TextIO, pip_args: Sequence[str]
+    ) -> None:
         self.calls += 1
         self.pip_args = tuple(pip_args)
         pip_install_without_pip(env_dir, python)
@@ -188,7 +190,9 @@ def test_a_damaged_failure_record_is_no_failure(tmp_path: Path) -> None:
 
 
 def test_a_bad_recorded_spec_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(OrtperfError, match=r"fetching a recorded runtime: 'onnxruntime==1 2' is not a package spec"):
+    with pytest.raises(
+        OrtperfError, match=r"fetching a recorded runtime: 'onnxruntime==1 2' is not a package spec"
+    ):
         EnvCache(tmp_path / "envs", StandIn()).fetch(["onnxruntime==1 2"], run_id="run")
 
 
@@ -221,7 +225,10 @@ def test_an_unreachable_index_says_so() -> None:
 
 def _python310() -> str | None:
     """A Python 3.10 here, looked for as .ci/run does (a pyenv shim without its interpreter is none)."""
-    candidates = [shutil.which("python3.10"), *map(str, sorted(Path.home().glob(".pyenv/versions/3.10.*/bin/python3")))]
+    candidates = [
+        shutil.which("python3.10"),
+        *map(str, sorted(Path.home().glob(".pyenv/versions/3.10.*/bin/python3"))),
+    ]
     for candidate in filter(None, candidates):
         check = [candidate, "-c", "import sys; sys.exit(sys.version_info[:2] != (3, 10))"]
         if subprocess.run(check, capture_output=True, check=False).returncode == 0:

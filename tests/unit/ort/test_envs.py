@@ -196,14 +196,17 @@ def test_a_missing_cache_directory_is_empty(tmp_path: Path) -> None:
         ),
         pytest.param(
             lambda p: (p / METADATA_FILE).write_text(
-                json.dumps({k: v for k, v in json.loads((p / METADATA_FILE).read_text()).items() if k != "providers"}),
+                json.dumps(
+                    {k: v for k, v in json.loads((p / METADATA_FILE).read_text()).items() if k != "providers"}
+                ),
                 encoding="utf-8",
             ),
             id="missing-field",
         ),
         pytest.param(
             lambda p: (p / METADATA_FILE).write_text(
-                json.dumps({**json.loads((p / METADATA_FILE).read_text()), "key": "0123456789ab"}), encoding="utf-8"
+                json.dumps({**json.loads((p / METADATA_FILE).read_text()), "key": "0123456789ab"}),
+                encoding="utf-8",
             ),
             id="another-key",
         ),
@@ -291,7 +294,10 @@ def test_removing_an_unknown_environment_names_it_lists_the_keys_and_deletes_not
 def test_an_ambiguous_prefix_removes_nothing(tmp_path: Path) -> None:
     for name in ("abcd00000001", "abcd00000002"):
         (tmp_path / name).mkdir()
-    with pytest.raises(OrtperfError, match=r"'abcd' matches several environments .*: abcd00000001, abcd00000002; give more of the key"):
+    with pytest.raises(
+        OrtperfError,
+        match=r"'abcd' matches several environments .*: abcd00000001, abcd00000002; give more of the key",
+    ):
         EnvCache(tmp_path).remove("abcd")
     assert (tmp_path / "abcd00000001").exists()
     assert (tmp_path / "abcd00000002").exists()
@@ -333,7 +339,11 @@ def test_the_nearest_project_file_wins(tmp_path: Path) -> None:
 def test_without_a_project_file_the_cache_lives_where_we_start(tmp_path: Path) -> None:
     start = tmp_path / "somewhere"
     start.mkdir()
-    if any((d / f).is_file() for d in start.parents for f in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")):
+    if any(
+        (d / f).is_file()
+        for d in start.parents
+        for f in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+    ):
         pytest.skip(f"a directory above {tmp_path} holds a project file")
     assert project_env_root(start) == start / ".ortperf" / "envs"
 

@@ -30,15 +30,26 @@ def _model(layers: int = 4, width: int = 256) -> ModelSource:
 
 def _measure(model: ModelSource, tmp_path: Path, **kwargs: object) -> worker_program.Any:
     return measure_footprint(
-        sys.executable, model, CPU_ALL, SessionSettings(), FEEDS, timeout_s=60, profile_prefix=tmp_path / "p", **kwargs
+        sys.executable,
+        model,
+        CPU_ALL,
+        SessionSettings(),
+        FEEDS,
+        timeout_s=60,
+        profile_prefix=tmp_path / "p",
+        **kwargs,
     )
 
 
-needs_arena = pytest.mark.skipif(not ARENA_REPORTED, reason="this onnxruntime's profile reports no arena figures")
+needs_arena = pytest.mark.skipif(
+    not ARENA_REPORTED, reason="this onnxruntime's profile reports no arena figures"
+)
 
 
 @needs_arena
-def test_orts_arena_figures_are_exact_across_fresh_processes_and_grow_with_the_weights(tmp_path: Path) -> None:
+def test_orts_arena_figures_are_exact_across_fresh_processes_and_grow_with_the_weights(
+    tmp_path: Path,
+) -> None:
     first, second = _measure(_model(4), tmp_path), _measure(_model(4), tmp_path)
     grown = _measure(_model(8), tmp_path)
     weights = 4 * 256 * 256 * 4  # bytes of four more 256x256 float weights
@@ -66,15 +77,24 @@ def test_without_the_cpu_arena_the_accounting_is_absent_and_the_resident_set_rem
 def test_a_session_past_the_memory_limit_fails_with_the_limit_and_the_figure_reached(tmp_path: Path) -> None:
     big = _model(4, 1024)  # 16 MiB of weights
     feeds = {"x": np.ones((4, 1024), np.float32)}
-    with pytest.raises(WorkerError, match=r"ran out of memory at the worker's limit of 8 MiB \(--ortperf-memory-limit\); "
-                       r"resident memory reached [0-9.]+ MiB"):
-        measure_footprint(sys.executable, big, CPU_ALL, SessionSettings(), feeds, timeout_s=60, limit_bytes=8 << 20)
+    with pytest.raises(
+        WorkerError,
+        match=r"ran out of memory at the worker's limit of 8 MiB \(--ortperf-memory-limit\); "
+        r"resident memory reached [0-9.]+ MiB",
+    ):
+        measure_footprint(
+            sys.executable, big, CPU_ALL, SessionSettings(), feeds, timeout_s=60, limit_bytes=8 << 20
+        )
 
 
 def test_a_worker_that_dies_is_an_error_that_says_so(tmp_path: Path) -> None:
     program = _stand_in(tmp_path, "footprint", "os._exit(9)")
-    with pytest.raises(WorkerError, match=r"'mlp4x256' \[cpu-all\] in a fresh worker .*exited with code 9 during 'footprint'"):
-        measure_footprint(sys.executable, _model(), CPU_ALL, SessionSettings(), FEEDS, timeout_s=30, program=program)
+    with pytest.raises(
+        WorkerError, match=r"'mlp4x256' \[cpu-all\] in a fresh worker .*exited with code 9 during 'footprint'"
+    ):
+        measure_footprint(
+            sys.executable, _model(), CPU_ALL, SessionSettings(), FEEDS, timeout_s=30, program=program
+        )
 
 
 def test_arena_figures_come_from_the_last_run_of_the_profile() -> None:
@@ -131,10 +151,19 @@ def test_a_model_file_is_sent_as_bytes_so_both_sides_build_alike(tmp_path: Path)
     assert measured.create_s > 0
     path.unlink()
     with pytest.raises(WorkerError, match="cannot read"):
-        measure_footprint(sys.executable, source, CPU_ALL, SessionSettings(), {"x": np.ones((2, 16), np.float32)}, timeout_s=60)
+        measure_footprint(
+            sys.executable,
+            source,
+            CPU_ALL,
+            SessionSettings(),
+            {"x": np.ones((2, 16), np.float32)},
+            timeout_s=60,
+        )
 
 
-def test_the_weights_of_a_model_are_counted_from_its_graph_where_the_arena_may_not_hold_them(tmp_path: Path) -> None:
+def test_the_weights_of_a_model_are_counted_from_its_graph_where_the_arena_may_not_hold_them(
+    tmp_path: Path,
+) -> None:
     from tests.models import conv_stack_model
 
     feeds = {"x": np.ones((1, 32, 16, 16), np.float32)}

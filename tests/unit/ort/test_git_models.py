@@ -213,7 +213,9 @@ def test_ab_marker_python_alone_or_with_a_reference_or_a_revision(tmp_path: Path
     python = sys.executable
     assert ab_marker((), {"python": python}, origin=ORIGIN) == ABMarker(python=python)
     assert ab_marker(("x.onnx",), {"python": python}, origin=ORIGIN) == ABMarker("x.onnx", python=python)
-    assert ab_marker((), {"rev": "HEAD", "python": python}, origin=ORIGIN) == ABMarker(rev="HEAD", python=python)
+    assert ab_marker((), {"rev": "HEAD", "python": python}, origin=ORIGIN) == ABMarker(
+        rev="HEAD", python=python
+    )
     # A relative path is relative to rootdir; a bare name is looked up on PATH.
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "python").symlink_to(python)
@@ -224,7 +226,9 @@ def test_ab_marker_python_alone_or_with_a_reference_or_a_revision(tmp_path: Path
 
 @pytest.mark.parametrize("python", ["envs/none/bin/python", "/no/such/python", "no-such-command-here", "."])
 def test_ab_marker_python_must_be_an_interpreter_here(python: str, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=rf"^{ORIGIN}: python: '.*' is not a Python interpreter here .*ortperf env create"):
+    with pytest.raises(
+        UsageError, match=rf"^{ORIGIN}: python: '.*' is not a Python interpreter here .*ortperf env create"
+    ):
         ab_marker((), {"python": python}, origin=ORIGIN, rootdir=tmp_path)
 
 
@@ -262,31 +266,53 @@ def test_ab_marker_rejects_what_is_no_revision(rev: object) -> None:
 # --- options and ort_thresholds(ab=...) -----------------------------------------------------------
 
 
-def test_ab_options_default_to_off_and_the_documented_defaults(tmp_path: Path) -> None:
+def test_ab_options_default_to_off_and_the_one_latency_threshold(tmp_path: Path) -> None:
     defaults = {o.ini: o for o in OPTIONS}
-    built = build_config(FakeConfig(tmp_path))
+    config = FakeConfig(tmp_path)
+    built = build_config(config)
     assert built.ab_rev == ""  # A/B mode is off unless asked for
-    threshold, budget = defaults["ortperf_ab_threshold"], defaults["ortperf_ab_budget"]
-    assert built.policy.ab_threshold == float(str(threshold.default).rstrip("%")) / 100
+    threshold, budget = defaults["ortperf_latency_threshold"], defaults["ortperf_ab_budget"]
+    assert built.policy.threshold == float(str(threshold.default).rstrip("%")) / 100 == 0.03
     assert built.policy.ab.budget_s == float(str(budget.default))
-    # The help text states the same defaults the option table holds.
+    # The help text states the same defaults the option table holds, once.
     assert f"(default: {threshold.default})" in threshold.help
     assert f"(default: {budget.default})" in budget.help
+    assert defaults["ortperf_ab_threshold"].default == ""
+    assert "Deprecated" in defaults["ortperf_ab_threshold"].help
+    assert config.warnings == []
 
 
-def test_ab_options_from_the_command_line_and_ini(tmp_path: Path) -> None:
-    built = build_config(
-        FakeConfig(
-            tmp_path,
-            cli={"ortperf_ab": " origin/main ", "ortperf_ab_threshold": "5%"},
-            ini={"ortperf_ab_budget": "1.5"},
-        )
+@pytest.mark.parametrize(
+    ("cli", "ini", "expected", "said"),
+    [
+        ({"ortperf_ab_threshold": "5%"}, {}, 0.05, "--ortperf-ab-threshold is deprecated"),
+        ({}, {"ortperf_ab_threshold": "5%"}, 0.05, "ini ortperf_ab_threshold is deprecated"),
+        # the one threshold given: it decides, and the deprecated one only warns
+        (
+            {"ortperf_latency_threshold": "8%", "ortperf_ab_threshold": "5%"},
+            {},
+            0.08,
+            "--ortperf-ab-threshold",
+        ),
+    ],
+)
+def test_the_deprecated_ab_threshold_sets_the_one_latency_threshold_with_a_warning(
+    tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any], expected: float, said: str
+) -> None:
+    config = FakeConfig(
+        tmp_path, cli={"ortperf_ab": " origin/main ", **cli}, ini={"ortperf_ab_budget": "1.5", **ini}
     )
+    built = build_config(config)
     assert built.ab_rev == "origin/main"
-    assert built.policy.ab_threshold == 0.05
-    default = build_config(FakeConfig(tmp_path))
-    assert built.policy.threshold == default.policy.threshold  # the stored-mode threshold is untouched
+    assert built.policy.threshold == expected
     assert built.policy.ab.budget_s == 1.5
+    (warning,) = config.warnings
+    assert isinstance(warning, pytest.PytestDeprecationWarning)
+    assert str(warning).startswith(said)
+    assert (
+        "use --ortperf-latency-threshold (ini ortperf_latency_threshold, marker ort_thresholds(latency=...))"
+        in str(warning)
+    )
 
 
 @pytest.mark.parametrize(
@@ -307,23 +333,32 @@ def test_bad_ab_options_are_usage_errors_naming_the_option(
     assert str(info.value).startswith(prefix)
 
 
-def test_ort_thresholds_ab_sets_the_ab_threshold_only() -> None:
+def test_ort_thresholds_ab_sets_the_latency_threshold_with_a_deprecation_warning() -> None:
     base = CheckPolicy()
-    policy, tolerances = thresholds_for(base, ToleranceSpec(), [((), {"ab": "5%"})], origin="t.py::t")
-    assert policy.ab_threshold == 0.05
-    assert policy.threshold == base.threshold
+    with pytest.warns(
+        pytest.PytestDeprecationWarning, match=r"t\.py::t: ort_thresholds\(ab=\.\.\.\) is deprecated"
+    ):
+        policy, tolerances = thresholds_for(base, ToleranceSpec(), [((), {"ab": "5%"})], origin="t.py::t")
+    assert policy.threshold == 0.05
     assert tolerances == ToleranceSpec()
 
 
-def test_the_closest_ort_thresholds_ab_wins() -> None:
+def test_the_closest_ort_thresholds_wins_and_latency_beats_ab_in_one_marker() -> None:
     markers = [((), {"ab": "5%", "latency": "20%"}), ((), {"ab": 0.02})]
-    policy, _ = thresholds_for(CheckPolicy(), ToleranceSpec(), markers, origin="t.py::t")
-    assert (policy.ab_threshold, policy.threshold) == (0.02, 0.20)
+    with pytest.warns(pytest.PytestDeprecationWarning):
+        policy, _ = thresholds_for(CheckPolicy(), ToleranceSpec(), markers, origin="t.py::t")
+    assert policy.threshold == 0.02
+    with pytest.warns(pytest.PytestDeprecationWarning):
+        policy, _ = thresholds_for(CheckPolicy(), ToleranceSpec(), markers[:1], origin="t.py::t")
+    assert policy.threshold == 0.20
 
 
 @pytest.mark.parametrize("value", ["fast", "-5%", 0, True])
 def test_a_bad_ort_thresholds_ab_is_a_usage_error(value: object) -> None:
-    with pytest.raises(UsageError, match=r"^ort_thresholds of t\.py::t: "):
+    with (
+        pytest.raises(UsageError, match=r"^ort_thresholds of t\.py::t: "),
+        pytest.warns(pytest.PytestDeprecationWarning),
+    ):
         thresholds_for(
             CheckPolicy(), ToleranceSpec(), [((), {"ab": value})], origin="ort_thresholds of t.py::t"
         )
@@ -455,7 +490,9 @@ def test_git_keeps_a_committed_staged_or_tracked_model_and_nothing_else(tmp_path
     repo.mkdir()
     for args in (["init", "-q"], ["config", "user.name", "T"], ["config", "user.email", "t@e"]):
         subprocess.run(["git", *args], cwd=repo, check=True)
-    committed, staged, changed, loose = (repo / f"{name}.onnx" for name in ("committed", "staged", "changed", "loose"))
+    committed, staged, changed, loose = (
+        repo / f"{name}.onnx" for name in ("committed", "staged", "changed", "loose")
+    )
     for path in (committed, staged, changed, loose):
         path.write_bytes(path.name.encode())
     subprocess.run(["git", "add", "committed.onnx", "changed.onnx"], cwd=repo, check=True)
@@ -472,3 +509,36 @@ def test_git_keeps_a_committed_staged_or_tracked_model_and_nothing_else(tmp_path
     outside = tmp_path / "outside.onnx"
     outside.write_bytes(b"x")
     assert not git_keeps(tmp_path, outside, blob(outside))  # no repository at all
+
+
+def test_tracked_blobs_are_the_whole_repositorys_from_any_folder(repo: Path, tmp_path: Path) -> None:
+    from pytest_ortperf.ort.git_models import tracked_blobs
+
+    blob = git(repo, "rev-parse", "HEAD:models/model.onnx")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_x.py").write_text("")
+    commit_all(repo, "tests")
+    found = tracked_blobs(repo / "tests")
+    assert found is not None
+    assert blob in found
+    assert len(found) == 2
+    onnx.save(mlp_model(3, 16, seed=0), repo / "models" / "model.onnx")
+    commit_all(repo, "changed")
+    assert blob not in (tracked_blobs(repo / "tests") or ())
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert tracked_blobs(outside) is None
+
+
+def test_a_model_changed_since_it_was_recorded_is_one_git_holds_and_its_index_no_longer_does(
+    repo: Path,
+) -> None:
+    from pytest_ortperf.ort.git_models import changed_since
+    from pytest_ortperf.ort.models import git_blob_id
+
+    recorded = git(repo, "rev-parse", "HEAD:models/model.onnx")
+    outside = git_blob_id(b"a model outside the repository (site-packages, say): git never had it")
+    assert changed_since(repo, {recorded, outside}) == frozenset()  # unchanged; the other is no file of git's
+    onnx.save(mlp_model(3, 16, seed=0), repo / "models" / "model.onnx")
+    commit_all(repo, "changed")
+    assert changed_since(repo / "models", {recorded, outside}) == {recorded}

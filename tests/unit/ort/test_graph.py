@@ -29,8 +29,12 @@ def model_bytes(**kwargs: int) -> ModelSource:
     return ModelSource(label="conv", sha256="x" * 64, data=data)
 
 
-@pytest.mark.parametrize(("level", "fused"), [(OptLevel.BASIC, {}), (OptLevel.EXTENDED, {"com.microsoft:FusedConv": 2})])
-def test_the_levels_graph_is_written_and_read_with_its_placement(level: OptLevel, fused: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("level", "fused"), [(OptLevel.BASIC, {}), (OptLevel.EXTENDED, {"com.microsoft:FusedConv": 2})]
+)
+def test_the_levels_graph_is_written_and_read_with_its_placement(
+    level: OptLevel, fused: dict[str, int]
+) -> None:
     built = optimized_graph(ort, model_bytes(layers=2), Variant(CPU, level), SessionSettings())
     figures = summarize(built.optimized, built.source, placement=built.placement, requested=CPU.providers[0])
     assert figures.fused == fused
@@ -44,7 +48,9 @@ def test_the_levels_graph_is_written_and_read_with_its_placement(level: OptLevel
 def test_a_worker_of_another_environment_builds_the_same_graph() -> None:
     variant, settings = Variant(CPU, OptLevel.ALL), SessionSettings()
     here = optimized_graph(ort, model_bytes(layers=2), variant, settings)
-    there = optimized_graph(ort, model_bytes(layers=2), variant, settings, python=sys.executable, timeout_s=60)
+    there = optimized_graph(
+        ort, model_bytes(layers=2), variant, settings, python=sys.executable, timeout_s=60
+    )
     assert there.optimized is not None
     as_figures = [summarize(g.optimized, g.source, placement=g.placement) for g in (here, there)]
     assert as_figures[0] == as_figures[1]
@@ -65,14 +71,21 @@ def test_a_model_ort_cannot_build_is_a_session_error_naming_it() -> None:
     broken = conv_stack_model(layers=1)
     broken.graph.node[0].op_type = "NoSuchOp"
     source = ModelSource(label="broken.onnx", sha256="y" * 64, data=broken.SerializeToString())
-    with pytest.raises(SessionBuildError, match=r"^ONNX Runtime could not build a session for 'broken.onnx' \[cpu-basic\]: "):
+    with pytest.raises(
+        SessionBuildError, match=r"^ONNX Runtime could not build a session for 'broken.onnx' \[cpu-basic\]: "
+    ):
         optimized_graph(ort, source, Variant(CPU, OptLevel.BASIC), SessionSettings())
 
 
 def test_the_source_of_a_model_file_is_read_without_its_external_data(tmp_path: Path) -> None:
     path = tmp_path / "model.onnx"
     onnx.save(conv_stack_model(layers=1), path)
-    built = optimized_graph(ort, ModelSource(label="model.onnx", sha256="z" * 64, path=path), Variant(CPU, OptLevel.BASIC), SessionSettings())
+    built = optimized_graph(
+        ort,
+        ModelSource(label="model.onnx", sha256="z" * 64, path=path),
+        Variant(CPU, OptLevel.BASIC),
+        SessionSettings(),
+    )
     assert [node.op_type for node in built.source.graph.node] == ["Conv", "Relu", "Identity"]
 
 

@@ -245,7 +245,9 @@ def test_empty_path_is_a_usage_error(tmp_path: Path) -> None:
 POINTER = LFS_POINTER + b"v1\noid sha256:" + b"4d" * 32 + b"\nsize 4925402\n"
 
 
-def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(layout: tuple[Path, Path, bytes]) -> None:
+def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(
+    layout: tuple[Path, Path, bytes],
+) -> None:
     root, test_dir, _ = layout
     path = test_dir / "m.onnx"
     path.write_bytes(POINTER)
@@ -260,7 +262,9 @@ def test_a_git_lfs_pointer_file_is_a_model_error_naming_git_lfs_pull(layout: tup
 
 
 def test_git_lfs_pointer_bytes_are_a_model_error() -> None:
-    with pytest.raises(ModelError, match=r"^marker X: the model bytes are a Git LFS pointer .*'git lfs pull'"):
+    with pytest.raises(
+        ModelError, match=r"^marker X: the model bytes are a Git LFS pointer .*'git lfs pull'"
+    ):
         ModelResolver(Path(".")).resolve(POINTER, test_dir=Path("."), origin="marker X")
 
 
@@ -279,7 +283,13 @@ def test_a_models_external_data_has_its_own_digest_which_follows_the_weights(tmp
     def saved(seed: int) -> ModelSource:
         (tmp_path / "model.data").unlink(missing_ok=True)  # onnx appends to an existing data file
         path = tmp_path / "model.onnx"
-        onnx.save(mlp_model(2, 64, seed=seed), path, save_as_external_data=True, location="model.data", size_threshold=0)
+        onnx.save(
+            mlp_model(2, 64, seed=seed),
+            path,
+            save_as_external_data=True,
+            location="model.data",
+            size_threshold=0,
+        )
         return ModelResolver(tmp_path).resolve("model.onnx", test_dir=tmp_path, origin="test")
 
     first, again, other = saved(0), saved(0), saved(1)

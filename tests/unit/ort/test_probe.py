@@ -288,12 +288,16 @@ def test_real_child_reports_cpu_available() -> None:
 
 def test_interpret_child_a_plugin_without_a_device_says_so_alone() -> None:
     reason = "onnxruntime-ep-openvino registered OpenVINOExecutionProvider and offers no device here"
-    out = "ORTPERF_PROBE " + json.dumps({"providers": [], "error": None, "stage": "create", "unusable": reason})
+    out = "ORTPERF_PROBE " + json.dumps(
+        {"providers": [], "error": None, "stage": "create", "unusable": reason}
+    )
     result = interpret_child("OpenVINOExecutionProvider", returncode=0, stdout=out, stderr="")
     assert result == ProbeResult("OpenVINOExecutionProvider", False, reason)
 
 
-def test_a_plugin_provider_cannot_be_combined_with_another_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plugin_provider_cannot_be_combined_with_another_accelerator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """ORT takes a plugin's devices from the session options, not from ``providers``: mixing both
     would silently drop one of them."""
     import onnxruntime as ort
@@ -302,5 +306,8 @@ def test_a_plugin_provider_cannot_be_combined_with_another_accelerator(monkeypat
 
     monkeypatch.setattr(worker_program, "_plugins", {"FooExecutionProvider": ("onnxruntime-ep-foo", "/x.so")})
     providers = ["FooExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
-    with pytest.raises(worker_program.PluginUnusable, match=r"^a plugin provider cannot be combined with CUDAExecutionProvider$"):
+    with pytest.raises(
+        worker_program.PluginUnusable,
+        match=r"^a plugin provider cannot be combined with CUDAExecutionProvider$",
+    ):
         worker_program.new_session(ort, b"", ort.SessionOptions(), providers)

@@ -271,7 +271,9 @@ HUGE = 10**4301  # one digit past CPython's int -> str limit: str() and repr() r
         ({"cpu_mem_arena": HUGE}, "cpu_mem_arena"),
     ],
 )
-def test_values_str_refuses_are_a_usage_error_naming_the_marker(overrides: dict[Any, Any], where: str) -> None:
+def test_values_str_refuses_are_a_usage_error_naming_the_marker(
+    overrides: dict[Any, Any], where: str
+) -> None:
     """An int of more than 4300 digits raised a raw ValueError from str() instead of naming the marker."""
     with pytest.raises(UsageError) as info:
         SessionSettings().with_overrides(overrides, source="ort_settings marker of t.py::t")

@@ -53,7 +53,9 @@ def test_a_model_with_external_data_is_refused(tmp_path: Path) -> None:
         prepare(model, BERT, cache_dir=tmp_path / "cache", ort_version="x")
 
 
-def test_without_sympy_the_error_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_sympy_the_error_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = importlib.import_module
 
     def no_sympy(name: str, *args: Any) -> Any:

@@ -19,7 +19,9 @@ from pytest_ortperf.ort.variants import OptLevel, Variant
 CPU_ALL = Variant(resolve_provider("cpu", source="test"), OptLevel.ALL)
 
 
-def _round_trip(header: dict[str, object], arrays: list[np.ndarray]) -> tuple[dict[str, object], list[np.ndarray]]:
+def _round_trip(
+    header: dict[str, object], arrays: list[np.ndarray]
+) -> tuple[dict[str, object], list[np.ndarray]]:
     stream = io.BytesIO()
     worker_program.write_message(stream, header, arrays)
     stream.seek(0)

@@ -140,10 +140,20 @@ def test_a_profile_runs_on_a_new_profiling_session_and_leaves_the_timed_ones_alo
 def test_runs_are_timed_in_the_worker_and_judged_like_in_process_ab(tmp_path: Path) -> None:
     pool = WorkerPool(timeout_s=30)
     try:
-        small = load(pool.get(sys.executable, "current"), _source(mlp_model(2, 64), tmp_path), CPU_ALL,
-                     SessionSettings(), {"x": np.ones((8, 64), np.float32)})
-        big = load(pool.get(sys.executable, "reference"), _source(mlp_model(12, 64), tmp_path), CPU_ALL,
-                   SessionSettings(), {"x": np.ones((8, 64), np.float32)})
+        small = load(
+            pool.get(sys.executable, "current"),
+            _source(mlp_model(2, 64), tmp_path),
+            CPU_ALL,
+            SessionSettings(),
+            {"x": np.ones((8, 64), np.float32)},
+        )
+        big = load(
+            pool.get(sys.executable, "reference"),
+            _source(mlp_model(12, 64), tmp_path),
+            CPU_ALL,
+            SessionSettings(),
+            {"x": np.ones((8, 64), np.float32)},
+        )
         assert small.worker is not big.worker
         timings = small.time_runs(5, expected_ns=1e5)
         assert len(timings) == 5
@@ -172,8 +182,13 @@ def test_a_run_past_the_run_timeout_is_terminated_and_named(tmp_path: Path) -> N
     # 275 GFLOP (8 layers ran in under 0.5 s on an AVX-512 Xeon, and the run was not cut short).
     process = WorkerProcess(sys.executable, timeout_s=0.5)
     try:
-        slow = load(process, _source(mlp_model(32, 1024), tmp_path), CPU_ALL, SessionSettings(),
-                    {"x": np.ones((4096, 1024), np.float32)})
+        slow = load(
+            process,
+            _source(mlp_model(32, 1024), tmp_path),
+            CPU_ALL,
+            SessionSettings(),
+            {"x": np.ones((4096, 1024), np.float32)},
+        )
         started = time.monotonic()
         with pytest.raises(WorkerError, match=r"took longer than 0.5 s and was terminated"):
             slow.time_runs(1, expected_ns=1e6)
@@ -200,7 +215,9 @@ def test_a_worker_that_crashes_fails_the_command_with_what_it_printed(tmp_path: 
     program = _stand_in(tmp_path, "time", 'print("about to crash", file=sys.stderr)\nctypes.string_at(0)')
     process = WorkerProcess(sys.executable, timeout_s=30, program=program)
     loaded = load(process, _source(mlp_model(1, 16), tmp_path), CPU_ALL, SessionSettings(), FEEDS)
-    with pytest.raises(WorkerError, match=r"(?s)killed by signal 11 \(SIGSEGV\) during 'time'.*about to crash"):
+    with pytest.raises(
+        WorkerError, match=r"(?s)killed by signal 11 \(SIGSEGV\) during 'time'.*about to crash"
+    ):
         loaded.time_runs(3, expected_ns=1e5)
     assert not process.alive
 
@@ -330,10 +347,33 @@ def test_a_unit_that_cannot_load_fails_naming_the_model_and_the_pool_goes_on(tmp
     pool = WorkerPool(timeout_s=30)
     try:
         good = SideSpec(sys.executable, _source(mlp_model(2, 16), tmp_path), SessionSettings())
-        broken = SideSpec(sys.executable, replace(good.model, data=b"not a model", path=None), SessionSettings())
+        broken = SideSpec(
+            sys.executable, replace(good.model, data=b"not a model", path=None), SessionSettings()
+        )
         with pytest.raises(WorkerError, match=r"\[cpu-all\] in onnxruntime.*failed 'load'"):
             load_units(pool, good, broken, CPU_ALL, FEEDS, first=0, count=2)
         (unit,) = load_units(pool, good, good, CPU_ALL, FEEDS, first=0, count=1)  # the same processes go on
         assert unit.current.outputs()["y"].shape == (4, 16)
     finally:
         pool.close()
+
+
+def test_settling_waits_for_every_prestarted_worker_and_leaves_a_failed_start_to_its_check(
+    tmp_path: Path,
+) -> None:
+    pool = WorkerPool(timeout_s=30)
+    pool.prestart(sys.executable, 2)
+    workers = list(pool._workers.values())
+    assert len(workers) == 2
+    assert any(w.starting for w in workers)
+    pool.settle()
+    assert all(not w.starting and w.alive for w in workers)
+    pool.close()
+    failing = tmp_path / "fails.py"
+    failing.write_text("import sys\nprint('no onnxruntime here', file=sys.stderr)\nsys.exit(3)\n")
+    broken = WorkerPool(timeout_s=30, program=failing)
+    broken.prestart(sys.executable, 1)
+    broken.settle()  # no error here: the check that asks for the worker is the one told
+    with pytest.raises(WorkerError, match="no onnxruntime here"):
+        broken.side(sys.executable, "measuring", 1)
+    broken.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,10 @@ def test_per_input_int_ranges_merge() -> None:
         ({"seed": "x"}, f"{ORIGIN}: seed must be a whole number"),
         ({"int_range": "9:1"}, f"{ORIGIN}: integer range 9:1 is empty"),
         ({"int_range": {"input_ids": "a:b"}}, f"{ORIGIN} int_range['input_ids']: expected an integer range"),
-        ({"shapes": [1, 3, 64, 64]}, f"{ORIGIN}: shapes must map input names to shapes, such as shapes={{'x'"),
+        (
+            {"shapes": [1, 3, 64, 64]},
+            f"{ORIGIN}: shapes must map input names to shapes, such as shapes={{'x'",
+        ),
         ({"shapes": {}}, f"{ORIGIN}: shapes must map input names to shapes"),
         ({"shapes": {"x": [1, 0, 64]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
         ({"shapes": {"x": [1, -3]}}, f"{ORIGIN}: shapes['x'] must be a list of whole sizes >= 1"),
@@ -195,6 +199,10 @@ class FakeConfig:
         self.rootpath = rootpath
         self._cli = cli or {}
         self._ini = {o.ini: o.default for o in OPTIONS} | (ini or {})
+        self.warnings: list[Warning] = []
+
+    def issue_config_time_warning(self, warning: Warning, stacklevel: int) -> None:
+        self.warnings.append(warning)
 
     def getoption(self, dest: str) -> Any:
         return self._cli.get(dest)
@@ -302,7 +310,7 @@ def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path,
     field = {
         "ortperf_latency_threshold": "threshold",
         "ortperf_drift_threshold": "drift_threshold",
-        "ortperf_ab_threshold": "ab_threshold",
+        "ortperf_ab_threshold": "threshold",  # deprecated: it sets the one latency threshold
         "ortperf_max_cv": "max_cv",
         "ortperf_memory_threshold": "memory_threshold",
         "ortperf_startup_threshold": "startup_threshold",
@@ -312,7 +320,10 @@ def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path,
         assert getattr(policy, field) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(("cli", "ini"), [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})])
+@pytest.mark.parametrize(
+    ("cli", "ini"),
+    [({"ortperf_tolerances": ["mismatch=5"]}, {}), ({}, {"ortperf_tolerances": ["y.mismatch=5"]})],
+)
 def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
     tmp_path: Path, cli: dict[str, Any], ini: dict[str, Any]
 ) -> None:
@@ -330,7 +341,10 @@ def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
         ({"memory": 2}, "ort_thresholds marker of t.py::t: memory: did you mean 2%?"),
         ({"startup": "30"}, "ort_thresholds marker of t.py::t: startup: did you mean 30%?"),
         ({"mismatch": 2}, "ort_thresholds marker of t.py::t: mismatch: did you mean 2%?"),
-        ({"outputs": {"y": {"mismatch": 3}}}, "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?"),
+        (
+            {"outputs": {"y": {"mismatch": 3}}},
+            "ort_thresholds marker of t.py::t outputs['y']: mismatch: did you mean 3%?",
+        ),
     ],
 )
 def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key(
@@ -339,8 +353,13 @@ def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key
     from pytest_ortperf.accuracy.tolerances import ToleranceSpec
     from pytest_ortperf.checks.policy import CheckPolicy
 
+    warnings.simplefilter(
+        "ignore", pytest.PytestDeprecationWarning
+    )  # ab= is deprecated (pytest restores filters)
     with pytest.raises(UsageError) as info:
-        thresholds_for(CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t")
+        thresholds_for(
+            CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t"
+        )
     assert str(info.value).startswith(prefix)
 
 
@@ -348,9 +367,9 @@ def test_a_thresholds_marker_keeps_fractions_and_percentages() -> None:
     from pytest_ortperf.accuracy.tolerances import ToleranceSpec
     from pytest_ortperf.checks.policy import CheckPolicy
 
-    marker = ((), {"latency": 0.2, "ab": "5%", "mismatch": "1%", "rtol": 5})
+    marker = ((), {"latency": 0.2, "mismatch": "1%", "rtol": 5})
     policy, spec = thresholds_for(CheckPolicy(), ToleranceSpec(), [marker], origin="m")
-    assert (policy.threshold, policy.ab_threshold) == (0.2, 0.05)
+    assert policy.threshold == 0.2
     assert spec.overall == {"mismatch": 0.01, "rtol": 5.0}
 
 
@@ -389,23 +408,46 @@ def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("4KiB", 4096), ("64 MiB", 64 << 20), ("2GB", 2 * 10**9), ("1048576", 1 << 20), ("0.5GiB", 1 << 29), ("off", 0)],
+    [
+        ("4KiB", 4096),
+        ("64 MiB", 64 << 20),
+        ("2GB", 2 * 10**9),
+        ("1048576", 1 << 20),
+        ("0.5GiB", 1 << 29),
+        ("off", 0),
+    ],
 )
 def test_sizes_take_binary_and_decimal_units(tmp_path: Path, value: str, expected: int) -> None:
     assert build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value})).memory_limit == expected
     if expected:
-        assert build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor == expected
+        assert (
+            build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor
+            == expected
+        )
+
+
+@pytest.mark.parametrize("value", ["9" * 400, "2000000TiB", "1" + "0" * 19])
+def test_a_size_beyond_any_machine_is_a_usage_error_naming_the_option(tmp_path: Path, value: str) -> None:
+    """Found by the long fuzz profile: 4,290 nines overflowed a float into an OverflowError."""
+    with pytest.raises(UsageError) as info:
+        build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value}))
+    assert str(info.value).startswith("--ortperf-memory-limit: ")
+    assert "more bytes than any machine has (at most 1 EiB)" in str(info.value)
 
 
 def test_the_memory_limit_defaults_to_the_physical_memory(tmp_path: Path) -> None:
-    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf(
+        "SC_PHYS_PAGES"
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
     [("latency,accuracy", ("latency", "accuracy")), ("memory, startup,memory", ("memory", "startup"))],
 )
-def test_the_checks_of_check_come_from_the_option_in_order(tmp_path: Path, value: str, expected: tuple[str, ...]) -> None:
+def test_the_checks_of_check_come_from_the_option_in_order(
+    tmp_path: Path, value: str, expected: tuple[str, ...]
+) -> None:
     assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value})).checks == expected
 
 
@@ -413,10 +455,37 @@ def test_unset_checks_are_the_kinds_declared_default(tmp_path: Path) -> None:
     from pytest_ortperf.kinds import builtin_kinds
 
     assert build_config(FakeConfig(tmp_path)).checks == tuple(builtin_kinds().defaults())
-    assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": ""})).checks == ("latency", "accuracy", "graph")
+    assert build_config(FakeConfig(tmp_path, ini={"ortperf_checks": ""})).checks == (
+        "latency",
+        "accuracy",
+        "graph",
+    )
 
 
 @pytest.mark.parametrize("value", ["latency,speed", " , "])
 def test_unknown_or_no_checks_are_a_usage_error_naming_the_ini_key(tmp_path: Path, value: str) -> None:
-    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup"):
+    with pytest.raises(
+        UsageError,
+        match=r"^ini ortperf_checks: expected checks from latency, accuracy, graph, memory, startup",
+    ):
         build_config(FakeConfig(tmp_path, ini={"ortperf_checks": value}))
+
+
+@pytest.mark.parametrize(
+    ("ini", "field"),
+    [
+        ("ortperf_strict", "strict"),
+        ("ortperf_prune", "prune"),
+        ("ortperf_repair", "repair"),
+        ("ortperf_session_profile", "session_profile"),
+        ("ortperf_parallel_timing", "parallel_timing"),
+    ],
+)
+def test_a_switch_in_the_ini_file_takes_the_one_grammar_and_a_bad_word_names_its_key(
+    tmp_path: Path, ini: str, field: str
+) -> None:
+    assert getattr(build_config(FakeConfig(tmp_path, ini={ini: "yes"})), field) is True
+    assert getattr(build_config(FakeConfig(tmp_path, ini={ini: "off"})), field) is False
+    assert getattr(build_config(FakeConfig(tmp_path, cli={ini: True}, ini={ini: "no"})), field) is True
+    with pytest.raises(UsageError, match=rf"^ini {ini}: expected on or off, got 'maybe'"):
+        build_config(FakeConfig(tmp_path, ini={ini: "maybe"}))

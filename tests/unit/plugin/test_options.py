@@ -218,3 +218,79 @@ def test_every_flag_and_its_ini_key_share_one_name_but_the_variant_matrix() -> N
         "--ortperf-tolerance is deprecated and will be removed in a later release: use --ortperf-tolerances "
         "(the flag and its ini key share one name, ortperf_tolerances)."
     ]
+
+
+def test_every_row_parses_its_own_default_and_the_defaults_are_the_modules() -> None:  # one statement each
+    """The table's typed defaults, as the configuration reads them, are the ones the code below
+    the pytest layer assumes when nothing is configured (the same rule, stated in one place each)."""
+    from pytest_ortperf.checks.policy import MISSING_CHOICES, CheckPolicy
+    from pytest_ortperf.footprint.memory_figures import DEFAULT_FLOOR
+    from pytest_ortperf.footprint.memory_figures import DEFAULT_THRESHOLD as MEMORY_THRESHOLD
+    from pytest_ortperf.footprint.startup_figures import DEFAULT_THRESHOLD as STARTUP_THRESHOLD
+    from pytest_ortperf.graph.diff import DEFAULT_MODE
+    from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD
+    from pytest_ortperf.latency.measure import MeasureSettings
+    from pytest_ortperf.latency.paired import AB_SETTINGS
+    from pytest_ortperf.latency.recording import DEFAULT_MAX_CV
+    from pytest_ortperf.ort.inputs import InputOptions
+    from pytest_ortperf.plugin.options import MISSING
+
+    typed = {o.ini: o.typed_default for o in OPTIONS if o.parse is not None}
+    policy = CheckPolicy()
+    assert typed["ortperf_latency_threshold"] == DEFAULT_THRESHOLD == policy.threshold
+    assert typed["ortperf_memory_threshold"] == MEMORY_THRESHOLD == policy.memory_threshold
+    assert typed["ortperf_memory_floor"] == DEFAULT_FLOOR == policy.memory_floor
+    assert typed["ortperf_startup_threshold"] == STARTUP_THRESHOLD == policy.startup_threshold
+    assert typed["ortperf_graph"] == DEFAULT_MODE == policy.graph_mode
+    assert typed["ortperf_max_cv"] == DEFAULT_MAX_CV == policy.max_cv
+    assert typed["ortperf_budget"] == MeasureSettings().budget_s == policy.measure.budget_s
+    assert typed["ortperf_ab_budget"] == AB_SETTINGS.budget_s == policy.ab.budget_s
+    assert typed["ortperf_missing"] == policy.missing
+    assert MISSING == MISSING_CHOICES
+    inputs = InputOptions()
+    assert (typed["ortperf_seed"], typed["ortperf_int_range"], typed["ortperf_dims"]) == (
+        inputs.seed,
+        inputs.int_range,
+        dict(inputs.dims),
+    )
+    switches = [o for o in OPTIONS if o.switch]
+    assert switches
+    assert all(typed[o.ini] is False for o in switches)  # every presence flag is off unless given
+
+
+SWITCH_WORDS = {
+    True: ("on", "ON", " yes ", "true", "True", "1", "y", "t"),
+    False: ("off", "no", "false", "FALSE", "0", "n", "f"),
+}
+
+
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.switch], ids=lambda o: o.ini)
+def test_every_switch_takes_the_one_grammar_from_the_ini_file_and_a_flag_given(option: Any) -> None:
+    for expected, words in SWITCH_WORDS.items():
+        for word in words:
+            assert option.value(word, f"ini {option.ini}") is expected
+    assert option.value(True, option.flag) is True  # the command-line flag, given
+    with pytest.raises(
+        UsageError, match=rf"^ini {option.ini}: expected on or off, got 'maybe' \(a switch takes "
+    ):
+        option.value("maybe", f"ini {option.ini}")
+
+
+@pytest.mark.parametrize(
+    "ini", ["ortperf_canary", "ortperf_timing", "ortperf_progress", "ortperf_fetch_runtime"]
+)
+def test_every_word_switch_takes_the_same_grammar(ini: str) -> None:
+    option = next(o for o in OPTIONS if o.ini == ini)
+    for expected, words in SWITCH_WORDS.items():
+        for word in words:
+            assert option.value(word, f"ini {ini}") is expected
+    with pytest.raises(UsageError, match=r"^--x: expected .*got 'sometimes'"):
+        option.value("sometimes", "--x")
+
+
+def test_auto_is_left_to_the_plugin_and_never_is_off() -> None:
+    progress = next(o for o in OPTIONS if o.ini == "ortperf_progress")
+    fetch = next(o for o in OPTIONS if o.ini == "ortperf_fetch_runtime")
+    assert progress.value("auto", "--ortperf-progress") is None
+    assert fetch.value("auto", "--ortperf-fetch-runtime") is True
+    assert fetch.value("never", "--ortperf-fetch-runtime") is False

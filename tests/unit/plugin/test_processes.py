@@ -83,7 +83,9 @@ def test_an_entry_that_cannot_be_rebuilt_is_a_run_error_naming_the_test(tmp_path
 
 def test_what_fetching_did_in_a_worker_reaches_the_controllers_summary(tmp_path: Path) -> None:
     worker = fake_run(BaselineStore(tmp_path))
-    worker.runtime_notes = lambda: ["fetched onnxruntime 1.31.1 (the recorded runtime) into .ortperf/envs/ab in 9.0 s"]
+    worker.runtime_notes = lambda: [
+        "fetched onnxruntime 1.31.1 (the recorded runtime) into .ortperf/envs/ab in 9.0 s"
+    ]
     controller = fake_run(BaselineStore(tmp_path))
     merge(controller, export(worker))
     merge(controller, export(fake_run(BaselineStore(tmp_path))))  # a worker that fetched nothing

@@ -12,7 +12,9 @@ from pytest_ortperf.latency.lock_holder import LockHolder
 from pytest_ortperf.plugin.progress import LOG_EVERY_S, SHOW_AFTER_S, TerminalProgress, progress_text, wanted
 
 
-def moment(step: str = "measuring side by side", *, phase: str = "", rounds: int = 16, elapsed: float = 2.0) -> Progress:
+def moment(
+    step: str = "measuring side by side", *, phase: str = "", rounds: int = 16, elapsed: float = 2.0
+) -> Progress:
     return Progress(
         check="test_resnet[cpu-all]",
         phase=phase or step.split(" ")[0],
@@ -48,11 +50,19 @@ class Clock:
 
 
 def test_the_text_names_the_test_the_step_and_the_rounds() -> None:
-    assert progress_text(moment()) == "test_resnet[cpu-all]: measuring side by side, round 16 of at most 40 (2 s)"
+    assert (
+        progress_text(moment())
+        == "test_resnet[cpu-all]: measuring side by side, round 16 of at most 40 (2 s)"
+    )
     assert progress_text(moment("measuring")) == "test_resnet[cpu-all]: measuring, round 16 of 40 (2 s)"
-    assert progress_text(moment("warming reference", rounds=0)) == "test_resnet[cpu-all]: warming reference (2 s)"
+    assert (
+        progress_text(moment("warming reference", rounds=0))
+        == "test_resnet[cpu-all]: warming reference (2 s)"
+    )
     confirming = progress_text(moment("measuring side by side", phase="confirming"))
-    assert confirming == "test_resnet[cpu-all]: confirming: measuring side by side, round 16 of at most 40 (2 s)"
+    assert (
+        confirming == "test_resnet[cpu-all]: confirming: measuring side by side, round 16 of at most 40 (2 s)"
+    )
     assert progress_text(moment("waiting")).endswith(": waiting for the timing lock (2 s)")
 
 
@@ -131,10 +141,29 @@ def test_in_a_log_each_update_is_a_line_at_most_every_few_seconds_and_on_each_ne
         clock.now += 0.5
         progress.update(moment(rounds=rounds))
     assert written[0] == "ortperf: test_resnet[cpu-all]: warming reference (2 s)\n"
-    assert written[1].startswith("ortperf: test_resnet[cpu-all]: measuring side by side, round 1 of at most 40")
+    assert written[1].startswith(
+        "ortperf: test_resnet[cpu-all]: measuring side by side, round 1 of at most 40"
+    )
     assert len(written) == 2 + int(29 * 0.5 / LOG_EVERY_S)  # a new step at once, then every LOG_EVERY_S
     progress.clear()
     assert all(line.endswith("\n") and "\b" not in line for line in written)
+
+
+def test_in_a_log_a_measuring_step_says_its_rounds_as_soon_as_they_are_planned() -> None:
+    # A check that waited for the timing lock past SHOW_AFTER_S writes its measuring step the moment it
+    # begins, before its rounds are planned; the plan is a line at once, not LOG_EVERY_S later.
+    written: list[str] = []
+    clock = Clock()
+    progress = TerminalProgress(written.append, transient=False, clock=clock)
+    progress.update(replace(moment("measuring", rounds=0), planned=0, elapsed_s=4.0))
+    clock.now += 0.1
+    progress.update(replace(moment("measuring", rounds=1), elapsed_s=4.1))
+    clock.now += 0.1
+    progress.update(replace(moment("measuring", rounds=2), elapsed_s=4.2))
+    assert written == [
+        "ortperf: test_resnet[cpu-all]: measuring (4 s)\n",
+        "ortperf: test_resnet[cpu-all]: measuring, round 1 of 40 (4 s)\n",
+    ]
 
 
 @pytest.mark.parametrize(

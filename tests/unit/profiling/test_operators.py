@@ -20,7 +20,9 @@ def _summary(runs: int, nodes: list[tuple[str, str, str, int]]) -> ProfileSummar
 
 
 def test_op_profile_is_per_run_and_counts_nodes_per_op() -> None:
-    profile = op_profile(_summary(2, [("a", "Conv", "CPU", 400), ("b", "Conv", "CPU", 200), ("c", "Relu", "CPU", 20)]))
+    profile = op_profile(
+        _summary(2, [("a", "Conv", "CPU", 400), ("b", "Conv", "CPU", 200), ("c", "Relu", "CPU", 20)])
+    )
     assert profile.ops == {"Conv": (300.0, 2), "Relu": (10.0, 1)}
     assert profile.nodes["a"] == ("Conv", "CPU", 200.0)
 
@@ -40,7 +42,10 @@ def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
     before = OpProfile(
         5,
         {"FusedConv": (900.0, 2), "Relu": (10.0, 1)},
-        {"c1": ("FusedConv", "CUDAExecutionProvider", 500.0), "c2": ("FusedConv", "CUDAExecutionProvider", 400.0)},
+        {
+            "c1": ("FusedConv", "CUDAExecutionProvider", 500.0),
+            "c2": ("FusedConv", "CUDAExecutionProvider", 400.0),
+        },
     )
     after = OpProfile(
         5,
@@ -57,7 +62,10 @@ def test_explain_names_growth_provider_moves_and_lost_fusions() -> None:
         "nodes whose time grew most: c1 0.500 -> 0.900 ms/run (+80%, 67% of the change), c2 0.400 -> 0.600"
     )
     assert lines[2] == "nodes that changed provider: c1 CUDAExecutionProvider -> CPUExecutionProvider"
-    assert lines[3] == "node count per op type changed after optimization: Conv 0 -> 2, FusedConv 2 -> 0, Relu 1 -> 3"
+    assert (
+        lines[3]
+        == "node count per op type changed after optimization: Conv 0 -> 2, FusedConv 2 -> 0, Relu 1 -> 3"
+    )
     # A lost fusion: the time its op type had moved to the op types that came back in its place.
     assert lines[4] == (
         "time moved from FusedConv (2 -> 0 nodes, -0.900 ms/run) to Conv (0 -> 2 nodes, +1.500 ms/run), "
@@ -94,9 +102,40 @@ def test_new_nodes_are_listed_even_when_each_is_a_small_share_of_the_growth() ->
 def test_profiles_of_one_side_taken_in_turn_keep_each_op_types_and_nodes_fastest() -> None:
     from pytest_ortperf.profiling.operators import fastest
 
-    slow = OpProfile(5, {"MatMul": (90.0, 8), "Relu": (10.0, 8)}, {"mm0": ("MatMul", "CPUExecutionProvider", 12.0)})
-    quick = OpProfile(5, {"MatMul": (50.0, 8), "Relu": (11.0, 8)}, {"mm0": ("MatMul", "CPUExecutionProvider", 7.0)})
+    slow = OpProfile(
+        5, {"MatMul": (90.0, 8), "Relu": (10.0, 8)}, {"mm0": ("MatMul", "CPUExecutionProvider", 12.0)}
+    )
+    quick = OpProfile(
+        5, {"MatMul": (50.0, 8), "Relu": (11.0, 8)}, {"mm0": ("MatMul", "CPUExecutionProvider", 7.0)}
+    )
     both = fastest(slow, quick)
     assert both.ops == {"MatMul": (50.0, 8), "Relu": (10.0, 8)}
     assert both.nodes == {"mm0": ("MatMul", "CPUExecutionProvider", 7.0)}
     assert both.runs == 10
+
+
+def test_one_pre_empted_run_among_five_does_not_make_a_small_op_type_the_one_that_grew() -> None:
+    from pytest_ortperf.profiling.operators import explain, typical
+
+    def run(matmul: float, relu: float) -> OpProfile:
+        return OpProfile(
+            1,
+            {"MatMul": (matmul, 8), "Relu": (relu, 1)},
+            {
+                "mm0": ("MatMul", "CPUExecutionProvider", matmul),
+                "relu": ("Relu", "CPUExecutionProvider", relu),
+            },
+        )
+
+    before = typical(*(run(40.0, 1.0) for _ in range(5)))
+    # Four times the MatMul time; one of five runs had its Relu pre-empted for 400 us.
+    after = typical(run(160.0, 1.0), run(161.0, 1.0), run(160.0, 401.0), run(159.0, 1.0), run(160.0, 1.0))
+    assert after.ops == {"MatMul": (160.0, 8), "Relu": (1.0, 1)}
+    assert after.nodes["relu"][2] == 1.0
+    assert after.runs == 5
+    # A mean over the same runs would list Relu: 80 of some 200 us of growth.
+    (grown, *_) = explain(before, after)
+    assert "MatMul" in grown
+    assert "Relu" not in grown
+    # An even number of runs: the middle two's mean.
+    assert typical(run(2.0, 1.0), run(4.0, 3.0)).ops == {"MatMul": (3.0, 8), "Relu": (2.0, 1)}

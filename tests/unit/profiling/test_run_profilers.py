@@ -103,7 +103,12 @@ def test_native_backend_writes_one_file_per_run(tmp_path: Path, run_options: typ
     profiler.run(None, {}, directory=None)  # None: the profiler's own folder
     files = profiler.finish()[tmp_path]
     assert [p.name for p in files] == ["run-1.json", "run-2.json", "run-3.json", "run-4.json"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-1.json", "run-2.json", "run-3.json", "run-4.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "run-1.json",
+        "run-2.json",
+        "run-3.json",
+        "run-4.json",
+    ]
     assert profiler.runs_in(tmp_path) == 4
 
 
@@ -115,7 +120,9 @@ def test_native_backend_refuses_a_run_that_wrote_no_file(tmp_path: Path) -> None
         def run(self, names: object, feeds: object, options: object = None) -> list[int]:
             return [0]
 
-    profiler = NativeRunProfiler(SimpleNamespace(RunOptions=_PropertyRunOptions), Silent(), tmp_path, shape="property")
+    profiler = NativeRunProfiler(
+        SimpleNamespace(RunOptions=_PropertyRunOptions), Silent(), tmp_path, shape="property"
+    )
     with pytest.raises(OrtperfError, match="wrote 0 files"):
         profiler.run(None, {})
 
@@ -159,7 +166,9 @@ def _overlap(a: dict, b: dict) -> bool:
     return a["ts"] < b["ts"] + b["dur"] and b["ts"] < a["ts"] + a["dur"]
 
 
-def test_concurrent_profiled_and_unprofiled_runs_on_one_profiling_session(tmp_path: Path, slow_model: bytes) -> None:
+def test_concurrent_profiled_and_unprofiled_runs_on_one_profiling_session(
+    tmp_path: Path, slow_model: bytes
+) -> None:
     """Upstream scenario 1 on the shared session of --ortperf-session-profile: threads run the
     same profiling session at once, two routed to their own folders, two to none."""
     import threading
@@ -197,14 +206,14 @@ def test_concurrent_profiled_and_unprofiled_runs_on_one_profiling_session(tmp_pa
 
     session_runs = [e for e in _load(keep) if e["name"] == "model_run"]
     assert len(session_runs) == 4 * rounds, "every run, profiled or not, is in the session trace"
-    crossing = [
-        (a, b) for a in session_runs for b in session_runs if a["tid"] != b["tid"] and _overlap(a, b)
-    ]
+    crossing = [(a, b) for a in session_runs for b in session_runs if a["tid"] != b["tid"] and _overlap(a, b)]
     assert crossing, "the runs of different threads overlapped in time (the test proves concurrency)"
     assert set(files) == set(folders.values())
     for name, folder in folders.items():
         assert [p.name for p in files[folder]] == [f"run-{k}.json" for k in range(1, rounds + 1)]
-        assert sorted(p.name for p in folder.glob("run-*.json")) == [f"run-{k}.json" for k in range(1, rounds + 1)]
+        assert sorted(p.name for p in folder.glob("run-*.json")) == [
+            f"run-{k}.json" for k in range(1, rounds + 1)
+        ]
         for path in files[folder]:
             events = _load(path)
             assert [e["tid"] for e in events if e["name"] == "model_run"] == [tids[name]]
@@ -321,7 +330,9 @@ def test_overlapping_parallel_runs_are_marked_ambiguous(tmp_path: Path, slow_mod
         files = profiler.finish()[folder]
         runs = [next(e for e in _load(p) if e["name"] == "model_run") for p in files]
         overlapped = {
-            p.name for p, r in zip(files, runs, strict=True) if any(_overlap(r, o) for o in runs if o is not r)
+            p.name
+            for p, r in zip(files, runs, strict=True)
+            if any(_overlap(r, o) for o in runs if o is not r)
         }
         if overlapped:
             break
@@ -368,7 +379,9 @@ def test_native_backend_hands_the_callers_run_options_back(tmp_path: Path) -> No
     from pytest_ortperf.profiling.run_profilers import NativeRunProfiler
 
     options = _PropertyRunOptions()
-    profiler = NativeRunProfiler(SimpleNamespace(RunOptions=_PropertyRunOptions), _FakeSession(), tmp_path, shape="property")
+    profiler = NativeRunProfiler(
+        SimpleNamespace(RunOptions=_PropertyRunOptions), _FakeSession(), tmp_path, shape="property"
+    )
     profiler.run(None, {}, options)
     assert (tmp_path / "run-1.json").exists()
     assert (options.enable_profiling, options.profile_file_prefix) == (False, "")
@@ -382,7 +395,9 @@ def test_unprofiled_run_methods_warn_in_marked_tests(tmp_path: Path) -> None:
             return "ran"
 
     marked = ProfiledSession(Plain(), profiler=None, directory=tmp_path)  # type: ignore[arg-type]
-    with pytest.warns(ProfilingWarning, match="run_with_iobinding in a test marked ort_profile is not profiled"):
+    with pytest.warns(
+        ProfilingWarning, match="run_with_iobinding in a test marked ort_profile is not profiled"
+    ):
         assert marked.run_with_iobinding(object()) == "ran"
     unmarked = ProfiledSession(Plain(), profiler=None)  # type: ignore[arg-type]
     assert unmarked.run_with_iobinding(object()) == "ran"  # no warning: filterwarnings=error

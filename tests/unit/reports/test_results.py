@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,13 +42,15 @@ def publish(results: RunResults, checked: LatencyResult | AccuracyResult, nodeid
 
 def filled() -> RunResults:
     results = RunResults()
-    publish(results, result("test_a", "cpu-all", Status.OK, 10.0, 10.0), "tests/test_perf.py::test_a[cpu-all]"
+    publish(
+        results, result("test_a", "cpu-all", Status.OK, 10.0, 10.0), "tests/test_perf.py::test_a[cpu-all]"
     )
-    publish(results, result("test_b", "cpu-all", Status.MISSING, 5.0), "tests/test_perf.py::test_b[cpu-all]"
-    )
+    publish(results, result("test_b", "cpu-all", Status.MISSING, 5.0), "tests/test_perf.py::test_b[cpu-all]")
     publish(results, accuracy(Status.DIFFERS_REPORTED), "tests/test_perf.py::test_x[cpu-all]")
     key = CheckKey("tests/test_perf.py", "test_c[cpu-all]", "cpu-all", "ci", "ortperf update 'c'")
-    results.add(error_record(key, kind="latency", nodeid="tests/test_perf.py::test_c[cpu-all]", message="boom"))
+    results.add(
+        error_record(key, kind="latency", nodeid="tests/test_perf.py::test_c[cpu-all]", message="boom")
+    )
     return results
 
 
@@ -78,8 +81,7 @@ def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() 
         missing_machines=["box-b"], traces={"t::x": ["/tmp/a.json"]}, profiles=[{"test": "t::x", "traces": 0}]
     )
     controller = RunResults()
-    publish(controller, result("test_z", "cpu-all", Status.NEW, 1.0), "tests/test_perf.py::test_z[cpu-all]"
-    )
+    publish(controller, result("test_z", "cpu-all", Status.NEW, 1.0), "tests/test_perf.py::test_z[cpu-all]")
     controller.take_over(json.loads(json.dumps(handover)))
     assert controller.statuses() == ["new", "ok", "missing", "differs (reported)", "error"]
     assert latency_rows(controller.records)[1:] == latency_rows(worker.records)
@@ -206,15 +208,17 @@ def test_records_published_while_noted_carry_the_note_and_update_missing_reads_t
     results = RunResults()
     recorded = {"update_missing": {"action": "recorded", "reason": "never recorded", "changes": []}}
     with results.noted(recorded):
-        publish(results, result("test_a", "cpu-all", Status.NEW, 10.0), "tests/test_perf.py::test_a[cpu-all]"
-        )
+        publish(results, result("test_a", "cpu-all", Status.NEW, 10.0), "tests/test_perf.py::test_a[cpu-all]")
     publish(results, accuracy(Status.OK), "tests/test_perf.py::test_x[cpu-all]")  # outside: no note
     judged = {"update_missing": {"action": "judged", "reason": "changed", "changes": ["model sha256 a -> b"]}}
     with results.noted(judged):
         for _ in range(2):  # one check's two records are one note
             publish(results, accuracy(Status.FAILED), "tests/test_perf.py::test_x[cpu-all]")
     assert [r.get("update_missing", {}).get("action") for r in results.records] == [
-        "recorded", None, "judged", "judged"
+        "recorded",
+        None,
+        "judged",
+        "judged",
     ]
     assert results.missing_only() == [
         {"test": "tests/test_perf.py::test_a[cpu-all]", "kind": "latency", **recorded["update_missing"]},
@@ -225,3 +229,14 @@ def test_records_published_while_noted_carry_the_note_and_update_missing_reads_t
     handed = results.handover(missing_machines=[], traces={})
     controller.take_over(json.loads(json.dumps(handed)))
     assert controller.missing_only() == results.missing_only()
+
+
+def test_figures_added_to_an_existing_entry_are_counted_apart_from_new_tests() -> None:
+    results = RunResults()
+    added = replace(
+        result("test_a", "cpu-all", Status.NEW, 10.0), changes=("figures of this hardware added",)
+    )
+    publish(results, added, "tests/test_perf.py::test_a[cpu-all]")
+    publish(results, result("test_b", "cpu-all", Status.NEW, 5.0), "tests/test_perf.py::test_b[cpu-all]")
+    assert results.statuses() == ["new", "new"]
+    assert results.added_here() == 1

@@ -37,7 +37,9 @@ def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> Latenc
 
 
 def figures(median: float, p90: float, canary: tuple[float, ...] = (), **changes: Any) -> Figures:
-    return Figures(recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes)
+    return Figures(
+        recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes
+    )
 
 
 SHA = "0123456789abcdef" * 4
@@ -56,7 +58,9 @@ def baseline_dir(tmp_path: Path) -> Path:
             "2025-01-03",
             recipe,
             figures={
-                "laptop": figures(3.25, 3.5, (0.1, 0.1, 0.1), recorded="2025-01-03", spread=0.2, settled=False),
+                "laptop": figures(
+                    3.25, 3.5, (0.1, 0.1, 0.1), recorded="2025-01-03", spread=0.2, settled=False
+                ),
                 "ci": figures(12.3456, 13.5, spread=0.031),
             },
         ),
@@ -64,13 +68,22 @@ def baseline_dir(tmp_path: Path) -> Path:
     store.stage(
         "tests/nlp/test_bert.py",
         "test_bert[cuda-extended]",
-        BaselineEntry("cuda-extended", "2025-02-01", {}, figures={"gpu-box": figures(1.5, 1.75, recorded="2025-02-01")}),
+        BaselineEntry(
+            "cuda-extended", "2025-02-01", {}, figures={"gpu-box": figures(1.5, 1.75, recorded="2025-02-01")}
+        ),
     )
     store.write()
     return root
 
 
-NO_FOOTPRINT = {"memory": None, "memory_text": None, "startup": None, "startup_text": None, "graph": None, "graph_text": None}
+NO_FOOTPRINT = {
+    "memory": None,
+    "memory_text": None,
+    "startup": None,
+    "startup_text": None,
+    "graph": None,
+    "graph_text": None,
+}
 
 
 def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> None:
@@ -158,7 +171,12 @@ def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_d
     assert lines[1].split() == [
         "gpu-box", "median", "1.5", "ms", "p90", "1.75", "ms", "rounds", "3", "spread", "-", "recorded", "2025-02-01"
     ]  # fmt: skip
-    assert lines[2].split()[:4] == ["tests/test_vision.py::test_squeezenet[cpu-all]", "cpu-all", "model", SHA[:12]]
+    assert lines[2].split()[:4] == [
+        "tests/test_vision.py::test_squeezenet[cpu-all]",
+        "cpu-all",
+        "model",
+        SHA[:12],
+    ]
     assert "onnxruntime 1.31.1" in lines[2]
     assert lines[3].split()[0] == "ci"
     assert "median 12.35 ms" in lines[3]
@@ -167,7 +185,9 @@ def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_d
     assert not lines[3].endswith("noisy")
     assert lines[4].split()[0] == "laptop"
     assert "rounds 3 + canary" in lines[4]
-    assert lines[4].endswith("noisy (spread 20.0% > max-cv 10%) coarse (detect >= 16%, threshold 10%) not settled")
+    assert lines[4].endswith(
+        "noisy (spread 20.0% > max-cv 10%) coarse (detect >= 16%, threshold 10%) not settled"
+    )
     # machines are indented under their entry, and their columns aligned
     assert all(line.startswith("    ") for line in (lines[1], lines[3], lines[4]))
     offset = lines[1].index("median")
@@ -233,7 +253,11 @@ def test_an_undecodable_file_is_reported_by_its_path(baseline_dir: Path) -> None
 def test_rows_are_sorted_even_when_a_file_was_edited_by_hand(tmp_path: Path) -> None:
     entry = BaselineEntry("cpu-all", "2025-01-02", {}, figures={"m": figures(1.0, 1.0)}).as_dict()
     entry["figures"] = {"zeta": entry["figures"]["m"], "alpha": entry["figures"]["m"]}
-    document = {"schema": 2, "kind": "pytest-ortperf baselines", "entries": {"test_b": entry, "test_a": entry}}
+    document = {
+        "schema": 2,
+        "kind": "pytest-ortperf baselines",
+        "entries": {"test_b": entry, "test_a": entry},
+    }
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
     rows, problems = baseline_rows(tmp_path)
     assert problems == []
@@ -250,7 +274,9 @@ def test_a_schema_1_file_shows_migrated(tmp_path: Path) -> None:
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
     rows, problems = baseline_rows(tmp_path)
     assert problems == []
-    assert [(row["ort_version"], [f["machine"] for f in row["figures"]]) for row in rows] == [("1.30.0", ["ci"])]
+    assert [(row["ort_version"], [f["machine"] for f in row["figures"]]) for row in rows] == [
+        ("1.30.0", ["ci"])
+    ]
 
 
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
@@ -271,7 +297,9 @@ def test_a_missing_directory_is_a_problem(tmp_path: Path) -> None:
 
 CONFIG_FILES = [
     pytest.param("pytest.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="pytest.ini"),
-    pytest.param("pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"),
+    pytest.param(
+        "pyproject.toml", '[tool.pytest.ini_options]\nortperf_baseline_dir = "perf/base"\n', id="pyproject"
+    ),
     pytest.param("tox.ini", "[pytest]\nortperf_baseline_dir = perf/base\n", id="tox.ini"),
     pytest.param("setup.cfg", "[tool:pytest]\nortperf_baseline_dir = perf/base\n", id="setup.cfg"),
 ]
@@ -296,7 +324,9 @@ def test_without_the_key_baselines_sit_beside_the_config_file_and_without_one_in
 
     start = tmp_path / "project" / "tests"
     start.mkdir(parents=True)
-    (tmp_path / "project" / "setup.cfg").write_text("[metadata]\nname = x\n", encoding="utf-8")  # not pytest's
+    (tmp_path / "project" / "setup.cfg").write_text(
+        "[metadata]\nname = x\n", encoding="utf-8"
+    )  # not pytest's
     (tmp_path / "project" / "pyproject.toml").write_text("[tool.black]\n", encoding="utf-8")  # not pytest's
     outer = tmp_path / "pytest.ini"
     outer.write_text("[pytest]\n", encoding="utf-8")
@@ -349,7 +379,9 @@ def test_memory_and_start_up_figures_get_columns_only_where_an_entry_holds_them(
 
 def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    short = dataclasses.replace(figures(3.0, 3.5, spread=0.04, settled=False), short="the reference is rebuilt from git")
+    short = dataclasses.replace(
+        figures(3.0, 3.5, spread=0.04, settled=False), short="the reference is rebuilt from git"
+    )
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
     store.write()
     (row,), _ = baseline_rows(tmp_path)
@@ -365,9 +397,19 @@ def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled
         # The two figures of the report: 17.5% (settled) was noisy in the update summary only, 8.3%
         # (not settled) in `ortperf show` only. Now one rule says noisy, and "not settled" is its own word.
         # Three rounds of a 17.5% spread also cannot detect the 10% threshold: coarse, their own word.
-        (0.175, True, "spread 17.5% > max-cv 10%", "noisy (spread 17.5% > max-cv 10%) coarse (detect >= 11.8%, threshold 10%)"),
+        (
+            0.175,
+            True,
+            "spread 17.5% > max-cv 10%",
+            "noisy (spread 17.5% > max-cv 10%) coarse (detect >= 11.8%, threshold 10%)",
+        ),
         (0.083, False, "", "not settled"),
-        (0.25, False, "spread 25.0% > max-cv 10%", "noisy (spread 25.0% > max-cv 10%) coarse (detect >= 25%, threshold 10%) not settled"),
+        (
+            0.25,
+            False,
+            "spread 25.0% > max-cv 10%",
+            "noisy (spread 25.0% > max-cv 10%) coarse (detect >= 25%, threshold 10%) not settled",
+        ),
         (0.031, True, "", "recorded 2025-01-02"),
     ],
 )
@@ -379,7 +421,9 @@ def test_show_and_the_update_summary_call_the_same_figures_noisy(
     from tests.unit.reports.test_terminal import result
 
     store = BaselineStore(tmp_path)
-    entry = BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": figures(3.0, 3.5, spread=spread, settled=settled)})
+    entry = BaselineEntry(
+        "cpu-all", "2025-01-03", {}, figures={"ci": figures(3.0, 3.5, spread=spread, settled=settled)}
+    )
     store.stage("t.py", "test_a[cpu-all]", entry)
     store.write()
     (row,), _ = baseline_rows(tmp_path, max_cv=0.10)
@@ -411,7 +455,9 @@ def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
     stats = dataclasses.replace(latency(3.0, 3.5), rounds=rounds, count=rounds * 3, round_medians_ms=medians)
     store = BaselineStore(tmp_path)
     recorded = Figures(recorded="2025-01-02", latency=stats, spread=spread, settled=True)
-    store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": recorded}))
+    store.stage(
+        "t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": recorded})
+    )
     store.write()
     said = coarse(detects(stats, spread, threshold=0.10), 0.10)
     assert bool(said) == ((spread, rounds) in [(0.175, 3), (0.41, 40)])
@@ -427,11 +473,15 @@ def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
     noted = dataclasses.replace(result("test_a", "cpu-all", "new", 3.0), recorded_spread=spread, coarse=said)
     results.add(latency_record(noted, "t.py::test_a[cpu-all]"))
     assert results.coarse_recordings() == ([f"t.py::test_a[cpu-all] ({said})"] if said else [])
-    lines = update_lines(UpdateReport.tally(["new"], unused=[], written=[], coarse=results.coarse_recordings()), prune=False)
+    lines = update_lines(
+        UpdateReport.tally(["new"], unused=[], written=[], coarse=results.coarse_recordings()), prune=False
+    )
     assert lines[0].endswith(", 1 coarse") == bool(said)
     assert (f"  t.py::test_a[cpu-all] ({said})" in lines) == bool(said)
     # figures recorded short never decide: never coarse
-    short = dataclasses.replace(recorded, short="the reference is rebuilt from git; these figures only inform")
+    short = dataclasses.replace(
+        recorded, short="the reference is rebuilt from git; these figures only inform"
+    )
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
     store.write()
     (row,), _ = baseline_rows(tmp_path, threshold=0.10)

@@ -45,6 +45,7 @@ def rows_of(results: Sequence[LatencyResult]) -> list[tuple[str, ...]]:
     """The latency table's rows of ``results``, read from their records as the run reads them."""
     return latency_rows([latency_record(r, f"{r.key.test_file}::{r.key.test}") for r in results])
 
+
 def latency(median: float) -> LatencyStats:
     return LatencyStats(
         count=30,
@@ -168,11 +169,40 @@ def test_update_lines_count_everything_and_list_written_files() -> None:
     ]
 
 
+def test_figures_added_for_this_hardware_are_not_counted_new_and_kept_figures_say_why() -> None:
+    """A record job on a new runner CPU adds figures to 24 existing entries and writes one new test;
+    it says so, not "25 new"."""
+    kept = "tests/test_a.py::test_m[cpu-all]: stored figures kept: quieter (spread 2.0%) than this recording"
+    report = UpdateReport(new=25, added_here=24, unchanged=3, kept=[kept])
+    lines = update_lines(report, prune=False)
+    assert lines[0] == (
+        "ortperf update: 0 updated, 1 new, 24 added for this hardware, 3 unchanged, 0 unused "
+        "(1 of the unchanged kept over noisier figures)"
+    )
+    assert lines[1].startswith("stored figures kept (an unchanged recipe never takes noisier figures")
+    assert lines[2] == f"  {kept}"
+
+
+def test_a_zero_code_item_is_named_by_its_model_in_messages() -> None:
+    collected = CheckKey("models/ocr.onnx", "accuracy[cpu-all]", "cpu-all", "ci", "ortperf update")
+    written = CheckKey("tests/test_m.py", "test_m[cpu-all]", "cpu-all", "ci", "ortperf update")
+    assert (collected.shown, written.shown) == ("models/ocr.onnx::accuracy[cpu-all]", "test_m[cpu-all]")
+
+
 def test_update_lines_say_what_update_missing_recorded_and_what_it_judged() -> None:
     """A figure taken in is never mistaken for a verdict: checks whose recipe changed are named."""
-    changed = {"action": "judged", "reason": "...", "changes": ["model sha256 aaa -> bbb", "input data c -> d"]}
+    changed = {
+        "action": "judged",
+        "reason": "...",
+        "changes": ["model sha256 aaa -> bbb", "input data c -> d"],
+    }
     notes = [
-        {"test": "t.py::test_a[cpu-all]", "kind": "latency", "action": "recorded", "reason": "never recorded"},
+        {
+            "test": "t.py::test_a[cpu-all]",
+            "kind": "latency",
+            "action": "recorded",
+            "reason": "never recorded",
+        },
         {"test": "t.py::test_b[cpu-all]", "kind": "accuracy", "action": "judged", "changes": []},
         {"test": "t.py::test_c[cpu-all]", "kind": "latency", **changed},
     ]
@@ -223,6 +253,25 @@ def test_latency_rows_keep_the_name_of_a_tests_second_check() -> None:
     assert row[0] == "tests/test_perf.py::test_two#2"
 
 
+def test_an_unchanged_check_names_the_machine_only_where_the_canary_measured_it_on_both_sides() -> None:
+    """A check's drift is its own; the machine's is the canary's, shared by every check."""
+    stored = replace(latency(10.0), canary_round_medians_ms=(2.0, 2.0, 2.0))
+    now = replace(latency(13.0), canary_round_medians_ms=(2.2, 2.2, 2.2))
+    unchanged = replace(
+        result("test_squeezenet", "cpu-all", "unchanged", 13.0, 10.0),
+        mode="unchanged",
+        drift=1.3,
+        current=now,
+        baseline=Figures("2025-01-02", latency=stored),
+    )
+    assert (
+        unchanged.change
+        == "1.30x slower than at recording (machine 1.10x slower than at recording, by the canary); nothing changed"
+    )
+    record = latency_record(unchanged, "tests/test_perf.py::test_squeezenet[cpu-all]")
+    assert record["drift"]["machine_ratio"] == pytest.approx(1.1)
+
+
 @pytest.mark.parametrize(
     ("test", "parts"),
     [
@@ -255,7 +304,9 @@ KEY = CheckKey("tests/test_perf.py", "test_a[cpu-all]#2", "cpu-all", "ci", "ortp
 
 
 def test_an_error_is_a_failed_check_in_every_report() -> None:
-    error = error_record(KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore")
+    error = error_record(
+        KEY, kind="latency", nodeid="tests/test_perf.py::test_a[cpu-all]", message="timed out\nmore"
+    )
     assert error == {
         "test": "tests/test_perf.py::test_a[cpu-all]",
         "kind": "latency",
@@ -311,21 +362,41 @@ def test_output_records_of_a_changed_shape_have_no_worst_element_and_stay_valid_
     assert changed["worst"] is None
     assert changed["problem"].startswith("shape changed")
     nan = output_record(
-        compare_output("y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline")
+        compare_output(
+            "y", np.array([np.nan, 1.0], np.float32), np.ones(2, np.float32), tolerance, "baseline"
+        )
     )
     json.dumps(nan, allow_nan=False)
 
 
 def _timed(test: str, variant: str, **seconds: float) -> dict[str, object]:
-    return {"test": test, "kind": "latency", "variant": variant, "failed": False, "verdict": "ok", "seconds": seconds}
+    return {
+        "test": test,
+        "kind": "latency",
+        "variant": variant,
+        "failed": False,
+        "verdict": "ok",
+        "seconds": seconds,
+    }
 
 
 def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest() -> None:
     records = [
         _timed("t.py::test_a[cpu-all]", "cpu-all", building=0.5, warming=0.25, measuring=2.0),
         _timed("t.py::test_b", "cuda-all", warming=0.25, measuring=3.0, confirming=4.0),
-        {"test": "t.py::test_a[cpu-all]", "kind": "accuracy", "variant": "cpu-all", "failed": False, "verdict": "ok"},
-        error_record(CheckKey("t.py", "test_c", "cpu-all", "m", "u"), kind="latency", nodeid="t.py::test_c", message="x"),
+        {
+            "test": "t.py::test_a[cpu-all]",
+            "kind": "accuracy",
+            "variant": "cpu-all",
+            "failed": False,
+            "verdict": "ok",
+        },
+        error_record(
+            CheckKey("t.py", "test_c", "cpu-all", "m", "u"),
+            kind="latency",
+            nodeid="t.py::test_c",
+            message="x",
+        ),
     ]
     assert gate_time(records) == (
         "gate time: 10.0 s over 2 latency checks (building 0.5 s, warming 0.5 s, measuring 5.0 s, "
@@ -340,16 +411,20 @@ def test_gate_time_sums_the_phases_of_every_latency_check_and_names_the_slowest(
 
 
 def test_an_unchanged_check_shows_its_drift_in_the_markdown_change_column_as_in_the_terminal() -> None:
-    unchanged = replace(result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04)
+    unchanged = replace(
+        result("test_squeezenet", "cpu-all", "unchanged", 10.4, 10.0), mode="unchanged", drift=1.04
+    )
     (row,) = rows_of([unchanged])
-    assert row[5] == "machine 1.04x slower than at recording; nothing changed"
+    assert (
+        row[5] == "1.04x slower than at recording; nothing changed"
+    )  # this check's drift, not the machine's
     record = latency_record(unchanged, "tests/test_perf.py::test_squeezenet[cpu-all]")
     assert record["change"] is None
     assert record["drift"] == {"ratio": 1.04, "text": row[5]}
     text = markdown([record], machine="ci", unused=())
     assert (
         "| ✅ | `tests/test_perf.py::test_squeezenet[cpu-all]` | cpu-all | latency | median 10 ms | median 10.4 ms | "
-        "machine 1.04x slower than at recording; nothing changed | unchanged | unchanged |"
+        "1.04x slower than at recording; nothing changed | unchanged | unchanged |"
     ) in text
 
 
@@ -400,19 +475,31 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     later = LockHolder(1234, "pytest tests/ -k mlp", since + 40)
     sibling = LockHolder(77, "pytest -n 2", since, worker="gw1", this_run=True)
     # what a worker hands over: JSON
-    records = json.loads(json.dumps([
-        {**_timed("t.py::test_a", "cpu-all", measuring=1.0, waiting=20.0),
-         "timing_lock": [LockWait(18.0, other).as_dict(), LockWait(2.0, None).as_dict()]},
-        {**_timed("t.py::test_b", "cpu-all", measuring=1.0, waiting=4.8),
-         "timing_lock": [LockWait(4.8, later).as_dict()]},
-        {**_timed("t.py::test_c", "cpu-all", measuring=1.0, waiting=3.0),
-         "timing_lock": [LockWait(3.0, sibling).as_dict()]},
-        # a short wait is not worth a line
-        {**_timed("t.py::test_d", "cpu-all", measuring=1.0, waiting=0.9),
-         "timing_lock": [LockWait(0.9, LockHolder(555, "pytest other/", since)).as_dict()]},
-        # a damaged record says nothing rather than failing the summary
-        {**_timed("t.py::test_e", "cpu-all", waiting=5.0), "timing_lock": [{"seconds": "long"}, "x"]},
-    ]))
+    records = json.loads(
+        json.dumps(
+            [
+                {
+                    **_timed("t.py::test_a", "cpu-all", measuring=1.0, waiting=20.0),
+                    "timing_lock": [LockWait(18.0, other).as_dict(), LockWait(2.0, None).as_dict()],
+                },
+                {
+                    **_timed("t.py::test_b", "cpu-all", measuring=1.0, waiting=4.8),
+                    "timing_lock": [LockWait(4.8, later).as_dict()],
+                },
+                {
+                    **_timed("t.py::test_c", "cpu-all", measuring=1.0, waiting=3.0),
+                    "timing_lock": [LockWait(3.0, sibling).as_dict()],
+                },
+                # a short wait is not worth a line
+                {
+                    **_timed("t.py::test_d", "cpu-all", measuring=1.0, waiting=0.9),
+                    "timing_lock": [LockWait(0.9, LockHolder(555, "pytest other/", since)).as_dict()],
+                },
+                # a damaged record says nothing rather than failing the summary
+                {**_timed("t.py::test_e", "cpu-all", waiting=5.0), "timing_lock": [{"seconds": "long"}, "x"]},
+            ]
+        )
+    )
     assert lock_wait_lines(records) == [
         f"waiting 22.8 s for the timing lock, held by pid 1234 (pytest tests/ -k mlp) since {clock_text(since)}",
         "waiting 2.0 s for the timing lock, held by a process the lock file does not name"
@@ -425,7 +512,10 @@ def test_who_held_the_timing_lock_is_said_for_checks_that_waited_over_a_second()
     summary = summary_lines(RunSummary(machine="m", gate_time="gate time: 1 s", lock_waits=waits))
     assert summary[-3:] == ["gate time: 1 s", *waits]
     many = [
-        {**_timed(f"t.py::test_{pid}", "cpu-all", waiting=2.0), "timing_lock": [LockWait(2.0, LockHolder(pid, "p", since)).as_dict()]}
+        {
+            **_timed(f"t.py::test_{pid}", "cpu-all", waiting=2.0),
+            "timing_lock": [LockWait(2.0, LockHolder(pid, "p", since)).as_dict()],
+        }
         for pid in range(10, 15)
     ]
     assert lock_wait_lines(many)[-1] == "waiting 4.0 s for the timing lock, held by 2 other processes"
@@ -486,14 +576,14 @@ def test_the_inputs_fed_are_in_the_latency_record_and_one_line_per_set_under_the
     assert inputs_lines(many) == [
         "inputs: x float32[1, 3, 64, 64] for t.py::test_0, t.py::test_1, t.py::test_2 and 2 more"
     ]
-    summary = summary_lines(
-        RunSummary(machine="ci", rows=rows_of(RESULTS), inputs=inputs_lines(records))
-    )
+    summary = summary_lines(RunSummary(machine="ci", rows=rows_of(RESULTS), inputs=inputs_lines(records)))
     assert summary.index(inputs_lines(records)[0]) == summary.index("timing: ") - 2
 
 
 def test_outputs_not_compared_end_the_summary_one_line_each() -> None:
-    skipped = ["t.py::test[cpu-all]: output 'sparse' vs baseline (recorded 2026-11-27): onnxruntime returned a SparseTensor"]
+    skipped = [
+        "t.py::test[cpu-all]: output 'sparse' vs baseline (recorded 2026-11-27): onnxruntime returned a SparseTensor"
+    ]
     assert summary_lines(RunSummary(machine="m", not_compared=skipped)) == [
         "outputs not compared (1):",
         f"  {skipped[0]}",
@@ -502,6 +592,8 @@ def test_outputs_not_compared_end_the_summary_one_line_each() -> None:
 
 
 def test_what_fetching_recorded_runtimes_did_follows_the_sessions_line() -> None:
-    fetched = "fetched onnxruntime-gpu 1.31.1 (the recorded runtime) into .ortperf/envs/f62860e429ae in 15.1 s"
+    fetched = (
+        "fetched onnxruntime-gpu 1.31.1 (the recorded runtime) into .ortperf/envs/f62860e429ae in 15.1 s"
+    )
     lines = summary_lines(RunSummary(machine="m", sessions=["sessions: 2 built"], runtimes=[fetched]))
     assert lines[:2] == ["sessions: 2 built", fetched]

@@ -179,7 +179,11 @@ def test_the_file_text_is_exactly_this() -> None:
 
 def test_figures_leave_out_what_they_do_not_hold() -> None:
     bare = Figures(recorded="2025-01-02", profile=OpProfile(runs=1, ops={}, nodes={}))
-    assert bare.as_dict() == {"recorded": "2025-01-02", "measured_on": {}, "profile": {"runs": 1, "ops": {}, "nodes": {}}}
+    assert bare.as_dict() == {
+        "recorded": "2025-01-02",
+        "measured_on": {},
+        "profile": {"runs": 1, "ops": {}, "nodes": {}},
+    }
     noisy = Figures(recorded="2025-01-02", latency=make_stats(), spread=0.2, settled=False).as_dict()
     assert (noisy["spread"], noisy["settled"]) == (0.2, False)
     assert "profile" not in noisy
@@ -230,11 +234,17 @@ def test_render_drops_entries_that_hold_nothing() -> None:
 
 
 def test_parse_round_trips_render_byte_for_byte(tmp_path: Path) -> None:
-    noisy = Figures("2025-01-04", make_stats(4.5), OpProfile(2, {"Conv": (1.5, 3)}, {}), MEASURED, 0.25, False)
+    noisy = Figures(
+        "2025-01-04", make_stats(4.5), OpProfile(2, {"Conv": (1.5, 3)}, {}), MEASURED, 0.25, False
+    )
     entries: Entries = {
-        TEST: make_entry(accuracy=record()).with_figures("laptop", make_figures(3.5)).with_figures("box", noisy),
+        TEST: make_entry(accuracy=record())
+        .with_figures("laptop", make_figures(3.5))
+        .with_figures("box", noisy),
         "test_other[cpu-all]": make_entry(7.0, machine="laptop"),
-        "test_outputs_only[cpu-all]": BaselineEntry("cpu-all", "2025-01-02", RECIPE, accuracy=record("x.npz")),
+        "test_outputs_only[cpu-all]": BaselineEntry(
+            "cpu-all", "2025-01-02", RECIPE, accuracy=record("x.npz")
+        ),
     }
     text = render(entries)
     parsed = parse(text, path=tmp_path / "x.json")
@@ -260,7 +270,9 @@ BAD_DOCUMENTS = [
     pytest.param(
         json.dumps({"schema": 2, "entries": {}}), "is not a pytest-ortperf baseline file", id="no-kind"
     ),
-    pytest.param(document(schema=0), "has schema 0; this version reads 2 (and 1, which it migrates).", id="schema-0"),
+    pytest.param(
+        document(schema=0), "has schema 0; this version reads 2 (and 1, which it migrates).", id="schema-0"
+    ),
     pytest.param(document(schema="2"), "has schema '2'; this version reads 2", id="schema-text"),
     pytest.param(document(schema=True), "has schema True; this version reads 2", id="schema-bool"),
     pytest.param(document(schema=2.0), "has schema 2.0; this version reads 2", id="schema-float"),
@@ -274,9 +286,13 @@ BAD_DOCUMENTS = [
     pytest.param(document({TEST: ["ci"]}), "an entry must be an object, got list", id="entry-list"),
     pytest.param(document({TEST: "fast"}), "an entry must be an object, got str", id="entry-str"),
     pytest.param(
-        document({TEST: ["ci"]}, schema=1), f"entry {TEST!r} must map machines to entries", id="v1-machines-list"
+        document({TEST: ["ci"]}, schema=1),
+        f"entry {TEST!r} must map machines to entries",
+        id="v1-machines-list",
     ),
-    pytest.param(document({TEST: {"ci": "fast"}}, schema=1), "an entry must be an object, got str", id="v1-entry-str"),
+    pytest.param(
+        document({TEST: {"ci": "fast"}}, schema=1), "an entry must be an object, got str", id="v1-entry-str"
+    ),
 ]
 
 
@@ -311,7 +327,9 @@ def _without(key: str) -> dict[str, Any]:
         pytest.param(_entry(accuracy={"outputs": None}), "an 'outputs' list", id="accuracy-damaged"),
     ],
 )
-def test_parse_reports_a_damaged_entry_with_file_and_test(tmp_path: Path, entry: dict[str, Any], fragment: str) -> None:
+def test_parse_reports_a_damaged_entry_with_file_and_test(
+    tmp_path: Path, entry: dict[str, Any], fragment: str
+) -> None:
     path = tmp_path / "test_models.py.json"
     with pytest.raises(BaselineError) as info:
         parse(document({TEST: entry}), path=path)
@@ -350,23 +368,41 @@ def _figures_without(key: str) -> dict[str, Any]:
         pytest.param(_figures(measured_on=[]), "measured_on must be an object", id="measured-on-list"),
         pytest.param(_figures(latency=None), "", id="latency-null"),
         pytest.param(_figures(latency=[1, 2]), "", id="latency-list"),
-        pytest.param(_figures(spread=-0.1), "spread must be a finite number >= 0, got -0.1", id="spread-negative"),
-        pytest.param(_figures(spread="3%"), "spread must be a finite number >= 0, got '3%'", id="spread-text"),
-        pytest.param(_figures(spread=True), "spread must be a finite number >= 0, got True", id="spread-bool"),
+        pytest.param(
+            _figures(spread=-0.1), "spread must be a finite number >= 0, got -0.1", id="spread-negative"
+        ),
+        pytest.param(
+            _figures(spread="3%"), "spread must be a finite number >= 0, got '3%'", id="spread-text"
+        ),
+        pytest.param(
+            _figures(spread=True), "spread must be a finite number >= 0, got True", id="spread-bool"
+        ),
         pytest.param(_figures(settled="no"), "settled must be true or false, got 'no'", id="settled-text"),
-        pytest.param(_figures(short=True), "short must be a string (why a short recording was enough)", id="short-bool"),
+        pytest.param(
+            _figures(short=True), "short must be a string (why a short recording was enough)", id="short-bool"
+        ),
         pytest.param(_figures(profile={"runs": 1}), "'ops'", id="profile-damaged"),
         pytest.param("fast", "figures must be an object, got str", id="figures-str"),
         pytest.param(_latency_without("cv"), "'cv'", id="latency-missing-cv"),
-        pytest.param(_latency(median_ms="10"), "median_ms must be a finite number, got '10'", id="median-str"),
+        pytest.param(
+            _latency(median_ms="10"), "median_ms must be a finite number, got '10'", id="median-str"
+        ),
         pytest.param(_latency(p90_ms=None), "p90_ms must be a finite number, got None", id="p90-null"),
         pytest.param(_latency(count=-1), "count must be a whole number >= 0, got -1", id="count-negative"),
         pytest.param(_latency(count=30.5), "count must be a whole number >= 0, got 30.5", id="count-float"),
         pytest.param(_latency(rounds=True), "rounds must be a whole number >= 0, got True", id="rounds-bool"),
-        pytest.param(_latency(round_medians_ms=[]), "round_medians_ms must be a non-empty list", id="no-rounds"),
-        pytest.param(_latency(round_medians_ms=[1, "2"]), "round_medians_ms must be a finite number", id="round-str"),
+        pytest.param(
+            _latency(round_medians_ms=[]), "round_medians_ms must be a non-empty list", id="no-rounds"
+        ),
+        pytest.param(
+            _latency(round_medians_ms=[1, "2"]), "round_medians_ms must be a finite number", id="round-str"
+        ),
         pytest.param(_figures(memory={"processes": 1}), "'arena_peak'", id="memory-without-figures"),
-        pytest.param(_figures(memory={"processes": 1, "arena_peak": -5}), "arena_peak must be a whole number of bytes", id="memory-negative"),
+        pytest.param(
+            _figures(memory={"processes": 1, "arena_peak": -5}),
+            "arena_peak must be a whole number of bytes",
+            id="memory-negative",
+        ),
         pytest.param(_figures(startup={"create_ms": [1.0]}), "'first_run_ms'", id="startup-incomplete"),
         pytest.param(_figures(startup=[]), "start-up figures must be an object", id="startup-list"),
     ],
@@ -376,9 +412,13 @@ def test_parse_reports_damaged_figures_with_file_test_and_machine(
 ) -> None:
     path = tmp_path / "test_models.py.json"
     with pytest.raises(BaselineError) as info:
-        parse(document({TEST: _entry(figures={"ci": make_figures().as_dict(), "ci-large": figures})}), path=path)
+        parse(
+            document({TEST: _entry(figures={"ci": make_figures().as_dict(), "ci-large": figures})}), path=path
+        )
     message = str(info.value)
-    assert message.startswith(f"baseline file '{path}': entry {TEST!r}, figures of machine 'ci-large' are damaged (")
+    assert message.startswith(
+        f"baseline file '{path}': entry {TEST!r}, figures of machine 'ci-large' are damaged ("
+    )
     assert fragment in message
 
 
@@ -451,7 +491,9 @@ def test_schema_1_takes_the_recipe_of_the_latest_recording_and_drops_machines_th
 def test_schema_1_ties_go_to_the_last_machine_key_and_the_chosen_one_is_kept_even_lacking_a_key(
     tmp_path: Path,
 ) -> None:
-    old = {key: value for key, value in RECIPE.items() if key != "ort_flavour"}  # recorded before the key existed
+    old = {
+        key: value for key, value in RECIPE.items() if key != "ort_flavour"
+    }  # recorded before the key existed
     text = v1_document(
         {
             TEST: {
@@ -474,7 +516,9 @@ def test_schema_1_keeps_the_outputs_of_the_chosen_recipe(tmp_path: Path) -> None
                 "c-box": v1(10.0, accuracy=record("t.outputs/kept@c-box.npz")),
             },
             "test_other[cpu-all]": {
-                "a-box": v1(10.0, "2025-01-01", accuracy=record("t.outputs/other@a-box.npz"), ort_version="1.2"),
+                "a-box": v1(
+                    10.0, "2025-01-01", accuracy=record("t.outputs/other@a-box.npz"), ort_version="1.2"
+                ),
                 "b-box": v1(None, "2025-02-02", accuracy=record("t.outputs/other@b-box.npz")),
             },
         }
@@ -486,7 +530,9 @@ def test_schema_1_keeps_the_outputs_of_the_chosen_recipe(tmp_path: Path) -> None
     assert other.accuracy == record("t.outputs/other@b-box.npz")  # the chosen entry's
     assert other.figures == {}  # outputs only: no figures for b-box; a-box measured another recipe
     assert not other.empty
-    assert named == {f"t.outputs/{name}.npz" for name in ("kept@a-box", "kept@c-box", "other@a-box", "other@b-box")}
+    assert named == {
+        f"t.outputs/{name}.npz" for name in ("kept@a-box", "kept@c-box", "other@a-box", "other@b-box")
+    }
 
 
 def test_schema_1_damage_names_the_file_test_and_machine(tmp_path: Path) -> None:
@@ -501,7 +547,9 @@ def test_schema_1_damage_names_the_file_test_and_machine(tmp_path: Path) -> None
         with pytest.raises(BaselineError) as info:
             parse(v1_document({TEST: {"ci": v1(), "ci-large": damaged}}), path=path)
         message = str(info.value)
-        assert message.startswith(f"baseline file '{path}': entry {TEST!r} for machine 'ci-large' is damaged (")
+        assert message.startswith(
+            f"baseline file '{path}': entry {TEST!r} for machine 'ci-large' is damaged ("
+        )
         assert fragment in message
 
 
@@ -517,7 +565,9 @@ def test_schema_1_is_migrated_by_the_next_write_only(tmp_path: Path) -> None:
         {
             "test_a[cpu-all]": {
                 "ci": v1(10.0, "2025-02-01", accuracy=record(f"{TEST_FILE}.outputs/a@ci.npz")),
-                "old": v1(10.0, "2025-01-01", accuracy=record(f"{TEST_FILE}.outputs/a@old.npz"), ort_version="1.2"),
+                "old": v1(
+                    10.0, "2025-01-01", accuracy=record(f"{TEST_FILE}.outputs/a@old.npz"), ort_version="1.2"
+                ),
             },
             TEST: {"ci": v1(5.0)},
         }
@@ -560,7 +610,9 @@ def test_an_entry_answers_per_machine() -> None:
 
 def test_with_recipe_keeps_figures_under_the_same_recipe_and_drops_them_under_another() -> None:
     entry = make_entry(accuracy=record()).with_figures("laptop", make_figures(3.5))
-    newer = entry.with_recipe(RECIPE | {"plugin_version": "1.0.0", "model": "renamed.onnx"}, recorded="2025-06-01")
+    newer = entry.with_recipe(
+        RECIPE | {"plugin_version": "1.0.0", "model": "renamed.onnx"}, recorded="2025-06-01"
+    )
     assert newer.recipe["plugin_version"] == "1.0.0"
     assert (newer.figures, newer.recorded, newer.accuracy) == (entry.figures, entry.recorded, entry.accuracy)
     changed = entry.with_recipe(RECIPE | {"model_sha256": "ef" * 32}, recorded="2025-06-01")
@@ -661,7 +713,9 @@ def test_under_one_recipe_each_write_adds_its_machines_figures(tmp_path: Path) -
     assert fresh.figures["ci-small"] == make_figures(20.0)
     assert fresh.recipe["plugin_version"] == "1.0.0"  # the staged recipe
     assert fresh.accuracy == record()  # the staged entry had none: the one on disk stays
-    assert BaselineStore(tmp_path).lookup(TEST_FILE, "test_other[cpu-all]") == make_entry(5.0, machine="ci-large")
+    assert BaselineStore(tmp_path).lookup(TEST_FILE, "test_other[cpu-all]") == make_entry(
+        5.0, machine="ci-large"
+    )
 
 
 def test_within_one_recipe_a_write_removes_no_machines_figures(tmp_path: Path) -> None:
@@ -685,7 +739,9 @@ def test_another_recipe_replaces_the_entry_and_its_figures(tmp_path: Path) -> No
     npz.parent.mkdir(parents=True)
     npz.write_bytes(b"arrays")
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, make_entry(10.0, accuracy=record()).with_figures("laptop", make_figures(3.0)))
+    store.stage(
+        TEST_FILE, TEST, make_entry(10.0, accuracy=record()).with_figures("laptop", make_figures(3.0))
+    )
     store.write()
 
     store = BaselineStore(tmp_path)
@@ -709,7 +765,9 @@ def test_a_recipe_lacking_a_key_keeps_its_figures_when_staged_as_it_is(tmp_path:
     store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", old, figures={"ci": make_figures()}))
     store.write()
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", old, figures={"arm": make_figures(2.0)}))
+    store.stage(
+        TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", old, figures={"arm": make_figures(2.0)})
+    )
     store.write()
     written = BaselineStore(tmp_path).lookup(TEST_FILE, TEST)
     assert written is not None
@@ -900,7 +958,9 @@ UNWRITABLE_VALUES = [
 
 
 @pytest.mark.parametrize(("value", "fragment"), UNWRITABLE_VALUES)
-def test_a_recipe_that_could_not_be_written_back_is_a_damaged_entry(tmp_path: Path, value: str, fragment: str) -> None:
+def test_a_recipe_that_could_not_be_written_back_is_a_damaged_entry(
+    tmp_path: Path, value: str, fragment: str
+) -> None:
     text = render({TEST: make_entry()}).replace('"recipe": {', f'"recipe": {{"bad": {value}, ', 1)
     path = tmp_path / "test_models.py.json"
     with pytest.raises(BaselineError) as info:
@@ -919,7 +979,9 @@ def test_measured_on_that_could_not_be_written_back_is_damaged_figures(
     with pytest.raises(BaselineError) as info:
         parse(text, path=path)
     message = str(info.value)
-    assert message.startswith(f"baseline file '{path}': entry {TEST!r}, figures of machine 'ci' are damaged (")
+    assert message.startswith(
+        f"baseline file '{path}': entry {TEST!r}, figures of machine 'ci' are damaged ("
+    )
     assert fragment in message
 
 
@@ -957,7 +1019,9 @@ def test_pruning_deletes_the_outputs_only_after_the_json_no_longer_names_them(
     outputs = tmp_path / "outputs.npz"
     outputs.write_bytes(b"arrays")
     store = BaselineStore(tmp_path)
-    store.stage(TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", RECIPE, accuracy=record("outputs.npz")))
+    store.stage(
+        TEST_FILE, TEST, BaselineEntry("cpu-all", "2025-01-02", RECIPE, accuracy=record("outputs.npz"))
+    )
     store.write()
 
     seen = []
@@ -1026,12 +1090,16 @@ def test_memory_and_start_up_figures_round_trip_beside_latency(tmp_path: Path) -
     from pytest_ortperf.footprint.memory_figures import MemoryFigures
     from pytest_ortperf.footprint.startup_figures import StartupFigures
 
-    memory = MemoryFigures(processes=2, arena_peak=4096, arena_held=8192, peak_rss=1 << 20, peak_rss_range=(1, 2))
+    memory = MemoryFigures(
+        processes=2, arena_peak=4096, arena_held=8192, peak_rss=1 << 20, peak_rss_range=(1, 2)
+    )
     startup = StartupFigures((8.0, 9.0), (0.3, 0.4), (0.05, 0.05), engine_cache="hit")
     figures = dataclasses.replace(make_figures(), memory=memory, startup=startup)
     only_memory = Figures(recorded="2025-01-02", memory=memory)  # a test that checks memory alone
     path = tmp_path / "t.json"
-    entries = parse(document({TEST: _entry(figures={"ci": figures.as_dict(), "box": only_memory.as_dict()})}), path=path)
+    entries = parse(
+        document({TEST: _entry(figures={"ci": figures.as_dict(), "box": only_memory.as_dict()})}), path=path
+    )
     assert entries[TEST].figures_for("ci") == figures
     assert entries[TEST].figures_for("box") == only_memory
     assert entries[TEST].machines("memory") == ["box", "ci"]
@@ -1061,3 +1129,30 @@ def test_a_writer_reads_merges_and_writes_under_the_lock_another_writer_holds(tm
     assert done.is_set()
     entry = parse(path.read_text(), path=path)["test_a[cpu-all]"]
     assert sorted(entry.figures) == ["runner-a", "runner-b"]
+
+
+def test_the_recorded_model_blobs_of_every_readable_baseline_file(tmp_path: Path) -> None:
+    root = tmp_path / "baselines"
+    (root / "sub").mkdir(parents=True)
+    (root / "test_a.py.json").write_text(
+        render(
+            {
+                "test_a[cpu-all]": make_entry(model_git_blob="a" * 40),
+                "test_b[cpu-all]": make_entry(model_git_blob=None),
+            }
+        )
+    )
+    (root / "sub" / "test_c.py.json").write_text(
+        render({"test_c[cpu-all]": make_entry(model_git_blob="c" * 40)})
+    )
+    dvc = {"file": "m.onnx.dvc", "blob": "d" * 40, "md5": "0" * 32, "path": "m.onnx"}  # its pointer's id too
+    (root / "test_d.py.json").write_text(
+        render({"test_d[cpu-all]": make_entry(model_git_blob=None, model_dvc=dvc)})
+    )
+    (root / "test_damaged.py.json").write_text("{ not json")
+    store = BaselineStore(root)
+    assert store.recorded_model_blobs() == {"a" * 40, "c" * 40, "d" * 40}
+    # The damaged file stays the error of the test that reads it.
+    with pytest.raises(BaselineError, match=r"test_damaged\.py\.json"):
+        store.entries("test_damaged.py")
+    assert BaselineStore(tmp_path / "none").recorded_model_blobs() == frozenset()

@@ -178,8 +178,9 @@ def test_environment_read_back_from_a_baseline_file_shows_no_change(tmp_path: Pa
     recipe, measured_on = split(env)
     # every key of an environment has its place (model_transformers: only with the pre-pass;
     # model_precision: only for a precision variant's built model; model_data_sha256: only for a
-    # model with external data files)
-    assert set(recipe) == set(RECIPE_KEYS) - {"model_transformers", "model_precision", "model_data_sha256"}
+    # model with external data files; model_dvc: only for a model DVC tracks)
+    only_some = {"model_transformers", "model_precision", "model_data_sha256", "model_dvc"}
+    assert set(recipe) == set(RECIPE_KEYS) - only_some
     assert set(measured_on) == set(MEASURED_KEYS)
     figures = Figures("2025-01-02", stats, measured_on=measured_on)
     text = render({"test_x": BaselineEntry("cpu-all", "2025-01-02", recipe, figures={"ci": figures})})
@@ -278,10 +279,15 @@ def test_what_changed_reports_a_key_missing_from_an_old_baseline() -> None:
 
 
 def test_recipe_changes_name_what_the_repository_changed_and_nothing_a_machine_measured() -> None:
-    recipe = {key: value for key, value in OLD.items() if key not in ("cpu", "cores", "gpu")} | {"variant": "cpu-all"}
+    recipe = {key: value for key, value in OLD.items() if key not in ("cpu", "cores", "gpu")} | {
+        "variant": "cpu-all"
+    }
     assert recipe_changes(recipe, OLD | {"variant": "cpu-all", "cpu": "other", "cores": 64}) == []
     new = OLD | {"variant": "cpu-all", "model_sha256": "b" * 64, "inputs_sha256": "d" * 64}
-    assert recipe_changes(recipe, new) == ["model sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb", "input data cccccccccccc -> dddddddddddd"]
+    assert recipe_changes(recipe, new) == [
+        "model sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb",
+        "input data cccccccccccc -> dddddddddddd",
+    ]
     assert recipe_changes(recipe, OLD | {"variant": "cpu-basic"}) == ["variant cpu-all -> cpu-basic"]
 
 

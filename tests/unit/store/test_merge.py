@@ -33,7 +33,9 @@ def files(root: Path) -> dict[str, bytes]:
 
 def test_sources_of_one_recipe_combine_their_machines_and_the_order_does_not_matter(tmp_path: Path) -> None:
     repo = directory(tmp_path / "repo", (TEST, make_entry(5.0, machine="laptop")))
-    a = directory(tmp_path / "a", (TEST, make_entry(5.0, machine="laptop").with_figures("ci-x86", make_figures(10.0))))
+    a = directory(
+        tmp_path / "a", (TEST, make_entry(5.0, machine="laptop").with_figures("ci-x86", make_figures(10.0)))
+    )
     b = directory(
         tmp_path / "b",
         (TEST, make_entry(5.0, machine="laptop").with_figures("ci-arm", make_figures(30.0))),
@@ -97,7 +99,9 @@ def test_two_sources_that_changed_one_machine_differently_are_a_conflict_and_the
 
 
 def test_a_conflict_on_one_machine_leaves_the_others_taken(tmp_path: Path) -> None:
-    a = directory(tmp_path / "a", (TEST, make_entry(11.0, machine="ci-x86").with_figures("arm", make_figures(2.0))))
+    a = directory(
+        tmp_path / "a", (TEST, make_entry(11.0, machine="ci-x86").with_figures("arm", make_figures(2.0)))
+    )
     b = directory(tmp_path / "b", (TEST, make_entry(13.0, machine="ci-x86")))
     target = tmp_path / "repo"
     report = merge([a, b], target)
@@ -109,11 +113,17 @@ def test_a_conflict_on_one_machine_leaves_the_others_taken(tmp_path: Path) -> No
     assert BaselineStore(target).entries(FILE)[TEST].machines() == ["arm"]
 
 
-def test_a_source_with_another_recipe_than_the_target_is_a_conflict_naming_what_differs(tmp_path: Path) -> None:
+def test_a_source_with_another_recipe_than_the_target_is_a_conflict_naming_what_differs(
+    tmp_path: Path,
+) -> None:
     target = directory(tmp_path / "repo", (TEST, make_entry(10.0, machine="ci-x86")))
     before = files(target)
-    newer = directory(tmp_path / "a", (TEST, make_entry(10.0, machine="arm", model_sha256="ef" * 32, ort_version="1.32.0")))
-    agreeing = directory(tmp_path / "b", (TEST, make_entry(10.0, machine="ci-x86").with_figures("gpu", make_figures(1.0))))
+    newer = directory(
+        tmp_path / "a", (TEST, make_entry(10.0, machine="arm", model_sha256="ef" * 32, ort_version="1.32.0"))
+    )
+    agreeing = directory(
+        tmp_path / "b", (TEST, make_entry(10.0, machine="ci-x86").with_figures("gpu", make_figures(1.0)))
+    )
     report = merge([newer, agreeing], target)
     assert (report.taken, report.unchanged) == (0, 0)
     assert report.conflicts == [
@@ -125,7 +135,10 @@ def test_a_source_with_another_recipe_than_the_target_is_a_conflict_naming_what_
 
 
 def test_sources_with_two_recipes_for_an_entry_the_target_lacks_add_nothing(tmp_path: Path) -> None:
-    a = directory(tmp_path / "a", (TEST, make_entry(10.0, machine="arm", recorded="2025-02-01", inputs_sha256="01" * 32)))
+    a = directory(
+        tmp_path / "a",
+        (TEST, make_entry(10.0, machine="arm", recorded="2025-02-01", inputs_sha256="01" * 32)),
+    )
     b = directory(tmp_path / "b", (TEST, make_entry(10.0, machine="ci-x86")))
     target = tmp_path / "repo"
     report = merge([a, b], target)
@@ -213,14 +226,18 @@ def test_a_missing_source_directory_is_an_error(tmp_path: Path) -> None:
 def test_the_command_reports_and_exits_by_outcome(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = directory(tmp_path / "repo", (TEST, make_entry(10.0, machine="ci-x86")))
     a = directory(tmp_path / "a", (TEST, make_entry(11.0, machine="ci-x86")))
-    b = directory(tmp_path / "b", (TEST, make_entry(13.0, machine="ci-x86").with_figures("ci-arm", make_figures(7.0))))
+    b = directory(
+        tmp_path / "b", (TEST, make_entry(13.0, machine="ci-x86").with_figures("ci-arm", make_figures(7.0)))
+    )
     assert main(["merge", str(a), str(b), "--into", str(target)]) == 1
     out, err = capsys.readouterr()
     assert out.splitlines() == [
         f"ortperf merge: 1 entries taken into {target}, 0 unchanged, 1 conflicting",
         f"wrote {target / FILE}.json",
     ]
-    assert err.startswith(f"ortperf: conflict: {target / FILE}.json: {TEST}: figures of machine 'ci-x86' were changed")
+    assert err.startswith(
+        f"ortperf: conflict: {target / FILE}.json: {TEST}: figures of machine 'ci-x86' were changed"
+    )
     assert main(["merge", str(a), "--into", str(target)]) == 0
     assert main(["merge", str(tmp_path / "nowhere"), "--into", str(target)]) == 2
     assert "is not a directory" in capsys.readouterr().err

@@ -326,8 +326,14 @@ def test_records_from_before_the_counts_and_sampling_still_load() -> None:
         ({"outputs": [stored_output(nonfinite=True)]}, "nonfinite must be a whole number >= 0"),
         ({"outputs": [stored_output(nonfinite=1.5)]}, "nonfinite must be a whole number >= 0"),
         ({"outputs": [stored_output(sample={"limit": 10, "count": 7})]}, "method 'linspace'"),
-        ({"outputs": [stored_output(sample={"limit": 0, "count": 7, "method": "linspace"})]}, "positive whole"),
-        ({"outputs": [stored_output(sample={"limit": 10, "count": 10**30, "method": "linspace"})]}, "positive whole"),
+        (
+            {"outputs": [stored_output(sample={"limit": 0, "count": 7, "method": "linspace"})]},
+            "positive whole",
+        ),
+        (
+            {"outputs": [stored_output(sample={"limit": 10, "count": 10**30, "method": "linspace"})]},
+            "positive whole",
+        ),
         ({"outputs": [stored_output(sample=[10, 7])]}, "method 'linspace'"),
     ],
 )
@@ -372,7 +378,9 @@ def test_one_outputs_file_per_test_and_variant_whatever_machine_records_it() -> 
     assert name.endswith(".npz")
     assert "@" not in name
     assert outputs_file(_key("test_a[cpu-all]", machine="gha@zen3-avx2-2c-1a2b3c")) == name
-    names = {outputs_file(_key(test)) for test in ("test_a[cpu-all]", "test_a[cpu-basic]", "test_a[cpu-all]#2")}
+    names = {
+        outputs_file(_key(test)) for test in ("test_a[cpu-all]", "test_a[cpu-basic]", "test_a[cpu-all]#2")
+    }
     assert len(names) == 3
     AccuracyRecord.from_dict(record_dict(file=name))  # a name a record accepts
 

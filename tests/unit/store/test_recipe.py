@@ -31,7 +31,13 @@ RECIPE: dict[str, Any] = {
     "variant": "cpu-all",
     "plugin_version": "0.9.0",
 }
-MEASURED: dict[str, Any] = {"cpu": "AMD EPYC", "cores": 2, "gpu": "", "hardware": {"digest": "4eda52"}, "measurement": {}}
+MEASURED: dict[str, Any] = {
+    "cpu": "AMD EPYC",
+    "cores": 2,
+    "gpu": "",
+    "hardware": {"digest": "4eda52"},
+    "measurement": {},
+}
 
 
 def test_split_keeps_measured_keys_apart_and_everything_else_in_the_recipe() -> None:
@@ -45,7 +51,9 @@ def test_split_keeps_measured_keys_apart_and_everything_else_in_the_recipe() -> 
 
 def test_same_recipe_compares_what_the_repository_controls_only() -> None:
     assert same_recipe(RECIPE, dict(RECIPE))
-    assert same_recipe(RECIPE, RECIPE | {"plugin_version": "9.9", "model": "moved.onnx", "model_git_blob": "x"})
+    assert same_recipe(
+        RECIPE, RECIPE | {"plugin_version": "9.9", "model": "moved.onnx", "model_git_blob": "x"}
+    )
     assert same_recipe(RECIPE, RECIPE | MEASURED)  # an environment compares as its recipe
 
 
@@ -67,4 +75,7 @@ def test_values_compare_as_a_file_holds_them() -> None:
 
 def test_the_module_imports_no_numpy() -> None:
     code = "import sys, pytest_ortperf.store.recipe; print('numpy' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        == "False\n"
+    )

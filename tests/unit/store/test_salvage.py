@@ -46,7 +46,9 @@ def test_a_file_that_is_not_json_keeps_every_entry_but_the_damaged_one(tmp_path:
     store, path = damaged_file(tmp_path, text)
     with pytest.raises(BaselineError):
         parse(text, path=path)
-    assert store.entries(TEST_FILE) == {name: three()[name] for name in ("test_a[cpu-all]", "test_c[cpu-all]")}
+    assert store.entries(TEST_FILE) == {
+        name: three()[name] for name in ("test_a[cpu-all]", "test_c[cpu-all]")
+    }
     store.stage(TEST_FILE, "test_a[cpu-all]", make_entry(20.0))  # a repair narrowed to test_a
 
     assert store.write() == [path]
@@ -68,7 +70,10 @@ def test_a_json_file_with_one_damaged_entry_keeps_the_others_even_with_nothing_s
     assert sorted(store.entries(TEST_FILE)) == ["test_a[cpu-all]", "test_b[cpu-all]"]
 
     assert store.write() == [path]  # this run recorded nothing in it: what was kept is written all the same
-    assert sorted(parse(path.read_text(encoding="utf-8"), path=path)) == ["test_a[cpu-all]", "test_b[cpu-all]"]
+    assert sorted(parse(path.read_text(encoding="utf-8"), path=path)) == [
+        "test_a[cpu-all]",
+        "test_b[cpu-all]",
+    ]
     assert store.repaired[0].lost == ("entry 'test_c[cpu-all]' (variant must be a string)",)
 
 
@@ -80,7 +85,9 @@ def test_a_damaged_entry_this_run_records_again_is_still_named_with_what_it_lost
     store, path = damaged_file(tmp_path, document(raw))
     store.stage(TEST_FILE, "test_c[cpu-all]", make_entry(30.0))
     store.write()
-    assert parse(path.read_text(encoding="utf-8"), path=path) == three() | {"test_c[cpu-all]": make_entry(30.0)}
+    assert parse(path.read_text(encoding="utf-8"), path=path) == three() | {
+        "test_c[cpu-all]": make_entry(30.0)
+    }
     (lost,) = store.repaired[0].lost
     assert store.repaired[0].kept == 2
     assert lost.startswith("entry 'test_c[cpu-all]'")
@@ -109,7 +116,15 @@ def test_both_sides_of_a_merge_conflict_are_named_not_guessed(tmp_path: Path) ->
     end = lines.index("  },", start)
     block = lines[start : end + 1]
     theirs = [line.replace('"median_ms": 11', '"median_ms": 99') for line in block]
-    conflicted = [*lines[:start], "<<<<<<< HEAD", *block, "=======", *theirs, ">>>>>>> other", *lines[end + 1 :]]
+    conflicted = [
+        *lines[:start],
+        "<<<<<<< HEAD",
+        *block,
+        "=======",
+        *theirs,
+        ">>>>>>> other",
+        *lines[end + 1 :],
+    ]
     store, _ = damaged_file(tmp_path, "\n".join(conflicted))
     assert sorted(store.entries(TEST_FILE)) == ["test_a[cpu-all]", "test_c[cpu-all]"]
     store.write()
@@ -157,7 +172,9 @@ def test_schema_1_entries_are_salvaged_one_by_one(tmp_path: Path) -> None:
         }
     }
     raw = {"test_a[cpu-all]": good, "test_b[cpu-all]": {"ci": {"variant": 1}}}
-    store, _ = damaged_file(tmp_path, json.dumps({"schema": 1, "kind": "pytest-ortperf baselines", "entries": raw}))
+    store, _ = damaged_file(
+        tmp_path, json.dumps({"schema": 1, "kind": "pytest-ortperf baselines", "entries": raw})
+    )
     assert sorted(store.entries(TEST_FILE)) == ["test_a[cpu-all]"]
     store.write()
     (lost,) = store.repaired[0].lost

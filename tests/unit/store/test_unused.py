@@ -14,12 +14,16 @@ FILE = "tests/test_perf.py"
 def store_with(tmp_path: Path, *entries: tuple[str, str]) -> BaselineStore:
     store = BaselineStore(tmp_path / "baselines")
     for test, variant in entries:
-        store.stage(FILE, test, make_entry(variant=variant, machine="box").with_figures("other", make_figures()))
+        store.stage(
+            FILE, test, make_entry(variant=variant, machine="box").with_figures("other", make_figures())
+        )
     store.write()
     return BaselineStore(tmp_path / "baselines")
 
 
-def test_a_renamed_test_is_unused_once_for_every_machine_and_a_kept_ones_checks_are_not(tmp_path: Path) -> None:
+def test_a_renamed_test_is_unused_once_for_every_machine_and_a_kept_ones_checks_are_not(
+    tmp_path: Path,
+) -> None:
     store = store_with(
         tmp_path,
         ("test_kept[cpu-all]", "cpu-all"),
