@@ -120,7 +120,6 @@ class Process:
     failed: list[str] = field(default_factory=list)  # the items that failed, by name
 
 
-
 def junit_times(path: Path) -> dict[str, float]:
     """Item name (``latency[cpu-all]``) -> seconds, from pytest's JUnit XML."""
     if not path.exists():

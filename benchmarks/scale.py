@@ -88,7 +88,6 @@ class Step:
         return self.wall_s / self.items if self.items else float("nan")
 
 
-
 def write_models(where: Path, count: int, level: str) -> None:
     widths, batch = RUN_LEVELS[level]
     folder = where / "models"

@@ -23,7 +23,10 @@ neither of the others is kept, with a wider threshold and floor (:data:`RSS_THRE
 
 A change decides when it exceeds both the relative threshold and the absolute floor: the floor keeps
 a tiny model's allocation rounding from failing a gate, the threshold keeps a large model's
-legitimate small growth from it.
+legitimate small growth from it. Against stored figures the medians are compared
+(:func:`compare_memory`); side by side, :func:`compare_pairs` judges pairs of fresh processes by the
+rule of every side-by-side verdict (``footprint/comparison.py: judge_pairs``): an exact figure
+decides at the first pair of pairs, the resident set takes pairs until its interval decides.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_ortperf import defaults
-from pytest_ortperf.footprint.comparison import FigureComparison, size_text
+from pytest_ortperf.footprint.comparison import FigureComparison, judge_pairs, size_text
 from pytest_ortperf.latency.decision import Verdict
 
 ARENA, WEIGHTS, DEVICE, RSS = "arena_peak", "weights", "device", "peak_rss"
@@ -48,6 +51,9 @@ DEFAULT_THRESHOLD = defaults.MEMORY_THRESHOLD
 DEFAULT_FLOOR = defaults.MEMORY_FLOOR
 RSS_THRESHOLD = 0.10  # 2-process medians of the resident set differed by up to 8% (int8)
 RSS_FLOOR = 1 << 20  # and by up to 1.07 MiB: no lower floor stays quiet
+# Side by side, looked at after these many pairs of fresh processes (``compare_pairs``): ORT's arena and
+# the weights are exact and decide at the first look, as two processes a side did before.
+PAIR_LOOKS = (2, 4, 6)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,9 @@ class MemoryFigures:
     peak_rss_range: tuple[int, int] | None = None  # lowest and highest over the processes
     device: int | None = None
     nodes: Mapping[str, int] = field(default_factory=dict)
+    # Each figure in each process, in the order measured, for the pairs of a side-by-side measurement;
+    # not stored (a baseline keeps the medians).
+    samples: Mapping[str, tuple[int | None, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def decisive(self) -> str:
@@ -137,9 +146,13 @@ class MemoryFigures:
             raise TypeError("nodes must map node names to bytes")
         return cls(
             processes=processes,
+            arena_peak=values["arena_peak"],
+            arena_held=values["arena_held"],
+            weights=values["weights"],
+            peak_rss=values["peak_rss"],
+            device=values["device"],
             peak_rss_range=span,  # type: ignore[arg-type]
             nodes={str(name): int(_bytes(size, f"nodes.{name}") or 0) for name, size in nodes.items()},
-            **values,
         )
 
     @classmethod
@@ -153,17 +166,25 @@ class MemoryFigures:
             known = [v for v in values if v is not None]
             return int(statistics.median(known)) if known else None
 
-        rss = [f.peak_rss_added for f in footprints if f.peak_rss_added is not None]
+        samples: dict[str, tuple[int | None, ...]] = {
+            ARENA: tuple(_optional(f.arena.get("mem_in_use_peak")) for f in footprints),
+            "arena_held": tuple(_optional(f.arena.get("mem_arena_held")) for f in footprints),
+            WEIGHTS: tuple(getattr(f, "weights", None) for f in footprints),
+            RSS: tuple(f.peak_rss_added for f in footprints),
+            DEVICE: tuple(f.device_bytes for f in footprints),
+        }
+        rss = [value for value in samples[RSS] if value is not None]
         last = footprints[-1].arena
         return cls(
             processes=len(footprints),
-            arena_peak=median([_optional(f.arena.get("mem_in_use_peak")) for f in footprints]),
-            arena_held=median([_optional(f.arena.get("mem_arena_held")) for f in footprints]),
-            weights=median([getattr(f, "weights", None) for f in footprints]),
+            arena_peak=median(samples[ARENA]),
+            arena_held=median(samples["arena_held"]),
+            weights=median(samples[WEIGHTS]),
             peak_rss=median(rss),
             peak_rss_range=(min(rss), max(rss)) if rss else None,
-            device=median([f.device_bytes for f in footprints]),
+            device=median(samples[DEVICE]),
             nodes={str(k): int(v) for k, v in dict(last.get("nodes") or {}).items()},
+            samples=samples,
         )
 
 
@@ -191,24 +212,77 @@ def compare_memory(
     The session's figure (the GPU memory where a GPU provider runs, else ORT's arena peak, else the
     resident set, held to at least :data:`RSS_THRESHOLD` and :data:`RSS_FLOOR`), and the weights.
     Empty when the two sides share no figure."""
+    return [_compared(name, old, new, threshold, floor) for name, old, new in _deciding(before, after)]
+
+
+def compare_pairs(
+    before: MemoryFigures,
+    after: MemoryFigures,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    floor: int = DEFAULT_FLOOR,
+    confidence: float = 0.99,
+    look: int = 1,
+    looks: int = 1,
+) -> list[FigureComparison]:
+    """Side by side: the figures :func:`compare_memory` compares, each judged over pairs of fresh
+    processes (``before.samples[i]`` beside ``after.samples[i]``) by the rule of every side-by-side
+    verdict, at look ``look`` of ``looks``; the floor is a share of the reference's median. A figure
+    with fewer than two complete pairs (or none before) is compared on its medians."""
     compared = []
+    for name, old, new in _deciding(before, after):
+        pairs = [
+            (then, now)
+            for then, now in zip(before.samples.get(name, ()), after.samples.get(name, ()), strict=False)
+            if then is not None and now is not None
+        ]
+        if len(pairs) < 2 or old == 0:
+            compared.append(_compared(name, old, new, threshold, floor))
+            continue
+        relative, least = _limits(name, threshold, floor)
+        verdict, rule = judge_pairs(
+            [then for then, _ in pairs],
+            [now for _, now in pairs],
+            threshold=max(relative, least / old),
+            confidence=confidence,
+            look=look,
+            looks=looks,
+            limit=_rule(relative, least),
+        )
+        compared.append(FigureComparison(FIGURE_NAMES[name], old, new, verdict, rule))
+    return compared
+
+
+def _deciding(before: MemoryFigures, after: MemoryFigures) -> list[tuple[str, int, int]]:
+    """The deciding figures both sides have: the session's (the GPU memory, else ORT's arena peak,
+    else the resident set) and the weights."""
+    deciding = []
     for names in ((DEVICE, ARENA, RSS), (WEIGHTS,)):
         for name in names:
             old, new = before.value(name), after.value(name)
             if old is not None and new is not None:
-                compared.append(_compared(name, old, new, threshold, floor))
+                deciding.append((name, old, new))
                 break
-    return compared
+    return deciding
+
+
+def _limits(name: str, threshold: float, floor: int) -> tuple[float, int]:
+    """The threshold and floor a figure is held to: the resident set to at least its own."""
+    if name == RSS:
+        return max(threshold, RSS_THRESHOLD), max(floor, RSS_FLOOR)
+    return threshold, floor
+
+
+def _rule(threshold: float, floor: int) -> str:
+    return f"+/-{threshold * 100:.3g}% and at least {size_text(floor)}"
 
 
 def _compared(name: str, old: int, new: int, threshold: float, floor: int) -> FigureComparison:
-    if name == RSS:
-        threshold, floor = max(threshold, RSS_THRESHOLD), max(floor, RSS_FLOOR)
+    threshold, floor = _limits(name, threshold, floor)
     limit = max(threshold * old, floor)
     delta = new - old
     verdict = Verdict.REGRESSION if delta > limit else Verdict.IMPROVED if -delta > limit else Verdict.OK
-    rule = f"+/-{threshold * 100:.3g}% and at least {size_text(floor)}"
-    return FigureComparison(FIGURE_NAMES[name], old, new, verdict, rule)
+    return FigureComparison(FIGURE_NAMES[name], old, new, verdict, _rule(threshold, floor))
 
 
 def grown_nodes(before: MemoryFigures, after: MemoryFigures, *, top: int = 5) -> list[str]:

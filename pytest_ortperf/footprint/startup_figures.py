@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_ortperf import defaults
-from pytest_ortperf.footprint.comparison import FigureComparison
-from pytest_ortperf.latency.across_processes import UnitRounds, judge_units, units_needed
-from pytest_ortperf.latency.decision import Verdict, judge
+from pytest_ortperf.footprint.comparison import FigureComparison, judge_pairs
+from pytest_ortperf.latency.decision import judge
 
 DEFAULT_THRESHOLD = defaults.STARTUP_THRESHOLD
 CONFIDENCE = 0.95
@@ -207,32 +206,16 @@ def compare_pairs(
     look: int = 1,
     looks: int = 1,
 ) -> list[FigureComparison]:
-    """Side by side: session creation and the first run, each judged by the rule of every
-    side-by-side verdict (``latency/across_processes.py: judge_units``) over pairs of fresh
-    processes, ``before[i]`` beside ``after[i]``: each pair one unit, its change the log ratio of
-    the two, the mean of the pairs' changes with a t interval whose spread is the pairs' own (the
-    between-process spread), at look ``look`` of ``looks`` (its share of ``confidence``)."""
+    """Side by side: session creation and the first run, each judged over pairs of fresh processes by
+    the rule of every side-by-side verdict (``footprint/comparison.py: judge_pairs``), at look
+    ``look`` of ``looks``."""
     compared = []
     for name in DECIDING:
-        pairs = [
-            UnitRounds(f"pair {i + 1}", 1, (round(now * 1e6),), (round(then * 1e6),), (i % 2 == 0,))
-            for i, (then, now) in enumerate(zip(getattr(before, name), getattr(after, name), strict=True))
-        ]
-        comparison, interval = judge_units(
-            pairs, threshold=threshold, confidence=confidence, look=look, looks=looks
+        then, now = ([round(ms * 1e6) for ms in getattr(side, name)] for side in (before, after))
+        verdict, rule = judge_pairs(
+            then, now, threshold=threshold, confidence=confidence, look=look, looks=looks
         )
-        estimate = comparison.estimate
-        rule = (
-            f"+/-{threshold * 100:.3g}%, {round(estimate.confidence * 100, 2):g}% t interval "
-            f"{(estimate.low - 1) * 100:+.1f}% .. {(estimate.high - 1) * 100:+.1f}% over {interval.units} "
-            f"process pairs, look {look} of {looks}"
-        )
-        if comparison.verdict is Verdict.INCONCLUSIVE and look == looks:
-            # what more would decide it, as an undecided latency check says (units_needed)
-            rule += f"; about {units_needed(interval, threshold)} pairs would decide at this spread"
         compared.append(
-            FigureComparison(
-                NAMES[name], before.median(name), after.median(name), comparison.verdict, rule, unit="ms"
-            )
+            FigureComparison(NAMES[name], before.median(name), after.median(name), verdict, rule, unit="ms")
         )
     return compared

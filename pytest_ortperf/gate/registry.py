@@ -1,6 +1,7 @@
 """The registry of check kinds: each kind is declared once, as a :class:`CheckKind`, and what runs
-and records checks iterates over the registry. (Some reports still name the built-in kinds: the
-latency, accuracy, memory, start-up and graph tables.)
+and records checks iterates over the registry; the terminal summary's tables too (each kind's rows
+in the table it declares). (Some reports still name the built-in kinds: the summaries below the
+latency table, the trade-off tables, the HTML page's latency and accuracy sections.)
 
 The built-in kinds are declared in ``kinds/`` (one module each) and registered by the pytest layer
 in ``pytest_configure``; a conftest or another plugin adds its own through the
@@ -20,6 +21,7 @@ from typing import Any
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
 from pytest_ortperf.reports.ci_files import check_record
+from pytest_ortperf.reports.terminal import COMMON_TABLE, TerminalTable, check_row
 from pytest_ortperf.store.keys import CheckKey
 
 Record = Mapping[str, Any]
@@ -70,10 +72,10 @@ class CheckKind:
     - ``accepted_by_update``: whether ``ortperf update`` accepts a failure of it (it records what
       the check compares with); None: where it keeps a part. A property of the model alone (outputs
       that differ run to run, a contract between variants) is not: no command prints for it.
-    - ``row``: its terminal row, read from its record, when it has a table of its own
-      (``table``: which; ``reports/terminal.py: LATENCY_TABLE`` is the latency table); otherwise
-      the common table of checks shows it; ``terminal=False``: in no table (accuracy, whose
-      failures say everything).
+    - ``row``: its terminal row, read from its record (None: that record has none), in ``table``
+      (``reports/terminal.py: TerminalTable``: its title and headers, which kinds can share; the
+      latency kind's is ``LATENCY_TABLE``); without a ``table``, the common table of checks shows
+      it, by its ``row`` or the common one (``check_row``); ``terminal=False``: in no table.
     - ``benchmark``: its pytest-benchmark entry, read from its record, or extra information for the
       test's other entries (a mapping); None: it publishes none.
     - ``properties``: its JUnit properties besides its verdict, read from its record.
@@ -95,8 +97,8 @@ class CheckKind:
     timed: bool = False
     part: str | None = None
     not_timed: Callable[[CheckKey], Outcome] | None = None
-    row: Callable[[Record], tuple[str, ...]] | None = None
-    table: str = ""
+    row: Callable[[Record], tuple[str, ...] | None] | None = None
+    table: TerminalTable | None = None
     terminal: bool = True
     benchmark: Callable[[Record], BenchmarkEntry | Mapping[str, object] | None] | None = None
     drawing: Callable[[Record], str] | None = None
@@ -147,6 +149,12 @@ class KindRegistry:
                 f"name(s) {', '.join(map(repr, bad))}: options are KindOption and every name is lower case "
                 "letters, digits and underscores, starting with a letter."
             )
+        if kind.table is not None and not isinstance(kind.table, TerminalTable):
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {kind.name!r} with table={kind.table!r}: "
+                "a table is a reports.terminal.TerminalTable (its title and headers), or None for the "
+                "common table of checks."
+            )
         owned = [key for key in kind.thresholds if key in self.threshold_keys()]
         if owned:
             raise UsageError(
@@ -187,6 +195,26 @@ class KindRegistry:
     def threshold_keys(self) -> dict[str, str]:
         """The ``ort_thresholds`` keywords the kinds own, each with its kind's name."""
         return {key: kind.name for kind in self for key in kind.thresholds}
+
+    def terminal_tables(self, records: Sequence[Record]) -> list[tuple[TerminalTable, list[tuple[str, ...]]]]:
+        """The terminal summary's tables and their rows: each kind's records by its ``row`` in its
+        ``table`` (the common table of checks where it declares none), the tables in the order of the
+        kinds that first declared them, the common one last; records of kinds not registered here,
+        and of kinds in no table, have no row."""
+        tables: dict[str, tuple[TerminalTable, list[tuple[str, ...]]]] = {}
+        for kind in self:
+            if kind.terminal:
+                table = kind.table or COMMON_TABLE
+                tables.setdefault(table.name, (table, []))
+        tables[COMMON_TABLE.name] = tables.pop(COMMON_TABLE.name, (COMMON_TABLE, []))
+        for record in records:
+            of = self.get(str(record.get("kind")))
+            if of is None or not of.terminal:
+                continue
+            row = (of.row or check_row)(record)
+            if row is not None:
+                tables[(of.table or COMMON_TABLE).name][1].append(row)
+        return list(tables.values())
 
     def drawings(self) -> dict[str, Callable[[Record], str]]:
         return {kind.name: kind.drawing for kind in self if kind.drawing is not None}

@@ -24,10 +24,7 @@ from pytest_ortperf.reports.terminal import (
     LATENCY_TABLE,
     RunSummary,
     UpdateReport,
-    accuracy_rows,
-    check_row,
     inputs_lines,
-    latency_rows,
     lock_wait_lines,
     profile_lines,
     repaired_lines,
@@ -153,18 +150,12 @@ class RunEnd:
     def summary(self, lost_workers: Sequence[str]) -> RunSummary:
         """What the terminal summary shows."""
         records = self._results.records
-        rows = latency_rows(records)
-        footprint = [  # every other kind's rows, each by its own row or the common one
-            (kind.row if kind.row is not None else check_row)(record)
-            for record in records
-            for kind in [self._kinds.get(str(record.get("kind")))]
-            if kind is not None
-            and kind.terminal
-            and kind.table != LATENCY_TABLE
-            and record.get("verdict") != Status.ERROR
-        ]
+        tables = self._kinds.terminal_tables(records)
+        rows = next((rows for table, rows in tables if table is LATENCY_TABLE), [])
+        others = [(table, rows) for table, rows in tables if table is not LATENCY_TABLE]
+        measured_here = any(rows for _, rows in others)
         return RunSummary(
-            machine=self._sessions.machine.key if rows or footprint else "",
+            machine=self._sessions.machine.key if rows or measured_here else "",
             sessions=self._sessions.summary_lines(),
             runtimes=runtime_lines([*self._runtime_notes(), *self.handed_runtime_notes]),
             errors=[*([self.finish_error] if self.finish_error else []), *lost_workers],
@@ -172,8 +163,7 @@ class RunEnd:
             strict_unused=self.strict_unused,
             unused_hint=self._unused_hint(),
             rows=rows,
-            footprint_rows=footprint,
-            accuracy_rows=accuracy_rows(records),
+            tables=others,
             accept=self._accept_all(records),
             missing=self._results.missing_count(),
             shallow=sum(

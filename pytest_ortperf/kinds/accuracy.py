@@ -19,6 +19,7 @@ from pytest_ortperf.gate.session_outputs import run_outputs
 from pytest_ortperf.ort.inputs import data_sets, declared_inputs, fits
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.reports.ci_files import accuracy_record
+from pytest_ortperf.reports.terminal import ACCURACY_TABLE, accuracy_check_row
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import shapes_changed
 
@@ -187,6 +188,7 @@ KIND = CheckKind(
     summary="outputs against the recorded ones, the reference variant and the model's own data sets",
     default=True,
     record=accuracy_record,
-    terminal=False,
+    row=accuracy_check_row,
+    table=ACCURACY_TABLE,
     accepted_by_update=True,  # an update records the outputs it compares with
 )

@@ -35,6 +35,7 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel
 from pytest_ortperf.reports.ci_files import footprint_record
+from pytest_ortperf.reports.terminal import TerminalTable
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import what_changed
 
@@ -237,6 +238,16 @@ def _noted(result: GraphResult, notes: Sequence[str]) -> GraphResult:
     return replace(result, notes=(*result.notes, *notes)) if notes else result
 
 
+# The graph checks' terminal table (its CheckKind.table).
+TABLE = TerminalTable(
+    "graphs",
+    lambda rows, machine: (
+        "graphs (what ONNX Runtime will run for each variant: its optimized graph's nodes and fusions, "
+        "compared exactly; side by side: the recorded reference's graph built here)"
+    ),
+)
+
+
 KIND = CheckKind(
     name=GRAPH,
     make=GraphCheck,
@@ -244,5 +255,6 @@ KIND = CheckKind(
     default=True,
     part=GRAPH,
     record=footprint_record,
+    table=TABLE,
     properties=figures_property,
 )

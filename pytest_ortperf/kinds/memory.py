@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pytest_ortperf.checks.footprint_verdicts import MEMORY, PartFigures
+from pytest_ortperf.footprint import memory_figures as memory
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory, grown_nodes
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.registry import CheckKind, Record
-from pytest_ortperf.kinds.fresh_processes import FootprintCheck, benchmark_info, figures_property
+from pytest_ortperf.kinds.fresh_processes import TABLE, FootprintCheck, benchmark_info, figures_property
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.workers import Footprint
 from pytest_ortperf.reports.ci_files import footprint_record
@@ -22,12 +23,14 @@ GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider")
 class MemoryCheck(FootprintCheck):
     """``check_memory()``: ORT's arena accounting (exact, so one process a side would do; two keep
     the resident set honest), the GPU memory of the process where a GPU provider runs, and the peak
-    resident memory the session added to a fresh process."""
+    resident memory the session added to a fresh process. Side by side, over pairs of processes
+    (``memory.PAIR_LOOKS``) by the rule of every side-by-side verdict."""
 
     kind = MEMORY
     processes = 2
     glance_processes = 1
     profiled = True
+    pair_looks = memory.PAIR_LOOKS
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return MemoryFigures.of(footprints)
@@ -37,6 +40,22 @@ class MemoryCheck(FootprintCheck):
         assert isinstance(after, MemoryFigures)
         policy = target.policy
         return compare_memory(before, after, threshold=policy.memory_threshold, floor=policy.memory_floor)
+
+    def compare_pairs(
+        self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
+    ) -> list[FigureComparison]:
+        assert isinstance(before, MemoryFigures)
+        assert isinstance(after, MemoryFigures)
+        policy = target.policy
+        return memory.compare_pairs(
+            before,
+            after,
+            threshold=policy.memory_threshold,
+            floor=policy.memory_floor,
+            confidence=policy.confidence,
+            look=look,
+            looks=looks,
+        )
 
     def explain(self, before: PartFigures, after: PartFigures) -> list[str]:
         assert isinstance(before, MemoryFigures)
@@ -89,6 +108,7 @@ KIND = CheckKind(
     summary="ORT's arena accounting, GPU memory and the peak resident set, in fresh worker processes",
     part=MEMORY,
     record=footprint_record,
+    table=TABLE,
     benchmark=_benchmark_info,
     properties=figures_property,
 )

@@ -13,7 +13,7 @@ from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
-from pytest_ortperf.kinds.fresh_processes import FootprintCheck, benchmark_info, figures_property
+from pytest_ortperf.kinds.fresh_processes import TABLE, FootprintCheck, benchmark_info, figures_property
 from pytest_ortperf.ort.workers import Footprint
 from pytest_ortperf.reports.ci_files import footprint_record
 
@@ -81,6 +81,7 @@ KIND = CheckKind(
     part=STARTUP,
     not_timed=partial(not_timed, STARTUP),
     record=footprint_record,
+    table=TABLE,
     benchmark=_benchmark_entry,
     properties=figures_property,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,8 +120,11 @@ def _change_cell(record: Mapping[str, Any]) -> str:
     return f"{change} by {statistic}" if statistic and change != "-" else change
 
 
-def latency_row(record: Mapping[str, Any]) -> tuple[str, ...]:
-    """One latency check's row, read from its record (``reports/ci_files.py: latency_record``)."""
+def latency_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """One latency check's row, read from its record (``reports/ci_files.py: latency_record``); None
+    for one that did not measure (not timed, or an error: its failure says it)."""
+    if record.get("verdict") in (Status.NOT_TIMED, Status.ERROR):
+        return None
     reference = record.get("reference")
     compared = reference if isinstance(reference, Mapping) else record.get("baseline")
     runtimes = reference.get("runtimes") if isinstance(reference, Mapping) else None
@@ -137,39 +140,56 @@ def latency_row(record: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
-LATENCY_TABLE = "latency"  # CheckKind.table of the kind whose rows are the latency table's
+@dataclass(frozen=True)
+class TerminalTable:
+    """A table of the terminal summary, declared by the kinds whose rows it shows (``CheckKind.table``;
+    several kinds can share one): its name, the line above it (``title(rows, machine)``) and its
+    headers. A kind that declares none has its rows in the common table of checks."""
+
+    name: str
+    title: Callable[[Sequence[tuple[str, ...]], str], str]
+    headers: tuple[str, ...] = ("test", "variant", "check", "path", "current", "change", "verdict")
+
+
+def _latency_title(rows: Sequence[tuple[str, ...]], machine: str) -> str:
+    return (
+        f"latency on machine '{machine}' (change: current/reference by the statistic it names, which "
+        "decided; the medians beside it can differ)"
+    )
+
+
+# The latency kind's table: printed first, with what its checks' summary says below it (latency_table).
+LATENCY_TABLE = TerminalTable("latency", _latency_title, _HEADERS)
+ACCURACY_TABLE = TerminalTable("accuracy", lambda rows, machine: accuracy_title(rows), ACCURACY_HEADERS)
+
+
+def _other_checks_title(rows: Sequence[tuple[str, ...]], machine: str) -> str:
+    kinds = ", ".join(dict.fromkeys(row[2] for row in rows))
+    return f"other checks ({kinds}: what each compared with, measured and decided)"
+
+
+COMMON_TABLE = TerminalTable("checks", _other_checks_title)
 
 
 def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    """The latency table's rows: every latency check that measured (not the not-timed ones, nor errors)."""
-    return [
-        latency_row(record)
-        for record in records
-        if record.get("kind") == "latency" and record.get("verdict") not in (Status.NOT_TIMED, Status.ERROR)
-    ]
+    """The latency table's rows of latency checks' ``records``: those that measured."""
+    return [row for row in map(latency_row, records) if row is not None]
 
 
-def accuracy_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
-    """The accuracy table's rows: every accuracy check, passing ones and those that ended in an error
-    (its first line) included."""
-    return [
-        accuracy_row(record, _test_of(record))
-        for record in records
-        if record.get("kind") == "accuracy" and record.get("verdict") != Status.NOT_TIMED
-    ]
+def accuracy_check_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The accuracy table's row of a check: every accuracy check, passing ones and those that ended in
+    an error (its first line) included; not the not-timed ones."""
+    if record.get("verdict") == Status.NOT_TIMED:
+        return None
+    return accuracy_row(record, _test_of(record))
 
 
-def accuracy_table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    """Accuracy checks, one row each: what they compared with, the worst output, the verdict."""
-    return [accuracy_title(rows), *format_table([ACCURACY_HEADERS, *rows])] if rows else []
-
-
-_FOOTPRINT_HEADERS = ("test", "variant", "check", "path", "current", "change", "verdict")
-
-
-def check_row(record: Mapping[str, Any]) -> tuple[str, ...]:
+def check_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The common row of a check, read from the fields every record of a check kind has (memory,
-    start-up, graph, and any registered kind): what it compared with, measured and decided."""
+    start-up, graph, and any registered kind): what it compared with, measured and decided. None
+    for a check that ended in an error: its failure says it."""
+    if record.get("verdict") == Status.ERROR:
+        return None
     return (
         _test_of(record),
         str(record.get("variant", "")),
@@ -181,30 +201,15 @@ def check_row(record: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
-def footprint_table(rows: Sequence[tuple[str, ...]], machine: str) -> list[str]:
-    """Memory and start-up checks: what each measured in fresh processes, and what that decided; then
-    graph checks: the optimized graph of each variant, and how it compared."""
-    measured = [row for row in rows if row[2] in ("memory", "startup")]
-    graphs = [row for row in rows if row[2] == "graph"]
-    others = [row for row in rows if row[2] not in ("memory", "startup", "graph")]
+def tables_lines(
+    tables: Sequence[tuple[TerminalTable, Sequence[tuple[str, ...]]]], machine: str
+) -> list[str]:
+    """Each kind's table after the latency table: its title line, then its rows."""
     lines: list[str] = []
-    if measured:
-        lines.append(
-            f"memory and start-up on machine '{machine}' (measured in fresh worker processes; memory: ORT's "
-            "arena peak where kept, else GPU memory or the peak resident set added; start-up: session "
-            "creation and first run)"
-        )
-        lines += format_table([_FOOTPRINT_HEADERS, *measured])
-    if graphs:
-        lines.append(
-            "graphs (what ONNX Runtime will run for each variant: its optimized graph's nodes and fusions, "
-            "compared exactly; side by side: the recorded reference's graph built here)"
-        )
-        lines += format_table([_FOOTPRINT_HEADERS, *graphs])
-    if others:
-        kinds = ", ".join(dict.fromkeys(row[2] for row in others))
-        lines.append(f"other checks ({kinds}: what each compared with, measured and decided)")
-        lines += format_table([_FOOTPRINT_HEADERS, *others])
+    for table, rows in tables:
+        if rows:
+            lines.append(table.title(rows, machine))
+            lines += format_table([table.headers, *rows])
     return lines
 
 
@@ -225,12 +230,7 @@ def latency_table(
     ``runtimes_unavailable``: recorded runtimes not to be had here, with the checks they left missing."""
     if not rows:
         return []
-    table: list[tuple[str, ...]] = [_HEADERS, *rows]
-    lines = [
-        f"latency on machine '{machine}' (change: current/reference by the statistic it names, which "
-        "decided; the medians beside it can differ)"
-    ]
-    lines += format_table(table)
+    lines = [LATENCY_TABLE.title(rows, machine), *format_table([LATENCY_TABLE.headers, *rows])]
     inconclusive = sum(1 for row in rows if row[-1].startswith("inconclusive"))
     if inconclusive:
         lines.append(
@@ -482,9 +482,9 @@ class RunSummary:
     repaired: Sequence[Repaired] = ()  # damaged files set aside, what of each was kept and lost
     strict_unused: Sequence[str] = ()
     unused_hint: Sequence[str] = ()
-    rows: Sequence[tuple[str, ...]] = ()
-    footprint_rows: Sequence[tuple[str, ...]] = ()
-    accuracy_rows: Sequence[tuple[str, ...]] = ()  # accuracy checks, passing ones too (accuracy_rows)
+    rows: Sequence[tuple[str, ...]] = ()  # the latency table's
+    # every other kind's table and its rows, in the order of the kinds (gate/registry.py: terminal_tables)
+    tables: Sequence[tuple[TerminalTable, Sequence[tuple[str, ...]]]] = ()
     missing: int = 0
     shallow: int = 0  # of the missing: a changed model whose recorded one a shallow clone lacks
     elsewhere: Sequence[str] = ()  # machines with latency figures for the checks missing here
@@ -544,8 +544,7 @@ def summary_lines(summary: RunSummary) -> list[str]:
         )
         lines += summary.inputs
         lines.append(f"timing: {summary.timing_mode}")
-    lines += accuracy_table(summary.accuracy_rows)
-    lines += footprint_table(summary.footprint_rows, summary.machine)
+    lines += tables_lines(summary.tables, summary.machine)
     for table in summary.tradeoffs:
         lines += [heading(table), *format_table([HEADERS, *cells(table)])]
     if summary.not_timed:

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from pytest_ortperf.footprint.comparison import size_text
-from pytest_ortperf.footprint.memory_figures import RSS_FLOOR, MemoryFigures, compare_memory, grown_nodes
+from pytest_ortperf.footprint.memory_figures import (
+    RSS_FLOOR,
+    MemoryFigures,
+    compare_memory,
+    compare_pairs,
+    grown_nodes,
+)
 from pytest_ortperf.latency.decision import Verdict
 
 MIB = 1 << 20
@@ -136,3 +142,56 @@ def test_without_the_arena_the_resident_set_decides_beside_the_weights() -> None
     rss, weights = compare_memory(before, after)
     assert (rss.figure, rss.verdict) == ("peak resident memory added to a fresh process", Verdict.REGRESSION)
     assert weights.verdict is Verdict.OK
+
+
+def processes(*values: tuple[int | None, int | None]) -> MemoryFigures:
+    """Figures of fresh processes, each with its arena peak and resident set."""
+    return MemoryFigures.of([footprint(peak, rss) for peak, rss in values])
+
+
+@pytest.mark.parametrize(
+    ("after", "verdict"),
+    [
+        (1_000_000, Verdict.OK),
+        (1_009_000, Verdict.OK),
+        (1_011_000, Verdict.REGRESSION),
+        (989_000, Verdict.IMPROVED),
+    ],
+)
+def test_side_by_side_an_exact_figure_decides_at_the_first_look_as_its_medians_would(
+    after: int, verdict: Verdict
+) -> None:
+    before = processes((1_000_000, 12 * MIB), (1_000_000, 13 * MIB))
+    now = processes((after, 12 * MIB), (after, 13 * MIB))
+    (paired,) = compare_pairs(before, now, look=1, looks=3)
+    (medians,) = compare_memory(before, now)
+    assert paired.verdict is medians.verdict is verdict
+    assert "over 2 process pairs, look 1 of 3" in paired.rule
+
+
+def test_side_by_side_the_floor_is_a_share_of_the_reference_and_the_resident_set_needs_its_interval() -> None:
+    # +3% of a 100 KB arena is 3 KB, under the 4 KiB floor: ok, as the medians say.
+    (small,) = compare_pairs(
+        processes((100_000, None), (100_000, None)), processes((103_000, None), (103_000, None))
+    )
+    assert small.verdict is Verdict.OK
+    # The resident set alone: +20% in every pair decides; +20% in one pair and -20% in the next does not.
+    steady = compare_pairs(
+        processes((None, 10 * MIB), (None, 10 * MIB), (None, 10 * MIB)),
+        processes((None, 12 * MIB), (None, 12 * MIB), (None, 12 * MIB)),
+    )
+    assert [c.verdict for c in steady] == [Verdict.REGRESSION]
+    scattered = compare_pairs(
+        processes((None, 10 * MIB), (None, 10 * MIB), (None, 10 * MIB)),
+        processes((None, 12 * MIB), (None, 8 * MIB), (None, 12 * MIB)),
+        look=3,
+        looks=3,
+    )
+    assert [c.verdict for c in scattered] == [Verdict.INCONCLUSIVE]
+    assert scattered[0].rule.endswith(" pairs would decide at this spread")
+
+
+def test_side_by_side_a_figure_without_two_complete_pairs_is_compared_on_its_medians() -> None:
+    (compared,) = compare_pairs(processes((1_000_000, MIB)), processes((1_100_000, MIB)))
+    assert compared.verdict is Verdict.REGRESSION
+    assert compared.rule == "+/-1% and at least 4 KiB"

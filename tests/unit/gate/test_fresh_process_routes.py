@@ -119,6 +119,46 @@ def test_start_up_side_by_side_adds_pairs_of_processes_until_the_rule_of_side_by
     assert result.comparisons[0].rule.endswith(" pairs would decide at this spread")
 
 
+def test_memory_side_by_side_judges_pairs_of_processes_by_the_rule_of_side_by_side_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ORT's arena is exact: a growth decides at the first look (2 pairs: 4 processes, as two a side
+    did), with no second measurement asked for. Where only the resident set is kept (the arena off)
+    and it scatters 0.8x .. 1.25x around the same size, pairs are added to the last look (6 pairs)
+    and the check reads inconclusive, saying what more would decide."""
+    labels: list[str] = []
+
+    def grown(python: str, source: Any, *args: Any, **kwargs: Any) -> Footprint:
+        labels.append(source.label)
+        footprint = _footprint()
+        if source.label == "model.onnx":
+            footprint = replace(footprint, arena={**footprint.arena, "mem_in_use_peak": 2 << 20})
+        return footprint
+
+    monkeypatch.setattr(fresh_processes, "measure_footprint", grown)
+    (result,) = MemoryCheck(_services(tmp_path).context()).run(_target())
+    assert (result.status, result.failed, len(labels)) == (Status.REGRESSION, True, 4)
+    (arena,) = result.comparisons
+    assert arena.rule.startswith("+/-1% and at least 4 KiB, ")
+    assert "over 2 process pairs, look 1 of 3" in arena.rule
+    assert not any("second" in note for note in result.notes), "no confirmation: the pairs decide"
+
+    labels.clear()
+    scatter = iter([1.0, 1.25, 0.8] * 8)
+
+    def resident_only(python: str, source: Any, *args: Any, **kwargs: Any) -> Footprint:
+        labels.append(source.label)
+        return replace(_footprint(), arena={}, peak_rss_added=round((12 << 20) * next(scatter)))
+
+    monkeypatch.setattr(fresh_processes, "measure_footprint", resident_only)
+    (result,) = MemoryCheck(_services(tmp_path).context()).run(_target())
+    assert (result.status, result.failed, len(labels)) == (Status.INCONCLUSIVE, False, 12)
+    (rss,) = result.comparisons
+    assert rss.figure == "peak resident memory added to a fresh process"
+    assert rss.rule.startswith("+/-10% and at least 1 MiB, ")
+    assert "over 6 process pairs, look 3 of 3; about " in rss.rule
+
+
 def test_without_a_rebuilt_reference_only_the_current_model_is_measured_and_it_is_missing(
     tmp_path: Path, measured: list[str]
 ) -> None:

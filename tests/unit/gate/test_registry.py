@@ -1,0 +1,59 @@
+"""The registry of check kinds: the terminal summary's tables come from what each kind declares."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.gate.registry import CheckKind, KindRegistry
+from pytest_ortperf.kinds import builtin_kinds
+from pytest_ortperf.reports.terminal import COMMON_TABLE, LATENCY_TABLE, TerminalTable
+
+
+def _record(kind: str, verdict: str = "ok", **fields: Any) -> dict[str, Any]:
+    return {"kind": kind, "test": f"t.py::test_{kind}", "variant": "cpu-all", "verdict": verdict, **fields}
+
+
+def _make(context: Any) -> Any:
+    raise AssertionError("not run here")
+
+
+def test_each_kinds_rows_go_into_the_table_it_declares_in_the_order_the_kinds_declared_them() -> None:
+    kinds = builtin_kinds()
+    spans = TerminalTable(
+        "spans", lambda rows, machine: f"spans on {machine} ({len(rows)})", ("test", "span")
+    )
+    kinds.register(CheckKind(name="span", make=_make, row=lambda r: (str(r["test"]), "3 ms"), table=spans))
+    kinds.register(CheckKind(name="finite", make=_make))
+    records = [
+        _record("finite"),
+        _record("memory", summary="arena peak 1 MiB"),
+        _record("span"),
+        _record("graph", summary="12 nodes"),
+        _record("accuracy", "error", message="boom"),
+        _record("latency", "not timed"),
+        _record("finite", "error"),
+        _record("unknown"),
+    ]
+    tables = kinds.terminal_tables(records)
+    names = [table.name for table, _ in tables]
+    assert names == ["latency", "accuracy", "graphs", "fresh processes", "spans", "checks"]
+    rows = {table.name: rows for table, rows in tables}
+    assert rows["latency"] == [], "a latency check that did not measure has no row"
+    assert [row[-1] for row in rows["accuracy"]] == ["error"], "an accuracy error has its row"
+    assert [row[2] for row in rows["graphs"]] == ["graph"]
+    assert [row[2] for row in rows["fresh processes"]] == ["memory"]
+    assert rows["spans"] == [("t.py::test_span", "3 ms")]
+    assert [row[2] for row in rows["checks"]] == ["finite"], "not its error, nor an unregistered kind"
+    assert tables[0][0] is LATENCY_TABLE
+    assert tables[-1][0] is COMMON_TABLE
+
+
+def test_a_table_that_is_not_a_terminal_table_is_a_usage_error_naming_the_kind() -> None:
+    with pytest.raises(
+        UsageError, match=re.escape("'finite' with table='mine': a table is a reports.terminal.TerminalTable")
+    ):
+        KindRegistry([CheckKind(name="finite", make=_make, table="mine")])  # type: ignore[arg-type]
