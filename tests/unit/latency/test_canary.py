@@ -22,7 +22,7 @@ from pytest_ortperf.checks.paths import Route
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.measurer import Measurer
-from pytest_ortperf.latency.canary import BATCH, LAYERS, WIDTH, Canary, canary_model
+from pytest_ortperf.latency.canary import BATCH, LAYERS, WIDTH, Canary, canary_bytes
 from pytest_ortperf.latency.decision import STORED_FLOOR, Verdict, judge
 from pytest_ortperf.latency.measure import (
     CANARY_SHARE,
@@ -55,9 +55,42 @@ CUDA_ALL = Variant(resolve_provider("cuda", source="test"), OptLevel.ALL)
 # the canary model and session ------------------------------------------------
 
 
+def _helper_canary() -> onnx.ModelProto:
+    """The canary as onnx.helper builds it: the model its hand-written bytes must equal."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(20261122)
+    nodes, inits, current = [], [], "x"
+    for i in range(LAYERS):
+        weight = (rng.standard_normal((WIDTH, WIDTH)) * 0.05).astype(np.float32)
+        inits.append(numpy_helper.from_array(weight, f"w{i}"))
+        nodes.append(helper.make_node("MatMul", [current, f"w{i}"], [f"m{i}"]))
+        nodes.append(helper.make_node("Relu", [f"m{i}"], [f"h{i}"]))
+        current = f"h{i}"
+    graph = helper.make_graph(
+        nodes,
+        "ortperf_canary",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, WIDTH])],
+        [helper.make_tensor_value_info(current, TensorProto.FLOAT, [BATCH, WIDTH])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_canary_bytes_are_what_onnx_helper_serializes_without_importing_onnx() -> None:
+    assert canary_bytes() == _helper_canary().SerializeToString()
+    import subprocess
+    import sys
+
+    program = "import sys; from pytest_ortperf.latency.canary import canary_bytes; canary_bytes(); "
+    program += "print('onnx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_canary_model_is_the_same_bytes_every_time_and_valid() -> None:
-    first, second = canary_model(), canary_model()
-    assert first.SerializeToString() == second.SerializeToString()
+    assert canary_bytes() == canary_bytes()
+    first = onnx.load_from_string(canary_bytes())
     onnx.checker.check_model(first, full_check=True)
     assert [node.op_type for node in first.graph.node] == ["MatMul", "Relu"] * LAYERS
     assert [tuple(init.dims) for init in first.graph.initializer] == [(WIDTH, WIDTH)] * LAYERS

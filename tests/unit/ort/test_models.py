@@ -10,7 +10,14 @@ import onnx
 import pytest
 
 from pytest_ortperf.errors import ModelError, UsageError
-from pytest_ortperf.ort.models import LFS_POINTER, ModelResolver, ModelSource, is_lfs_pointer
+from pytest_ortperf.ort import models
+from pytest_ortperf.ort.models import (
+    LFS_POINTER,
+    ModelResolver,
+    ModelSource,
+    is_lfs_pointer,
+    may_name_external_data,
+)
 
 ORIGIN = "ort_model marker of tests/test_x.py::test_a"
 
@@ -300,3 +307,27 @@ def test_a_models_external_data_has_its_own_digest_which_follows_the_weights(tmp
     plain = tmp_path / "plain.onnx"
     onnx.save(mlp_model(2, 64), plain)
     assert ModelResolver(tmp_path).resolve("plain.onnx", test_dir=tmp_path, origin="test").data_sha256 == ""
+
+
+def test_a_model_whose_bytes_hold_no_location_key_is_not_parsed_for_external_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a file that holds the key an external tensor names its file by is parsed (with onnx, whose
+    import costs a second or more); the key is found across read chunks too."""
+    from tests.models import mlp_model
+
+    external = tmp_path / "external.onnx"
+    onnx.save(mlp_model(2, 64), external, save_as_external_data=True, location="w.data", size_threshold=0)
+    plain = tmp_path / "plain.onnx"
+    onnx.save(mlp_model(2, 64), plain)
+    assert may_name_external_data(external)
+    assert not may_name_external_data(plain)
+    split = tmp_path / "split.bin"
+    split.write_bytes(b"x" * (models._HASH_CHUNK - 3) + b"location" + b"y" * 10)
+    assert may_name_external_data(split), "the key across two chunks"
+    parsed: list[Path] = []
+    monkeypatch.setattr(models, "external_data_locations", lambda path: parsed.append(path) or [])
+    resolver = ModelResolver(tmp_path)
+    assert resolver.resolve("plain.onnx", test_dir=tmp_path, origin="test").data_sha256 == ""
+    resolver.resolve("external.onnx", test_dir=tmp_path, origin="test")
+    assert parsed == [external]
