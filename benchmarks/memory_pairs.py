@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
-import json
 import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.startup_pairs import counts, trace_jobs
 from pytest_ortperf.footprint.comparison import worst
 from pytest_ortperf.footprint.memory_figures import PAIR_LOOKS, MemoryFigures, compare_memory, compare_pairs
 from pytest_ortperf.latency.decision import Verdict
@@ -155,7 +154,7 @@ def report(rows: Sequence[Mapping[str, Any]], aa: Sequence[Mapping[str, Any]], s
         same = sum(r["old"] == r["new"] for r in group)
         pairs = sum(r["pairs"] for r in group) / len(group)
         lines.append(
-            f"| {figures} | {condition} | {len(group)} | {_counts(old)} | {_counts(new)} "
+            f"| {figures} | {condition} | {len(group)} | {counts(old)} | {counts(new)} "
             f"| {same} of {len(group)} | {pairs:.1f} |"
         )
     lines += [
@@ -172,12 +171,8 @@ def report(rows: Sequence[Mapping[str, Any]], aa: Sequence[Mapping[str, Any]], s
     for family, group in sorted(families.items()):
         new = collections.Counter(r["new"] for r in group)
         pairs = sum(r["pairs"] for r in group) / len(group)
-        lines.append(f"| {family} | {len(group)} | {_counts(new)} | {pairs:.1f} |")
+        lines.append(f"| {family} | {len(group)} | {counts(new)} | {pairs:.1f} |")
     return "\n".join(lines) + "\n"
-
-
-def _counts(counter: Mapping[str, int]) -> str:
-    return ", ".join(f"{n} {verdict}" for verdict, n in sorted(counter.items()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -185,9 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trace", required=True, help="a benchmarks/footprint.py --trace file")
     parser.add_argument("--out", help="the markdown report (default: print it)")
     args = parser.parse_args(argv)
-    opener = gzip.open if args.trace.endswith(".gz") else open
-    with opener(args.trace, "rt") as stream:
-        jobs = json.load(stream)["jobs"]
+    jobs = trace_jobs(args.trace)
     text = report(replay(jobs), resident_aa(jobs), args.trace)
     if args.out:
         Path(args.out).write_text(text)

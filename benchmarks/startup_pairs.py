@@ -126,15 +126,23 @@ def _counts(counter: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {verdict}" for verdict, n in sorted(counter.items()))
 
 
+counts = _counts  # for benchmarks/memory_pairs.py
+
+
+def trace_jobs(trace: str) -> list[dict[str, Any]]:
+    """The checks and processes of a ``benchmarks/footprint.py --trace`` file (gzip if it ends .gz)."""
+    opener = gzip.open if trace.endswith(".gz") else open
+    with opener(trace, "rt") as stream:
+        jobs: list[dict[str, Any]] = json.load(stream)["jobs"]
+    return jobs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trace", required=True, help="a benchmarks/footprint.py --trace file")
     parser.add_argument("--out", help="the markdown report (default: print it)")
     args = parser.parse_args(argv)
-    opener = gzip.open if args.trace.endswith(".gz") else open
-    with opener(args.trace, "rt") as stream:
-        jobs = json.load(stream)["jobs"]
-    text = report(replay(jobs), args.trace)
+    text = report(replay(trace_jobs(args.trace)), args.trace)
     if args.out:
         Path(args.out).write_text(text)
     print(text, end="")
