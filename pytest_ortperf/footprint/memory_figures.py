@@ -26,7 +26,7 @@ a tiny model's allocation rounding from failing a gate, the threshold keeps a la
 legitimate small growth from it. Against stored figures the medians are compared
 (:func:`compare_memory`); side by side, :func:`compare_pairs` judges pairs of fresh processes by the
 rule of every side-by-side verdict (``footprint/comparison.py: judge_pairs``): an exact figure
-decides at the first pair of pairs, the resident set takes pairs until its interval decides.
+decides at the first look (two pairs), the resident set takes pairs until its interval decides.
 """
 
 from __future__ import annotations
