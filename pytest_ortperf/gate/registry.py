@@ -155,6 +155,16 @@ class KindRegistry:
                 "a table is a reports.terminal.TerminalTable (its title and headers), or None for the "
                 "common table of checks."
             )
+        if kind.table is not None:
+            holder = next((k for k in self if k.table is not None and k.table.name == kind.table.name), None)
+            if kind.table.name == COMMON_TABLE.name or (
+                holder is not None and holder.table is not kind.table
+            ):
+                raise UsageError(
+                    f"{origin or 'a plugin'} registered the check kind {kind.name!r} with a table named "
+                    f"{kind.table.name!r}, which another table has: give its TerminalTable another name "
+                    "(or share that kind's table object)."
+                )
         owned = [key for key in kind.thresholds if key in self.threshold_keys()]
         if owned:
             raise UsageError(

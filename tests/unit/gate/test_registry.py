@@ -57,3 +57,14 @@ def test_a_table_that_is_not_a_terminal_table_is_a_usage_error_naming_the_kind()
         UsageError, match=re.escape("'finite' with table='mine': a table is a reports.terminal.TerminalTable")
     ):
         KindRegistry([CheckKind(name="finite", make=_make, table="mine")])  # type: ignore[arg-type]
+
+
+def test_a_table_named_as_another_is_a_usage_error_unless_it_is_that_table() -> None:
+    kinds = builtin_kinds()
+    mine = TerminalTable("latency", lambda rows, machine: "mine")
+    with pytest.raises(UsageError, match="'span' with a table named 'latency', which another table has"):
+        kinds.register(CheckKind(name="span", make=_make, table=mine))
+    with pytest.raises(UsageError, match="a table named 'checks'"):
+        kinds.register(CheckKind(name="span", make=_make, table=TerminalTable("checks", mine.title)))
+    kinds.register(CheckKind(name="span", make=_make, table=LATENCY_TABLE))  # sharing the latency table
+    assert next(table.name for table, _ in kinds.terminal_tables([])) == "latency"
