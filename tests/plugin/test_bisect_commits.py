@@ -25,6 +25,9 @@ def test_latency(ort_perf):
 """
 SLOWER = 6  # the commit (of model 0 .. 7) that adds two layers to ten: about 20% more time
 BUDGET = ("--budget", "1")
+# A search whose unchanged steps must be placed inside +/-3%: on a 2-core AMD Zen 3, 8 measuring
+# processes (the retry at --budget 1) left one at +0.8% (-1.5% .. +3.1%) and the search named no culprit.
+SEARCH_BUDGET = ("--budget", "2")
 
 
 def run_git(cwd: Path, *args: str) -> str:
@@ -67,7 +70,7 @@ def test_names_the_commit_that_made_the_model_slower_with_its_operators(
     culprit = run_git(history, "rev-parse", f"HEAD~{7 - SLOWER}")
     report = tmp_path / "bisect.json"
     started = time.perf_counter()
-    status = main(["bisect", NODEID, "--commits", f"{good}..HEAD", "--report", str(report), *BUDGET])
+    status = main(["bisect", NODEID, "--commits", f"{good}..HEAD", "--report", str(report), *SEARCH_BUDGET])
     bisect_s = time.perf_counter() - started
     out, err = capsys.readouterr()
     assert status == 0, out + err
@@ -87,14 +90,20 @@ def test_names_the_commit_that_made_the_model_slower_with_its_operators(
     assert len(data["steps"]) <= 4
     assert data["comparisons"] <= 6
     assert data["measurements"][culprit[:10]]["verdict"] == "regression"
-    assert data["measurements"][culprit[:10]]["change"]["low"] > 1.03
+    # The rule's regression (latency/decision.py: decide): the estimate beyond the threshold and the
+    # whole interval above 1. A sequential look stops there, so the interval's low end need not clear the
+    # threshold too (1.013 of a +20% step beside nothing else, on a 2-core Zen 3); the estimate names
+    # the two layers' ~20%.
+    change = data["measurements"][culprit[:10]]["change"]
+    assert change["ratio"] > 1.10
+    assert change["low"] > 1.0
     assert any("MatMul" in line for line in data["explanation"])
     assert run_git(history, "worktree", "list").count("\n") == 0  # the temporary worktree is gone
     assert run_git(history, "status", "--porcelain") == ""
 
     # The walk bisection saves: every commit, oldest first, until one differs.
     started = time.perf_counter()
-    status = main(["bisect", NODEID, "--commits", f"{good}..HEAD", "--walk", "linear", *BUDGET])
+    status = main(["bisect", NODEID, "--commits", f"{good}..HEAD", "--walk", "linear", *SEARCH_BUDGET])
     linear_s = time.perf_counter() - started
     out = capsys.readouterr().out
     assert status == 0
