@@ -29,7 +29,7 @@ PLUGIN = PACKAGE / "plugin"
 README_MAX_BYTES = 10 * 1024
 README_COMMANDS = (
     'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu,transformers]" && .venv/bin/pytest examples',
-    'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu,test]" && .venv/bin/pytest tests',
+    'python3 -m venv .venv && .venv/bin/pip install -e ".[gpu,test]" && .venv/bin/pytest tests -n 2',
 )
 
 FLAG = re.compile(r"(?<![\w-])--ort(?:perf)?-[a-z0-9]+(?:-[a-z0-9]+)*")
