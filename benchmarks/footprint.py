@@ -105,7 +105,7 @@ from pytest_ortperf.footprint.startup_figures import (  # noqa: E402
     StartupFigures,
     compare_startup,
 )
-from pytest_ortperf.kinds.memory import MemoryCheck  # noqa: E402
+from pytest_ortperf.kinds.memory_check import MemoryCheck  # noqa: E402
 from pytest_ortperf.latency.decision import ratio_interval  # noqa: E402
 from pytest_ortperf.ort.models import ModelSource  # noqa: E402
 from pytest_ortperf.ort.providers import resolve_provider  # noqa: E402

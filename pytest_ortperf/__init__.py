@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, KindOption, KindRegistry
     from pytest_ortperf.latency.decision import Comparison, Verdict
     from pytest_ortperf.latency.stats import LatencyStats
+    from pytest_ortperf.lazy import later
     from pytest_ortperf.ort.inputs import Feeds
     from pytest_ortperf.ort.models import ModelSource
     from pytest_ortperf.ort.session_settings import SessionSettings
@@ -76,6 +77,7 @@ _PUBLIC = {
     "Precision": "pytest_ortperf.ort.variants",
     "ContractResult": "pytest_ortperf.checks.contract_verdicts",
     "variant": "pytest_ortperf.ort.variants",
+    "later": "pytest_ortperf.lazy",
     "Verdict": "pytest_ortperf.latency.decision",
 }
 
@@ -113,6 +115,7 @@ __all__ = [
     "Variant",
     "Verdict",
     "__version__",
+    "later",
     "variant",
 ]
 

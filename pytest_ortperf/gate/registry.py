@@ -16,15 +16,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
-from pytest_ortperf.reports.ci_files import check_record
-from pytest_ortperf.reports.terminal import COMMON_TABLE, TerminalTable, check_row
-from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.lazy import later
+from pytest_ortperf.reports.tables import COMMON_TABLE, TerminalTable
+
+if TYPE_CHECKING:
+    from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
+    from pytest_ortperf.store.keys import CheckKey
 
 Record = Mapping[str, Any]
+# The common record and row of a check, loaded when first used (see pytest_ortperf.lazy).
+COMMON_RECORD = later("pytest_ortperf.reports.ci_files", "check_record")
+COMMON_ROW = later("pytest_ortperf.reports.terminal", "check_row")
 NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
@@ -103,7 +108,7 @@ class CheckKind:
     benchmark: Callable[[Record], BenchmarkEntry | Mapping[str, object] | None] | None = None
     drawing: Callable[[Record], str] | None = None
     properties: Callable[[Record], Mapping[str, object]] = lambda record: {}
-    record: Callable[[Any, str], dict[str, Any]] = check_record
+    record: Callable[[Any, str], dict[str, Any]] = COMMON_RECORD
     options: tuple[KindOption, ...] = ()
     thresholds: tuple[str, ...] = ()
     accepted_by_update: bool | None = None
@@ -221,7 +226,7 @@ class KindRegistry:
             of = self.get(str(record.get("kind")))
             if of is None or not of.terminal:
                 continue
-            row = (of.row or check_row)(record)
+            row = (of.row or COMMON_ROW)(record)
             if row is not None:
                 tables[(of.table or COMMON_TABLE).name][1].append(row)
         return list(tables.values())

@@ -20,8 +20,8 @@ from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.profiling.book import ProfileBook
 from pytest_ortperf.reports.ci_files import gate_time, not_compared_lines, profile_record, write_reports
 from pytest_ortperf.reports.results import RunResults
+from pytest_ortperf.reports.tables import LATENCY_TABLE
 from pytest_ortperf.reports.terminal import (
-    LATENCY_TABLE,
     RunSummary,
     UpdateReport,
     inputs_lines,

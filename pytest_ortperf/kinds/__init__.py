@@ -1,15 +1,21 @@
-"""Check kinds: one module per kind of check, each declaring its ``KIND`` (``gate/registry.py:
-CheckKind``) beside its check object. The built-in kinds are registered in the order below, the order
-``ort_perf.check()`` runs them; plugins add theirs through ``pytest_ortperf_register_kinds``."""
+"""Check kinds: each declared by one module of its name (``KIND``, a ``gate/registry.py: CheckKind``:
+its name, options, thresholds, baseline part, record, rows, table and drawing), light enough to be
+read while pytest reads its options; what loads numpy, onnx and onnxruntime (its check, its record)
+is named there with ``pytest_ortperf.lazy.later`` and loaded when first used, from the module beside
+it (``latency_check.py`` for ``latency.py``). The built-in kinds, in the order below (the order
+``ort_perf.check()`` runs them), are registered through ``pytest_ortperf_register_kinds``, the hook a
+plugin or a conftest.py registers its kinds with (the plugin's own implementation: ``plugin/__init__.py``)."""
 
 from __future__ import annotations
 
-from pytest_ortperf.gate.registry import KindRegistry
+from pytest_ortperf.gate.registry import CheckKind, KindRegistry
+from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup, threads
+
+BUILTIN: tuple[CheckKind, ...] = tuple(
+    module.KIND for module in (latency, accuracy, graph, memory, startup, determinism, threads)
+)
 
 
 def builtin_kinds() -> KindRegistry:
-    """A registry holding the built-in kinds (imported here, on first use: they load numpy and onnx)."""
-    from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup, threads
-
-    modules = (latency, accuracy, graph, memory, startup, determinism, threads)
-    return KindRegistry([module.KIND for module in modules])
+    """A registry holding the built-in kinds alone (what a run has before plugins add theirs)."""
+    return KindRegistry(BUILTIN)

@@ -43,21 +43,8 @@ from pytest_ortperf.ort.workers import (
     with_empty_cache,
 )
 from pytest_ortperf.reports.ci_files import footprint_record
-from pytest_ortperf.reports.terminal import TerminalTable
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.environment import describe_inputs, recipe_changes, shapes_changed, what_changed
-
-
-def _measured_title(rows: Sequence[tuple[str, ...]], machine: str) -> str:
-    return (
-        f"memory and start-up on machine '{machine}' (measured in fresh worker processes; memory: ORT's "
-        "arena peak where kept, else GPU memory or the peak resident set added; start-up: session "
-        "creation and first run)"
-    )
-
-
-# The terminal table of the memory and start-up checks (their CheckKind.table).
-TABLE = TerminalTable("fresh processes", _measured_title)
 
 
 class FootprintCheck:

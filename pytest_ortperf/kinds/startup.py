@@ -1,87 +1,24 @@
-"""The start-up check: session creation and the first run, in fresh worker processes, both sides'
-processes interleaved, on the routes of the latency check (``kinds/fresh_processes.py``); the figures and
-their rule: ``footprint/startup_figures.py``."""
+"""The start-up kind, as it is registered: its name, baseline part, terminal table (memory's), record,
+JUnit properties and pytest-benchmark entry. Its check (``startup_check.py``, measured in fresh
+processes) is loaded when a test first runs it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from functools import partial
+from pytest_ortperf.gate.registry import CheckKind
+from pytest_ortperf.kinds.memory import FRESH_PROCESSES_TABLE
+from pytest_ortperf.lazy import later
 
-from pytest_ortperf.checks.footprint_verdicts import STARTUP, PartFigures, not_timed
-from pytest_ortperf.footprint import startup_figures as startup
-from pytest_ortperf.footprint.comparison import FigureComparison
-from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
-from pytest_ortperf.gate.protocol import CheckTarget
-from pytest_ortperf.gate.registry import BenchmarkEntry, CheckKind, Record
-from pytest_ortperf.kinds.fresh_processes import TABLE, FootprintCheck, benchmark_info, figures_property
-from pytest_ortperf.ort.workers import Footprint
-from pytest_ortperf.reports.ci_files import footprint_record
-
-
-class StartupCheck(FootprintCheck):
-    """``check_startup()``: timed, so it holds the run's timing lock while it measures."""
-
-    kind = STARTUP
-    processes = startup.PROCESSES
-    glance_processes = startup.GLANCE_PROCESSES
-    timed = True
-    cold_first = True
-    pair_looks = startup.PAIR_LOOKS
-
-    def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
-        return StartupFigures.of(footprints)
-
-    def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
-        assert isinstance(before, StartupFigures)
-        assert isinstance(after, StartupFigures)
-        return compare_startup(before, after, threshold=target.policy.startup_threshold)
-
-    def compare_pairs(
-        self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
-    ) -> list[FigureComparison]:
-        assert isinstance(before, StartupFigures)
-        assert isinstance(after, StartupFigures)
-        policy = target.policy
-        return startup.compare_pairs(
-            before,
-            after,
-            threshold=policy.startup_threshold,
-            confidence=policy.confidence,
-            look=look,
-            looks=looks,
-        )
-
-
-def _benchmark_entry(record: Record) -> BenchmarkEntry | None:
-    """One pytest-benchmark entry (``<node id>::startup``, group ``ortperf-startup``): a fresh
-    process's session creation per round."""
-    current = record.get("current")
-    if not isinstance(current, Mapping) or not current.get("create_ms"):
-        return None
-    figures = StartupFigures.from_dict(current)
-    return BenchmarkEntry(
-        round_medians_ms=list(figures.create_ms),
-        runs_per_round=1,
-        group="ortperf-startup",
-        suffix="::startup",
-        extra_info={
-            **benchmark_info(record),
-            "first_run_ms": figures.median("first_run_ms"),
-            "steady_run_ms": figures.median("steady_run_ms"),
-            **({"engine_cache": figures.engine_cache} if figures.engine_cache else {}),
-        },
-    )
-
+CHECK = "pytest_ortperf.kinds.startup_check"
 
 KIND = CheckKind(
-    name=STARTUP,
-    make=StartupCheck,
+    name="startup",
+    make=later(CHECK, "StartupCheck"),
     summary="session creation and the first run, in fresh worker processes",
     timed=True,
-    part=STARTUP,
-    not_timed=partial(not_timed, STARTUP),
-    record=footprint_record,
-    table=TABLE,
-    benchmark=_benchmark_entry,
-    properties=figures_property,
+    part="startup",
+    not_timed=later(CHECK, "not_timed_outcome"),
+    record=later("pytest_ortperf.reports.ci_files", "footprint_record"),
+    table=FRESH_PROCESSES_TABLE,
+    benchmark=later(CHECK, "benchmark_entry"),
+    properties=later("pytest_ortperf.kinds.fresh_processes", "figures_property"),
 )

@@ -42,10 +42,20 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     pluginmanager.hook.pytest_ortperf_register_kinds.call_historic(kwargs={"registry": early})
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_ortperf_register_kinds(registry: KindsAtOptionTime) -> None:
+    """The built-in kinds, through the door every plugin's kinds come through (first: they run
+    first). Their declarations import little (``kinds/__init__.py``): this runs in every pytest run."""
+    from pytest_ortperf.kinds import BUILTIN
+
+    for kind in BUILTIN:
+        registry.register(kind, origin="pytest-ortperf")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The rest of the package loads here, once pytest is configured, not when this module is imported.
+    from pytest_ortperf.gate.registry import KindRegistry
     from pytest_ortperf.gate.run import OrtperfRun
-    from pytest_ortperf.kinds import builtin_kinds
     from pytest_ortperf.plugin import fixtures
     from pytest_ortperf.plugin.configure import build_config
     from pytest_ortperf.plugin.processes import Controller, XdistWorker
@@ -56,14 +66,17 @@ def pytest_configure(config: pytest.Config) -> None:
     for said in deprecated_spellings(_given_args(config)):
         config.issue_config_time_warning(pytest.PytestDeprecationWarning(said), stacklevel=2)
     try:
-        kinds = builtin_kinds()
+        # Every kind, the built-in ones too, came through pytest_ortperf_register_kinds while the
+        # options were read; a name taken or malformed is an error here, naming its origin.
         early = config.pluginmanager.get_plugin(EARLY_KINDS)
-        if early is not None:
-            early.closed = True
-            for kind, origin in early.kinds:
-                kinds.register(kind, origin=origin)
-            if early.problems:
-                raise OrtperfError("; ".join(early.problems))
+        if not isinstance(early, KindsAtOptionTime):
+            raise OrtperfError("pytest-ortperf was configured before its options were read (no addoption)")
+        kinds = KindRegistry()
+        early.closed = True
+        for kind, origin in early.kinds:
+            kinds.register(kind, origin=origin)
+        if early.problems:
+            raise OrtperfError("; ".join(early.problems))
         ortperf_config = build_config(config, kinds=kinds)
         run = OrtperfRun(
             ortperf_config,

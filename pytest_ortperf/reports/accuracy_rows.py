@@ -8,8 +8,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-ACCURACY_HEADERS = ("test", "variant", "against", "worst output (tolerance)", "verdict")
-
 
 def _number(value: object) -> float | None:
     if isinstance(value, bool):

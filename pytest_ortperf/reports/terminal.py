@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,14 +14,13 @@ from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
 from pytest_ortperf.latency.paired import AB_STATISTIC
 from pytest_ortperf.ort.git_models import SHALLOW
-from pytest_ortperf.reports.accuracy_rows import ACCURACY_HEADERS, accuracy_row, accuracy_title
+from pytest_ortperf.reports.accuracy_rows import accuracy_row
 from pytest_ortperf.reports.show import format_table
+from pytest_ortperf.reports.tables import LATENCY_TABLE, TerminalTable
 from pytest_ortperf.reports.tradeoffs import HEADERS, TradeoffTable, cells, heading
 from pytest_ortperf.store.baselines import Repaired
 from pytest_ortperf.store.keys import split_check_name
 from pytest_ortperf.store.machine import runner_class
-
-_HEADERS = ("test", "variant", "mode", "reference", "current", "change", "verdict")
 
 
 @dataclass
@@ -138,37 +137,6 @@ def latency_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
         _change_cell(record),
         str(record.get("verdict", "")),
     )
-
-
-@dataclass(frozen=True)
-class TerminalTable:
-    """A table of the terminal summary, declared by the kinds whose rows it shows (``CheckKind.table``;
-    several kinds can share one): its name, the line above it (``title(rows, machine)``) and its
-    headers. A kind that declares none has its rows in the common table of checks."""
-
-    name: str
-    title: Callable[[Sequence[tuple[str, ...]], str], str]
-    headers: tuple[str, ...] = ("test", "variant", "check", "path", "current", "change", "verdict")
-
-
-def _latency_title(rows: Sequence[tuple[str, ...]], machine: str) -> str:
-    return (
-        f"latency on machine '{machine}' (change: current/reference by the statistic it names, which "
-        "decided; the medians beside it can differ)"
-    )
-
-
-# The latency kind's table: printed first, with what its checks' summary says below it (latency_table).
-LATENCY_TABLE = TerminalTable("latency", _latency_title, _HEADERS)
-ACCURACY_TABLE = TerminalTable("accuracy", lambda rows, machine: accuracy_title(rows), ACCURACY_HEADERS)
-
-
-def _other_checks_title(rows: Sequence[tuple[str, ...]], machine: str) -> str:
-    kinds = ", ".join(dict.fromkeys(row[2] for row in rows))
-    return f"other checks ({kinds}: what each compared with, measured and decided)"
-
-
-COMMON_TABLE = TerminalTable("checks", _other_checks_title)
 
 
 def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:

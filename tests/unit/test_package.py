@@ -60,3 +60,26 @@ def test_a_suite_that_never_uses_the_plugin_loads_neither_onnx_nor_onnxruntime(t
     assert run.returncode == 0, run.stdout + run.stderr
     assert "ortperf: onnxruntime" in run.stdout, run.stdout  # the plugin was active: its header line
     assert "LOADED []" in run.stdout, run.stdout
+
+
+def test_the_built_in_kinds_come_through_the_hook_while_options_are_read_and_load_no_numpy(
+    tmp_path: Path,
+) -> None:
+    # The rootdir's conftest implements the hook every plugin registers its kinds with: pytest replays
+    # the call for it after the plugin's own implementation, which registered the built-in kinds.
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n\n"
+        "def pytest_ortperf_register_kinds(registry):\n"
+        "    names = [kind.name for kind, origin in registry.kinds if origin == 'pytest-ortperf']\n"
+        "    heavy = sorted(m for m in ('numpy', 'onnx', 'onnxruntime') if m in sys.modules)\n"
+        "    print('AT OPTIONS', names, heavy)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    kinds = "['latency', 'accuracy', 'graph', 'memory', 'startup', 'determinism', 'threads']"
+    assert f"AT OPTIONS {kinds} []" in run.stdout, run.stdout

@@ -14,7 +14,7 @@ from pytest_ortperf.accuracy.output_values import flatten
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckTarget
-from pytest_ortperf.kinds.accuracy import AccuracyCheck
+from pytest_ortperf.kinds.accuracy_check import AccuracyCheck
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.store.baselines import BaselineStore

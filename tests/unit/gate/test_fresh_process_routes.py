@@ -18,8 +18,8 @@ from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.references import ABReference, RecordedReference
 from pytest_ortperf.kinds import fresh_processes
-from pytest_ortperf.kinds.memory import MemoryCheck
-from pytest_ortperf.kinds.startup import StartupCheck
+from pytest_ortperf.kinds.memory_check import MemoryCheck
+from pytest_ortperf.kinds.startup_check import StartupCheck
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.workers import Footprint, WorkerRuntime
 from pytest_ortperf.store.baselines import BaselineStore, Figures

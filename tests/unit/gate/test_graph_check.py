@@ -11,7 +11,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.references import ABReference, RecordedReference
 from pytest_ortperf.graph.figures import MS, GraphFigures
-from pytest_ortperf.kinds.graph import GraphCheck
+from pytest_ortperf.kinds.graph_check import GraphCheck
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.store.baselines import BaselineStore
 from tests.unit.gate.standins import CHANGED, Services, entry, environment, key, model

@@ -12,7 +12,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckError, CheckTarget
 from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.graph.figures import GraphFigures
-from pytest_ortperf.kinds.latency import LatencyCheck
+from pytest_ortperf.kinds.latency_check import LatencyCheck
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.store.baselines import BaselineStore, Figures

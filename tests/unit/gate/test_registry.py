@@ -10,7 +10,7 @@ import pytest
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import CheckKind, KindRegistry
 from pytest_ortperf.kinds import builtin_kinds
-from pytest_ortperf.reports.terminal import COMMON_TABLE, LATENCY_TABLE, TerminalTable
+from pytest_ortperf.reports.tables import COMMON_TABLE, LATENCY_TABLE, TerminalTable
 
 
 def _record(kind: str, verdict: str = "ok", **fields: Any) -> dict[str, Any]:

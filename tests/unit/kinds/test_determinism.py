@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from pytest_ortperf.accuracy.output_values import KeyedTable
-from pytest_ortperf.kinds.determinism import spread
+from pytest_ortperf.kinds.determinism_check import spread
 
 
 def test_identical_runs_spread_nothing_and_a_changed_element_spreads_by_its_difference() -> None:
@@ -54,7 +54,7 @@ def test_an_output_that_cannot_be_compared_is_named_and_a_changed_structure_is_n
 def test_a_stable_check_still_names_the_outputs_it_could_not_compare_in_its_result() -> None:
     from types import SimpleNamespace
 
-    from pytest_ortperf.kinds.determinism import Spread, _result
+    from pytest_ortperf.kinds.determinism_check import Spread, _result
     from pytest_ortperf.store.keys import CheckKey
 
     target = SimpleNamespace(key=CheckKey("t.py", "test_x[cpu-all]", "cpu-all", "ci", "ortperf update x"))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
-from pytest_ortperf.kinds.threads import Curve, default_counts, judged, measure_curve
+from pytest_ortperf.kinds.threads_check import Curve, default_counts, judged, measure_curve
 from pytest_ortperf.latency.across_processes import AcrossProcesses, UnitRounds, judge_units
 from pytest_ortperf.latency.stats import summarize
 from pytest_ortperf.store.keys import CheckKey

@@ -1,0 +1,39 @@
+"""The built-in kinds' declarations: light, and every callable they name by reference resolves."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from pytest_ortperf.errors import UsageError
+from pytest_ortperf.kinds import BUILTIN
+from pytest_ortperf.lazy import Later, later
+
+
+def test_every_reference_of_every_built_in_kind_resolves_to_a_callable() -> None:
+    references = [
+        (kind.name, field.name, value)
+        for kind in BUILTIN
+        for field in dataclasses.fields(kind)
+        if isinstance(value := getattr(kind, field.name), Later)
+    ]
+    # Each kind names at least its check by reference; latency names six things.
+    assert {name for name, _, _ in references} == {kind.name for kind in BUILTIN}
+    assert len([r for r in references if r[0] == "latency"]) == 6
+    for name, field, reference in references:
+        assert callable(reference.resolve()), (name, field, str(reference))
+
+
+def test_a_reference_that_does_not_resolve_names_itself() -> None:
+    with pytest.raises(
+        UsageError, match=re.escape("pytest_ortperf.kinds.latency_check:NoSuchCheck could not be loaded")
+    ):
+        later("pytest_ortperf.kinds.latency_check", "NoSuchCheck")()
+    with pytest.raises(UsageError, match="no_such_module:make could not be loaded: No module named"):
+        later("no_such_module", "make")()
+
+
+def test_a_reference_calls_what_it_names() -> None:
+    assert later("os.path", "basename")("/models/bert.onnx") == "bert.onnx"
