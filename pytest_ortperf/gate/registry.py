@@ -48,12 +48,15 @@ class BenchmarkEntry:
 class KindOption:
     """An option a kind owns. Its flag and its ini key share one name, the kind's and the option's:
     ``--ortperf-<kind>-<name>`` and ``ortperf_<kind>_<name>`` (underscores in the flag become
-    hyphens). The command line wins over the ini file, which wins over ``default``; a check reads the
-    value, as text, with ``context.settings.option(kind, name)``."""
+    hyphens). The command line wins over the ini file, which wins over ``default``; the value is
+    parsed once, when the run is configured, by ``parse(text, where)`` (``where``: the flag, the ini
+    key or "the default of" the flag; it raises a ``UsageError`` naming ``where``), and a check reads
+    it with ``context.settings.option(kind, name)``: the parsed value, or the text without a parser."""
 
     name: str
     help: str
     default: str = ""
+    parse: Callable[[str, str], Any] | None = None
 
     def ini(self, kind: str) -> str:
         return f"ortperf_{kind}_{self.name}"
@@ -146,13 +149,19 @@ class KindRegistry:
                 f"{origin or 'a plugin'} registered the check kind {kind.name!r} as timed without its "
                 "not_timed outcome: --ortperf-timing=off reports a timed kind as 'not timed' with it."
             )
-        bad = [o.name for o in kind.options if not isinstance(o, KindOption) or not NAME.fullmatch(o.name)]
+        bad = [
+            getattr(o, "name", repr(o))
+            for o in kind.options
+            if not isinstance(o, KindOption)
+            or not NAME.fullmatch(o.name)
+            or (o.parse is not None and not callable(o.parse))
+        ]
         bad += [key for key in kind.thresholds if not isinstance(key, str) or not NAME.fullmatch(key)]
         if bad:
             raise UsageError(
                 f"{origin or 'a plugin'} registered the check kind {kind.name!r} with option or threshold "
-                f"name(s) {', '.join(map(repr, bad))}: options are KindOption and every name is lower case "
-                "letters, digits and underscores, starting with a letter."
+                f"name(s) {', '.join(map(repr, bad))}: options are KindOption (with a callable parse, or "
+                "none) and every name is lower case letters, digits and underscores, starting with a letter."
             )
         if kind.table is not None and not isinstance(kind.table, TerminalTable):
             raise UsageError(

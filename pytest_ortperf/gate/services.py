@@ -55,7 +55,7 @@ class CheckSettings:
     memory_limit: int = 0  # bytes a memory check's worker may add; 0: no limit
     checks: tuple[str, ...] = ()  # what ort_perf.check() runs (ortperf_checks, resolved by the configuration)
     # The kinds' own options (CheckKind.options): kind -> option name -> value, as text
-    kind_options: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    kind_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, config: OrtperfConfig) -> CheckSettings:
@@ -69,9 +69,10 @@ class CheckSettings:
             kind_options=config.kind_options,
         )
 
-    def option(self, kind: str, name: str) -> str:
+    def option(self, kind: str, name: str) -> Any:
         """The value of ``kind``'s own option ``name`` (``--ortperf-<kind>-<name>``, else the ini key
-        ``ortperf_<kind>_<name>``, else its default); a KeyError naming it when the kind declares none."""
+        ``ortperf_<kind>_<name>``, else its default), as its ``KindOption.parse`` made it (text without
+        one); a KeyError naming it when the kind declares none."""
         try:
             return self.kind_options[kind][name]
         except KeyError:

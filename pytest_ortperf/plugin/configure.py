@@ -141,25 +141,33 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
     )
 
 
-def _kind_options(config: Any, kinds: KindRegistry) -> dict[str, dict[str, str]]:
+def _kind_options(config: Any, kinds: KindRegistry) -> dict[str, dict[str, Any]]:
     """Each kind's own options (``CheckKind.options``): the command line's value, else the ini
-    file's, else the default; a built-in key claimed as a kind's threshold key is a usage error."""
+    file's, else the default, parsed by the option's ``parse`` (a UsageError naming where the value
+    came from); a built-in key claimed as a kind's threshold key is a usage error."""
     claimed = sorted(set(kinds.threshold_keys()) & set(THRESHOLD_KWARGS))
     if claimed:
         owners = ", ".join(f"{key} (by {kinds.threshold_keys()[key]})" for key in claimed)
         raise UsageError(f"ort_thresholds keyword(s) claimed by a registered kind are built in: {owners}.")
-    values: dict[str, dict[str, str]] = {}
+    values: dict[str, dict[str, Any]] = {}
     for kind in kinds:
         for option in kind.options:
             ini = option.ini(kind.name)
-            given = config.getoption(ini, default=None)
+            given, where = config.getoption(ini, default=None), option.flag(kind.name)
             if given is None:
+                where = f"ini {ini}"
                 try:
                     given = config.getini(ini)
                 except ValueError:  # not registered: the kind came too late for pytest's options
-                    given = option.default
-            text = str(given) if given is not None else option.default
-            values.setdefault(kind.name, {})[option.name] = text
+                    given = None
+            if given is None or (where.startswith("ini ") and str(given) == option.default):
+                given, where = option.default, f"the default of {option.flag(kind.name)}"
+            text = str(given)
+            try:
+                parsed = option.parse(text, where) if option.parse is not None else text
+            except (ValueError, TypeError) as exc:  # a parser that does not raise a UsageError itself
+                raise UsageError(f"{where}={text!r}: {exc}") from None
+            values.setdefault(kind.name, {})[option.name] = parsed
     return values
 
 

@@ -489,3 +489,65 @@ def test_a_switch_in_the_ini_file_takes_the_one_grammar_and_a_bad_word_names_its
     assert getattr(build_config(FakeConfig(tmp_path, cli={ini: True}, ini={ini: "no"})), field) is True
     with pytest.raises(UsageError, match=rf"^ini {ini}: expected on or off, got 'maybe'"):
         build_config(FakeConfig(tmp_path, ini={ini: "maybe"}))
+
+
+# --- a kind's own options: parsed once, where they enter --------------------------------------
+
+
+def _sizes(text: str, where: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise UsageError(f"{where}: whole numbers, comma separated (got {text!r})") from None
+    return sizes
+
+
+class KindOptionsConfig(FakeConfig):
+    """A FakeConfig whose kind options were registered (``ortperf_spread_sizes``)."""
+
+    def getoption(self, dest: str, default: Any = None) -> Any:
+        return self._cli.get(dest, default)
+
+    def getini(self, name: str) -> Any:
+        return self._ini.get(name, "1,8") if name == "ortperf_spread_sizes" else self._ini[name]
+
+
+def _spread_kinds() -> Any:
+    from pytest_ortperf.gate.registry import CheckKind, KindOption
+    from pytest_ortperf.kinds import builtin_kinds
+
+    kinds = builtin_kinds()
+    option = KindOption("sizes", "batch sizes", "1,8", parse=_sizes)
+    kinds.register(
+        CheckKind(name="spread", make=lambda context: None, options=(option,)), origin="conftest.py"
+    )  # type: ignore[arg-type,return-value]
+    return kinds
+
+
+@pytest.mark.parametrize(
+    ("cli", "ini", "expected"),
+    [
+        ({}, {}, (1, 8)),
+        ({}, {"ortperf_spread_sizes": "2,4"}, (2, 4)),
+        ({"ortperf_spread_sizes": "16"}, {"ortperf_spread_sizes": "2"}, (16,)),
+    ],
+)
+def test_a_kind_option_reaches_its_check_parsed(
+    tmp_path: Path, cli: dict, ini: dict, expected: tuple
+) -> None:
+    built = build_config(KindOptionsConfig(tmp_path, cli=cli, ini=ini), kinds=_spread_kinds())
+    assert built.kind_options["spread"]["sizes"] == expected
+
+
+@pytest.mark.parametrize(
+    ("cli", "ini", "where"),
+    [
+        ({"ortperf_spread_sizes": "a"}, {}, "--ortperf-spread-sizes"),
+        ({}, {"ortperf_spread_sizes": "1,x"}, "ini ortperf_spread_sizes"),
+    ],
+)
+def test_a_bad_kind_option_is_a_usage_error_naming_where_it_came_from(
+    tmp_path: Path, cli: dict, ini: dict, where: str
+) -> None:
+    with pytest.raises(UsageError, match=f"^{where}: whole numbers"):
+        build_config(KindOptionsConfig(tmp_path, cli=cli, ini=ini), kinds=_spread_kinds())
