@@ -273,10 +273,19 @@ def example_kind_options():
     return {o.flag(kind.name) for o in kind.options}, {o.ini(kind.name) for o in kind.options}
 
 
+def builtin_kind_options():
+    """The flags and ini keys the built-in kinds declare with themselves (``CheckKind.options``)."""
+    from pytest_ortperf.kinds import BUILTIN
+
+    flags = {o.flag(kind.name) for kind in BUILTIN for o in kind.options}
+    return flags, {o.ini(kind.name) for kind in BUILTIN for o in kind.options}
+
+
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_flag_named_in_the_docs_exists(page):
     deprecated = {old for option in options() for old in option.deprecated}  # still accepted, with a warning
     known = {option.flag for option in options()} | console_flags() | example_kind_options()[0] | deprecated
+    known |= builtin_kind_options()[0]
     unknown = named_in(page, FLAG, unless=known.__contains__)
     assert not unknown, f"{rel(page)} names option(s) the plugin does not define: {'; '.join(unknown)}"
 
@@ -284,7 +293,7 @@ def test_every_flag_named_in_the_docs_exists(page):
 @pytest.mark.parametrize("page", pages(), ids=rel)
 def test_every_ini_key_named_in_the_docs_exists(page):
     known = {option.ini for option in options()} | package_string_literals() | kind_property_names()
-    known |= example_kind_options()[1]
+    known |= example_kind_options()[1] | builtin_kind_options()[1]
     unknown = named_in(page, INI_KEY, unless=known.__contains__)
     assert not unknown, (
         f"{rel(page)} names ini key(s) or property name(s) the plugin does not define: {'; '.join(unknown)}"

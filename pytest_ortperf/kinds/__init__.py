@@ -9,10 +9,10 @@ plugin or a conftest.py registers its kinds with (the plugin's own implementatio
 from __future__ import annotations
 
 from pytest_ortperf.gate.registry import CheckKind, KindRegistry
-from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup, threads
+from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup, threads, throughput
 
 BUILTIN: tuple[CheckKind, ...] = tuple(
-    module.KIND for module in (latency, accuracy, graph, memory, startup, determinism, threads)
+    module.KIND for module in (latency, accuracy, graph, memory, startup, determinism, threads, throughput)
 )
 
 
