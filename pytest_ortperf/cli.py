@@ -389,7 +389,9 @@ def _report(sources: Sequence[str], html: str) -> int:
         print(f"ortperf: error: {problem}", file=sys.stderr)
     if not jobs:
         raise ReportFileError("no report could be read; no page was written")
-    write_page(target, jobs, problems=problems)
+    from pytest_ortperf.kinds import builtin_kinds
+
+    write_page(target, jobs, problems=problems, drawings=builtin_kinds().drawings())
     checks = sum(len(job.document["checks"]) for job in jobs)
     print(f"ortperf report: wrote {target} ({len(jobs)} report(s), {checks} checks)")
     return 1 if problems else 0

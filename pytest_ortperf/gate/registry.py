@@ -133,7 +133,7 @@ class KindRegistry:
         self._kinds: dict[str, CheckKind] = {}
         self._origins: dict[str, str] = {}
         for kind in kinds:
-            self.register(kind, origin="pytest-ortperf")
+            self.register(kind, origin=BUILT_IN)
 
     def register(self, kind: CheckKind, *, origin: str = "") -> None:
         """Add ``kind``; a clear error naming both origins when the name is taken or malformed."""
@@ -186,7 +186,7 @@ class KindRegistry:
                 f"{', '.join(owned)}, which another kind owns: give them other names."
             )
         if kind.name in self._kinds or kind.name in RESERVED:
-            taken = self._origins.get(kind.name, "pytest-ortperf")
+            taken = self._origins.get(kind.name, BUILT_IN)
             raise UsageError(
                 f"{origin or 'a plugin'} registered a check kind named {kind.name!r}, which {taken} "
                 "already registered: give it another name."
@@ -240,9 +240,17 @@ class KindRegistry:
                 tables[(of.table or COMMON_TABLE).name][1].append(row)
         return list(tables.values())
 
-    def drawings(self) -> dict[str, Callable[[Record], str]]:
-        return {kind.name: kind.drawing for kind in self if kind.drawing is not None}
+    def drawings(self, *, plugins_only: bool = False) -> dict[str, Callable[[Record], str]]:
+        """Each kind's drawing, by kind; ``plugins_only``: of the kinds a plugin or a conftest.py
+        registered (not the package's own, which ``ortperf report`` knows without the run)."""
+        return {
+            kind.name: kind.drawing
+            for kind in self
+            if kind.drawing is not None and not (plugins_only and self._origins.get(kind.name) == BUILT_IN)
+        }
 
 
 # Kinds of records that are not check kinds of their own (a contract is run by check_contracts()).
+# The origin the package's own kinds are registered with.
+BUILT_IN = "pytest-ortperf"
 RESERVED = frozenset({"contract", "profile", "check", "contracts", "speedup"})

@@ -135,6 +135,7 @@ class RunEnd:
             ],
             html_path=config.html_path,
             drawings=self._kinds.drawings(),
+            embedded=self._kinds.drawings(plugins_only=True),
             profiles=[*self.profile_records(), *self._results.worker_profiles()],
         )
 

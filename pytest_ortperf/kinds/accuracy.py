@@ -15,5 +15,6 @@ KIND = CheckKind(
     record=later("pytest_ortperf.reports.ci_files", "accuracy_record"),
     row=later("pytest_ortperf.reports.terminal", "accuracy_check_row"),
     table=ACCURACY_TABLE,
+    drawing=later("pytest_ortperf.reports.html.checks", "draw_accuracy"),
     accepted_by_update=True,  # an update records the outputs it compares with
 )

@@ -25,4 +25,5 @@ KIND = CheckKind(
     record=later("pytest_ortperf.reports.ci_files", "footprint_record"),
     table=TABLE,
     properties=later("pytest_ortperf.kinds.fresh_processes", "figures_property"),
+    drawing=later("pytest_ortperf.reports.html.checks", "draw_graph"),
 )

@@ -22,4 +22,5 @@ KIND = CheckKind(
     table=LATENCY_TABLE,
     benchmark=later(CHECK, "row_medians"),
     properties=later(CHECK, "properties"),
+    drawing=later("pytest_ortperf.reports.html.checks", "draw_latency"),
 )

@@ -31,4 +31,5 @@ KIND = CheckKind(
     table=FRESH_PROCESSES_TABLE,
     benchmark=later("pytest_ortperf.kinds.memory_check", "memory_benchmark_info"),
     properties=later("pytest_ortperf.kinds.fresh_processes", "figures_property"),
+    drawing=later("pytest_ortperf.reports.html.checks", "draw_memory"),
 )

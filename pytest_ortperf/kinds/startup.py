@@ -21,4 +21,5 @@ KIND = CheckKind(
     table=FRESH_PROCESSES_TABLE,
     benchmark=later(CHECK, "benchmark_entry"),
     properties=later("pytest_ortperf.kinds.fresh_processes", "figures_property"),
+    drawing=later("pytest_ortperf.reports.html.checks", "draw_startup"),
 )

@@ -46,10 +46,11 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 def pytest_ortperf_register_kinds(registry: KindsAtOptionTime) -> None:
     """The built-in kinds, through the door every plugin's kinds come through (first: they run
     first). Their declarations import little (``kinds/__init__.py``): this runs in every pytest run."""
+    from pytest_ortperf.gate.registry import BUILT_IN
     from pytest_ortperf.kinds import BUILTIN
 
     for kind in BUILTIN:
-        registry.register(kind, origin="pytest-ortperf")
+        registry.register(kind, origin=BUILT_IN)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -153,12 +153,16 @@ def _kind_options(config: Any, kinds: KindRegistry) -> dict[str, dict[str, Any]]
     for kind in kinds:
         for option in kind.options:
             ini = option.ini(kind.name)
-            given, where = config.getoption(ini, default=None), option.flag(kind.name)
+            where = option.flag(kind.name)
+            try:
+                given = config.getoption(ini)
+            except ValueError:  # not registered: the kind came too late for pytest's options
+                given = None
             if given is None:
                 where = f"ini {ini}"
                 try:
                     given = config.getini(ini)
-                except ValueError:  # not registered: the kind came too late for pytest's options
+                except (ValueError, KeyError):  # not registered (KeyError: a stand-in config's)
                     given = None
             if given is None or (where.startswith("ini ") and str(given) == option.default):
                 given, where = option.default, f"the default of {option.flag(kind.name)}"

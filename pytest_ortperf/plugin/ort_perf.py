@@ -31,7 +31,7 @@ __all__ = ["CheckContext", "OrtPerf", "key_for"]
 
 Abort = Callable[[str], NoReturn]
 LATENCY, ACCURACY, MEMORY, STARTUP, GRAPH = "latency", "accuracy", "memory", "startup", "graph"
-THREADS, DETERMINISM = "threads", "determinism"
+THREADS, DETERMINISM, THROUGHPUT = "threads", "determinism", "throughput"
 
 
 class OrtPerf:
@@ -126,6 +126,22 @@ class OrtPerf:
         given = {"counts": counts, "threshold": threshold, "budget": budget, "fail_if_beaten": fail_if_beaten}
         options = {key: value for key, value in given.items() if value is not None}
         return self._kind(THREADS, feeds, name, options)  # type: ignore[return-value]
+
+    def check_throughput(
+        self,
+        feeds: Mapping[str, Array] | None = None,
+        *,
+        name: str | None = None,
+        batch_sizes: Sequence[int] | None = None,
+        concurrency: int | None = None,
+    ) -> KindResult:
+        """Inferences per second at each of ``batch_sizes`` (default 1, 8, 32, where the model's batch
+        dim is free) and p50/p95/p99 latency with ``concurrency`` callers (default: one per core) on
+        one session; side by side with the recorded reference where the recipe changed."""
+        __tracebackhide__ = True
+        given = {"batch_sizes": batch_sizes, "concurrency": concurrency}
+        options = {key: value for key, value in given.items() if value is not None}
+        return self._kind(THROUGHPUT, feeds, name, options)  # type: ignore[return-value]
 
     def check_determinism(
         self,

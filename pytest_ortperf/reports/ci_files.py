@@ -673,6 +673,7 @@ def write_reports(
     html_path: Path | None = None,
     profiles: Sequence[Mapping[str, Any]] = (),
     drawings: Mapping[str, Callable[[Mapping[str, Any]], str]] | None = None,
+    embedded: Mapping[str, Callable[[Mapping[str, Any]], str]] | None = None,
 ) -> None:
     """The JSON report, the HTML page (rendered from that report) and the markdown summary
     whenever asked for, even with no check at all; GitHub's step summary (``step_summary``) only
@@ -681,8 +682,8 @@ def write_reports(
     if not (report_path or markdown_path or html_path or (step_summary and (records or run_errors))):
         return
     if report_path or html_path:
-        if drawings:
-            records = with_drawings(records, drawings)
+        if embedded:  # the drawings a page made later from this report alone would not know
+            records = with_drawings(records, embedded)
         document = report_document(
             records,
             machine=machine(),

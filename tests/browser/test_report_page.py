@@ -15,6 +15,7 @@ import onnx
 import pytest
 
 from pytest_ortperf.cli import main as ortperf_main
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.reports.html import Job, write_page
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -158,7 +159,7 @@ def test_the_pages_controls_sort_filter_and_open_a_followed_check(open_page: Any
     rows, and following a row's link opens its closed section."""
     document = json.loads((REPOSITORY / "tests" / "unit" / "reports" / "example_report.json").read_text())
     path = tmp_path / "page.html"
-    write_page(path, [Job("", document)])
+    write_page(path, [Job("", document)], drawings=builtin_kinds().drawings())
     opened = open_page(path)
     page = opened.page
     rows = page.locator("#checks-table tbody tr")
@@ -212,7 +213,7 @@ def test_a_long_test_path_is_cut_and_the_tests_own_name_stays_whole(open_page: A
         f"test_accuracy_against_the_reference_outputs[{record['variant']}]"
     )
     path = tmp_path / "page.html"
-    write_page(path, [Job("", document)])
+    write_page(path, [Job("", document)], drawings=builtin_kinds().drawings())
     page = open_page(path).page
     cell = page.locator("#checks-table td.t", has=page.locator(".tn", has_text="test_accuracy_against")).first
     measured = cell.evaluate(

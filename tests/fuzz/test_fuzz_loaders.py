@@ -990,6 +990,7 @@ REPORT_DOCUMENTS = report_documents()
 
 
 def _check_report_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    from pytest_ortperf.kinds import builtin_kinds
     from pytest_ortperf.reports.html import ReportFileError, read_report, render_page
 
     path = tmp_path_factory.mktemp("report") / "report.json"
@@ -1003,7 +1004,7 @@ def _check_report_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> N
     if problem:
         assert str(path) in problem
         return
-    page = render_page([job])
+    page = render_page([job], drawings=builtin_kinds().drawings())
     assert page.startswith("<!DOCTYPE html>")
     assert page.count('<tr class="') == len(job.document["checks"])
 
@@ -1233,7 +1234,9 @@ class FakeConfig:
         """A deprecated option's warning (pytest shows it at configure time): taken, not raised."""
 
     def getini(self, name: str) -> Any:
-        option = next(o for o in OPTIONS if o.ini == name)
+        option = next((o for o in OPTIONS if o.ini == name), None)
+        if option is None:  # as pytest's: an ini key nobody registered
+            raise ValueError(f"unknown configuration value: {name!r}")
         default = option.default == "true" if option.ini_type == "bool" else option.default
         return self._ini.get(name, default)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.reports.html import Job, render_page
 from tests.models import mlp_model
 
@@ -42,7 +43,9 @@ def test_the_page_is_the_json_reports_rendering_with_the_profile_against_its_bas
     result.assert_outcomes(passed=2)
     document = json.loads((suite / "out" / "report.json").read_text())
     page = (suite / "out" / "page.html").read_text()
-    assert page == render_page([Job("", document)])
+    assert page == render_page(
+        [Job("", document)], drawings=builtin_kinds().drawings()
+    )  # as `ortperf report` draws
     (profile,) = document["profiles"]
     assert profile["test"] == "test_page.py::test_latency[cpu-all]"
     assert profile["profile"]["ops"]

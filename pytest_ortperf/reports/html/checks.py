@@ -1,8 +1,7 @@
-"""Each check kind's figures on the page, one function a kind (:data:`DRAWINGS`).
-
-A built-in kind draws its record here: one function from the record to HTML, added to
-:data:`DRAWINGS`. A registered kind may bring its own (``CheckKind.drawing``); a kind without one
-gets :func:`draw_common`: its common fields, figures and notes.
+"""The built-in check kinds' figures on the page: one function a kind, from its record to HTML, named
+by the kind's declaration (``CheckKind.drawing``, ``kinds/latency.py``), as a plugin's kind names its
+own; a kind without one gets :func:`draw_common`: its common fields, figures and notes. A contract's
+record (``check_contracts()``: not a kind) is drawn by :func:`draw_contract`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figu
 from pytest_ortperf.reports.html.operator_view import operator_comparison
 
 
-def _latency(record: Mapping[str, Any]) -> str:
+def draw_latency(record: Mapping[str, Any]) -> str:
     current = record.get("current") or {}
     now = floats(current.get("round_medians_ms")) if isinstance(current, Mapping) else []
     reference = record.get("reference")
@@ -112,7 +111,7 @@ def _inputs(record: Mapping[str, Any]) -> str:
     return f"<p>Inputs fed{f' ({escape(str(source))})' if source else ''}: {fed}</p>"
 
 
-def _graph(record: Mapping[str, Any]) -> str:
+def draw_graph(record: Mapping[str, Any]) -> str:
     current, reference = record.get("current"), record.get("reference")
     if not isinstance(current, Mapping):
         return ""
@@ -222,7 +221,7 @@ def _amount(value: object, unit: object) -> str:
     return f"{number:.4g} {unit or ''}".strip()
 
 
-def _memory(record: Mapping[str, Any]) -> str:
+def draw_memory(record: Mapping[str, Any]) -> str:
     parts = [_comparisons(record)]
     current, reference = record.get("current"), record.get("reference")
     if isinstance(current, Mapping):
@@ -246,7 +245,7 @@ def _memory(record: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def _startup(record: Mapping[str, Any]) -> str:
+def draw_startup(record: Mapping[str, Any]) -> str:
     parts = [_comparisons(record)]
     current, reference = record.get("current"), record.get("reference")
     charts = []
@@ -268,7 +267,7 @@ def _startup(record: Mapping[str, Any]) -> str:
 _BIN_LABELS = ("<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1", "10", "100", "≥1e3")
 
 
-def _accuracy(record: Mapping[str, Any]) -> str:
+def draw_accuracy(record: Mapping[str, Any]) -> str:
     parts = []
     for reference in record.get("references") or []:
         if not isinstance(reference, Mapping):
@@ -361,7 +360,7 @@ def _worst_table(output: Mapping[str, Any]) -> str:
     )
 
 
-def _contract(record: Mapping[str, Any]) -> str:
+def draw_contract(record: Mapping[str, Any]) -> str:
     contract = record.get("contract") or {}
     speedup = record.get("speedup")
     parts = []
@@ -427,13 +426,3 @@ def _figure_text(value: object) -> str:
 
 
 Drawing = Callable[[Mapping[str, Any]], str]
-
-
-DRAWINGS: dict[str, Drawing] = {
-    "latency": _latency,
-    "graph": _graph,
-    "memory": _memory,
-    "startup": _startup,
-    "accuracy": _accuracy,
-    "contract": _contract,
-}

@@ -1,7 +1,8 @@
 """The page as a whole: counts and run errors, the summary table, one section per check.
 
-Each section's figures come from :data:`~pytest_ortperf.reports.html.checks.DRAWINGS`, by the
-check's kind; the profiled tests and the trade-off view follow the checks.
+Each section's figures come from the drawing its kind declares (``CheckKind.drawing``, handed in by
+the run or by ``ortperf report``), by the check's kind; the profiled tests and the trade-off view
+follow the checks.
 """
 
 from __future__ import annotations
@@ -14,19 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.reports.html.assets import SCRIPT, STYLE
-from pytest_ortperf.reports.html.checks import DRAWINGS, Drawing, draw_common
+from pytest_ortperf.reports.html.checks import Drawing, draw_common, draw_contract
 from pytest_ortperf.reports.html.fields import DAMAGE, DRAWN, as_number, checks_of, guarded, listed, objects
 from pytest_ortperf.reports.html.jobs import ERROR, Job, PageCheck, job_labels
 from pytest_ortperf.reports.html.profiles import profile_anchor, profiles_section
 from pytest_ortperf.reports.html.tradeoff_view import tradeoffs_section
 from pytest_ortperf.values import write_atomically
 
+CONTRACT = "contract"  # a contract's record (check_contracts(): not a kind of its own)
+
 
 def render_page(
     jobs: Sequence[Job], *, problems: Sequence[str] = (), drawings: Mapping[str, Drawing] | None = None
 ) -> str:
-    """The whole page as one string: styles, script and charts inline (``drawings``: registered
-    kinds' own drawings, by kind, beside the built-in ones)."""
+    """The whole page as one string: styles, script and charts inline (``drawings``: each registered
+    kind's drawing, by kind, as its declaration names it; a kind without one, or not among them, is
+    drawn by what its run rendered into its record, else by the common drawing)."""
     jobs = job_labels(jobs) if len(jobs) > 1 else list(jobs)
     merged = len(jobs) > 1
     checks = [
@@ -44,7 +48,7 @@ def render_page(
         _header(jobs, checks, problems),
         "<main>",
         _summary(ordered, merged),
-        _details(ordered, jobs, {**DRAWINGS, **(drawings or {})}),
+        _details(ordered, jobs, {CONTRACT: draw_contract, **(drawings or {})}),
         profiles_section(jobs, checks),
         tradeoffs_section(jobs, merged),
         "</main>",

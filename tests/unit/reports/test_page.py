@@ -10,20 +10,27 @@ from __future__ import annotations
 import copy
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_ortperf.cli import main
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.reports.html import (
     Job,
     ReportFileError,
     read_report,
     read_reports,
-    render_page,
-    write_page,
 )
+from pytest_ortperf.reports.html import render_page as render_any_page
+from pytest_ortperf.reports.html import write_page as write_any_page
+
+# The built-in kinds' drawings, as the run and `ortperf report` hand them to the page.
+DRAWINGS = builtin_kinds().drawings()
+render_page = partial(render_any_page, drawings=DRAWINGS)
+write_page = partial(write_any_page, drawings=DRAWINGS)
 
 EXAMPLE = Path(__file__).with_name("example_report.json")
 
