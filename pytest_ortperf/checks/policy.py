@@ -7,8 +7,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pytest_ortperf import defaults
-from pytest_ortperf.footprint import memory_figures as memory
-from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD
 from pytest_ortperf.latency.measure import MeasureSettings
@@ -38,9 +36,6 @@ class CheckPolicy:
     sequential: bool = True  # side by side: stop at the first look that decides (latency.sequential)
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift
     update_missing: bool = False  # under update: record only what does not exist (missing_only)
-    memory_threshold: float = memory.DEFAULT_THRESHOLD  # relative; a change must also exceed the floor
-    memory_floor: int = memory.DEFAULT_FLOOR  # bytes
-    startup_threshold: float = startup.DEFAULT_THRESHOLD
     graph_mode: str = DEFAULT_GRAPH_MODE  # what of a graph's change fails (graph/diff.py: MODES)
     graph_pins: tuple[tuple[str, int], ...] = ()  # (op type, the count it must have)
     # ort_thresholds keywords that registered kinds own (CheckKind.thresholds): key -> value as given

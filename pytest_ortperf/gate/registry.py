@@ -24,6 +24,7 @@ from pytest_ortperf.reports.tables import COMMON_TABLE, TerminalTable
 
 if TYPE_CHECKING:
     from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
+    from pytest_ortperf.gate.services import CheckSettings
     from pytest_ortperf.store.keys import CheckKey
 
 Record = Mapping[str, Any]
@@ -61,6 +62,10 @@ class KindOption:
     def ini(self, kind: str) -> str:
         return f"ortperf_{kind}_{self.name}"
 
+    def typed_default(self, kind: str) -> Any:
+        """The default as a check reads it: parsed, as a given value is."""
+        return self.parse(self.default, f"the default of {self.flag(kind)}") if self.parse else self.default
+
     def flag(self, kind: str) -> str:
         return "--" + self.ini(kind).replace("_", "-")
 
@@ -95,7 +100,9 @@ class CheckKind:
       pytest reads its options (a kind registered through ``pytest_ortperf_register_kinds`` in a
       plugin or the rootdir's conftest.py).
     - ``thresholds``: keywords of ``ort_thresholds(...)`` and of a model table's ``thresholds`` that
-      it owns; their values reach its check as given, in ``target.policy.kind_thresholds``.
+      it owns; their values reach its check in ``target.policy.kind_thresholds``, parsed where they
+      enter by ``threshold_parse(value, where)`` (a UsageError naming ``where``: the marker or the
+      table, and the keyword), or as given without one.
     """
 
     name: str
@@ -114,7 +121,19 @@ class CheckKind:
     record: Callable[[Any, str], dict[str, Any]] = COMMON_RECORD
     options: tuple[KindOption, ...] = ()
     thresholds: tuple[str, ...] = ()
+    threshold_parse: Callable[[object, str], Any] | None = None
     accepted_by_update: bool | None = None
+
+    def setting(self, settings: CheckSettings, name: str) -> Any:
+        """The value of this kind's option ``name``: the run's (``settings.option``), else its declared
+        default, parsed (a check handed settings that hold no options of its kind: a stand-in)."""
+        try:
+            return settings.option(self.name, name)
+        except KeyError:
+            declared = next((o for o in self.options if o.name == name), None)
+            if declared is None:
+                raise KeyError(f"check kind {self.name!r} declares no option {name!r}") from None
+            return declared.typed_default(self.name)
 
     @property
     def accepts_update(self) -> bool:
@@ -219,6 +238,10 @@ class KindRegistry:
     def threshold_keys(self) -> dict[str, str]:
         """The ``ort_thresholds`` keywords the kinds own, each with its kind's name."""
         return {key: kind.name for kind in self for key in kind.thresholds}
+
+    def threshold_parsers(self) -> dict[str, Callable[[object, str], Any]]:
+        """The parser of each ``ort_thresholds`` keyword a kind owns and parses."""
+        return {key: kind.threshold_parse for kind in self if kind.threshold_parse for key in kind.thresholds}
 
     def terminal_tables(self, records: Sequence[Record]) -> list[tuple[TerminalTable, list[tuple[str, ...]]]]:
         """The terminal summary's tables and their rows: each kind's records by its ``row`` in its

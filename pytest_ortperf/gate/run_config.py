@@ -51,7 +51,6 @@ class OrtperfConfig:
     checks: tuple[str, ...] = ()
     # The kinds' own options (CheckKind.options): kind -> option name -> value, as text
     kind_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    memory_limit: int = 0  # bytes a memory check's worker may add before it fails; 0: no limit
     contracts: tuple[str, ...] = ()  # default relative contracts of check(): levels, quantized
 
 

@@ -52,7 +52,6 @@ class CheckSettings:
     canary: bool = True  # the machine-speed canary for CPU latency
     ab_outputs_fail: bool = True  # whether differing A/B outputs fail the test
     run_timeout_s: float = defaults.RUN_TIMEOUT_S  # one run's limit (--ortperf-run-timeout)
-    memory_limit: int = 0  # bytes a memory check's worker may add; 0: no limit
     checks: tuple[str, ...] = ()  # what ort_perf.check() runs (ortperf_checks, resolved by the configuration)
     # The kinds' own options (CheckKind.options): kind -> option name -> value, as text
     kind_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -64,7 +63,6 @@ class CheckSettings:
             canary=config.canary,
             ab_outputs_fail=config.ab_outputs_fail,
             run_timeout_s=config.run_timeout_s,
-            memory_limit=config.memory_limit,
             checks=config.checks,
             kind_options=config.kind_options,
         )

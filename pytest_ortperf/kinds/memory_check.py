@@ -13,6 +13,7 @@ from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memor
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.registry import Record
 from pytest_ortperf.kinds.fresh_processes import FootprintCheck, benchmark_info
+from pytest_ortperf.kinds.memory import KIND
 from pytest_ortperf.ort.providers import CPU
 from pytest_ortperf.ort.workers import Footprint
 
@@ -34,24 +35,32 @@ class MemoryCheck(FootprintCheck):
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return MemoryFigures.of(footprints)
 
+    def _threshold(self, target: CheckTarget) -> float:
+        """The test's ``ort_thresholds(memory=...)``, else ``--ortperf-memory-threshold``."""
+        given = target.policy.kind_thresholds.get(MEMORY)
+        if isinstance(given, float):  # parsed where it entered (the kind's threshold_parse)
+            return given
+        return float(KIND.setting(self._context.settings, "threshold"))
+
+    def _floor(self) -> int:
+        return int(KIND.setting(self._context.settings, "floor"))
+
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         assert isinstance(before, MemoryFigures)
         assert isinstance(after, MemoryFigures)
-        policy = target.policy
-        return compare_memory(before, after, threshold=policy.memory_threshold, floor=policy.memory_floor)
+        return compare_memory(before, after, threshold=self._threshold(target), floor=self._floor())
 
     def compare_pairs(
         self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
     ) -> list[FigureComparison]:
         assert isinstance(before, MemoryFigures)
         assert isinstance(after, MemoryFigures)
-        policy = target.policy
         return memory.compare_pairs(
             before,
             after,
-            threshold=policy.memory_threshold,
-            floor=policy.memory_floor,
-            confidence=policy.confidence,
+            threshold=self._threshold(target),
+            floor=self._floor(),
+            confidence=target.policy.confidence,
             look=look,
             looks=looks,
         )
@@ -88,7 +97,7 @@ class MemoryCheck(FootprintCheck):
         # CUDA maps far more address space than it uses: a cap on it would fail every GPU session.
         if self._context.built.variant.provider in GPU_PROVIDERS:
             return 0
-        return self._context.settings.memory_limit
+        return int(KIND.setting(self._context.settings, "limit"))
 
 
 def memory_benchmark_info(record: Record) -> dict[str, object] | None:

@@ -13,6 +13,7 @@ from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_sta
 from pytest_ortperf.gate.protocol import CheckTarget
 from pytest_ortperf.gate.registry import BenchmarkEntry, Record
 from pytest_ortperf.kinds.fresh_processes import FootprintCheck, benchmark_info
+from pytest_ortperf.kinds.startup import KIND
 from pytest_ortperf.ort.workers import Footprint
 from pytest_ortperf.store.keys import CheckKey
 
@@ -30,22 +31,28 @@ class StartupCheck(FootprintCheck):
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)
 
+    def _threshold(self, target: CheckTarget) -> float:
+        """The test's ``ort_thresholds(startup=...)``, else ``--ortperf-startup-threshold``."""
+        given = target.policy.kind_thresholds.get(STARTUP)
+        if isinstance(given, float):  # parsed where it entered (the kind's threshold_parse)
+            return given
+        return float(KIND.setting(self._context.settings, "threshold"))
+
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         assert isinstance(before, StartupFigures)
         assert isinstance(after, StartupFigures)
-        return compare_startup(before, after, threshold=target.policy.startup_threshold)
+        return compare_startup(before, after, threshold=self._threshold(target))
 
     def compare_pairs(
         self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
     ) -> list[FigureComparison]:
         assert isinstance(before, StartupFigures)
         assert isinstance(after, StartupFigures)
-        policy = target.policy
         return startup.compare_pairs(
             before,
             after,
-            threshold=policy.startup_threshold,
-            confidence=policy.confidence,
+            threshold=self._threshold(target),
+            confidence=target.policy.confidence,
             look=look,
             looks=looks,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,6 @@ AB_MARKER_KWARGS = ("reference", "rev", "python")
 THRESHOLD_KWARGS = (
     "latency",
     "ab",
-    "memory",
-    "startup",
     "graph",
     "atol",
     "rtol",
@@ -137,7 +135,6 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
         checks=_checks(config, registry),
         kind_options=_kind_options(config, registry),
         contracts=_parsed(config, "ortperf_contracts"),
-        memory_limit=_memory_limit(config),
     )
 
 
@@ -198,17 +195,6 @@ def _checks(config: Any, kinds: KindRegistry) -> tuple[str, ...]:
             + f". The kinds: {known}."
         )
     return tuple(dict.fromkeys(names))
-
-
-def _memory_limit(config: Any) -> int:
-    """``ortperf_memory_limit``: the bytes a memory check's worker may add; default the physical memory."""
-    limit: int | None = _parsed(config, "ortperf_memory_limit")
-    if limit is not None:
-        return limit
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):  # not POSIX: no cap
-        return 0
 
 
 def _timing(config: Any, *, update: bool) -> bool:
@@ -347,9 +333,6 @@ def _policy(config: Any) -> CheckPolicy:
         measure=MeasureSettings(budget_s=_parsed(config, "ortperf_budget")),
         ab=replace(AB_SETTINGS, budget_s=_parsed(config, "ortperf_ab_budget")),
         drift_threshold=_parsed(config, "ortperf_drift_threshold"),
-        memory_threshold=_parsed(config, "ortperf_memory_threshold"),
-        memory_floor=_parsed(config, "ortperf_memory_floor"),
-        startup_threshold=_parsed(config, "ortperf_startup_threshold"),
         graph_mode=_parsed(config, "ortperf_graph"),
     )
 
@@ -361,6 +344,7 @@ def thresholds_for(
     *,
     origin: str,
     kind_keys: Mapping[str, str] | None = None,
+    kind_parsers: Mapping[str, Callable[[object, str], Any]] | None = None,
 ) -> tuple[CheckPolicy, ToleranceSpec]:
     """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins.
 
@@ -368,7 +352,8 @@ def thresholds_for(
     ``mismatch`` the accuracy tolerances of every output; ``outputs``, ``dtypes``
     and ``variants`` map an output name, a dtype (``float16``) or a variant or
     provider (``cuda-all``, ``cuda``) to their own tolerances. ``kind_keys``: the keywords registered
-    kinds own (key -> kind), whose values go to ``policy.kind_thresholds`` as given.
+    kinds own (key -> kind), whose values go to ``policy.kind_thresholds``, parsed by their kind's
+    ``kind_parsers`` (key -> parser) where it has one, else as given.
     """
     policy, tolerances = base, base_tolerances
     owned = dict(kind_keys or {})
@@ -380,7 +365,12 @@ def thresholds_for(
                 + (f"; unknown: {', '.join(unknown)}" if unknown else "")
                 + ", e.g. ort_thresholds(latency='5%', atol=1e-4)."
             )
-        mine = {key: value for key, value in kwargs.items() if key in owned}
+        parsers = kind_parsers or {}
+        mine = {
+            key: parsers[key](value, f"{origin}: {key}") if key in parsers else value
+            for key, value in kwargs.items()
+            if key in owned
+        }
         if mine:
             policy = replace(policy, kind_thresholds={**policy.kind_thresholds, **mine})
         if "latency" in kwargs:
@@ -395,14 +385,6 @@ def thresholds_for(
             )
             if "latency" not in kwargs:
                 policy = replace(policy, threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
-        if "memory" in kwargs:
-            policy = replace(
-                policy, memory_threshold=parse_threshold(kwargs["memory"], source=f"{origin}: memory")
-            )
-        if "startup" in kwargs:
-            policy = replace(
-                policy, startup_threshold=parse_threshold(kwargs["startup"], source=f"{origin}: startup")
-            )
         if "graph" in kwargs:
             mode, pins = parse_graph_threshold(kwargs["graph"], source=f"{origin}: graph")
             pins = pins or policy.graph_pins

@@ -67,6 +67,7 @@ def make_ort_perf(
             spec.thresholds,
             origin=spec.thresholds_origin,
             kind_keys=run.kinds.threshold_keys(),
+            kind_parsers=run.kinds.threshold_parsers(),
         )
     )
     machine = guarded(lambda: run.machine)

@@ -445,45 +445,6 @@ OPTIONS: tuple[OptionDef, ...] = (
         parse=lambda value, source: parse_graph_mode(value, source=source),
     ),
     OptionDef(
-        "--ortperf-memory-threshold",
-        "ortperf_memory_threshold",
-        "Growth of a session's memory that fails a memory check, when it also exceeds "
-        f"--ortperf-memory-floor (default: {percent(defaults.MEMORY_THRESHOLD)}; ORT's own figures are "
-        "exact, so any change beyond it is real). Where only the resident set can decide, at least 10% "
-        "and 1MiB.",
-        percent(defaults.MEMORY_THRESHOLD),
-        "PCT",
-        parse=_threshold,
-    ),
-    OptionDef(
-        "--ortperf-memory-floor",
-        "ortperf_memory_floor",
-        "Smallest memory growth that fails a memory check, whatever the threshold "
-        f"(default: {defaults.size(defaults.MEMORY_FLOOR)}).",
-        defaults.size(defaults.MEMORY_FLOOR),
-        "SIZE",
-        parse=_size,
-    ),
-    OptionDef(
-        "--ortperf-memory-limit",
-        "ortperf_memory_limit",
-        "Memory a memory check's worker process may add before the check fails with the figure it "
-        "reached (an address-space cap on Linux; not applied to GPU providers). Default: the "
-        "machine's physical memory; off: no cap.",
-        "",
-        "SIZE",
-        parse=_optional_size,
-    ),
-    OptionDef(
-        "--ortperf-startup-threshold",
-        "ortperf_startup_threshold",
-        "Slowdown of session creation or of the first run, over fresh processes, that fails a start-up "
-        f"check when its whole interval lies beyond it (default: {percent(defaults.STARTUP_THRESHOLD)}).",
-        percent(defaults.STARTUP_THRESHOLD),
-        "PCT",
-        parse=_threshold,
-    ),
-    OptionDef(
         "--ortperf-drift-threshold",
         "ortperf_drift_threshold",
         "When nothing the repository controls changed since the baseline (model, session settings, "

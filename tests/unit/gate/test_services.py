@@ -56,14 +56,14 @@ def _no_workers() -> WorkerPool:
 
 def test_checks_read_only_the_settings_they_need_from_the_configuration(tmp_path: Path) -> None:
     config = _config(tmp_path, timing=False, canary=False, ab_outputs_fail=False, run_timeout_s=7.0,
-                     memory_limit=1 << 30, checks=("graph",))  # fmt: skip
+                     checks=("graph",), kind_options={"memory": {"limit": 1 << 30}})  # fmt: skip
     assert CheckSettings.of(config) == CheckSettings(
         timing=False,
         canary=False,
         ab_outputs_fail=False,
         run_timeout_s=7.0,
-        memory_limit=1 << 30,
         checks=("graph",),
+        kind_options={"memory": {"limit": 1 << 30}},
     )
     assert OrtperfRun(config).settings == CheckSettings.of(config)
 

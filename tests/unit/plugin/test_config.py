@@ -287,8 +287,6 @@ def test_every_percentage_option_is_known() -> None:
         "ortperf_drift_threshold",
         "ortperf_ab_threshold",
         "ortperf_max_cv",
-        "ortperf_memory_threshold",
-        "ortperf_startup_threshold",
     }
 
 
@@ -312,8 +310,6 @@ def test_percentage_options_keep_percent_and_fractions_up_to_one(tmp_path: Path,
         "ortperf_drift_threshold": "drift_threshold",
         "ortperf_ab_threshold": "threshold",  # deprecated: it sets the one latency threshold
         "ortperf_max_cv": "max_cv",
-        "ortperf_memory_threshold": "memory_threshold",
-        "ortperf_startup_threshold": "startup_threshold",
     }[option.ini]
     for value, expected in (("5%", 0.05), ("0.05", 0.05), ("1", 1.0), ("250%", 2.5)):
         policy = build_config(FakeConfig(tmp_path, cli={option.ini: value})).policy
@@ -338,8 +334,8 @@ def test_a_bare_mismatch_above_one_in_the_tolerance_option_is_a_usage_error(
     [
         ({"latency": 5}, "ort_thresholds marker of t.py::t: latency: did you mean 5%?"),
         ({"ab": "20"}, "ort_thresholds marker of t.py::t: ab: did you mean 20%?"),
-        ({"memory": 2}, "ort_thresholds marker of t.py::t: memory: did you mean 2%?"),
-        ({"startup": "30"}, "ort_thresholds marker of t.py::t: startup: did you mean 30%?"),
+        ({"memory": 2}, "ort_thresholds marker of t.py::t: memory: did you mean 2%?"),  # the memory kind's
+        ({"startup": "30"}, "ort_thresholds marker of t.py::t: startup: did you mean 30%?"),  # start-up's
         ({"mismatch": 2}, "ort_thresholds marker of t.py::t: mismatch: did you mean 2%?"),
         (
             {"outputs": {"y": {"mismatch": 3}}},
@@ -356,9 +352,17 @@ def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key
     warnings.simplefilter(
         "ignore", pytest.PytestDeprecationWarning
     )  # ab= is deprecated (pytest restores filters)
+    from pytest_ortperf.kinds import builtin_kinds
+
+    kinds = builtin_kinds()
     with pytest.raises(UsageError) as info:
         thresholds_for(
-            CheckPolicy(), ToleranceSpec(), [((), kwargs)], origin="ort_thresholds marker of t.py::t"
+            CheckPolicy(),
+            ToleranceSpec(),
+            [((), kwargs)],
+            origin="ort_thresholds marker of t.py::t",
+            kind_keys=kinds.threshold_keys(),
+            kind_parsers=kinds.threshold_parsers(),
         )
     assert str(info.value).startswith(prefix)
 
@@ -418,12 +422,11 @@ def test_the_plugin_defaults_are_the_library_defaults(tmp_path: Path) -> None:
     ],
 )
 def test_sizes_take_binary_and_decimal_units(tmp_path: Path, value: str, expected: int) -> None:
-    assert build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value})).memory_limit == expected
+    limit = build_config(FakeConfig(tmp_path, cli={"ortperf_memory_limit": value})).kind_options["memory"]
+    assert limit["limit"] == expected
     if expected:
-        assert (
-            build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).policy.memory_floor
-            == expected
-        )
+        floor = build_config(FakeConfig(tmp_path, ini={"ortperf_memory_floor": value})).kind_options["memory"]
+        assert floor["floor"] == expected
 
 
 @pytest.mark.parametrize("value", ["9" * 400, "2000000TiB", "1" + "0" * 19])
@@ -436,9 +439,31 @@ def test_a_size_beyond_any_machine_is_a_usage_error_naming_the_option(tmp_path: 
 
 
 def test_the_memory_limit_defaults_to_the_physical_memory(tmp_path: Path) -> None:
-    assert build_config(FakeConfig(tmp_path)).memory_limit == os.sysconf("SC_PAGE_SIZE") * os.sysconf(
-        "SC_PHYS_PAGES"
-    )
+    options = build_config(FakeConfig(tmp_path)).kind_options["memory"]
+    assert options["limit"] == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+@pytest.mark.parametrize(
+    ("cli", "message"),
+    [
+        ({"ortperf_memory_threshold": "2"}, "--ortperf-memory-threshold: did you mean 2%?"),
+        ({"ortperf_startup_threshold": "40"}, "--ortperf-startup-threshold: did you mean 40%?"),
+        ({"ortperf_memory_floor": "lots"}, "--ortperf-memory-floor: expected a size such as 4KiB"),
+    ],
+)
+def test_the_memory_and_startup_kinds_options_are_parsed_naming_the_flag(
+    tmp_path: Path, cli: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        build_config(FakeConfig(tmp_path, cli=cli))
+    assert str(info.value).startswith(message)
+
+
+def test_the_memory_and_startup_kinds_options_reach_their_checks(tmp_path: Path) -> None:
+    cli = {"ortperf_memory_threshold": "5%", "ortperf_startup_threshold": "40%"}
+    options = build_config(FakeConfig(tmp_path, cli=cli)).kind_options
+    assert options["memory"]["threshold"] == pytest.approx(0.05)
+    assert options["startup"]["threshold"] == pytest.approx(0.40)
 
 
 @pytest.mark.parametrize(

@@ -228,6 +228,8 @@ def test_every_row_parses_its_own_default_and_the_defaults_are_the_modules() -> 
     from pytest_ortperf.footprint.memory_figures import DEFAULT_THRESHOLD as MEMORY_THRESHOLD
     from pytest_ortperf.footprint.startup_figures import DEFAULT_THRESHOLD as STARTUP_THRESHOLD
     from pytest_ortperf.graph.diff import DEFAULT_MODE
+    from pytest_ortperf.kinds.memory import KIND as memory_kind
+    from pytest_ortperf.kinds.startup import KIND as startup_kind
     from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD
     from pytest_ortperf.latency.measure import MeasureSettings
     from pytest_ortperf.latency.paired import AB_SETTINGS
@@ -238,9 +240,13 @@ def test_every_row_parses_its_own_default_and_the_defaults_are_the_modules() -> 
     typed = {o.ini: o.typed_default for o in OPTIONS if o.parse is not None}
     policy = CheckPolicy()
     assert typed["ortperf_latency_threshold"] == DEFAULT_THRESHOLD == policy.threshold
-    assert typed["ortperf_memory_threshold"] == MEMORY_THRESHOLD == policy.memory_threshold
-    assert typed["ortperf_memory_floor"] == DEFAULT_FLOOR == policy.memory_floor
-    assert typed["ortperf_startup_threshold"] == STARTUP_THRESHOLD == policy.startup_threshold
+    # The memory and start-up kinds declare their own options (kinds/memory.py, kinds/startup.py).
+    memory = {o.name: o.typed_default("memory") for o in memory_kind.options}
+    assert memory["threshold"] == MEMORY_THRESHOLD
+    assert memory["floor"] == DEFAULT_FLOOR
+    assert {o.name: o.typed_default("startup") for o in startup_kind.options} == {
+        "threshold": STARTUP_THRESHOLD
+    }
     assert typed["ortperf_graph"] == DEFAULT_MODE == policy.graph_mode
     assert typed["ortperf_max_cv"] == DEFAULT_MAX_CV == policy.max_cv
     assert typed["ortperf_budget"] == MeasureSettings().budget_s == policy.measure.budget_s
