@@ -29,7 +29,7 @@ from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.references import RecordedReference, reference_feeds, same_job
-from pytest_ortperf.gate.registry import Record
+from pytest_ortperf.gate.registry import CheckKind, Record
 from pytest_ortperf.kinds.side_by_side import ab_feeds
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.latency.decision import Verdict
@@ -59,9 +59,20 @@ class FootprintCheck:
     # Side by side, looked at after these many pairs of fresh processes, by the rule of every
     # side-by-side verdict (compare_pairs); () measures ``processes`` a side and confirms a regression.
     pair_looks: tuple[int, ...] = ()
+    declaration: CheckKind | None = None  # the kind as registered: its options and threshold keyword
 
     def __init__(self, context: CheckContext) -> None:
         self._context = context
+
+    def threshold(self, target: CheckTarget) -> float:
+        """The test's ``ort_thresholds(<kind>=...)`` (parsed where it entered), else the kind's
+        ``--ortperf-<kind>-threshold``."""
+        if self.declaration is None:
+            raise TypeError(f"{type(self).__name__} names no declaration: its kind's options are unknown")
+        given = target.policy.kind_thresholds.get(self.declaration.name)
+        if isinstance(given, float):
+            return given
+        return float(self.declaration.setting(self._context.settings, "threshold"))
 
     # --- what a subclass decides --------------------------------------------------------------
 

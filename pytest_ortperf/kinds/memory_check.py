@@ -27,6 +27,7 @@ class MemoryCheck(FootprintCheck):
     (``memory.PAIR_LOOKS``) by the rule of every side-by-side verdict."""
 
     kind = MEMORY
+    declaration = KIND
     processes = 2
     glance_processes = 1
     profiled = True
@@ -35,20 +36,13 @@ class MemoryCheck(FootprintCheck):
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return MemoryFigures.of(footprints)
 
-    def _threshold(self, target: CheckTarget) -> float:
-        """The test's ``ort_thresholds(memory=...)``, else ``--ortperf-memory-threshold``."""
-        given = target.policy.kind_thresholds.get(MEMORY)
-        if isinstance(given, float):  # parsed where it entered (the kind's threshold_parse)
-            return given
-        return float(KIND.setting(self._context.settings, "threshold"))
-
     def _floor(self) -> int:
         return int(KIND.setting(self._context.settings, "floor"))
 
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         assert isinstance(before, MemoryFigures)
         assert isinstance(after, MemoryFigures)
-        return compare_memory(before, after, threshold=self._threshold(target), floor=self._floor())
+        return compare_memory(before, after, threshold=self.threshold(target), floor=self._floor())
 
     def compare_pairs(
         self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
@@ -58,7 +52,7 @@ class MemoryCheck(FootprintCheck):
         return memory.compare_pairs(
             before,
             after,
-            threshold=self._threshold(target),
+            threshold=self.threshold(target),
             floor=self._floor(),
             confidence=target.policy.confidence,
             look=look,

@@ -10,21 +10,89 @@ that its outputs and its operator profiles can be read there.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
+from pytest_ortperf.checks.kind_result import KindResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_across
+from pytest_ortperf.checks.paths import Route, inputs_changed, rebuild_plan
 from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
-from pytest_ortperf.gate.protocol import CheckContext
+from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
+from pytest_ortperf.gate.references import RecordedReference
 from pytest_ortperf.latency.across_processes import first_batch, looks_for, most_units
 from pytest_ortperf.latency.activity import BUILDING, Activity
 from pytest_ortperf.ort.inputs import Feeds, InputOptions, declared_inputs, feeds_of_its_own
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.workers import ProcessUnit, SideSpec, load_units
+from pytest_ortperf.store.baselines import with_part
 from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.recipe import same_recipe
+
+
+def rebuilt_here(
+    context: CheckContext, target: CheckTarget, *, recorded: str = "it"
+) -> tuple[RecordedReference | None, str]:
+    """The recorded reference of a kind that keeps a part of its own (``threads``, ``throughput``),
+    rebuilt from its recipe (model from git or the model cache, settings) to be measured side by side
+    in this onnxruntime; or None and why nothing is compared: never recorded, nothing the repository
+    controls changed, it cannot be rebuilt, the inputs changed, or it runs in another onnxruntime."""
+    entry = target.entry
+    if entry is None:
+        return None, "never recorded"
+    if same_recipe(entry.recipe, target.environment):
+        return None, f"nothing the repository controls changed since {recorded} was recorded"
+    plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
+    if plan.route is not Route.SIDE_BY_SIDE:
+        return None, f"the recorded reference cannot be rebuilt ({plan.reason})"
+    if inputs_changed(entry.recipe, target.environment):
+        return None, "the inputs changed, and the recorded inputs cannot be rebuilt"
+    rebuilt, why = context.references.rebuild(context.built, plan)
+    if rebuilt is None:
+        return None, f"the recorded reference cannot be rebuilt ({why})"
+    if rebuilt.python:
+        return None, f"the recorded reference runs in another onnxruntime ({rebuilt.label})"
+    return rebuilt, ""
+
+
+def part_recorded(
+    target: CheckTarget,
+    kind: str,
+    data: Mapping[str, Any],
+    *,
+    summary: str,
+    figures: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> KindResult:
+    """An update of a kind's own baseline part: ``data`` staged as this hardware's ``kind`` part (new,
+    updated, or unchanged where it equals the recorded one)."""
+    key = target.key
+    before, entry = with_part(
+        target.recording_on,
+        variant=key.variant,
+        machine=key.machine,
+        name=kind,
+        data=data,
+        environment=target.environment,
+        today=datetime.date.today().isoformat(),
+    )
+    staged = entry is not None
+    status = Status.NEW if before is None else Status.UPDATED if staged else Status.UNCHANGED
+    return KindResult(
+        key,
+        kind,
+        status,
+        path="record",
+        summary=summary,
+        change="the curve recorded" if staged else "",
+        figures=dict(data if figures is None else figures),
+        notes=tuple(notes),
+        staged=entry,
+    )
 
 
 def ab_feeds(context: CheckContext, source: ModelSource, inputs: Mapping[str, Any]) -> Feeds | None:

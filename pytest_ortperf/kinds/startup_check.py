@@ -22,6 +22,7 @@ class StartupCheck(FootprintCheck):
     """``check_startup()``: timed, so it holds the run's timing lock while it measures."""
 
     kind = STARTUP
+    declaration = KIND
     processes = startup.PROCESSES
     glance_processes = startup.GLANCE_PROCESSES
     timed = True
@@ -31,17 +32,10 @@ class StartupCheck(FootprintCheck):
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)
 
-    def _threshold(self, target: CheckTarget) -> float:
-        """The test's ``ort_thresholds(startup=...)``, else ``--ortperf-startup-threshold``."""
-        given = target.policy.kind_thresholds.get(STARTUP)
-        if isinstance(given, float):  # parsed where it entered (the kind's threshold_parse)
-            return given
-        return float(KIND.setting(self._context.settings, "threshold"))
-
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         assert isinstance(before, StartupFigures)
         assert isinstance(after, StartupFigures)
-        return compare_startup(before, after, threshold=self._threshold(target))
+        return compare_startup(before, after, threshold=self.threshold(target))
 
     def compare_pairs(
         self, before: PartFigures, after: PartFigures, target: CheckTarget, *, look: int, looks: int
@@ -51,7 +45,7 @@ class StartupCheck(FootprintCheck):
         return startup.compare_pairs(
             before,
             after,
-            threshold=self._threshold(target),
+            threshold=self.threshold(target),
             confidence=target.policy.confidence,
             look=look,
             looks=looks,

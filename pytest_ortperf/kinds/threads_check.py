@@ -27,7 +27,6 @@ recorded by ``--ortperf-update`` and shown by ``ortperf show``. Everything it ow
 
 from __future__ import annotations
 
-import datetime
 import math
 import os
 import random
@@ -39,11 +38,10 @@ from typing import Any
 
 from pytest_ortperf.checks.kind_result import KindResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
-from pytest_ortperf.checks.paths import Route, inputs_changed, rebuild_plan
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
-from pytest_ortperf.kinds.side_by_side import ProcessSides
+from pytest_ortperf.kinds.side_by_side import ProcessSides, part_recorded, rebuilt_here
 from pytest_ortperf.kinds.threads import KIND
 from pytest_ortperf.latency.activity import Activity
 from pytest_ortperf.latency.decision import RatioEstimate
@@ -51,9 +49,8 @@ from pytest_ortperf.latency.measure import gc_paused
 from pytest_ortperf.latency.paired import paired_interval
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, this_python
-from pytest_ortperf.store.baselines import BaselineEntry, with_part
+from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
-from pytest_ortperf.store.recipe import same_recipe
 from pytest_ortperf.values import parse_threshold
 
 THREADS = "threads"
@@ -187,21 +184,9 @@ class ThreadsCheck:
         (the reference rebuilt from its recipe: model, settings, runtime); or why it is not compared.
         Stored figures of this hardware are shown, never judged: they were measured in another
         process at another time, and the recipe may have changed since."""
-        context, entry = self._context, target.entry
-        if entry is None:
-            return None, "never recorded"
-        if same_recipe(entry.recipe, target.environment):
-            return None, "nothing the repository controls changed since the curve was recorded"
-        plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
-        if plan.route is not Route.SIDE_BY_SIDE:
-            return None, f"the recorded reference cannot be rebuilt ({plan.reason})"
-        if inputs_changed(entry.recipe, target.environment):
-            return None, "the inputs changed, and the recorded inputs cannot be rebuilt"
-        rebuilt, why = context.references.rebuild(context.built, plan)
+        rebuilt, why = rebuilt_here(self._context, target, recorded="the curve")
         if rebuilt is None:
-            return None, f"the recorded reference cannot be rebuilt ({why})"
-        if rebuilt.python:
-            return None, f"the recorded reference runs in another onnxruntime ({rebuilt.label})"
+            return None, why
         settings = rebuilt.settings.with_overrides(
             {"intra_op_threads": curve.best}, source="check_threads (the recorded reference)"
         )
@@ -228,28 +213,7 @@ class ThreadsCheck:
         return self._context.sessions.session(built.model, built.variant, settings)
 
     def _record(self, target: CheckTarget, curve: Curve) -> KindResult:
-        key = target.key
-        before, entry = with_part(
-            target.recording_on,
-            variant=key.variant,
-            machine=key.machine,
-            name=THREADS,
-            data=curve.part(),
-            environment=target.environment,
-            today=datetime.date.today().isoformat(),
-        )
-        staged = entry is not None
-        status = Status.NEW if before is None else Status.UPDATED if staged else Status.UNCHANGED
-        return KindResult(
-            key,
-            THREADS,
-            status,
-            path="record",
-            summary=curve.summary(),
-            change="the curve recorded" if staged else "",
-            figures=curve.figures(),
-            staged=entry,
-        )
+        return part_recorded(target, THREADS, curve.part(), summary=curve.summary(), figures=curve.figures())
 
 
 def _runner(

@@ -25,7 +25,6 @@ onnxruntime is imported where it is used, so reading the options stays light.
 
 from __future__ import annotations
 
-import datetime
 import math
 import os
 import statistics
@@ -302,26 +301,13 @@ class ThroughputCheck:
     ) -> tuple[dict[int, LatencyResult], str]:
         """Each batch size against the recorded reference rebuilt from its recipe, side by side across
         measuring processes; or why nothing is compared."""
-        from pytest_ortperf.checks.paths import Route, inputs_changed, rebuild_plan
-        from pytest_ortperf.kinds.side_by_side import ProcessSides
+        from pytest_ortperf.kinds.side_by_side import ProcessSides, rebuilt_here
         from pytest_ortperf.ort.workers import SideSpec, this_python
-        from pytest_ortperf.store.recipe import same_recipe
 
-        context, entry = self._context, target.entry
-        if entry is None:
-            return {}, "never recorded"
-        if same_recipe(entry.recipe, target.environment):
-            return {}, "nothing the repository controls changed since it was recorded"
-        plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
-        if plan.route is not Route.SIDE_BY_SIDE:
-            return {}, f"the recorded reference cannot be rebuilt ({plan.reason})"
-        if inputs_changed(entry.recipe, target.environment):
-            return {}, "the inputs changed, and the recorded inputs cannot be rebuilt"
-        rebuilt, why = context.references.rebuild(context.built, plan)
+        context = self._context
+        rebuilt, why = rebuilt_here(context, target)
         if rebuilt is None:
-            return {}, f"the recorded reference cannot be rebuilt ({why})"
-        if rebuilt.python:
-            return {}, f"the recorded reference runs in another onnxruntime ({rebuilt.label})"
+            return {}, why
         built = context.built
         here = SideSpec(this_python(), built.model, built.settings)
         there = SideSpec(this_python(), rebuilt.model, rebuilt.settings)
@@ -335,32 +321,11 @@ class ThroughputCheck:
         return results, ""
 
     def _record(self, target: CheckTarget, measured: Throughput) -> KindResult:
-        from pytest_ortperf.checks.kind_result import KindResult
-        from pytest_ortperf.checks.status import Status
-        from pytest_ortperf.store.baselines import with_part
+        from pytest_ortperf.kinds.side_by_side import part_recorded
 
-        key = target.key
-        before, entry = with_part(
-            target.recording_on,
-            variant=key.variant,
-            machine=key.machine,
-            name=THROUGHPUT,
-            data=measured.part(),
-            environment=target.environment,
-            today=datetime.date.today().isoformat(),
-        )
-        staged = entry is not None
-        status = Status.NEW if before is None else Status.UPDATED if staged else Status.UNCHANGED
-        return KindResult(
-            key,
-            THROUGHPUT,
-            status,
-            path="record",
-            summary=f"{measured.curve_text()}; {measured.tail_text()}",
-            change="the curve recorded" if staged else "",
-            figures=measured.part(),
-            notes=_batch_notes(measured.batch),
-            staged=entry,
+        summary = f"{measured.curve_text()}; {measured.tail_text()}"
+        return part_recorded(
+            target, THROUGHPUT, measured.part(), summary=summary, notes=_batch_notes(measured.batch)
         )
 
 
