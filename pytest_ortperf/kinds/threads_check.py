@@ -28,7 +28,6 @@ recorded by ``--ortperf-update`` and shown by ``ortperf show``. Everything it ow
 from __future__ import annotations
 
 import math
-import os
 import random
 import statistics
 import time
@@ -51,6 +50,7 @@ from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.workers import SideSpec, this_python
 from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.keys import CheckKey
+from pytest_ortperf.store.machine import usable_cores
 from pytest_ortperf.values import parse_threshold
 
 THREADS = "threads"
@@ -63,11 +63,6 @@ CONFIDENCE = 0.99
 def default_counts(cores: int) -> tuple[int, ...]:
     """1 .. ``cores``, at most :data:`MAX_DEFAULT_COUNT`: the curve around physical cores / 2."""
     return tuple(range(1, max(1, min(cores, MAX_DEFAULT_COUNT)) + 1))
-
-
-def _cores() -> int:
-    getter = getattr(os, "sched_getaffinity", None)
-    return len(getter(0)) if getter is not None else (os.cpu_count() or 1)
 
 
 class ThreadsCheck:
@@ -132,7 +127,7 @@ class ThreadsCheck:
         context, key = self._context, target.key
         built = context.built
         configured = built.settings.intra_op_threads
-        counts = tuple(sorted({*(self._counts or default_counts(_cores())), configured}))
+        counts = tuple(sorted({*(self._counts or default_counts(usable_cores())), configured}))
         with context.measurer.activity(f"{key.shown} (threads)") as activity:
             try:
                 sessions = {n: self._session(n) for n in counts}

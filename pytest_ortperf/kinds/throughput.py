@@ -26,7 +26,6 @@ onnxruntime is imported where it is used, so reading the options stays light.
 from __future__ import annotations
 
 import math
-import os
 import statistics
 import threading
 import time
@@ -195,11 +194,6 @@ def _rate(per_second: float) -> str:
     return f"{per_second:,.4g}/s" if per_second < 1e4 else f"{per_second / 1000:,.4g}k/s"
 
 
-def _cores() -> int:
-    getter = getattr(os, "sched_getaffinity", None)
-    return len(getter(0)) if getter is not None else (os.cpu_count() or 1)
-
-
 class ThroughputCheck:
     """``check_throughput()``: inferences per second over batch sizes, and the tail with callers."""
 
@@ -248,6 +242,7 @@ class ThroughputCheck:
 
     def _run(self, target: CheckTarget, activity: Activity) -> KindResult:
         from pytest_ortperf.kinds.threads_check import measure_curve
+        from pytest_ortperf.store.machine import usable_cores
 
         context, key = self._context, target.key
         session = context.built.session
@@ -265,7 +260,7 @@ class ThroughputCheck:
         feeds = {size: tiled(target.inputs, size) for size in sizes}
         run = context.sessions.watchdog.run
         runs = {size: _runner(run, session, feeds[size]) for size in sizes}
-        callers = self._concurrency or _cores()
+        callers = self._concurrency or usable_cores()
         with context.measurer.held(activity):
             rounds = measure_curve(runs, budget_s=BUDGET_S)
             concurrent = concurrent_latencies(lambda: session.run(None, feeds[sizes[0]]), callers)
