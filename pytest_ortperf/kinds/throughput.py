@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.registry import CheckKind, KindOption, Record
 from pytest_ortperf.reports.tables import TerminalTable
+from pytest_ortperf.values import parse_threshold
 
 if TYPE_CHECKING:
     from pytest_ortperf.checks.kind_result import KindResult
@@ -52,6 +53,11 @@ BUDGET_S = 1.0  # timed seconds of the curve over all sizes, a target
 CONCURRENT_S = 0.5  # timed seconds of the concurrent callers, a target
 MIN_CALLS = 100  # concurrent calls at least (a p99 of fewer is the maximum), time allowing
 MOST_CONCURRENT_S = 5.0
+
+
+def parse_limit(value: object, where: str) -> float:
+    """``ort_thresholds(throughput=...)``: a relative threshold ("10%", 0.1), naming ``where``."""
+    return parse_threshold(value, source=where)
 
 
 def parse_batch_sizes(text: str, where: str) -> tuple[int, ...]:
@@ -236,7 +242,7 @@ class ThroughputCheck:
             try:
                 result = self._run(target, activity)
             except (OrtperfError, ValueError) as exc:
-                result = _error(key, f"the model could not be run at these batch sizes: {exc}")
+                result = _error(key, f"could not be measured: {exc}")
         context.publisher.publish(check_record(result, context.nodeid))
         return [result]
 
@@ -280,12 +286,10 @@ class ThroughputCheck:
         )
 
     def _limit(self, target: CheckTarget) -> float:
-        from pytest_ortperf.values import parse_threshold
-
+        """The test's ``ort_thresholds(throughput=...)`` (parsed where it entered), else the one latency
+        threshold."""
         given = target.policy.kind_thresholds.get(THROUGHPUT)
-        if given is None:
-            return target.policy.threshold
-        return parse_threshold(given, source="ort_thresholds(throughput=...)")
+        return given if isinstance(given, float) else target.policy.threshold
 
     def _against_recorded(
         self,
@@ -593,4 +597,5 @@ KIND = CheckKind(
         ),
     ),
     thresholds=(THROUGHPUT,),
+    threshold_parse=parse_limit,
 )

@@ -133,7 +133,6 @@ def test_asked(ort_perf):
     [
         ("batch_sizes=[0]", "", "check_throughput(batch_sizes=[[]0[]]): a list of whole numbers, 1 or more."),
         ("concurrency=0", "", "check_throughput(concurrency=0): a whole number, 1 or more."),
-        ("", "@pytest.mark.ort_thresholds(throughput='fast')", "*ort_thresholds(throughput=...)*"),
     ],
 )
 def test_bad_arguments_fail_the_test_naming_the_argument(
@@ -153,6 +152,23 @@ def test_serving(ort_perf):
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"*{said}*"])
+
+
+def test_a_bad_threshold_keyword_is_an_error_of_the_test_naming_the_marker(pytester: pytest.Pytester) -> None:
+    onnx.save(mlp_model(layers=1, width=8), pytester.path / "model.onnx")
+    pytester.makepyfile(
+        test_serving="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx")
+
+@pytest.mark.ort_thresholds(throughput="fast")
+def test_serving(ort_perf):
+    ort_perf.check_throughput()
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ort_thresholds marker of *test_serving*: throughput: *fast*"])
 
 
 def test_a_bad_batch_sizes_option_stops_the_run_naming_the_flag(pytester: pytest.Pytester) -> None:
