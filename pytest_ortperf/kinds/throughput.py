@@ -263,7 +263,12 @@ class ThroughputCheck:
                 f"batch dim: {batch.fixed_by}; measured nothing",
             )
         sizes = tuple(asked or DEFAULT_SIZES) if batch.free else (batch.size,)
-        feeds = {size: tiled(target.inputs, size) for size in sizes}
+        # A fixed batch dim: the test's own feeds, as they are (a scalar input has no dim to tile).
+        feeds = (
+            {size: tiled(target.inputs, size) for size in sizes}
+            if batch.free
+            else {batch.size: target.inputs}
+        )
         run = context.sessions.watchdog.run
         runs = {size: _runner(run, session, feeds[size]) for size in sizes}
         callers = self._concurrency or usable_cores()

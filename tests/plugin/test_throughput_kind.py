@@ -181,3 +181,38 @@ def test_a_bad_batch_sizes_option_stops_the_run_naming_the_flag(pytester: pytest
             "*--ortperf-throughput-batch-sizes: batch sizes are whole numbers of 1 or more, comma separated (got '8,x')."
         ]
     )
+
+
+def test_a_model_with_a_scalar_input_is_measured_as_its_feeds_are(pytester: pytest.Pytester) -> None:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "scale"], ["y"])],
+        "scaled",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 16]),
+            helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 16])],
+    )
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+        pytester.path / "model.onnx",
+    )
+    pytester.makepyfile(
+        test_serving="""
+import pytest
+pytestmark = pytest.mark.ort_model("model.onnx", dims={"n": 2})
+
+def test_serving(ort_perf):
+    ort_perf.check_throughput(concurrency=1)
+"""
+    )
+    result = pytester.runpytest("--ortperf-report=report.json")
+    result.assert_outcomes(passed=1)
+    record = _record(pytester)
+    assert record["figures"]["batch_sizes"] == [2]
+    assert (
+        "the model has no free batch dim (input 'scale' has the shape []): measured at its own batch of 2 only"
+        in record["notes"]
+    )
