@@ -1,4 +1,4 @@
-"""The accuracy kind, as it is registered: its name, terminal table, record and row. Its check
+"""The accuracy kind, as it is registered: its name, terminal table, record, row and drawing. Its check
 (``accuracy_check.py``) is loaded when a test first runs it."""
 
 from __future__ import annotations

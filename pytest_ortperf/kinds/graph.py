@@ -1,5 +1,5 @@
-"""The graph kind, as it is registered: its name, baseline part, terminal table, record and JUnit
-properties. Its check (``graph_check.py``) is loaded when a test first runs it."""
+"""The graph kind, as it is registered: its name, baseline part, terminal table, record, JUnit
+properties and drawing. Its check (``graph_check.py``) is loaded when a test first runs it."""
 
 from __future__ import annotations
 

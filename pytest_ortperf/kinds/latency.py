@@ -1,5 +1,5 @@
-"""The latency kind, as it is registered: its name, baseline part, terminal table, record, row and
-pytest-benchmark entry. Its check (``latency_check.py``) is loaded when a test first runs it."""
+"""The latency kind, as it is registered: its name, baseline part, terminal table, record, row,
+pytest-benchmark entry and drawing. Its check (``latency_check.py``) is loaded when a test first runs it."""
 
 from __future__ import annotations
 
