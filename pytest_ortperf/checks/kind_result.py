@@ -32,3 +32,23 @@ class KindResult:
     staged: BaselineEntry | None = (
         None  # a recording: the entry the gate stages (store/baselines.py: with_part)
     )
+
+
+def kind_not_timed(key: CheckKey, kind: str) -> KindResult:
+    """A timed kind's outcome under ``--ortperf-timing=off``: skipped, nothing measured, 'not timed'."""
+    return KindResult(
+        key,
+        kind,
+        Status.NOT_TIMED,
+        path="not timed",
+        skipped=True,
+        message=f"{kind} of {key.shown} not timed: timing is off (--ortperf-timing=off); nothing is "
+        "measured.",
+    )
+
+
+def kind_error(key: CheckKey, kind: str, why: str) -> KindResult:
+    """A kind's check that ended in an error: failed, with ``why`` after the kind and the test."""
+    return KindResult(
+        key, kind, Status.ERROR, path=kind, failed=True, message=f"{kind} of {key.shown}: {why}"
+    )

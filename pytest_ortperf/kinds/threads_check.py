@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pytest_ortperf.checks.kind_result import KindResult
+from pytest_ortperf.checks.kind_result import KindResult, kind_error, kind_not_timed
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError, UsageError
@@ -414,17 +414,8 @@ def judged(
 
 
 def _error(key: CheckKey, why: str) -> KindResult:
-    message = f"threads of {key.shown}: {why}"
-    return KindResult(key, THREADS, Status.ERROR, path="threads", failed=True, message=message)
+    return kind_error(key, THREADS, why)
 
 
 def not_timed(key: CheckKey) -> KindResult:
-    return KindResult(
-        key,
-        THREADS,
-        Status.NOT_TIMED,
-        path="not timed",
-        skipped=True,
-        message=f"threads of {key.shown} not timed: timing is off (--ortperf-timing=off); nothing is "
-        "measured.",
-    )
+    return kind_not_timed(key, THREADS)

@@ -457,26 +457,15 @@ def _estimate(result: LatencyResult) -> dict[str, Any]:
 
 
 def _error(key: CheckKey, why: str) -> KindResult:
-    from pytest_ortperf.checks.kind_result import KindResult
-    from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.checks.kind_result import kind_error
 
-    message = f"throughput of {key.shown}: {why}"
-    return KindResult(key, THROUGHPUT, Status.ERROR, path="throughput", failed=True, message=message)
+    return kind_error(key, THROUGHPUT, why)
 
 
 def not_timed(key: CheckKey) -> KindResult:
-    from pytest_ortperf.checks.kind_result import KindResult
-    from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.checks.kind_result import kind_not_timed
 
-    return KindResult(
-        key,
-        THROUGHPUT,
-        Status.NOT_TIMED,
-        path="not timed",
-        skipped=True,
-        message=f"throughput of {key.shown} not timed: timing is off (--ortperf-timing=off); nothing is "
-        "measured.",
-    )
+    return kind_not_timed(key, THROUGHPUT)
 
 
 def row(record: Record) -> tuple[str, ...] | None:

@@ -121,3 +121,16 @@ def test_the_drawing_is_today_s_curve_and_the_recorded_one() -> None:
     assert alone.count("<polyline") == 1
     assert "recorded" not in alone.split("</svg>")[0]
     assert "throughput-curve" not in drawing({**RECORD, "figures": {"per_second": {"1": "x"}}})
+
+
+def test_under_timing_off_the_kind_is_not_timed_and_says_so() -> None:
+    from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.kinds.throughput import not_timed
+    from pytest_ortperf.store.keys import CheckKey
+
+    result = not_timed(CheckKey("t.py", "t", "cpu-all", "m", "pytest --ortperf-update t.py"))
+    assert result.status is Status.NOT_TIMED
+    assert result.skipped
+    assert not result.failed
+    assert result.message.startswith("throughput of ")
+    assert result.message.endswith("not timed: timing is off (--ortperf-timing=off); nothing is measured.")
