@@ -159,7 +159,7 @@ def _kind_options(config: Any, kinds: KindRegistry) -> dict[str, dict[str, Any]]
                 where = f"ini {ini}"
                 try:
                     given = config.getini(ini)
-                except (ValueError, KeyError):  # not registered (KeyError: a stand-in config's)
+                except ValueError:  # not registered
                     given = None
             if given is None or (where.startswith("ini ") and str(given) == option.default):
                 given, where = option.default, f"the default of {option.flag(kind.name)}"
