@@ -76,6 +76,16 @@ def fastest(*profiles: OpProfile) -> OpProfile:
     return OpProfile(runs=sum(p.runs for p in profiles), ops=ops, nodes=nodes)
 
 
+def reads_the_other_way(before: OpProfile, after: OpProfile, *, grew: bool) -> bool:
+    """Whether the profiled runs contradict a measured direction (``grew``: the measurement found the
+    current side slower): the sum of every op type's time per run moved the other way. Profiled runs
+    are short and untimed; a neighbour that ran through one side's turns makes that side read slow,
+    and an explanation built on them would say the time went where it did not."""
+    total_before = sum(us for us, _ in before.ops.values())
+    total_after = sum(us for us, _ in after.ops.values())
+    return total_after < total_before if grew else total_after > total_before
+
+
 def typical(*runs: OpProfile) -> OpProfile:
     """Single-run profiles of one session as one: each op type's and node's median time over the runs.
     A mean lets one run that a neighbour pre-empted put microseconds into a node that took one, and on

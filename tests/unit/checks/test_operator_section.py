@@ -106,6 +106,44 @@ def test_identical_profiles_say_nothing_changed_at_operator_level() -> None:
     assert lines[-1] == "    no op type, node, provider or node count changed beyond run-to-run noise"
 
 
+def test_profiled_runs_that_read_against_the_measurement_are_taken_again_and_keep_the_fastest() -> None:
+    """A neighbour ran through the reference's profiled turns: it read slower than the current side
+    of a regression. The second profiling reads it as it is, and each side keeps its fastest."""
+    slow_reference = OpProfile(5, {"MatMul": (900.0, 2)}, {f"mm{i}": ("MatMul", CPU, 450.0) for i in range(2)})
+    taken = iter([(slow_reference, BIG), (SMALL, BIG)])
+    calls: list[int] = []
+
+    def in_turn() -> tuple[OpProfile, OpProfile]:
+        calls.append(1)
+        return next(taken)
+
+    lines = explained(ab_result(2.0), "p", in_turn).message.splitlines()
+    assert len(calls) == 2
+    assert any("MatMul 0.100 -> 0.400 ms/run (+300%" in line for line in lines)
+    assert not any("read with care" in line for line in lines)
+
+
+def test_profiled_runs_that_agree_with_the_measurement_are_taken_once() -> None:
+    calls: list[int] = []
+
+    def in_turn() -> tuple[OpProfile, OpProfile]:
+        calls.append(1)
+        return SMALL, BIG
+
+    explained(ab_result(2.0), "p", in_turn)
+    assert len(calls) == 1
+
+
+def test_profiled_runs_that_read_against_it_twice_say_so() -> None:
+    lines = explained(ab_result(2.0, accept=RECORD), "p", profiles(BIG, SMALL)).message.splitlines()
+    assert lines[-2] == (
+        "    read with care: the profiled runs, taken twice, still read faster in total than the reference"
+        " (0.400 -> 0.100 ms/run) where the measurement decided otherwise; the machine was busier while"
+        " one side was profiled"
+    )
+    assert lines[-1] == f"  to accept the new latency: {RECORD}"
+
+
 @pytest.mark.parametrize("error", [OrtperfError("the run failed"), OSError("disk full")])
 def test_profiled_runs_that_fail_never_hide_the_verdict(error: Exception) -> None:
     def failing() -> tuple[OpProfile, OpProfile]:
