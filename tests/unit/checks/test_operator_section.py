@@ -109,7 +109,9 @@ def test_identical_profiles_say_nothing_changed_at_operator_level() -> None:
 def test_profiled_runs_that_read_against_the_measurement_are_taken_again_and_keep_the_fastest() -> None:
     """A neighbour ran through the reference's profiled turns: it read slower than the current side
     of a regression. The second profiling reads it as it is, and each side keeps its fastest."""
-    slow_reference = OpProfile(5, {"MatMul": (900.0, 2)}, {f"mm{i}": ("MatMul", CPU, 450.0) for i in range(2)})
+    slow_reference = OpProfile(
+        5, {"MatMul": (900.0, 2)}, {f"mm{i}": ("MatMul", CPU, 450.0) for i in range(2)}
+    )
     taken = iter([(slow_reference, BIG), (SMALL, BIG)])
     calls: list[int] = []
 
