@@ -117,3 +117,107 @@ def vad_model(*, seed: int = 0, hidden: int = VAD_HIDDEN) -> onnx.ModelProto:
         inits,
     )
     return helper.make_model(graph, opset_imports=OPSET, ir_version=8)
+
+
+def decoder_model(
+    layers: int = 2,
+    *,
+    width: int = 64,
+    heads: int = 4,
+    vocab: int = 500,
+    cache: bool = True,
+    seed: int = 0,
+    names: dict[str, str] | None = None,
+) -> onnx.ModelProto:
+    """A GPT-2-shaped decoder as optimum and torch.onnx write them: ``input_ids[batch, sequence]``,
+    ``attention_mask[batch, total_sequence]`` and, with ``cache``, ``past_key_values.N.key/value``
+    ``[batch, heads, past_sequence, head]`` in, ``logits[batch, sequence, vocab]`` and
+    ``present.N.key/value`` ``[batch, heads, total_sequence, head]`` out (the past concatenated with
+    this step's keys and values). Each layer: attention over every cached position (masked by
+    ``attention_mask``), then a 4x MLP, both residual. Without ``cache`` it takes the whole sequence
+    every step, as an export without past key values does. ``names`` renames inputs or outputs."""
+    rng = np.random.default_rng(seed)
+    head = width // heads
+    rename = names or {}
+
+    def named(name: str) -> str:
+        return rename.get(name, name)
+
+    def weight(name: str, *shape: int) -> str:
+        inits.append(
+            numpy_helper.from_array((rng.standard_normal(shape) / shape[0] ** 0.5).astype(np.float32), name)
+        )
+        return name
+
+    inits: list[onnx.TensorProto] = [
+        numpy_helper.from_array(np.array([0, 0, heads, head], np.int64), "split_heads"),
+        numpy_helper.from_array(np.array([0, 0, width], np.int64), "merge_heads"),
+        numpy_helper.from_array(np.array([1, 2], np.int64), "mask_axes"),
+        numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+        numpy_helper.from_array(np.array(-10000.0, np.float32), "masked"),
+        numpy_helper.from_array(np.array(1.0 / head**0.5, np.float32), "scale"),
+    ]
+    embedding = weight("wte", vocab, width)
+    ids, mask = named("input_ids"), named("attention_mask")
+    nodes = [
+        helper.make_node("Gather", [embedding, ids], ["h0"], name="embed"),
+        helper.make_node("Cast", [mask], ["mask_f"], to=TensorProto.FLOAT, name="mask_cast"),
+        helper.make_node("Sub", ["one", "mask_f"], ["mask_off"], name="mask_off"),
+        helper.make_node("Mul", ["mask_off", "masked"], ["mask_bias2"], name="mask_bias"),
+        helper.make_node("Unsqueeze", ["mask_bias2", "mask_axes"], ["mask_bias4"], name="mask_unsqueeze"),
+    ]
+    inputs = [
+        helper.make_tensor_value_info(ids, TensorProto.INT64, ["batch", "sequence"]),
+        helper.make_tensor_value_info(mask, TensorProto.INT64, ["batch", "total_sequence"]),
+    ]
+    outputs = [
+        helper.make_tensor_value_info(named("logits"), TensorProto.FLOAT, ["batch", "sequence", vocab])
+    ]
+    current = "h0"
+    for i in range(layers):
+        for part in ("q", "k", "v"):
+            nodes += [
+                helper.make_node("MatMul", [current, weight(f"w{part}{i}", width, width)], [f"{part}{i}"]),
+                helper.make_node("Reshape", [f"{part}{i}", "split_heads"], [f"{part}{i}_s"]),
+                helper.make_node("Transpose", [f"{part}{i}_s"], [f"{part}{i}_t"], perm=[0, 2, 1, 3]),
+            ]
+        keys, values = f"k{i}_t", f"v{i}_t"
+        if cache:
+            past_k, past_v = named(f"past_key_values.{i}.key"), named(f"past_key_values.{i}.value")
+            keys, values = named(f"present.{i}.key"), named(f"present.{i}.value")
+            nodes += [
+                helper.make_node("Concat", [past_k, f"k{i}_t"], [keys], axis=2, name=f"cache_k{i}"),
+                helper.make_node("Concat", [past_v, f"v{i}_t"], [values], axis=2, name=f"cache_v{i}"),
+            ]
+            for name in (past_k, past_v):
+                inputs.append(
+                    helper.make_tensor_value_info(
+                        name, TensorProto.FLOAT, ["batch", heads, "past_sequence", head]
+                    )
+                )
+            for name in (keys, values):
+                outputs.append(
+                    helper.make_tensor_value_info(
+                        name, TensorProto.FLOAT, ["batch", heads, "total_sequence", head]
+                    )
+                )
+        nodes += [
+            helper.make_node("Transpose", [keys], [f"kT{i}"], perm=[0, 1, 3, 2]),
+            helper.make_node("MatMul", [f"q{i}_t", f"kT{i}"], [f"scores{i}"]),
+            helper.make_node("Mul", [f"scores{i}", "scale"], [f"scaled{i}"]),
+            helper.make_node("Add", [f"scaled{i}", "mask_bias4"], [f"masked{i}"]),
+            helper.make_node("Softmax", [f"masked{i}"], [f"probs{i}"], axis=-1),
+            helper.make_node("MatMul", [f"probs{i}", values], [f"att{i}"]),
+            helper.make_node("Transpose", [f"att{i}"], [f"att{i}_t"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", [f"att{i}_t", "merge_heads"], [f"att{i}_m"]),
+            helper.make_node("MatMul", [f"att{i}_m", weight(f"wo{i}", width, width)], [f"proj{i}"]),
+            helper.make_node("Add", [current, f"proj{i}"], [f"res{i}"]),
+            helper.make_node("MatMul", [f"res{i}", weight(f"w1_{i}", width, 4 * width)], [f"up{i}"]),
+            helper.make_node("Relu", [f"up{i}"], [f"act{i}"]),
+            helper.make_node("MatMul", [f"act{i}", weight(f"w2_{i}", 4 * width, width)], [f"down{i}"]),
+            helper.make_node("Add", [f"res{i}", f"down{i}"], [f"h{i + 1}"]),
+        ]
+        current = f"h{i + 1}"
+    nodes.append(helper.make_node("MatMul", [current, weight("lm_head", width, vocab)], [named("logits")]))
+    graph = helper.make_graph(nodes, f"decoder{layers}x{width}", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=8)

@@ -103,6 +103,8 @@ class CheckKind:
       it owns; their values reach its check in ``target.policy.kind_thresholds``, parsed where they
       enter by ``threshold_parse(value, where)`` (a UsageError naming ``where``: the marker or the
       table, and the keyword), or as given without one.
+    - ``test_inputs``: whether its check runs the test's inputs; False: it feeds the model from the
+      model's own graph (``generation``), so it runs where the test's inputs cannot be made.
     """
 
     name: str
@@ -123,6 +125,7 @@ class CheckKind:
     thresholds: tuple[str, ...] = ()
     threshold_parse: Callable[[object, str], Any] | None = None
     accepted_by_update: bool | None = None
+    test_inputs: bool = True
 
     def setting(self, settings: CheckSettings, name: str) -> Any:
         """The value of this kind's option ``name``: the run's (``settings.option``), else its declared

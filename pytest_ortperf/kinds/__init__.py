@@ -9,11 +9,20 @@ plugin or a conftest.py registers its kinds with (the plugin's own implementatio
 from __future__ import annotations
 
 from pytest_ortperf.gate.registry import CheckKind, KindRegistry
-from pytest_ortperf.kinds import accuracy, determinism, graph, latency, memory, startup, threads, throughput
-
-BUILTIN: tuple[CheckKind, ...] = tuple(
-    module.KIND for module in (latency, accuracy, graph, memory, startup, determinism, threads, throughput)
+from pytest_ortperf.kinds import (
+    accuracy,
+    determinism,
+    generation,
+    graph,
+    latency,
+    memory,
+    startup,
+    threads,
+    throughput,
 )
+
+ORDER = (latency, accuracy, graph, memory, startup, determinism, threads, throughput, generation)
+BUILTIN: tuple[CheckKind, ...] = tuple(module.KIND for module in ORDER)
 
 
 def builtin_kinds() -> KindRegistry:

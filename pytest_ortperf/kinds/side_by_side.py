@@ -35,12 +35,14 @@ from pytest_ortperf.store.recipe import same_recipe
 
 
 def rebuilt_here(
-    context: CheckContext, target: CheckTarget, *, recorded: str = "it"
+    context: CheckContext, target: CheckTarget, *, recorded: str = "it", inputs_matter: bool = True
 ) -> tuple[RecordedReference | None, str]:
     """The recorded reference of a kind that keeps a part of its own (``threads``, ``throughput``),
-    rebuilt from its recipe (model from git or the model cache, settings) to be measured side by side
-    in this onnxruntime; or None and why nothing is compared: never recorded, nothing the repository
-    controls changed, it cannot be rebuilt, the inputs changed, or it runs in another onnxruntime."""
+        rebuilt from its recipe (model from git or the model cache, settings) to be measured side by side
+        in this onnxruntime; or None and why nothing is compared: never recorded, nothing the repository
+        controls changed, it cannot be rebuilt, the inputs changed (where the kind runs the test's inputs:
+    ``inputs_matter``; a kind that feeds each side from its own graph does not), or it runs in another
+    onnxruntime."""
     entry = target.entry
     if entry is None:
         return None, "never recorded"
@@ -49,7 +51,7 @@ def rebuilt_here(
     plan = replace(rebuild_plan(entry.recipe, target.environment), recorded=entry.recipe)
     if plan.route is not Route.SIDE_BY_SIDE:
         return None, f"the recorded reference cannot be rebuilt ({plan.reason})"
-    if inputs_changed(entry.recipe, target.environment):
+    if inputs_matter and inputs_changed(entry.recipe, target.environment):
         return None, "the inputs changed, and the recorded inputs cannot be rebuilt"
     rebuilt, why = context.references.rebuild(context.built, plan)
     if rebuilt is None:
@@ -67,9 +69,11 @@ def part_recorded(
     summary: str,
     figures: Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
+    change: str = "the curve recorded",
 ) -> KindResult:
     """An update of a kind's own baseline part: ``data`` staged as this hardware's ``kind`` part (new,
-    updated, or unchanged where it equals the recorded one)."""
+    updated, or unchanged where it equals the recorded one); ``change``: what the record says when
+    it was staged."""
     key = target.key
     before, entry = with_part(
         target.recording_on,
@@ -88,7 +92,7 @@ def part_recorded(
         status,
         path="record",
         summary=summary,
-        change="the curve recorded" if staged else "",
+        change=change if staged else "",
         figures=dict(data if figures is None else figures),
         notes=tuple(notes),
         staged=entry,

@@ -31,7 +31,7 @@ __all__ = ["CheckContext", "OrtPerf", "key_for"]
 
 Abort = Callable[[str], NoReturn]
 LATENCY, ACCURACY, MEMORY, STARTUP, GRAPH = "latency", "accuracy", "memory", "startup", "graph"
-THREADS, DETERMINISM, THROUGHPUT = "threads", "determinism", "throughput"
+THREADS, DETERMINISM, THROUGHPUT, GENERATION = "threads", "determinism", "throughput", "generation"
 
 
 class OrtPerf:
@@ -142,6 +142,25 @@ class OrtPerf:
         given = {"batch_sizes": batch_sizes, "concurrency": concurrency}
         options = {key: value for key, value in given.items() if value is not None}
         return self._kind(THROUGHPUT, feeds, name, options)  # type: ignore[return-value]
+
+    def check_generation(
+        self,
+        feeds: Mapping[str, Array] | None = None,
+        *,
+        name: str | None = None,
+        prompt_length: int | None = None,
+        new_tokens: int | None = None,
+        names: Mapping[str, str] | None = None,
+    ) -> KindResult:
+        """A decoder as it is used: a ``prompt_length`` prompt (default 32), then ``new_tokens`` greedy
+        tokens (default 16) with the cache fed back: time to first token, per-token latency (median,
+        p90), tokens/s and the cache's growth; the prefill and a decode step side by side with the
+        recorded reference where the recipe changed. ``names`` maps the model's input and output names
+        to the conventional ones (``{"tokens": "input_ids"}``)."""
+        __tracebackhide__ = True
+        given = {"prompt_length": prompt_length, "new_tokens": new_tokens, "names": names}
+        options = {key: value for key, value in given.items() if value is not None}
+        return self._kind(GENERATION, feeds, name, options)  # type: ignore[return-value]
 
     def check_determinism(
         self,
