@@ -461,12 +461,13 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _init(path: str, ci: str, providers: str) -> int:
-    from pytest_ortperf.scaffold import init, report, unsized_models
+    from pytest_ortperf.scaffold import decoder_models, init, report, unsized_models
 
     root = Path(path)
     names = [spec.short for spec in parse_providers(providers, source="--providers")]
-    changes = init(root, ci=ci, providers=names)
-    print(report(changes, root, unsized=unsized_models(root)), end="")
+    decoders = decoder_models(root) if root.is_dir() else []
+    changes = init(root, ci=ci, providers=names, decoders=decoders)
+    print(report(changes, root, unsized=unsized_models(root, decoders=decoders)), end="")
     return 0
 
 

@@ -18,13 +18,14 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.ort.dvc_models import declared_outputs, outputs
 from pytest_ortperf.ort.inputs import unsized_inputs
+from pytest_ortperf.store.model_tables import ORTPERF_TOML
 
 SKIPPED_FOLDERS = {
     ".git",
@@ -116,27 +117,58 @@ def uses_dvc(root: Path) -> bool:
     return False
 
 
-def unsized_models(root: Path) -> list[str]:
-    """For each model under ``root`` whose inputs nothing but the run's defaults would size (an
-    exporter's unnamed or named dim such as ddddocr's ``image_width``): what the first ``ortperf
-    update`` would fail on, and how to size it (``ort/inputs.py: unsized_message``). A file that does
-    not parse is left to the run, which names it."""
-    found = []
+def _model_files(root: Path) -> Iterator[Path]:
+    """Every ``*.onnx`` file under ``root``, environments, baselines and hidden folders not entered."""
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
         for name in sorted(f for f in files if f.endswith(".onnx")):
-            path = Path(folder) / name
-            try:
-                said = unsized_inputs(path)
-            except Exception:  # not a model onnx can read: the run reports it
-                continue
-            if said:
-                found.append(f"{path.relative_to(root).as_posix()}: {said}")
+            yield Path(folder) / name
+
+
+def decoder_models(root: Path) -> list[Path]:
+    """The models under ``root`` that read as decoders (``input_ids`` in, ``logits`` out, a cache fed
+    back or none: ``kinds/generation.py``), which the collection measures with ``check_generation()``.
+    A file that does not parse is left to the run, which names it."""
+    from pytest_ortperf.kinds.generation import is_decoder, signature_of
+
+    found = []
+    for path in _model_files(root):
+        try:
+            if is_decoder(*signature_of(path)):
+                found.append(path)
+        except Exception:  # not a model onnx can read: the run reports it
+            continue
     return found
 
 
-def init(root: Path, *, ci: str = "github", providers: Sequence[str] = ("cpu",)) -> list[Change]:
-    """Write the configuration for the models under ``root``; existing files are left untouched."""
+def unsized_models(root: Path, *, decoders: Sequence[Path] = ()) -> list[str]:
+    """For each model under ``root`` whose inputs nothing but the run's defaults would size (an
+    exporter's unnamed or named dim such as ddddocr's ``image_width``): what the first ``ortperf
+    update`` would fail on, and how to size it (``ort/inputs.py: unsized_message``). ``decoders``
+    are left out: init collects them with the generation check alone, which feeds them itself. A
+    file that does not parse is left to the run, which names it."""
+    found = []
+    for path in _model_files(root):
+        if path in decoders:
+            continue
+        try:
+            said = unsized_inputs(path)
+        except Exception:  # not a model onnx can read: the run reports it
+            continue
+        if said:
+            found.append(f"{path.relative_to(root).as_posix()}: {said}")
+    return found
+
+
+def init(
+    root: Path,
+    *,
+    ci: str = "github",
+    providers: Sequence[str] = ("cpu",),
+    decoders: Sequence[Path] | None = None,
+) -> list[Change]:
+    """Write the configuration for the models under ``root``; existing files are left untouched.
+    ``decoders``: its models that read as decoders (:func:`decoder_models`, found here when None)."""
     if ci not in CI_FILES:
         raise UsageError(f"--ci: expected one of {', '.join(CI_FILES)}, got {ci!r}.")
     if not root.is_dir():
@@ -147,6 +179,9 @@ def init(root: Path, *, ci: str = "github", providers: Sequence[str] = ("cpu",))
             f"{root}: no *.onnx file or model-zoo folder found (folders such as .venv are skipped)."
         )
     changes = [_configuration(root, globs, providers), _gitignore(root)]
+    decoders = decoder_models(root) if decoders is None else decoders
+    if decoders:
+        changes.append(_decoder_tables(root, decoders))
     branch = default_branch(root)
     lfs, dvc = uses_lfs(root), uses_dvc(root)
     workflow = _write(root / CI_FILES[ci], _workflow(ci, branch.name, providers, lfs=lfs, dvc=dvc))
@@ -216,6 +251,25 @@ def _configuration(root: Path, globs: Sequence[str], providers: Sequence[str]) -
         section = "[tool:pytest]" if existing.name == "setup.cfg" else "[pytest]"
         return Change(existing, f"{section}\n{body}", written=False)
     return _write(root / "pytest.ini", f"[pytest]\n{body}")
+
+
+DECODERS_NOTE = (
+    "# pytest-ortperf: these models read as decoders (input_ids in, logits out, the cache fed back),\n"
+    "# collected with the generation check: the prompt, then the generated tokens (time to first token,\n"
+    "# per token, tokens/s). Latency, accuracy and graph run one inference at sizes they cannot guess:\n"
+    "# size the inputs (shapes = {...}) before adding them to checks.\n"
+)
+
+
+def _decoder_tables(root: Path, decoders: Sequence[Path]) -> Change:
+    """An ``ortperf.toml`` beside the models whose tables collect each decoder with ``generation``."""
+    tables = "".join(
+        f'[models."{path.relative_to(root).as_posix()}"]\nchecks = ["generation"]\n\n' for path in decoders
+    )
+    path, note = root / ORTPERF_TOML, f"{len(decoders)} decoder(s), measured with check_generation()"
+    if path.exists():  # its own tables stay; these are what to add
+        return Change(path, DECODERS_NOTE + tables, written=False, note=note)
+    return replace(_write(path, DECODERS_NOTE + tables.rstrip("\n") + "\n"), note=note)
 
 
 def _configured(path: Path) -> bool:

@@ -37,6 +37,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from html import escape
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ortperf.errors import OrtperfError, UsageError
@@ -106,12 +107,17 @@ class Tensor:
 def signature(model: ModelSource) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
     """``model``'s declared inputs (initializers excepted) and outputs, read from its graph without a
     session (a reference may run elsewhere) and without its external data."""
+    return signature_of(model.path if model.path is not None else model.data or b"")
+
+
+def signature_of(model: Path | bytes) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+    """:func:`signature` of a model file (a model-zoo folder's ``model.onnx``) or its bytes."""
     import onnx
 
-    if model.path is not None:
-        graph = onnx.load(str(model.path), load_external_data=False).graph
+    if isinstance(model, bytes):
+        graph = onnx.load_model_from_string(model).graph
     else:
-        graph = onnx.load_model_from_string(model.data or b"").graph
+        graph = onnx.load(str(model), load_external_data=False).graph
     initialized = {tensor.name for tensor in graph.initializer}
 
     def tensors(values: Any) -> tuple[Tensor, ...]:
@@ -182,11 +188,9 @@ class Decoder:
     def outputs(self) -> list[str]:
         return [self.logits, *(slot.present for slot in self.cache)]
 
-    def feeds(self, ids: Sequence[int], past: int, cache: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The feeds of one run: ``ids`` new tokens after ``past`` positions (the cache's ``cache``:
-        its values by input name, zeros of no positions for the prompt, random values of ``past``
-        positions where not given). A decoder without a cache is fed the whole sequence: ``ids``
-        must then be all of it."""
+    def token_feeds(self, ids: Sequence[int], past: int) -> dict[str, Any]:
+        """The feeds of one run but its cache: ``ids`` new tokens after ``past`` positions (a decoder
+        without a cache is fed the whole sequence: ``ids`` is then all of it, ``past`` 0)."""
         import numpy as np
 
         total = past + len(ids)
@@ -197,14 +201,21 @@ class Decoder:
             feeds[self.position_ids] = np.arange(past, total, dtype=np.int64)[None, :]
         if self.use_cache_branch:
             feeds[self.use_cache_branch] = np.array([past > 0])
+        return feeds
+
+    def feeds(self, ids: Sequence[int], past: int) -> dict[str, Any]:
+        """:meth:`token_feeds` and a cache of ``past`` positions: empty for the prompt, else random
+        values of this graph's own layout (what a decode step at that length runs on)."""
+        import numpy as np
+
+        feeds = self.token_feeds(ids, past)
         rng = np.random.default_rng(SEED)
         for slot in self.cache:
-            if cache is not None and slot.past.name in cache:
-                feeds[slot.past.name] = cache[slot.past.name]
-            elif past == 0:
-                feeds[slot.past.name] = np.zeros(slot.empty(0), dtype=slot.past.dtype)
-            else:
-                feeds[slot.past.name] = rng.standard_normal(slot.empty(past)).astype(slot.past.dtype)
+            feeds[slot.past.name] = (
+                rng.standard_normal(slot.empty(past)).astype(slot.past.dtype)
+                if past
+                else np.zeros(slot.empty(0), dtype=slot.past.dtype)
+            )
         return feeds
 
 
@@ -401,52 +412,57 @@ def cache_device(provider: str) -> tuple[str, int]:
 
 class Generator:
     """Greedy generation on one session: the prompt, then ``new_tokens - 1`` decode steps, the cache
-    bound as ONNX Runtime values where the provider keeps it and fed back step to step."""
+    bound as ONNX Runtime values where the provider keeps it and fed back step to step (one IO
+    binding, rebound each step)."""
 
     def __init__(self, session: Any, decoder: Decoder, device: tuple[str, int]) -> None:
+        import numpy as np
+
         self._session, self._decoder, self._device = session, decoder, device
+        self._binding = session.io_binding()
+        self._empty = {
+            slot.past.name: np.zeros(slot.empty(0), dtype=slot.past.dtype) for slot in decoder.cache
+        }
 
     def generate(self, prompt: Sequence[int], new_tokens: int) -> tuple[float, list[float], int, int]:
         """One generation: the first token's time (ms), each later step's (ms), and the cache's bytes
         after the prompt and at the end."""
-        decoder = self._decoder
         clock = time.perf_counter_ns
         began = clock()
-        token, cache = self._run(list(prompt), 0, None, prompt)
+        token, cache = self._run(list(prompt), 0, None)
         first = (clock() - began) / 1e6
         after_prompt = _cache_bytes(cache)
         steps, sequence = [], [*prompt, token]
         for _ in range(new_tokens - 1):
             began = clock()
-            if decoder.cached:
-                token, cache = self._run([token], len(sequence) - 1, cache, sequence)
+            if self._decoder.cached:
+                token, cache = self._run([token], len(sequence) - 1, cache)
             else:
-                token, cache = self._run(sequence, 0, None, sequence)
+                token, cache = self._run(sequence, 0, None)
             steps.append((clock() - began) / 1e6)
             sequence.append(token)
         return first, steps, after_prompt, _cache_bytes(cache)
 
-    def _run(
-        self, ids: list[int], past: int, cache: Mapping[str, Any] | None, sequence: Sequence[int]
-    ) -> tuple[int, dict[str, Any]]:
+    def _run(self, ids: list[int], past: int, cache: Mapping[str, Any] | None) -> tuple[int, dict[str, Any]]:
         import numpy as np
 
-        decoder, session = self._decoder, self._session
-        binding = session.io_binding()
-        for name, value in decoder.feeds(ids, past, None).items():
-            if cache is not None and name in cache:
-                binding.bind_ortvalue_input(name, cache[name])
+        decoder, binding = self._decoder, self._binding
+        binding.clear_binding_inputs()
+        binding.clear_binding_outputs()
+        for name, value in decoder.token_feeds(ids, past).items():
+            binding.bind_cpu_input(name, value)
+        for slot in decoder.cache:
+            if cache is None:
+                binding.bind_cpu_input(slot.past.name, self._empty[slot.past.name])
             else:
-                binding.bind_cpu_input(name, np.ascontiguousarray(value))
+                binding.bind_ortvalue_input(slot.past.name, cache[slot.past.name])
         kind, device_id = self._device
         for name in decoder.outputs():
             binding.bind_output(name, kind, device_id)
-        session.run_with_iobinding(binding)
+        self._session.run_with_iobinding(binding)
         values = binding.get_outputs()
-        logits = values[0].numpy()
-        token = int(np.argmax(logits[0, -1]))
-        presents = {slot.past.name: values[1 + i] for i, slot in enumerate(decoder.cache)}
-        return token, presents
+        token = int(np.argmax(values[0].numpy()[0, -1]))
+        return token, {slot.past.name: values[1 + i] for i, slot in enumerate(decoder.cache)}
 
 
 def _cache_bytes(cache: Mapping[str, Any]) -> int:

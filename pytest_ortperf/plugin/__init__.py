@@ -10,7 +10,7 @@ writes and prints the summary, or an xdist worker, which hands over).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
             run.measurer.prestart(ortperf_config.policy)
     elif not ortperf_config.policy.update and _runs_tests_here(config) and run.foresees_side_by_side():
         run.measurer.prestart(ortperf_config.policy)  # a changed model: its check goes side by side
-    _collect_models(config)
+    _collect_models(config, kinds.names())
     run.measurer.progress = terminal_progress(config, ortperf_config.progress)
     run.announce = terminal_lines(config, run.measurer.progress)
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
@@ -130,7 +130,7 @@ def _given_args(config: pytest.Config) -> list[str]:
     return [*map(str, config.invocation_params.args), *config.getini("addopts"), *extra]
 
 
-def _collect_models(config: pytest.Config) -> None:
+def _collect_models(config: pytest.Config, kinds: Sequence[str]) -> None:
     """Find the models ``ortperf_models`` names; add them to what pytest collects when the run names
     no paths of its own (or when ``--ortperf-models`` names them)."""
     from pytest_ortperf.plugin.model_items import MODELS_KEY, ModelCollection, model_patterns
@@ -138,7 +138,9 @@ def _collect_models(config: pytest.Config) -> None:
     patterns, from_command_line = model_patterns(config)
     pyproject = Path(config.rootpath) / "pyproject.toml"
     try:
-        found = ModelCollection.find(patterns, rootdir=Path(config.rootpath), pyproject=pyproject)
+        found = ModelCollection.find(
+            patterns, rootdir=Path(config.rootpath), pyproject=pyproject, kinds=kinds
+        )
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[MODELS_KEY] = found

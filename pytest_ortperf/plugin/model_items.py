@@ -35,6 +35,7 @@ from pytest_ortperf.store.model_tables import settings_for as table_settings
 from pytest_ortperf.values import safe_repr
 
 CONTRACTS = "contracts"
+GENERATION = "generation"  # the kind a model that reads as a decoder is collected with besides the run's
 ZOO_MODEL = "model.onnx"
 MODELS_KEY = pytest.StashKey["ModelCollection"]()
 
@@ -58,10 +59,13 @@ class ModelCollection:
     models: set[Path] = field(default_factory=set)
     pyproject: Path | None = None
     unmatched: list[str] = field(default_factory=list)
+    kinds: tuple[str, ...] = ()  # the run's check kinds: each a model-table key of its call's keywords
     _tables: list[ModelTable] | None = None
 
     @classmethod
-    def find(cls, globs: Iterable[ModelGlob], *, rootdir: Path, pyproject: Path | None) -> ModelCollection:
+    def find(
+        cls, globs: Iterable[ModelGlob], *, rootdir: Path, pyproject: Path | None, kinds: Sequence[str] = ()
+    ) -> ModelCollection:
         """The ``*.onnx`` files and model-zoo folders the globs match, each glob relative to its base;
         a glob that matches none of them is named in ``unmatched``, with what it did match."""
         found: set[Path] = set()
@@ -80,7 +84,7 @@ class ModelCollection:
             if not models and not unpulled:
                 unmatched.append(_unmatched(glob, matched))
             unmatched += unpulled
-        return cls(rootdir, found, pyproject, unmatched)
+        return cls(rootdir, found, pyproject, unmatched, tuple(kinds))
 
     def collects(self, path: Path) -> bool:
         return path.resolve() in self.models
@@ -88,7 +92,7 @@ class ModelCollection:
     def settings(self, model: Path) -> ModelSettings:
         if self._tables is None:
             files = ortperf_files(self.models, rootdir=self.rootdir)
-            self._tables = read_tables(self.pyproject, files, rootdir=self.rootdir)
+            self._tables = read_tables(self.pyproject, files, rootdir=self.rootdir, kinds=self.kinds)
         return table_settings(model, self._tables)
 
 
@@ -164,7 +168,11 @@ class ModelFile(pytest.File):
         except OrtperfError as exc:
             problem = problem or str(exc)
             variants = run.config.variants
-        kinds = list(run.config.checks)
+        try:
+            kinds = _kinds(run.config.checks, settings, self.config.stash[MODELS_KEY].kinds, self.path)
+        except OrtperfError as exc:
+            problem = problem or str(exc)
+            kinds = list(run.config.checks)
         if CONTRACTS in settings.values or run.config.contracts:
             kinds.append(CONTRACTS)
         skip = settings.values.get("skip")
@@ -234,7 +242,8 @@ class ModelItem(pytest.Item):
         if self.kind == CONTRACTS:
             perf.check_contracts()
         else:  # a check kind of the run's registry: check_latency(), ... check_<registered kind>()
-            getattr(perf, f"check_{self.kind}")()
+            ((_, keywords),) = guarded(lambda: _as_marker(values, self.kind, origin)) or [((), {})]
+            getattr(perf, f"check_{self.kind}")(**keywords)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, self.name
@@ -250,6 +259,44 @@ def _as_marker(
     if not isinstance(value, Mapping):
         raise UsageError(f"{origin(key)}: must be a table of keywords, got {safe_repr(value)}.")
     return [((), dict(value))]
+
+
+def _kinds(
+    run_checks: Sequence[str], settings: ModelSettings, known: Sequence[str], model: Path
+) -> list[str]:
+    """The kinds a model is collected with: its table's ``checks`` (kinds of the run, by name), else
+    the run's checks, and ``generation`` beside them for a model that reads as a decoder."""
+    values, where = settings.values, settings.origin("checks")
+    if "checks" in values:
+        given = values["checks"]
+        names = [given] if isinstance(given, str) else given
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise UsageError(
+                f'{where}: expected a list of check kinds such as ["latency", "generation"], '
+                f"got {safe_repr(given)}."
+            )
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise UsageError(
+                f"{where}: unknown check kind(s) {', '.join(map(repr, unknown))}; the run's "
+                f"kinds are {', '.join(known)}."
+            )
+        return list(dict.fromkeys(names))
+    kinds = list(run_checks)
+    if GENERATION in known and GENERATION not in kinds and _reads_as_decoder(model):
+        kinds.append(GENERATION)
+    return kinds
+
+
+def _reads_as_decoder(model: Path) -> bool:
+    """Whether ``model`` (a file, or a model-zoo folder's) declares a decoder's inputs and outputs
+    (``kinds/generation.py``); a file onnx cannot read is left to its checks, which name it."""
+    from pytest_ortperf.kinds.generation import is_decoder, signature_of
+
+    try:
+        return is_decoder(*signature_of(model / ZOO_MODEL if model.is_dir() else model))
+    except Exception:  # not a model onnx can read: its checks say so
+        return False
 
 
 def _input_values(values: Mapping[str, Any]) -> dict[str, Any]:

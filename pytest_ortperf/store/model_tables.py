@@ -40,7 +40,10 @@ KEYS = (
     "providers",  # ["cpu", "cuda"]
     "contracts",  # {"faster_than": {...}, "agreement": {...}}, as ort_expect takes them
     "skip",  # true, or the reason
+    "checks",  # ["latency", "generation"]: the kinds of check this model is collected with
 )
+# Besides these, a table takes one key per check kind of the run, named as the kind: the keywords its
+# ``ort_perf.check_<kind>()`` call is made with (``generation = {prompt_length = 64}``).
 ORTPERF_TOML = "ortperf.toml"
 
 
@@ -79,15 +82,20 @@ class ModelSettings:
         return self.origins.get(key, "")
 
 
-def read_tables(pyproject: Path | None, ortperf_files: Iterable[Path], *, rootdir: Path) -> list[ModelTable]:
+def read_tables(
+    pyproject: Path | None, ortperf_files: Iterable[Path], *, rootdir: Path, kinds: Sequence[str] = ()
+) -> list[ModelTable]:
     """Every model table of ``pyproject`` (its ``[tool.ortperf.models]``) and of the ``ortperf.toml``
-    files (their ``[models]``). A file that cannot be read gives one table matching everything
-    beside it, which carries the problem."""
+    files (their ``[models]``); ``kinds``: the run's check kinds, each a key too. A file that cannot
+    be read gives one table matching everything beside it, which carries the problem."""
+    keys = (*KEYS, *(kind for kind in kinds if kind not in KEYS))
     tables: list[ModelTable] = []
     if pyproject is not None and pyproject.is_file():
-        tables += _tables_of(pyproject, ("tool", "ortperf", "models"), file_rank=0, rootdir=rootdir)
+        tables += _tables_of(
+            pyproject, ("tool", "ortperf", "models"), file_rank=0, rootdir=rootdir, known=keys
+        )
     for path in ortperf_files:
-        tables += _tables_of(path, ("models",), file_rank=1, rootdir=rootdir)
+        tables += _tables_of(path, ("models",), file_rank=1, rootdir=rootdir, known=keys)
     return tables
 
 
@@ -122,7 +130,9 @@ def settings_for(model: Path, tables: Sequence[ModelTable]) -> ModelSettings:
     return ModelSettings(values, origins, tuple(problems))
 
 
-def _tables_of(path: Path, keys: tuple[str, ...], *, file_rank: int, rootdir: Path) -> list[ModelTable]:
+def _tables_of(
+    path: Path, keys: tuple[str, ...], *, file_rank: int, rootdir: Path, known: Sequence[str] = KEYS
+) -> list[ModelTable]:
     depth = len(path.resolve().relative_to(rootdir.resolve()).parts) if _under(path, rootdir) else 0
     label = _label(path, rootdir)
     try:
@@ -146,13 +156,13 @@ def _tables_of(path: Path, keys: tuple[str, ...], *, file_rank: int, rootdir: Pa
             problem = f'{where}: the glob is empty; name the models it is for, such as "models/*.onnx".'
             values = {}
         elif not isinstance(values, Mapping):
-            problem = f"{where}: must be a table of settings ({', '.join(KEYS)}), got {values!r}."
+            problem = f"{where}: must be a table of settings ({', '.join(known)}), got {values!r}."
             values = {}
         else:
-            unknown = sorted(str(k) for k in values if k not in KEYS)
+            unknown = sorted(str(k) for k in values if k not in known)
             if unknown:
                 problem = (
-                    f"{where}: unknown key(s) {', '.join(unknown)}; a model table takes {', '.join(KEYS)}."
+                    f"{where}: unknown key(s) {', '.join(unknown)}; a model table takes {', '.join(known)}."
                 )
         # an empty glob matches no model by name: its problem goes to every model the file configures
         pattern = str(glob) if str(glob).strip() else "**"
