@@ -11,8 +11,9 @@ prompt time, time per generated token, tokens per second).
   check, naming it and both ways. A decoder exported without a cache recomputes the whole sequence
   every step, as it would be used.
 - **Measured in this process, timed** (the timing lock held): a warm-up generation, then repeated
-  generations of ``new_tokens`` greedy tokens after a ``prompt_length`` prompt, the cache bound as
-  ONNX Runtime values on the device the provider keeps it on (IO binding) and fed back step to step.
+  generations of ``new_tokens`` greedy tokens after a ``prompt_length`` prompt, the cache fed back
+  step to step: bound as ONNX Runtime values on the device where the provider keeps its outputs
+  there (IO binding: CUDA, TensorRT, ...), fed back as the outputs come on the CPU.
   Time to first token (the prefill and its token), the per-token latency (median and p90 over the
   steps, each step the median of its repeats), tokens per second, and the cache's bytes after the
   prompt and per generated token.
@@ -410,26 +411,43 @@ def cache_device(provider: str) -> tuple[str, int]:
     return "cpu", 0
 
 
+@dataclass(frozen=True)
+class GeneratedRun:
+    """One generation: the first token's time (ms), each later step's (ms), the cache's bytes after
+    the prompt and at the end, and the tokens generated."""
+
+    first_ms: float
+    steps_ms: tuple[float, ...]
+    cache_bytes_prompt: int
+    cache_bytes_end: int
+    tokens: tuple[int, ...]
+
+
 class Generator:
     """Greedy generation on one session: the prompt, then ``new_tokens - 1`` decode steps, the cache
-    bound as ONNX Runtime values where the provider keeps it and fed back step to step (one IO
-    binding, rebound each step)."""
+    fed back step to step. Where the provider keeps outputs on a device (CUDA, TensorRT, ...) the cache
+    stays there, bound as ONNX Runtime values (one IO binding, rebound each step); on the CPU the
+    outputs are fed back as they come, as ONNX Runtime's transformers benchmarks do there (an IO
+    binding rebound each step cost about 10% more per token on a 4-layer Llama: benchmarks/README.md)."""
 
-    def __init__(self, session: Any, decoder: Decoder, device: tuple[str, int]) -> None:
+    def __init__(
+        self, session: Any, decoder: Decoder, device: tuple[str, int], *, bound: bool | None = None
+    ) -> None:
+        """``bound``: whether the cache is bound as ORT values (default: where ``device`` is not the CPU)."""
         import numpy as np
 
         self._session, self._decoder, self._device = session, decoder, device
-        self._binding = session.io_binding()
+        self._binding = session.io_binding() if (device[0] != "cpu" if bound is None else bound) else None
         self._empty = {
             slot.past.name: np.zeros(slot.empty(0), dtype=slot.past.dtype) for slot in decoder.cache
         }
+        self._outputs = decoder.outputs()
 
-    def generate(self, prompt: Sequence[int], new_tokens: int) -> tuple[float, list[float], int, int]:
-        """One generation: the first token's time (ms), each later step's (ms), and the cache's bytes
-        after the prompt and at the end."""
+    def generate(self, prompt: Sequence[int], new_tokens: int) -> GeneratedRun:
+        """One generation of ``new_tokens`` after ``prompt``, timed step by step."""
         clock = time.perf_counter_ns
         began = clock()
-        token, cache = self._run(list(prompt), 0, None)
+        token, cache = self._run(list(prompt), 0, self._empty)
         first = (clock() - began) / 1e6
         after_prompt = _cache_bytes(cache)
         steps, sequence = [], [*prompt, token]
@@ -438,41 +456,54 @@ class Generator:
             if self._decoder.cached:
                 token, cache = self._run([token], len(sequence) - 1, cache)
             else:
-                token, cache = self._run(sequence, 0, None)
+                token, cache = self._run(sequence, 0, cache)
             steps.append((clock() - began) / 1e6)
             sequence.append(token)
-        return first, steps, after_prompt, _cache_bytes(cache)
+        return GeneratedRun(
+            first, tuple(steps), after_prompt, _cache_bytes(cache), tuple(sequence[len(prompt) :])
+        )
 
-    def _run(self, ids: list[int], past: int, cache: Mapping[str, Any] | None) -> tuple[int, dict[str, Any]]:
+    def _run(self, ids: list[int], past: int, cache: Mapping[str, Any]) -> tuple[int, dict[str, Any]]:
+        """One run: ``ids`` after ``past`` positions over ``cache`` (numpy arrays, or ORT values on the
+        device); the next token (the argmax of the last position's logits) and the new cache."""
         import numpy as np
 
         decoder, binding = self._decoder, self._binding
-        binding.clear_binding_inputs()
-        binding.clear_binding_outputs()
-        for name, value in decoder.token_feeds(ids, past).items():
-            binding.bind_cpu_input(name, value)
-        for slot in decoder.cache:
-            if cache is None:
-                binding.bind_cpu_input(slot.past.name, self._empty[slot.past.name])
-            else:
-                binding.bind_ortvalue_input(slot.past.name, cache[slot.past.name])
-        kind, device_id = self._device
-        for name in decoder.outputs():
-            binding.bind_output(name, kind, device_id)
-        self._session.run_with_iobinding(binding)
-        values = binding.get_outputs()
-        token = int(np.argmax(values[0].numpy()[0, -1]))
+        feeds = decoder.token_feeds(ids, past)
+        if binding is None:
+            values = self._session.run(self._outputs, {**feeds, **cache})
+            logits = values[0]
+        else:
+            binding.clear_binding_inputs()
+            binding.clear_binding_outputs()
+            for name, value in feeds.items():
+                binding.bind_cpu_input(name, value)
+            for name, value in cache.items():
+                if isinstance(value, np.ndarray):
+                    binding.bind_cpu_input(name, value)
+                else:
+                    binding.bind_ortvalue_input(name, value)
+            kind, device_id = self._device
+            for name in self._outputs:
+                binding.bind_output(name, kind, device_id)
+            self._session.run_with_iobinding(binding)
+            values = binding.get_outputs()
+            logits = values[0].numpy()
+        token = int(np.argmax(logits[0, -1]))
         return token, {slot.past.name: values[1 + i] for i, slot in enumerate(decoder.cache)}
 
 
 def _cache_bytes(cache: Mapping[str, Any]) -> int:
+    """The bytes of a cache's tensors: numpy arrays, or ONNX Runtime values on a device."""
     import numpy as np
 
     total = 0
     for value in cache.values():
-        shape = value.shape()
+        if isinstance(value, np.ndarray):
+            total += value.nbytes
+            continue
         dtype = _ORT_TYPES.get(value.data_type(), "float32")
-        total += math.prod(shape) * np.dtype(dtype).itemsize
+        total += math.prod(value.shape()) * np.dtype(dtype).itemsize
     return total
 
 
@@ -485,26 +516,22 @@ def measure_generation(
     """A warm-up generation, then repeats for :data:`BUDGET_S` (at least :data:`MIN_REPEATS`, at most
     :data:`MAX_REPEATS` or :data:`MOST_S`): each step's median over the repeats."""
     generator.generate(prompt, new_tokens)  # allocation, kernel choice: not timed
-    firsts, steps = [], []
+    runs: list[GeneratedRun] = []
     started = time.perf_counter()
-    sizes = (0, 0)
     while True:
-        first, each, *bytes_ = generator.generate(prompt, new_tokens)
-        firsts.append(first)
-        steps.append(each)
-        sizes = (bytes_[0], bytes_[1])
+        runs.append(generator.generate(prompt, new_tokens))
         spent = time.perf_counter() - started
-        if len(firsts) >= MAX_REPEATS or spent > MOST_S or (len(firsts) >= MIN_REPEATS and spent > BUDGET_S):
+        if len(runs) >= MAX_REPEATS or spent > MOST_S or (len(runs) >= MIN_REPEATS and spent > BUDGET_S):
             break
-    step_ms = tuple(statistics.median(run[i] for run in steps) for i in range(new_tokens - 1))
+    step_ms = tuple(statistics.median(run.steps_ms[i] for run in runs) for i in range(new_tokens - 1))
     return Generation(
         prompt_length=len(prompt),
         new_tokens=new_tokens,
-        repeats=len(firsts),
-        first_token_ms=statistics.median(firsts),
+        repeats=len(runs),
+        first_token_ms=statistics.median(run.first_ms for run in runs),
         step_ms=step_ms,
-        cache_bytes_prompt=sizes[0],
-        cache_bytes_end=sizes[1],
+        cache_bytes_prompt=runs[-1].cache_bytes_prompt,
+        cache_bytes_end=runs[-1].cache_bytes_end,
         cached=cached,
         device=device,
     )

@@ -148,3 +148,29 @@ def test_lengths_and_devices() -> None:
         parse_length("0", "--ortperf-generation-new-tokens")
     assert cache_device("CUDAExecutionProvider") == ("cuda", 0)
     assert cache_device("CPUExecutionProvider") == ("cpu", 0)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_a_generation_bound_as_ort_values_and_one_fed_back_as_arrays_make_the_same_tokens(
+    cache: bool,
+) -> None:
+    """The IO-binding path a GPU provider takes, run on the CPU's own binding: the same greedy tokens and
+    the same cache as the path the CPU takes (real sessions of a GPT-2-shaped decoder)."""
+    import onnxruntime as ort
+
+    from pytest_ortperf.kinds.generation import Generator, signature_of
+    from tests.exported_models import decoder_model
+
+    data = decoder_model(2, cache=cache).SerializeToString()
+    decoder = decoder_of(*signature_of(data), {}, where="m")
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    made = []
+    for bound in (True, False):
+        run = Generator(session, decoder, ("cpu", 0), bound=bound).generate([1, 2, 3, 4], 5)
+        assert run.first_ms > 0
+        assert len(run.steps_ms) == 4
+        assert len(run.tokens) == 5
+        made.append((run.tokens, run.cache_bytes_prompt, run.cache_bytes_end))
+    assert made[0] == made[1]
+    per_position = 2 * 2 * 4 * 16 * 4  # layers x keys and values x heads x head size x float32
+    assert made[0][1:] == ((4 * per_position, 8 * per_position) if cache else (0, 0))
