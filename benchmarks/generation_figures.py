@@ -12,7 +12,9 @@ Method: per model, one session (CPU EP, one intra-op thread, level ``all``); tri
 plugin's measurement (``kinds/generation.py: measure_generation``, its defaults: a warm-up generation,
 then repeats for a second) and ORT's method (10 warm-up runs, then the mean of 50 timed runs of
 ``session.run``; prompt, then one token over a past of ``prompt`` and of ``prompt + new_tokens / 2``
-positions, the plugin's side-by-side decode step). The ORT module itself does not import in the
+positions, the plugin's side-by-side decode step). ``--binding N``: N interleaved pairs of generations
+with the cache bound as ORT values (one IO binding rebound each step) and fed back as the outputs
+come, per model. The ORT module itself does not import in the
 onnxruntime-gpu 1.31.1 wheel (``models.torch_export_patches`` is missing), so its method is followed
 here as written there. ``--busy N`` runs N spinning Python processes beside.
 
@@ -97,8 +99,36 @@ def trial(session: Any, path: Path, prompt_length: int, new_tokens: int) -> dict
     }
 
 
+def binding_cost(
+    session: Any, path: Path, prompt_length: int, new_tokens: int, pairs: int
+) -> dict[str, float]:
+    """Per-token time with the cache bound as ORT values (one IO binding rebound each step, the path a
+    device provider takes) over the time with it fed back as the outputs come (the CPU's path):
+    ``pairs`` generations of each, interleaved in alternating order; the ratio's quartiles."""
+    decoder = decoder_of(*signature_of(path), {}, where=str(path))
+    prompt = prompt_ids(prompt_length, decoder.vocab)
+    bound = Generator(session, decoder, ("cpu", 0), bound=True)
+    fed = Generator(session, decoder, ("cpu", 0), bound=False)
+
+    def per_token(generator: Generator) -> float:
+        return statistics.median(generator.generate(prompt, new_tokens).steps_ms)
+
+    for _ in range(3):
+        per_token(bound)
+        per_token(fed)
+    ratios = []
+    for k in range(pairs):
+        if k % 2:
+            a, b = per_token(bound), per_token(fed)
+        else:
+            b, a = per_token(fed), per_token(bound)
+        ratios.append(a / b)
+    q1, q2, q3 = statistics.quantiles(ratios, n=4)
+    return {"bound_over_fed_q25": q1, "bound_over_fed_median": q2, "bound_over_fed_q75": q3}
+
+
 def campaign(
-    models: Sequence[str], busy: int, trials: int, prompt: int, new: int, folder: Path
+    models: Sequence[str], busy: int, trials: int, prompt: int, new: int, folder: Path, binding: int = 0
 ) -> list[dict]:
     spinners = [
         subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL)
@@ -115,6 +145,8 @@ def campaign(
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
             results = [trial(session, path, prompt, new) for _ in range(trials)]
             row: dict[str, Any] = {"model": name, "busy": busy, "load": loadavg(), "trials": trials}
+            if binding:
+                row |= binding_cost(session, path, prompt, new, binding)
             for key in results[0]:
                 row[key] = statistics.median(r[key] for r in results)
             row["first_token_over_ort_prompt"] = statistics.median(
@@ -159,6 +191,21 @@ def report(rows: Sequence[dict], prompt: int, new: int) -> list[str]:
             str(r["load"]),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    bound = [r for r in rows if "bound_over_fed_median" in r]
+    if bound:
+        lines += [
+            "",
+            "Per token, the cache bound as ORT values (one IO binding rebound each step) over fed back as "
+            "the outputs come, interleaved generations:",
+            "",
+            "| model | busy | median | quartiles |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r['model']} | {r['busy']} | {r['bound_over_fed_median']:.3f} | "
+            f"{r['bound_over_fed_q25']:.3f} .. {r['bound_over_fed_q75']:.3f} |"
+            for r in bound
+        ]
     return lines
 
 
@@ -171,13 +218,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=16)
+    parser.add_argument(
+        "--binding", type=int, default=0, help="pairs of bound / fed-back generations a model"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     rows = []
     with tempfile.TemporaryDirectory(prefix="ortperf-generation-") as temp:
         for busy in (int(b) for b in args.busy.split(",")):
-            rows += campaign(models, busy, args.trials, args.prompt, args.new_tokens, Path(temp))
+            rows += campaign(
+                models, busy, args.trials, args.prompt, args.new_tokens, Path(temp), args.binding
+            )
     lines = report(rows, args.prompt, args.new_tokens)
     print("\n".join(lines))
     if args.out:

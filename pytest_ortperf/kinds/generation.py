@@ -428,7 +428,7 @@ class Generator:
     fed back step to step. Where the provider keeps outputs on a device (CUDA, TensorRT, ...) the cache
     stays there, bound as ONNX Runtime values (one IO binding, rebound each step); on the CPU the
     outputs are fed back as they come, as ONNX Runtime's transformers benchmarks do there (an IO
-    binding rebound each step cost about 10% more per token on a 4-layer Llama: benchmarks/README.md)."""
+    binding rebound each step cost 2-11% more per token there: benchmarks/README.md)."""
 
     def __init__(
         self, session: Any, decoder: Decoder, device: tuple[str, int], *, bound: bool | None = None
@@ -757,7 +757,7 @@ def judged(
     failed = status is Status.REGRESSION
     message = ""
     if failed:
-        which = " and ".join(grew)
+        which = " and the ".join(grew)
         message = "\n".join(
             [
                 f"generation of {key.shown}: the {which} grew side by side with the recorded reference",

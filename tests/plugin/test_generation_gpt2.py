@@ -69,7 +69,9 @@ def test_a_transformers_gpt2_is_recorded_passes_unchanged_and_fails_more_layers_
     deeper = pytester.runpytest("--ortperf-report=report.json")
     deeper.assert_outcomes(failed=1)
     deeper.stdout.fnmatch_lines(
-        ["*generation of test_generate[[]cpu-all[]]: the prefill and decode step grew side by side with the*"]
+        [
+            "*generation of test_generate[[]cpu-all[]]: the prefill and the decode step grew side by side with the*"
+        ]
     )
 
     (pytester.path / "model.onnx").write_bytes(

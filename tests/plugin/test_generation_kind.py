@@ -78,7 +78,7 @@ def test_generation_is_recorded_passes_unchanged_and_fails_more_layers_and_a_los
     deeper.assert_outcomes(failed=1)
     deeper.stdout.fnmatch_lines(
         [
-            "*generation of test_generate[[]cpu-all[]]: the prefill and decode step grew side by side with the "
+            "*generation of test_generate[[]cpu-all[]]: the prefill and the decode step grew side by side with the "
             "recorded reference",
             "*  prefill: +* (regression)",
             "*  decode step: +* (regression)",

@@ -271,7 +271,7 @@ def test_check_adds_memory_and_startup_when_asked_and_only_then(pytester: pytest
     [
         (
             ("--ortperf-checks=latency,memroy",),
-            "*--ortperf-checks: expected checks from latency, accuracy, graph, memory, startup, determinism, threads, throughput, comma separated; unknown: memroy. The kinds: latency (*",
+            "*--ortperf-checks: expected checks from latency, accuracy, graph, memory, startup, determinism, threads, throughput, generation, comma separated; unknown: memroy. The kinds: latency (*",
         ),
         (("--ortperf-memory-threshold=5",), "*--ortperf-memory-threshold: did you mean 5%?*"),
         (

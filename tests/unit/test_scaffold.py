@@ -126,3 +126,37 @@ def test_a_repository_without_dvc_gets_no_dvc_step(tmp_path: Path, isolated_git:
     (tmp_path / "m.onnx").write_bytes(b"")
     (change,) = [c for c in init(tmp_path, ci="github") if c.path.name.endswith(".yml")]
     assert "dvc" not in change.text
+
+
+def test_decoders_are_collected_with_the_generation_check_and_not_asked_for_sizes(tmp_path: Path) -> None:
+    """A GPT-2-shaped decoder (its sequence dims unsized) beside a CNN: init writes an ortperf.toml whose
+    table collects the decoder with generation alone, and only the CNN's inputs are reported to size;
+    an ortperf.toml already there is left as it is, with the tables to add printed."""
+    import onnx
+
+    from pytest_ortperf.scaffold import decoder_models, report, unsized_models
+    from tests.exported_models import decoder_model, detector_model
+
+    (tmp_path / "models").mkdir()
+    onnx.save(decoder_model(1), tmp_path / "models" / "gpt.onnx")
+    onnx.save(detector_model(1, 4), tmp_path / "models" / "detector.onnx")
+    decoders = decoder_models(tmp_path)
+    assert decoders == [tmp_path / "models" / "gpt.onnx"]
+    changes = init(tmp_path, decoders=decoders)
+    written = (tmp_path / "ortperf.toml").read_text()
+    assert '[models."models/gpt.onnx"]\nchecks = ["generation"]\n' in written
+    assert written.startswith("# pytest-ortperf: these models read as decoders")
+    unsized = unsized_models(tmp_path, decoders=decoders)
+    assert [line.split(":")[0] for line in unsized] == ["models/detector.onnx"]
+    said = report(changes, tmp_path, unsized=unsized)
+    assert "wrote ortperf.toml (1 decoder(s), measured with check_generation())" in said
+
+    again = tmp_path / "again"
+    (again / "models").mkdir(parents=True)
+    onnx.save(decoder_model(1), again / "models" / "gpt.onnx")
+    (again / "ortperf.toml").write_text('[models."other.onnx"]\nseed = 1\n')
+    (change,) = [c for c in init(again) if c.path.name == "ortperf.toml"]
+    assert not change.written
+    assert (again / "ortperf.toml").read_text() == '[models."other.onnx"]\nseed = 1\n'
+    assert '[models."models/gpt.onnx"]\nchecks = ["generation"]' in change.text
+    assert "ortperf.toml exists and was left as it is; add this to it:" in report([change], again)

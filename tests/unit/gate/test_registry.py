@@ -40,7 +40,16 @@ def test_each_kinds_rows_go_into_the_table_it_declares_in_the_order_the_kinds_de
     ]
     tables = kinds.terminal_tables(records)
     names = [table.name for table, _ in tables]
-    assert names == ["latency", "accuracy", "graphs", "fresh processes", "throughput", "spans", "checks"]
+    assert names == [
+        "latency",
+        "accuracy",
+        "graphs",
+        "fresh processes",
+        "throughput",
+        "generation",
+        "spans",
+        "checks",
+    ]
     rows = {table.name: rows for table, rows in tables}
     assert rows["latency"] == [], "a latency check that did not measure has no row"
     assert [row[-1] for row in rows["accuracy"]] == ["error"], "an accuracy error has its row"
