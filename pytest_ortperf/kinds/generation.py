@@ -171,6 +171,8 @@ class Decoder:
     cache: tuple[CacheSlot, ...] = ()
     vocab: int = 0  # the logits' last dim where declared, else 0
     ids_dtype: str = "int64"
+    mask_dtype: str = "int64"
+    positions_dtype: str = "int64"
 
     @property
     def cached(self) -> bool:
@@ -197,9 +199,9 @@ class Decoder:
         total = past + len(ids)
         feeds: dict[str, Any] = {self.input_ids: np.asarray([list(ids)], dtype=self.ids_dtype)}
         if self.attention_mask:
-            feeds[self.attention_mask] = np.ones((1, total), dtype=np.int64)
+            feeds[self.attention_mask] = np.ones((1, total), dtype=self.mask_dtype)
         if self.position_ids:
-            feeds[self.position_ids] = np.arange(past, total, dtype=np.int64)[None, :]
+            feeds[self.position_ids] = np.arange(past, total, dtype=self.positions_dtype)[None, :]
         if self.use_cache_branch:
             feeds[self.use_cache_branch] = np.array([past > 0])
         return feeds
@@ -271,7 +273,10 @@ def decoder_of(
             )
         cache.append(_slot(layer, part, fed, back, where))
     vocab = logits.shape[-1] if logits.shape and isinstance(logits.shape[-1], int) else 0
-    ids_dtype = roles[INPUT_IDS].dtype or "int64"
+
+    def dtype(role: str) -> str:
+        return (roles[role].dtype or "int64") if role in roles else "int64"
+
     return Decoder(
         input_ids=roles[INPUT_IDS].name,
         logits=logits.name,
@@ -280,7 +285,9 @@ def decoder_of(
         use_cache_branch=roles[USE_CACHE_BRANCH].name if USE_CACHE_BRANCH in roles else "",
         cache=tuple(cache),
         vocab=vocab,
-        ids_dtype=ids_dtype,
+        ids_dtype=dtype(INPUT_IDS),
+        mask_dtype=dtype(ATTENTION_MASK),
+        positions_dtype=dtype(POSITION_IDS),
     )
 
 

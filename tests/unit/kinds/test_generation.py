@@ -64,6 +64,13 @@ def test_position_ids_and_the_merged_decoders_branch_flag_are_fed() -> None:
     assert decoder.token_feeds([7], 0)["use_cache_branch"].tolist() == [False]
 
 
+def test_the_feeds_take_the_dtypes_the_graph_declares() -> None:
+    ids32 = Tensor("input_ids", "int32", ("batch", "sequence"))
+    mask32 = Tensor("attention_mask", "int32", ("batch", "total_sequence"))
+    feeds = decoder_of([ids32, mask32], [LOGITS], {}, where="m").token_feeds([1, 2], 0)
+    assert (feeds["input_ids"].dtype.name, feeds["attention_mask"].dtype.name) == ("int32", "int32")
+
+
 def test_a_decoder_exported_without_a_cache_is_one_that_recomputes_the_sequence() -> None:
     decoder = decoder_of([IDS, MASK], [LOGITS], {}, where="m")
     assert not decoder.cached
