@@ -88,6 +88,14 @@ def parse_length(text: str, where: str) -> int:
     return value
 
 
+def parse_new_tokens(text: str, where: str) -> int:
+    """ "16" -> 16; a UsageError naming ``where`` unless 2 or more (a prefill and a decode step)."""
+    value = parse_length(text, where)
+    if value < 2:
+        raise UsageError(f"{where}: 2 or more, a prefill and at least one decode step (got {text!r}).")
+    return value
+
+
 def parse_limit(value: object, where: str) -> float:
     """``ort_thresholds(generation=...)``: a relative threshold ("10%", 0.1), naming ``where``."""
     return parse_threshold(value, source=where)
@@ -618,12 +626,7 @@ class GenerationCheck:
     def _lengths(self) -> tuple[int, int]:
         settings = self._context.settings
         prompt = self._prompt or int(KIND.setting(settings, "prompt_length"))
-        new = self._new or int(KIND.setting(settings, "new_tokens"))
-        if new < 2:
-            raise UsageError(
-                f"--ortperf-generation-new-tokens: 2 or more (a prefill and a decode step), got {new}."
-            )
-        return prompt, new
+        return prompt, self._new or int(KIND.setting(settings, "new_tokens"))
 
     def _run(self, target: CheckTarget, activity: Activity) -> KindResult:
         context, key = self._context, target.key
@@ -673,11 +676,10 @@ class GenerationCheck:
         theirs = decoder_of(
             *signature(rebuilt.model), self._names, where=f"check_generation of {rebuilt.label}"
         )
-        middle = len(prompt) + new_tokens // 2  # the cache's positions at the middle decode step
-        step = prompt_ids(
-            middle + 1,
-            min(v for v in (decoder.vocab, theirs.vocab) if v) if (decoder.vocab or theirs.vocab) else 0,
-        )
+        # Token ids both vocabularies hold; the decode step's cache: its positions at mid-generation.
+        vocab = min((v for v in (decoder.vocab, theirs.vocab) if v), default=0)
+        prompt = prompt_ids(len(prompt), vocab)
+        step = prompt_ids(len(prompt) + new_tokens // 2 + 1, vocab)
         phases = {
             PREFILL: (decoder.feeds(prompt, 0), theirs.feeds(prompt, 0)),
             DECODE: (_step_feeds(decoder, step), _step_feeds(theirs, step)),
@@ -917,9 +919,9 @@ KIND = CheckKind(
         ),
         KindOption(
             "new_tokens",
-            "tokens check_generation() generates after the prompt (default 16)",
+            "tokens check_generation() generates after the prompt, 2 or more (default 16)",
             "16",
-            parse=parse_length,
+            parse=parse_new_tokens,
         ),
     ),
     thresholds=(GENERATION,),

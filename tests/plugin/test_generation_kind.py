@@ -187,3 +187,28 @@ def test_a_table_naming_a_kind_the_run_does_not_have_fails_its_model_naming_the_
             "*ortperf.toml [[]models.\"gpt.onnx\"[]] checks: unknown check kind(s) 'speed'; the run's kinds are latency, *"
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "said"),
+    [
+        (
+            ["--ortperf-generation-new-tokens=1"],
+            "",
+            "--ortperf-generation-new-tokens: 2 or more, a prefill and at least one decode step (got '1').",
+        ),
+        (
+            [],
+            "ortperf_generation_prompt_length = many\n",
+            "ortperf_generation_prompt_length: a whole number of 1 or more (got 'many').",
+        ),
+    ],
+)
+def test_bad_generation_options_are_usage_errors_naming_the_option(
+    pytester: pytest.Pytester, args: list[str], ini: str, said: str
+) -> None:
+    pytester.makeini(f"[pytest]\n{ini}")
+    pytester.makepyfile(test_gen="def test_nothing():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{said}*"])
