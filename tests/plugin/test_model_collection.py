@@ -605,3 +605,54 @@ def test_init_run_twice_changes_nothing_and_says_so(
         in edited
     )
     assert workflow.read_text().endswith("# mine\n")
+
+
+@pytest.mark.slow
+def test_the_written_workflow_gates_a_decoder_with_generation_and_its_printed_command_accepts_a_lost_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder with a GPT-2-shaped decoder whose sequence dims nothing sizes: init collects it with the
+    generation check alone, the record job records it, the gate passes; a pull request that exports it
+    again without its cache fails the gate naming the decode step, until the command it prints accepts it."""
+    from tests.exported_models import decoder_model
+
+    wide = {"width": 256, "heads": 4, "vocab": 2000}
+    (tmp_path / "models").mkdir()
+    onnx.save(decoder_model(2, **wide), tmp_path / "models" / "gpt.onnx")
+    _repository(tmp_path, branch="main")
+    out = _init(tmp_path, "--ci", "github", capsys=capsys)
+    assert "wrote ortperf.toml (1 decoder(s), measured with check_generation())" in out
+    assert "Size these inputs" not in out
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTEST_ADDOPTS": "-p no:cacheprovider --ort-opt-levels=all --ortperf-ab-budget=0.5",
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_EVENT_NAME": "pull_request",
+    }
+    recorded = subprocess.run(["ortperf", "update"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert recorded.returncode == 0, recorded.stdout[-3000:]
+    assert "models/gpt.onnx::generation[cpu-all]" in recorded.stdout
+    _commit(tmp_path)
+    passed, printed = _gate_job(tmp_path, env)
+    assert passed, printed
+
+    subprocess.run(["git", "checkout", "-q", "-b", "pr"], cwd=tmp_path, check=True)
+    onnx.save(decoder_model(2, cache=False, **wide), tmp_path / "models" / "gpt.onnx")
+    _commit(tmp_path)
+    passed, printed = _gate_job(tmp_path, env)
+    assert not passed, printed
+    gate_output = printed.split("--- The gate against the committed baselines")[1]
+    assert "generation of models/gpt.onnx::generation[cpu-all]: the decode step grew" in gate_output
+    printed_commands = r"to accept the new figures: ((?:[A-Z_]+=\S+ )*ortperf update '[^\n]*)"
+    accepts = sorted(set(re.findall(printed_commands, gate_output)))
+    assert accepts, gate_output
+    for command in accepts:
+        accepted = subprocess.run(
+            ["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert accepted.returncode == 0, accepted.stdout[-3000:]
+    _commit(tmp_path)
+    passed, printed = _gate_job(tmp_path, env)
+    assert passed, printed
