@@ -37,12 +37,12 @@ from pytest_ortperf.store.recipe import same_recipe
 def rebuilt_here(
     context: CheckContext, target: CheckTarget, *, recorded: str = "it", inputs_matter: bool = True
 ) -> tuple[RecordedReference | None, str]:
-    """The recorded reference of a kind that keeps a part of its own (``threads``, ``throughput``),
-        rebuilt from its recipe (model from git or the model cache, settings) to be measured side by side
-        in this onnxruntime; or None and why nothing is compared: never recorded, nothing the repository
-        controls changed, it cannot be rebuilt, the inputs changed (where the kind runs the test's inputs:
-    ``inputs_matter``; a kind that feeds each side from its own graph does not), or it runs in another
-    onnxruntime."""
+    """The recorded reference of a kind that keeps a part of its own (``threads``, ``throughput``,
+    ``generation``), rebuilt from its recipe (model from git or the model cache, settings) to be
+    measured side by side in this onnxruntime; or None and why nothing is compared: never recorded,
+    nothing the repository controls changed, it cannot be rebuilt, the inputs changed (where the kind
+    runs the test's inputs, ``inputs_matter``; a kind that feeds each side from its own graph does
+    not), or it runs in another onnxruntime."""
     entry = target.entry
     if entry is None:
         return None, "never recorded"

@@ -100,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
             run.measurer.prestart(ortperf_config.policy)
     elif not ortperf_config.policy.update and _runs_tests_here(config) and run.foresees_side_by_side():
         run.measurer.prestart(ortperf_config.policy)  # a changed model: its check goes side by side
-    _collect_models(config, kinds.names())
+    _collect_models(config, kinds.names(), kinds.defaults())
     run.measurer.progress = terminal_progress(config, ortperf_config.progress)
     run.announce = terminal_lines(config, run.measurer.progress)
     run.selection.add((), partially_selected=_files_selected_by_node_id(config))
@@ -130,7 +130,7 @@ def _given_args(config: pytest.Config) -> list[str]:
     return [*map(str, config.invocation_params.args), *config.getini("addopts"), *extra]
 
 
-def _collect_models(config: pytest.Config, kinds: Sequence[str]) -> None:
+def _collect_models(config: pytest.Config, kinds: Sequence[str], defaults: Sequence[str]) -> None:
     """Find the models ``ortperf_models`` names; add them to what pytest collects when the run names
     no paths of its own (or when ``--ortperf-models`` names them)."""
     from pytest_ortperf.plugin.model_items import MODELS_KEY, ModelCollection, model_patterns
@@ -139,7 +139,7 @@ def _collect_models(config: pytest.Config, kinds: Sequence[str]) -> None:
     pyproject = Path(config.rootpath) / "pyproject.toml"
     try:
         found = ModelCollection.find(
-            patterns, rootdir=Path(config.rootpath), pyproject=pyproject, kinds=kinds
+            patterns, rootdir=Path(config.rootpath), pyproject=pyproject, kinds=kinds, defaults=defaults
         )
     except OrtperfError as exc:
         raise pytest.UsageError(str(exc)) from None

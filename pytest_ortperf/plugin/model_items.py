@@ -11,6 +11,7 @@ updates, A/B, contracts, reports, ``-k``, ``--deselect``, node ids and xdist.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -60,11 +61,18 @@ class ModelCollection:
     pyproject: Path | None = None
     unmatched: list[str] = field(default_factory=list)
     kinds: tuple[str, ...] = ()  # the run's check kinds: each a model-table key of its call's keywords
+    defaults: tuple[str, ...] = ()  # the kinds a run whose ortperf_checks is not set runs
     _tables: list[ModelTable] | None = None
 
     @classmethod
     def find(
-        cls, globs: Iterable[ModelGlob], *, rootdir: Path, pyproject: Path | None, kinds: Sequence[str] = ()
+        cls,
+        globs: Iterable[ModelGlob],
+        *,
+        rootdir: Path,
+        pyproject: Path | None,
+        kinds: Sequence[str] = (),
+        defaults: Sequence[str] = (),
     ) -> ModelCollection:
         """The ``*.onnx`` files and model-zoo folders the globs match, each glob relative to its base;
         a glob that matches none of them is named in ``unmatched``, with what it did match."""
@@ -84,7 +92,7 @@ class ModelCollection:
             if not models and not unpulled:
                 unmatched.append(_unmatched(glob, matched))
             unmatched += unpulled
-        return cls(rootdir, found, pyproject, unmatched, tuple(kinds))
+        return cls(rootdir, found, pyproject, unmatched, tuple(kinds), tuple(defaults))
 
     def collects(self, path: Path) -> bool:
         return path.resolve() in self.models
@@ -168,8 +176,9 @@ class ModelFile(pytest.File):
         except OrtperfError as exc:
             problem = problem or str(exc)
             variants = run.config.variants
+        collection = self.config.stash[MODELS_KEY]
         try:
-            kinds = _kinds(run.config.checks, settings, self.config.stash[MODELS_KEY].kinds, self.path)
+            kinds = _kinds(run.config.checks, settings, collection, self.path)
         except OrtperfError as exc:
             problem = problem or str(exc)
             kinds = list(run.config.checks)
@@ -243,7 +252,9 @@ class ModelItem(pytest.Item):
             perf.check_contracts()
         else:  # a check kind of the run's registry: check_latency(), ... check_<registered kind>()
             ((_, keywords),) = guarded(lambda: _as_marker(values, self.kind, origin)) or [((), {})]
-            getattr(perf, f"check_{self.kind}")(**keywords)
+            call = getattr(perf, f"check_{self.kind}")
+            guarded(lambda: _takes(call, keywords, origin(self.kind)))
+            call(**keywords)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, self.name
@@ -261,12 +272,29 @@ def _as_marker(
     return [((), dict(value))]
 
 
+def _takes(call: Callable[..., object], keywords: Mapping[str, Any], where: str) -> None:
+    """A UsageError naming ``where`` (the model table's key) when ``call`` takes none of some of
+    ``keywords``; a call that takes any keyword (a registered kind's) is left to its check."""
+    parameters = inspect.signature(call).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    taken = [
+        name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "name"
+    ]
+    unknown = sorted(set(keywords) - set(taken))
+    if unknown:
+        raise UsageError(
+            f"{where}: unknown keyword(s) {', '.join(unknown)}; it takes {', '.join(taken) or 'none'}."
+        )
+
+
 def _kinds(
-    run_checks: Sequence[str], settings: ModelSettings, known: Sequence[str], model: Path
+    run_checks: Sequence[str], settings: ModelSettings, collection: ModelCollection, model: Path
 ) -> list[str]:
     """The kinds a model is collected with: its table's ``checks`` (kinds of the run, by name), else
-    the run's checks, and ``generation`` beside them for a model that reads as a decoder."""
-    values, where = settings.values, settings.origin("checks")
+    the run's checks, and, where those are the default ones (``ortperf_checks`` not set),
+    ``generation`` beside them for a model that reads as a decoder."""
+    values, where, known = settings.values, settings.origin("checks"), collection.kinds
     if "checks" in values:
         given = values["checks"]
         names = [given] if isinstance(given, str) else given
@@ -283,7 +311,8 @@ def _kinds(
             )
         return list(dict.fromkeys(names))
     kinds = list(run_checks)
-    if GENERATION in known and GENERATION not in kinds and _reads_as_decoder(model):
+    chosen = tuple(kinds) != collection.defaults  # ortperf_checks names what the run collects
+    if GENERATION in known and GENERATION not in kinds and not chosen and _reads_as_decoder(model):
         kinds.append(GENERATION)
     return kinds
 

@@ -212,3 +212,23 @@ def test_bad_generation_options_are_usage_errors_naming_the_option(
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{said}*"])
+
+
+def test_a_table_keyword_the_call_does_not_take_fails_naming_the_table_and_a_chosen_check_list_is_kept(
+    pytester: pytest.Pytester,
+) -> None:
+    onnx.save(decoder_model(1), pytester.path / "gpt.onnx")
+    pytester.makeini("[pytest]\nortperf_models = *.onnx\n")
+    (pytester.path / "ortperf.toml").write_text('[models."gpt.onnx"]\ngeneration = {promt_length = 4}\n')
+    result = pytester.runpytest("-k", "generation")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            '*ortperf.toml [[]models."gpt.onnx"[]] generation: unknown keyword(s) promt_length; it takes '
+            "prompt_length, new_tokens, names."
+        ]
+    )
+    # A run that names its checks collects those: the decoder is not given a generation item then.
+    listed = pytester.runpytest("--co", "-q", "--ortperf-checks=latency")
+    assert "gpt.onnx::latency[cpu-all]" in listed.stdout.str()
+    assert "generation" not in listed.stdout.str()
