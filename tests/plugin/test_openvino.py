@@ -245,3 +245,43 @@ def test_without_the_placement_api_a_profiled_run_finds_the_fallback(tmp_path: P
     assert all(op.startswith("OpenVINO-EP-subgraph") for op in on_openvino)
     assert worker_program.PROFILED_NOTE in answer["note"]
     assert COMPILED_NOTE in answer["note"]
+
+
+def test_a_decoder_generates_on_openvino_and_a_lost_cache_fails_its_decode_step(
+    pytester: pytest.Pytester, isolated_git: None
+) -> None:
+    """check_generation() on the OpenVINO provider: the cache fed back run to run through OpenVINO's
+    compiled graph, recorded and passed unchanged; the decoder exported without its cache fails naming
+    the decode step (a GPT-2-shaped decoder built with onnx.helper)."""
+    from tests.exported_models import decoder_model
+    from tests.plugin.conftest import commit_model
+
+    wide = {"width": 256, "heads": 4, "vocab": 2000}
+    commit_model(pytester, decoder_model(2, **wide))
+    pytester.makepyfile(
+        test_gen="""
+        import pytest
+        pytestmark = [pytest.mark.ort_model("model.onnx"), pytest.mark.ort_thresholds(generation="20%")]
+
+        def test_generate(ort_perf, ort_session, ort_variant):
+            assert ort_session.get_providers()[0] == ort_variant.provider
+            ort_perf.check_generation(prompt_length=32, new_tokens=8)
+        """
+    )
+    only = ("-p", "no:benchmark", "--ort-providers=openvino", "--ort-opt-levels=all")
+    pytester.runpytest("--ortperf-update", *only).assert_outcomes(passed=1)
+    entries = json.loads((pytester.path / "baselines" / "test_gen.py.json").read_text())["entries"]
+    (figures,) = entries["test_generate[openvino-all]"]["figures"].values()
+    part = figures["parts"]["generation"]
+    assert part["cached"] is True
+    assert part["cache_bytes_per_token"] == 2 * 2 * 4 * 64 * 4
+    pytester.runpytest(*only).assert_outcomes(passed=1)
+
+    onnx.save(decoder_model(2, cache=False, **wide), pytester.path / "model.onnx")
+    lost = pytester.runpytest(*only)
+    lost.assert_outcomes(failed=1)
+    lost.stdout.fnmatch_lines(
+        [
+            "*generation of test_generate[[]openvino-all[]]: the decode step grew side by side with the recorded*"
+        ]
+    )
