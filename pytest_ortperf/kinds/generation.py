@@ -733,27 +733,16 @@ def judged(
     none grew; improved where both improved; else ok."""
     from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.kinds.side_by_side import estimate_figures, of_the_parts, part_note
 
     notes = list(notes)
     changes = {phase: _change(result) for phase, result in against.items()}
     statuses = {phase: result.status for phase, result in against.items()}
     grew = [phase for phase, status in statuses.items() if status is Status.REGRESSION]
     if against:
-        status = (
-            Status.REGRESSION
-            if grew
-            else Status.INCONCLUSIVE
-            if Status.INCONCLUSIVE in statuses.values()
-            else Status.IMPROVED
-            if all(s is Status.IMPROVED for s in statuses.values())
-            else Status.OK
-        )
+        status = of_the_parts(against)
         path = "side by side with the recorded reference: prefill and a decode step"
-        for phase, result in against.items():
-            units = f" over {len(result.processes.units)} measuring processes" if result.processes else ""
-            notes.append(
-                f"{phase} against {result.reference_label}: {changes[phase]}{units} ({result.status})"
-            )
+        notes += [part_note(phase, changes[phase], result) for phase, result in against.items()]
     else:
         status, path = Status.OK, "measured, not compared"
         notes.append(f"not compared with a recorded reference: {not_compared}")
@@ -785,7 +774,7 @@ def judged(
         change="; ".join(f"{phase}: {text}" for phase, text in changes.items()),
         figures={
             **measured.part(),
-            "against": {phase: _estimate(result) for phase, result in against.items()},
+            "against": {phase: estimate_figures(result) for phase, result in against.items()},
             **({"recorded": dict(stored)} if stored else {}),
         },
         notes=tuple(notes),
@@ -800,15 +789,6 @@ def _change(result: LatencyResult) -> str:
         return result.change
     estimate = comparison.estimate
     return f"{estimate.ratio - 1:+.1%} (CI {estimate.low - 1:+.1%} .. {estimate.high - 1:+.1%})"
-
-
-def _estimate(result: LatencyResult) -> dict[str, Any]:
-    comparison = result.decisive
-    figures: dict[str, Any] = {"verdict": str(result.status)}
-    if comparison is not None:
-        estimate = comparison.estimate
-        figures |= {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high}
-    return figures
 
 
 def _error(key: CheckKey, why: str) -> KindResult:

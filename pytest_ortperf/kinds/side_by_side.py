@@ -99,6 +99,37 @@ def part_recorded(
     )
 
 
+def of_the_parts(results: Mapping[Any, LatencyResult]) -> Status:
+    """One verdict from a kind's parts judged side by side apart (batch sizes, prefill and decode):
+    a regression where any part regressed; inconclusive where one could not be decided and none
+    regressed; improved where every part improved; else ok (none: ok)."""
+    statuses = [result.status for result in results.values()]
+    if Status.REGRESSION in statuses:
+        return Status.REGRESSION
+    if Status.INCONCLUSIVE in statuses:
+        return Status.INCONCLUSIVE
+    if statuses and all(status is Status.IMPROVED for status in statuses):
+        return Status.IMPROVED
+    return Status.OK
+
+
+def part_note(label: str, change: str, result: LatencyResult) -> str:
+    """A part's note: "batch 8 against the recorded model (git ...): +1.2% ... over 6 measuring
+    processes (ok)"."""
+    units = f" over {len(result.processes.units)} measuring processes" if result.processes else ""
+    return f"{label} against {result.reference_label}: {change}{units} ({result.status})"
+
+
+def estimate_figures(result: LatencyResult) -> dict[str, Any]:
+    """A part's verdict and, where it was decided, its ratio and interval, for the record."""
+    comparison = result.decisive
+    figures: dict[str, Any] = {"verdict": str(result.status)}
+    if comparison is not None:
+        estimate = comparison.estimate
+        figures |= {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high}
+    return figures
+
+
 def ab_feeds(context: CheckContext, source: ModelSource, inputs: Mapping[str, Any]) -> Feeds | None:
     """The A/B reference model's own inputs where today's do not fit it (a fixed size changed, an
     input added or dropped: ``ort/inputs.py: feeds_of_its_own``), read from the inputs its graph

@@ -365,6 +365,7 @@ def judged(
     decided and none regressed; improved where every size improved; else ok."""
     from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.checks.status import Status
+    from pytest_ortperf.kinds.side_by_side import estimate_figures, of_the_parts, part_note
 
     notes = [
         f"curve: {measured.curve_text()}",
@@ -375,21 +376,9 @@ def judged(
     statuses = {size: result.status for size, result in against.items()}
     regressed = [size for size, status in statuses.items() if status is Status.REGRESSION]
     if against:
-        status = (
-            Status.REGRESSION
-            if regressed
-            else Status.INCONCLUSIVE
-            if Status.INCONCLUSIVE in statuses.values()
-            else Status.IMPROVED
-            if all(s is Status.IMPROVED for s in statuses.values())
-            else Status.OK
-        )
+        status = of_the_parts(against)
         path = "side by side with the recorded reference at each batch size"
-        for size, result in against.items():
-            units = f" over {len(result.processes.units)} measuring processes" if result.processes else ""
-            notes.append(
-                f"batch {size} against {result.reference_label}: {changes[size]}{units} ({result.status})"
-            )
+        notes += [part_note(f"batch {size}", changes[size], result) for size, result in against.items()]
     else:
         status, path = Status.OK, "measured, not compared"
         notes.append(f"not compared with a recorded reference: {not_compared}")
@@ -426,7 +415,7 @@ def judged(
         change=change,
         figures={
             **measured.part(),
-            "against": {str(size): _estimate(result) for size, result in against.items()},
+            "against": {str(size): estimate_figures(result) for size, result in against.items()},
             **({"recorded_per_second": dict(stored.get("per_second", {}))} if stored else {}),
         },
         notes=tuple(notes),
@@ -445,15 +434,6 @@ def _change(result: LatencyResult) -> str:
         f"{1 / estimate.ratio - 1:+.1%} inferences/s (time per inference {estimate.ratio - 1:+.1%}, "
         f"CI {estimate.low - 1:+.1%} .. {estimate.high - 1:+.1%})"
     )
-
-
-def _estimate(result: LatencyResult) -> dict[str, Any]:
-    comparison = result.decisive
-    figures: dict[str, Any] = {"verdict": str(result.status)}
-    if comparison is not None:
-        estimate = comparison.estimate
-        figures |= {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high}
-    return figures
 
 
 def _error(key: CheckKey, why: str) -> KindResult:
