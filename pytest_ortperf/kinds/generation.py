@@ -41,18 +41,18 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ortperf.errors import OrtperfError, UsageError
+from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import CheckKind, KindOption, Record
+from pytest_ortperf.kinds.part_check import PartCheck
 from pytest_ortperf.reports.tables import TerminalTable
 from pytest_ortperf.values import parse_threshold
 
 if TYPE_CHECKING:
     from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.checks.latency_verdicts import LatencyResult
-    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
     from pytest_ortperf.latency.activity import Activity
     from pytest_ortperf.ort.models import ModelSource
-    from pytest_ortperf.store.baselines import BaselineEntry
     from pytest_ortperf.store.keys import CheckKey
 
 GENERATION = "generation"
@@ -563,10 +563,11 @@ def prompt_ids(length: int, vocab: int) -> list[int]:
 # -- the check ------------------------------------------------------------------------------------
 
 
-class GenerationCheck:
+class GenerationCheck(PartCheck):
     """``check_generation()``: the prompt, then the generated tokens, with the cache fed back."""
 
     kind = GENERATION
+    caught = (Exception,)  # ORT's Fail, InvalidArgument...: a run the feeds do not fit, said as a check error
 
     def __init__(
         self,
@@ -605,30 +606,12 @@ class GenerationCheck:
             mapped |= dict(names)
         return GenerationCheck(self._context, prompt_length=prompt, new_tokens=new, names=mapped)
 
-    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
-        figures = entry.figures_for(machine)
-        return figures is not None and figures.part(GENERATION) is not None
-
-    def run(self, target: CheckTarget) -> Sequence[Outcome]:
-        from pytest_ortperf.reports.ci_files import check_record
-
-        context, key = self._context, target.key
-        with context.measurer.activity(f"{key.shown} (generation)") as activity:
-            try:
-                result = self._run(target, activity)
-            except (OrtperfError, ValueError) as exc:
-                result = _error(key, f"could not be measured: {exc}")
-            except Exception as exc:  # ORT's Fail, InvalidArgument...: a run the feeds do not fit
-                result = _error(key, f"could not be measured: {type(exc).__name__}: {exc}")
-        context.publisher.publish(check_record(result, context.nodeid))
-        return [result]
-
     def _lengths(self) -> tuple[int, int]:
         settings = self._context.settings
         prompt = self._prompt or int(KIND.setting(settings, "prompt_length"))
         return prompt, self._new or int(KIND.setting(settings, "new_tokens"))
 
-    def _run(self, target: CheckTarget, activity: Activity) -> KindResult:
+    def measure(self, target: CheckTarget, activity: Activity) -> KindResult:
         context, key = self._context, target.key
         built = context.built
         decoder = decoder_of(
@@ -653,7 +636,7 @@ class GenerationCheck:
             limit=self._limit(target),
             against=against,
             not_compared=why,
-            stored=_stored(target),
+            stored=self.stored(target),
         )
 
     def _limit(self, target: CheckTarget) -> float:
@@ -710,12 +693,6 @@ def _step_feeds(decoder: Decoder, sequence: Sequence[int]) -> dict[str, Any]:
     if decoder.cached:
         return decoder.feeds(sequence[-1:], len(sequence) - 1)
     return decoder.feeds(sequence, 0)
-
-
-def _stored(target: CheckTarget) -> Mapping[str, Any] | None:
-    entry = target.entry
-    figures = entry.figures_for(target.key.machine) if entry is not None else None
-    return figures.part(GENERATION) if figures is not None else None
 
 
 def judged(

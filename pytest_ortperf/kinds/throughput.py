@@ -34,17 +34,17 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import TYPE_CHECKING, Any
 
-from pytest_ortperf.errors import OrtperfError, UsageError
+from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import CheckKind, KindOption, Record
+from pytest_ortperf.kinds.part_check import PartCheck
 from pytest_ortperf.reports.tables import TerminalTable
 from pytest_ortperf.values import parse_threshold
 
 if TYPE_CHECKING:
     from pytest_ortperf.checks.kind_result import KindResult
     from pytest_ortperf.checks.latency_verdicts import LatencyResult
-    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
+    from pytest_ortperf.gate.protocol import CheckContext, CheckTarget
     from pytest_ortperf.latency.activity import Activity
-    from pytest_ortperf.store.baselines import BaselineEntry
     from pytest_ortperf.store.keys import CheckKey
 
 THROUGHPUT = "throughput"
@@ -200,7 +200,7 @@ def _rate(per_second: float) -> str:
     return f"{per_second:,.4g}/s" if per_second < 1e4 else f"{per_second / 1000:,.4g}k/s"
 
 
-class ThroughputCheck:
+class ThroughputCheck(PartCheck):
     """``check_throughput()``: inferences per second over batch sizes, and the tail with callers."""
 
     kind = THROUGHPUT
@@ -230,23 +230,7 @@ class ThroughputCheck:
             callers = concurrency
         return ThroughputCheck(self._context, batch_sizes=sizes, concurrency=callers)
 
-    def recorded(self, entry: BaselineEntry, machine: str) -> bool:
-        figures = entry.figures_for(machine)
-        return figures is not None and figures.part(THROUGHPUT) is not None
-
-    def run(self, target: CheckTarget) -> Sequence[Outcome]:
-        from pytest_ortperf.reports.ci_files import check_record
-
-        context, key = self._context, target.key
-        with context.measurer.activity(f"{key.shown} (throughput)") as activity:
-            try:
-                result = self._run(target, activity)
-            except (OrtperfError, ValueError) as exc:
-                result = _error(key, f"could not be measured: {exc}")
-        context.publisher.publish(check_record(result, context.nodeid))
-        return [result]
-
-    def _run(self, target: CheckTarget, activity: Activity) -> KindResult:
+    def measure(self, target: CheckTarget, activity: Activity) -> KindResult:
         from pytest_ortperf.kinds.threads_check import measure_curve
         from pytest_ortperf.store.machine import usable_cores
 
@@ -287,7 +271,7 @@ class ThroughputCheck:
             limit=self._limit(target),
             against=against,
             not_compared=why,
-            stored=_stored(target),
+            stored=self.stored(target),
         )
 
     def _limit(self, target: CheckTarget) -> float:
@@ -335,12 +319,6 @@ class ThroughputCheck:
 
 def _runner(run: Callable[..., object], session: Any, feeds: Mapping[str, Any]) -> Callable[[], object]:
     return lambda: run(session, None, feeds)
-
-
-def _stored(target: CheckTarget) -> Mapping[str, Any] | None:
-    entry = target.entry
-    figures = entry.figures_for(target.key.machine) if entry is not None else None
-    return figures.part(THROUGHPUT) if figures is not None else None
 
 
 def _batch_notes(batch: BatchDim) -> tuple[str, ...]:
