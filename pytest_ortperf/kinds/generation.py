@@ -113,14 +113,32 @@ class Tensor:
     shape: tuple[int | str | None, ...]
 
 
-def signature(model: ModelSource) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
+Signature = tuple[tuple[Tensor, ...], tuple[Tensor, ...]]
+_SIGNATURES: dict[object, Signature] = {}  # read once a process: by content, or by file and its stat
+
+
+def signature(model: ModelSource) -> Signature:
     """``model``'s declared inputs (initializers excepted) and outputs, read from its graph without a
-    session (a reference may run elsewhere) and without its external data."""
-    return signature_of(model.path if model.path is not None else model.data or b"")
+    session (a reference may run elsewhere) and without its external data; once per content."""
+    if model.sha256 not in _SIGNATURES:
+        _SIGNATURES[model.sha256] = signature_of(model.path if model.path is not None else model.data or b"")
+    return _SIGNATURES[model.sha256]
 
 
-def signature_of(model: Path | bytes) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...]]:
-    """:func:`signature` of a model file (a model-zoo folder's ``model.onnx``) or its bytes."""
+def signature_of(model: Path | bytes) -> Signature:
+    """:func:`signature` of a model file (a model-zoo folder's ``model.onnx``) or its bytes; a file is
+    read once a process while its size and time are the same (the collection and every variant's
+    check ask)."""
+    if isinstance(model, bytes):
+        return _read_signature(model)
+    stat = model.stat()
+    key = (str(model.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _SIGNATURES:
+        _SIGNATURES[key] = _read_signature(model)
+    return _SIGNATURES[key]
+
+
+def _read_signature(model: Path | bytes) -> Signature:
     import onnx
 
     if isinstance(model, bytes):
