@@ -24,7 +24,7 @@ vocab 8000), ``llama-4x256-gqa`` (4 layers, 256 wide, 4 heads over 2 key-value h
 
 Run from the repository root (torch 2.13.0 and transformers installed)::
 
-    python -m benchmarks.generation_figures --trials 5 --busy 0,2 \\
+    python -m benchmarks.generation_figures --trials 5 --busy 0,2 --binding 60 \\
         --out benchmarks/results/generation_figures.md
 """
 

@@ -459,9 +459,9 @@ class GeneratedRun:
 class Generator:
     """Greedy generation on one session: the prompt, then ``new_tokens - 1`` decode steps, the cache
     fed back step to step. Where the provider keeps outputs on a device (CUDA, TensorRT, ...) the cache
-    stays there, bound as ONNX Runtime values (one IO binding, rebound each step); on the CPU the
+    stays there, bound as ONNX Runtime values (two IO bindings in turn, rebound each step); on the CPU the
     outputs are fed back as they come, as ONNX Runtime's transformers benchmarks do there (an IO
-    binding rebound each step cost 2-11% more per token there: benchmarks/README.md)."""
+    binding cost 3-9% more per token there: benchmarks/README.md)."""
 
     def __init__(
         self, session: Any, decoder: Decoder, device: tuple[str, int], *, bound: bool | None = None
@@ -470,7 +470,12 @@ class Generator:
         import numpy as np
 
         self._session, self._decoder, self._device = session, decoder, device
-        self._binding = session.io_binding() if (device[0] != "cpu" if bound is None else bound) else None
+        binds = device[0] != "cpu" if bound is None else bound
+        # Two bindings in turn: a run's outputs are owned by the binding that made them (in onnxruntime
+        # 1.23 clearing it frees them, and a run on them crashes), so the cache a step feeds is read
+        # from the other binding, cleared only the step after.
+        self._bindings = (session.io_binding(), session.io_binding()) if binds else None
+        self._turn = 0
         self._empty = {
             slot.past.name: np.zeros(slot.empty(0), dtype=slot.past.dtype) for slot in decoder.cache
         }
@@ -501,12 +506,14 @@ class Generator:
         device); the next token (the argmax of the last position's logits) and the new cache."""
         import numpy as np
 
-        decoder, binding = self._decoder, self._binding
+        decoder, bindings = self._decoder, self._bindings
         feeds = decoder.token_feeds(ids, past)
-        if binding is None:
+        if bindings is None:
             values = self._session.run(self._outputs, {**feeds, **cache})
             logits = values[0]
         else:
+            binding = bindings[self._turn]
+            self._turn = 1 - self._turn
             binding.clear_binding_inputs()
             binding.clear_binding_outputs()
             for name, value in feeds.items():
