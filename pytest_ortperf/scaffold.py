@@ -129,16 +129,9 @@ def decoder_models(root: Path) -> list[Path]:
     """The models under ``root`` that read as decoders (``input_ids`` in, ``logits`` out, a cache fed
     back or none: ``kinds/generation.py``), which the collection measures with ``check_generation()``.
     A file that does not parse is left to the run, which names it."""
-    from pytest_ortperf.kinds.generation import is_decoder, signature_of
+    from pytest_ortperf.kinds.generation import reads_as_decoder
 
-    found = []
-    for path in _model_files(root):
-        try:
-            if is_decoder(*signature_of(path)):
-                found.append(path)
-        except Exception:  # not a model onnx can read: the run reports it
-            continue
-    return found
+    return [path for path in _model_files(root) if reads_as_decoder(path)]
 
 
 def unsized_models(root: Path, *, decoders: Sequence[Path] = ()) -> list[str]:

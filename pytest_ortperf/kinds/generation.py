@@ -912,6 +912,22 @@ KIND = CheckKind(
 )
 
 
+def reads_as_decoder(path: Path) -> bool:
+    """Whether the model file ``path`` reads as a decoder (:func:`is_decoder`), for the model collection
+    and ``ortperf init``, which ask of every model: a file that does not hold the names ``input_ids`` and
+    ``logits`` is answered from its bytes, mapped, without parsing its graph; a file onnx cannot read
+    is not one (its checks name it)."""
+    import mmap
+
+    try:
+        with path.open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data.find(INPUT_IDS.encode()) < 0 or data.find(LOGITS.encode()) < 0:
+                return False
+        return is_decoder(*signature_of(path))
+    except Exception:  # not a model onnx can read (or an empty file mmap refuses)
+        return False
+
+
 def is_decoder(inputs: Sequence[Tensor], outputs: Sequence[Tensor]) -> bool:
     """Whether a model's signature reads as a decoder by the conventions (``ortperf init``, the model
     collection): ``input_ids`` and ``logits``, with a cache fed back or without one."""

@@ -318,14 +318,10 @@ def _kinds(
 
 
 def _reads_as_decoder(model: Path) -> bool:
-    """Whether ``model`` (a file, or a model-zoo folder's) declares a decoder's inputs and outputs
-    (``kinds/generation.py``); a file onnx cannot read is left to its checks, which name it."""
-    from pytest_ortperf.kinds.generation import is_decoder, signature_of
+    """Whether ``model`` (a file, or a model-zoo folder's) reads as a decoder (``kinds/generation.py``)."""
+    from pytest_ortperf.kinds.generation import reads_as_decoder
 
-    try:
-        return is_decoder(*signature_of(model / ZOO_MODEL if model.is_dir() else model))
-    except Exception:  # not a model onnx can read: its checks say so
-        return False
+    return reads_as_decoder(model / ZOO_MODEL if model.is_dir() else model)
 
 
 def _input_values(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -181,3 +181,28 @@ def test_a_generation_bound_as_ort_values_and_one_fed_back_as_arrays_make_the_sa
     assert made[0] == made[1]
     per_position = 2 * 2 * 4 * 16 * 4  # layers x keys and values x heads x head size x float32
     assert made[0][1:] == ((4 * per_position, 8 * per_position) if cache else (0, 0))
+
+
+def test_a_model_file_without_the_conventional_names_is_answered_from_its_bytes(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collection and ortperf init ask every model whether it reads as a decoder: one that does not
+    hold ``input_ids`` and ``logits`` is never parsed; a decoder is; a file that is no model is not one."""
+    import onnx
+
+    from pytest_ortperf.kinds import generation
+    from tests.exported_models import decoder_model, detector_model
+
+    onnx.save(detector_model(1, 4), tmp_path / "cnn.onnx")
+    onnx.save(decoder_model(1), tmp_path / "gpt.onnx")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    (tmp_path / "junk.onnx").write_bytes(b"input_ids logits, but no model")
+    parsed: list[str] = []
+    read = generation._read_signature
+    monkeypatch.setattr(generation, "_read_signature", lambda model: parsed.append(str(model)) or read(model))
+    assert not generation.reads_as_decoder(tmp_path / "cnn.onnx")
+    assert parsed == []
+    assert generation.reads_as_decoder(tmp_path / "gpt.onnx")
+    assert not generation.reads_as_decoder(tmp_path / "empty.onnx")
+    assert not generation.reads_as_decoder(tmp_path / "junk.onnx")
+    assert len(parsed) == 2  # the decoder and the junk that holds both names
