@@ -752,7 +752,8 @@ def judged(
         notes.append(
             "recorded on this hardware (shown, not judged): first token "
             f"{stored.get('first_token_ms')} ms, per token {stored.get('token_ms')} ms, "
-            f"{stored.get('tokens_per_s')} tokens/s"
+            f"{stored.get('tokens_per_s')} tokens/s (prompt {stored.get('prompt_length')}, "
+            f"{stored.get('new_tokens')} tokens)"
         )
     failed = status is Status.REGRESSION
     message = ""

@@ -61,6 +61,7 @@ def test_generation_is_recorded_passes_unchanged_and_fails_more_layers_and_a_los
     assert record["path"] == "measured, not compared"
     assert any(
         note.startswith("recorded on this hardware (shown, not judged): first token ")
+        and note.endswith(" tokens/s (prompt 48, 16 tokens)")
         for note in record["notes"]
     )
     assert (
