@@ -20,12 +20,13 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import BisectResult, Judgement, Outcome, bisect, linear_walk, max_comparisons
 from pytest_ortperf.gate.bisect_runtimes import ItemRunner, temporary_workdir
@@ -221,37 +222,40 @@ class Worktree:
             (self.path / relative).write_bytes(kept.data)
 
 
-def latency_record(report: dict[str, Any], nodeid: str, source: str) -> dict[str, Any]:
+def latency_record(report: dict[str, Any], nodeid: str, source: str) -> CheckRecord:
     """The latency record of ``nodeid`` in an ``--ortperf-report`` JSON."""
     tail = nodeid.split("/")[-1]
-    for check in report.get("checks", []):
-        if check.get("kind") == "latency" and str(check.get("test", "")).split("/")[-1] == tail:
-            return dict(check)
+    for check in typed([c for c in report.get("checks", []) if isinstance(c, Mapping)]):
+        if check.kind == "latency" and check.test.split("/")[-1] == tail:
+            return check
     raise OrtperfError(f"ortperf bisect: {source} holds no latency check of {nodeid}: does the test run one?")
 
 
-def model_of(record: dict[str, Any], good: Commit, nodeid: str) -> str:
+def model_of(record: Mapping[str, Any], good: Commit, nodeid: str) -> str:
     """The model's path relative to the top level, from the A/B reference's label ``GOOD:path``."""
-    label = str((record.get("reference") or {}).get("label", ""))
+    record = CheckRecord.of(record)
+    reference = record.get("reference")
+    label = str(reference.get("label", "")) if isinstance(reference, Mapping) else ""
     prefix = f"{good.sha}:"
     if not label.startswith(prefix):
         raise OrtperfError(
             f"ortperf bisect: the latency check of {nodeid} was not measured against a model at "
-            f"{good.label} ({record.get('verdict')}: {record.get('message') or label or 'no reference'})"
+            f"{good.label} ({record.verdict}: {record.message or label or 'no reference'})"
         )
     return label[len(prefix) :].split(DVC_LABEL, 1)[0]  # a model DVC keeps: "path (DVC md5 ...), ..."
 
 
-def judgement(record: dict[str, Any], good: Commit, commit: Commit) -> Judgement:
+def judgement(record: Mapping[str, Any], good: Commit, commit: Commit) -> Judgement:
     """The row of one measurement: commits, verdict, change with its interval."""
-    verdict = str(record.get("verdict", ""))
+    record = CheckRecord.of(record)
+    verdict = record.verdict
     outcome = OUTCOME_OF.get(verdict)
     if outcome is None:
         raise OrtperfError(
             f"ortperf bisect: {commit.label} against {good.label}: the latency check said {verdict!r}, "
-            f"not a verdict a bisection can use: {record.get('message') or ''}".rstrip(": ")
+            f"not a verdict a bisection can use: {record.message}".rstrip(": ")
         )
-    change = record.get("change") or {}
+    change = record.estimate or {}
     text = str(change.get("text") or verdict)
     threshold = change.get("threshold")
     limit = f", threshold +/-{threshold:.0%}" if isinstance(threshold, (int, float)) else ""
@@ -271,11 +275,11 @@ class LatencyJudge:
     budget_s: float = 3.0
     commits: list[Commit] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    records: dict[int, dict[str, Any]] = field(default_factory=dict)
-    first: dict[str, Any] | None = None  # the bad end's first measurement, made before the candidates
+    records: dict[int, CheckRecord] = field(default_factory=dict)
+    first: CheckRecord | None = None  # the bad end's first measurement, made before the candidates
     measure_s: float = 0.0
 
-    def measure(self, attempt: int) -> dict[str, Any]:
+    def measure(self, attempt: int) -> CheckRecord:
         """The item run once in the worktree as it is now, against the good end."""
         started = time.perf_counter()
         budget = self.budget_s * 2**attempt
@@ -302,16 +306,16 @@ class LatencyJudge:
         return judgement(record, self.good, commit)
 
 
-def explanation(record: dict[str, Any]) -> list[str]:
+def explanation(record: Mapping[str, Any] | None) -> list[str]:
     """A failed side-by-side check's explanation sections (operators, graph), as lines."""
     lines: list[str] = []
-    for section in record.get("explanations") or []:
+    for section in CheckRecord.of(record).explanations if record is not None else ():
         lines.append(f"{section.get('title', '')}:")
         lines += [f"  {line}" for line in section.get("lines", [])]
     return lines
 
 
-def step_figures(record: dict[str, Any]) -> dict[str, Any]:
+def step_figures(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the JSON report keeps of a step's measurement."""
     keep = ("verdict", "change", "reference", "current", "decided_by", "confirmation", "seconds", "model")
     return {key: record[key] for key in keep if key in record}
@@ -327,7 +331,7 @@ class CommitBisection:
     model: str
     commits: tuple[Commit, ...]
     result: BisectResult
-    records: dict[int, dict[str, Any]]
+    records: dict[int, CheckRecord]
     walk: str
     seconds: float
     measure_s: float
@@ -344,7 +348,7 @@ class CommitBisection:
             "" if last_good == good else f"; {last_good}, the last commit before it, measured alike to {good}"
         )
         head = f"{good} -> {self.result.culprit} ({self.commits[index].subject}){alike}"
-        return [head, *explanation(self.records.get(index, {}))]
+        return [head, *explanation(self.records.get(index))]
 
     def lines(self) -> list[str]:
         subjects = {c.label: c.subject for c in self.commits}

@@ -22,11 +22,13 @@ import subprocess
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks.graph_verdicts import GRAPH
+from pytest_ortperf.checks.record import typed
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import Judgement
 from pytest_ortperf.graph.diff import GraphDiff, failures
@@ -94,8 +96,8 @@ def graph_state(report: dict[str, Any], nodeid: str, source: str) -> GraphState:
     tail = nodeid.split("/")[-1]
     records = [
         check
-        for check in report.get("checks", [])
-        if check.get("kind") == "graph" and str(check.get("test", "")).split("/")[-1] == tail
+        for check in typed([c for c in report.get("checks", []) if isinstance(c, Mapping)])
+        if check.kind == GRAPH and check.test.split("/")[-1] == tail
     ]
     if not records:
         raise OrtperfError(
@@ -107,7 +109,7 @@ def graph_state(report: dict[str, Any], nodeid: str, source: str) -> GraphState:
         raise OrtperfError(
             f"ortperf bisect: {source}: the graph record of {nodeid} is damaged ({exc})"
         ) from exc
-    return GraphState(figures, str(records[0].get("summary", "")))
+    return GraphState(figures, records[0].summary)
 
 
 @dataclass

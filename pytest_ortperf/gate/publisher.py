@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.gate.registry import BenchmarkEntry, KindRegistry
 from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.reports.ci_files import ERROR
@@ -37,19 +38,20 @@ class RunPublisher:
         # recording: no command accepts it.
         # An error is not a verdict to accept (a damaged file, a run that failed): neither is it.
         # A kind whose failure no recording accepts (determinism, a contract) has no command either.
-        kind = self._kinds.get(str(record.get("kind", "")))
+        typed = CheckRecord.of(record)
+        kind = self._kinds.get(typed.kind)
         unjudged = (
-            SHALLOW in str(record.get("stored_reason", ""))
-            or SHALLOW in str(record.get("message", ""))
-            or record.get("verdict") == ERROR
+            SHALLOW in typed.stored_reason
+            or SHALLOW in typed.message
+            or typed.verdict == ERROR
             or (kind is not None and not kind.accepts_update)
         )
-        if record.get("failed") and self._accept and "accept" not in record:
-            record = {**record, "accept": "" if unjudged else self._accept}
-        record = self._results.add(record)
-        name = verdict_property or f"ortperf_{record.get('kind', 'check')}_verdict"
-        self._add_property(name, str(record.get("verdict", "")))
-        if verdict_property or kind is None or record.get("verdict") == ERROR:
+        if typed.failed and self._accept and typed.accept is None:
+            typed = typed.with_fields(accept="" if unjudged else self._accept)
+        record = self._results.add(typed)
+        name = verdict_property or f"ortperf_{typed.kind or 'check'}_verdict"
+        self._add_property(name, typed.verdict)
+        if verdict_property or kind is None or typed.verdict == ERROR:
             return  # another kind's record (A/B outputs), or an error: its verdict only
         for property_name, value in kind.properties(record).items():
             self._add_property(property_name, value)

@@ -5,10 +5,11 @@ markdown, HTML) and the terminal summary; and the errors of the run as a whole, 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.registry import KindRegistry
@@ -168,9 +169,7 @@ class RunEnd:
             accept=self._accept_all(records),
             missing=self._results.missing_count(),
             shallow=sum(
-                r.get("kind") == "latency"
-                and r.get("verdict") == Status.MISSING
-                and SHALLOW in str(r.get("stored_reason", ""))
+                r.kind == "latency" and r.verdict == Status.MISSING and SHALLOW in r.stored_reason
                 for r in records
             ),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
@@ -193,15 +192,13 @@ class RunEnd:
         )
 
     @staticmethod
-    def _accept_all(records: Sequence[Mapping[str, Any]]) -> str:
+    def _accept_all(records: Sequence[CheckRecord]) -> str:
         """One command accepting every failing test whole; a test with a check that no command
         accepts (an error, a change a shallow clone cannot judge: ``"accept": ""``) is left out, as
         recording it would accept that check unseen."""
-        failing = [r for r in records if r.get("failed") and "accept" in r]
-        blocked = {whole_test(str(r.get("test"))) for r in failing if not r["accept"]}
-        return accept_all(
-            [str(r["accept"]) for r in failing if whole_test(str(r.get("test"))) not in blocked]
-        )
+        failing = [r for r in records if r.failed and r.accept is not None]
+        blocked = {whole_test(r.test) for r in failing if not r.accept}
+        return accept_all([str(r.accept) for r in failing if whole_test(r.test) not in blocked])
 
     def profile_records(self) -> list[dict[str, Any]]:
         """This process's profiled tests, for the reports."""

@@ -2,7 +2,8 @@
 workers handed over.
 
 Every check's result enters here once, as its record (``reports/ci_files.py``), by
-:meth:`RunResults.add` (``gate/publisher.py`` calls it). A pytest-xdist controller
+:meth:`RunResults.add` (``gate/publisher.py`` calls it), which types it (``checks/record.py``). A
+pytest-xdist controller
 runs no test: it folds each worker's :meth:`RunResults.handover` (records, and
 where traces are) in with :meth:`RunResults.take_over`. The terminal summary, the
 CI files, the HTML page and the update tally are all read from the same records.
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.checks.status import Status
 
 
@@ -32,7 +34,7 @@ class RunResults:
     """The sink every check's record of a run goes through; every summary is read from the records."""
 
     def __init__(self) -> None:
-        self._records: list[dict[str, Any]] = []
+        self._records: list[CheckRecord] = []
         self._models: dict[str, dict[str, Any]] = {}  # node id -> what model its variant ran (describe)
         self._handed = _Handed()
         self._noted: dict[str, Any] = {}  # fields every record published now carries (noted)
@@ -53,36 +55,36 @@ class RunResults:
         of its checks carries it, so that reports can put a model's variants side by side."""
         self._models[nodeid] = dict(model)
 
-    def add(self, record: Mapping[str, Any]) -> dict[str, Any]:
+    def add(self, record: Mapping[str, Any]) -> CheckRecord:
         """One check's record (``reports/ci_files.py``), with what the run notes on every record and
-        the model its test runs; returns it as kept."""
+        the model its test runs; returns it as kept, typed."""
         kept = {**record, **self._noted}
         model = self._models.get(str(kept.get("test", "")))
-        kept = {**kept, "model": model} if model else kept
-        self._records.append(kept)
-        return kept
+        typed_record = CheckRecord.of({**kept, "model": model} if model else kept)
+        self._records.append(typed_record)
+        return typed_record
 
     @property
-    def records(self) -> list[dict[str, Any]]:
-        """One plain record per check, this process's and the workers', for every report."""
+    def records(self) -> list[CheckRecord]:
+        """One record per check, this process's and the workers', for every report."""
         return list(self._records)
 
-    def checks(self, *kinds: str) -> list[dict[str, Any]]:
+    def checks(self, *kinds: str) -> list[CheckRecord]:
         """The records of ``kinds`` (all: every check's), in the order published."""
-        return [r for r in self._records if not kinds or r.get("kind") in kinds]
+        return [r for r in self._records if not kinds or r.kind in kinds]
 
     def statuses(self) -> list[str]:
         """The verdict of every check of the run, workers' included."""
-        return [str(record.get("verdict", "")) for record in self._records]
+        return [record.verdict for record in self._records]
 
     def added_here(self) -> int:
         """Checks an update recorded as ``new`` whose entry existed, with figures of other hardware:
         it added this hardware's figures to it (``figures of this hardware added``), not a new test."""
         return sum(
-            str(record.get("verdict")) == "new"
+            record.verdict == "new"
             and any(
-                str(change).endswith("figures of this hardware added")
-                for change in [*(record.get("changed_since_baseline") or []), record.get("change_text") or ""]
+                change.endswith("figures of this hardware added")
+                for change in [*record.changes, record.change]
             )
             for record in self._records
         )
@@ -91,29 +93,25 @@ class RunResults:
         """Latency figures an update wrote noisy, with why (``latency.recording.noise``, the rule
         ``ortperf show`` marks them by): "node id (spread 14.2% > max-cv 10%)"."""
         return [
-            f"{record['test']} ({record.get('noise') or format(record['recorded_spread'], '.1%')})"
+            f"{record.test} ({record.recording.noise or format(record.recording.spread or 0.0, '.1%')})"
             for record in self._records
-            if record.get("kind") == "latency" and record.get("noisy")
+            if record.kind == "latency" and record.recording.noisy
         ]
 
     def kept_recordings(self) -> list[str]:
         """Stored latency figures an update kept because they are quieter than its own, of a recipe
         that did not change: "node id: why"."""
         return [
-            f"{record['test']}: {record['kept']}"
+            f"{record.test}: {record.recording.kept}"
             for record in self._records
-            if record.get("kind") == "latency" and record.get("kept")
+            if record.kind == "latency" and record.recording.kept
         ]
 
     def settled_recordings(self) -> list[str]:
         """Latency figures an update measured until settled (``latency.recording``: figures that will
         decide), not short: node ids."""
         return [
-            str(record["test"])
-            for record in self._records
-            if record.get("kind") == "latency"
-            and record.get("recorded_spread") is not None
-            and not record.get("short_recording")
+            record.test for record in self._records if record.kind == "latency" and record.recording.settled
         ]
 
     def coarse_recordings(self) -> list[str]:
@@ -121,9 +119,9 @@ class RunResults:
         threshold, with what they can detect (``latency.recording.coarse``, the rule ``ortperf
         show`` marks them by): "node id (detect >= 13.4%, threshold 10%)"."""
         return [
-            f"{record['test']} ({record['coarse']})"
+            f"{record.test} ({record.recording.coarse})"
             for record in self._records
-            if record.get("kind") == "latency" and record.get("coarse")
+            if record.kind == "latency" and record.recording.coarse
         ]
 
     def missing_only(self) -> list[dict[str, Any]]:
@@ -131,23 +129,23 @@ class RunResults:
         note per test and kind (``test``, ``kind``, ``action``, ``reason``, ``changes``)."""
         notes: dict[tuple[str, str], dict[str, Any]] = {}
         for record in self._records:
-            note = record.get("update_missing")
-            if isinstance(note, Mapping):
-                test, kind = str(record["test"]), str(record.get("kind", ""))
-                notes.setdefault((test, kind), {"test": test, "kind": kind, **note})
+            note = record.update_missing
+            if note is not None:
+                notes.setdefault(
+                    (record.test, record.kind), {"test": record.test, "kind": record.kind, **note}
+                )
         return list(notes.values())
 
     def not_timed_count(self) -> int:
         """Latency checks of the run, workers' included, that --ortperf-timing=off skipped."""
-        return sum(r.get("kind") == "latency" and r.get("verdict") == Status.NOT_TIMED for r in self._records)
+        return sum(r.kind == "latency" and r.verdict == Status.NOT_TIMED for r in self._records)
 
     def missing_latency(self) -> list[tuple[str, str]]:
         """The baseline entries (file, test) of the latency checks that had no baseline here."""
         return [
-            (str(entry[0]), str(entry[1]))
+            record.entry or ("", "")
             for record in self._records
-            if record.get("kind") == "latency" and record.get("verdict") == Status.MISSING
-            for entry in [record.get("entry") or ("", "")]
+            if record.kind == "latency" and record.verdict == Status.MISSING
         ]
 
     def missing_count(self) -> int:
@@ -158,9 +156,9 @@ class RunResults:
         missing (what those runtimes measured decides nothing here)."""
         found: dict[str, int] = {}
         for record in self._records:
-            runtime = record.get("runtime_unavailable")
-            if record.get("kind") == "latency" and runtime:
-                found[str(runtime)] = found.get(str(runtime), 0) + 1
+            runtime = record.runtime_unavailable
+            if record.kind == "latency" and runtime:
+                found[runtime] = found.get(runtime, 0) + 1
         return dict(sorted(found.items()))
 
     @property
@@ -171,9 +169,9 @@ class RunResults:
     def reported_differences(self) -> list[str]:
         """A/B output differences reported, not failed (``--ortperf-ab-outputs=report``)."""
         return [
-            f"{record.get('message', '')} (reported, --ortperf-ab-outputs=report)"
+            f"{record.message} (reported, --ortperf-ab-outputs=report)"
             for record in self._records
-            if record.get("kind") == "accuracy" and record.get("verdict") == Status.DIFFERS_REPORTED
+            if record.kind == "accuracy" and record.verdict == Status.DIFFERS_REPORTED
         ]
 
     def worker_traces(self) -> dict[str, list[str]]:
@@ -193,7 +191,7 @@ class RunResults:
         """What an xdist worker hands the controller, as JSON-able data: its records, and where its
         traces and profiles are."""
         return {
-            "records": self.records,
+            "records": [record.as_dict() for record in self._records],
             "missing_machines": sorted(missing_machines),
             "traces": traces,
             "profiles": [dict(profile) for profile in profiles],
@@ -205,4 +203,4 @@ class RunResults:
         handed.missing_machines.update(data["missing_machines"])
         handed.traces.update(data["traces"])
         handed.profiles += data.get("profiles", [])
-        self._records += data["records"]
+        self._records += typed(data["records"])

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
@@ -82,25 +83,22 @@ def _ms(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.4g} ms"
 
 
-def _test_of(record: Mapping[str, Any]) -> str:
+def _test_of(record: CheckRecord) -> str:
     """The row's test: its file and name with the variant stripped, its check's name kept (``#big``)."""
-    variant = str(record.get("variant", ""))
-    entry = record.get("entry")
-    if isinstance(entry, (list, tuple)) and len(entry) == 2:
-        test_file, name = str(entry[0]), str(entry[1])
+    if record.entry is not None:
+        test_file, name = record.entry
     else:
-        test_file, _, name = str(record.get("test", "")).partition("::")
+        test_file, _, name = record.test.partition("::")
     test, check = split_check_name(name)
-    return f"{test_file}::{test.rsplit(f'[{variant}]', 1)[0]}{check}"
+    return f"{test_file}::{test.rsplit(f'[{record.variant}]', 1)[0]}{check}"
 
 
-def _median_ms(part: object) -> str:
+def _median_ms(median: float | None) -> str:
     """A side's median of all runs, said to be one (``median 4.227 ms``): the change beside it is
     another statistic, which its cell names."""
-    median = part.get("median_ms") if isinstance(part, Mapping) else None
-    if not isinstance(median, (int, float)) or isinstance(median, bool) or math.isnan(median):
+    if median is None or math.isnan(median):
         return "-"
-    return f"median {_ms(float(median))}"
+    return f"median {_ms(median)}"
 
 
 def decided_statistic(decided_by: str) -> str:
@@ -113,29 +111,28 @@ def decided_statistic(decided_by: str) -> str:
     return ""
 
 
-def _change_cell(record: Mapping[str, Any]) -> str:
-    change = str(record.get("change_summary") or "-")
-    statistic = decided_statistic(str(record.get("decided_by") or "")) if record.get("change") else ""
-    return f"{change} by {statistic}" if statistic and change != "-" else change
+def _change_cell(record: CheckRecord) -> str:
+    statistic = decided_statistic(record.decided_by) if record.estimate else ""
+    return f"{record.change} by {statistic}" if statistic and record.change != "-" else record.change
 
 
 def latency_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
     """One latency check's row, read from its record (``reports/ci_files.py: latency_record``); None
     for one that did not measure (not timed, or an error: its failure says it)."""
-    if record.get("verdict") in (Status.NOT_TIMED, Status.ERROR):
+    typed = CheckRecord.of(record)
+    if typed.verdict in (Status.NOT_TIMED, Status.ERROR):
         return None
-    reference = record.get("reference")
-    compared = reference if isinstance(reference, Mapping) else record.get("baseline")
-    runtimes = reference.get("runtimes") if isinstance(reference, Mapping) else None
-    mode = str(record.get("mode", ""))
+    medians = typed.medians
+    reference = medians.reference if medians is not None else None
+    runtimes = reference.get("runtimes") if reference is not None else None
     return (
-        _test_of(record),
-        str(record.get("variant", "")),
-        f"{mode} ({runtimes})" if runtimes else mode,
-        _median_ms(compared),
-        _median_ms(record.get("current")),
-        _change_cell(record),
-        str(record.get("verdict", "")),
+        _test_of(typed),
+        typed.variant,
+        f"{typed.mode} ({runtimes})" if runtimes else typed.mode,
+        _median_ms(medians.compared_ms if medians is not None else None),
+        _median_ms(medians.current_ms if medians is not None else None),
+        _change_cell(typed),
+        typed.verdict,
     )
 
 
@@ -147,26 +144,21 @@ def latency_rows(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
 def accuracy_check_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The accuracy table's row of a check: every accuracy check, passing ones and those that ended in
     an error (its first line) included; not the not-timed ones."""
-    if record.get("verdict") == Status.NOT_TIMED:
+    typed = CheckRecord.of(record)
+    if typed.verdict == Status.NOT_TIMED:
         return None
-    return accuracy_row(record, _test_of(record))
+    return accuracy_row(typed, _test_of(typed))
 
 
 def check_row(record: Mapping[str, Any]) -> tuple[str, ...] | None:
     """The common row of a check, read from the fields every record of a check kind has (memory,
     start-up, graph, and any registered kind): what it compared with, measured and decided. None
     for a check that ended in an error: its failure says it."""
-    if record.get("verdict") == Status.ERROR:
+    typed = CheckRecord.of(record)
+    if typed.verdict == Status.ERROR:
         return None
-    return (
-        _test_of(record),
-        str(record.get("variant", "")),
-        str(record.get("kind", "")),
-        str(record.get("path", "")),
-        str(record.get("summary") or "-"),
-        str(record.get("change_text") or "-"),
-        str(record.get("verdict", "")),
-    )
+    summary = typed.summary or "-"
+    return (_test_of(typed), typed.variant, typed.kind, typed.path, summary, typed.change, typed.verdict)
 
 
 def tables_lines(
@@ -389,13 +381,13 @@ def inputs_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     so that a reader sees what was measured (``inputs: x float32[1, 3, 64, 64] (synthetic(seed=0))
     for test_det.py::test_latency``)."""
     groups: dict[tuple[str, str], list[str]] = {}
-    for record in records:
-        shapes = record.get("inputs")
-        if record.get("kind") != "latency" or not isinstance(shapes, Mapping):
+    for record in typed(records):
+        shapes = record.inputs
+        if record.kind != "latency" or shapes is None:
             continue
         fed = ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or "no inputs"
-        test = str(record.get("test", "")).replace(f"[{record.get('variant', '')}]", "")
-        tests = groups.setdefault((fed, str(record.get("inputs_source", ""))), [])
+        test = record.test.replace(f"[{record.variant}]", "")
+        tests = groups.setdefault((fed, record.inputs_source), [])
         if test not in tests:
             tests.append(test)
     lines = []
@@ -413,23 +405,21 @@ def lock_wait_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     (``waiting 22.8 s for the timing lock, held by pid 1234 (pytest tests/) since 12:03:05``), and
     one for this run's own xdist workers."""
     waits: list[LockWait] = []
-    for record in records:
-        if record.get("kind") != "latency" or not isinstance(record.get("timing_lock"), list):
+    for record in typed(records):
+        seconds = record.seconds
+        if record.kind != "latency" or not record.timing_lock or seconds is None:
             continue
-        seconds = record.get("seconds")
-        if not isinstance(seconds, Mapping) or GateSeconds.from_dict(seconds).waiting <= LOCK_WAIT_SHOWN_S:
+        if GateSeconds.from_dict(seconds).waiting <= LOCK_WAIT_SHOWN_S:
             continue
-        waits += filter(
-            None, (LockWait.from_dict(w) for w in record["timing_lock"] if isinstance(w, Mapping))
-        )
+        waits += filter(None, (LockWait.from_dict(w) for w in record.timing_lock))
     merged = merge_waits(waits)
     ours = [w for w in merged if w.holder is not None and w.holder.this_run]
     others = [w for w in merged if w not in ours]
     lines = [wait.describe() for wait in others[:LOCK_HOLDERS_SHOWN]]
     rest = others[LOCK_HOLDERS_SHOWN:]
     if rest:
-        seconds = sum(w.seconds for w in rest)
-        lines.append(f"waiting {seconds:.1f} s for the timing lock, held by {len(rest)} other processes")
+        held = sum(w.seconds for w in rest)
+        lines.append(f"waiting {held:.1f} s for the timing lock, held by {len(rest)} other processes")
     if ours:
         workers = sorted({w.holder.worker or f"pid {w.holder.pid}" for w in ours if w.holder is not None})
         lines.append(

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.latency.decision import ratio_interval
 from pytest_ortperf.ort.variants import OptLevel, Precision, split_precision
 
@@ -100,19 +101,18 @@ class TradeoffTable:
 
 def tradeoff_tables(records: Sequence[Mapping[str, Any]]) -> list[TradeoffTable]:
     """One table per model and provider that ran two or more variants in this run."""
-    groups: dict[tuple[str, str, str], dict[str, list[Mapping[str, Any]]]] = {}
-    for record in records:
-        model = record.get("model")
-        if not isinstance(model, Mapping) or not isinstance(record.get("variant"), str):
+    groups: dict[tuple[str, str, str], dict[str, list[CheckRecord]]] = {}
+    for record in typed(records):
+        model = record.model
+        if model is None or not isinstance(record.get("variant"), str):
             continue
-        base_id, _ = split_precision(str(record["variant"]))
+        base_id, _ = split_precision(record.variant)
         provider = base_id.rpartition("-")[0]
         key = (str(model.get("label", "?")), str(model.get("sha256", "")), provider)
         variants = groups.setdefault(key, {})
-        variants.setdefault(str(record["variant"]), []).append(record)
-        contract = record.get("contract")
-        if record.get("kind") == "contract" and isinstance(contract, Mapping):
-            variants.setdefault(str(contract.get("other")), [])  # measured for the contract: a row too
+        variants.setdefault(record.variant, []).append(record)
+        if record.contract is not None:
+            variants.setdefault(str(record.contract.get("other")), [])  # measured for the contract: a row too
     tables = []
     for (label, _, provider), variants in groups.items():
         if len(variants) < 2:
@@ -140,11 +140,11 @@ def _order(variant: str) -> tuple[int, int]:
     return (levels.index(level) if level in levels else len(levels), list(Precision).index(precision))
 
 
-def _row(variant: str, variants: Mapping[str, Sequence[Mapping[str, Any]]], base: str) -> TradeoffRow:
+def _row(variant: str, variants: Mapping[str, Sequence[CheckRecord]], base: str) -> TradeoffRow:
     records = variants[variant]
     base_id, precision = split_precision(variant)
     median = _median(records)
-    model: Mapping[str, Any] = next((r["model"] for r in records if isinstance(r.get("model"), Mapping)), {})
+    model: Mapping[str, Any] = next((r.model for r in records if r.model is not None), {})
     cosine, sqnr, verdict = _accuracy(records)
     calibration = model.get("calibration")
     return TradeoffRow(
@@ -158,34 +158,28 @@ def _row(variant: str, variants: Mapping[str, Sequence[Mapping[str, Any]]], base
         accuracy_verdict=verdict,
         size_bytes=model.get("bytes") if isinstance(model.get("bytes"), int) else None,
         calibration=str(calibration.get("source", "")) if isinstance(calibration, Mapping) else "",
-        contracts=tuple(_contract_text(r) for r in records if r.get("kind") == "contract"),
+        contracts=tuple(_contract_text(r) for r in records if r.contract is not None),
     )
 
 
-def _median(records: Sequence[Mapping[str, Any]]) -> float | None:
+def _median(records: Sequence[CheckRecord]) -> float | None:
     for record in records:
-        current = record.get("current")
-        if record.get("kind") == "latency" and isinstance(current, Mapping):
-            value = current.get("median_ms")
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                return float(value)
+        value = record.medians.current_ms if record.kind == "latency" and record.medians is not None else None
+        if value is not None and math.isfinite(value):
+            return value
     return None
 
 
 def _speedup(
-    variant: str, base: str, variants: Mapping[str, Sequence[Mapping[str, Any]]], median: float | None
+    variant: str, base: str, variants: Mapping[str, Sequence[CheckRecord]], median: float | None
 ) -> SpeedupCell | None:
     """Against ``base``: a contract's side-by-side interval when one measured the pair, else the ratio of
     this run's medians."""
     if variant == base:
         return SpeedupCell(1.0, 1.0, 1.0, SIDE_BY_SIDE)
     for record, inverted in [*((r, False) for r in variants[variant]), *((r, True) for r in variants[base])]:
-        contract, measured = record.get("contract"), record.get("speedup")
-        if (
-            record.get("kind") != "contract"
-            or not isinstance(contract, Mapping)
-            or not isinstance(measured, Mapping)
-        ):
+        contract, measured = record.contract, record.speedup
+        if contract is None or measured is None:
             continue
         if contract.get("other") != (variant if inverted else base):
             continue
@@ -207,11 +201,11 @@ def _speedup(
     return SpeedupCell(base_median / median)
 
 
-def _rounds(records: Sequence[Mapping[str, Any]]) -> list[float]:
+def _rounds(records: Sequence[CheckRecord]) -> list[float]:
     """The round medians of the first latency check that timed rounds."""
     for record in records:
         current = record.get("current")
-        if record.get("kind") != "latency" or not isinstance(current, Mapping):
+        if record.kind != "latency" or not isinstance(current, Mapping):
             continue
         values = current.get("round_medians_ms")
         if (
@@ -223,16 +217,14 @@ def _rounds(records: Sequence[Mapping[str, Any]]) -> list[float]:
     return []
 
 
-def _accuracy(records: Sequence[Mapping[str, Any]]) -> tuple[float | None, float | None, str]:
+def _accuracy(records: Sequence[CheckRecord]) -> tuple[float | None, float | None, str]:
     """The least cosine and SQNR of the outputs against the variant reference (fp32), and whether that
     comparison failed (the check's own verdict also covers its baseline and data sets)."""
     cosines: list[float] = []
     sqnrs: list[float] = []
     verdict = ""
     for record in records:
-        if record.get("kind") != "accuracy":
-            continue
-        for reference in _listed(record.get("references")):
+        for reference in record.references:  # an accuracy check's comparisons
             if not str(reference.get("reference", "")).startswith("variant "):
                 continue
             verdict = "FAILED" if reference.get("failed") or verdict == "FAILED" else "ok"
@@ -250,14 +242,13 @@ def _listed(value: object) -> list[Mapping[str, Any]]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
-def _contract_text(record: Mapping[str, Any]) -> str:
-    contract = record.get("contract")
-    contract = contract if isinstance(contract, Mapping) else {}
+def _contract_text(record: CheckRecord) -> str:
+    contract = record.contract or {}
     kind = "faster than" if contract.get("kind") == "faster_than" else "agrees with"
     bound = contract.get("bound")
     bound_text = f"{bound:g}" if isinstance(bound, (int, float)) else str(bound)
     bound_text += "x" if contract.get("kind") == "faster_than" else ""
-    return f"{kind} {contract.get('other')} {bound_text}: {record.get('verdict')}"
+    return f"{kind} {contract.get('other')} {bound_text}: {record.verdict}"
 
 
 def _finite(value: float | None) -> float | str | None:
