@@ -51,7 +51,7 @@ def _objects(value: object) -> tuple[Mapping[str, Any], ...]:
 
 
 @dataclass(frozen=True)
-class Recording:
+class RecordingNotes:
     """What an update noted of the figures it wrote (``latency/recording.py``): how noisy they are and
     why, what it kept instead, whether they settled, and what they cannot detect."""
 
@@ -109,7 +109,7 @@ class CheckRecord(Mapping[str, Any]):
     seconds: Mapping[str, Any] | None = None  # the check's time by phase
     update_missing: Mapping[str, Any] | None = None  # what --ortperf-update=missing did with it
     runtime_unavailable: str = ""  # the recorded runtime that could not be had here
-    recording: Recording = field(default_factory=Recording)
+    recording: RecordingNotes = field(default_factory=RecordingNotes)
     medians: Medians | None = None  # the medians of a check that writes ``current`` (latency's)
     estimate: Mapping[str, Any] | None = None  # the decisive change: ratio, interval, threshold
     inputs: Mapping[str, Any] | None = None  # each input as fed, where the kind says
@@ -163,7 +163,7 @@ class CheckRecord(Mapping[str, Any]):
             seconds=_mapping(data.get("seconds")),
             update_missing=_mapping(data.get("update_missing")),
             runtime_unavailable=_text(data, "runtime_unavailable"),
-            recording=Recording(
+            recording=RecordingNotes(
                 spread=_number(data.get("recorded_spread")),
                 short=bool(data.get("short_recording")),
                 noisy=bool(data.get("noisy")),

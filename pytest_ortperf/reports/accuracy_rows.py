@@ -8,6 +8,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord
+
 
 def _number(value: object) -> float | None:
     if isinstance(value, bool):
@@ -26,8 +28,8 @@ def against(record: Mapping[str, Any]) -> str:
     """The references the outputs were compared with: ``baseline``, ``variant cpu-disabled``, ..."""
     labels = [
         str(reference.get("reference"))
-        for reference in record.get("references") or []
-        if isinstance(reference, Mapping) and reference.get("reference")
+        for reference in CheckRecord.of(record).references
+        if reference.get("reference")
     ]
     return ", ".join(dict.fromkeys(labels)) or "-"
 
@@ -35,8 +37,7 @@ def against(record: Mapping[str, Any]) -> str:
 def _outputs(record: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return [
         (str(reference.get("reference", "")), output)
-        for reference in record.get("references") or []
-        if isinstance(reference, Mapping)
+        for reference in CheckRecord.of(record).references
         for output in reference.get("outputs") or []
         if isinstance(output, Mapping) and output.get("compared", True)
     ]
@@ -61,10 +62,10 @@ def worst_output(record: Mapping[str, Any]) -> str:
     failing = any(not output.get("ok", True) for _, output in outputs)
     noted = [
         f"{reference.get('reference')}: {str(reference.get('note')).split('; ')[0]}"
-        for reference in record.get("references") or []
-        if isinstance(reference, Mapping) and reference.get("note")
+        for reference in CheckRecord.of(record).references
+        if reference.get("note")
     ]
-    if record.get("failed") and not failing and noted:
+    if CheckRecord.of(record).failed and not failing and noted:
         return noted[0]
     if not outputs:
         return "-"
@@ -107,13 +108,8 @@ def outside_tolerance(record: Mapping[str, Any]) -> str:
 
 def accuracy_row(record: Mapping[str, Any], test: str) -> tuple[str, ...]:
     """One accuracy check's terminal row; ``test`` as the latency table names it."""
-    return (
-        test,
-        str(record.get("variant", "")),
-        against(record),
-        worst_output(record),
-        str(record.get("verdict")),
-    )
+    typed = CheckRecord.of(record)
+    return (test, typed.variant, against(typed), worst_output(typed), typed.verdict)
 
 
 def accuracy_title(rows: Sequence[tuple[str, ...]]) -> str:

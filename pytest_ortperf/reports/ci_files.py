@@ -20,6 +20,7 @@ from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
+from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.across_processes import AcrossProcesses
 from pytest_ortperf.latency.activity import GateSeconds
@@ -235,15 +236,13 @@ def accuracy_record(result: AccuracyResult, nodeid: str) -> dict[str, Any]:
 def not_compared_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per output an accuracy check did not compare, with the reason (workers' included)."""
     lines = []
-    for record in records:
-        if record.get("kind") != "accuracy":
+    for record in typed(records):
+        if record.kind != "accuracy":
             continue
         for item in record.get("not_compared") or []:
             if isinstance(item, Mapping):
-                lines.append(
-                    f"{record.get('test')}: output {item.get('output')!r} vs {item.get('reference')}: "
-                    f"{item.get('reason')}"
-                )
+                output, reference = item.get("output"), item.get("reference")
+                lines.append(f"{record.test}: output {output!r} vs {reference}: {item.get('reason')}")
     return lines
 
 
@@ -494,28 +493,29 @@ def report_document(
     """The whole run; ``run_errors`` are problems of the run rather than of one check (a baseline
     that could not be written, an xdist worker that went down); ``profiles``: the profiled tests'
     :func:`profile_record`."""
-    checks = [dict(r, traces=list(traces.get(str(r["test"]), []))) for r in records]
+    kept = typed(records)
+    checks = [dict(r, traces=list(traces.get(r.test, []))) for r in kept]
     document = {
         "plugin_version": version,
         "machine": machine,
         "onnxruntime": runtime,
         "checks": checks,
-        "failed": sum(bool(r["failed"]) for r in records),
-        "errors": sum(r["verdict"] == ERROR for r in records),
+        "failed": sum(r.failed for r in kept),
+        "errors": sum(r.verdict == ERROR for r in kept),
         "run_errors": list(run_errors),
         "unused_baselines": list(unused),
-        "tradeoffs": [table.as_dict() for table in tradeoff_tables(records)],
+        "tradeoffs": [table.as_dict() for table in tradeoff_tables(kept)],
         "profiles": [dict(profile) for profile in profiles],
     }
     rounded_document: dict[str, Any] = rounded(document)
     return rounded_document
 
 
-def _change(record: Mapping[str, Any]) -> str:
+def _change(record: CheckRecord) -> str:
     """The change that decided or, for an unchanged check, the machine's drift since recording."""
     if "change_text" in record:  # memory, start-up
-        return str(record["change_text"] or "-")
-    change = record.get("change")
+        return record.change
+    change = record.estimate
     if not change:
         drift = record.get("drift")
         text = drift.get("text") if isinstance(drift, Mapping) else None
@@ -534,51 +534,53 @@ def markdown(
     run_errors: Sequence[str] = (),
 ) -> str:
     """A markdown summary: counts, then one table row per check, failures first; then what errored."""
-    failed = [r for r in records if r["failed"]]
-    errors = [r for r in failed if r["verdict"] == ERROR]
-    counts = f"Machine `{machine}`: {len(records)} checks, **{len(failed)} failed**"
+    checks = typed(records)
+    failed = [r for r in checks if r.failed]
+    errors = [r for r in failed if r.verdict == ERROR]
+    counts = f"Machine `{machine}`: {len(checks)} checks, **{len(failed)} failed**"
     counts += f" ({len(errors)} with an error)." if errors else "."
     lines = ["## pytest-ortperf", ""]
     lines += [f"**ERROR**: {_first_line(error)}" for error in run_errors]
-    timed = gate_time(records)
+    timed = gate_time(checks)
     lines += [
         counts + (f" The {timed}." if timed else ""),
         "",
         "| | test | variant | check | reference | current | change | verdict | decided by |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for record in sorted(records, key=lambda r: (not r["failed"], str(r["test"]))):
-        mark = "❌" if record["failed"] else "✅"
-        reference = record.get("reference") or record.get("baseline") or {}
-        current = record.get("current") or {}
+    for record in sorted(checks, key=lambda r: (not r.failed, r.test)):
+        mark = "❌" if record.failed else "✅"
+        medians = record.medians
         # Medians of all runs, said to be so: the change beside them is the statistic "decided by" names.
-        before, after = _median(reference.get("median_ms")), _median(current.get("median_ms"))
+        before = _median(medians.compared_ms if medians is not None else None)
+        after = _median(medians.current_ms if medians is not None else None)
         change = _change(record)
         if "change_text" in record:  # memory, start-up: their own figures, not a median
-            before = "-" if not reference else str(reference.get("label") or "-")
-            after = str(record.get("summary") or "-")
-        elif record.get("kind") == "accuracy":  # what it compared with, its worst output, how many failed
+            reference = record.get("reference") or record.get("baseline")
+            before = str(reference.get("label") or "-") if isinstance(reference, Mapping) else "-"
+            after = record.summary or "-"
+        elif record.kind == "accuracy":  # what it compared with, its worst output, how many failed
             before, after, change = against(record), worst_output(record), outside_tolerance(record)
         lines.append(
-            f"| {mark} | `{record['test']}` | {record['variant']} | {record['kind']} | "
-            f"{before} | {after} | {change} | {record['verdict']} | {_decided(record)} |"
+            f"| {mark} | `{record.test}` | {record.variant} | {record.kind} | "
+            f"{before} | {after} | {change} | {record.verdict} | {_decided(record)} |"
         )
-    explained = [r for r in failed if r.get("explanations")]
+    explained = [r for r in failed if r.explanations]
     if explained:
         lines += ["", "Why they failed:", ""]
         for record in explained:
-            lines.append(f"- `{record['test']}` ({record['kind']}):")
-            for section in record["explanations"]:
+            lines.append(f"- `{record.test}` ({record.kind}):")
+            for section in record.explanations:
                 said = "; ".join(map(str, section.get("lines", [])))
                 lines.append(f"  - {section.get('title', '')}: {said}")
     if errors:
         lines += ["", "Checks that ended in an error:", ""]
-        lines += [f"- `{r['test']}` ({r['kind']}): {_first_line(str(r['message']))}" for r in errors]
-    for table in tradeoff_tables(records):
+        lines += [f"- `{r.test}` ({r.kind}): {_first_line(r.message)}" for r in errors]
+    for table in tradeoff_tables(checks):
         lines += ["", f"**{heading(table)}**", "", "| " + " | ".join(HEADERS) + " |"]
         lines += ["|" + " --- |" * len(HEADERS)]
         lines += ["| " + " | ".join(row) + " |" for row in cells(table)]
-    skipped = not_compared_lines(records)
+    skipped = not_compared_lines(checks)
     if skipped:
         lines += ["", f"Outputs not compared ({len(skipped)}):", ""]
         lines += [f"- {line}" for line in skipped]
@@ -590,25 +592,25 @@ def markdown(
 def gate_time(records: Sequence[Mapping[str, Any]]) -> str:
     """Where the latency checks' time went, summed over the run (workers' checks included), with the
     slowest check; "" without a timed check."""
-    timed = [r for r in records if r.get("kind") == "latency" and isinstance(r.get("seconds"), Mapping)]
+    timed = [(r, r.seconds) for r in typed(records) if r.kind == "latency" and r.seconds is not None]
     if not timed:
         return ""
-    each = [(GateSeconds.from_dict(r["seconds"]), r) for r in timed]
+    each = [(GateSeconds.from_dict(seconds), r) for r, seconds in timed]
     total = sum((seconds for seconds, _ in each), GateSeconds())
     parts = [f"{name} {value:.1f} s" for name, value in total.as_dict().items() if value >= 0.05]
     checks = f"{len(timed)} latency check{'s' if len(timed) != 1 else ''}"
     text = f"gate time: {total.total:.1f} s over {checks} ({', '.join(parts) or 'none'})"
     slowest, record = max(each, key=lambda pair: pair[0].total)
     if len(timed) > 1:
-        test, variant = str(record["test"]), str(record["variant"])
+        test, variant = record.test, record.variant
         named = test if variant in test else f"{test} [{variant}]"
         text += f"; slowest {named} {slowest.total:.1f} s"
     return text
 
 
-def _decided(record: Mapping[str, Any]) -> str:
+def _decided(record: CheckRecord) -> str:
     """The path that decided and, where there was a comparison, the statistic."""
-    path, basis = str(record.get("path") or ""), str(record.get("decided_by") or "")
+    path, basis = record.path, record.decided_by
     if not path or basis in ("", path, "unchanged"):
         return path or basis
     return f"{path}; {basis}"
