@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.reports.html.fields import is_check
@@ -93,14 +94,14 @@ def job_labels(jobs: Sequence[Job]) -> list[Job]:
 class PageCheck:
     anchor: str
     job: str
-    record: Mapping[str, Any]
+    record: CheckRecord
 
     @property
     def state(self) -> str:
         """failed, error, warn or ok: how the page colours it."""
-        verdict = str(self.record.get("verdict", ""))
+        verdict = self.record.verdict
         if verdict == ERROR:
             return ERROR
-        if self.record.get("failed"):
+        if self.record.failed:
             return "failed"
         return "warn" if verdict in WARNINGS else "ok"

@@ -14,6 +14,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.reports.html.assets import SCRIPT, STYLE
 from pytest_ortperf.reports.html.checks import Drawing, draw_common, draw_contract
 from pytest_ortperf.reports.html.fields import DAMAGE, DRAWN, as_number, checks_of, guarded, listed, objects
@@ -34,10 +35,10 @@ def render_page(
     jobs = job_labels(jobs) if len(jobs) > 1 else list(jobs)
     merged = len(jobs) > 1
     checks = [
-        PageCheck(anchor=f"c{n}", job=job.label if merged else "", record=record)
+        PageCheck(anchor=f"c{n}", job=job.label if merged else "", record=CheckRecord.of(record))
         for n, (job, record) in enumerate((job, record) for job in jobs for record in checks_of(job.document))
     ]
-    ordered = sorted(checks, key=lambda c: (c.state not in ("failed", ERROR), c.job, str(c.record["test"])))
+    ordered = sorted(checks, key=lambda c: (c.state not in ("failed", ERROR), c.job, c.record.test))
     failed = sum(c.state in ("failed", ERROR) for c in checks)
     title = f"pytest-ortperf: {failed} failed of {len(checks)} checks" if checks else "pytest-ortperf"
     parts = [
@@ -142,12 +143,12 @@ def _summary(checks: Sequence[PageCheck], merged: bool) -> str:
             before, after = ("-", None), ("-", None)
             change_text, change_value = f"could not be read: {exc!r}", None
         mark = {"failed": "✗", ERROR: "✗", "warn": "?", "ok": "✓"}[check.state]
-        test, variant = str(r["test"]), str(r.get("variant", ""))
+        test, variant = r.test, r.variant
         cells_ = [
             f'<td data-v="{0 if check.state in ("failed", ERROR) else 2 if check.state == "ok" else 1}" '
             f'class="v-{check.state}">{mark}</td>',
-            _cell(str(r["verdict"]), f"v-{check.state}"),
-            _cell(str(r["kind"])),
+            _cell(r.verdict, f"v-{check.state}"),
+            _cell(r.kind),
             f'<td class="mono t" title="{escape(test)}">'
             f'<a href="#{check.anchor}">{_test_name(_without(test, variant))}</a></td>',
             _cell(variant),
@@ -204,34 +205,34 @@ def _ms(value: object) -> tuple[str, float | None]:
     return f"{number:.4g} ms", number
 
 
-def _sides(record: Mapping[str, Any]) -> tuple[tuple[str, float | None], tuple[str, float | None]]:
+def _sides(record: CheckRecord) -> tuple[tuple[str, float | None], tuple[str, float | None]]:
     """The reference and current columns: medians, or a memory or start-up check's own summary."""
-    reference = record.get("reference") or record.get("baseline") or {}
-    current = record.get("current") or {}
     if "change_text" in record:  # memory, start-up, graph
+        reference = record.get("reference") or record.get("baseline")
         label = str(reference.get("label") or "-") if isinstance(reference, Mapping) else "-"
-        return (label, None), (str(record.get("summary") or "-"), None)
-    before = reference.get("median_ms") if isinstance(reference, Mapping) else None
-    after = current.get("median_ms") if isinstance(current, Mapping) else None
-    return _ms(before), _ms(after)
+        return (label, None), (record.summary or "-", None)
+    medians = record.medians
+    if medians is None:
+        return _ms(None), _ms(None)
+    return _ms(medians.compared_ms), _ms(medians.current_ms)
 
 
-def _change(record: Mapping[str, Any]) -> tuple[str, float | None]:
+def _change(record: CheckRecord) -> tuple[str, float | None]:
     """The change that decided, or an unchanged check's drift; its ratio for sorting."""
     if "change_text" in record:
-        return str(record.get("change_text") or "-"), None
-    if record.get("kind") == "accuracy":
+        return record.change, None
+    if record.kind == "accuracy":
         return _accuracy_change(record), None
-    change = record.get("change")
-    if isinstance(change, Mapping):
+    change = record.estimate
+    if change is not None:
         ratio = as_number(change.get("ratio"))
         text = change.get("text")
         if isinstance(text, str) and text:
             return text, ratio
         if ratio is not None:
             return f"{ratio - 1:+.1%}", ratio
-    speedup = record.get("speedup")
-    if isinstance(speedup, Mapping) and as_number(speedup.get("value")) is not None:
+    speedup = record.speedup
+    if speedup is not None and as_number(speedup.get("value")) is not None:
         value = float(as_number(speedup.get("value")) or 0.0)
         return f"{value:.2f}x", value
     drift = record.get("drift")
@@ -240,13 +241,11 @@ def _change(record: Mapping[str, Any]) -> tuple[str, float | None]:
     return "-", None
 
 
-def _accuracy_change(record: Mapping[str, Any]) -> str:
+def _accuracy_change(record: CheckRecord) -> str:
     """The outputs that failed, each with its metric, against which reference, and those not compared:
     '-' when none."""
     failed = []
-    for reference in record.get("references") or []:
-        if not isinstance(reference, Mapping):
-            continue
+    for reference in record.references:
         for output in reference.get("outputs") or []:
             if isinstance(output, Mapping) and not output.get("ok", True):
                 why = output.get("failed_metric") or output.get("problem") or "failed"
@@ -259,8 +258,8 @@ def _accuracy_change(record: Mapping[str, Any]) -> str:
     return "; ".join(failed) or "-"
 
 
-def _decided(record: Mapping[str, Any]) -> str:
-    path, basis = str(record.get("path") or ""), str(record.get("decided_by") or "")
+def _decided(record: CheckRecord) -> str:
+    path, basis = record.path, record.decided_by
     if not path or basis in ("", path, "unchanged"):
         return path or basis
     return f"{path}; {basis}"
@@ -282,17 +281,17 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping
     sections = []
     for check in checks:
         r = check.record
-        body = guarded(partial(drawings.get(str(r["kind"]), _drawn_or_common), r), "this check's figures")
+        body = guarded(partial(drawings.get(r.kind, _drawn_or_common), r), "this check's figures")
         facts = guarded(partial(_facts, check, profiled), "this check's facts")
-        message = str(r.get("message") or "").strip()
+        message = r.message.strip()
         why = guarded(partial(_explanations, r), "why it ended so")
         shown = why + (f"<pre>{escape(message)}</pre>" if message else "")
         opened = " open" if check.state in ("failed", ERROR) else ""
         change_text = _change_text(r)
         sections.append(
             f'<details class="check {check.state}" id="{check.anchor}"{opened}><summary>'
-            f'<span class="v-{check.state}">{escape(str(r["verdict"]))}</span> · '
-            f'<span class="mono">{escape(str(r["test"]))}</span> · {escape(str(r["kind"]))}'
+            f'<span class="v-{check.state}">{escape(r.verdict)}</span> · '
+            f'<span class="mono">{escape(r.test)}</span> · {escape(r.kind)}'
             f"{' · ' + escape(change_text) if change_text != '-' else ''}"
             f"{' · ' + escape(check.job) if check.job else ''}</summary>"
             f'<div class="body">{facts}{body}{shown}</div></details>'
@@ -300,10 +299,10 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping
     return f'<section id="checks"><h2>Checks</h2>{"".join(sections)}</section>'
 
 
-def _explanations(record: Mapping[str, Any]) -> str:
+def _explanations(record: CheckRecord) -> str:
     """Why a check ended as it did (a failure's, an inconclusive result's), section by section: where
     the time went, the graph diff, the first diverging tensor, the nodes whose memory grew."""
-    sections = [s for s in record.get("explanations") or [] if isinstance(s, Mapping)]
+    sections = record.explanations
     if not sections:
         return ""
     items = "".join(
@@ -315,7 +314,7 @@ def _explanations(record: Mapping[str, Any]) -> str:
     return f'<div class="why"><h4>Why</h4><ul>{items}</ul></div>'
 
 
-def _change_text(record: Mapping[str, Any]) -> str:
+def _change_text(record: CheckRecord) -> str:
     try:
         return _change(record)[0]
     except DAMAGE:
@@ -324,12 +323,9 @@ def _change_text(record: Mapping[str, Any]) -> str:
 
 def _facts(check: PageCheck, profiled: set[tuple[str, str]]) -> str:
     r = check.record
-    rows: list[tuple[str, str]] = [
-        ("variant", str(r.get("variant", ""))),
-        ("machine", str(r.get("machine", ""))),
-    ]
-    model = r.get("model")
-    if isinstance(model, Mapping):
+    rows: list[tuple[str, str]] = [("variant", r.variant), ("machine", r.machine)]
+    model = r.model
+    if model is not None:
         rows.append(("model", f"{model.get('label', '?')} ({model.get('precision', 'fp32')})"))
     decided = _decided(r)
     if decided:
@@ -338,18 +334,18 @@ def _facts(check: PageCheck, profiled: set[tuple[str, str]]) -> str:
     if isinstance(drift, Mapping) and drift.get("text"):
         # A look beside another xdist worker measured partly that worker, not the machine.
         rows.append(("drift" if drift.get("beside") else "machine drift", str(drift["text"])))
-    seconds = r.get("seconds")
-    if isinstance(seconds, Mapping):
+    seconds = r.seconds
+    if seconds is not None:
         spent = ", ".join(
             f"{k} {float(v):.2f} s" for k, v in seconds.items() if isinstance(v, (int, float)) and v >= 0.005
         )
         rows.append(("gate time", spent or "-"))
-    changed = r.get("changed_since_baseline") or []
+    changed = r.changes
     if changed:
         rows.append(("changed since the baseline", "; ".join(map(str, changed))))
     text = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
     link = ""
-    if (check.job, str(r["test"])) in profiled and r.get("kind") == "latency":
-        anchor = profile_anchor(check.job, str(r["test"]))
+    if (check.job, r.test) in profiled and r.kind == "latency":
+        anchor = profile_anchor(check.job, r.test)
         link = f'<dt>profile</dt><dd><a href="#{anchor}">where the time went</a></dd>'
     return f'<dl class="facts">{text}{link}</dl>'
