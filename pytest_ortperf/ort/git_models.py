@@ -35,7 +35,12 @@ from pytest_ortperf.errors import ModelError, OrtperfError, UsageError
 from pytest_ortperf.ort.dvc_models import model_at_revision
 from pytest_ortperf.ort.git_lfs import parse_pointer, smudge
 from pytest_ortperf.ort.model_stores import RecordedModelRecipe, StoredModel
-from pytest_ortperf.ort.models import LFS_POINTER_MAX_BYTES, is_lfs_pointer, tensor_locations
+from pytest_ortperf.ort.models import (
+    LFS_POINTER_MAX_BYTES,
+    bytes_may_name_external_data,
+    is_lfs_pointer,
+    tensor_locations,
+)
 
 _TIMEOUT_S = 60
 AUTO = "auto"
@@ -346,7 +351,10 @@ def model_in_commit(
 
 def external_locations(data: bytes) -> list[str]:
     """The external data files a serialized model names (``location`` of its tensors, relative to the
-    model's folder), each once; [] when it has none or cannot be parsed here."""
+    model's folder), each once; [] when it has none or cannot be parsed here. Bytes without the key
+    every external tensor names its file by are not parsed (``import onnx`` alone is most of a second)."""
+    if not bytes_may_name_external_data(data):
+        return []
     import onnx  # a dependency; imported here so that reading git stays cheap without it
 
     try:

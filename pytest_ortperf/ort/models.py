@@ -220,6 +220,12 @@ def git_blob_id(data: bytes) -> str:
 _LOCATION_KEY = b"location"
 
 
+def bytes_may_name_external_data(data: bytes) -> bool:
+    """Whether serialized model bytes can name external data (:func:`may_name_external_data` for bytes
+    held in memory: a recorded model read from git, say)."""
+    return _LOCATION_KEY in data
+
+
 def may_name_external_data(path: Path) -> bool:
     """Whether the model file at ``path`` can name external data: its bytes hold the key every
     external tensor names its file by. A model without those bytes names none, and is not parsed

@@ -241,3 +241,27 @@ def test_an_external_data_file_missing_at_the_revision_is_an_error_naming_it(
         "(no 'models/weights.data' there), so the model cannot be rebuilt as it was."
     )
     assert not any((tmp_path / "revisions").glob("*/models/big.onnx"))  # nothing half-written is left
+
+
+def test_model_bytes_without_the_external_data_key_are_answered_without_parsing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import onnx
+
+    inline = mlp_model(2, 8, seed=1).SerializeToString()
+    model = tmp_path / "big.onnx"
+    save_with_data(mlp_model(2, 32, seed=3), model)
+    with_data = model.read_bytes()
+
+    parsed: list[int] = []
+    load = onnx.load_from_string
+
+    def counted(data: bytes) -> onnx.ModelProto:
+        parsed.append(len(data))
+        return load(data)
+
+    monkeypatch.setattr(onnx, "load_from_string", counted)
+    assert external_locations(inline) == []  # no b"location" in its bytes: not parsed
+    assert parsed == []
+    assert external_locations(with_data) == ["weights.data"]  # the key is there: parsed
+    assert parsed == [len(with_data)]
