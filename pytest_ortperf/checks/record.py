@@ -8,8 +8,9 @@ is also the read-only mapping of its JSON fields, so that the JSON report writes
 (``dict(record)``) and a kind's own row or drawing can read a field the common type does not name.
 
 A record read from a file (a saved report, another version's, edited by hand) may hold anything:
-every attribute then reads as empty (``""``, ``None``, ``()``) rather than raising, as
-``reports/html/fields.py`` reads the rest of such a report.
+an attribute whose field is not of its form reads as empty (``""``, ``None``, ``()``) rather than
+raising, and the record names that field in :attr:`CheckRecord.damaged`, so that a report says what
+it could not read instead of leaving it out unsaid.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class CheckRecord(Mapping[str, Any]):
     path: str = ""  # the plan the check took (``checks/paths.py``)
     mode: str = ""  # "baseline", "a/b", ...
     change: str = ""  # the change as the terminal and JUnit show it ("-" for none)
+    summary_of_change: str = ""  # a latency record's ``change_summary`` as written ("" for none)
     summary: str = ""  # what was measured, in a few words (kinds without a table of their own)
     decided_by: str = ""
     stored_reason: str = ""
@@ -118,6 +120,19 @@ class CheckRecord(Mapping[str, Any]):
     references: tuple[Mapping[str, Any], ...] = ()  # an accuracy check's comparisons
     contract: Mapping[str, Any] | None = None  # a contract's bound and what it was against
     speedup: Mapping[str, Any] | None = None  # a contract's measured speedup
+    agreement: float | None = None  # a contract's agreement of outputs
+    # The sides as the kind wrote them (latency's medians and rounds, memory's bytes, the graph's ops):
+    # what the check measured, what it compared with, and the baseline it stands on.
+    current: Mapping[str, Any] | None = None
+    reference: Mapping[str, Any] | None = None
+    baseline: Mapping[str, Any] | None = None
+    drift: Mapping[str, Any] | None = None  # an unchanged check's drift since recording
+    operators: Mapping[str, Any] | None = None  # the operator profiles of both sides, where explained
+    comparisons: tuple[Mapping[str, Any], ...] = ()  # a footprint check's figure by figure
+    figures: Mapping[str, Any] | None = None  # a kind's own figures (``kind_result.py``)
+    notes: tuple[str, ...] = ()
+    not_compared: tuple[Mapping[str, Any], ...] = ()  # outputs an accuracy check did not judge
+    damaged: tuple[str, ...] = ()  # fields present but not of the form ortperf writes (a hand-edited report)
     fields: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -150,6 +165,7 @@ class CheckRecord(Mapping[str, Any]):
             path=_text(data, "path"),
             mode=_text(data, "mode"),
             change=_text(data, "change_summary") or _text(data, "change_text") or "-",
+            summary_of_change=_text(data, "change_summary"),
             summary=_text(data, "summary"),
             decided_by=_text(data, "decided_by"),
             stored_reason=_text(data, "stored_reason"),
@@ -179,6 +195,19 @@ class CheckRecord(Mapping[str, Any]):
             references=_objects(data.get("references")),
             contract=_mapping(data.get("contract")),
             speedup=_mapping(data.get("speedup")),
+            agreement=_number(data.get("agreement")),
+            current=current,
+            reference=reference,
+            baseline=baseline,
+            drift=_mapping(data.get("drift")),
+            operators=_mapping(data.get("operators")),
+            comparisons=_objects(data.get("comparisons")),
+            figures=_mapping(data.get("figures")),
+            notes=tuple(str(note) for note in data.get("notes") or () if note)
+            if isinstance(data.get("notes"), (list, tuple))
+            else (),
+            not_compared=_objects(data.get("not_compared")),
+            damaged=_damaged(data),
             fields=dict(data),
         )
 
@@ -207,6 +236,32 @@ class CheckRecord(Mapping[str, Any]):
 
     __eq__ = Mapping.__eq__  # equal to the same fields, typed or not
     __hash__ = None  # type: ignore[assignment]  # a mapping of mutable fields
+
+
+_OBJECTS = (
+    "model", "seconds", "update_missing", "inputs", "contract", "speedup", "current", "reference", "baseline",
+    "drift", "operators", "figures", "change",
+)  # fmt: skip
+_LISTS = (
+    "entry",
+    "explanations",
+    "timing_lock",
+    "references",
+    "comparisons",
+    "not_compared",
+    "changed_since_baseline",
+)
+
+
+def _damaged(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The fields of ``data`` that are there and not of their form (read as empty)."""
+    objects = [
+        name for name in _OBJECTS if data.get(name) is not None and not isinstance(data[name], Mapping)
+    ]
+    lists = [
+        name for name in _LISTS if data.get(name) is not None and not isinstance(data[name], (list, tuple))
+    ]
+    return tuple(sorted(objects + lists))
 
 
 def typed(records: Sequence[Mapping[str, Any]]) -> list[CheckRecord]:

@@ -234,8 +234,7 @@ def latency_record(report: dict[str, Any], nodeid: str, source: str) -> CheckRec
 def model_of(record: Mapping[str, Any], good: Commit, nodeid: str) -> str:
     """The model's path relative to the top level, from the A/B reference's label ``GOOD:path``."""
     record = CheckRecord.of(record)
-    reference = record.get("reference")
-    label = str(reference.get("label", "")) if isinstance(reference, Mapping) else ""
+    label = str(record.reference.get("label", "")) if record.reference is not None else ""
     prefix = f"{good.sha}:"
     if not label.startswith(prefix):
         raise OrtperfError(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_ortperf.checks.record import typed
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.lazy import later
 from pytest_ortperf.reports.tables import COMMON_TABLE, TerminalTable
@@ -257,8 +258,8 @@ class KindRegistry:
                 table = kind.table or COMMON_TABLE
                 tables.setdefault(table.name, (table, []))
         tables[COMMON_TABLE.name] = tables.pop(COMMON_TABLE.name, (COMMON_TABLE, []))
-        for record in records:
-            of = self.get(str(record.get("kind")))
+        for record in typed(records):
+            of = self.get(record.kind)
             if of is None or not of.terminal:
                 continue
             row = (of.row or COMMON_ROW)(record)

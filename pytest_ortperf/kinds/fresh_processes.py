@@ -25,6 +25,7 @@ from pytest_ortperf.checks.footprint_verdicts import (
     unchanged,
 )
 from pytest_ortperf.checks.paths import Route, without_reference
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
@@ -362,12 +363,18 @@ def _noted(result: FootprintResult, notes: Sequence[str]) -> FootprintResult:
 
 def figures_property(record: Record) -> dict[str, object]:
     """The JUnit property of a check's figures: ``ortperf_memory``, ``ortperf_startup``, ``ortperf_graph``."""
-    summary = record.get("summary")
-    return {f"ortperf_{record.get('kind')}": summary} if summary and record.get("current") is not None else {}
+    typed = CheckRecord.of(record)
+    return {f"ortperf_{typed.kind}": typed.summary} if typed.summary and typed.current is not None else {}
 
 
 def benchmark_info(record: Record) -> dict[str, object]:
     """What a memory or start-up check tells pytest-benchmark about itself, beside its figures."""
-    fields = ("kind", "variant", "machine", "verdict", "path", "change_text")
-    names = {"kind": "check", "change_text": "change"}
-    return {names.get(field, field): record.get(field, "") for field in fields}
+    typed = CheckRecord.of(record)
+    return {
+        "check": typed.kind,
+        "variant": typed.variant,
+        "machine": typed.machine,
+        "verdict": typed.verdict,
+        "path": typed.path,
+        "change": typed.get("change_text", ""),
+    }

@@ -41,6 +41,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import CheckKind, KindOption, Record
 from pytest_ortperf.kinds.part_check import PartCheck
@@ -810,13 +811,13 @@ def not_timed(key: CheckKey) -> KindResult:
 
 
 def _figures(record: Record) -> Mapping[str, Any]:
-    figures = record.get("figures")
-    return figures if isinstance(figures, Mapping) else {}
+    return CheckRecord.of(record).figures or {}
 
 
 def row(record: Record) -> tuple[str, ...] | None:
     """The generation table's row: time to first token, per token (p90), tokens/s, the cache's growth."""
-    if record.get("verdict") == "error":
+    typed = CheckRecord.of(record)
+    if typed.verdict == "error":
         return None
     figures = _figures(record)
 
@@ -828,15 +829,15 @@ def row(record: Record) -> tuple[str, ...] | None:
     cache = f"+{_bytes(per_token)}/token" if isinstance(per_token, (int, float)) and per_token else "none"
     rate = figures.get("tokens_per_s")
     return (
-        str(record.get("test", "")),
-        str(record.get("variant", "")),
-        str(record.get("path", "")),
+        typed.test,
+        typed.variant,
+        typed.path,
         ms("first_token_ms"),
         f"{ms('token_ms')} (p90 {ms('token_p90_ms')})",
         f"{rate:,.4g}" if isinstance(rate, (int, float)) else "-",
         cache,
-        str(record.get("change_text") or "-"),
-        str(record.get("verdict", "")),
+        typed.change,
+        typed.verdict,
     )
 
 

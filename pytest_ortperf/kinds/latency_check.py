@@ -25,6 +25,7 @@ from pytest_ortperf.checks.latency_verdicts import (
     worth_explaining,
 )
 from pytest_ortperf.checks.paths import Plan, Route, without_reference
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.localisation import located
@@ -530,24 +531,25 @@ def _placed(graph: GraphFigures) -> tuple[str, dict[str, int], int, int]:
 def row_medians(record: Record) -> BenchmarkEntry | None:
     """pytest-benchmark's entry: one round per round median (a check that timed nothing, one that
     passed as the same graph, has no rounds to show)."""
-    current = record.get("current") or {}
+    typed = CheckRecord.of(record)
+    current = typed.current or {}
     rounds, runs = int(current.get("rounds") or 0), int(current.get("runs") or 0)
     if not rounds:
         return None
-    reference = record.get("reference") or record.get("baseline") or {}
+    reference = typed.reference or typed.baseline or {}
     return BenchmarkEntry(
         round_medians_ms=list(current.get("round_medians_ms") or []),
         runs_per_round=max(runs // rounds, 1),
         group="ortperf",
         extra_info={
-            "variant": record.get("variant"),
-            "machine": record.get("machine"),
-            "verdict": record.get("verdict"),
+            "variant": typed.variant,
+            "machine": typed.machine,
+            "verdict": typed.verdict,
             "baseline_median_ms": reference.get("median_ms"),
-            "change": record.get("change_summary", ""),
-            "mode": record.get("mode"),
-            "path": record.get("path"),
-            "decided_by": record.get("decided_by"),
+            "change": typed.summary_of_change,
+            "mode": typed.mode,
+            "path": typed.path,
+            "decided_by": typed.decided_by,
             "reference": reference.get("label", ""),
         },
     )
@@ -560,13 +562,14 @@ def record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
 
 
 def properties(record: Record) -> dict[str, object]:
-    current = record.get("current") or {}
+    typed = CheckRecord.of(record)
+    current = typed.current or {}
     properties: dict[str, object] = {
-        "ortperf_latency_mode": record.get("decided_by", ""),
-        "ortperf_latency_path": record.get("path", ""),
+        "ortperf_latency_mode": typed.decided_by,
+        "ortperf_latency_path": typed.path,
     }
     if current.get("rounds"):  # a check that timed nothing (the same graph) has no median
         properties["ortperf_latency_median_ms"] = round(float(current["median_ms"]), 6)
-    if record.get("change_summary"):
-        properties["ortperf_latency_change"] = record["change_summary"]
+    if typed.summary_of_change:
+        properties["ortperf_latency_change"] = typed.summary_of_change
     return properties

@@ -4,9 +4,10 @@ routes of the latency check (``kinds/fresh_processes.py``); the figures and thei
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pytest_ortperf.checks.footprint_verdicts import MEMORY, PartFigures
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.footprint import memory_figures as memory
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory, grown_nodes
@@ -97,8 +98,8 @@ class MemoryCheck(FootprintCheck):
 def memory_benchmark_info(record: Record) -> dict[str, object] | None:
     """Memory has no time to publish: its figures go into the ``extra_info`` of the test's other
     pytest-benchmark entries (``ortperf_memory``)."""
-    current = record.get("current")
-    if not isinstance(current, Mapping):
+    current = CheckRecord.of(record).current
+    if current is None:
         return None
     info = benchmark_info(record)
     return {"ortperf_memory": {**info, **current}}

@@ -4,9 +4,10 @@ their rule: ``footprint/startup_figures.py``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pytest_ortperf.checks.footprint_verdicts import STARTUP, FootprintResult, PartFigures, not_timed
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.footprint import startup_figures as startup
 from pytest_ortperf.footprint.comparison import FigureComparison
 from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
@@ -55,8 +56,8 @@ class StartupCheck(FootprintCheck):
 def benchmark_entry(record: Record) -> BenchmarkEntry | None:
     """One pytest-benchmark entry (``<node id>::startup``, group ``ortperf-startup``): a fresh
     process's session creation per round."""
-    current = record.get("current")
-    if not isinstance(current, Mapping) or not current.get("create_ms"):
+    current = CheckRecord.of(record).current
+    if current is None or not current.get("create_ms"):
         return None
     figures = StartupFigures.from_dict(current)
     return BenchmarkEntry(

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import CheckKind, KindOption, Record
 from pytest_ortperf.kinds.part_check import PartCheck
@@ -428,7 +429,8 @@ def not_timed(key: CheckKey) -> KindResult:
 
 def row(record: Record) -> tuple[str, ...] | None:
     """The throughput table's row: the curve, the concurrent p99, the change, the verdict."""
-    if record.get("verdict") == "error":
+    typed = CheckRecord.of(record)
+    if typed.verdict == "error":
         return None
     figures = _figures(record)
     rates = figures.get("per_second")
@@ -436,19 +438,18 @@ def row(record: Record) -> tuple[str, ...] | None:
     curve = ", ".join(f"{size}: {_rate(float(rate))}" for size, rate in rates.items()) or "-"
     tail = f"{figures['p99_ms']:.4g} ms ({figures.get('concurrency')})" if "p99_ms" in figures else "-"
     return (
-        str(record.get("test", "")),
-        str(record.get("variant", "")),
-        str(record.get("path", "")),
+        typed.test,
+        typed.variant,
+        typed.path,
         curve,
         tail,
-        str(record.get("change_text") or "-"),
-        str(record.get("verdict", "")),
+        typed.change,
+        typed.verdict,
     )
 
 
 def _figures(record: Record) -> Mapping[str, Any]:
-    figures = record.get("figures")
-    return figures if isinstance(figures, Mapping) else {}
+    return CheckRecord.of(record).figures or {}
 
 
 def _title(rows: Sequence[tuple[str, ...]], machine: str) -> str:

@@ -239,8 +239,8 @@ def not_compared_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     for record in typed(records):
         if record.kind != "accuracy":
             continue
-        for item in record.get("not_compared") or []:
-            if isinstance(item, Mapping):
+        for item in record.not_compared:
+            if item:
                 output, reference = item.get("output"), item.get("reference")
                 lines.append(f"{record.test}: output {output!r} vs {reference}: {item.get('reason')}")
     return lines
@@ -517,8 +517,8 @@ def _change(record: CheckRecord) -> str:
         return record.change
     change = record.estimate
     if not change:
-        drift = record.get("drift")
-        text = drift.get("text") if isinstance(drift, Mapping) else None
+        drift = record.drift
+        text = drift.get("text") if drift is not None else None
         return text if isinstance(text, str) else "-"
     if isinstance(change.get("text"), str):
         return str(change["text"])
@@ -556,7 +556,7 @@ def markdown(
         after = _median(medians.current_ms if medians is not None else None)
         change = _change(record)
         if "change_text" in record:  # memory, start-up: their own figures, not a median
-            reference = record.get("reference") or record.get("baseline")
+            reference = record.reference or record.baseline
             before = str(reference.get("label") or "-") if isinstance(reference, Mapping) else "-"
             after = record.summary or "-"
         elif record.kind == "accuracy":  # what it compared with, its worst output, how many failed

@@ -104,7 +104,7 @@ def tradeoff_tables(records: Sequence[Mapping[str, Any]]) -> list[TradeoffTable]
     groups: dict[tuple[str, str, str], dict[str, list[CheckRecord]]] = {}
     for record in typed(records):
         model = record.model
-        if model is None or not isinstance(record.get("variant"), str):
+        if model is None or not record.variant:
             continue
         base_id, _ = split_precision(record.variant)
         provider = base_id.rpartition("-")[0]
@@ -204,8 +204,8 @@ def _speedup(
 def _rounds(records: Sequence[CheckRecord]) -> list[float]:
     """The round medians of the first latency check that timed rounds."""
     for record in records:
-        current = record.get("current")
-        if record.kind != "latency" or not isinstance(current, Mapping):
+        current = record.current
+        if record.kind != "latency" or current is None:
             continue
         values = current.get("round_medians_ms")
         if (

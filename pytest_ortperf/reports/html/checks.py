@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from pytest_ortperf.accuracy.metrics import TOLERANCE_BIN
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.graph.diff import MODEL_OP_CHANGED, GraphDiff
 from pytest_ortperf.graph.figures import GraphFigures, short
 from pytest_ortperf.reports.html import svg
@@ -20,18 +21,18 @@ from pytest_ortperf.reports.html.fields import MAX_BARS, as_number, counts, figu
 from pytest_ortperf.reports.html.operator_view import operator_comparison
 
 
-def draw_latency(record: Mapping[str, Any]) -> str:
-    current = record.get("current") or {}
-    now = floats(current.get("round_medians_ms")) if isinstance(current, Mapping) else []
-    reference = record.get("reference")
-    baseline = record.get("baseline")
+def draw_latency(fields: Mapping[str, Any]) -> str:
+    record = CheckRecord.of(fields)
+    current = record.current or {}
+    now = floats(current.get("round_medians_ms"))
+    reference, baseline = record.reference, record.baseline
     sides: list[tuple[str, Sequence[float]]] = []
     marks: list[tuple[str, float]] = []
     before: list[float] = []
-    if isinstance(reference, Mapping):
+    if reference is not None:
         before = floats(reference.get("round_medians_ms"))
         sides.append((str(reference.get("label") or "reference"), before))
-    elif isinstance(baseline, Mapping):
+    elif baseline is not None:
         before = floats(baseline.get("round_medians_ms"))
         sides.append((f"baseline {baseline.get('recorded', '')}".strip(), before))
         median = as_number(baseline.get("median_ms"))
@@ -46,14 +47,14 @@ def draw_latency(record: Mapping[str, Any]) -> str:
                 "Round medians of each side (dots), their quartiles (box) and median.",
             )
         )
-    change = record.get("change")
-    if isinstance(change, Mapping):
+    change = record.estimate
+    if change is not None:
         ratio, low, high = (as_number(change.get(k)) for k in ("ratio", "low", "high"))
         threshold = as_number(change.get("threshold")) or 0.0
         if ratio is not None and low is not None and high is not None:
             paired = (
                 [c / b for c, b in zip(now, before, strict=True) if b > 0]
-                if record.get("mode") == "a/b" and len(now) == len(before)
+                if record.mode == "a/b" and len(now) == len(before)
                 else []
             )
             confidence = as_number(change.get("confidence"))
@@ -65,7 +66,7 @@ def draw_latency(record: Mapping[str, Any]) -> str:
                         high=high,
                         band=(1 / (1 + threshold), 1 + threshold),
                         points=paired,
-                        failed=bool(record.get("failed")),
+                        failed=record.failed,
                     ),
                     f"Current / reference: {'paired round ratios (dots), ' if paired else ''}"
                     f"the {confidence:.1%} interval (bar) and estimate; the band is the threshold "
@@ -75,8 +76,8 @@ def draw_latency(record: Mapping[str, Any]) -> str:
                 )
             )
     drawn = _inputs(record) + (f'<div class="charts">{"".join(charts)}</div>' if charts else "")
-    operators = record.get("operators")
-    if isinstance(operators, Mapping) and isinstance(operators.get("after"), Mapping):
+    operators = record.operators
+    if operators is not None and isinstance(operators.get("after"), Mapping):
         earlier = operators.get("before")
         source = str(operators.get("source") or "")
         drawn += f"<h3>At operator level ({escape(source)})</h3>" + _profiled_not_timed(record)
@@ -88,9 +89,9 @@ def draw_latency(record: Mapping[str, Any]) -> str:
     return drawn
 
 
-def _profiled_not_timed(record: Mapping[str, Any]) -> str:
+def _profiled_not_timed(record: CheckRecord) -> str:
     """Why the profile's totals need not match the verdict's change: they come from other runs."""
-    basis = str(record.get("decided_by") or "").strip()
+    basis = record.decided_by.strip()
     statistic = f" ({escape(basis)})" if basis else ""
     return (
         "<p class='muted profiled-note'>These totals come from profiled runs: each side run again on a "
@@ -101,19 +102,20 @@ def _profiled_not_timed(record: Mapping[str, Any]) -> str:
     )
 
 
-def _inputs(record: Mapping[str, Any]) -> str:
+def _inputs(record: CheckRecord) -> str:
     """What the check was fed (``inputs`` of its record), so that a reader sees what was measured."""
-    shapes = record.get("inputs")
-    if not isinstance(shapes, Mapping) or not shapes:
+    shapes = record.inputs
+    if not shapes:
         return ""
     fed = ", ".join(f"<code>{escape(f'{name} {shape}')}</code>" for name, shape in shapes.items())
-    source = record.get("inputs_source")
-    return f"<p>Inputs fed{f' ({escape(str(source))})' if source else ''}: {fed}</p>"
+    source = record.inputs_source
+    return f"<p>Inputs fed{f' ({escape(source)})' if source else ''}: {fed}</p>"
 
 
-def draw_graph(record: Mapping[str, Any]) -> str:
-    current, reference = record.get("current"), record.get("reference")
-    if not isinstance(current, Mapping):
+def draw_graph(fields: Mapping[str, Any]) -> str:
+    record = CheckRecord.of(fields)
+    current, reference = record.current, record.reference
+    if current is None:
         return ""
     now = counts(current.get("ops"))
     before = counts(reference.get("ops")) if isinstance(reference, Mapping) else {}
@@ -128,7 +130,7 @@ def draw_graph(record: Mapping[str, Any]) -> str:
     ]
     side = str(reference.get("label") or "reference") if isinstance(reference, Mapping) else "reference"
     parts = []
-    diff = _graph_diff(reference, current, optimized=not _at_level_disabled(str(record.get("variant", ""))))
+    diff = _graph_diff(reference, current, optimized=not _at_level_disabled(record.variant))
     if diff is not None:
         lost, gained = diff.lost_fusions(), diff.gained_fusions()
         placement = diff.placement_changes()
@@ -187,11 +189,9 @@ def _graph_diff(reference: object, current: Mapping[str, Any], *, optimized: boo
     return GraphDiff(before, after, optimized=optimized)
 
 
-def _comparisons(record: Mapping[str, Any]) -> str:
+def _comparisons(record: CheckRecord) -> str:
     rows = []
-    for c in record.get("comparisons") or []:
-        if not isinstance(c, Mapping):
-            continue
+    for c in record.comparisons:
         verdict = str(c.get("verdict", ""))
         state = "failed" if verdict in ("regression", "failed") else "ok" if verdict == "ok" else "warn"
         rows.append(
@@ -221,10 +221,11 @@ def _amount(value: object, unit: object) -> str:
     return f"{number:.4g} {unit or ''}".strip()
 
 
-def draw_memory(record: Mapping[str, Any]) -> str:
+def draw_memory(fields: Mapping[str, Any]) -> str:
+    record = CheckRecord.of(fields)
     parts = [_comparisons(record)]
-    current, reference = record.get("current"), record.get("reference")
-    if isinstance(current, Mapping):
+    current, reference = record.current, record.reference
+    if current is not None:
         now = counts(current.get("nodes"))
         before = counts(reference.get("nodes")) if isinstance(reference, Mapping) else {}
         names = sorted(set(now) | set(before), key=lambda n: -max(now.get(n, 0), before.get(n, 0)))
@@ -245,9 +246,10 @@ def draw_memory(record: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def draw_startup(record: Mapping[str, Any]) -> str:
+def draw_startup(fields: Mapping[str, Any]) -> str:
+    record = CheckRecord.of(fields)
     parts = [_comparisons(record)]
-    current, reference = record.get("current"), record.get("reference")
+    current, reference = record.current, record.reference
     charts = []
     for key, name in (("create_ms", "session creation"), ("first_run_ms", "first run")):
         now = floats(current.get(key)) if isinstance(current, Mapping) else []
@@ -267,11 +269,9 @@ def draw_startup(record: Mapping[str, Any]) -> str:
 _BIN_LABELS = ("<1e-4", "1e-4", "1e-3", "0.01", "0.1", "1", "10", "100", "≥1e3")
 
 
-def draw_accuracy(record: Mapping[str, Any]) -> str:
+def draw_accuracy(fields: Mapping[str, Any]) -> str:
     parts = []
-    for reference in record.get("references") or []:
-        if not isinstance(reference, Mapping):
-            continue
+    for reference in CheckRecord.of(fields).references:
         label = str(reference.get("reference", "reference"))
         note = f" ({reference['note']})" if reference.get("note") else ""
         outputs = [o for o in reference.get("outputs") or [] if isinstance(o, Mapping)]
@@ -360,19 +360,18 @@ def _worst_table(output: Mapping[str, Any]) -> str:
     )
 
 
-def draw_contract(record: Mapping[str, Any]) -> str:
-    contract = record.get("contract") or {}
-    speedup = record.get("speedup")
-    parts = []
-    if isinstance(contract, Mapping):
-        parts.append(
-            f"<p>{escape(str(contract.get('kind', '')).replace('_', ' '))} "
-            f"<b>{escape(str(contract.get('other', '')))}</b>, "
-            f"bound {escape(str(contract.get('bound', '')))} ({escape(str(contract.get('source', '')))})</p>"
-        )
-    if isinstance(speedup, Mapping):
+def draw_contract(fields: Mapping[str, Any]) -> str:
+    record = CheckRecord.of(fields)
+    contract = record.contract or {}
+    speedup = record.speedup
+    parts = [
+        f"<p>{escape(str(contract.get('kind', '')).replace('_', ' '))} "
+        f"<b>{escape(str(contract.get('other', '')))}</b>, "
+        f"bound {escape(str(contract.get('bound', '')))} ({escape(str(contract.get('source', '')))})</p>"
+    ]
+    if speedup is not None:
         value, low, high = (as_number(speedup.get(k)) for k in ("value", "low", "high"))
-        bound = as_number(contract.get("bound")) if isinstance(contract, Mapping) else None
+        bound = as_number(contract.get("bound"))
         if value is not None and low is not None and high is not None and bound is not None:
             parts.append(
                 '<div class="charts">'
@@ -382,7 +381,7 @@ def draw_contract(record: Mapping[str, Any]) -> str:
                         low=low,
                         high=high,
                         band=(bound, math.inf),
-                        failed=bool(record.get("failed")),
+                        failed=record.failed,
                         label="speedup over the other variant",
                     ),
                     f"Speedup: interval over {speedup.get('rounds')} paired rounds; the band is what the "
@@ -390,7 +389,7 @@ def draw_contract(record: Mapping[str, Any]) -> str:
                 )
                 + "</div>"
             )
-    agreement = as_number(record.get("agreement"))
+    agreement = record.agreement
     if agreement is not None:
         parts.append(f"<p>agreement {agreement:.2%}</p>")
     return "".join(parts)
@@ -399,19 +398,21 @@ def draw_contract(record: Mapping[str, Any]) -> str:
 def draw_common(record: Mapping[str, Any]) -> str:
     """A kind without a drawing of its own (one a plugin registered): the common fields of its record,
     what it compared with, measured and decided, its figures and its notes."""
+    typed = CheckRecord.of(record)
+    change = typed.change if typed.get("change_text") else ""
     rows = [
-        (label, str(record.get(field) or ""))
-        for label, field in (("path", "path"), ("measured", "summary"), ("change", "change_text"))
-        if record.get(field)
+        (label, text)
+        for label, text in (("path", typed.path), ("measured", typed.summary), ("change", change))
+        if text
     ]
-    figures = record.get("figures")
-    if isinstance(figures, Mapping):
+    figures = typed.figures
+    if figures is not None:
         rows += [(str(name), _figure_text(value)) for name, value in figures.items()]
     parts = []
     if rows:
         cells = "".join(f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in rows)
         parts.append(f'<dl class="facts">{cells}</dl>')
-    notes = [str(note) for note in record.get("notes") or [] if note]
+    notes = typed.notes
     if notes:
         parts.append("<ul>" + "".join(f"<li>{escape(note)}</li>" for note in notes) + "</ul>")
     return "".join(parts)

@@ -17,7 +17,16 @@ from typing import Any
 from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.reports.html.assets import SCRIPT, STYLE
 from pytest_ortperf.reports.html.checks import Drawing, draw_common, draw_contract
-from pytest_ortperf.reports.html.fields import DAMAGE, DRAWN, as_number, checks_of, guarded, listed, objects
+from pytest_ortperf.reports.html.fields import (
+    DAMAGE,
+    DRAWN,
+    as_number,
+    checks_of,
+    damaged,
+    guarded,
+    listed,
+    objects,
+)
 from pytest_ortperf.reports.html.jobs import ERROR, Job, PageCheck, job_labels
 from pytest_ortperf.reports.html.profiles import profile_anchor, profiles_section
 from pytest_ortperf.reports.html.tradeoff_view import tradeoffs_section
@@ -208,7 +217,7 @@ def _ms(value: object) -> tuple[str, float | None]:
 def _sides(record: CheckRecord) -> tuple[tuple[str, float | None], tuple[str, float | None]]:
     """The reference and current columns: medians, or a memory or start-up check's own summary."""
     if "change_text" in record:  # memory, start-up, graph
-        reference = record.get("reference") or record.get("baseline")
+        reference = record.reference or record.baseline
         label = str(reference.get("label") or "-") if isinstance(reference, Mapping) else "-"
         return (label, None), (record.summary or "-", None)
     medians = record.medians
@@ -235,8 +244,8 @@ def _change(record: CheckRecord) -> tuple[str, float | None]:
     if speedup is not None and as_number(speedup.get("value")) is not None:
         value = float(as_number(speedup.get("value")) or 0.0)
         return f"{value:.2f}x", value
-    drift = record.get("drift")
-    if isinstance(drift, Mapping):
+    drift = record.drift
+    if drift is not None:
         return str(drift.get("text") or "-"), as_number(drift.get("ratio"))
     return "-", None
 
@@ -250,9 +259,7 @@ def _accuracy_change(record: CheckRecord) -> str:
             if isinstance(output, Mapping) and not output.get("ok", True):
                 why = output.get("failed_metric") or output.get("problem") or "failed"
                 failed.append(f"{output.get('name')}: {why} vs {reference.get('reference')}")
-    skipped = sorted(
-        {str(o.get("output")) for o in record.get("not_compared") or [] if isinstance(o, Mapping)}
-    )
+    skipped = sorted({str(o.get("output")) for o in record.not_compared})
     if skipped:  # passed, but not on everything: the summary row says so too
         failed.append("not compared: " + ", ".join(skipped))
     return "; ".join(failed) or "-"
@@ -282,6 +289,9 @@ def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping
     for check in checks:
         r = check.record
         body = guarded(partial(drawings.get(r.kind, _drawn_or_common), r), "this check's figures")
+        if r.damaged:  # read as empty: the page says so rather than drawing less unsaid
+            unread = ValueError(f"not as ortperf writes them: {', '.join(r.damaged)}")
+            body = damaged("this check's figures", unread) + body
         facts = guarded(partial(_facts, check, profiled), "this check's facts")
         message = r.message.strip()
         why = guarded(partial(_explanations, r), "why it ended so")
@@ -330,8 +340,8 @@ def _facts(check: PageCheck, profiled: set[tuple[str, str]]) -> str:
     decided = _decided(r)
     if decided:
         rows.append(("decided by", decided))
-    drift = r.get("drift")
-    if isinstance(drift, Mapping) and drift.get("text"):
+    drift = r.drift
+    if drift is not None and drift.get("text"):
         # A look beside another xdist worker measured partly that worker, not the machine.
         rows.append(("drift" if drift.get("beside") else "machine drift", str(drift["text"])))
     seconds = r.seconds

@@ -23,13 +23,13 @@ def profiles_section(jobs: Sequence[Job], checks: Sequence[PageCheck]) -> str:
     merged = len(jobs) > 1
     baselines: dict[tuple[str, str], Mapping[str, Any]] = {}
     for check in checks:
-        baseline = check.record.get("baseline")
+        baseline = check.record.baseline
         if (
-            check.record.get("kind") == "latency"
-            and isinstance(baseline, Mapping)
+            check.record.kind == "latency"
+            and baseline is not None
             and isinstance(baseline.get("profile"), Mapping)
         ):
-            baselines[(check.job, str(check.record["test"]))] = baseline["profile"]
+            baselines[(check.job, check.record.test)] = baseline["profile"]
     sections = []
     for job in jobs:
         label = job.label if merged else ""

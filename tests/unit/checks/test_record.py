@@ -68,6 +68,8 @@ def test_a_damaged_record_from_a_file_reads_as_empty_fields_instead_of_raising()
     assert (record.test, record.verdict, record.entry, record.medians, record.ratio) == ("3", "", None, None, None)
     assert not record.failed and not record.recording.noisy
     assert record.explanations == () and record.references == ()
+    assert record.damaged == ("change", "current", "entry")  # said, not dropped unsaid
+    assert CheckRecord.of(latency()).damaged == ()
 
 
 def test_a_change_text_of_a_kind_without_a_table_of_its_own_is_the_change() -> None:
