@@ -132,6 +132,7 @@ class CheckRecord(Mapping[str, Any]):
     figures: Mapping[str, Any] | None = None  # a kind's own figures (``kind_result.py``)
     notes: tuple[str, ...] = ()
     not_compared: tuple[Mapping[str, Any], ...] = ()  # outputs an accuracy check did not judge
+    drawn: str = ""  # the HTML its kind's drawing rendered into it (``reports/html/fields.py: DRAWN``)
     damaged: tuple[str, ...] = ()  # fields present but not of the form ortperf writes (a hand-edited report)
     fields: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -207,6 +208,7 @@ class CheckRecord(Mapping[str, Any]):
             if isinstance(data.get("notes"), (list, tuple))
             else (),
             not_compared=_objects(data.get("not_compared")),
+            drawn=data["drawing_html"] if isinstance(data.get("drawing_html"), str) else "",
             damaged=_damaged(data),
             fields=dict(data),
         )

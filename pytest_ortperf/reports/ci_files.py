@@ -648,13 +648,13 @@ def with_drawings(
     (:data:`DRAWN`), so that a page made later from the JSON report alone (``ortperf report``, which
     knows no plugin's kinds) still draws it; a drawing that raises is left out (the page says so)."""
     drawn: list[Mapping[str, Any]] = []
-    for record in records:
-        drawing = drawings.get(str(record.get("kind")))
+    for record in typed(records):
+        drawing = drawings.get(record.kind)
         if drawing is None:
             drawn.append(record)
             continue
         try:
-            drawn.append({**record, DRAWN: drawing(record)})
+            drawn.append(record.with_fields(**{DRAWN: drawing(record)}))
         except Exception:
             drawn.append(record)
     return drawn

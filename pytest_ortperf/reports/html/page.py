@@ -19,7 +19,6 @@ from pytest_ortperf.reports.html.assets import SCRIPT, STYLE
 from pytest_ortperf.reports.html.checks import Drawing, draw_common, draw_contract
 from pytest_ortperf.reports.html.fields import (
     DAMAGE,
-    DRAWN,
     as_number,
     checks_of,
     damaged,
@@ -275,8 +274,8 @@ def _decided(record: CheckRecord) -> str:
 def _drawn_or_common(record: Mapping[str, Any]) -> str:
     """A kind this page has no drawing for: the drawing its run rendered into the record (a plugin's
     kind, in a page made later by ``ortperf report``), else the common one."""
-    drawn = record.get(DRAWN)
-    return drawn if isinstance(drawn, str) and drawn else draw_common(record)
+    drawn = CheckRecord.of(record).drawn
+    return drawn or draw_common(record)
 
 
 def _details(checks: Sequence[PageCheck], jobs: Sequence[Job], drawings: Mapping[str, Drawing]) -> str:
