@@ -95,24 +95,20 @@ class RunResults:
         return [
             f"{record.test} ({record.recording.noise or format(record.recording.spread or 0.0, '.1%')})"
             for record in self._records
-            if record.kind == "latency" and record.recording.noisy
+            if record.recording.noisy
         ]
 
     def kept_recordings(self) -> list[str]:
         """Stored latency figures an update kept because they are quieter than its own, of a recipe
         that did not change: "node id: why"."""
         return [
-            f"{record.test}: {record.recording.kept}"
-            for record in self._records
-            if record.kind == "latency" and record.recording.kept
+            f"{record.test}: {record.recording.kept}" for record in self._records if record.recording.kept
         ]
 
     def settled_recordings(self) -> list[str]:
         """Latency figures an update measured until settled (``latency.recording``: figures that will
         decide), not short: node ids."""
-        return [
-            record.test for record in self._records if record.kind == "latency" and record.recording.settled
-        ]
+        return [record.test for record in self._records if record.recording.settled]
 
     def coarse_recordings(self) -> list[str]:
         """Latency figures an update wrote that will decide and cannot detect a change of the
@@ -121,7 +117,7 @@ class RunResults:
         return [
             f"{record.test} ({record.recording.coarse})"
             for record in self._records
-            if record.kind == "latency" and record.recording.coarse
+            if record.recording.coarse
         ]
 
     def missing_only(self) -> list[dict[str, Any]]:
@@ -157,7 +153,7 @@ class RunResults:
         found: dict[str, int] = {}
         for record in self._records:
             runtime = record.runtime_unavailable
-            if record.kind == "latency" and runtime:
+            if runtime:
                 found[runtime] = found.get(runtime, 0) + 1
         return dict(sorted(found.items()))
 
@@ -171,7 +167,7 @@ class RunResults:
         return [
             f"{record.message} (reported, --ortperf-ab-outputs=report)"
             for record in self._records
-            if record.kind == "accuracy" and record.verdict == Status.DIFFERS_REPORTED
+            if record.verdict == Status.DIFFERS_REPORTED
         ]
 
     def worker_traces(self) -> dict[str, list[str]]:
