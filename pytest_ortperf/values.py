@@ -96,6 +96,14 @@ def on_off(text: str) -> bool | None:
     return True if word in _ON else False if word in _OFF else None
 
 
+def turned_off(text: str) -> bool:
+    """Whether an optional setting's text turns it off: empty, ``none``, or an off word of the one
+    switch grammar (:func:`on_off`: off, no, false, 0, any case). Every setting that can be turned off
+    reads its text through this, so that the words that turn a switch off turn it off too."""
+    word = text.strip().lower()
+    return word in ("", "none") or on_off(word) is False
+
+
 def parse_switch(value: Any, *, source: str) -> bool:
     """A yes/no setting: a bool as it is (a command-line flag given), else a word of the one grammar
     (:func:`on_off`); a usage error naming ``source`` otherwise."""

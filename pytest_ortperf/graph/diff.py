@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pytest_ortperf import defaults
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.graph.figures import GraphFigures, is_fusion, parts_of, short
-from pytest_ortperf.values import safe_repr
+from pytest_ortperf.values import safe_repr, turned_off
 
 MODES = ("fusions", "exact", "off")
 DEFAULT_MODE = defaults.GRAPH_MODE
@@ -239,8 +239,11 @@ def pinned(figures: GraphFigures, expected: Mapping[str, int]) -> list[str]:
 
 
 def parse_graph_mode(value: object, *, source: str) -> str:
-    """``--ortperf-graph`` / ini ``ortperf_graph``: one of :data:`MODES`."""
+    """``--ortperf-graph`` / ini ``ortperf_graph``: one of :data:`MODES` (any off word of the switch
+    grammar, ``no`` or ``false`` say, is ``off``)."""
     text = str(value).strip().lower() if isinstance(value, str) else ""
+    if text and turned_off(text):  # the switch grammar's off words turn the check off too
+        return "off"
     if text not in MODES:
         raise UsageError(f"{source}: expected one of {', '.join(MODES)}, got {safe_repr(value)}.")
     return text

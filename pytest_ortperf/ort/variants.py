@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.ort.providers import ProviderSpec, parse_names, resolve_provider
+from pytest_ortperf.values import turned_off
 
 
 class OptLevel(str, enum.Enum):
@@ -166,7 +167,7 @@ def variant_matrix(
 def parse_variant(text: str, *, source: str, precision: bool = True) -> Variant | None:
     """``cpu-disabled`` (or, with ``precision``, ``cpu-all-int8-dynamic``) to a variant; ``none`` turns
     the reference variant off."""
-    if text.strip().lower() in ("", "none", "off"):
+    if turned_off(text):
         return None
     base, found = split_precision(text) if precision else (text.strip(), Precision.FP32)
     provider, sep, level = base.rpartition("-")

@@ -34,6 +34,7 @@ from pytest_ortperf.ort.models import ModelSource, weight_bytes
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import provider_arguments, session_recipe
 from pytest_ortperf.ort.variants import Variant
+from pytest_ortperf.values import on_off
 
 PROGRAM = Path(worker_program.__file__)
 START_TIMEOUT_S = 60.0  # importing onnxruntime (and CUDA's libraries) on a busy machine
@@ -376,7 +377,7 @@ def compile_cache_directory(variant: Variant, settings: SessionSettings) -> str:
     TensorRT's engine cache (``trt_engine_cache_enable``, ``trt_engine_cache_path``), OpenVINO's
     model cache (``cache_dir``). A fresh process that writes nothing there loaded from it."""
     for name, options in provider_arguments(variant, settings):
-        enabled = str(options.get("trt_engine_cache_enable", "")).lower() in ("1", "true")
+        enabled = on_off(str(options.get("trt_engine_cache_enable", ""))) is True
         if name == "TensorrtExecutionProvider" and enabled:
             return str(options.get("trt_engine_cache_path", "") or ".")
         if name == "OpenVINOExecutionProvider" and options.get("cache_dir"):
@@ -388,7 +389,7 @@ def with_empty_cache(variant: Variant, settings: SessionSettings, directory: Pat
     """``settings`` with the variant's compile cache moved to ``directory`` (empty): a process built
     with them starts cold, as the first start of a new deployment does. Unchanged without a cache."""
     for name, options in provider_arguments(variant, settings):
-        enabled = str(options.get("trt_engine_cache_enable", "")).lower() in ("1", "true")
+        enabled = on_off(str(options.get("trt_engine_cache_enable", ""))) is True
         key = (
             "trt_engine_cache_path"
             if name == "TensorrtExecutionProvider" and enabled

@@ -34,6 +34,7 @@ from pytest_ortperf.values import (
     parse_switch,
     parse_threshold,
     safe_repr,
+    turned_off,
 )
 
 _WHOLE = re.compile(r"[0-9]{1,9}")  # a billion is far past any dim; int() stays cheap
@@ -171,7 +172,8 @@ def _threshold(value: Any, source: str) -> float:
 
 
 def _optional_threshold(value: Any, source: str) -> float | None:
-    return parse_threshold(value, source=source) if _text(value, source) else None
+    """A threshold that can be off (empty, off, none, no, ...)."""
+    return None if turned_off(_text(value, source)) else parse_threshold(value, source=source)
 
 
 def _size(value: Any, source: str) -> int:
@@ -239,9 +241,10 @@ MISSING = ("fail", "skip", "pass")  # checks/policy.py: Missing
 
 def _contracts(value: Any, source: str) -> tuple[str, ...]:
     """The default relative contracts, comma separated (``off``: none)."""
-    names = [name.strip() for name in option_text(value, source=source).split(",") if name.strip()]
-    if names in ([], ["off"]) or names == ["none"]:
+    text = option_text(value, source=source)
+    if turned_off(text):
         return ()
+    names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in DEFAULT_CONTRACTS]
     if unknown:
         raise UsageError(

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from pytest_ortperf.latency.activity import MEASURING, WAITING, Progress
+from pytest_ortperf.values import turned_off
 
 SHOW_AFTER_S = 1.0  # a check shorter than this never shows
 REDRAW_EVERY_S = 0.25  # on a terminal
@@ -67,7 +68,7 @@ def wanted(setting: bool | None, *, tty: bool, verbosity: int, worker: bool, env
         return False
     if setting is not None:
         return setting
-    return tty and verbosity >= 0 and not env.get("CI")
+    return tty and verbosity >= 0 and turned_off(env.get("CI", ""))  # CI=false is not CI
 
 
 class TerminalProgress:

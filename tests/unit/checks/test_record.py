@@ -63,9 +63,23 @@ def test_the_record_is_its_fields_so_the_json_report_writes_it_unchanged() -> No
 
 def test_a_damaged_record_from_a_file_reads_as_empty_fields_instead_of_raising() -> None:
     record = CheckRecord.of(
-        {"test": 3, "kind": "latency", "verdict": None, "entry": "x", "current": [1], "change": "?", "noisy": 0}
+        {
+            "test": 3,
+            "kind": "latency",
+            "verdict": None,
+            "entry": "x",
+            "current": [1],
+            "change": "?",
+            "noisy": 0,
+        }
     )
-    assert (record.test, record.verdict, record.entry, record.medians, record.ratio) == ("3", "", None, None, None)
+    assert (record.test, record.verdict, record.entry, record.medians, record.ratio) == (
+        "3",
+        "",
+        None,
+        None,
+        None,
+    )
     assert not record.failed and not record.recording.noisy
     assert record.explanations == () and record.references == ()
     assert record.damaged == ("change", "current", "entry")  # said, not dropped unsaid
@@ -86,4 +100,6 @@ def test_records_cross_from_an_xdist_worker_to_the_controller_typed_and_equal() 
     controller.take_over(handed)
     assert controller.records == worker.records
     assert all(isinstance(record, CheckRecord) for record in controller.records)
-    assert controller.noisy_recordings() == ["tests/test_perf.py::test_n[cpu-all] (spread 14.2% > max-cv 10%)"]
+    assert controller.noisy_recordings() == [
+        "tests/test_perf.py::test_n[cpu-all] (spread 14.2% > max-cv 10%)"
+    ]

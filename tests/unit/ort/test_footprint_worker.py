@@ -130,6 +130,15 @@ def test_a_tensorrt_compile_cache_directory_is_found_in_the_provider_options() -
     assert compile_cache_directory(trt, settings) == "/tmp/engines"
     assert compile_cache_directory(trt, SessionSettings()) == ""
     assert compile_cache_directory(CPU_ALL, settings) == ""
+    # the switch grammar's words, as every other yes/no setting takes them
+    for word, found in (("on", "/tmp/engines"), ("yes", "/tmp/engines"), ("1", "/tmp/engines"), ("off", "")):
+        spelled = {"tensorrt": {"trt_engine_cache_enable": word, "trt_engine_cache_path": "/tmp/engines"}}
+        assert (
+            compile_cache_directory(
+                trt, SessionSettings().with_overrides({"provider_options": spelled}, source="t")
+            )
+            == found
+        )
 
 
 def test_an_openvino_model_cache_directory_is_found_in_the_provider_options() -> None:

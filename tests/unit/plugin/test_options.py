@@ -300,3 +300,28 @@ def test_auto_is_left_to_the_plugin_and_never_is_off() -> None:
     assert progress.value("auto", "--ortperf-progress") is None
     assert fetch.value("auto", "--ortperf-fetch-runtime") is True
     assert fetch.value("never", "--ortperf-fetch-runtime") is False
+
+
+@pytest.mark.parametrize("word", ["off", "OFF", "no", "False", "0", "none", " Off "])
+def test_every_setting_that_can_be_off_takes_the_switch_grammars_off_words(word: str) -> None:
+    """The drift threshold (whose help says ``Default: off``), the default contracts, the reference
+    variant and the graph check are turned off by the words that turn a switch off."""
+    from pytest_ortperf.graph.diff import parse_graph_mode
+    from pytest_ortperf.ort.variants import parse_variant
+
+    by_ini = {option.ini: option for option in OPTIONS}
+    drift, contracts = by_ini["ortperf_drift_threshold"], by_ini["ortperf_contracts"]
+    assert drift.parse is not None and contracts.parse is not None
+    assert drift.parse(word, "ini ortperf_drift_threshold") is None
+    assert contracts.parse(word, "ini ortperf_contracts") == ()
+    assert parse_variant(word, source="--ortperf-reference-variant") is None
+    assert parse_graph_mode(word, source="--ortperf-graph") == "off"
+
+
+def test_a_setting_that_can_be_off_still_refuses_what_it_cannot_read() -> None:
+    by_ini = {option.ini: option for option in OPTIONS}
+    drift = by_ini["ortperf_drift_threshold"]
+    assert drift.parse is not None
+    assert drift.parse("20%", "ini ortperf_drift_threshold") == pytest.approx(0.2)
+    with pytest.raises(UsageError, match="ini ortperf_drift_threshold"):
+        drift.parse("maybe", "ini ortperf_drift_threshold")

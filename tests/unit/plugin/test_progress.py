@@ -174,6 +174,10 @@ def test_in_a_log_a_measuring_step_says_its_rounds_as_soon_as_they_are_planned()
         (None, True, -1, False, {}, False),  # -q
         (None, False, 0, False, {}, False),  # a log
         (None, True, 0, False, {"CI": "true"}, False),
+        (None, True, 0, False, {"CI": "1"}, False),
+        (None, True, 0, False, {"CI": "woodpecker"}, False),  # a CI that names itself
+        (None, True, 0, False, {"CI": "false"}, True),  # CI=false is not CI
+        (None, True, 0, False, {"CI": ""}, True),
         (True, False, -1, False, {"CI": "true"}, True),  # asked for
         (True, True, 0, True, {}, False),  # an xdist worker's output never reaches the terminal
         (False, True, 0, False, {}, False),
