@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_ortperf import defaults
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.ort.providers import KNOWN_PROVIDERS, parse_providers, resolve_provider
 from pytest_ortperf.ort.runtime import installed_distributions
@@ -204,14 +205,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     bisect.add_argument(
         "--graph",
-        default="fusions",
+        default=defaults.GRAPH_MODE,
         choices=["fusions", "exact"],
         help="what change of the graph makes a release differ, as --ortperf-graph: fusions (a lost "
-        "fusion, nodes off the provider, new copies) or exact (any change) (default: fusions)",
+        f"fusion, nodes off the provider, new copies) or exact (any change) (default: {defaults.GRAPH_MODE})",
     )
     bisect.add_argument(
         "--budget",
-        default=3.0,
+        default=defaults.AB_BUDGET_S,
         type=float,
         metavar="SECONDS",
         help="--commits: the side-by-side budget of a step, as --ortperf-ab-budget; an inconclusive step "
@@ -243,7 +244,9 @@ def _parser() -> argparse.ArgumentParser:
         "--ci", default="github", choices=("github", "gitlab", "azure"), help="the CI workflow to write"
     )
     init.add_argument(
-        "--providers", default="cpu", help="execution providers to test, comma separated (default: cpu)"
+        "--providers",
+        default=defaults.PROVIDERS,
+        help=f"execution providers to test, comma separated (default: {defaults.PROVIDERS})",
     )
     return parser
 
@@ -323,7 +326,7 @@ def _summary_files(directory: Path) -> list[Path]:
     if not found:
         raise OrtperfError(
             f"'{directory}' holds no summary.json: give a trace, a marked test's summary.json or folder, "
-            "or the profile dir (--ortperf-profile-dir, default .ortperf/profiles)"
+            f"or the profile dir (--ortperf-profile-dir, default {defaults.PROFILE_DIR})"
         )
     return found
 

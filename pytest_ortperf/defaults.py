@@ -4,6 +4,11 @@ when nothing is configured reads them here. Why each is what it is: ``benchmarks
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
+Missing = Literal["fail", "skip", "pass"]  # what a check without a baseline does (checks/policy.py)
+MISSING_CHOICES: tuple[Missing, ...] = get_args(Missing)
+
 LATENCY_THRESHOLD = 0.03  # the one latency threshold of every route (latency/decision.py)
 MAX_CV = 0.10  # an update lists figures whose spread exceeds it as noisy (latency/recording.py)
 BUDGET_S = 4.0  # seconds of timed rounds a latency measurement spreads over (latency/measure.py)
@@ -15,6 +20,10 @@ GRAPH_MODE = "fusions"  # what of a graph's change fails (graph/diff.py: MODES)
 SEED = 0  # of synthetic inputs (ort/inputs.py)
 INT_RANGE = (0, 100)  # half-open range of synthetic integer inputs
 RUN_TIMEOUT_S = 300.0  # one session.run's limit
+PROVIDERS = "cpu"  # the execution providers tested (ort/providers.py names)
+MISSING: Missing = "fail"
+BASELINE_DIR = "baselines"  # where baseline files are kept, relative to the rootdir
+PROFILE_DIR = ".ortperf/profiles"  # where profiled tests' traces go, relative to the rootdir
 
 
 def percent(fraction: float) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from pytest_ortperf import defaults
 from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
@@ -13,8 +12,8 @@ from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.latency.recording import record_cap_s
 
-Missing = Literal["fail", "skip", "pass"]
-MISSING_CHOICES: tuple[Missing, ...] = ("fail", "skip", "pass")
+Missing = defaults.Missing
+MISSING_CHOICES = defaults.MISSING_CHOICES
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ class CheckPolicy:
     """How checks decide: thresholds, what to do without a baseline, update mode."""
 
     threshold: float = DEFAULT_THRESHOLD  # stored figures (latency.decision)
-    missing: Missing = "fail"
+    missing: Missing = defaults.MISSING
     update: bool = False
     fail_on_improvement: bool = False
     max_cv: float = (

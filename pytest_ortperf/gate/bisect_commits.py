@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
+from pytest_ortperf import defaults
 from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import BisectResult, Judgement, Outcome, bisect, linear_walk, max_comparisons
@@ -271,7 +272,7 @@ class LatencyJudge:
     tree: Worktree
     runner: ItemRunner
     python: Path
-    budget_s: float = 3.0
+    budget_s: float = defaults.AB_BUDGET_S
     commits: list[Commit] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     records: dict[int, CheckRecord] = field(default_factory=dict)
@@ -406,7 +407,7 @@ def bisect_commits(
     *,
     cwd: Path,
     python: Path,
-    budget_s: float = 3.0,
+    budget_s: float = defaults.AB_BUDGET_S,
     linear: bool = False,
     retries: int = 1,
     progress: Callable[[str], None] | None = None,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf import defaults
 from pytest_ortperf.checks.graph_verdicts import GRAPH
 from pytest_ortperf.checks.record import typed
 from pytest_ortperf.errors import OrtperfError, UsageError
@@ -185,7 +186,7 @@ class GraphJudge:
     releases: Sequence[str]
     pythons: Callable[[int], tuple[Path, float]]
     runner: ItemRunner
-    mode: str = "fusions"  # what change fails, as --ortperf-graph says
+    mode: str = defaults.GRAPH_MODE  # what change fails, as --ortperf-graph says
     states: dict[int, GraphState] = field(default_factory=dict)
     fetch_s: float = 0.0
     measure_s: float = 0.0

@@ -30,7 +30,7 @@ class OrtperfConfig:
     prune: bool = False
     tolerances: ToleranceSpec = field(default_factory=ToleranceSpec)
     reference_variant: Variant | None = None
-    profile_dir: Path = Path(".ortperf/profiles")
+    profile_dir: Path = Path(defaults.PROFILE_DIR)
     session_profile: bool = False
     parallel_timing: bool = False
     report_path: Path | None = None

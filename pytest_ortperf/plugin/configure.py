@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ortperf import defaults
 from pytest_ortperf.accuracy.tolerances import (
     ToleranceSpec,
     parse_selector,
@@ -113,9 +114,7 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
         prune=_parsed(config, "ortperf_prune"),
         tolerances=_tolerances(config),
         reference_variant=_parsed(config, "ortperf_reference_variant"),
-        profile_dir=_directory(
-            config, "ortperf_profile_dir", Path(config.rootpath) / ".ortperf" / "profiles"
-        ),
+        profile_dir=_directory(config, "ortperf_profile_dir", Path(config.rootpath) / defaults.PROFILE_DIR),
         session_profile=_parsed(config, "ortperf_session_profile"),
         parallel_timing=_parsed(config, "ortperf_parallel_timing"),
         report_path=_optional_path(config, "ortperf_report"),
@@ -269,7 +268,7 @@ def _tolerances(config: Any) -> ToleranceSpec:
 
 
 def _baseline_dir(config: Any) -> Path:
-    return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / "baselines")
+    return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / defaults.BASELINE_DIR)
 
 
 def _optional_path(config: Any, ini: str) -> Path | None:

@@ -236,7 +236,7 @@ def _reference_variant(value: Any, source: str) -> Variant | None:
 
 
 DEFAULT_CONTRACTS = ("levels", "quantized")
-MISSING = ("fail", "skip", "pass")  # checks/policy.py: Missing
+MISSING = defaults.MISSING_CHOICES  # checks/policy.py: Missing
 
 
 def _contracts(value: Any, source: str) -> tuple[str, ...]:
@@ -294,8 +294,9 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ort-providers",
         "ortperf_providers",
-        f"Execution providers to test, comma separated (default: cpu). Names: {valid_provider_names()}.",
-        "cpu",
+        f"Execution providers to test, comma separated (default: {defaults.PROVIDERS}). Names: "
+        f"{valid_provider_names()}.",
+        defaults.PROVIDERS,
         "LIST",
         parse=lambda value, source: parse_providers(value, source=source),
     ),
@@ -564,10 +565,10 @@ OPTIONS: tuple[OptionDef, ...] = (
     OptionDef(
         "--ortperf-missing",
         "ortperf_missing",
-        "What a latency or accuracy check without a baseline for this machine does: fail (default, with the "
-        "command that records it), skip, or pass (measured and reported).",
-        "fail",
-        "fail|skip|pass",
+        "What a latency or accuracy check without a baseline for this machine does: fail (with the command "
+        f"that records it), skip, or pass (measured and reported). Default: {defaults.MISSING}.",
+        defaults.MISSING,
+        "|".join(MISSING),
         parse=_choice(*MISSING),
     ),
     OptionDef(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ortperf import defaults
 from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, stored_called
 from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, coarse, detects, noise
 from pytest_ortperf.latency.stats import LatencyStats
@@ -186,8 +187,8 @@ def configured_baseline_dir(start: Path) -> Path:
             ini = _ini_options(directory / name)
             if ini is not None:
                 value = ini.get("ortperf_baseline_dir")
-                return (directory / str(value)).resolve() if value else directory / "baselines"
-    return start / "baselines"
+                return (directory / str(value)).resolve() if value else directory / defaults.BASELINE_DIR
+    return start / defaults.BASELINE_DIR
 
 
 def configured_max_cv(start: Path) -> tuple[float, str]:
