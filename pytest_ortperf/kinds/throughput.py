@@ -544,7 +544,8 @@ KIND = CheckKind(
         KindOption(
             "batch_sizes",
             "batch sizes check_throughput() measures where the model's batch dim is free, comma separated "
-            "(default 1,8,32)",
+            f"(default {','.join(map(str, DEFAULT_SIZES))}; unset: not asked, so a fixed batch dim is "
+            "measured at its own size)",
             "",
             parse=parse_batch_sizes,
         ),
