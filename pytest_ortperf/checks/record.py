@@ -222,6 +222,17 @@ class CheckRecord(Mapping[str, Any]):
         return dict(self.fields)
 
     @property
+    def times_rounds(self) -> bool:
+        """Whether the check timed rounds of runs (latency's): its ``current`` says each round's median,
+        so its medians, rounds, inputs and time are a timed measurement's."""
+        return self.current is not None and "round_medians_ms" in self.current
+
+    @property
+    def compares_outputs(self) -> bool:
+        """Whether the check compared outputs (accuracy's): its record lists what it compared them with."""
+        return "references" in self.fields
+
+    @property
     def ratio(self) -> float | None:
         """The decisive change's ratio (current / compared), where one was estimated."""
         value = _number(self.estimate.get("ratio")) if self.estimate is not None else None

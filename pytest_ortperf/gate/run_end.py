@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf.checks.record import CheckRecord
-from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import OrtperfConfig
@@ -168,15 +167,12 @@ class RunEnd:
             tables=others,
             accept=self._accept_all(records),
             missing=self._results.missing_count(),
-            shallow=sum(
-                r.kind == "latency" and r.verdict == Status.MISSING and SHALLOW in r.stored_reason
-                for r in records
-            ),
+            shallow=sum(SHALLOW in r.stored_reason for r in self._results.missing()),
             elsewhere=self.machines_with_missing_baselines() if rows else [],
             runtimes_unavailable=self._results.runtimes_unavailable(),
             timing_mode=self._timing.mode,
             gate_time=gate_time(self._results.records),
-            not_timed=self._results.not_timed_count(),
+            not_timed=self._results.not_timed(),
             lock_waits=lock_wait_lines(self._results.records),
             inputs=inputs_lines(self._results.records),
             tradeoffs=[table for table in tradeoff_tables(self._results.records) if worth_showing(table)],
@@ -221,14 +217,17 @@ class RunEnd:
         return self._unused
 
     def machines_with_missing_baselines(self) -> list[str]:
-        """Machines that do have latency figures for a check that is missing here."""
+        """Machines that do have figures of its kind's part for a check that is missing here."""
         machines = self._results.machines_reported_missing
-        for test_file, test in self._results.missing_latency():
+        for record in self._results.missing():
+            kind = self._kinds.get(record.kind)
+            if record.entry is None or kind is None or kind.part is None:
+                continue
             try:
-                entry = self._store.lookup(test_file, test)
+                entry = self._store.lookup(*record.entry)
             except BaselineError:
                 continue  # reported by the test itself
-            machines.update(entry.machines("latency") if entry is not None else [])
+            machines.update(entry.machines(kind.part) if entry is not None else [])
         return sorted(machines)
 
     def _unused_hint(self) -> list[str]:

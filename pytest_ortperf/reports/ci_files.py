@@ -237,7 +237,7 @@ def not_compared_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line per output an accuracy check did not compare, with the reason (workers' included)."""
     lines = []
     for record in typed(records):
-        if record.kind != "accuracy":
+        if not record.compares_outputs:
             continue
         for item in record.not_compared:
             if item:
@@ -559,7 +559,7 @@ def markdown(
             reference = record.reference or record.baseline
             before = str(reference.get("label") or "-") if isinstance(reference, Mapping) else "-"
             after = record.summary or "-"
-        elif record.kind == "accuracy":  # what it compared with, its worst output, how many failed
+        elif record.compares_outputs:  # what it compared with, its worst output, how many failed
             before, after, change = against(record), worst_output(record), outside_tolerance(record)
         lines.append(
             f"| {mark} | `{record.test}` | {record.variant} | {record.kind} | "
@@ -592,7 +592,7 @@ def markdown(
 def gate_time(records: Sequence[Mapping[str, Any]]) -> str:
     """Where the latency checks' time went, summed over the run (workers' checks included), with the
     slowest check; "" without a timed check."""
-    timed = [(r, r.seconds) for r in typed(records) if r.kind == "latency" and r.seconds is not None]
+    timed = [(r, r.seconds) for r in typed(records) if r.times_rounds and r.seconds is not None]
     if not timed:
         return ""
     each = [(GateSeconds.from_dict(seconds), r) for r, seconds in timed]

@@ -132,24 +132,26 @@ class RunResults:
                 )
         return list(notes.values())
 
-    def not_timed_count(self) -> int:
-        """Latency checks of the run, workers' included, that --ortperf-timing=off skipped."""
-        return sum(r.kind == "latency" and r.verdict == Status.NOT_TIMED for r in self._records)
+    def not_timed(self) -> dict[str, int]:
+        """The checks of the run, workers' included, that --ortperf-timing=off skipped: how many of
+        each kind, in the order their kinds first appear."""
+        counts: dict[str, int] = {}
+        for record in self._records:
+            if record.verdict == Status.NOT_TIMED:
+                counts[record.kind] = counts.get(record.kind, 0) + 1
+        return counts
 
-    def missing_latency(self) -> list[tuple[str, str]]:
-        """The baseline entries (file, test) of the latency checks that had no baseline here."""
-        return [
-            record.entry or ("", "")
-            for record in self._records
-            if record.kind == "latency" and record.verdict == Status.MISSING
-        ]
+    def missing(self) -> list[CheckRecord]:
+        """The checks with a baseline entry of their own that had no baseline here (an accuracy
+        check, whose reference outputs the entry's recipe keeps, has no entry of its own to name)."""
+        return [r for r in self._records if r.verdict == Status.MISSING and r.entry is not None]
 
     def missing_count(self) -> int:
-        return len(self.missing_latency())
+        return len(self.missing())
 
     def runtimes_unavailable(self) -> dict[str, int]:
-        """The recorded runtimes that could not be had here, with how many latency checks they left
-        missing (what those runtimes measured decides nothing here)."""
+        """The recorded runtimes that could not be had here, with how many checks they left missing
+        (what those runtimes measured decides nothing here)."""
         found: dict[str, int] = {}
         for record in self._records:
             runtime = record.runtime_unavailable

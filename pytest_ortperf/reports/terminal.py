@@ -221,8 +221,10 @@ def latency_table(
     return lines
 
 
-def not_timed_line(count: int) -> str:
-    checks = f"{count} latency check{'s' if count != 1 else ''}"
+def not_timed_line(counts: Mapping[str, int]) -> str:
+    """The checks --ortperf-timing=off skipped, kind by kind (``2 latency checks and 1 throughput check``)."""
+    each = [f"{count} {kind} check{'s' if count != 1 else ''}" for kind, count in counts.items()]
+    checks = ", ".join(each[:-1]) + f" and {each[-1]}" if len(each) > 1 else "".join(each)
     return (
         f"timing off (--ortperf-timing=off): {checks} not timed; sessions were run and accuracy checks "
         "compared outputs"
@@ -383,7 +385,7 @@ def inputs_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = {}
     for record in typed(records):
         shapes = record.inputs
-        if record.kind != "latency" or shapes is None:
+        if not record.times_rounds or shapes is None:
             continue
         fed = ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or "no inputs"
         test = record.test.replace(f"[{record.variant}]", "")
@@ -407,7 +409,7 @@ def lock_wait_lines(records: Sequence[Mapping[str, Any]]) -> list[str]:
     waits: list[LockWait] = []
     for record in typed(records):
         seconds = record.seconds
-        if record.kind != "latency" or not record.timing_lock or seconds is None:
+        if not record.times_rounds or not record.timing_lock or seconds is None:
             continue
         if GateSeconds.from_dict(seconds).waiting <= LOCK_WAIT_SHOWN_S:
             continue
@@ -454,7 +456,9 @@ class RunSummary:
     reported_differences: Sequence[str] = ()
     profile_lines: Sequence[str] = ()
     gate_time: str = ""  # where the latency checks' time went (reports.ci_files.gate_time)
-    not_timed: int = 0  # latency checks skipped by --ortperf-timing=off
+    not_timed: Mapping[str, int] = field(
+        default_factory=dict
+    )  # checks skipped by --ortperf-timing=off, by kind
     lock_waits: Sequence[str] = ()  # who held the timing lock while checks waited (lock_wait_lines)
     inputs: Sequence[str] = ()  # what the latency checks were fed (inputs_lines)
     tradeoffs: Sequence[TradeoffTable] = ()  # each model's variants side by side (reports/tradeoffs.py)

@@ -164,7 +164,7 @@ def _row(variant: str, variants: Mapping[str, Sequence[CheckRecord]], base: str)
 
 def _median(records: Sequence[CheckRecord]) -> float | None:
     for record in records:
-        value = record.medians.current_ms if record.kind == "latency" and record.medians is not None else None
+        value = record.medians.current_ms if record.times_rounds and record.medians is not None else None
         if value is not None and math.isfinite(value):
             return value
     return None
@@ -205,7 +205,7 @@ def _rounds(records: Sequence[CheckRecord]) -> list[float]:
     """The round medians of the first latency check that timed rounds."""
     for record in records:
         current = record.current
-        if record.kind != "latency" or current is None:
+        if not record.times_rounds or current is None:
             continue
         values = current.get("round_medians_ms")
         if (

@@ -229,7 +229,7 @@ def _change(record: CheckRecord) -> tuple[str, float | None]:
     """The change that decided, or an unchanged check's drift; its ratio for sorting."""
     if "change_text" in record:
         return record.change, None
-    if record.kind == "accuracy":
+    if record.compares_outputs:
         return _accuracy_change(record), None
     change = record.estimate
     if change is not None:
@@ -354,7 +354,7 @@ def _facts(check: PageCheck, profiled: set[tuple[str, str]]) -> str:
         rows.append(("changed since the baseline", "; ".join(map(str, changed))))
     text = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
     link = ""
-    if (check.job, r.test) in profiled and r.kind == "latency":
+    if (check.job, r.test) in profiled and r.times_rounds:
         anchor = profile_anchor(check.job, r.test)
         link = f'<dt>profile</dt><dd><a href="#{anchor}">where the time went</a></dd>'
     return f'<dl class="facts">{text}{link}</dl>'

@@ -24,11 +24,9 @@ def profiles_section(jobs: Sequence[Job], checks: Sequence[PageCheck]) -> str:
     baselines: dict[tuple[str, str], Mapping[str, Any]] = {}
     for check in checks:
         baseline = check.record.baseline
-        if (
-            check.record.kind == "latency"
-            and baseline is not None
-            and isinstance(baseline.get("profile"), Mapping)
-        ):
+        if baseline is not None and isinstance(
+            baseline.get("profile"), Mapping
+        ):  # a timed check's, as recorded
             baselines[(check.job, check.record.test)] = baseline["profile"]
     sections = []
     for job in jobs:

@@ -75,7 +75,7 @@ def test_statuses_missing_and_reported_differences_read_the_published_results() 
     results = filled()
     assert results.statuses() == ["ok", "missing", "differs (reported)", "error"]
     assert results.missing_count() == 1
-    assert results.missing_latency() == [("tests/test_perf.py", "test_b[cpu-all]")]
+    assert [r.entry for r in results.missing()] == [("tests/test_perf.py", "test_b[cpu-all]")]
     assert results.reported_differences() == [
         "accuracy of test_x differs (reported, --ortperf-ab-outputs=report)"
     ]
@@ -97,7 +97,7 @@ def test_a_workers_handover_survives_json_and_adds_to_the_controllers_results() 
     assert controller.worker_profiles() == [{"test": "t::x", "traces": 0}]
     assert len(controller.records) == 1 + len(worker.records)
     # Only records cross: the controller reads the worker's missing check from its record.
-    assert controller.missing_latency() == [("tests/test_perf.py", "test_b[cpu-all]")]
+    assert [r.entry for r in controller.missing()] == [("tests/test_perf.py", "test_b[cpu-all]")]
 
 
 def test_the_update_tally_counts_what_was_written_and_lists_noisy_figures() -> None:
@@ -202,8 +202,8 @@ def test_not_timed_checks_are_records_and_statuses_not_table_rows_and_reach_the_
     assert gate_time(worker.records) == ""  # nothing was timed
     controller = filled()
     controller.take_over(json.loads(json.dumps(worker.handover(missing_machines=[], traces={}))))
-    assert controller.not_timed_count() == 1
-    lines = summary_lines(RunSummary(machine="ci", not_timed=controller.not_timed_count()))
+    assert controller.not_timed() == {"latency": 1}
+    lines = summary_lines(RunSummary(machine="ci", not_timed=controller.not_timed()))
     assert lines == [
         "timing off (--ortperf-timing=off): 1 latency check not timed; sessions were run and accuracy checks "
         "compared outputs"
@@ -246,3 +246,15 @@ def test_figures_added_to_an_existing_entry_are_counted_apart_from_new_tests() -
     publish(results, result("test_b", "cpu-all", Status.NEW, 5.0), "tests/test_perf.py::test_b[cpu-all]")
     assert results.statuses() == ["new", "new"]
     assert results.added_here() == 1
+
+
+def test_checks_timing_off_skipped_are_counted_kind_by_kind() -> None:
+    results = RunResults()
+    for kind, test in (("latency", "a"), ("throughput", "a"), ("latency", "b"), ("accuracy", "a")):
+        verdict = "ok" if kind == "accuracy" else "not timed"
+        results.add({"test": f"t.py::test_{test}", "kind": kind, "verdict": verdict, "failed": False})
+    assert results.not_timed() == {"latency": 2, "throughput": 1}
+    assert summary_lines(RunSummary(machine="ci", not_timed=results.not_timed())) == [
+        "timing off (--ortperf-timing=off): 2 latency checks and 1 throughput check not timed; sessions were "
+        "run and accuracy checks compared outputs"
+    ]

@@ -376,6 +376,7 @@ def _timed(test: str, variant: str, **seconds: float) -> dict[str, object]:
         "variant": variant,
         "failed": False,
         "verdict": "ok",
+        "current": {"median_ms": 1.0, "round_medians_ms": [1.0]},  # a check that timed rounds
         "seconds": seconds,
     }
 
@@ -570,7 +571,13 @@ def test_the_inputs_fed_are_in_the_latency_record_and_one_line_per_set_under_the
         "inputs: a int64[2], b float32[] (test_data_set_0) for tests/test_zoo.py::test_zoo",
     ]
     many = [
-        {"kind": "latency", "test": f"t.py::test_{i}[cpu-all]", "variant": "cpu-all", "inputs": fed}
+        {
+            "kind": "latency",
+            "test": f"t.py::test_{i}[cpu-all]",
+            "variant": "cpu-all",
+            "current": {"median_ms": 1.0, "round_medians_ms": [1.0]},
+            "inputs": fed,
+        }
         for i in range(5)
     ]
     assert inputs_lines(many) == [

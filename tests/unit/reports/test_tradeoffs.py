@@ -15,7 +15,7 @@ def latency(variant: str, median: float, precision: str = "fp32", size: int = 24
     if precision == "int8-static":
         model["calibration"] = {"source": "synthetic (seeds 1..8)", "synthetic": True}
     return {"test": f"t.py::test_x[{variant}]", "kind": "latency", "variant": variant, "verdict": "ok",
-            "failed": False, "current": {"median_ms": median}, "model": model}  # fmt: skip
+            "failed": False, "current": {"median_ms": median, "round_medians_ms": []}, "model": model}  # fmt: skip
 
 
 def accuracy(variant: str, cosine: float, sqnr: float | str, failed: bool = False) -> dict[str, Any]:
