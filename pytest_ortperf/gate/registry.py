@@ -1,14 +1,15 @@
 """The registry of check kinds: each kind is declared once, as a :class:`CheckKind`, and what runs
 and records checks iterates over the registry; the terminal summary's tables too (each kind's rows
-in the table it declares). (Some reports still name the built-in kinds: the summaries below the
-latency table, the trade-off tables, the HTML page's latency and accuracy sections.)
+in the table it declares). No report names a kind: they read each record as typed
+(``checks/record.py: CheckRecord``), by what it holds (timed rounds, compared outputs, a contract),
+and draw it by its kind's declared drawing.
 
-The built-in kinds are declared in ``kinds/`` (one module each) and registered by the pytest layer
-in ``pytest_configure``; a conftest or another plugin adds its own through the
-``pytest_ortperf_register_kinds`` hook (``plugin/hookspec.py``), called when pytest reads options.
-A kind that declares nothing but its name and its check object still appears in every report: its
-records have the common fields every report reads (``kind``,
-``test``, ``variant``, ``verdict``, ``path``, ``summary``, ``change_text``, ``message``, ``notes``).
+The built-in kinds are declared in ``kinds/`` (one module each, ``kinds/__init__.py: BUILTIN``) and
+registered through the package's own implementation of the ``pytest_ortperf_register_kinds`` hook
+(``plugin/hookspec.py``), called when pytest reads options, as a conftest or another plugin adds its
+own. A kind that declares nothing but its name and its check object still appears in every report:
+its records have the common fields every report reads (``kind``, ``test``, ``variant``,
+``verdict``, ``path``, ``summary``, ``change_text``, ``message``, ``notes``).
 """
 
 from __future__ import annotations
