@@ -30,8 +30,8 @@ def _mapping(value: object) -> Mapping[str, Any] | None:
     return value if isinstance(value, Mapping) else None
 
 
-def _number(value: object) -> float | None:
-    """A figure (JSON writes NaN and the infinities as strings), or None."""
+def report_number(value: object) -> float | None:
+    """A figure of a record (JSON writes NaN and the infinities as strings), or None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -149,8 +149,8 @@ class CheckRecord(Mapping[str, Any]):
         if current is not None:
             compared = reference if reference is not None else baseline
             medians = Medians(
-                current_ms=_number(current.get("median_ms")),
-                compared_ms=_number(compared.get("median_ms")) if compared is not None else None,
+                current_ms=report_number(current.get("median_ms")),
+                compared_ms=report_number(compared.get("median_ms")) if compared is not None else None,
                 reference=reference,
                 baseline=baseline,
             )
@@ -181,7 +181,7 @@ class CheckRecord(Mapping[str, Any]):
             update_missing=_mapping(data.get("update_missing")),
             runtime_unavailable=_text(data, "runtime_unavailable"),
             recording=RecordingNotes(
-                spread=_number(data.get("recorded_spread")),
+                spread=report_number(data.get("recorded_spread")),
                 short=bool(data.get("short_recording")),
                 noisy=bool(data.get("noisy")),
                 noise=_text(data, "noise"),
@@ -196,7 +196,7 @@ class CheckRecord(Mapping[str, Any]):
             references=_objects(data.get("references")),
             contract=_mapping(data.get("contract")),
             speedup=_mapping(data.get("speedup")),
-            agreement=_number(data.get("agreement")),
+            agreement=report_number(data.get("agreement")),
             current=current,
             reference=reference,
             baseline=baseline,
@@ -235,7 +235,7 @@ class CheckRecord(Mapping[str, Any]):
     @property
     def ratio(self) -> float | None:
         """The decisive change's ratio (current / compared), where one was estimated."""
-        value = _number(self.estimate.get("ratio")) if self.estimate is not None else None
+        value = report_number(self.estimate.get("ratio")) if self.estimate is not None else None
         return value if value is not None and math.isfinite(value) else None
 
     def __getitem__(self, key: str) -> Any:
@@ -249,6 +249,37 @@ class CheckRecord(Mapping[str, Any]):
 
     __eq__ = Mapping.__eq__  # equal to the same fields, typed or not
     __hash__ = None  # type: ignore[assignment]  # a mapping of mutable fields
+
+
+@dataclass(frozen=True)
+class ProfileRecord:
+    """A profiled test's record (``reports/ci_files.py: profile_record``), typed where it enters a
+    report: its runs, time per run, operator profile, time per provider, fallbacks and warnings."""
+
+    test: str
+    runs: int = 0
+    run_ms: float = 0.0
+    profile: Mapping[str, Any] = field(default_factory=dict)  # by op type and node, as a baseline keeps it
+    providers: Mapping[str, Any] = field(default_factory=dict)  # microseconds per run, per provider
+    fallback_nodes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    traces: int = 0
+    directory: str = ""
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> ProfileRecord:
+        runs, per_run, traces = (report_number(data.get(name)) for name in ("runs", "run_ms", "traces"))
+        return cls(
+            test=_text(data, "test"),
+            runs=int(runs or 0),
+            run_ms=per_run or 0.0,
+            profile=_mapping(data.get("profile")) or {},
+            providers=_mapping(data.get("providers")) or {},
+            fallback_nodes=_texts(data.get("fallback_nodes")),
+            warnings=_texts(data.get("warnings")),
+            traces=int(traces or 0),
+            directory=_text(data, "directory"),
+        )
 
 
 _OBJECTS = (

@@ -70,6 +70,9 @@ class LatencyCheck:
         self._fed: tuple[Mapping[str, str], str] = ({}, "")  # the inputs' shapes and their source
         # Against a rebuilt recorded reference: what changed since the baseline, for every record.
         self._changes: tuple[str, ...] = ()
+        # The check's policy, as its target carries it (under --ortperf-update=missing, a plain run's
+        # for a check it judges): every route reads its threshold and budgets here, one carrier.
+        self._policy = context.policy
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
@@ -81,6 +84,7 @@ class LatencyCheck:
         source = getattr(self._context.feeds, "source", "") if target.own_feeds else "the check's feeds"
         self._fed = (dict(shapes) if isinstance(shapes, Mapping) else {}, source)
         self._changes = ()  # set by the side-by-side route of this check only
+        self._policy = target.policy
         with self._context.measurer.activity(target.key.test) as self._activity:
             return self._paths(target)
 
@@ -234,7 +238,7 @@ class LatencyCheck:
             with context.measurer.held(self._activity, shared=True):
                 stats = measure(
                     lambda: watchdog.run(built.session, None, inputs),
-                    glance(context.policy.measure),
+                    glance(self._policy.measure),
                     activity=self._activity,
                 )
             identical = plan.route is Route.IDENTICAL
@@ -356,7 +360,7 @@ class LatencyCheck:
         if isinstance(sides, SideSpec):
             with self._sides(sides, inputs) as owned:
                 return self._side_by_side(owned, label, inputs, key, accept=accept, across=across)
-        policy, reference = self._context.policy, sides.reference
+        policy, reference = self._policy, sides.reference
         result = sides.judge(
             key=key, label=label, policy=policy, accept=accept, changes=self._changes, runtimes_named=across
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_ortperf.checks.record import CheckRecord, typed
+from pytest_ortperf.checks.record import CheckRecord, ProfileRecord, typed
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.activity import GateSeconds
 from pytest_ortperf.latency.lock_holder import LockWait, merge_waits
@@ -335,15 +335,14 @@ def profile_lines(record: Mapping[str, Any], *, top: int = 5) -> list[str]:
     """A marked test's profile in a few lines, read from its record (``reports/ci_files.py:
     profile_record``): runs, total and per-run time, top op types and nodes, providers, fallbacks,
     warnings, where."""
-    nodeid = record.get("test", "")
-    if not record.get("traces"):
+    profiled = ProfileRecord.of(record)
+    nodeid = profiled.test
+    if not profiled.traces:
         return [
             f"profile {nodeid}: no run was profiled (the test made no run through ort_session "
             "and no latency check measured); no trace written"
         ]
-    runs = int(record.get("runs", 0) or 0)
-    per_run = float(record.get("run_ms", 0.0) or 0.0)
-    profile = _mapping(record.get("profile"))
+    runs, per_run, profile = profiled.runs, profiled.run_ms, profiled.profile
     ops = sorted(
         ((str(op), float(v["us"])) for op, v in _mapping(profile.get("ops")).items()), key=lambda o: -o[1]
     )
@@ -352,20 +351,20 @@ def profile_lines(record: Mapping[str, Any], *, top: int = 5) -> list[str]:
         ((str(name), str(v["op"]), float(v["us"])) for name, v in _mapping(profile.get("nodes")).items()),
         key=lambda n: -n[2],
     )
-    providers = _mapping(record.get("providers"))
+    providers = profiled.providers
     op_text = ", ".join(f"{op} {us / total:.0%}" for op, us in ops[:top])
     provider_text = ", ".join(f"{name} {float(us) / total:.0%}" for name, us in providers.items())
     node_text = ", ".join(f"{name} ({op}) {us / total:.0%}" for name, op, us in nodes[:top])
     lines = [
-        f"profile {nodeid}: {record['traces']} run(s), {per_run * max(runs, 1):.3f} ms in total, "
+        f"profile {nodeid}: {profiled.traces} run(s), {per_run * max(runs, 1):.3f} ms in total, "
         f"{per_run if runs else 0.0:.3f} ms per run; top ops: {op_text}; providers: {provider_text}",
         f"  top nodes: {node_text}",
     ]
-    fallback = [str(name) for name in record.get("fallback_nodes", [])]
+    fallback = list(profiled.fallback_nodes)
     if fallback:
         lines.append(f"  {len(fallback)} node(s) fell back to CPU: {', '.join(fallback[:top])}")
-    lines += [f"  WARNING: {warning}" for warning in record.get("warnings", [])]
-    where = record.get("directory", "")
+    lines += [f"  WARNING: {warning}" for warning in profiled.warnings]
+    where = profiled.directory
     lines.append(f"  traces and summary.json in {where} (ortperf profile {shlex.quote(str(where))})")
     return lines
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from html import escape
 from typing import Any
 
+from pytest_ortperf.checks.record import report_number
+
 MAX_BARS = 14  # op types, nodes or providers a bar chart shows; the rest are summed up in words
 DRAWN = "drawing_html"  # a registered kind's drawing, rendered by its run into the JSON record
 
@@ -33,15 +35,7 @@ def is_check(check: object) -> bool:
     return isinstance(check, dict) and all(isinstance(check.get(k), str) for k in ("test", "kind", "verdict"))
 
 
-def as_number(value: object) -> float | None:
-    """A figure of a report (NaN and infinities are written as strings there), or None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
-        return float(value)
-    return None
+as_number = report_number  # a figure of a report (NaN and infinities are written as strings there), or None
 
 
 def floats(values: object) -> list[float]:
