@@ -835,7 +835,7 @@ def _campaigns(
                 f"- {args.campaigns} campaigns x {args.reps} trials per condition per family, "
                 f"seed {args.seed}",
                 f"- defaults: `CheckPolicy()` (side by side: A/B rule, "
-                f"{CheckPolicy().ab_threshold:.0%} threshold, two sessions a side, "
+                f"{CheckPolicy().threshold:.0%} threshold, two sessions a side, "
                 f"confirmation on fresh sessions; stored: {STORED:.0%}, 4 s, canary); "
                 "side by side: "
                 + (

@@ -576,7 +576,7 @@ def report(
         f"canary, 99% interval, confirmation), budget {args.budget:g} s"
         + (" (the default)" if args.budget == MeasureSettings().budget_s else " (NOT the default)"),
         "- (c) A/B mode: `check_ab` with `CheckPolicy()` defaults (threshold "
-        f"{CheckPolicy().ab_threshold:.0%}, "
+        f"{CheckPolicy().threshold:.0%}, "
         f"budget {CheckPolicy().ab.budget_s:g} s for both models, paired round ratios, sign-test 99% "
         "interval, confirmation): the N-layer model against a fresh 20-layer session",
         f"- pytest-benchmark {version('pytest-benchmark')}: real `pytest` subprocess per trial, "

@@ -126,7 +126,7 @@ def versions(reference: str, current: str, out: Path) -> str:
                     }
                     try:
                         rounds = measure_pair(loaded["current"], loaded["reference"], policy.ab)
-                        estimates.append(judge_pair(rounds, threshold=policy.ab_threshold).estimate)
+                        estimates.append(judge_pair(rounds, threshold=policy.threshold).estimate)
                         outputs = {role: model.outputs() for role, model in loaded.items()}
                         medians = (rounds.reference.median_ms, rounds.current.median_ms)
                     finally:
