@@ -47,6 +47,8 @@ class FootprintResult:
     comparisons: tuple[FigureComparison, ...] = ()
     recorded: str = ""  # when the stored figures compared with were recorded
     changes: tuple[str, ...] = ()
+    # Why the stored figures decided, or why none could (a shallow clone without the recorded model)
+    stored_reason: str = ""
     failed: bool = False
     skipped: bool = False
     message: str = ""
@@ -129,6 +131,7 @@ def judged(
         comparisons=tuple(comparisons),
         recorded=recorded,
         changes=tuple(changes),
+        stored_reason=stored_reason,
         failed=failed,
         notes=tuple(notes),
     )
@@ -215,6 +218,7 @@ def missing(
         Status.MISSING,
         current,
         "missing",
+        stored_reason=reason,
         failed=policy.missing == "fail",
         skipped=policy.missing == "skip",
         message=message,

@@ -257,6 +257,7 @@ def footprint_record(result: FootprintResult, nodeid: str) -> dict[str, Any]:
         "verdict": str(result.status),
         "failed": result.failed,
         "path": result.path,
+        **({"stored_reason": result.stored_reason} if result.stored_reason else {}),
         "current": result.current.as_dict() if result.current is not None else None,
         "reference": (
             {"label": result.reference_label, **result.reference.as_dict(), "recorded": result.recorded}

@@ -16,9 +16,12 @@ from pytest_ortperf.checks.footprint_verdicts import (
     unchanged,
 )
 from pytest_ortperf.checks.policy import CheckPolicy
+from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.footprint.memory_figures import MemoryFigures, compare_memory
 from pytest_ortperf.footprint.startup_figures import StartupFigures, compare_startup
+from pytest_ortperf.ort.git_models import SHALLOW
+from pytest_ortperf.reports.ci_files import footprint_record
 from pytest_ortperf.store.baselines import BaselineStore
 from tests.unit.checks.test_latency import ENV, KEY, TEST, TEST_FILE, FakeMeasure, check, stats
 
@@ -178,6 +181,19 @@ def test_missing_follows_the_policy_and_names_the_command(policy: str, failed: b
         f"no start-up baseline for {TEST} on machine 'ci' (no machine has one yet); measured create 8 ms"
     )
     assert result.message.endswith(KEY.record_command)
+
+
+def test_a_missing_figure_keeps_why_in_its_record_so_the_run_counts_a_shallow_clone_as_the_cause() -> None:
+    """A changed model that a shallow clone cannot rebuild is not a baseline to record: the record
+    says so in its stored reason, as the latency check's does, so the run's end counts it as
+    shallow rather than as a missing baseline."""
+    why = f"the model changed (sha256 1 -> 2) and {SHALLOW}"
+    result = missing(MEMORY, KEY, memory(MIB), CheckPolicy(), reason=why)
+    assert result.stored_reason == why
+    typed = CheckRecord.of(footprint_record(result, TEST))
+    assert SHALLOW in typed.stored_reason
+    plain = missing(MEMORY, KEY, memory(MIB), CheckPolicy(), reason="no machine has one yet")
+    assert SHALLOW not in CheckRecord.of(footprint_record(plain, TEST)).stored_reason
 
 
 def test_start_up_figures_record_beside_memory(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ def test_the_common_fields_and_a_latency_checks_medians_are_typed() -> None:
     assert record.medians is not None
     assert (record.medians.current_ms, record.medians.compared_ms) == (1.12, 1.0)
     assert record.ratio == 1.12
-    assert record.recording.noisy and record.recording.noise.startswith("spread")
+    assert record.recording.noisy
+    assert record.recording.noise.startswith("spread")
     assert record.recording.settled  # a recorded spread, not a short recording
     assert record.accept is None  # nothing to accept was noted
 
@@ -54,7 +55,8 @@ def test_the_common_fields_and_a_latency_checks_medians_are_typed() -> None:
 def test_the_record_is_its_fields_so_the_json_report_writes_it_unchanged() -> None:
     data = latency()
     record = CheckRecord.of(data)
-    assert record == data and dict(record) == data
+    assert record == data
+    assert dict(record) == data
     assert json.loads(json.dumps(record.as_dict())) == json.loads(json.dumps(data))
     assert CheckRecord.of(record) is record
     assert record.with_fields(accept="").accept == ""  # typed again, the other fields kept
@@ -80,8 +82,10 @@ def test_a_damaged_record_from_a_file_reads_as_empty_fields_instead_of_raising()
         None,
         None,
     )
-    assert not record.failed and not record.recording.noisy
-    assert record.explanations == () and record.references == ()
+    assert not record.failed
+    assert not record.recording.noisy
+    assert record.explanations == ()
+    assert record.references == ()
     assert record.damaged == ("change", "current", "entry")  # said, not dropped unsaid
     assert CheckRecord.of(latency()).damaged == ()
 

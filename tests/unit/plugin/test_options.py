@@ -311,7 +311,8 @@ def test_every_setting_that_can_be_off_takes_the_switch_grammars_off_words(word:
 
     by_ini = {option.ini: option for option in OPTIONS}
     drift, contracts = by_ini["ortperf_drift_threshold"], by_ini["ortperf_contracts"]
-    assert drift.parse is not None and contracts.parse is not None
+    assert drift.parse is not None
+    assert contracts.parse is not None
     assert drift.parse(word, "ini ortperf_drift_threshold") is None
     assert contracts.parse(word, "ini ortperf_contracts") == ()
     assert parse_variant(word, source="--ortperf-reference-variant") is None
