@@ -355,7 +355,10 @@ def _show(directory: str | None, as_json: bool, max_cv: str | None, threshold: s
         limit = parse_threshold(threshold, source="--threshold")
     else:
         limit = configured_threshold(Path.cwd())[0]
-    lines, problems = show_baselines(where, as_json=as_json, max_cv=cv, threshold=limit)
+    from pytest_ortperf.kinds import builtin_kinds
+
+    decoders = builtin_kinds().part_decoders()
+    lines, problems = show_baselines(where, as_json=as_json, max_cv=cv, threshold=limit, decoders=decoders)
     for line in lines:
         print(line)
     for problem in problems:
@@ -364,11 +367,13 @@ def _show(directory: str | None, as_json: bool, max_cv: str | None, threshold: s
 
 
 def _merge(sources: Sequence[str], into: str | None) -> int:
+    from pytest_ortperf.kinds import builtin_kinds
     from pytest_ortperf.reports.show import configured_baseline_dir
     from pytest_ortperf.store.merge import merge
 
     target = Path(into) if into is not None else configured_baseline_dir(Path.cwd())
-    report = merge([Path(source) for source in sources], target)
+    decoders = builtin_kinds().part_decoders()
+    report = merge([Path(source) for source in sources], target, decoders=decoders)
     print(
         f"ortperf merge: {report.taken} entries taken into {target}, {report.unchanged} unchanged, "
         f"{len(report.conflicts)} conflicting"

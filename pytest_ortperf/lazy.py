@@ -3,8 +3,9 @@
 A check kind's declaration (``gate/registry.py: CheckKind``) is read when pytest reads its options,
 in every run of an environment that has the plugin, so it must import little; its check, record and
 rows can load numpy, onnx and the rest of the package. ``later("pkg.module", "name")`` stands for
-``pkg.module.name`` in such a declaration: the module is imported on the first call, and a name that
-does not resolve is an error naming the reference.
+``pkg.module.name`` in such a declaration (``name`` may be dotted: ``"MemoryFigures.from_dict"``): the
+module is imported on the first call, and a name that does not resolve is an error naming the
+reference.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ class Later:
 
     def resolve(self) -> Any:
         try:
-            return getattr(importlib.import_module(self.module), self.name)
+            found: Any = importlib.import_module(self.module)
+            for name in self.name.split("."):
+                found = getattr(found, name)
+            return found
         except (ImportError, AttributeError) as exc:
             raise UsageError(f"{self} could not be loaded: {exc}") from exc
 

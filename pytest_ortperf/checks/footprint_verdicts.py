@@ -72,8 +72,10 @@ class FootprintResult:
         return "nothing changed" if unchanged else ""
 
 
-def _part(figures: Figures | None, kind: str) -> PartFigures | None:
-    return getattr(figures, kind) if figures is not None else None
+def _part(figures: Figures | None, kind: str, like: PartFigures) -> PartFigures | None:
+    """The ``kind`` part of ``figures``, typed as ``like`` (the figures measured now) is."""
+    decode: Callable[[Any], PartFigures] = type(like).from_dict
+    return figures.part_as(kind, decode) if figures is not None else None
 
 
 def unchanged(
@@ -81,7 +83,7 @@ def unchanged(
 ) -> FootprintResult:
     """Nothing the repository controls changed: passes, compared with this hardware's own figures for
     information when it has some."""
-    before = _part(stored, kind)
+    before = _part(stored, kind, current)
     comparisons = tuple(compare(before, current)) if before is not None else ()
     return FootprintResult(
         key,
@@ -285,11 +287,11 @@ def part_entry(
     existing = state.current
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
-        figures = _with_part(Figures(recorded=today, measured_on=measured_on), current)
+        figures = Figures(recorded=today, measured_on=measured_on).with_part(kind, current)
         return Status.NEW, None, (), entry.with_figures(key.machine, figures)
     same = same_or_identical(existing.recipe, recipe)
     here = existing.figures_for(key.machine) if same else None
-    before = _part(here, kind)
+    before = _part(here, kind, current)
     if before is not None:
         found = changes_of(before)
         if found is None:
@@ -303,15 +305,6 @@ def part_entry(
         dropped = "figures measured under the old recipe dropped"
         changes = (*what_changed(existing.recipe, recipe), dropped)
     base = here if here is not None else Figures(recorded=today, measured_on=measured_on)
-    figures = _with_part(base, current)
+    figures = base.with_part(kind, current)
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
     return (Status.NEW if same and before is None else Status.UPDATED), before, changes, entry
-
-
-def _with_part(figures: Figures, part: PartFigures) -> Figures:
-    """``figures`` with ``part`` in place of its memory, start-up or graph figures, the others kept."""
-    if isinstance(part, MemoryFigures):
-        return replace(figures, memory=part)
-    if isinstance(part, GraphFigures):
-        return replace(figures, graph=part)
-    return replace(figures, startup=part)

@@ -61,8 +61,9 @@ def stored_graph(
         entry.figures[m] for m in sorted(entry.figures) if m != machine
     ]
     for figures in candidates:
-        if figures.graph is not None and figures.graph.hardware_class == hardware_class:
-            return figures.graph, figures.recorded
+        graph = figures.part_as(GRAPH, GraphFigures.from_dict)
+        if graph is not None and graph.hardware_class == hardware_class:
+            return graph, figures.recorded
     return None
 
 

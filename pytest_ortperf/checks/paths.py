@@ -165,7 +165,7 @@ def choose(
     """The path of the module docstring for ``entry`` (None: never recorded) on machine key ``machine``,
     for the check whose figures are ``part`` (``latency``, ``memory``, ``startup``)."""
     here = entry.figures_for(machine) if entry is not None else None
-    figures = here if here is not None and getattr(here, part) is not None else None
+    figures = here if here is not None and here.holds(part) else None
     recorded = entry.environment_for(machine) if entry is not None else {}
     if update:
         return Plan(Route.RECORD, figures=figures, recorded=recorded)

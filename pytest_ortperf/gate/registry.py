@@ -84,6 +84,11 @@ class CheckKind:
       'not timed' (``not_timed``: that outcome) instead of run.
     - ``part``: its part of a baseline entry's figures (None: it keeps none), which
       ``--ortperf-update=missing`` asks ``Check.recorded`` about.
+    - ``part_decoder``: its part's JSON to its typed figures (``MemoryFigures.from_dict``), raising
+      ``KeyError``, ``TypeError`` or ``ValueError`` where the part is damaged: the store validates
+      every machine's part with it as a baseline file loads (a damaged part is an error naming the
+      file, the entry and the machine), and its check reads its part typed with
+      ``figures.part_as(part, decoder)``. None: the part is kept as read and the check reads the JSON.
     - ``accepted_by_update``: whether ``ortperf update`` accepts a failure of it (it records what
       the check compares with); None: where it keeps a part. A property of the model alone (outputs
       that differ run to run, a contract between variants) is not: no command prints for it.
@@ -115,6 +120,7 @@ class CheckKind:
     default: bool = False
     timed: bool = False
     part: str | None = None
+    part_decoder: Callable[[Any], Any] | None = None
     not_timed: Callable[[CheckKey], Outcome] | None = None
     row: Callable[[Record], tuple[str, ...] | None] | None = None
     table: TerminalTable | None = None
@@ -187,6 +193,12 @@ class KindRegistry:
                 f"name(s) {', '.join(map(repr, bad))}: options are KindOption (with a callable parse, or "
                 "none) and every name is lower case letters, digits and underscores, starting with a letter."
             )
+        if kind.part_decoder is not None and (kind.part is None or not callable(kind.part_decoder)):
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {kind.name!r} with "
+                f"part_decoder={kind.part_decoder!r}: a decoder is a callable, and decodes the kind's "
+                "part (give it part=...)."
+            )
         if kind.table is not None and not isinstance(kind.table, TerminalTable):
             raise UsageError(
                 f"{origin or 'a plugin'} registered the check kind {kind.name!r} with table={kind.table!r}: "
@@ -239,6 +251,10 @@ class KindRegistry:
     def defaults(self) -> list[str]:
         """What ``check()`` runs when ``ortperf_checks`` is not set."""
         return [kind.name for kind in self if kind.default]
+
+    def part_decoders(self) -> dict[str, Callable[[Any], Any]]:
+        """Each kind's part decoder by its part's name: what a baseline file's parts are validated with."""
+        return {kind.part: kind.part_decoder for kind in self if kind.part and kind.part_decoder}
 
     def threshold_keys(self) -> dict[str, str]:
         """The ``ort_thresholds`` keywords the kinds own, each with its kind's name."""

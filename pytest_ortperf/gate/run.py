@@ -94,7 +94,12 @@ class OrtperfRun:
             worker=os.environ.get("PYTEST_XDIST_WORKER", ""),
         )
         # Repair only ever happens while updating: a plain run never moves a file.
-        self.store = BaselineStore(config.baseline_dir, repair=config.repair and config.policy.update)
+        # Every kind's part of a machine's figures is validated by its kind's decoder as a file loads.
+        self.store = BaselineStore(
+            config.baseline_dir,
+            repair=config.repair and config.policy.update,
+            decoders=self.kinds.part_decoders(),
+        )
         self.outputs = BaselineOutputs(self.store)  # the reference outputs stored beside the baselines
         self._runtimes: RuntimeFinder | None = None
         self.ending = RunEnd(

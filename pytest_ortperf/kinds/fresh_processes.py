@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pytest_ortperf.checks.footprint_verdicts import (
     FootprintResult,
@@ -44,7 +45,7 @@ from pytest_ortperf.ort.workers import (
     with_empty_cache,
 )
 from pytest_ortperf.reports.ci_files import footprint_record
-from pytest_ortperf.store.baselines import BaselineEntry
+from pytest_ortperf.store.baselines import BaselineEntry, Figures
 from pytest_ortperf.store.environment import describe_inputs, recipe_changes, shapes_changed, what_changed
 
 
@@ -80,6 +81,14 @@ class FootprintCheck:
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         raise NotImplementedError
 
+    def decode(self, data: Any) -> PartFigures:
+        """This kind's part of a baseline entry's figures, from its JSON (its kind's part_decoder)."""
+        raise NotImplementedError
+
+    def stored(self, figures: Figures | None) -> PartFigures | None:
+        """This kind's part of ``figures``, typed (None: they hold none)."""
+        return figures.part_as(self.kind, self.decode) if figures is not None else None
+
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         raise NotImplementedError
 
@@ -105,7 +114,7 @@ class FootprintCheck:
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
-        return figures is not None and getattr(figures, self.kind) is not None
+        return figures is not None and figures.part(self.kind) is not None
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         context = self._context
@@ -170,7 +179,7 @@ class FootprintCheck:
                 compare=compare,
             )
             return _noted(result, notes)
-        stored = getattr(plan.figures, self.kind) if plan.figures is not None else None
+        stored = self.stored(plan.figures)
         if plan.route is not Route.STORED or stored is None or plan.figures is None:
             return _noted(missing(self.kind, key, current, policy, reason=plan.reason), notes)
         figures = plan.figures

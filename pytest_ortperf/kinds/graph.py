@@ -22,6 +22,7 @@ KIND = CheckKind(
     summary="the optimized graph ORT runs (op types, fusions, placement), compared exactly",
     default=True,
     part="graph",
+    part_decoder=later("pytest_ortperf.graph.figures", "GraphFigures.from_dict"),
     record=later("pytest_ortperf.reports.ci_files", "footprint_record"),
     table=TABLE,
     properties=later("pytest_ortperf.kinds.fresh_processes", "figures_property"),

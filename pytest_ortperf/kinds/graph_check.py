@@ -61,7 +61,7 @@ class GraphCheck:
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
         figures = entry.figures_for(machine)
-        return figures is not None and figures.graph is not None
+        return figures is not None and figures.part(GRAPH) is not None
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         context = self._context
@@ -112,7 +112,8 @@ class GraphCheck:
             reason = without_reference(plan, why).reason
             return self._across_runtimes(target, current, stored, reason, " ".join(plan.runtime), notes)
         if stored is None:
-            classes = sorted({f.graph.hardware_class for f in entry.figures.values() if f.graph is not None})
+            graphs = [f.part_as(GRAPH, GraphFigures.from_dict) for f in entry.figures.values()]
+            classes = sorted({graph.hardware_class for graph in graphs if graph is not None})
             where = f" (graphs exist for: {', '.join(classes)})" if classes else ""
             reason = f"{why}; no graph was recorded on this hardware class ({here}){where}"
             return self._alone(target, current, Status.MISSING, "missing", reason, notes)

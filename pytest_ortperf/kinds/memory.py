@@ -51,6 +51,7 @@ KIND = CheckKind(
     make=later("pytest_ortperf.kinds.memory_check", "MemoryCheck"),
     summary="ORT's arena accounting, GPU memory and the peak resident set, in fresh worker processes",
     part="memory",
+    part_decoder=later("pytest_ortperf.footprint.memory_figures", "MemoryFigures.from_dict"),
     record=later("pytest_ortperf.reports.ci_files", "footprint_record"),
     table=FRESH_PROCESSES_TABLE,
     benchmark=later("pytest_ortperf.kinds.memory_check", "memory_benchmark_info"),

@@ -17,6 +17,7 @@ KIND = CheckKind(
     summary="session creation and the first run, in fresh worker processes",
     timed=True,
     part="startup",
+    part_decoder=later("pytest_ortperf.footprint.startup_figures", "StartupFigures.from_dict"),
     not_timed=later(CHECK, "not_timed_outcome"),
     record=later("pytest_ortperf.reports.ci_files", "footprint_record"),
     table=FRESH_PROCESSES_TABLE,

@@ -14,7 +14,7 @@ from pytest_ortperf import defaults
 from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, stored_called
 from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, coarse, detects, noise
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.store.baselines import BaselineError, Figures, parse
+from pytest_ortperf.store.baselines import BaselineError, Decoders, Figures, parse
 from pytest_ortperf.values import parse_threshold
 
 Row = dict[str, Any]
@@ -31,7 +31,20 @@ def _rounds(latency: LatencyStats | None) -> str:
     return f"{latency.rounds} + canary" if latency.canary_round_medians_ms else str(latency.rounds)
 
 
-def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float) -> Row:
+def _decoded(figures: Figures, decoders: Decoders) -> Row:
+    """Each part a decoder is given for, as its kind writes it and in its kind's words (``memory``
+    and ``memory_text``; None where these figures hold none); the others under ``parts``, as stored
+    (the store does not interpret them), where there are any."""
+    row: Row = {}
+    for name, decode in decoders.items():
+        typed = figures.part_as(name, decode)
+        row[name] = typed.as_dict() if typed is not None else None
+        row[f"{name}_text"] = typed.describe() if typed is not None else None
+    others = {name: dict(value) for name, value in figures.parts.items() if name not in decoders}
+    return {**row, **({"parts": others} if others else {})}
+
+
+def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float, decoders: Decoders) -> Row:
     latency = figures.latency
     # Figures recorded short never decide (checks.paths: without_reference); the others may, and
     # are coarse by the update summary's rule when they cannot detect a change of the threshold.
@@ -49,14 +62,7 @@ def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float
         "noise": noise(figures.spread, max_cv=max_cv) if latency else "",
         "coarse": coarse(reach, called),  # latency.recording.coarse, the update summary's word
         "recorded": figures.recorded,
-        "memory": figures.memory.as_dict() if figures.memory else None,
-        "memory_text": figures.memory.describe() if figures.memory else None,
-        "startup": figures.startup.as_dict() if figures.startup else None,
-        "startup_text": figures.startup.describe() if figures.startup else None,
-        "graph": figures.graph.as_dict() if figures.graph else None,
-        "graph_text": figures.graph.describe() if figures.graph else None,
-        # registered kinds' own parts, as stored (the store does not interpret them), where there are any
-        **({"parts": {name: dict(value) for name, value in figures.parts.items()}} if figures.parts else {}),
+        **_decoded(figures, decoders),
     }
 
 
@@ -73,11 +79,18 @@ def _part_text(part: dict[str, Any] | None) -> str:
 
 
 def baseline_rows(
-    directory: Path, *, max_cv: float = DEFAULT_MAX_CV, threshold: float = DEFAULT_THRESHOLD
+    directory: Path,
+    *,
+    max_cv: float = DEFAULT_MAX_CV,
+    threshold: float = DEFAULT_THRESHOLD,
+    decoders: Decoders | None = None,
 ) -> tuple[list[Row], list[str]]:
     """One row per entry (test x variant) of every ``*.json`` under ``directory``, with its recipe
     summary and one row per machine's figures (``noise``: why they are noisy at ``max_cv``, as an
-    update judges them); plus the files that are damaged."""
+    update judges them); plus the files that are damaged. ``decoders``: the kinds' part decoders
+    (``KindRegistry.part_decoders``), by which parts are validated and shown in their kinds' words;
+    a part without one is shown as stored."""
+    decoders = dict(decoders or {})
     rows: list[Row] = []
     problems: list[str] = []
     if not directory.is_dir():
@@ -85,7 +98,7 @@ def baseline_rows(
     for path in sorted(directory.rglob("*.json")):
         test_file = path.relative_to(directory).as_posix().removesuffix(".json")
         try:
-            entries = parse(path.read_text(encoding="utf-8"), path=path)
+            entries = parse(path.read_text(encoding="utf-8"), path=path, decoders=decoders)
         except BaselineError as exc:
             problems.append(str(exc))
             continue
@@ -103,7 +116,8 @@ def baseline_rows(
                     "outputs": len(entry.accuracy.outputs) if entry.accuracy else 0,
                     "recorded": entry.recorded,
                     "figures": [
-                        _figures_row(m, entry.figures[m], max_cv, threshold) for m in sorted(entry.figures)
+                        _figures_row(m, entry.figures[m], max_cv, threshold, decoders)
+                        for m in sorted(entry.figures)
                     ],
                 }
             )
@@ -111,12 +125,19 @@ def baseline_rows(
 
 
 def show_baselines(
-    directory: Path, *, as_json: bool, max_cv: float = DEFAULT_MAX_CV, threshold: float = DEFAULT_THRESHOLD
+    directory: Path,
+    *,
+    as_json: bool,
+    max_cv: float = DEFAULT_MAX_CV,
+    threshold: float = DEFAULT_THRESHOLD,
+    decoders: Decoders | None = None,
 ) -> tuple[list[str], list[str]]:
     """Each entry once, with its recipe (model, onnxruntime, variant), and under it one line per
     machine key's figures: they share the recipe, only the hardware differs. Figures are marked
-    noisy by the rule the update summary uses, at ``max_cv``."""
-    rows, problems = baseline_rows(directory, max_cv=max_cv, threshold=threshold)
+    noisy by the rule the update summary uses, at ``max_cv``; parts as :func:`baseline_rows` shows
+    them."""
+    decoders = dict(decoders or {})
+    rows, problems = baseline_rows(directory, max_cv=max_cv, threshold=threshold, decoders=decoders)
     if as_json:
         return [json.dumps(rows, indent=1, sort_keys=True)], problems
     if not rows:
@@ -135,8 +156,8 @@ def show_baselines(
         ]
     )
     figure_rows = [figures for r in rows for figures in r["figures"]]
-    # Memory, start-up and graph columns only where some entry holds them.
-    parts = [part for part in ("memory", "startup", "graph") if any(f[part] for f in figure_rows)]
+    # A decoded part's column (memory, start-up, graph...) only where some entry holds it.
+    parts = [part for part in decoders if any(f[part] for f in figure_rows)]
     named = sorted({name for f in figure_rows for name in f.get("parts", {})})  # registered kinds' own parts
     machines = iter(
         format_table(

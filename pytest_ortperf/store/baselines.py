@@ -6,13 +6,18 @@ Layout: ``<baseline dir>/<test file path relative to rootdir>.json``::
      "entries": {"<test name>[<variant>]": {
          "variant": ..., "recorded": ..., "recipe": {...}, "accuracy": {...},
          "figures": {"<machine>": {"recorded": ..., "latency": {...}, "profile": {...},
-                                   "measured_on": {...}, "spread": 0.03}}}}}
+                                   "measured_on": {...}, "spread": 0.03,
+                                   "memory": {...}, "startup": {...}, "graph": {...},
+                                   "parts": {"<kind's part>": {...}}}}}}}
 
 One entry per test x variant holds the *recipe* of its reference once (what the
 repository controls: model, settings, inputs, runtime, providers; see
 :mod:`pytest_ortperf.store.recipe`), the reference outputs of that recipe, and
 the *figures* each machine key measured of it. The recipe decides a check's
 route on every machine; figures decide only on the machine key that measured them.
+Of the figures, latency's are typed here; every other kind's part is kept as the
+JSON its kind wrote (:attr:`Figures.parts`) and validated by its kind's decoder
+(``decoders``, from the kinds) as a file loads.
 
 Keys are sorted, floats rounded to 6 significant digits and the file ends with
 a newline, so re-recording the same numbers gives the same bytes and a pull
@@ -33,15 +38,12 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from pytest_ortperf.errors import BaselineError
-from pytest_ortperf.footprint.memory_figures import MemoryFigures
-from pytest_ortperf.footprint.startup_figures import StartupFigures
-from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.outputs import AccuracyRecord
@@ -51,7 +53,25 @@ from pytest_ortperf.store.salvage import readable_parts
 SCHEMA = 2
 KIND = "pytest-ortperf baselines"
 MIGRATED_SCHEMAS = (1,)  # older schemas parse() still reads, migrating them to SCHEMA
-FIGURE_PARTS = ("latency", "profile", "memory", "startup", "graph")
+LATENCY_PARTS = ("latency", "profile")  # the latency check's figures: typed fields of Figures
+# Where the file format keeps a kind's part: these at the top level of a machine's figures, as files
+# have held them since those checks were first recorded; every other kind's under "parts". A file
+# fact, not a kind's: the store interprets none of them (Figures.parts).
+TOP_LEVEL_PARTS = ("memory", "startup", "graph")
+_OWN_KEYS = ("recorded", "measured_on", "spread", "settled", "short", "parts", *LATENCY_PARTS)
+
+T = TypeVar("T")
+# A kind's part decoder (CheckKind.part_decoder): the part's JSON to its typed figures, raising
+# KeyError, TypeError or ValueError where it is damaged.
+PartDecoder = Callable[[Any], Any]
+Decoders = Mapping[str, PartDecoder]  # part name -> decoder: what a load validates each part with
+
+
+class PartValue(Protocol):
+    """A kind's typed part: written as its JSON form."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
 
 __all__ = [
     "BaselineEntry",
@@ -93,9 +113,9 @@ def repair_hint(path: Path) -> str:
 class Figures:
     """What one machine key measured of an entry's recipe.
 
-    Parts: ``latency`` with its ``profile``, ``spread`` and ``settled`` (the latency check's),
-    ``memory``, ``startup`` and ``graph`` (their checks'); each check replaces its own part and keeps
-    the others.
+    Parts: ``latency`` with its ``profile``, ``spread`` and ``settled`` (the latency check's), and
+    every other kind's part by its name in :attr:`parts` (``memory``, ``startup``, ``graph``,
+    ``threads``...): each check replaces its own part and keeps the others.
     ``measured_on`` keeps the measured-on keys of the environment (CPU, cores, GPU,
     hardware identity, measurement settings): they explain these figures, not the recipe.
     ``spread`` says how much the compared round medians varied when recorded (a fraction,
@@ -113,32 +133,45 @@ class Figures:
     spread: float | None = None
     settled: bool = True
     short: str = ""
-    memory: MemoryFigures | None = None
-    startup: StartupFigures | None = None
-    graph: GraphFigures | None = None
-    # Parts of kinds that declare their own (a registered kind's CheckKind.part): plain JSON objects
-    # this store keeps and never interprets, so re-recording one part keeps every other.
+    # Every other kind's part (its CheckKind.part), as the JSON object it wrote: this store keeps them
+    # and never interprets one, so re-recording one part keeps every other. A kind reads its own
+    # typed (part_as, with its decoder); a load validates those whose decoders it was given.
     parts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
+    def holds(self, part: str) -> bool:
+        """Whether these figures hold ``part``: ``latency`` or ``profile``, else a kind's own part."""
+        return getattr(self, part) is not None if part in LATENCY_PARTS else part in self.parts
+
     def part(self, name: str) -> Mapping[str, Any] | None:
-        """A kind's own part (:attr:`parts`), or None when these figures hold none."""
+        """A kind's own part (:attr:`parts`) as written, or None when these figures hold none."""
         return self.parts.get(name)
 
-    def with_part(self, name: str, data: Mapping[str, Any] | None) -> Figures:
-        """These figures with a kind's own part replaced (None: removed), the other parts kept."""
+    def part_as(self, name: str, decode: Callable[[Any], T]) -> T | None:
+        """A kind's own part, typed by its decoder (``MemoryFigures.from_dict``), or None when these
+        figures hold none."""
+        data = self.parts.get(name)
+        return None if data is None else decode(data)
+
+    def with_part(self, name: str, data: Mapping[str, Any] | PartValue | None) -> Figures:
+        """These figures with a kind's own part replaced (None: removed), the other parts kept; a
+        typed part is kept as its JSON form."""
         parts = {key: value for key, value in self.parts.items() if key != name}
         if data is not None:
-            parts[name] = dict(data)
+            parts[name] = dict(data) if isinstance(data, Mapping) else data.as_dict()
         return replace(self, parts=dict(sorted(parts.items())))
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"recorded": self.recorded, "measured_on": dict(self.measured_on)}
-        for part in FIGURE_PARTS:
+        for part in LATENCY_PARTS:
             value = getattr(self, part)
             if value is not None:
                 data[part] = value.as_dict()
-        if self.parts:
-            data["parts"] = {name: dict(value) for name, value in sorted(self.parts.items())}
+        nested = {
+            name: dict(value) for name, value in sorted(self.parts.items()) if name not in TOP_LEVEL_PARTS
+        }
+        data.update({name: dict(value) for name, value in self.parts.items() if name in TOP_LEVEL_PARTS})
+        if nested:
+            data["parts"] = nested
         if self.spread is not None:
             data["spread"] = self.spread
         if not self.settled:
@@ -148,8 +181,9 @@ class Figures:
         return data
 
     @classmethod
-    def from_dict(cls, data: Any) -> Figures:
-        """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged."""
+    def from_dict(cls, data: Any, decoders: Decoders | None = None) -> Figures:
+        """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged,
+        a part among them where its kind's decoder (``decoders``: part name -> decoder) refuses it."""
         if not isinstance(data, Mapping):
             raise TypeError(f"figures must be an object, got {type(data).__name__}")
         if not isinstance(data.get("recorded"), str):
@@ -157,13 +191,20 @@ class Figures:
         measured_on = data.get("measured_on", {})
         if not isinstance(measured_on, Mapping):
             raise TypeError("measured_on must be an object")
-        parts = data.get("parts", {})
-        if not isinstance(parts, Mapping) or not all(
-            isinstance(name, str) and isinstance(value, Mapping) for name, value in parts.items()
+        nested = data.get("parts", {})
+        if not isinstance(nested, Mapping) or not all(
+            isinstance(name, str) and isinstance(value, Mapping) for name, value in nested.items()
         ):
             raise TypeError("parts must be an object of named objects (the parts of registered kinds)")
-        if not parts and not any(part in data for part in FIGURE_PARTS):
-            raise KeyError("latency")  # figures hold latency, a profile, memory, start-up, a graph or parts
+        parts = {**{name: data[name] for name in TOP_LEVEL_PARTS if name in data}, **nested}
+        for name, value in parts.items():
+            decode = (decoders or {}).get(name)
+            if decode is not None:
+                decode(value)  # its kind's own validation, with its own words
+            if not isinstance(value, Mapping):
+                raise TypeError(f"{name} figures must be an object, got {type(value).__name__}")
+        if not parts and not any(part in data for part in LATENCY_PARTS):
+            raise KeyError("latency")  # figures hold latency, a profile or another kind's part
         spread = data.get("spread")
         if spread is not None and (
             not isinstance(spread, (int, float)) or isinstance(spread, bool) or not 0 <= spread < math.inf
@@ -183,9 +224,6 @@ class Figures:
             spread=None if spread is None else float(spread),
             settled=settled,
             short=short,
-            memory=MemoryFigures.from_dict(data["memory"]) if "memory" in data else None,
-            startup=StartupFigures.from_dict(data["startup"]) if "startup" in data else None,
-            graph=GraphFigures.from_dict(data["graph"]) if "graph" in data else None,
             parts={str(name): dict(value) for name, value in sorted(parts.items())},
         )
         for key, value in figures.as_dict().items():  # what loads must also be writable again
@@ -216,13 +254,11 @@ class BaselineEntry:
         return {**self.recipe, **(figures.measured_on if figures is not None else {})}
 
     def machines(self, part: str | None = None) -> list[str]:
-        """Sorted machine keys with figures; part="latency"/"profile"/...: only those whose figures hold
-        it (a name that is not a built-in part: a registered kind's own part)."""
+        """Sorted machine keys with figures; ``part`` ("latency", "memory", a kind's part): only those
+        whose figures hold it (:meth:`Figures.holds`)."""
         if part is None:
             return sorted(self.figures)
-        if part in FIGURE_PARTS:
-            return sorted(m for m, f in self.figures.items() if getattr(f, part) is not None)
-        return sorted(m for m, f in self.figures.items() if f.part(part) is not None)
+        return sorted(m for m, f in self.figures.items() if f.holds(part))
 
     def with_figures(self, machine: str, figures: Figures | None) -> BaselineEntry:
         """Same recipe, that machine's figures replaced (None: removed)."""
@@ -257,9 +293,10 @@ class BaselineEntry:
         return data
 
     @classmethod
-    def from_dict(cls, data: Any) -> BaselineEntry:
+    def from_dict(cls, data: Any, decoders: Decoders | None = None) -> BaselineEntry:
         """Rebuild from :meth:`as_dict` output; ``KeyError``/``TypeError``/``ValueError`` if damaged,
-        :class:`FiguresError` (a ``ValueError``) naming the machine when one machine's figures are."""
+        :class:`FiguresError` (a ``ValueError``) naming the machine when one machine's figures are
+        (their parts validated by ``decoders``: :meth:`Figures.from_dict`)."""
         if not isinstance(data, Mapping):
             raise TypeError(f"an entry must be an object, got {type(data).__name__}")
         for key in ("variant", "recorded"):
@@ -282,7 +319,7 @@ class BaselineEntry:
         figures = {}
         for machine, item in raw_figures.items():
             try:
-                figures[str(machine)] = Figures.from_dict(item)
+                figures[str(machine)] = Figures.from_dict(item, decoders)
             except ENTRY_ERRORS as exc:
                 raise FiguresError(str(machine), exc) from None
         return replace(entry, figures=figures)
@@ -317,13 +354,16 @@ def render(entries: Entries) -> str:
     return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def parse(text: str, *, path: Path) -> Entries:
+def parse(text: str, *, path: Path, decoders: Decoders | None = None) -> Entries:
     """Parse a baseline file (schema 2, or schema 1 migrated); every problem becomes a
-    :class:`BaselineError` naming ``path``."""
-    return parse_with_outputs(text, path=path)[0]
+    :class:`BaselineError` naming ``path``. ``decoders``: the kinds' part decoders each machine's
+    parts are validated with (a part without one is kept as read)."""
+    return parse_with_outputs(text, path=path, decoders=decoders)[0]
 
 
-def parse_with_outputs(text: str, *, path: Path) -> tuple[Entries, frozenset[str]]:
+def parse_with_outputs(
+    text: str, *, path: Path, decoders: Decoders | None = None
+) -> tuple[Entries, frozenset[str]]:
     """:func:`parse`, and every reference outputs file (relative to the baseline directory) the
     document names, also those of schema-1 entries its migration drops: a write that no longer
     names one deletes it, so a migrated file leaves no stray ``.npz`` behind."""
@@ -353,7 +393,7 @@ def parse_with_outputs(text: str, *, path: Path) -> tuple[Entries, frozenset[str
     entries: Entries = {}
     for test, data in raw.items():
         try:
-            entries[test] = BaselineEntry.from_dict(data)
+            entries[test] = BaselineEntry.from_dict(data, decoders)
         except FiguresError as exc:
             raise BaselineError(
                 f"baseline file '{path}': entry {test!r}, figures of machine {exc.machine!r} are damaged "
@@ -495,14 +535,14 @@ class Salvage:
     lost: tuple[Lost, ...]
 
 
-def salvaged(data: bytes, path: Path) -> Salvage:
+def salvaged(data: bytes, path: Path, decoders: Decoders | None = None) -> Salvage:
     """Every entry of a damaged file that still loads on its own (see :mod:`store.salvage`), and
     what does not: one damaged entry, or one machine's damaged figures, costs only itself."""
     parts = readable_parts(data)
     lost = [Lost(what, test=test) for test, what in parts.unreadable]
     entries: Entries = {}
     for test, raw in parts.entries.items():
-        entry, dropped = _salvaged_entry(test, raw, schema=parts.schema, path=path)
+        entry, dropped = _salvaged_entry(test, raw, schema=parts.schema, path=path, decoders=decoders)
         lost += dropped
         if entry is not None:
             entries[test] = entry
@@ -511,7 +551,7 @@ def salvaged(data: bytes, path: Path) -> Salvage:
 
 
 def _salvaged_entry(
-    test: str, raw: Any, *, schema: int | None, path: Path
+    test: str, raw: Any, *, schema: int | None, path: Path, decoders: Decoders | None
 ) -> tuple[BaselineEntry | None, list[Lost]]:
     """One entry as its schema reads it, less the figures of any machine that are damaged."""
     if schema in MIGRATED_SCHEMAS or (schema is None and not _looks_like_schema_2(raw)):
@@ -522,7 +562,7 @@ def _salvaged_entry(
     lost: list[Lost] = []
     while True:
         try:
-            return BaselineEntry.from_dict(raw), lost
+            return BaselineEntry.from_dict(raw, decoders), lost
         except FiguresError as exc:
             figures = {key: value for key, value in raw["figures"].items() if str(key) != exc.machine}
             raw = {**raw, "figures": figures}
@@ -695,11 +735,15 @@ class BaselineStore:
     (:func:`salvaged`), so a repair with a narrowed selection keeps the other tests' entries;
     :meth:`write` sets the damaged file aside, writes what was kept with what this run recorded,
     and names in :attr:`repaired` what is only in the damaged copy.
+
+    ``decoders``: the run's kinds' part decoders (``KindRegistry.part_decoders``), which every
+    machine's parts are validated with as a file loads; a part without one is kept as read.
     """
 
-    def __init__(self, root: Path, *, repair: bool = False) -> None:
+    def __init__(self, root: Path, *, repair: bool = False, decoders: Decoders | None = None) -> None:
         self.root = root
         self._repair = repair
+        self._decoders = dict(decoders or {})
         self.repaired: list[Repaired] = []
         self._loaded: dict[Path, Entries] = {}
         self._read: dict[Path, bytes | None] = {}  # the bytes each loaded file had (None: no file)
@@ -741,7 +785,7 @@ class BaselineStore:
                 # --ortperf-repair: start this file from what can still be read of it. The damaged
                 # file is only set aside by write(), so an xdist worker (which never writes)
                 # leaves it for the controller.
-                salvage = salvaged(data or b"", path)
+                salvage = salvaged(data or b"", path, self._decoders)
                 self._damaged.add(path)
                 self._lost[path] = salvage.lost
                 self._loaded[path], self._named[path], self._read[path] = salvage.entries, salvage.named, None
@@ -771,7 +815,9 @@ class BaselineStore:
     def _take(self, path: Path, data: bytes | None) -> None:
         """Parse ``data`` (the bytes of ``path``, None: no file) and keep it as what ``path`` holds."""
         entries, named = (
-            ({}, frozenset()) if data is None else parse_with_outputs(_utf8(data, path), path=path)
+            ({}, frozenset())
+            if data is None
+            else parse_with_outputs(_utf8(data, path), path=path, decoders=self._decoders)
         )
         self._loaded[path], self._named[path], self._read[path] = entries, named, data
 
@@ -956,7 +1002,7 @@ class BaselineStore:
                         entries[test] = result
                 text = render(entries)
                 try:  # what is written must load again: checked before the file is replaced
-                    after, named_after = parse_with_outputs(text, path=path)
+                    after, named_after = parse_with_outputs(text, path=path, decoders=self._decoders)
                 except BaselineError as exc:
                     raise BaselineError(
                         f"cannot write baseline file '{path}': it would not load again ({exc})"

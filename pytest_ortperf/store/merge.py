@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.store.baselines import (
     BaselineEntry,
+    Decoders,
     Entries,
     Figures,
     parse_with_outputs,
@@ -75,8 +76,10 @@ class _Outcome:
     copies: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def merge(sources: Sequence[Path], into: Path) -> MergeReport:
-    """Merge the baseline directories ``sources`` into the directory ``into`` (which may not exist)."""
+def merge(sources: Sequence[Path], into: Path, *, decoders: Decoders | None = None) -> MergeReport:
+    """Merge the baseline directories ``sources`` into the directory ``into`` (which may not exist);
+    ``decoders``: the kinds' part decoders, which every file's parts are validated with as it is read
+    (a part without one is merged as stored)."""
     for source in sources:
         if not source.is_dir():
             raise BaselineError(f"ortperf merge: '{source}' is not a directory.")
@@ -87,11 +90,11 @@ def merge(sources: Sequence[Path], into: Path) -> MergeReport:
     stale: set[Path] = set()  # target outputs no entry names once the planned files are written
     for name in names:
         path = into / name
-        target, named = _read(path) if path.is_file() else ({}, frozenset())
+        target, named = _read(path, decoders) if path.is_file() else ({}, frozenset())
         offers: dict[str, list[_Offer]] = {}
         for source in sources:
             if (source / name).is_file():
-                for test, entry in _read(source / name)[0].items():
+                for test, entry in _read(source / name, decoders)[0].items():
                     offers.setdefault(test, []).append(_Offer(source, entry))
         merged = dict(target)
         taken = report.taken
@@ -228,12 +231,12 @@ def _baseline_files(directory: Path) -> list[Path]:
     )
 
 
-def _read(path: Path) -> tuple[Entries, frozenset[str]]:
+def _read(path: Path, decoders: Decoders | None) -> tuple[Entries, frozenset[str]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"ortperf merge: cannot read '{path}' ({exc}); nothing was written.") from None
     try:
-        return parse_with_outputs(text, path=path)
+        return parse_with_outputs(text, path=path, decoders=decoders)
     except BaselineError as exc:
         raise BaselineError(f"ortperf merge: {exc} Nothing was written.") from None

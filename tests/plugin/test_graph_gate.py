@@ -11,6 +11,7 @@ import onnxruntime
 import pytest
 
 from pytest_ortperf.graph.figures import hardware_class
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.ort.models import ModelResolver
 from pytest_ortperf.ort.transformers import prepare
 from pytest_ortperf.reports.show import show_baselines
@@ -107,7 +108,7 @@ def test_the_graph_is_recorded_per_variant_and_passes_unchanged(
     before = baseline.read_bytes()
     pytester.runpytest("--ortperf-update", *LEVELS).assert_outcomes(passed=2)
     assert baseline.read_bytes() == before  # an update of the same graph writes nothing
-    shown, problems = show_baselines(baseline.parent, as_json=False)
+    shown, problems = show_baselines(baseline.parent, as_json=False, decoders=builtin_kinds().part_decoders())
     assert not problems
     assert any("graph 4 nodes, fused: FusedConv 3; digest " in line or "graph 3 nodes, fused: FusedConv 3" in line
                for line in shown)  # fmt: skip

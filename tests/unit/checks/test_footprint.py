@@ -68,7 +68,7 @@ def test_recording_memory_keeps_this_hardwares_latency_and_a_steady_figure_keeps
     written = store.path_for(TEST_FILE).read_bytes()
     figures = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
     assert figures.latency is not None, "the latency part stays"
-    assert figures.memory == memory(MIB)
+    assert figures.part_as(MEMORY, MemoryFigures.from_dict) == memory(MIB)
 
     again = BaselineStore(tmp_path)
     steady = recorded(again, memory(MIB))
@@ -82,7 +82,7 @@ def test_recording_memory_keeps_this_hardwares_latency_and_a_steady_figure_keeps
     assert updated.changes == ("peak bytes in use in ORT's arena +100.0% (+1 MiB)",)
     grown.write()
     figures = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
-    assert figures.memory.arena_peak == 2 * MIB
+    assert figures.part_as(MEMORY, MemoryFigures.from_dict).arena_peak == 2 * MIB
     assert figures.latency is not None
 
 
@@ -96,7 +96,7 @@ def test_recording_latency_keeps_this_hardwares_memory(tmp_path: Path) -> None:
     relatency.write()
     figures = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
     assert figures.latency is not None
-    assert figures.memory == memory(MIB)
+    assert figures.part_as(MEMORY, MemoryFigures.from_dict) == memory(MIB)
 
 
 def test_a_new_recipe_drops_the_old_figures_of_every_part(tmp_path: Path) -> None:
@@ -111,7 +111,7 @@ def test_a_new_recipe_drops_the_old_figures_of_every_part(tmp_path: Path) -> Non
     changed.write()
     figures = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
     assert figures.latency is None
-    assert figures.memory == memory(MIB)
+    assert figures.part_as(MEMORY, MemoryFigures.from_dict) == memory(MIB)
 
 
 def test_a_regression_fails_with_figures_change_limit_nodes_and_the_command() -> None:
@@ -216,7 +216,8 @@ def test_start_up_figures_record_beside_memory(tmp_path: Path) -> None:
     assert result.status is Status.NEW
     store.write()
     here = BaselineStore(tmp_path).lookup(TEST_FILE, TEST).figures_for("ci")
-    assert (here.memory, here.startup) == (memory(MIB), figures)
+    assert here.part_as(MEMORY, MemoryFigures.from_dict) == memory(MIB)
+    assert here.part_as(STARTUP, StartupFigures.from_dict) == figures
 
 
 def test_a_regression_fails_only_when_a_second_measurement_in_new_processes_repeats_it() -> None:

@@ -298,9 +298,7 @@ def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_re
         variant="cpu-all",
         recorded="2026-11-20",
         recipe=FROM_FILES,
-        figures={
-            HERE: Figures(recorded="2026-11-20", latency=stats(), memory=None, short=short, measured_on={})
-        },
+        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), short=short, measured_on={})},
     )
     plan = choose(recorded, now(inputs_sha256="f" * 64), HERE, update=False, part=part)
     if part == "memory":

@@ -58,7 +58,11 @@ def _target() -> CheckTarget:
     """The model changed since its entry was recorded, on another machine (so nothing is stored here)."""
     recorded = entry()
     prints = [_footprint()] * 4
-    elsewhere = Figures("2026-11-20", memory=MemoryFigures.of(prints), startup=StartupFigures.of(prints))
+    elsewhere = (
+        Figures("2026-11-20")
+        .with_part("memory", MemoryFigures.of(prints))
+        .with_part("startup", StartupFigures.of(prints))
+    )
     recorded = replace(recorded, figures={"linux-x86_64-elsewhere-2c-111111": elsewhere})
     return CheckTarget(key(), {}, recorded, environment(**CHANGED), CheckPolicy())
 

@@ -90,5 +90,6 @@ def test_an_update_records_the_graph_into_the_store_without_rebuilding(tmp_path:
     assert staged is not None
     figures = staged.figures_for(key().machine)
     assert figures is not None
-    assert figures.graph is not None
-    assert figures.graph.digest == GRAPH.digest
+    graph = figures.part_as("graph", GraphFigures.from_dict)
+    assert graph is not None
+    assert graph.digest == GRAPH.digest

@@ -77,3 +77,35 @@ def test_a_table_named_as_another_is_a_usage_error_unless_it_is_that_table() -> 
         kinds.register(CheckKind(name="span", make=_make, table=TerminalTable("checks", mine.title)))
     kinds.register(CheckKind(name="span", make=_make, table=LATENCY_TABLE))  # sharing the latency table
     assert next(table.name for table, _ in kinds.terminal_tables([])) == "latency"
+
+
+def test_each_kind_that_decodes_its_part_hands_its_decoder_to_the_store_by_the_parts_name() -> None:
+    kinds = builtin_kinds()
+    kinds.register(CheckKind(name="span", make=_make, part="span", part_decoder=dict))
+    kinds.register(CheckKind(name="plain", make=_make, part="plain"))  # kept as read: no decoder
+    decoders = kinds.part_decoders()
+    assert sorted(decoders) == ["graph", "memory", "span", "startup"]
+    assert decoders["span"] is dict
+    assert decoders["memory"]({"processes": 1, "arena_peak": 4096}).arena_peak == 4096
+    with pytest.raises(KeyError, match="arena_peak"):
+        decoders["memory"]({"processes": 1})
+
+
+@pytest.mark.parametrize(
+    ("part", "decoder"), [(None, dict), ("span", "not callable")], ids=["no-part", "not-callable"]
+)
+def test_a_part_decoder_without_a_part_or_not_callable_is_a_usage_error_naming_the_kind(
+    part: str | None, decoder: Any
+) -> None:
+    with pytest.raises(UsageError, match=re.escape("the check kind 'span' with part_decoder=")):
+        KindRegistry().register(CheckKind(name="span", make=_make, part=part, part_decoder=decoder))
+
+
+def test_declaring_the_built_in_kinds_with_their_part_decoders_imports_no_numpy() -> None:
+    """The entry point reads every kind's declaration in every pytest run: their decoders load later."""
+    import subprocess
+    import sys
+
+    code = "import sys, pytest_ortperf.kinds as k; k.builtin_kinds().part_decoders(); print('numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.ci_files import latency_record
 from pytest_ortperf.reports.show import baseline_rows, show_baselines
@@ -37,9 +38,18 @@ def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> Latenc
 
 
 def figures(median: float, p90: float, canary: tuple[float, ...] = (), **changes: Any) -> Figures:
-    return Figures(
+    """Latency figures; ``memory=`` and ``startup=``: those kinds' parts beside them."""
+    parts = {name: changes.pop(name) for name in ("memory", "startup") if name in changes}
+    made = Figures(
         recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes
     )
+    for name, part in parts.items():
+        made = made.with_part(name, part)
+    return made
+
+
+# What `ortperf show` is handed: the built-in kinds' part decoders.
+DECODERS = builtin_kinds().part_decoders()
 
 
 SHA = "0123456789abcdef" * 4
@@ -87,7 +97,7 @@ NO_FOOTPRINT = {
 
 
 def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> None:
-    rows, problems = baseline_rows(baseline_dir)
+    rows, problems = baseline_rows(baseline_dir, decoders=DECODERS)
     assert problems == []
     assert rows == [
         {
@@ -153,7 +163,7 @@ def test_rows_cover_every_entry_of_every_file_in_order(baseline_dir: Path) -> No
 
 
 def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_dir: Path) -> None:
-    lines, problems = show_baselines(baseline_dir, as_json=False)
+    lines, problems = show_baselines(baseline_dir, decoders=DECODERS, as_json=False)
     assert problems == []
     assert len(lines) == 5
     assert lines[0].split() == [
@@ -196,10 +206,10 @@ def test_show_as_a_table_gives_each_entry_once_and_a_line_per_machine(baseline_d
 
 
 def test_show_as_json(baseline_dir: Path) -> None:
-    lines, problems = show_baselines(baseline_dir, as_json=True)
+    lines, problems = show_baselines(baseline_dir, decoders=DECODERS, as_json=True)
     assert problems == []
     assert len(lines) == 1
-    assert json.loads(lines[0]) == baseline_rows(baseline_dir)[0]
+    assert json.loads(lines[0]) == baseline_rows(baseline_dir, decoders=DECODERS)[0]
 
 
 def test_an_entry_with_outputs_only_shows_no_machine(tmp_path: Path) -> None:
@@ -208,7 +218,7 @@ def test_an_entry_with_outputs_only_shows_no_machine(tmp_path: Path) -> None:
     accuracy = AccuracyRecord("cd" * 32, (output,), "t.py.outputs/a.npz")
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-02", {}, accuracy=accuracy))
     store.write()
-    lines, problems = show_baselines(tmp_path, as_json=False)
+    lines, problems = show_baselines(tmp_path, decoders=DECODERS, as_json=False)
     assert problems == []
     assert len(lines) == 1
     assert "outputs 1" in lines[0]
@@ -220,7 +230,7 @@ def test_a_damaged_file_is_a_problem_naming_it_while_others_still_show(baseline_
     newer = baseline_dir / "tests" / "test_future.py.json"
     newer.write_text('{"schema": 7, "kind": "pytest-ortperf baselines", "entries": {}}', encoding="utf-8")
 
-    lines, problems = show_baselines(baseline_dir, as_json=False)
+    lines, problems = show_baselines(baseline_dir, decoders=DECODERS, as_json=False)
     assert len(problems) == 2
     assert f"baseline file '{bad}' is not valid JSON" in problems[0]
     assert f"baseline file '{newer}' has schema 7" in problems[1]
@@ -228,7 +238,7 @@ def test_a_damaged_file_is_a_problem_naming_it_while_others_still_show(baseline_
     assert len(lines) == 5
     assert any("test_squeezenet" in line for line in lines)
 
-    rows, json_problems = show_baselines(baseline_dir, as_json=True)
+    rows, json_problems = show_baselines(baseline_dir, decoders=DECODERS, as_json=True)
     assert json_problems == problems
     assert len(json.loads(rows[0])) == 2
 
@@ -236,7 +246,7 @@ def test_a_damaged_file_is_a_problem_naming_it_while_others_still_show(baseline_
 def test_an_undecodable_file_is_a_problem_too(baseline_dir: Path) -> None:
     bad = baseline_dir / "test_binary.py.json"
     bad.write_bytes(b"\xff\xfe\x00\x01")
-    rows, problems = baseline_rows(baseline_dir)
+    rows, problems = baseline_rows(baseline_dir, decoders=DECODERS)
     assert len(rows) == 2
     assert len(problems) == 1
     assert "utf-8" in problems[0].lower()
@@ -245,7 +255,7 @@ def test_an_undecodable_file_is_a_problem_too(baseline_dir: Path) -> None:
 def test_an_undecodable_file_is_reported_by_its_path(baseline_dir: Path) -> None:
     bad = baseline_dir / "test_binary.py.json"
     bad.write_bytes(b"\xff\xfe\x00\x01")
-    _, problems = baseline_rows(baseline_dir)
+    _, problems = baseline_rows(baseline_dir, decoders=DECODERS)
     assert len(problems) == 1
     assert str(bad) in problems[0]
 
@@ -259,7 +269,7 @@ def test_rows_are_sorted_even_when_a_file_was_edited_by_hand(tmp_path: Path) -> 
         "entries": {"test_b": entry, "test_a": entry},
     }
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
-    rows, problems = baseline_rows(tmp_path)
+    rows, problems = baseline_rows(tmp_path, decoders=DECODERS)
     assert problems == []
     assert [(row["test"], [f["machine"] for f in row["figures"]]) for row in rows] == [
         ("test_x.py::test_a", ["alpha", "zeta"]),
@@ -272,7 +282,7 @@ def test_a_schema_1_file_shows_migrated(tmp_path: Path) -> None:
     old["latency"] = latency(2.0, 2.5).as_dict()
     document = {"schema": 1, "kind": "pytest-ortperf baselines", "entries": {"test_a": {"ci": old}}}
     (tmp_path / "test_x.py.json").write_text(json.dumps(document), encoding="utf-8")
-    rows, problems = baseline_rows(tmp_path)
+    rows, problems = baseline_rows(tmp_path, decoders=DECODERS)
     assert problems == []
     assert [(row["ort_version"], [f["machine"] for f in row["figures"]]) for row in rows] == [
         ("1.30.0", ["ci"])
@@ -280,15 +290,15 @@ def test_a_schema_1_file_shows_migrated(tmp_path: Path) -> None:
 
 
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
-    lines, problems = show_baselines(tmp_path, as_json=False)
+    lines, problems = show_baselines(tmp_path, decoders=DECODERS, as_json=False)
     assert lines == [f"no baselines in '{tmp_path}'"]
     assert problems == []
-    assert show_baselines(tmp_path, as_json=True) == (["[]"], [])
+    assert show_baselines(tmp_path, decoders=DECODERS, as_json=True) == (["[]"], [])
 
 
 def test_a_missing_directory_is_a_problem(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
-    lines, problems = show_baselines(missing, as_json=False)
+    lines, problems = show_baselines(missing, decoders=DECODERS, as_json=False)
     assert lines == [f"no baselines in '{missing}'"]
     assert problems == [f"baseline directory '{missing}' does not exist"]
 
@@ -367,14 +377,34 @@ def test_memory_and_start_up_figures_get_columns_only_where_an_entry_holds_them(
     )
     store.stage("t.py", "test_a[cpu-all]", entry)
     store.write()
-    lines, _ = show_baselines(tmp_path, as_json=False)
+    lines, _ = show_baselines(tmp_path, decoders=DECODERS, as_json=False)
     assert "memory arena peak 2 MiB" in lines[1]
     assert "startup create 8.5 ms, first run 0.3 ms (6.0x steady)" in lines[1]
     assert "memory -" in lines[2]
     assert "startup -" in lines[2]
-    (row,) = baseline_rows(tmp_path)[0]
+    (row,) = baseline_rows(tmp_path, decoders=DECODERS)[0]
     assert row["figures"][0]["memory"] == memory.as_dict()
     assert row["figures"][1]["startup"] is None
+
+
+def test_a_part_without_its_decoder_is_shown_as_stored_and_one_with_it_in_its_kinds_words(
+    tmp_path: Path,
+) -> None:
+    """The store interprets no part: `ortperf show` shows a part in its kind's words where it is handed
+    that kind's decoder, and as the JSON it holds otherwise (a kind of a plugin the command does not load)."""
+    from pytest_ortperf.footprint.memory_figures import MemoryFigures
+
+    store = BaselineStore(tmp_path)
+    memory = MemoryFigures(processes=2, arena_peak=2 << 20, peak_rss=12 << 20)
+    entry = BaselineEntry("cpu-all", "2025-01-02", {}, figures={"box": figures(1.5, 1.75, memory=memory)})
+    store.stage("t.py", "test_a[cpu-all]", entry)
+    store.write()
+    (row,), _ = baseline_rows(tmp_path)
+    assert row["figures"][0]["parts"] == {"memory": memory.as_dict()}
+    assert "memory_text" not in row["figures"][0]
+    (row,), _ = baseline_rows(tmp_path, decoders=DECODERS)
+    assert row["figures"][0]["memory_text"] == memory.describe()
+    assert "parts" not in row["figures"][0]
 
 
 def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled(tmp_path: Path) -> None:
@@ -384,9 +414,9 @@ def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled
     )
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
     store.write()
-    (row,), _ = baseline_rows(tmp_path)
+    (row,), _ = baseline_rows(tmp_path, decoders=DECODERS)
     assert row["figures"][0]["short"] == "the reference is rebuilt from git"
-    table, _ = show_baselines(tmp_path, as_json=False)
+    table, _ = show_baselines(tmp_path, decoders=DECODERS, as_json=False)
     assert table[1].rstrip().endswith("short recording (the reference is rebuilt from git)")
     assert "not settled" not in table[1]
 
@@ -426,9 +456,9 @@ def test_show_and_the_update_summary_call_the_same_figures_noisy(
     )
     store.stage("t.py", "test_a[cpu-all]", entry)
     store.write()
-    (row,), _ = baseline_rows(tmp_path, max_cv=0.10)
+    (row,), _ = baseline_rows(tmp_path, decoders=DECODERS, max_cv=0.10)
     assert row["figures"][0]["noise"] == noise == rule(spread, max_cv=0.10)
-    table, _ = show_baselines(tmp_path, as_json=False, max_cv=0.10)
+    table, _ = show_baselines(tmp_path, decoders=DECODERS, as_json=False, max_cv=0.10)
     assert table[1].rstrip().endswith(end)
     assert ("noisy" in table[1]) == bool(noise)
 
@@ -461,9 +491,9 @@ def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
     store.write()
     said = coarse(detects(stats, spread, threshold=0.10), 0.10)
     assert bool(said) == ((spread, rounds) in [(0.175, 3), (0.41, 40)])
-    (row,), _ = baseline_rows(tmp_path, threshold=0.10)
+    (row,), _ = baseline_rows(tmp_path, decoders=DECODERS, threshold=0.10)
     assert row["figures"][0]["coarse"] == said
-    table, _ = show_baselines(tmp_path, as_json=False, threshold=0.10)
+    table, _ = show_baselines(tmp_path, decoders=DECODERS, as_json=False, threshold=0.10)
     assert (f"coarse ({said})" in table[1]) == bool(said)
     assert (" coarse" in table[1]) == bool(said)
 
@@ -484,7 +514,7 @@ def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
     )
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
     store.write()
-    (row,), _ = baseline_rows(tmp_path, threshold=0.10)
+    (row,), _ = baseline_rows(tmp_path, decoders=DECODERS, threshold=0.10)
     assert row["figures"][0]["coarse"] == ""
 
 

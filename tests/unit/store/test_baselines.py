@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import stat
@@ -12,6 +11,9 @@ from typing import Any
 
 import pytest
 
+from pytest_ortperf.footprint.memory_figures import MemoryFigures
+from pytest_ortperf.footprint.startup_figures import StartupFigures
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.baselines import (
@@ -28,6 +30,8 @@ from pytest_ortperf.store.baselines import (
     write_atomically,
 )
 from pytest_ortperf.store.outputs import AccuracyRecord
+
+DECODERS = builtin_kinds().part_decoders()  # the built-in kinds' part decoders, as a run hands them
 
 TEST_FILE = "tests/perf/test_models.py"
 TEST = "test_squeezenet[cpu-all]"
@@ -413,7 +417,9 @@ def test_parse_reports_damaged_figures_with_file_test_and_machine(
     path = tmp_path / "test_models.py.json"
     with pytest.raises(BaselineError) as info:
         parse(
-            document({TEST: _entry(figures={"ci": make_figures().as_dict(), "ci-large": figures})}), path=path
+            document({TEST: _entry(figures={"ci": make_figures().as_dict(), "ci-large": figures})}),
+            path=path,
+            decoders=DECODERS,
         )
     message = str(info.value)
     assert message.startswith(
@@ -1087,23 +1093,45 @@ def test_a_damaged_file_named_by_another_process_is_set_aside_by_the_writer(tmp_
 
 
 def test_memory_and_start_up_figures_round_trip_beside_latency(tmp_path: Path) -> None:
-    from pytest_ortperf.footprint.memory_figures import MemoryFigures
-    from pytest_ortperf.footprint.startup_figures import StartupFigures
-
     memory = MemoryFigures(
         processes=2, arena_peak=4096, arena_held=8192, peak_rss=1 << 20, peak_rss_range=(1, 2)
     )
     startup = StartupFigures((8.0, 9.0), (0.3, 0.4), (0.05, 0.05), engine_cache="hit")
-    figures = dataclasses.replace(make_figures(), memory=memory, startup=startup)
-    only_memory = Figures(recorded="2025-01-02", memory=memory)  # a test that checks memory alone
+    figures = make_figures().with_part("memory", memory).with_part("startup", startup)
+    only_memory = Figures(recorded="2025-01-02").with_part(
+        "memory", memory
+    )  # a test that checks memory alone
     path = tmp_path / "t.json"
-    entries = parse(
-        document({TEST: _entry(figures={"ci": figures.as_dict(), "box": only_memory.as_dict()})}), path=path
-    )
+    text = document({TEST: _entry(figures={"ci": figures.as_dict(), "box": only_memory.as_dict()})})
+    entries = parse(text, path=path, decoders=DECODERS)
     assert entries[TEST].figures_for("ci") == figures
     assert entries[TEST].figures_for("box") == only_memory
     assert entries[TEST].machines("memory") == ["box", "ci"]
     assert entries[TEST].machines("latency") == ["ci"]
+    ci = entries[TEST].figures_for("ci")
+    assert ci is not None
+    assert ci.part_as("memory", MemoryFigures.from_dict) == memory
+    assert ci.part_as("startup", StartupFigures.from_dict) == startup
+    # The file keeps them where it always has: at the top level of the machine's figures.
+    written = json.loads(text)["entries"][TEST]["figures"]["ci"]
+    assert written["memory"] == memory.as_dict()
+    assert written["startup"] == startup.as_dict()
+    assert "parts" not in written
+
+
+def test_the_store_interprets_no_part_and_validates_each_by_its_kinds_decoder() -> None:
+    """A part is kept as it was read; a load handed the kinds' decoders refuses a damaged one with
+    the kind's own words, and one without keeps it (its kind is not loaded here); a part of a kind
+    with no decoder is kept too."""
+    damaged = {**make_figures().as_dict(), "memory": {"processes": 1}, "parts": {"mine": {"x": 1}}}
+    kept = Figures.from_dict(damaged)
+    assert kept.part("memory") == {"processes": 1}
+    assert kept.part("mine") == {"x": 1}
+    assert kept.as_dict() == damaged
+    with pytest.raises(KeyError, match="arena_peak"):
+        Figures.from_dict(damaged, DECODERS)
+    with pytest.raises(TypeError, match="graph figures must be an object"):
+        Figures.from_dict({**make_figures().as_dict(), "graph": [1]})
 
 
 def test_a_writer_reads_merges_and_writes_under_the_lock_another_writer_holds(tmp_path: Path) -> None:
