@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from pytest_ortperf import defaults
-from pytest_ortperf.graph.diff import DEFAULT_MODE as DEFAULT_GRAPH_MODE
 from pytest_ortperf.latency.decision import DEFAULT_CONFIDENCE, DEFAULT_THRESHOLD
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
@@ -35,8 +34,6 @@ class CheckPolicy:
     sequential: bool = True  # side by side: stop at the first look that decides (latency.sequential)
     drift_threshold: float | None = None  # off: an unchanged check never fails on the machine's drift
     update_missing: bool = False  # under update: record only what does not exist (missing_only)
-    graph_mode: str = DEFAULT_GRAPH_MODE  # what of a graph's change fails (graph/diff.py: MODES)
-    graph_pins: tuple[tuple[str, int], ...] = ()  # (op type, the count it must have)
     # ort_thresholds keywords that registered kinds own (CheckKind.thresholds): key -> value as given
     kind_thresholds: Mapping[str, object] = field(default_factory=dict)
 

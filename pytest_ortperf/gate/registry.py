@@ -51,8 +51,9 @@ class BenchmarkEntry:
 class KindOption:
     """An option a kind owns. Its flag and its ini key share one name, the kind's and the option's:
     ``--ortperf-<kind>-<name>`` and ``ortperf_<kind>_<name>`` (underscores in the flag become
-    hyphens). The command line wins over the ini file, which wins over ``default``; the value is
-    parsed once, when the run is configured, by ``parse(text, where)`` (``where``: the flag, the ini
+    hyphens); the name ``""`` is the kind's own setting, ``--ortperf-<kind>`` and ``ortperf_<kind>``
+    (the graph kind's mode). The command line wins over the ini file, which wins over ``default``; the
+    value is parsed once, when the run is configured, by ``parse(text, where)`` (``where``: the flag, the ini
     key or "the default of" the flag; it raises a ``UsageError`` naming ``where``), and a check reads
     it with ``context.settings.option(kind, name)``: the parsed value, or the text without a parser."""
 
@@ -62,7 +63,7 @@ class KindOption:
     parse: Callable[[str, str], Any] | None = None
 
     def ini(self, kind: str) -> str:
-        return f"ortperf_{kind}_{self.name}"
+        return f"ortperf_{kind}_{self.name}" if self.name else f"ortperf_{kind}"
 
     def typed_default(self, kind: str) -> Any:
         """The default as a check reads it: parsed, as a given value is."""
@@ -109,7 +110,9 @@ class CheckKind:
     - ``thresholds``: keywords of ``ort_thresholds(...)`` and of a model table's ``thresholds`` that
       it owns; their values reach its check in ``target.policy.kind_thresholds``, parsed where they
       enter by ``threshold_parse(value, where)`` (a UsageError naming ``where``: the marker or the
-      table, and the keyword), or as given without one.
+      table, and the keyword), or as given without one. Of two markers that give one, the closer
+      one's value stands, or, with ``threshold_merge(farther, closer)``, what that makes of both
+      (the graph kind's: a mode from one and pinned counts from the other).
     - ``test_inputs``: whether its check runs the test's inputs; False: it feeds the model from the
       model's own graph (``generation``), so it runs where the test's inputs cannot be made.
     """
@@ -132,6 +135,7 @@ class CheckKind:
     options: tuple[KindOption, ...] = ()
     thresholds: tuple[str, ...] = ()
     threshold_parse: Callable[[object, str], Any] | None = None
+    threshold_merge: Callable[[Any, Any], Any] | None = None
     accepted_by_update: bool | None = None
     test_inputs: bool = True
 
@@ -183,7 +187,7 @@ class KindRegistry:
             getattr(o, "name", repr(o))
             for o in kind.options
             if not isinstance(o, KindOption)
-            or not NAME.fullmatch(o.name)
+            or (o.name != "" and not NAME.fullmatch(o.name))
             or (o.parse is not None and not callable(o.parse))
         ]
         bad += [key for key in kind.thresholds if not isinstance(key, str) or not NAME.fullmatch(key)]
@@ -191,7 +195,8 @@ class KindRegistry:
             raise UsageError(
                 f"{origin or 'a plugin'} registered the check kind {kind.name!r} with option or threshold "
                 f"name(s) {', '.join(map(repr, bad))}: options are KindOption (with a callable parse, or "
-                "none) and every name is lower case letters, digits and underscores, starting with a letter."
+                "none) and every name is lower case letters, digits and underscores, starting with a letter "
+                "(an option's may also be empty: the kind's own setting, --ortperf-<kind>)."
             )
         if kind.part_decoder is not None and (kind.part is None or not callable(kind.part_decoder)):
             raise UsageError(
@@ -263,6 +268,10 @@ class KindRegistry:
     def threshold_parsers(self) -> dict[str, Callable[[object, str], Any]]:
         """The parser of each ``ort_thresholds`` keyword a kind owns and parses."""
         return {key: kind.threshold_parse for kind in self if kind.threshold_parse for key in kind.thresholds}
+
+    def threshold_mergers(self) -> dict[str, Callable[[Any, Any], Any]]:
+        """How a closer marker's value of each keyword that a kind merges combines with a farther one's."""
+        return {key: kind.threshold_merge for kind in self if kind.threshold_merge for key in kind.thresholds}
 
     def terminal_tables(self, records: Sequence[Record]) -> list[tuple[TerminalTable, list[tuple[str, ...]]]]:
         """The terminal summary's tables and their rows: each kind's records by its ``row`` in its

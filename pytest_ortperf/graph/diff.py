@@ -249,7 +249,26 @@ def parse_graph_mode(value: object, *, source: str) -> str:
     return text
 
 
-def parse_graph_threshold(value: object, *, source: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+def mode_option(text: str, where: str) -> str:
+    """The graph kind's own option (``--ortperf-graph``, ini ``ortperf_graph``), parsed as it enters."""
+    return parse_graph_mode(text, source=where)
+
+
+GraphLimit = tuple[str, tuple[tuple[str, int], ...]]  # (mode or "", pinned counts)
+
+
+def graph_threshold(value: object, where: str) -> GraphLimit:
+    """The graph kind's ``ort_thresholds(graph=...)`` keyword, parsed as it enters."""
+    return parse_graph_threshold(value, source=where)
+
+
+def merged_limits(farther: GraphLimit, closer: GraphLimit) -> GraphLimit:
+    """Two markers' ``graph=``: the closer one's mode and pins, each where it gives one, else the
+    farther one's (a module's pinned counts stand under a test's mode)."""
+    return closer[0] or farther[0], closer[1] or farther[1]
+
+
+def parse_graph_threshold(value: object, *, source: str) -> GraphLimit:
     """``ort_thresholds(graph=...)``: a mode (``'exact'``), or pinned counts (``{'FusedConv': 3}``:
     the optimized graph must hold exactly that many). Returns (mode or "", pins)."""
     if isinstance(value, str):

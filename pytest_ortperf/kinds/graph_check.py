@@ -26,8 +26,9 @@ from pytest_ortperf.checks.paths import Plan, Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.references import ABReference, same_job
-from pytest_ortperf.graph.diff import parse_graph_threshold
+from pytest_ortperf.graph.diff import GraphLimit, parse_graph_threshold
 from pytest_ortperf.graph.figures import GraphFigures, hardware_class
+from pytest_ortperf.kinds.graph import KIND
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -124,7 +125,7 @@ class GraphCheck:
             graph,
             path="stored figures",
             label="the graph recorded on this hardware class",
-            mode=policy.graph_mode,
+            mode=self._mode(target),
             expected=self._pins(target),
             recorded=recorded,
             changes=what_changed(entry.recipe, target.environment),
@@ -181,15 +182,24 @@ class GraphCheck:
             other,
             path=f"side by side vs {label}",
             label=label,
-            mode=target.policy.graph_mode,
+            mode=self._mode(target),
             expected=self._pins(target),
             notes=[*notes, *([note] if note and note not in notes else [])],  # said once for both sides
             optimized=_optimized(built),
         )
 
+    def _limit(self, target: CheckTarget) -> GraphLimit:
+        """The markers' ``graph=`` (parsed where it entered, merged farthest first), else none."""
+        given = target.policy.kind_thresholds.get(KIND.name)
+        return given if isinstance(given, tuple) else ("", ())
+
+    def _mode(self, target: CheckTarget) -> str:
+        """What of a graph's change fails: the markers' mode, else ``--ortperf-graph``'s."""
+        return self._limit(target)[0] or str(KIND.setting(self._context.settings, ""))
+
     def _pins(self, target: CheckTarget) -> dict[str, int]:
         """Pinned counts: the markers', then the call's."""
-        return {**dict(target.policy.graph_pins), **self._expected}
+        return {**dict(self._limit(target)[1]), **self._expected}
 
     def _alone(
         self,

@@ -28,7 +28,6 @@ from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.gate.registry import KindRegistry
 from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
-from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.ort.inputs import InputOptions
@@ -51,7 +50,6 @@ AB_MARKER_KWARGS = ("reference", "rev", "python")
 THRESHOLD_KWARGS = (
     "latency",
     "ab",
-    "graph",
     "atol",
     "rtol",
     "cosine",
@@ -332,7 +330,6 @@ def _policy(config: Any) -> CheckPolicy:
         measure=MeasureSettings(budget_s=_parsed(config, "ortperf_budget")),
         ab=replace(AB_SETTINGS, budget_s=_parsed(config, "ortperf_ab_budget")),
         drift_threshold=_parsed(config, "ortperf_drift_threshold"),
-        graph_mode=_parsed(config, "ortperf_graph"),
     )
 
 
@@ -344,6 +341,7 @@ def thresholds_for(
     origin: str,
     kind_keys: Mapping[str, str] | None = None,
     kind_parsers: Mapping[str, Callable[[object, str], Any]] | None = None,
+    kind_mergers: Mapping[str, Callable[[Any, Any], Any]] | None = None,
 ) -> tuple[CheckPolicy, ToleranceSpec]:
     """Apply ``ort_thresholds`` markers, farthest first, so the closest one wins.
 
@@ -352,7 +350,9 @@ def thresholds_for(
     and ``variants`` map an output name, a dtype (``float16``) or a variant or
     provider (``cuda-all``, ``cuda``) to their own tolerances. ``kind_keys``: the keywords registered
     kinds own (key -> kind), whose values go to ``policy.kind_thresholds``, parsed by their kind's
-    ``kind_parsers`` (key -> parser) where it has one, else as given.
+    ``kind_parsers`` (key -> parser) where it has one, else as given, and combined with a farther
+    marker's value by ``kind_mergers`` (key -> merge) where its kind merges (``graph``), else
+    replacing it.
     """
     policy, tolerances = base, base_tolerances
     owned = dict(kind_keys or {})
@@ -370,6 +370,10 @@ def thresholds_for(
             for key, value in kwargs.items()
             if key in owned
         }
+        for key, value in mine.items():
+            merge, farther = (kind_mergers or {}).get(key), policy.kind_thresholds.get(key)
+            if merge is not None and farther is not None:
+                mine[key] = merge(farther, value)
         if mine:
             policy = replace(policy, kind_thresholds={**policy.kind_thresholds, **mine})
         if "latency" in kwargs:
@@ -384,10 +388,6 @@ def thresholds_for(
             )
             if "latency" not in kwargs:
                 policy = replace(policy, threshold=parse_threshold(kwargs["ab"], source=f"{origin}: ab"))
-        if "graph" in kwargs:
-            mode, pins = parse_graph_threshold(kwargs["graph"], source=f"{origin}: graph")
-            pins = pins or policy.graph_pins
-            policy = replace(policy, graph_mode=mode or policy.graph_mode, graph_pins=pins)
         overall = {k: v for k, v in kwargs.items() if k in ("atol", "rtol", "cosine", "mismatch")}
         scoped = {
             scope: _marker_scope(kwargs.get(scope, {}), scope=scope, origin=origin)

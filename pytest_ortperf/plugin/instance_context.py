@@ -68,6 +68,7 @@ def make_ort_perf(
             origin=spec.thresholds_origin,
             kind_keys=run.kinds.threshold_keys(),
             kind_parsers=run.kinds.threshold_parsers(),
+            kind_mergers=run.kinds.threshold_mergers(),
         )
     )
     machine = guarded(lambda: run.machine)

@@ -14,7 +14,6 @@ from typing import Any
 from pytest_ortperf import defaults
 from pytest_ortperf.defaults import percent, seconds
 from pytest_ortperf.errors import UsageError
-from pytest_ortperf.graph.diff import parse_graph_mode
 from pytest_ortperf.ort.providers import parse_providers, valid_provider_names
 from pytest_ortperf.ort.variants import (
     Precision,
@@ -436,17 +435,6 @@ OPTIONS: tuple[OptionDef, ...] = (
         "",
         "LIST",
         parse=None,
-    ),
-    OptionDef(
-        "--ortperf-graph",
-        "ortperf_graph",
-        "What change of a variant's optimized graph fails a graph check: 'fusions' (a lost fusion, "
-        "nodes moving off the requested provider, new copy nodes between providers; other changes "
-        "inform), 'exact' (any change) or 'off' (none; the graph is still reported). "
-        f"Default: {defaults.GRAPH_MODE}.",
-        defaults.GRAPH_MODE,
-        "MODE",
-        parse=lambda value, source: parse_graph_mode(value, source=source),
     ),
     OptionDef(
         "--ortperf-drift-threshold",

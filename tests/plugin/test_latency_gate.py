@@ -305,7 +305,7 @@ def test_bad_thresholds_marker(pytester: pytest.Pytester, latency_suite: Path) -
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, graph, atol, rtol, cosine, mismatch, outputs, *, memory, startup, throughput, generation; unknown: atoll*"
+            "*ort_thresholds marker of *: ort_thresholds takes keyword arguments latency, ab, atol, rtol, cosine, mismatch, outputs, *, graph, memory, startup, throughput, generation; unknown: atoll*"
         ]
     )
 

@@ -401,7 +401,7 @@ def test_model(ort_perf):
     typo.assert_outcomes(errors=1)  # a usage error of the test (in its fixture)
     typo.stdout.fnmatch_lines(
         [
-            "*ort_thresholds takes keyword arguments latency, *, variants, memory, startup, throughput, generation, range; unknown: rnage*"
+            "*ort_thresholds takes keyword arguments latency, *, variants, graph, memory, startup, throughput, generation, range; unknown: rnage*"
         ]
     )
 

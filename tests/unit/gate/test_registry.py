@@ -109,3 +109,14 @@ def test_declaring_the_built_in_kinds_with_their_part_decoders_imports_no_numpy(
     code = "import sys, pytest_ortperf.kinds as k; k.builtin_kinds().part_decoders(); print('numpy' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_an_option_of_no_name_is_the_kinds_own_setting() -> None:
+    """``KindOption("")``: ``--ortperf-<kind>`` and ``ortperf_<kind>`` (the graph kind's mode)."""
+    from pytest_ortperf.gate.registry import KindOption
+
+    own = KindOption("", "the span's mode", "wide")
+    assert (own.flag("span"), own.ini("span")) == ("--ortperf-span", "ortperf_span")
+    KindRegistry().register(CheckKind(name="span", make=_make, options=(own,)))
+    with pytest.raises(UsageError, match="option or threshold name"):
+        KindRegistry().register(CheckKind(name="span", make=_make, options=(KindOption("Bad", "", ""),)))

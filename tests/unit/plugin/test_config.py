@@ -369,6 +369,35 @@ def test_a_bare_number_above_one_in_a_thresholds_marker_names_the_marker_and_key
     assert str(info.value).startswith(prefix)
 
 
+def test_the_graph_keyword_is_the_graph_kinds_and_a_closer_marker_merges_into_a_farther_ones() -> None:
+    """``ort_thresholds(graph=...)`` is owned and parsed by the graph kind; a module's pinned counts
+    stand under a test's mode, and a closer marker's pins replace a farther one's."""
+    from pytest_ortperf.accuracy.tolerances import ToleranceSpec
+    from pytest_ortperf.checks.policy import CheckPolicy
+    from pytest_ortperf.kinds import builtin_kinds
+
+    kinds = builtin_kinds()
+
+    def limits(*markers: dict[str, Any]) -> object:
+        policy, _ = thresholds_for(
+            CheckPolicy(),
+            ToleranceSpec(),
+            [((), marker) for marker in markers],
+            origin="m",
+            kind_keys=kinds.threshold_keys(),
+            kind_parsers=kinds.threshold_parsers(),
+            kind_mergers=kinds.threshold_mergers(),
+        )
+        return policy.kind_thresholds["graph"]
+
+    assert limits({"graph": {"FusedConv": 3}}, {"graph": "Exact"}) == ("exact", (("FusedConv", 3),))
+    assert limits({"graph": "exact"}, {"graph": {"FusedConv": 2}}) == ("exact", (("FusedConv", 2),))
+    assert limits({"graph": {"FusedConv": 3}}, {"graph": {"Gemm": 1}}) == ("", (("Gemm", 1),))
+    assert limits({"graph": "off"}) == ("off", ())
+    with pytest.raises(UsageError, match="m: graph: expected a mode"):
+        limits({"graph": 3})
+
+
 def test_a_thresholds_marker_keeps_fractions_and_percentages() -> None:
     from pytest_ortperf.accuracy.tolerances import ToleranceSpec
     from pytest_ortperf.checks.policy import CheckPolicy

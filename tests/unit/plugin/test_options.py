@@ -228,6 +228,7 @@ def test_every_row_parses_its_own_default_and_the_defaults_are_the_modules() -> 
     from pytest_ortperf.footprint.memory_figures import DEFAULT_THRESHOLD as MEMORY_THRESHOLD
     from pytest_ortperf.footprint.startup_figures import DEFAULT_THRESHOLD as STARTUP_THRESHOLD
     from pytest_ortperf.graph.diff import DEFAULT_MODE
+    from pytest_ortperf.kinds.graph import KIND as graph_kind
     from pytest_ortperf.kinds.memory import KIND as memory_kind
     from pytest_ortperf.kinds.startup import KIND as startup_kind
     from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD
@@ -247,7 +248,10 @@ def test_every_row_parses_its_own_default_and_the_defaults_are_the_modules() -> 
     assert {o.name: o.typed_default("startup") for o in startup_kind.options} == {
         "threshold": STARTUP_THRESHOLD
     }
-    assert typed["ortperf_graph"] == DEFAULT_MODE == policy.graph_mode
+    # The graph kind's mode is its own setting (kinds/graph.py): --ortperf-graph, ini ortperf_graph.
+    (mode,) = graph_kind.options
+    assert (mode.flag("graph"), mode.ini("graph")) == ("--ortperf-graph", "ortperf_graph")
+    assert mode.typed_default("graph") == DEFAULT_MODE
     assert typed["ortperf_max_cv"] == DEFAULT_MAX_CV == policy.max_cv
     assert typed["ortperf_budget"] == MeasureSettings().budget_s == policy.measure.budget_s
     assert typed["ortperf_ab_budget"] == AB_SETTINGS.budget_s == policy.ab.budget_s
@@ -306,7 +310,7 @@ def test_auto_is_left_to_the_plugin_and_never_is_off() -> None:
 def test_every_setting_that_can_be_off_takes_the_switch_grammars_off_words(word: str) -> None:
     """The drift threshold (whose help says ``Default: off``), the default contracts, the reference
     variant and the graph check are turned off by the words that turn a switch off."""
-    from pytest_ortperf.graph.diff import parse_graph_mode
+    from pytest_ortperf.kinds.graph import KIND as graph_kind
     from pytest_ortperf.ort.variants import parse_variant
 
     by_ini = {option.ini: option for option in OPTIONS}
@@ -316,7 +320,9 @@ def test_every_setting_that_can_be_off_takes_the_switch_grammars_off_words(word:
     assert drift.parse(word, "ini ortperf_drift_threshold") is None
     assert contracts.parse(word, "ini ortperf_contracts") == ()
     assert parse_variant(word, source="--ortperf-reference-variant") is None
-    assert parse_graph_mode(word, source="--ortperf-graph") == "off"
+    (mode,) = graph_kind.options
+    assert mode.parse is not None
+    assert mode.parse(word, "--ortperf-graph") == "off"
 
 
 def test_a_setting_that_can_be_off_still_refuses_what_it_cannot_read() -> None:
