@@ -24,8 +24,10 @@ measured them.
 Same-job A/B (``--ortperf-ab``) comes before all of these, outside an update: ``same-job A/B``
 against the configured reference model (across runtimes when it runs in another environment),
 ``no reference`` when there is none, ``identical`` when it is the very model under test (in one
-runtime). The graph part reads its ladder a little differently (:func:`plan_check`): the optimized
-graph does not depend on the inputs, and its stored graphs serve a hardware class.
+runtime). Each kind climbs the ladder it declares (:class:`Ladder`, handed to :func:`plan_check`):
+the graph's reads it a little differently (the optimized graph does not depend on the inputs, and
+its stored graphs serve a hardware class), accuracy's rebuilds the recorded model (its stored
+outputs serve every hardware), latency's never lets figures recorded short decide.
 
 Plain logic: :func:`plan_check` is the one place every kind of check (latency, memory, start-up,
 graph) gets its plan from: it reads the entry once and returns a :class:`Plan`; the check executes
@@ -46,6 +48,24 @@ from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import CONTROLLED, canonical, data_changed, same_recipe
 
 _RUNTIME = ("ort_version", "ort_flavour")
+
+
+class Ladder(str, enum.Enum):
+    """Which reference serves a part once the recipe changed (:func:`plan_check`), as a kind declares
+    it: the ladder is named for what it climbs to, never for a kind."""
+
+    FIGURES = "this hardware's stored figures"  # memory's, start-up's, a registered kind's part
+    # The same, where a recording may have been short because its reference was to be rebuilt: such
+    # figures only inform, and never decide (the latency check's).
+    FIGURES_MAY_BE_SHORT = "this hardware's stored figures, unless recorded short"
+    # A stored graph of this hardware class; inputs that changed alone change nothing (the graph's).
+    GRAPHS = "a graph stored for this hardware class"
+    # Stored reference outputs, which serve every hardware: a rebuild of the recorded model (accuracy's).
+    OUTPUTS = "the recorded model rebuilt"
+
+    @property
+    def may_be_short(self) -> bool:
+        return self is Ladder.FIGURES_MAY_BE_SHORT
 
 
 class Route(str, enum.Enum):
@@ -111,12 +131,13 @@ def plan_check(
     *,
     update: bool,
     part: str,
+    ladder: Ladder = Ladder.FIGURES,
     same_job: SameJob | None = None,
 ) -> Plan:
-    """The plan of one check of ``part`` (``latency``, ``memory``, ``startup``, ``graph``,
-    ``accuracy``): same-job A/B when there is an A/B reference and the run is not an update, else the
-    recipe's route (:func:`choose`; the graph's own ladder for ``graph``; for ``accuracy``, whose
-    stored outputs serve every hardware, what rebuilding the recorded model takes)."""
+    """The plan of one check of ``part`` (its kind's part of the entry's figures): same-job A/B when
+    there is an A/B reference and the run is not an update, else the recipe's route by the kind's
+    ``ladder`` (:func:`choose` for stored figures; the graphs' own; for outputs, which serve every
+    hardware, what rebuilding the recorded model takes)."""
     if same_job is not None and not update:
         if not same_job.available:
             return Plan(Route.NO_REFERENCE, reason=same_job.reason, same_job=same_job)
@@ -124,15 +145,15 @@ def plan_check(
             reason = f"identical to {same_job.label}, nothing to compare"
             return Plan(Route.IDENTICAL, reason=reason, same_job=same_job)
         return Plan(Route.SAME_JOB, same_job=same_job)
-    if part == "graph":
+    if ladder is Ladder.GRAPHS:
         return _graph_plan(entry, current, update=update)
-    if part == "accuracy":
+    if ladder is Ladder.OUTPUTS:
         # Reference outputs serve every hardware: what the recorded model would give on today's
         # inputs is a rebuild of it, side by side, or the reason there is none.
         if entry is None:
             return Plan(Route.MISSING, reason="never recorded")
         return replace(rebuild_plan(entry.recipe, current), recorded=entry.recipe)
-    return choose(entry, current, machine, update=update, part=part)
+    return choose(entry, current, machine, update=update, part=part, may_be_short=ladder.may_be_short)
 
 
 def _graph_plan(entry: BaselineEntry | None, current: Mapping[str, Any], *, update: bool) -> Plan:
@@ -161,9 +182,11 @@ def choose(
     *,
     update: bool,
     part: str = "latency",
+    may_be_short: bool = True,
 ) -> Plan:
     """The path of the module docstring for ``entry`` (None: never recorded) on machine key ``machine``,
-    for the check whose figures are ``part`` (``latency``, ``memory``, ``startup``)."""
+    for the check whose figures are ``part`` (``latency``, ``memory``, ``startup``...);
+    ``may_be_short``: its figures may have been recorded short (:func:`without_reference`)."""
     here = entry.figures_for(machine) if entry is not None else None
     figures = here if here is not None and here.holds(part) else None
     recorded = entry.environment_for(machine) if entry is not None else {}
@@ -177,7 +200,7 @@ def choose(
         if data:  # the same .onnx with other weights beside it: the recorded data is not kept
             stored = Plan(Route.STORED, figures=figures, recorded=recorded)
             why = f"{data}, and the recorded ones cannot be rebuilt"
-            return without_reference(stored, why, recorded_on=recorded_on, part=part)
+            return without_reference(stored, why, recorded_on=recorded_on, may_be_short=may_be_short)
         return Plan(Route.UNCHANGED, figures=figures, recorded=recorded)
     plan = replace(rebuild_plan(entry.recipe, current), figures=figures, recorded=recorded)
     rebuilds = plan.model_changed or plan.settings is not None or plan.runtime
@@ -191,7 +214,7 @@ def choose(
         why = f"{changed}, and the recorded inputs cannot be rebuilt"
         plan = replace(plan, route=Route.STORED, reason=why)
     if plan.route is Route.STORED:
-        return without_reference(plan, plan.reason, recorded_on=recorded_on, part=part)
+        return without_reference(plan, plan.reason, recorded_on=recorded_on, may_be_short=may_be_short)
     return plan
 
 
@@ -211,14 +234,17 @@ def inputs_changed(recipe: Mapping[str, Any], current: Mapping[str, Any]) -> boo
     return any(canonical(recipe.get(key)) != canonical(current.get(key)) for key in keys)
 
 
-def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = None, part: str = "") -> Plan:
+def without_reference(
+    plan: Plan, why: str, *, recorded_on: list[str] | None = None, may_be_short: bool = False
+) -> Plan:
     """The plan when no reference can be rebuilt (``why``): this hardware's stored figures decide, or,
     when it has none, the check is missing with the reason.
 
-    Latency figures (``part``) recorded short never decide: they were recorded short because a later
-    run was to rebuild their reference (``latency.recording.short_reason``: they only inform), so
-    they are neither settled nor able to detect the threshold; the check is missing with both
-    reasons and how to record figures that decide.
+    Figures that may have been recorded short (``may_be_short``: the latency check's) and were never
+    decide: they were recorded short because a later run was to rebuild their reference
+    (``latency.recording.short_reason``: they only inform), so they are neither settled nor able to
+    detect the threshold; the check is missing with both reasons and how to record figures that
+    decide.
 
     One rule for every kind (latency, memory, start-up, graph): when the recorded onnxruntime differs
     from this one and could not be had (``plan.runtime``), whatever it recorded is that runtime's
@@ -227,7 +253,7 @@ def without_reference(plan: Plan, why: str, *, recorded_on: list[str] | None = N
     if plan.runtime is not None:
         return replace(plan, route=Route.MISSING, reason=f"{why}; {across_runtimes(plan.runtime)}")
     figures = plan.figures
-    if figures is not None and part == "latency" and figures.short:
+    if figures is not None and may_be_short and figures.short:
         return replace(
             plan,
             route=Route.MISSING,

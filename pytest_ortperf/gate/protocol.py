@@ -22,7 +22,7 @@ from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
 from pytest_ortperf.checks.kind_result import KindResult
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
-from pytest_ortperf.checks.paths import Plan, SameJob, plan_check
+from pytest_ortperf.checks.paths import Ladder, Plan, SameJob, plan_check
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
@@ -138,15 +138,16 @@ class CheckTarget:
         """What a recording verdict builds on (``state``, else the entry as read)."""
         return self.state if self.state is not None else EntryState(self.entry, self.entry)
 
-    def plan(self, part: str, same_job: SameJob | None = None) -> Plan:
-        """This check's plan (``checks/paths.py: plan_check``) for its kind's ``part``, same-job A/B
-        first when there is an A/B reference."""
+    def plan(self, part: str, same_job: SameJob | None = None, *, ladder: Ladder = Ladder.FIGURES) -> Plan:
+        """This check's plan (``checks/paths.py: plan_check``) for its kind's ``part`` by its ``ladder``,
+        same-job A/B first when there is an A/B reference."""
         return plan_check(
             self.entry,
             self.environment,
             self.key.machine,
             update=self.policy.update,
             part=part,
+            ladder=ladder,
             same_job=same_job,
         )
 

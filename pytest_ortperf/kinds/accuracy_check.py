@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, check_accuracy
-from pytest_ortperf.checks.paths import Route
+from pytest_ortperf.checks.paths import Ladder, Route
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
@@ -109,7 +109,7 @@ class AccuracyCheck:
             )
         if entry is None:
             return None, "no baseline entry holds a recorded model"
-        plan = target.plan(ACCURACY)
+        plan = target.plan(ACCURACY, ladder=Ladder.OUTPUTS)
         if plan.route is not Route.SIDE_BY_SIDE:
             return None, f"the recorded model cannot be rebuilt ({plan.reason})"
         if not plan.model_changed:
@@ -130,7 +130,7 @@ class AccuracyCheck:
         context, entry, inputs = self._context, target.entry, target.inputs
         if entry is None or entry.accuracy is None or entry.accuracy.inputs_sha256 == digest:
             return None
-        plan = target.plan(ACCURACY)
+        plan = target.plan(ACCURACY, ladder=Ladder.OUTPUTS)
         if plan.route is Route.SIDE_BY_SIDE:
             rebuilt, why = context.references.rebuild(context.built, plan)
         else:

@@ -22,7 +22,7 @@ from pytest_ortperf.checks.graph_verdicts import (
     stored_graph,
     unchanged,
 )
-from pytest_ortperf.checks.paths import Plan, Route, without_reference
+from pytest_ortperf.checks.paths import Ladder, Plan, Route, without_reference
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.references import ABReference, same_job
@@ -81,7 +81,7 @@ class GraphCheck:
         built = context.built
         current, notes = self._current()
         ab = None if policy.update else context.ab()
-        plan = target.plan(GRAPH, same_job(ab, built.model))
+        plan = target.plan(GRAPH, same_job(ab, built.model), ladder=Ladder.GRAPHS)
         if ab is not None and plan.same_job is not None:
             return self._ab(target, ab, plan, current, notes)
         context.references.keep_model(built.model)

@@ -24,7 +24,7 @@ from pytest_ortperf.checks.latency_verdicts import (
     with_section,
     worth_explaining,
 )
-from pytest_ortperf.checks.paths import Plan, Route, without_reference
+from pytest_ortperf.checks.paths import Ladder, Plan, Route, without_reference
 from pytest_ortperf.checks.record import CheckRecord
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.errors import OrtperfError
@@ -93,7 +93,9 @@ class LatencyCheck:
         policy = target.policy
         # Updates always record stored baselines: no A/B reference then.
         reference = None if policy.update else context.ab()
-        plan = target.plan(LATENCY, same_job(reference, context.built.model))
+        plan = target.plan(
+            LATENCY, same_job(reference, context.built.model), ladder=Ladder.FIGURES_MAY_BE_SHORT
+        )
         if reference is not None and plan.same_job is not None:
             # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
             # with a message, as in stored mode, naming the reference.
@@ -119,7 +121,7 @@ class LatencyCheck:
                     return same
                 return _labelled(lambda: self._against_recorded(rebuilt, inputs, key, fed), key, label)
             recorded_on = entry.machines(LATENCY) if entry else []
-            plan = without_reference(plan, why, recorded_on=recorded_on, part=LATENCY)
+            plan = without_reference(plan, why, recorded_on=recorded_on, may_be_short=True)
         return [self._stored(inputs, key, target, plan)]
 
     def _same_graph(self, reference: RecordedReference, plan: Plan, key: CheckKey) -> list[Outcome]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf.checks.paths import Route, SameJob, choose, plan_check, without_reference
+from pytest_ortperf.checks.paths import Ladder, Route, SameJob, choose, plan_check, without_reference
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.store.baselines import BaselineEntry, Figures
 from pytest_ortperf.store.recipe import CONTROLLED
@@ -149,13 +149,16 @@ def test_a_reference_that_cannot_be_rebuilt_falls_back_to_this_hardwares_figures
     ],
     ids=["runtime", "runtime-and-model", "runtime-and-providers", "runtime-and-settings"],
 )
-@pytest.mark.parametrize("part", ["latency", "graph"])  # memory and start-up take latency's ladder
+@pytest.mark.parametrize(
+    ("part", "ladder"),
+    [("latency", Ladder.FIGURES_MAY_BE_SHORT), ("graph", Ladder.GRAPHS)],  # memory, start-up: as latency
+)
 def test_what_a_runtime_that_cannot_be_had_recorded_never_decides_for_any_kind(
-    changes: dict[str, Any], part: str
+    changes: dict[str, Any], part: str, ladder: Ladder
 ) -> None:
     """This hardware has figures of every part, but the recorded onnxruntime (1.31.1) is not this one
     (1.23.2): without it, the check is missing, naming the runtime, never judged on what it recorded."""
-    plan = plan_check(entry(HERE), now(**changes), HERE, update=False, part=part)
+    plan = plan_check(entry(HERE), now(**changes), HERE, update=False, part=part, ladder=ladder)
     assert plan.runtime == ("onnxruntime-gpu", "1.31.1")
     fallback = without_reference(plan, plan.reason or "could not be fetched")
     assert fallback.route is Route.MISSING
@@ -226,14 +229,15 @@ def test_a_changed_external_data_digest_is_named_among_the_recipes_changes() -> 
 SAME_JOB = SameJob("HEAD:model.onnx", available=True)
 
 
+# Accuracy's ladder (OUTPUTS) records under an update by its own rule: its check never asks then.
+@pytest.mark.parametrize("ladder", [Ladder.FIGURES, Ladder.FIGURES_MAY_BE_SHORT, Ladder.GRAPHS])
 @pytest.mark.parametrize("part", ["latency", "memory", "startup", "graph"])
-def test_same_job_ab_comes_first_for_every_part_outside_an_update(part: str) -> None:
-    plan = plan_check(entry(HERE), now(), HERE, update=False, part=part, same_job=SAME_JOB)
+def test_same_job_ab_comes_first_for_every_part_outside_an_update(part: str, ladder: Ladder) -> None:
+    plan = plan_check(entry(HERE), now(), HERE, update=False, part=part, ladder=ladder, same_job=SAME_JOB)
     assert plan.route is Route.SAME_JOB
     assert plan.same_job == SAME_JOB
-    assert (
-        plan_check(entry(HERE), now(), HERE, update=True, part=part, same_job=SAME_JOB).route is Route.RECORD
-    )
+    update = plan_check(entry(HERE), now(), HERE, update=True, part=part, ladder=ladder, same_job=SAME_JOB)
+    assert update.route is Route.RECORD
 
 
 def test_same_job_without_a_reference_says_why_and_the_very_same_model_is_identical_in_one_runtime() -> None:
@@ -251,7 +255,10 @@ def test_same_job_without_a_reference_says_why_and_the_very_same_model_is_identi
     assert (identical.route, identical.reason) == (Route.IDENTICAL, "identical to HEAD, nothing to compare")
     # The same bytes in another onnxruntime are still two sides.
     across = SameJob("HEAD", available=True, identical=True, across_runtimes=True)
-    assert plan_check(None, now(), HERE, update=False, part="graph", same_job=across).route is Route.SAME_JOB
+    assert (
+        plan_check(None, now(), HERE, update=False, part="graph", ladder=Ladder.GRAPHS, same_job=across).route
+        is Route.SAME_JOB
+    )
 
 
 @pytest.mark.parametrize("part", ["latency", "memory", "startup"])
@@ -271,18 +278,32 @@ def test_without_ab_a_measured_part_follows_the_recipe_ladder(part: str) -> None
 
 def test_the_graph_ladder_needs_no_stored_figures_and_ignores_the_inputs() -> None:
     bare = BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=RECIPE, figures={})
-    assert plan_check(None, now(), HERE, update=False, part="graph").route is Route.MISSING
-    assert plan_check(bare, now(), HERE, update=False, part="graph").route is Route.UNCHANGED
-    inputs = plan_check(bare, now(inputs_sha256="e" * 64), HERE, update=False, part="graph")
+    assert (
+        plan_check(None, now(), HERE, update=False, part="graph", ladder=Ladder.GRAPHS).route is Route.MISSING
+    )
+    assert (
+        plan_check(bare, now(), HERE, update=False, part="graph", ladder=Ladder.GRAPHS).route
+        is Route.UNCHANGED
+    )
+    inputs = plan_check(
+        bare, now(inputs_sha256="e" * 64), HERE, update=False, part="graph", ladder=Ladder.GRAPHS
+    )
     assert (inputs.route, inputs.note) == (
         Route.UNCHANGED,
         "the inputs changed; the optimized graph does not depend on them",
     )
-    model = plan_check(bare, now(model_sha256="d" * 64), HERE, update=False, part="graph")
+    model = plan_check(
+        bare, now(model_sha256="d" * 64), HERE, update=False, part="graph", ladder=Ladder.GRAPHS
+    )
     assert model.route is Route.SIDE_BY_SIDE
     assert model.model_blob == RECIPE["model_git_blob"]
     providers = plan_check(
-        bare, now(providers_used=["CUDAExecutionProvider"]), HERE, update=False, part="graph"
+        bare,
+        now(providers_used=["CUDAExecutionProvider"]),
+        HERE,
+        update=False,
+        part="graph",
+        ladder=Ladder.GRAPHS,
     )
     assert providers.route is Route.STORED
     assert "the providers used changed" in providers.reason
@@ -328,3 +349,23 @@ def test_changed_synthetic_inputs_are_side_by_side_the_reference_on_its_recorded
         entry(THERE, HERE, recipe=recipe), {**changed, "ort_version": "1.32.0"}, HERE, update=False
     )
     assert runtime.route is not Route.SIDE_BY_SIDE  # in another runtime's workers: not fed yet
+
+
+def test_only_a_ladder_whose_figures_may_be_recorded_short_lets_short_figures_stand_aside() -> None:
+    """A short recording is latency's (its reference was to be rebuilt): on that ladder such figures
+    never decide; on the stored figures' ladder of another part the same figures stand."""
+    short = "the reference is rebuilt from git; these figures only inform"
+    recorded = BaselineEntry(
+        variant="cpu-all",
+        recorded="2026-11-20",
+        recipe=FROM_FILES,
+        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), short=short, measured_on={})},
+    )
+    changed = now(inputs_sha256="f" * 64)
+    latency = plan_check(
+        recorded, changed, HERE, update=False, part="latency", ladder=Ladder.FIGURES_MAY_BE_SHORT
+    )
+    assert latency.route is Route.MISSING
+    assert "recorded short" in latency.reason
+    figures = plan_check(recorded, changed, HERE, update=False, part="latency", ladder=Ladder.FIGURES)
+    assert figures.route is Route.STORED
