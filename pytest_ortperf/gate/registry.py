@@ -23,6 +23,7 @@ from pytest_ortperf.checks.record import typed
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.lazy import later
 from pytest_ortperf.reports.tables import COMMON_TABLE, TerminalTable
+from pytest_ortperf.store.parts import RESERVED_PARTS
 
 if TYPE_CHECKING:
     from pytest_ortperf.gate.protocol import Check, CheckContext, Outcome
@@ -231,6 +232,13 @@ class KindRegistry:
             raise UsageError(
                 f"{origin or 'a plugin'} registered a check kind named {kind.name!r}, which {taken} "
                 "already registered: give it another name."
+            )
+        sharer = next((k for k in self if kind.part is not None and k.part == kind.part), None)
+        if kind.part is not None and (kind.part in RESERVED_PARTS or sharer is not None):
+            taken = f"the check kind {sharer.name!r}'s" if sharer is not None else "a key of the figures"
+            raise UsageError(
+                f"{origin or 'a plugin'} registered the check kind {kind.name!r} with part={kind.part!r}, "
+                f"which is {taken}: give its part another name (its own name, say)."
             )
         self._kinds[kind.name] = kind
         self._origins[kind.name] = origin

@@ -47,18 +47,13 @@ from pytest_ortperf.errors import BaselineError
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.outputs import AccuracyRecord
+from pytest_ortperf.store.parts import LATENCY_PARTS, TOP_LEVEL_PARTS
 from pytest_ortperf.store.recipe import canonical, same_or_identical, split
 from pytest_ortperf.store.salvage import readable_parts
 
 SCHEMA = 2
 KIND = "pytest-ortperf baselines"
 MIGRATED_SCHEMAS = (1,)  # older schemas parse() still reads, migrating them to SCHEMA
-LATENCY_PARTS = ("latency", "profile")  # the latency check's figures: typed fields of Figures
-# Where the file format keeps a kind's part: these at the top level of a machine's figures, as files
-# have held them since those checks were first recorded; every other kind's under "parts". A file
-# fact, not a kind's: the store interprets none of them (Figures.parts).
-TOP_LEVEL_PARTS = ("memory", "startup", "graph")
-_OWN_KEYS = ("recorded", "measured_on", "spread", "settled", "short", "parts", *LATENCY_PARTS)
 
 T = TypeVar("T")
 # A kind's part decoder (CheckKind.part_decoder): the part's JSON to its typed figures, raising

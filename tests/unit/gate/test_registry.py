@@ -120,3 +120,15 @@ def test_an_option_of_no_name_is_the_kinds_own_setting() -> None:
     KindRegistry().register(CheckKind(name="span", make=_make, options=(own,)))
     with pytest.raises(UsageError, match="option or threshold name"):
         KindRegistry().register(CheckKind(name="span", make=_make, options=(KindOption("Bad", "", ""),)))
+
+
+@pytest.mark.parametrize(
+    ("part", "taken"), [("memory", "the check kind 'memory''s"), ("spread", "a key of the figures")]
+)
+def test_a_part_another_kind_keeps_or_a_key_of_the_figures_is_a_usage_error_naming_both(
+    part: str, taken: str
+) -> None:
+    """Two kinds keeping one part would overwrite each other's figures; a part named as one of the
+    figures' own keys (``spread``) would be read as that key."""
+    with pytest.raises(UsageError, match=re.escape(f"with part={part!r}, which is {taken}")):
+        builtin_kinds().register(CheckKind(name="span", make=_make, part=part))
