@@ -309,18 +309,25 @@ def test_the_graph_ladder_needs_no_stored_figures_and_ignores_the_inputs() -> No
     assert "the providers used changed" in providers.reason
 
 
+SHORT = "the reference is rebuilt from git; these figures only inform"
+
+
+def _recorded_short() -> BaselineEntry:
+    """An entry whose latency figures on this hardware were recorded short (``SHORT``)."""
+    return BaselineEntry(
+        variant="cpu-all",
+        recorded="2026-11-20",
+        recipe=FROM_FILES,
+        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), short=SHORT, measured_on={})},
+    )
+
+
 @pytest.mark.parametrize("part", ["latency", "memory"])
 def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_rebuilt(part: str) -> None:
     """A seed change on a model git keeps (issue 46): the update recorded short figures because the
     reference was to be rebuilt; the inputs changed, so none can be. They only inform: missing,
     with both reasons and the way to record figures that decide. Other parts are not recorded short."""
-    short = "the reference is rebuilt from git; these figures only inform"
-    recorded = BaselineEntry(
-        variant="cpu-all",
-        recorded="2026-11-20",
-        recipe=FROM_FILES,
-        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), short=short, measured_on={})},
-    )
+    recorded = _recorded_short()
     plan = choose(recorded, now(inputs_sha256="f" * 64), HERE, update=False, part=part)
     if part == "memory":
         assert plan.route is Route.MISSING  # no memory figures here: missing for that reason alone
@@ -328,7 +335,7 @@ def test_figures_recorded_short_never_decide_latency_when_no_reference_can_be_re
         return
     assert plan.route is Route.MISSING
     assert plan.reason.startswith("the inputs changed, and the recorded inputs cannot be rebuilt; ")
-    assert f"this hardware's figures were recorded short ({short}), so they do not decide" in plan.reason
+    assert f"this hardware's figures were recorded short ({SHORT}), so they do not decide" in plan.reason
     assert plan.reason.endswith("re-record them (ortperf update) to judge this change on stored figures")
     settled = choose(entry(HERE, recipe=FROM_FILES), now(inputs_sha256="f" * 64), HERE, update=False)
     assert settled.route is Route.STORED
@@ -354,13 +361,7 @@ def test_changed_synthetic_inputs_are_side_by_side_the_reference_on_its_recorded
 def test_only_a_ladder_whose_figures_may_be_recorded_short_lets_short_figures_stand_aside() -> None:
     """A short recording is latency's (its reference was to be rebuilt): on that ladder such figures
     never decide; on the stored figures' ladder of another part the same figures stand."""
-    short = "the reference is rebuilt from git; these figures only inform"
-    recorded = BaselineEntry(
-        variant="cpu-all",
-        recorded="2026-11-20",
-        recipe=FROM_FILES,
-        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), short=short, measured_on={})},
-    )
+    recorded = _recorded_short()
     changed = now(inputs_sha256="f" * 64)
     latency = plan_check(
         recorded, changed, HERE, update=False, part="latency", ladder=Ladder.FIGURES_MAY_BE_SHORT
