@@ -65,6 +65,7 @@ from pytest_ortperf.store.recipe import same_or_identical, split
 # pytest-benchmark's time").
 # The plugin's side-by-side checks no longer take this route: since issue 57 they are decided across
 # measuring processes (``check_across``); ``check_ab`` stays the in-process paired comparison.
+LATENCY = "latency"  # the kind these verdicts are of: its records' kind, its part of the figures
 CLEAR_MARGIN = 0.05
 NOT_CONFIRMED_AGAIN = "not measured a second time"
 NO_FIGURES_HERE = "no figures for this hardware yet"  # an unchanged check's change, without drift

@@ -311,3 +311,15 @@ def _damaged(data: Mapping[str, Any]) -> tuple[str, ...]:
 def typed(records: Sequence[Mapping[str, Any]]) -> list[CheckRecord]:
     """``records`` as typed records."""
     return [CheckRecord.of(record) for record in records]
+
+
+def check_in_report(report: Mapping[str, Any], nodeid: str, kind: str) -> CheckRecord | None:
+    """The record of ``nodeid``'s check of ``kind`` in an ``--ortperf-report`` document (its first,
+    matched by the node id's path from its last ``/``, as a run in another directory names it), or
+    None where the report holds none."""
+    tail = nodeid.split("/")[-1]
+    checks = report.get("checks", [])
+    for check in typed([c for c in checks if isinstance(c, Mapping)] if isinstance(checks, list) else []):
+        if check.kind == kind and check.test.split("/")[-1] == tail:
+            return check
+    return None

@@ -27,7 +27,8 @@ from types import TracebackType
 from typing import Any
 
 from pytest_ortperf import defaults
-from pytest_ortperf.checks.record import CheckRecord, typed
+from pytest_ortperf.checks.latency_verdicts import LATENCY
+from pytest_ortperf.checks.record import CheckRecord, check_in_report
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import BisectResult, Judgement, Outcome, bisect, linear_walk, max_comparisons
 from pytest_ortperf.gate.bisect_runtimes import ItemRunner, temporary_workdir
@@ -225,10 +226,9 @@ class Worktree:
 
 def latency_record(report: dict[str, Any], nodeid: str, source: str) -> CheckRecord:
     """The latency record of ``nodeid`` in an ``--ortperf-report`` JSON."""
-    tail = nodeid.split("/")[-1]
-    for check in typed([c for c in report.get("checks", []) if isinstance(c, Mapping)]):
-        if check.kind == "latency" and check.test.split("/")[-1] == tail:
-            return check
+    record = check_in_report(report, nodeid, LATENCY)
+    if record is not None:
+        return record
     raise OrtperfError(f"ortperf bisect: {source} holds no latency check of {nodeid}: does the test run one?")
 
 

@@ -22,14 +22,14 @@ import subprocess
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_ortperf import defaults
 from pytest_ortperf.checks.graph_verdicts import GRAPH
-from pytest_ortperf.checks.record import typed
+from pytest_ortperf.checks.record import check_in_report
 from pytest_ortperf.errors import OrtperfError, UsageError
 from pytest_ortperf.gate.bisect import Judgement
 from pytest_ortperf.graph.diff import GraphDiff, failures
@@ -94,23 +94,18 @@ def _fusions(figures: GraphFigures) -> dict[str, int]:
 
 def graph_state(report: dict[str, Any], nodeid: str, source: str) -> GraphState:
     """The graph record of ``nodeid`` in an ``--ortperf-report`` JSON (``source`` names it in errors)."""
-    tail = nodeid.split("/")[-1]
-    records = [
-        check
-        for check in typed([c for c in report.get("checks", []) if isinstance(c, Mapping)])
-        if check.kind == GRAPH and check.test.split("/")[-1] == tail
-    ]
-    if not records:
+    record = check_in_report(report, nodeid, GRAPH)
+    if record is None:
         raise OrtperfError(
             f"ortperf bisect: {source} holds no graph check of {nodeid}: does the test run one?"
         )
     try:
-        figures = GraphFigures.from_dict(records[0].get("current"))
+        figures = GraphFigures.from_dict(record.get("current"))
     except (KeyError, TypeError, ValueError) as exc:
         raise OrtperfError(
             f"ortperf bisect: {source}: the graph record of {nodeid} is damaged ({exc})"
         ) from exc
-    return GraphState(figures, records[0].summary)
+    return GraphState(figures, record.summary)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with, not_comparable
 from pytest_ortperf.checks.latency_verdicts import (
+    LATENCY,
     LatencyResult,
     ab_without_reference,
     check_latency,
@@ -54,7 +55,7 @@ from pytest_ortperf.store.keys import CheckKey
 
 PROFILED_RUNS = 3
 BOTH_SIDES = "untimed profiled runs of both sides, after measuring"
-LATENCY, ACCURACY = "latency", "accuracy"
+ACCURACY = "accuracy"
 
 
 class LatencyCheck:

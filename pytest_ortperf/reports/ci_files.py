@@ -19,7 +19,7 @@ from pytest_ortperf.accuracy.metrics import ERROR_EDGES, OutputComparison
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
-from pytest_ortperf.checks.latency_verdicts import LatencyResult
+from pytest_ortperf.checks.latency_verdicts import LATENCY, LatencyResult
 from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.latency.across_processes import AcrossProcesses
@@ -46,7 +46,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
     decisive = result.confirmation or result.comparison
     return {
         "test": nodeid,
-        "kind": "latency",
+        "kind": LATENCY,
         "variant": result.key.variant,
         "machine": result.key.machine,
         "entry": [result.key.test_file, result.key.test],  # the baseline entry: file and test name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_ortperf.checks.record import CheckRecord
+from pytest_ortperf.checks.record import CheckRecord, check_in_report
 from pytest_ortperf.reports.results import RunResults
 
 
@@ -107,3 +107,21 @@ def test_records_cross_from_an_xdist_worker_to_the_controller_typed_and_equal() 
     assert controller.noisy_recordings() == [
         "tests/test_perf.py::test_n[cpu-all] (spread 14.2% > max-cv 10%)"
     ]
+
+
+def test_a_reports_check_is_found_by_its_tests_path_and_kind_and_a_damaged_report_holds_none() -> None:
+    """What a bisect reads of the report a run in another directory wrote: the test by its node id's
+    path from its last ``/``, the first check of the kind asked for."""
+    report = {
+        "checks": [
+            {"test": "tests/test_m.py::test_a[cpu-all]", "kind": "graph", "verdict": "ok"},
+            {"test": "tests/test_m.py::test_a[cpu-all]", "kind": "latency", "verdict": "regression"},
+            "not a record",
+        ]
+    }
+    found = check_in_report(report, "/elsewhere/tests/test_m.py::test_a[cpu-all]", "latency")
+    assert found is not None
+    assert found.verdict == "regression"
+    assert check_in_report(report, "tests/test_m.py::test_b[cpu-all]", "latency") is None
+    assert check_in_report(report, "tests/test_m.py::test_a[cpu-all]", "memory") is None
+    assert check_in_report({"checks": "damaged"}, "tests/test_m.py::test_a[cpu-all]", "latency") is None
