@@ -56,12 +56,14 @@ class KindOption:
     (the graph kind's mode). The command line wins over the ini file, which wins over ``default``; the
     value is parsed once, when the run is configured, by ``parse(text, where)`` (``where``: the flag, the ini
     key or "the default of" the flag; it raises a ``UsageError`` naming ``where``), and a check reads
-    it with ``context.settings.option(kind, name)``: the parsed value, or the text without a parser."""
+    it with ``context.settings.option(kind, name)``: the parsed value, or the text without a parser.
+    ``metavar``: what ``--help`` shows the flag take (``--ortperf-graph MODE``)."""
 
     name: str
     help: str
     default: str = ""
     parse: Callable[[str, str], Any] | None = None
+    metavar: str = "VALUE"
 
     def ini(self, kind: str) -> str:
         return f"ortperf_{kind}_{self.name}" if self.name else f"ortperf_{kind}"

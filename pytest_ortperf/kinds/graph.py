@@ -41,6 +41,7 @@ KIND = CheckKind(
             f"Default: {defaults.GRAPH_MODE}.",
             defaults.GRAPH_MODE,
             parse=later(DIFF, "mode_option"),
+            metavar="MODE",
         ),
     ),
     thresholds=("graph",),

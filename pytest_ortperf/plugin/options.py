@@ -783,7 +783,7 @@ class KindsAtOptionTime:
             try:
                 ini, flag = option.ini(name), option.flag(name)
                 group.addoption(
-                    flag, action="store", dest=ini, default=None, metavar="VALUE",
+                    flag, action="store", dest=ini, default=None, metavar=getattr(option, "metavar", "VALUE"),
                     help=argparse_help(f"{option.help} (check kind {name}; ini {ini})"),
                 )  # fmt: skip
                 self._parser.addini(ini, help=f"{option.help} (check kind {name})", default=option.default)

@@ -117,6 +117,9 @@ def test_an_option_of_no_name_is_the_kinds_own_setting() -> None:
 
     own = KindOption("", "the span's mode", "wide")
     assert (own.flag("span"), own.ini("span")) == ("--ortperf-span", "ortperf_span")
+    assert own.metavar == "VALUE"  # what --help shows it take, unless the kind names it
+    (mode,) = builtin_kinds()["graph"].options
+    assert (mode.flag("graph"), mode.metavar) == ("--ortperf-graph", "MODE")
     KindRegistry().register(CheckKind(name="span", make=_make, options=(own,)))
     with pytest.raises(UsageError, match="option or threshold name"):
         KindRegistry().register(CheckKind(name="span", make=_make, options=(KindOption("Bad", "", ""),)))
