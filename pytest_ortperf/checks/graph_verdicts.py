@@ -22,10 +22,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult, PartFigures, closing_lines, part_entry
+from pytest_ortperf.checks.paths import missing_message
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.graph.diff import GraphDiff, failures, pinned
 from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.store.baselines import BaselineEntry, EntryState
 from pytest_ortperf.store.keys import CheckKey
 
@@ -142,7 +144,9 @@ def alone(
     notes: Sequence[str] = (),
 ) -> GraphResult:
     """Nothing to compare with (``missing``; same-job A/B without a reference): the graph is shown,
-    pinned counts still decide, and a missing baseline fails or skips as ``--ortperf-missing`` says."""
+    pinned counts still decide, and a missing baseline fails or skips as ``--ortperf-missing`` says.
+    A missing one keeps its ``reason`` (``stored_reason``): a changed model that a shallow clone
+    cannot rebuild is not judged, and fetching the history, not recording, is its fix."""
     problems = pinned(current, expected)
     missing = status is Status.MISSING
     if problems:
@@ -152,7 +156,9 @@ def alone(
         return GraphResult(
             key, GRAPH, Status.REGRESSION, current, path, failed=True, message=message, notes=tuple(notes)
         )
-    if missing:
+    if missing and SHALLOW in reason:
+        message = missing_message(GRAPH, key, reason, f"built {current.describe()}")
+    elif missing:
         message = (
             f"no graph baseline for {key.shown} ({reason}); built {current.describe()}. "
             f"Record it with:\n    {key.record_command}"
@@ -165,6 +171,7 @@ def alone(
         status,
         current,
         path,
+        stored_reason=reason if missing else "",
         failed=missing and policy.missing == "fail",
         skipped=missing and policy.missing == "skip",
         message=message,
