@@ -240,11 +240,11 @@ def without_reference(
     """The plan when no reference can be rebuilt (``why``): this hardware's stored figures decide, or,
     when it has none, the check is missing with the reason.
 
-    Figures that may have been recorded short (``may_be_short``: the latency check's) and were never
-    decide: they were recorded short because a later run was to rebuild their reference
-    (``latency.recording.short_reason``: they only inform), so they are neither settled nor able to
-    detect the threshold; the check is missing with both reasons and how to record figures that
-    decide.
+    On a ladder whose figures may be recorded short (``may_be_short``: the latency check's), figures
+    recorded short never decide: they were recorded short because a later run was to rebuild their
+    reference (``latency.recording.short_reason``: they only inform), so they are neither settled nor
+    able to detect the threshold; the check is missing with both reasons and how to record figures
+    that decide.
 
     One rule for every kind (latency, memory, start-up, graph): when the recorded onnxruntime differs
     from this one and could not be had (``plan.runtime``), whatever it recorded is that runtime's

@@ -81,13 +81,12 @@ class FootprintCheck:
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         raise NotImplementedError
 
-    def decode(self, data: Any) -> PartFigures:
-        """This kind's part of a baseline entry's figures, from its JSON (its kind's part_decoder)."""
-        raise NotImplementedError
-
     def stored(self, figures: Figures | None) -> PartFigures | None:
-        """This kind's part of ``figures``, typed (None: they hold none)."""
-        return figures.part_as(self.kind, self.decode) if figures is not None else None
+        """This kind's part of ``figures``, typed by its declared ``part_decoder`` (None: they hold none)."""
+        if self.declaration is None or self.declaration.part_decoder is None:
+            raise TypeError(f"{type(self).__name__} names no declaration with a part decoder")
+        decode: Callable[[Any], PartFigures] = self.declaration.part_decoder
+        return figures.part_as(self.kind, decode) if figures is not None else None
 
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         raise NotImplementedError

@@ -11,6 +11,7 @@ from pytest_ortperf.lazy import later
 from pytest_ortperf.reports.tables import TerminalTable
 
 DIFF = "pytest_ortperf.graph.diff"
+KEYWORD = "graph"  # its ort_thresholds(...) keyword: a mode, or pinned op counts
 
 # The graph checks' terminal table.
 TABLE = TerminalTable(
@@ -44,7 +45,7 @@ KIND = CheckKind(
             metavar="MODE",
         ),
     ),
-    thresholds=("graph",),
+    thresholds=(KEYWORD,),
     threshold_parse=later(DIFF, "graph_threshold"),
     threshold_merge=later(DIFF, "merged_limits"),
 )

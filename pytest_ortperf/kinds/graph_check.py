@@ -28,7 +28,7 @@ from pytest_ortperf.gate.protocol import CheckContext, CheckTarget, Outcome
 from pytest_ortperf.gate.references import ABReference, same_job
 from pytest_ortperf.graph.diff import GraphLimit, parse_graph_threshold
 from pytest_ortperf.graph.figures import GraphFigures, hardware_class
-from pytest_ortperf.kinds.graph import KIND
+from pytest_ortperf.kinds.graph import KEYWORD, KIND
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
@@ -190,7 +190,7 @@ class GraphCheck:
 
     def _limit(self, target: CheckTarget) -> GraphLimit:
         """The markers' ``graph=`` (parsed where it entered, merged farthest first), else none."""
-        given = target.policy.kind_thresholds.get(KIND.name)
+        given = target.policy.kind_thresholds.get(KEYWORD)
         return given if isinstance(given, tuple) else ("", ())
 
     def _mode(self, target: CheckTarget) -> str:

@@ -56,6 +56,8 @@ from pytest_ortperf.store.keys import CheckKey
 PROFILED_RUNS = 3
 BOTH_SIDES = "untimed profiled runs of both sides, after measuring"
 ACCURACY = "accuracy"
+# Latency's ladder: stored figures decide where nothing can be rebuilt, unless they were recorded short.
+LADDER = Ladder.FIGURES_MAY_BE_SHORT
 
 
 class LatencyCheck:
@@ -94,9 +96,7 @@ class LatencyCheck:
         policy = target.policy
         # Updates always record stored baselines: no A/B reference then.
         reference = None if policy.update else context.ab()
-        plan = target.plan(
-            LATENCY, same_job(reference, context.built.model), ladder=Ladder.FIGURES_MAY_BE_SHORT
-        )
+        plan = target.plan(LATENCY, same_job(reference, context.built.model), ladder=LADDER)
         if reference is not None and plan.same_job is not None:
             # A run failing in A/B mode (a reference whose inputs differ, a timeout) fails the test
             # with a message, as in stored mode, naming the reference.
@@ -122,7 +122,7 @@ class LatencyCheck:
                     return same
                 return _labelled(lambda: self._against_recorded(rebuilt, inputs, key, fed), key, label)
             recorded_on = entry.machines(LATENCY) if entry else []
-            plan = without_reference(plan, why, recorded_on=recorded_on, may_be_short=True)
+            plan = without_reference(plan, why, recorded_on=recorded_on, may_be_short=LADDER.may_be_short)
         return [self._stored(inputs, key, target, plan)]
 
     def _same_graph(self, reference: RecordedReference, plan: Plan, key: CheckKey) -> list[Outcome]:

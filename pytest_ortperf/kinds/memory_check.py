@@ -5,7 +5,6 @@ routes of the latency check (``kinds/fresh_processes.py``); the figures and thei
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pytest_ortperf.checks.footprint_verdicts import MEMORY, PartFigures
 from pytest_ortperf.checks.record import CheckRecord
@@ -37,9 +36,6 @@ class MemoryCheck(FootprintCheck):
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return MemoryFigures.of(footprints)
-
-    def decode(self, data: Any) -> PartFigures:
-        return MemoryFigures.from_dict(data)
 
     def _floor(self) -> int:
         return int(KIND.setting(self._context.settings, "floor"))

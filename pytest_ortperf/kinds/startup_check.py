@@ -5,7 +5,6 @@ their rule: ``footprint/startup_figures.py``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pytest_ortperf.checks.footprint_verdicts import STARTUP, FootprintResult, PartFigures, not_timed
 from pytest_ortperf.checks.record import CheckRecord
@@ -33,9 +32,6 @@ class StartupCheck(FootprintCheck):
 
     def figures(self, footprints: Sequence[Footprint]) -> PartFigures:
         return StartupFigures.of(footprints)
-
-    def decode(self, data: Any) -> PartFigures:
-        return StartupFigures.from_dict(data)
 
     def compare(self, before: PartFigures, after: PartFigures, target: CheckTarget) -> list[FigureComparison]:
         assert isinstance(before, StartupFigures)
