@@ -30,6 +30,19 @@ def test_memory(ort_perf):
 LEVELS = ("--ort-opt-levels=disabled,all", "--ortperf-budget=0.2", "--ortperf-ab-budget=0.5")
 SIZE_CHANGED = "inputs x float32[1, 16, 32, 32] -> [1, 16, 64, 64]"
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: benchmarks.fake_cpuinfo is imported from it
+# CPUs of two hardware classes: one of them is not the class of the machine that records here.
+CPUINFOS = tuple(
+    ROOT / "tests" / "unit" / "data" / "cpuinfo" / name for name in ("zen3_avx2.txt", "zen4_avx512.txt")
+)
+
+
+def _hardware_class(cpuinfo: Path) -> str:
+    """The class of hardware (graph/figures.py: hardware_class) a run shown ``cpuinfo`` believes it has."""
+    from pytest_ortperf.graph.figures import hardware_class
+    from pytest_ortperf.store.hardware import detect_hardware
+
+    return hardware_class(detect_hardware(2, cpuinfo=cpuinfo, gpu="").as_dict())
 
 
 def _run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -161,6 +174,35 @@ def test_a_shallow_clone_names_the_history_as_the_cause_and_offers_no_recording(
     assert "have no baseline for machine" not in out
     assert "to accept every failing check above at once" not in out  # recording would accept it unseen
     assert "to accept the current outputs as the baseline" not in out
+
+    # A runner of another hardware class: no graph is stored for it either, so the graph, too, is a
+    # check only the recorded model could judge; it names the history, and no recording is offered.
+    recorded = json.loads((shallow / "baselines" / "test_conv.py.json").read_text())["entries"]
+    recorded_classes = {
+        figures["graph"]["hardware_class"]
+        for entry in recorded.values()
+        for figures in entry["figures"].values()
+        if "graph" in figures
+    }
+    cpuinfo = next(path for path in CPUINFOS if _hardware_class(path) not in recorded_classes)
+    other = _pytest(
+        shallow,
+        "-p",
+        "benchmarks.fake_cpuinfo",
+        "--ort-opt-levels=all",
+        "--ortperf-budget=0.2",
+        env={
+            "ORTPERF_MACHINE": "other-runner",
+            "ORTPERF_BENCH_CPUINFO": str(cpuinfo),
+            "PYTHONPATH": str(ROOT),
+        },
+    )
+    out = other.stdout
+    assert other.returncode == 1, out
+    assert "graph of test_conv[cpu-all] not judged on machine 'other-runner@" in out, out
+    assert "Record it with" not in out
+    assert "have no baseline for machine" not in out
+    assert "to accept every failing check above at once" not in out
 
 
 BUSY = "import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n"
