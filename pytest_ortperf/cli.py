@@ -493,9 +493,9 @@ def _bisect_command(args: argparse.Namespace) -> int:
         raise UsageError(
             f"ortperf bisect --runtimes: --check {args.check} is not built for releases yet; --check graph is"
         )
-    from pytest_ortperf.plugin.options import parse_fetch
+    from pytest_ortperf.plugin.options import Source, parse_fetch
 
-    fetch = "auto" if parse_fetch(args.fetch, "--fetch") else "never"
+    fetch = "auto" if parse_fetch(args.fetch, Source("--fetch")) else "never"
     return _bisect(args.nodeid, args.runtimes, args.report, fetch, args.graph)
 
 

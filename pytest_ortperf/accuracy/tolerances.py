@@ -4,7 +4,7 @@ and the parsers of the tolerance keys users write (options, ini lines, markers).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -226,3 +226,36 @@ def parse_tolerance_values(values: Mapping[str, Any], *, source: str) -> dict[st
             raise UsageError(f"{source}: {key} must be {limit}, got {safe_repr(value)}.")
         parsed[key] = number
     return parsed
+
+
+def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec:
+    """``atol=1e-4`` for every output; ``logits.atol=1e-3`` or ``output:logits.atol=1e-3`` for one
+    output; ``dtype:float16.atol=1e-2`` per dtype; ``variant:cuda.rtol=1e-3`` (a provider) or
+    ``variant:cuda-all.rtol=1e-3`` (one variant) per variant. See :class:`ToleranceSpec` for which wins.
+    """
+    scopes: dict[str, dict[str, dict[str, Any]]] = {"": {"": {}}, "output": {}, "dtype": {}, "variant": {}}
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise UsageError(
+                f"{source}: expected KEY=VALUE such as atol=1e-4, logits.rtol=1e-3 or "
+                f"dtype:float16.atol=1e-2, got {raw!r}."
+            )
+        scope, selector, metric = parse_tolerance_key(key, source=source)
+        scopes[scope].setdefault(selector, {})[metric] = value.strip()
+
+    def parsed(scope: str) -> dict[str, dict[str, float]]:
+        return {
+            selector: parse_tolerance_values(values, source=f"{source} ({scope}:{selector})")
+            for selector, values in scopes[scope].items()
+        }
+
+    return ToleranceSpec(
+        parse_tolerance_values(scopes[""][""], source=source),
+        parsed("output"),
+        parsed("dtype"),
+        parsed("variant"),
+    )

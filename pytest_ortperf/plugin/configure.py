@@ -7,7 +7,6 @@ Only the pytest layer calls this; everything below sees the frozen
 from __future__ import annotations
 
 import os
-import shutil
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -16,11 +15,9 @@ from typing import Any
 
 import pytest
 
-from pytest_ortperf import defaults
 from pytest_ortperf.accuracy.tolerances import (
     ToleranceSpec,
     parse_selector,
-    parse_tolerance_key,
     parse_tolerance_values,
 )
 from pytest_ortperf.checks.contract_verdicts import Contract, parse_contracts
@@ -31,19 +28,22 @@ from pytest_ortperf.gate.run_config import ABMarker, OrtperfConfig
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.paired import AB_SETTINGS
 from pytest_ortperf.ort.inputs import InputOptions
-from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
+from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.variants import (
     parse_variant,
     variant_matrix,
 )
 from pytest_ortperf.plugin.options import (
     OPTIONS,
+    Layer,
+    Source,
     parse_dims,
     parse_int_range,
     parse_seed,
     parse_shapes,
+    python_path,
 )
-from pytest_ortperf.values import option_text, parse_threshold
+from pytest_ortperf.values import parse_threshold
 
 MODEL_MARKER_KWARGS = ("path", "shapes", "dims", "int_range", "seed", "transformers")
 AB_MARKER_KWARGS = ("reference", "rev", "python")
@@ -63,19 +63,47 @@ THRESHOLD_KWARGS = (
 _BY_INI = {option.ini: option for option in OPTIONS}
 
 
-def _value(config: Any, ini: str) -> tuple[Any, str]:
-    """The command-line value if given, else the ini value; with a label for errors."""
+def _value(config: Any, ini: str) -> tuple[Any, Source]:
+    """The command-line value if given, else the ini value; with where it came from."""
     option = _BY_INI[ini]
     cli = config.getoption(option.dest)
     if cli is not None:
-        return cli, option.flag
-    return config.getini(ini), f"ini {ini}"
+        return cli, _source(config, option.flag)
+    return config.getini(ini), _source(config, f"ini {ini}")
+
+
+def _source(config: Any, where: str) -> Source:
+    """Where a value came from, with the folder a relative path in it means: where pytest ran for
+    the command line, the ini file's folder for the ini file (the rootdir without one)."""
+    rootdir = Path(config.rootpath)
+    inipath = getattr(config, "inipath", None)
+    ini_file = Path(inipath) if inipath else None
+    if where.startswith("--"):
+        params = getattr(config, "invocation_params", None)
+        directory = Path(params.dir) if params is not None else rootdir
+    else:
+        directory = ini_file.parent if ini_file is not None else rootdir
+    return Source(where, directory, rootdir, ini_file)
+
+
+def parsed_option(config: Any, ini: str) -> tuple[Any, Source]:
+    """The typed value of an option, parsed once by its row of the table (``OptionDef.parse``) from
+    the command line, else the ini file; a layered row's from both (the ini file's lines first), and
+    where the value came from (the command line's, where it gave one)."""
+    option = _BY_INI[ini]
+    if not option.layered:
+        given, source = _value(config, ini)
+        return option.value(given, source), source
+    ini_source = _source(config, f"ini {ini}")
+    layers = [Layer(tuple(config.getini(ini) or ()), ini_source)]
+    cli = config.getoption(option.dest)
+    if cli:
+        layers.append(Layer(tuple(cli), _source(config, option.flag)))
+    return option.value(tuple(layers), layers[-1].source), layers[-1].source
 
 
 def _parsed(config: Any, ini: str) -> Any:
-    """The typed value of an option, parsed once by its row of the table (``OptionDef.parse``) from
-    the command line, else the ini file."""
-    return _BY_INI[ini].value(*_value(config, ini))
+    return parsed_option(config, ini)[0]
 
 
 def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfConfig:
@@ -83,17 +111,6 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
     specs = _parsed(config, "ortperf_providers")
     levels = _parsed(config, "ortperf_opt_levels")
     precisions = _parsed(config, "ort_precisions")
-
-    settings = SessionSettings().with_overrides(
-        parse_assignments(config.getini("ortperf_session_options"), source="ini ortperf_session_options"),
-        source="ini ortperf_session_options",
-    )
-    cli_settings = config.getoption("ortperf_session_options")
-    if cli_settings:
-        settings = settings.with_overrides(
-            parse_assignments(cli_settings, source="--ortperf-session-options"),
-            source="--ortperf-session-options",
-        )
 
     inputs = InputOptions(
         seed=_parsed(config, "ortperf_seed"),
@@ -103,27 +120,27 @@ def build_config(config: Any, *, kinds: KindRegistry | None = None) -> OrtperfCo
     policy = _policy(config)
     return OrtperfConfig(
         variants=variant_matrix(specs, levels, precisions),
-        settings=settings,
+        settings=_parsed(config, "ortperf_session_options"),
         inputs=inputs,
         rootdir=Path(config.rootpath),
-        baseline_dir=_baseline_dir(config),
+        baseline_dir=_parsed(config, "ortperf_baseline_dir"),
         policy=policy,
         machine=_parsed(config, "ortperf_machine"),
         prune=_parsed(config, "ortperf_prune"),
-        tolerances=_tolerances(config),
+        tolerances=_parsed(config, "ortperf_tolerances"),
         reference_variant=_parsed(config, "ortperf_reference_variant"),
-        profile_dir=_directory(config, "ortperf_profile_dir", Path(config.rootpath) / defaults.PROFILE_DIR),
+        profile_dir=_parsed(config, "ortperf_profile_dir"),
         session_profile=_parsed(config, "ortperf_session_profile"),
         parallel_timing=_parsed(config, "ortperf_parallel_timing"),
-        report_path=_optional_path(config, "ortperf_report"),
-        markdown_path=_optional_path(config, "ortperf_markdown"),
-        html_path=_optional_path(config, "ortperf_html"),
-        model_cache=_optional_path(config, "ortperf_model_cache"),
+        report_path=_parsed(config, "ortperf_report"),
+        markdown_path=_parsed(config, "ortperf_markdown"),
+        html_path=_parsed(config, "ortperf_html"),
+        model_cache=_parsed(config, "ortperf_model_cache"),
         strict=_parsed(config, "ortperf_strict"),
         run_timeout_s=_parsed(config, "ortperf_run_timeout"),
         repair=_parsed(config, "ortperf_repair"),
         ab_rev=_parsed(config, "ortperf_ab"),
-        ab_python=_ab_python(config),
+        ab_python=_parsed(config, "ortperf_ab_python"),
         fetch_runtime=_parsed(config, "ortperf_fetch_runtime"),
         canary=_parsed(config, "ortperf_canary"),
         ab_outputs_fail=_parsed(config, "ortperf_ab_outputs") == "check",
@@ -179,19 +196,19 @@ def _checks(config: Any, kinds: KindRegistry) -> tuple[str, ...]:
     """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given, from the run's kinds;
     when it is not set, the kinds that declare themselves default (``CheckKind.default``), in the
     order they were registered."""
-    value, where = _value(config, "ortperf_checks")
-    names = [name.strip() for name in option_text(value, source=where).split(",") if name.strip()]
+    names, source = parsed_option(config, "ortperf_checks")
+    value, _ = _value(config, "ortperf_checks")
     if not names and not str(value or "").strip():
         return tuple(kinds.defaults())
     unknown = [name for name in names if name not in kinds]
     if unknown or not names:
         known = "; ".join(f"{kind.name} ({kind.summary})" if kind.summary else kind.name for kind in kinds)
         raise UsageError(
-            f"{where}: expected checks from {', '.join(kinds.names())}, comma separated"
+            f"{source}: expected checks from {', '.join(kinds.names())}, comma separated"
             + (f"; unknown: {', '.join(unknown)}" if unknown else "; got none")
             + f". The kinds: {known}."
         )
-    return tuple(dict.fromkeys(names))
+    return tuple(names)
 
 
 def _timing(config: Any, *, update: bool) -> bool:
@@ -205,28 +222,6 @@ def _timing(config: Any, *, update: bool) -> bool:
             "update with --ortperf-timing=on."
         )
     return timing
-
-
-def _ab_python(config: Any) -> str:
-    value, where = _value(config, "ortperf_ab_python")
-    text = str(value or "").strip()
-    return python_path(text, source=where, rootdir=Path(config.rootpath)) if text else ""
-
-
-def python_path(text: str, *, source: str, rootdir: Path) -> str:
-    """An interpreter to run a measuring worker with: a path (relative to rootdir) or a command on
-    PATH, which must exist; a usage error naming ``source`` otherwise."""
-    candidate = Path(text).expanduser()
-    if candidate.is_absolute() or any(sep in text for sep in (os.sep, os.altsep) if sep):
-        found: str | None = str(rootdir / candidate)  # an absolute path stays as it is
-    else:
-        found = shutil.which(text)
-    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
-        raise UsageError(
-            f"{source}: {text!r} is not a Python interpreter here (no executable file by that name); "
-            "'ortperf env create onnxruntime==VERSION' makes one and prints its path."
-        )
-    return found
 
 
 def ab_marker(
@@ -257,39 +252,6 @@ def ab_marker(
     return ABMarker(reference, str(rev).strip(), interpreter)
 
 
-def _tolerances(config: Any) -> ToleranceSpec:
-    spec = parse_tolerance_lines(config.getini("ortperf_tolerances"), source="ini ortperf_tolerances")
-    cli = config.getoption("ortperf_tolerances")
-    if cli:
-        spec = spec.merged(parse_tolerance_lines(cli, source="--ortperf-tolerances"))
-    return spec
-
-
-def _baseline_dir(config: Any) -> Path:
-    return _directory(config, "ortperf_baseline_dir", Path(config.rootpath) / defaults.BASELINE_DIR)
-
-
-def _optional_path(config: Any, ini: str) -> Path | None:
-    if not (config.getoption(ini) or config.getini(ini)):
-        return None
-    return _directory(config, ini, Path())
-
-
-def _directory(config: Any, ini: str, default: Path) -> Path:
-    """A directory option: command line relative to where pytest ran, ini relative to the ini file."""
-    cli = config.getoption(ini)
-    if cli:
-        return Path(config.invocation_params.dir) / str(cli)
-    value = config.getini(ini)
-    if value:
-        base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
-        try:
-            return (base / str(value)).resolve()
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"ini {ini}: {str(value)!r} is not a usable directory ({exc}).") from None
-    return default
-
-
 AB_THRESHOLD_DEPRECATED = (
     "{where} is deprecated and will be removed in a later release: one latency threshold decides "
     "every latency route; use --ortperf-latency-threshold (ini ortperf_latency_threshold, marker "
@@ -297,31 +259,30 @@ AB_THRESHOLD_DEPRECATED = (
 )
 
 
-def _latency_threshold(config: Any) -> tuple[Any, str]:
-    """The one latency threshold and where it came from: --ortperf-latency-threshold, else a
-    deprecated --ortperf-ab-threshold (with a warning), else the ini keys in the same order."""
-    cli, ab_cli = config.getoption("ortperf_latency_threshold"), config.getoption("ortperf_ab_threshold")
+def _latency_threshold(config: Any) -> float:
+    """The one latency threshold: --ortperf-latency-threshold, else a deprecated --ortperf-ab-threshold
+    (with a warning), else the ini keys in the same order."""
+    threshold, source = parsed_option(config, "ortperf_latency_threshold")
+    ab_cli = config.getoption("ortperf_ab_threshold")
     ab_ini = str(config.getini("ortperf_ab_threshold") or "").strip()
     for given, where in ((ab_cli, "--ortperf-ab-threshold"), (ab_ini, "ini ortperf_ab_threshold")):
         if given:
             warning = pytest.PytestDeprecationWarning(AB_THRESHOLD_DEPRECATED.format(where=where))
             config.issue_config_time_warning(warning, stacklevel=2)
-    if cli is not None:
-        return cli, "--ortperf-latency-threshold"
-    if ab_cli:
-        return ab_cli, "--ortperf-ab-threshold"
-    ini = config.getini("ortperf_latency_threshold")
-    default = next(o.default for o in OPTIONS if o.ini == "ortperf_latency_threshold")
-    if ab_ini and ini == default:  # the latency key left at its default: the deprecated one decides
-        return ab_ini, "ini ortperf_ab_threshold"
-    return ini, "ini ortperf_latency_threshold"
+    earlier, _ = parsed_option(config, "ortperf_ab_threshold")
+    if earlier is None or source.command_line:
+        return float(threshold)
+    # The deprecated flag beats the ini file; the deprecated ini key beats only a latency key left
+    # at its default.
+    if ab_cli or config.getini("ortperf_latency_threshold") == _BY_INI["ortperf_latency_threshold"].default:
+        return float(earlier)
+    return float(threshold)
 
 
 def _policy(config: Any) -> CheckPolicy:
-    threshold, where = _latency_threshold(config)
     update_missing = bool(config.getoption("ortperf_update_missing"))
     return CheckPolicy(
-        threshold=parse_threshold(threshold, source=where),
+        threshold=_latency_threshold(config),
         missing=_parsed(config, "ortperf_missing"),
         update=_parsed(config, "ortperf_update") or update_missing,
         update_missing=update_missing,
@@ -423,39 +384,6 @@ def _marker_scope(values: Any, *, scope: str, origin: str) -> dict[str, dict[str
         selector = str(name) if scope == "outputs" else parse_selector(prefix, str(name), where=where)
         parsed[selector] = parse_tolerance_values(metrics, source=where)
     return parsed
-
-
-def parse_tolerance_lines(lines: Sequence[str], *, source: str) -> ToleranceSpec:
-    """``atol=1e-4`` for every output; ``logits.atol=1e-3`` or ``output:logits.atol=1e-3`` for one
-    output; ``dtype:float16.atol=1e-2`` per dtype; ``variant:cuda.rtol=1e-3`` (a provider) or
-    ``variant:cuda-all.rtol=1e-3`` (one variant) per variant. See :class:`ToleranceSpec` for which wins.
-    """
-    scopes: dict[str, dict[str, dict[str, Any]]] = {"": {"": {}}, "output": {}, "dtype": {}, "variant": {}}
-    for raw in lines:
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise UsageError(
-                f"{source}: expected KEY=VALUE such as atol=1e-4, logits.rtol=1e-3 or "
-                f"dtype:float16.atol=1e-2, got {raw!r}."
-            )
-        scope, selector, metric = parse_tolerance_key(key, source=source)
-        scopes[scope].setdefault(selector, {})[metric] = value.strip()
-
-    def parsed(scope: str) -> dict[str, dict[str, float]]:
-        return {
-            selector: parse_tolerance_values(values, source=f"{source} ({scope}:{selector})")
-            for selector, values in scopes[scope].items()
-        }
-
-    return ToleranceSpec(
-        parse_tolerance_values(scopes[""][""], source=source),
-        parsed("output"),
-        parsed("dtype"),
-        parsed("variant"),
-    )
 
 
 def variant_id(text: str, *, source: str) -> str:

@@ -24,8 +24,9 @@ from pytest_ortperf.ort.dvc_models import LOCK_FILE, outputs
 from pytest_ortperf.ort.providers import parse_providers
 from pytest_ortperf.ort.variants import Variant, parse_opt_levels, parse_precisions, variant_matrix
 from pytest_ortperf.plugin import RUN_KEY
-from pytest_ortperf.plugin.configure import input_options, settings_for
+from pytest_ortperf.plugin.configure import input_options, parsed_option, settings_for
 from pytest_ortperf.plugin.instance_context import InstanceSpec, guarded, make_ort_perf
+from pytest_ortperf.plugin.options import ModelGlob
 from pytest_ortperf.store.model_tables import (
     ModelSettings,
     ModelTable,
@@ -39,15 +40,6 @@ CONTRACTS = "contracts"
 GENERATION = "generation"  # the kind a model that reads as a decoder is collected with besides the run's
 ZOO_MODEL = "model.onnx"
 MODELS_KEY = pytest.StashKey["ModelCollection"]()
-
-
-@dataclass(frozen=True)
-class ModelGlob:
-    """One ``ortperf_models`` glob, the folder it is relative to, and where it was written (for messages)."""
-
-    pattern: str
-    base: Path
-    source: str  # "--ortperf-models" or "ortperf_models in <ini file>"
 
 
 @dataclass
@@ -151,17 +143,12 @@ def _unmatched(glob: ModelGlob, matched: Sequence[Path]) -> str:
     )
 
 
-def model_patterns(config: pytest.Config) -> tuple[list[ModelGlob], bool]:
-    """The model globs of ``--ortperf-models`` (relative to where pytest runs) and of the ini key
-    ``ortperf_models`` (relative to the ini file), and whether the command line named any."""
-    cli = [str(p) for p in config.getoption("ortperf_models") or []]
-    if cli:
-        here = Path(config.invocation_params.dir)
-        return [ModelGlob(p.strip(), here, "--ortperf-models") for p in cli if p.strip()], True
-    base = Path(config.inipath).parent if config.inipath else Path(config.rootpath)
-    source = f"ortperf_models in {config.inipath}" if config.inipath else "ortperf_models"
-    lines = [str(line).strip() for line in config.getini("ortperf_models") or []]
-    return [ModelGlob(line, base, source) for line in lines if line and not line.startswith("#")], False
+def model_patterns(config: pytest.Config) -> tuple[tuple[ModelGlob, ...], bool]:
+    """The model globs of ``--ortperf-models`` (relative to where pytest runs) or of the ini key
+    ``ortperf_models`` (relative to the ini file), parsed by the option table, and whether the
+    command line named any."""
+    globs, source = parsed_option(config, "ortperf_models")
+    return globs, source.command_line
 
 
 class ModelFile(pytest.File):

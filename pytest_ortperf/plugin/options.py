@@ -6,9 +6,12 @@ pytest; the console script reuses the same parsers.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pytest_ortperf import defaults
@@ -151,44 +154,71 @@ def parse_seed(value: Any, *, source: str) -> int:
 
 
 _RANGE = "{}:{}".format(*defaults.INT_RANGE)
-Parse = Callable[[Any, str], Any]  # (value, where it came from) -> the typed value
 
 
-def _text(value: Any, source: str) -> str:
-    return option_text(value, source=source).strip()
+@dataclass(frozen=True)
+class Source:
+    """Where an option's value came from. ``where`` names it in errors: the flag, ``ini KEY``, or
+    ``the default of FLAG``. ``directory`` is what a relative path in it means: where pytest ran, for
+    the command line; the ini file's folder, for the ini file (the rootdir without one). ``ini_file``:
+    that file, where there is one; ``rootdir``: the run's."""
+
+    where: str
+    directory: Path = Path()
+    rootdir: Path = Path()
+    ini_file: Path | None = None
+
+    def __str__(self) -> str:
+        return self.where
+
+    @property
+    def command_line(self) -> bool:
+        return self.where.startswith("--")
 
 
-def _switch(value: Any, source: str) -> bool:
-    return parse_switch(value, source=source)
+Parse = Callable[[Any, Source], Any]  # (value, where it came from) -> the typed value
 
 
-def _auto_switch(value: Any, source: str) -> bool | None:
-    return parse_auto_switch(value, source=source)
+def _text(value: Any, source: Source) -> str:
+    return option_text(value, source=source.where).strip()
 
 
-def _threshold(value: Any, source: str) -> float:
-    return parse_threshold(value, source=source)
+def _switch(value: Any, source: Source) -> bool:
+    return parse_switch(value, source=source.where)
 
 
-def _optional_threshold(value: Any, source: str) -> float | None:
+def _auto_switch(value: Any, source: Source) -> bool | None:
+    return parse_auto_switch(value, source=source.where)
+
+
+def _threshold(value: Any, source: Source) -> float:
+    return parse_threshold(value, source=source.where)
+
+
+def _optional_threshold(value: Any, source: Source) -> float | None:
     """A threshold that can be off (empty, off, none, no, ...)."""
-    return None if turned_off(_text(value, source)) else parse_threshold(value, source=source)
+    return None if turned_off(_text(value, source)) else parse_threshold(value, source=source.where)
 
 
-def _size(value: Any, source: str) -> int:
-    return parse_size(value, source=source)
+def _earlier_threshold(value: Any, source: Source) -> float | None:
+    """A deprecated spelling's threshold: None where it is not given."""
+    return parse_threshold(value, source=source.where) if _text(value, source) else None
 
 
-def _optional_size(value: Any, source: str) -> int | None:
-    return parse_size(value, source=source) if _text(value, source) else None
+def _size(value: Any, source: Source) -> int:
+    return parse_size(value, source=source.where)
 
 
-def _seconds(value: Any, source: str) -> float:
-    return parse_seconds(value, source=source)
+def _optional_size(value: Any, source: Source) -> int | None:
+    return parse_size(value, source=source.where) if _text(value, source) else None
+
+
+def _seconds(value: Any, source: Source) -> float:
+    return parse_seconds(value, source=source.where)
 
 
 def _choice(*choices: str) -> Parse:
-    def parse(value: Any, source: str) -> str:
+    def parse(value: Any, source: Source) -> str:
         text = _text(value, source).lower()
         if text not in choices:
             raise UsageError(
@@ -199,7 +229,7 @@ def _choice(*choices: str) -> Parse:
     return parse
 
 
-def parse_fetch(value: Any, source: str) -> bool:
+def parse_fetch(value: Any, source: Source) -> bool:
     """Whether a recorded runtime is fetched on demand: ``auto`` (or on), else ``never`` (or off)."""
     text = _text(value, source).lower()
     if text in ("auto", "never"):
@@ -212,35 +242,35 @@ def parse_fetch(value: Any, source: str) -> bool:
     return switch
 
 
-def _revision(value: Any, source: str) -> str:
+def _revision(value: Any, source: Source) -> str:
     text = _text(value, source)
     if text.startswith("-"):
         raise UsageError(f"{source}: {text!r} is not a git revision.")
     return text
 
 
-def _machine(value: Any, source: str) -> str | None:
+def _machine(value: Any, source: Source) -> str | None:
     text = _text(value, source)
-    return validate_name(text, source=source) if text else None
+    return validate_name(text, source=source.where) if text else None
 
 
-def _reference_variant(value: Any, source: str) -> Variant | None:
+def _reference_variant(value: Any, source: Source) -> Variant | None:
     text = _text(value, source)
     if split_precision(text)[1] is not Precision.FP32:
         raise UsageError(
             f"{source}: the reference variant runs the model under test (fp32); give PROVIDER-LEVEL such as "
             f"cpu-disabled, got {text!r}. Precision variants are compared with it at fp32."
         )
-    return parse_variant(text, source=source, precision=False)
+    return parse_variant(text, source=source.where, precision=False)
 
 
 DEFAULT_CONTRACTS = ("levels", "quantized")
 MISSING = defaults.MISSING_CHOICES  # checks/policy.py: Missing
 
 
-def _contracts(value: Any, source: str) -> tuple[str, ...]:
+def _contracts(value: Any, source: Source) -> tuple[str, ...]:
     """The default relative contracts, comma separated (``off``: none)."""
-    text = option_text(value, source=source)
+    text = option_text(value, source=source.where)
     if turned_off(text):
         return ()
     names = [name.strip() for name in text.split(",") if name.strip()]
@@ -251,6 +281,105 @@ def _contracts(value: Any, source: str) -> tuple[str, ...]:
             "or off."
         )
     return tuple(dict.fromkeys(names))
+
+
+def _directory(default: str | None) -> Parse:
+    """A path relative to where it came from (:attr:`Source.directory`); empty: ``default`` under the
+    rootdir, or None where there is no default (the option is off)."""
+
+    def parse(value: Any, source: Source) -> Path | None:
+        text = _text(value, source)
+        if not text:
+            return None if default is None else source.rootdir / default
+        try:
+            return (source.directory / text).resolve()
+        except (OSError, ValueError) as exc:  # a NUL byte, a loop of links
+            raise UsageError(f"{source}: {text!r} is not a usable path ({exc}).") from None
+
+    return parse
+
+
+def python_path(text: str, *, source: str, rootdir: Path) -> str:
+    """An interpreter to run a measuring worker with: a path (relative to rootdir) or a command on
+    PATH, which must exist; a usage error naming ``source`` otherwise."""
+    candidate = Path(text).expanduser()
+    if candidate.is_absolute() or any(sep in text for sep in (os.sep, os.altsep) if sep):
+        found: str | None = str(rootdir / candidate)  # an absolute path stays as it is
+    else:
+        found = shutil.which(text)
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise UsageError(
+            f"{source}: {text!r} is not a Python interpreter here (no executable file by that name); "
+            "'ortperf env create onnxruntime==VERSION' makes one and prints its path."
+        )
+    return found
+
+
+def _python(value: Any, source: Source) -> str:
+    """``--ortperf-ab-python``: an interpreter (relative to the rootdir), or "" for none."""
+    text = _text(value, source)
+    return python_path(text, source=source.where, rootdir=source.rootdir) if text else ""
+
+
+def _names(value: Any, source: Source) -> tuple[str, ...]:
+    """A comma-separated list of names, each once, in the order given (``ortperf_checks``: which
+    names are kinds, the registry says when the run is configured)."""
+    return tuple(dict.fromkeys(name.strip() for name in _text(value, source).split(",") if name.strip()))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The lines one place gave a layered option (:attr:`OptionDef.layered`), and where."""
+
+    lines: tuple[str, ...]
+    source: Source
+
+
+def _lines(value: Any, source: Source) -> tuple[str, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise UsageError(f"{source}: expected lines, got {safe_repr(value)}.")
+    return tuple(option_text(line, source=source.where) for line in value)
+
+
+def _session_layers(layers: Sequence[Layer], source: Source) -> Any:
+    """``ortperf_session_options``: the ini file's assignments, then the command line's over them."""
+    from pytest_ortperf.ort.session_settings import SessionSettings, parse_assignments
+
+    settings = SessionSettings()
+    for layer in layers:
+        where = layer.source.where
+        settings = settings.with_overrides(parse_assignments(layer.lines, source=where), source=where)
+    return settings
+
+
+def _tolerance_layers(layers: Sequence[Layer], source: Source) -> Any:
+    """``ortperf_tolerances``: the ini file's tolerances, the command line's merged over them."""
+    from pytest_ortperf.accuracy.tolerances import ToleranceSpec, parse_tolerance_lines
+
+    spec = ToleranceSpec()
+    for layer in layers:
+        spec = spec.merged(parse_tolerance_lines(layer.lines, source=layer.source.where))
+    return spec
+
+
+@dataclass(frozen=True)
+class ModelGlob:
+    """One ``ortperf_models`` glob, the folder it is relative to, and where it was written (for messages)."""
+
+    pattern: str
+    base: Path
+    source: str  # "--ortperf-models" or "ortperf_models in <ini file>"
+
+
+def _model_globs(value: Any, source: Source) -> tuple[ModelGlob, ...]:
+    """``--ortperf-models`` globs (relative to where pytest runs), else the ini key's, one a line
+    (relative to the ini file; ``#`` starts a comment line)."""
+    lines = [line.strip() for line in _lines(value, source)]
+    said = source.where
+    if not source.command_line:
+        said = f"ortperf_models in {source.ini_file}" if source.ini_file else "ortperf_models"
+    kept = [line for line in lines if line and not line.startswith("#")]
+    return tuple(ModelGlob(line, source.directory, said) for line in kept)
 
 
 @dataclass(frozen=True)
@@ -267,8 +396,11 @@ class OptionDef:
     # (the flag and its ini key share one name: --ortperf-x-y and ortperf_x_y).
     deprecated: tuple[str, ...] = ()
     # The value's parser, (value, where it came from) -> the typed value: the configuration reads
-    # typed values only (None: read where it is used, such as a path relative to the ini file).
-    parse: Parse | None = _text
+    # typed values only, each parsed here once.
+    parse: Parse = _text
+    # A linelist whose command-line lines add to the ini file's instead of replacing them: its parser
+    # is handed every place's lines (:class:`Layer`), the ini file's first.
+    layered: bool = False
 
     @property
     def dest(self) -> str:
@@ -279,9 +411,12 @@ class OptionDef:
         """A presence flag on the command line, a yes/no word in the ini file."""
         return self.ini_type == "bool"
 
-    def value(self, given: Any, source: str) -> Any:
-        """``given`` (from ``source``) parsed by this row (as it is where nothing parses it here)."""
-        return self.parse(given, source) if self.parse is not None else given
+    def value(self, given: Any, source: Source | str) -> Any:
+        """``given`` (from ``source``) parsed by this row; a layered row's lines as its one layer."""
+        origin = source if isinstance(source, Source) else Source(source)
+        if self.layered and not (isinstance(given, tuple) and all(isinstance(g, Layer) for g in given)):
+            given = (Layer(_lines(given, origin), origin),)
+        return self.parse(given, origin)
 
     @property
     def typed_default(self) -> Any:
@@ -297,7 +432,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         f"{valid_provider_names()}.",
         defaults.PROVIDERS,
         "LIST",
-        parse=lambda value, source: parse_providers(value, source=source),
+        parse=lambda value, source: parse_providers(value, source=source.where),
     ),
     OptionDef(
         "--ort-opt-levels",
@@ -306,7 +441,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "(default: all).",
         "all",
         "LIST",
-        parse=lambda value, source: parse_opt_levels(value, source=source),
+        parse=lambda value, source: parse_opt_levels(value, source=source.where),
     ),
     OptionDef(
         "--ortperf-models",
@@ -317,7 +452,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         [],
         "GLOB",
         "linelist",
-        parse=None,
+        parse=_model_globs,
     ),
     OptionDef(
         "--ort-precisions",
@@ -327,7 +462,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "Default: fp32.",
         "fp32",
         "LIST",
-        parse=lambda value, source: parse_precisions(value, source=source),
+        parse=lambda value, source: parse_precisions(value, source=source.where),
     ),
     OptionDef(
         "--ortperf-contracts",
@@ -350,7 +485,8 @@ OPTIONS: tuple[OptionDef, ...] = (
         "KEY=VALUE",
         "linelist",
         deprecated=("--ortperf-session-option",),
-        parse=None,
+        layered=True,
+        parse=_session_layers,
     ),
     OptionDef(
         "--ortperf-dims",
@@ -359,7 +495,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "model (a leading batch dim is 1 unless sized; any other dim that nothing sizes is an error).",
         "",
         "NAME=N,...",
-        parse=lambda value, source: parse_dims(value, source=source),
+        parse=lambda value, source: parse_dims(value, source=source.where),
     ),
     OptionDef(
         "--ortperf-int-range",
@@ -367,7 +503,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         f"Half-open range LOW:HIGH of synthetic integer inputs such as token ids (default: {_RANGE}).",
         _RANGE,
         "LOW:HIGH",
-        parse=lambda value, source: parse_int_range(value, source=source),
+        parse=lambda value, source: parse_int_range(value, source=source.where),
     ),
     OptionDef(
         "--ortperf-seed",
@@ -375,7 +511,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         f"Seed of synthetic feeds (default: {defaults.SEED}).",
         str(defaults.SEED),
         "N",
-        parse=lambda value, source: parse_seed(value, source=source),
+        parse=lambda value, source: parse_seed(value, source=source.where),
     ),
     OptionDef(
         "--ortperf-update",
@@ -393,7 +529,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "to the ini file).",
         "",
         "DIR",
-        parse=None,
+        parse=_directory(defaults.BASELINE_DIR),
     ),
     OptionDef(
         "--ortperf-model-cache",
@@ -403,7 +539,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "Default: off.",
         "",
         "DIR",
-        parse=None,
+        parse=_directory(None),
     ),
     OptionDef(
         "--ortperf-machine",
@@ -434,7 +570,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "latency,accuracy,graph). check(memory=True, startup=True) adds others for one test.",
         "",
         "LIST",
-        parse=None,
+        parse=_names,
     ),
     OptionDef(
         "--ortperf-drift-threshold",
@@ -488,7 +624,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "--ortperf-ab or ort_ab names a reference. Outputs of the two runtimes are compared too.",
         "",
         "PATH",
-        parse=None,
+        parse=_python,
     ),
     OptionDef(
         "--ortperf-fetch-runtime",
@@ -530,7 +666,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "this sets it, with a warning, where that is not given.",
         "",
         "PCT",
-        parse=None,
+        parse=_earlier_threshold,
     ),
     OptionDef(
         "--ortperf-ab-budget",
@@ -611,7 +747,8 @@ OPTIONS: tuple[OptionDef, ...] = (
         "KEY=VALUE",
         "linelist",
         deprecated=("--ortperf-tolerance",),
-        parse=None,
+        layered=True,
+        parse=_tolerance_layers,
     ),
     OptionDef(
         "--ortperf-profile-dir",
@@ -620,7 +757,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "summary.json (default: .ortperf/profiles at rootdir).",
         "",
         "DIR",
-        parse=None,
+        parse=_directory(defaults.PROFILE_DIR),
     ),
     OptionDef(
         "--ortperf-session-profile",
@@ -646,7 +783,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "Write every check's result as JSON (test, variant, machine, metrics, baseline, verdict, traces).",
         "",
         "PATH.json",
-        parse=None,
+        parse=_directory(None),
     ),
     OptionDef(
         "--ortperf-markdown",
@@ -654,7 +791,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "Write a markdown summary of the checks (also appended to $GITHUB_STEP_SUMMARY when set).",
         "",
         "PATH.md",
-        parse=None,
+        parse=_directory(None),
     ),
     OptionDef(
         "--ortperf-html",
@@ -663,7 +800,7 @@ OPTIONS: tuple[OptionDef, ...] = (
         "report; `ortperf report` renders and merges reports later).",
         "",
         "PATH.html",
-        parse=None,
+        parse=_directory(None),
     ),
     OptionDef(
         "--ortperf-strict",

@@ -75,7 +75,7 @@ from hypothesis.extra import numpy as hnp
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_ortperf import cli
-from pytest_ortperf.accuracy.tolerances import ToleranceSpec, parse_tolerance_values
+from pytest_ortperf.accuracy.tolerances import ToleranceSpec, parse_tolerance_lines, parse_tolerance_values
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import (
     BaselineError,
@@ -102,7 +102,6 @@ from pytest_ortperf.plugin.configure import (
     expect_contracts,
     input_options,
     model_marker_spec,
-    parse_tolerance_lines,
     parse_variant,
     settings_for,
     thresholds_for,

@@ -614,7 +614,7 @@ def test_merged_merges_every_scope() -> None:
 
 
 def test_tolerance_lines_parse_every_scope() -> None:
-    from pytest_ortperf.plugin.configure import parse_tolerance_lines
+    from pytest_ortperf.accuracy.tolerances import parse_tolerance_lines
 
     spec = parse_tolerance_lines(
         [
@@ -671,7 +671,7 @@ def test_tolerance_lines_parse_every_scope() -> None:
     ],
 )
 def test_bad_tolerance_keys_name_the_option_and_the_key(line: str, message: str) -> None:
-    from pytest_ortperf.plugin.configure import parse_tolerance_lines
+    from pytest_ortperf.accuracy.tolerances import parse_tolerance_lines
 
     with pytest.raises(UsageError) as info:
         parse_tolerance_lines([line], source="--ortperf-tolerances")

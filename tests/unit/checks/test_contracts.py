@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_ortperf.accuracy.metrics import agreement, compare_output, sqnr_db
-from pytest_ortperf.accuracy.tolerances import PRECISION_TOLERANCES, ToleranceSpec
+from pytest_ortperf.accuracy.tolerances import PRECISION_TOLERANCES, ToleranceSpec, parse_tolerance_lines
 from pytest_ortperf.checks.contract_verdicts import (
     AGREEMENT,
     FASTER_THAN,
@@ -34,7 +34,6 @@ from pytest_ortperf.ort.variants import (
     variant,
     variant_matrix,
 )
-from pytest_ortperf.plugin.configure import parse_tolerance_lines
 from pytest_ortperf.store.keys import CheckKey
 
 KEY = CheckKey("test_m.py", "test_x[cpu-all]", "cpu-all", "ci", "ortperf update")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -607,3 +608,85 @@ def test_a_bad_kind_option_is_a_usage_error_naming_where_it_came_from(
 ) -> None:
     with pytest.raises(UsageError, match=f"^{where}: whole numbers"):
         build_config(KindOptionsConfig(tmp_path, cli=cli, ini=ini), kinds=_spread_kinds())
+
+
+# --- every value through its row of the option table ------------------------------------------
+
+
+class PlacedConfig(FakeConfig):
+    """A FakeConfig with an ini file in its own folder and pytest run from another."""
+
+    def __init__(self, root: Path, cli: dict[str, Any], ini: dict[str, Any]) -> None:
+        super().__init__(root, cli, ini)
+        (root / "conf").mkdir(exist_ok=True)
+        (root / "work").mkdir(exist_ok=True)
+        self.inipath = root / "conf" / "pytest.ini"
+        self.invocation_params = SimpleNamespace(dir=root / "work")
+
+
+def test_every_row_of_the_table_parses_its_value_and_its_default() -> None:
+    for option in OPTIONS:
+        assert callable(option.parse), option.ini
+        option.typed_default  # noqa: B018 - a default the row cannot read raises here
+
+
+@pytest.mark.parametrize(
+    "ini", ["ortperf_baseline_dir", "ortperf_report", "ortperf_profile_dir", "ortperf_html"]
+)
+def test_a_path_is_relative_to_where_it_was_written(tmp_path: Path, ini: str) -> None:
+    field = {"ortperf_baseline_dir": "baseline_dir", "ortperf_report": "report_path"}.get(ini, "")
+    field = field or {"ortperf_profile_dir": "profile_dir", "ortperf_html": "html_path"}[ini]
+    from_ini = build_config(PlacedConfig(tmp_path, {}, {ini: "out/x"}))
+    assert getattr(from_ini, field) == (tmp_path / "conf" / "out" / "x").resolve()
+    from_cli = build_config(PlacedConfig(tmp_path, {ini: "out/x"}, {ini: "elsewhere"}))
+    assert getattr(from_cli, field) == (tmp_path / "work" / "out" / "x").resolve()
+
+
+def test_paths_left_unset_take_their_defaults_under_the_rootdir_or_stay_off(tmp_path: Path) -> None:
+    built = build_config(PlacedConfig(tmp_path, {}, {}))
+    assert built.baseline_dir == tmp_path / "baselines"
+    assert built.profile_dir == tmp_path / ".ortperf" / "profiles"
+    assert (built.report_path, built.markdown_path, built.html_path, built.model_cache) == (None,) * 4
+
+
+def test_a_path_that_cannot_be_used_names_the_option(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"ini ortperf_report: 'a\\x00b' is not a usable path"):
+        build_config(PlacedConfig(tmp_path, {}, {"ortperf_report": "a\x00b"}))
+
+
+def test_a_layered_option_names_the_layer_a_bad_line_came_from(tmp_path: Path) -> None:
+    good = ["atol=1e-3"]
+    with pytest.raises(UsageError, match=r"^--ortperf-tolerances: expected KEY=VALUE"):
+        build_config(FakeConfig(tmp_path, {"ortperf_tolerances": ["atol"]}, {"ortperf_tolerances": good}))
+    with pytest.raises(UsageError, match=r"^ini ortperf_tolerances: expected KEY=VALUE"):
+        build_config(FakeConfig(tmp_path, {"ortperf_tolerances": good}, {"ortperf_tolerances": ["atol"]}))
+    merged = build_config(
+        FakeConfig(
+            tmp_path, {"ortperf_tolerances": ["rtol=1e-2"]}, {"ortperf_tolerances": ["atol=1e-3", "rtol=1"]}
+        )
+    ).tolerances
+    assert dict(merged.overall) == {"atol": 1e-3, "rtol": 1e-2}
+
+
+def test_the_checks_option_is_read_by_its_row_and_judged_by_the_registry(tmp_path: Path) -> None:
+    built = build_config(FakeConfig(tmp_path, {"ortperf_checks": "accuracy, latency,accuracy"}, {}))
+    assert built.checks == ("accuracy", "latency")
+    with pytest.raises(UsageError, match=r"^ini ortperf_checks: expected checks from .*; unknown: speed"):
+        build_config(FakeConfig(tmp_path, {}, {"ortperf_checks": "latency,speed"}))
+
+
+def test_model_globs_are_relative_to_the_command_line_or_the_ini_file(tmp_path: Path) -> None:
+    from pytest_ortperf.plugin.options import Source
+
+    models = next(o for o in OPTIONS if o.ini == "ortperf_models")
+    ini = Source("ini ortperf_models", tmp_path / "conf", tmp_path, tmp_path / "conf" / "pytest.ini")
+    globs = models.value(["models/*.onnx", "# a comment", " zoo/* "], ini)
+    assert [(g.pattern, g.base) for g in globs] == [
+        ("models/*.onnx", tmp_path / "conf"),
+        ("zoo/*", tmp_path / "conf"),
+    ]
+    assert globs[0].source == f"ortperf_models in {tmp_path / 'conf' / 'pytest.ini'}"
+    cli = Source("--ortperf-models", tmp_path / "work", tmp_path)
+    assert [(g.base, g.source) for g in models.value(["m.onnx"], cli)] == [
+        (tmp_path / "work", "--ortperf-models")
+    ]

@@ -238,7 +238,7 @@ def test_every_row_parses_its_own_default_and_the_defaults_are_the_modules() -> 
     from pytest_ortperf.ort.inputs import InputOptions
     from pytest_ortperf.plugin.options import MISSING
 
-    typed = {o.ini: o.typed_default for o in OPTIONS if o.parse is not None}
+    typed = {o.ini: o.typed_default for o in OPTIONS}
     policy = CheckPolicy()
     assert typed["ortperf_latency_threshold"] == DEFAULT_THRESHOLD == policy.threshold
     # The memory and start-up kinds declare their own options (kinds/memory.py, kinds/startup.py).
@@ -315,10 +315,8 @@ def test_every_setting_that_can_be_off_takes_the_switch_grammars_off_words(word:
 
     by_ini = {option.ini: option for option in OPTIONS}
     drift, contracts = by_ini["ortperf_drift_threshold"], by_ini["ortperf_contracts"]
-    assert drift.parse is not None
-    assert contracts.parse is not None
-    assert drift.parse(word, "ini ortperf_drift_threshold") is None
-    assert contracts.parse(word, "ini ortperf_contracts") == ()
+    assert drift.value(word, "ini ortperf_drift_threshold") is None
+    assert contracts.value(word, "ini ortperf_contracts") == ()
     assert parse_variant(word, source="--ortperf-reference-variant") is None
     (mode,) = graph_kind.options
     assert mode.parse is not None
@@ -328,7 +326,6 @@ def test_every_setting_that_can_be_off_takes_the_switch_grammars_off_words(word:
 def test_a_setting_that_can_be_off_still_refuses_what_it_cannot_read() -> None:
     by_ini = {option.ini: option for option in OPTIONS}
     drift = by_ini["ortperf_drift_threshold"]
-    assert drift.parse is not None
-    assert drift.parse("20%", "ini ortperf_drift_threshold") == pytest.approx(0.2)
+    assert drift.value("20%", "ini ortperf_drift_threshold") == pytest.approx(0.2)
     with pytest.raises(UsageError, match="ini ortperf_drift_threshold"):
-        drift.parse("maybe", "ini ortperf_drift_threshold")
+        drift.value("maybe", "ini ortperf_drift_threshold")
