@@ -67,7 +67,7 @@ UNIT_SETTINGS = MeasureSettings(budget_s=0.2, rounds=8, min_rounds=6)
 # (``measure``): on a machine busy with other work, up to 4x each unit's rounds.
 MOST_EXTENSIONS = 3
 NOISE_SHARE = 0.5
-NOISE_FLOOR = 0.5  # of the threshold (log): rounds noisier than this per unit are worth timing again
+NOISE_FLOOR = 1.0  # of the threshold (log): rounds noisier than this per unit are worth timing again
 # Units a check may measure for each second of ``--ortperf-ab-budget`` (12 at the default 3 s).
 UNITS_PER_BUDGET_S = 4
 MIN_UNITS = 3
@@ -366,9 +366,11 @@ def noise_dominated(interval: ProcessEstimate, threshold: float) -> bool:
     """Whether the units' own rounds are what holds the interval wide: their noise makes at least
     :data:`NOISE_SHARE` of the units' scatter's variance, and one unit's standard error from it is at
     least :data:`NOISE_FLOOR` of the threshold. Then more rounds in the units measured so far narrow
-    the interval as more units would. On a quiet machine (BERT: the rounds give one unit 1.4%, the
-    units scatter by 2.0%, threshold 3%) more rounds cost more than they narrow: measured with the
-    share alone, a changed BERT took 8.8 s a process where it took 5.8 s."""
+    the interval as more units would. On a quiet machine more rounds cost more than they narrow:
+    measured with the share alone, a changed BERT took 8.8 s a process where it took 5.8 s; with the
+    floor at half the threshold, the quiet units of a BERT (1.5-2.1% a unit from 8 rounds, at the 3%
+    threshold) still timed their rounds again in 5 of 8 checks, each time doubling the timed rounds,
+    where units beside busy processes give 3-5% (``benchmarks/README.md``)."""
     noisy_rounds = interval.within >= NOISE_FLOOR * math.log1p(threshold)
     return noisy_rounds and interval.within**2 >= NOISE_SHARE * interval.between**2
 
