@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from pytest_ortperf.checks.latency_figures import PART as LATENCY_PART
+from pytest_ortperf.checks.latency_figures import LatencyFigures, latency_part, stored_latency
 from pytest_ortperf.checks.paths import Plan, Route, missing_message
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
@@ -151,14 +153,14 @@ class LatencyResult:
         """The median compared against: the stored baseline's or, in A/B mode, the reference model's."""
         if self.reference is not None:
             return self.reference.median_ms
-        latency = self.baseline.latency if self.baseline is not None else None
+        latency = stored_latency(self.baseline)
         return latency.median_ms if latency is not None else None
 
     @property
     def machine_drift(self) -> float | None:
         """How the machine-speed canary moved since the recording (now / then), where both this look
         and the stored figures measured it: the drift of the machine, shared by every check."""
-        stored = self.baseline.latency if self.baseline is not None else None
+        stored = stored_latency(self.baseline)
         if stored is None or not stored.canary_round_medians_ms or not self.current.canary_round_medians_ms:
             return None
         return float(
@@ -286,10 +288,11 @@ def check_latency(
         result = _with_message(result, failure_message(result, policy))
     if not worth_explaining(result) or explain_fn is None:
         return result
-    if figures.profile is None:
+    part = latency_part(figures)
+    if part is None or part.profile is None:
         why = "the stored figures were recorded without an operator profile (a test marked ort_profile "
         return with_section(result, "at operator level", [f"not available: {why}keeps one)"])
-    stored, measure_profile = figures.profile, explain_fn
+    stored, measure_profile = part.profile, explain_fn
     with activity.phase(EXPLAINING):
         return explained(result, "profiled runs vs the baseline's", lambda: (stored, measure_profile()))
 
@@ -388,9 +391,10 @@ def _unchanged(
     at the same time on the same cores) is partly theirs: it is shown as such, never as the
     machine's, and never gates (a gating look holds the timing lock alone, unless
     --ortperf-parallel-timing let it share)."""
-    if figures is None or figures.latency is None:
+    recorded = stored_latency(figures)
+    if figures is None or recorded is None:
         return LatencyResult(key=key, status=Status.UNCHANGED, current=current, mode="unchanged")
-    drift = current.median_ms / figures.latency.median_ms
+    drift = current.median_ms / recorded.median_ms
     limit = policy.drift_threshold
     drifted = limit is not None and not beside and not (1 / (1 + limit) <= drift <= 1 + limit)
     result = LatencyResult(
@@ -410,7 +414,7 @@ def _unchanged(
         [
             f"latency of {key.shown} on machine '{key.machine}' drifted: {drift_text(drift)}, with nothing "
             f"changed since the baseline (model, settings, inputs, onnxruntime, providers)",
-            f"  baseline: {_ms(figures.latency)}, recorded {figures.recorded} on this hardware",
+            f"  baseline: {_ms(recorded)}, recorded {figures.recorded} on this hardware",
             f"  current:  {_ms(current)}",
             f"  drift threshold: {percent(limit)} (--ortperf-drift-threshold)",
             f"  to accept the new latency: {key.record_command}",
@@ -665,9 +669,10 @@ def _verdict_lines(result: LatencyResult, threshold: float, *, width: int) -> tu
 
 
 def _stats(figures: Figures) -> LatencyStats:
-    if figures.latency is None:  # callers pass only figures that hold latency
+    latency = stored_latency(figures)
+    if latency is None:  # callers pass only figures that hold latency
         raise ValueError("baseline figures without latency")
-    return figures.latency
+    return latency
 
 
 def percent(fraction: float) -> str:
@@ -680,7 +685,9 @@ def _judge(figures: Figures, current: LatencyStats, policy: CheckPolicy) -> Comp
     baseline = _stats(figures)
     threshold, confidence = policy.threshold, policy.confidence
     comparison = stored_comparison(baseline, current, threshold=threshold, confidence=confidence)
-    spread = figures.spread if figures.spread is not None else decision_cv(baseline)
+    part = latency_part(figures)
+    recorded_spread = part.spread if part is not None else None
+    spread = recorded_spread if recorded_spread is not None else decision_cv(baseline)
     held = against_plain(widened(comparison, spread, rounds=baseline.rounds), plain_ratios(baseline, current))
     noisy = noise(spread, max_cv=policy.max_cv)
     if noisy:
@@ -739,14 +746,7 @@ def _record(
     current = recording.stats
     recipe, measured_on = split(environment)
     noisy = noise(recording.spread, max_cv=policy.max_cv)
-    figures = Figures(
-        recorded=today,
-        latency=current,
-        measured_on=measured_on,
-        spread=recording.spread,
-        settled=recording.settled,
-        short=recording.short,
-    )
+    mine = LatencyFigures(current, spread=recording.spread, settled=recording.settled, short=recording.short)
     existing = state.current
     extra: dict[str, Any] = {
         "recorded_spread": recording.spread,
@@ -757,23 +757,25 @@ def _record(
     if existing is None:
         entry = BaselineEntry(variant=key.variant, recorded=today, recipe=recipe)
         # Profiled only when the entry is written: the profiling runs cost time.
-        figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
+        mine = replace(mine, profile=profile_fn() if profile_fn is not None else None)
+        figures = Figures(recorded=today, measured_on=measured_on).with_part(LATENCY_PART, mine)
         staged = entry.with_figures(key.machine, figures)
         return LatencyResult(key=key, status=Status.NEW, current=current, staged=staged, **extra)
     changes = tuple(what_changed(existing.recipe, recipe))
     same = same_or_identical(existing.recipe, recipe)
     if same and before is not None:
         changes += tuple(what_changed(before.measured_on, measured_on))
-        has_profile = before.profile is not None
+        was = latency_part(before) or LatencyFigures()
+        has_profile = was.profile is not None
         if profile_fn is not None and not has_profile:
             changes += ("operator profile added (the test is marked ort_profile)",)
         elif profile_fn is None and has_profile:
             changes += ("operator profile dropped (the test is no longer marked ort_profile)",)
         # Noisy figures are replaced by quieter ones; otherwise figures within the threshold are kept,
         # so an update on a steady model leaves the file byte for byte.
-        if noise(before.spread, max_cv=policy.max_cv) and not noisy:
-            changes += (f"quieter figures (spread {before.spread:.1%} -> {recording.spread:.1%})",)
-        if before.short and not recording.short:
+        if noise(was.spread, max_cv=policy.max_cv) and not noisy:
+            changes += (f"quieter figures (spread {was.spread:.1%} -> {recording.spread:.1%})",)
+        if was.short and not recording.short:
             # Kept short figures would decide now (nothing keeps the model, or drift gates).
             changes += ("figures measured until settled, replacing a short recording: they now decide",)
         comparison = _judge(before, current, policy)
@@ -782,11 +784,11 @@ def _record(
             return LatencyResult(
                 key=key, status=Status.UNCHANGED, current=current, baseline=before, comparison=comparison
             )
-        if not changes and before.spread is not None and recording.spread > before.spread:
+        if not changes and was.spread is not None and recording.spread > was.spread:
             # Nothing in the recipe or the hardware changed, and this recording is the noisier: a
             # loaded machine's figures never replace quieter ones of the same recipe.
             why = (
-                f"stored figures kept: quieter (spread {before.spread:.1%}) than this recording "
+                f"stored figures kept: quieter (spread {was.spread:.1%}) than this recording "
                 f"(spread {recording.spread:.1%}, {comparison.estimate.describe()}), and nothing in the "
                 "recipe or the hardware changed"
             )
@@ -806,19 +808,11 @@ def _record(
             changes += ("figures measured under the old recipe dropped",)
     if environment.get("model_git_blob") and not existing.recipe.get("model_git_blob"):
         changes += ("git object id of the model recorded (its reference can be rebuilt)",)
-    figures = replace(figures, profile=profile_fn() if profile_fn is not None else None)
+    mine = replace(mine, profile=profile_fn() if profile_fn is not None else None)
     here = existing.figures_for(key.machine)
-    if same and here is not None:  # only the latency part is replaced: every other part stays
-        figures = replace(
-            here,
-            recorded=figures.recorded,
-            latency=figures.latency,
-            profile=figures.profile,
-            measured_on=figures.measured_on,
-            spread=figures.spread,
-            settled=figures.settled,
-            short=figures.short,
-        )
+    # Only the latency part is replaced where the recipe is the same: every other part stays.
+    base = here if same and here is not None else Figures(recorded=today)
+    figures = replace(base, recorded=today, measured_on=measured_on).with_part(LATENCY_PART, mine)
     entry = existing.with_recipe(recipe, recorded=today).with_figures(key.machine, figures)
     return LatencyResult(
         key=key,

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pytest_ortperf.checks.latency_figures import recorded_short
 from pytest_ortperf.ort.git_models import SHALLOW
 from pytest_ortperf.store.baselines import BaselineEntry, Figures
 from pytest_ortperf.store.keys import CheckKey
@@ -253,11 +254,12 @@ def without_reference(
     if plan.runtime is not None:
         return replace(plan, route=Route.MISSING, reason=f"{why}; {across_runtimes(plan.runtime)}")
     figures = plan.figures
-    if figures is not None and may_be_short and figures.short:
+    short = recorded_short(figures) if may_be_short else ""
+    if short:
         return replace(
             plan,
             route=Route.MISSING,
-            reason=f"{why}; this hardware's figures were recorded short ({figures.short}), so they do not "
+            reason=f"{why}; this hardware's figures were recorded short ({short}), so they do not "
             "decide: re-record them (ortperf update) to judge this change on stored figures",
         )
     if figures is not None:

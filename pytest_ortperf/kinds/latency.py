@@ -16,6 +16,7 @@ KIND = CheckKind(
     default=True,
     timed=True,
     part="latency",
+    part_decoder=later("pytest_ortperf.checks.latency_figures", "LatencyFigures.from_dict"),
     not_timed=later("pytest_ortperf.checks.latency_verdicts", "not_timed"),
     record=later(CHECK, "record"),
     row=later("pytest_ortperf.reports.terminal", "latency_row"),

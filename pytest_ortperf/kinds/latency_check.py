@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_ortperf.accuracy.output_values import OutputValue
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult, Reference, compare_with, not_comparable
+from pytest_ortperf.checks.latency_figures import stored_latency
 from pytest_ortperf.checks.latency_verdicts import (
     LATENCY,
     LatencyResult,
@@ -78,8 +79,7 @@ class LatencyCheck:
         self._policy = context.policy
 
     def recorded(self, entry: BaselineEntry, machine: str) -> bool:
-        figures = entry.figures_for(machine)
-        return figures is not None and figures.latency is not None
+        return stored_latency(entry.figures_for(machine)) is not None
 
     def run(self, target: CheckTarget) -> Sequence[Outcome]:
         """The path of this mode, followed by the run's progress line and timed by phase."""

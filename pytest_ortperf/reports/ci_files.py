@@ -19,6 +19,7 @@ from pytest_ortperf.accuracy.metrics import ERROR_EDGES, OutputComparison
 from pytest_ortperf.checks.accuracy_verdicts import AccuracyResult
 from pytest_ortperf.checks.contract_verdicts import ContractResult
 from pytest_ortperf.checks.footprint_verdicts import FootprintResult
+from pytest_ortperf.checks.latency_figures import latency_part
 from pytest_ortperf.checks.latency_verdicts import LATENCY, LatencyResult
 from pytest_ortperf.checks.record import CheckRecord, typed
 from pytest_ortperf.checks.status import Status
@@ -39,6 +40,22 @@ SIGNIFICANT_DIGITS = 6
 NEAR_ONE = 0.5
 MAX_DIGITS = 15  # a decimal of up to 15 significant digits reads back as exactly that float
 SECONDS_DECIMALS = 3
+
+
+def _baseline(result: LatencyResult) -> dict[str, Any] | None:
+    """The stored figures a latency result was compared with, as the record shows them."""
+    part = latency_part(result.baseline)
+    if result.baseline is None or part is None or part.latency is None:
+        return None
+    return {
+        "median_ms": part.latency.median_ms,
+        "p90_ms": part.latency.p90_ms,
+        "recorded": result.baseline.recorded,
+        "round_medians_ms": list(part.latency.round_medians_ms),
+        # A profiled test's operator profile, as recorded (the HTML report draws it against the
+        # run's own profile).
+        **({"profile": part.profile.as_dict()} if part.profile else {}),
+    }
 
 
 def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
@@ -98,19 +115,7 @@ def latency_record(result: LatencyResult, nodeid: str) -> dict[str, Any]:
             "round_cv": current.round_cv,
             "round_medians_ms": list(current.round_medians_ms),
         },
-        "baseline": (
-            {
-                "median_ms": result.baseline.latency.median_ms,
-                "p90_ms": result.baseline.latency.p90_ms,
-                "recorded": result.baseline.recorded,
-                "round_medians_ms": list(result.baseline.latency.round_medians_ms),
-                # A profiled test's operator profile, as recorded (the HTML report draws it against
-                # the run's own profile).
-                **({"profile": result.baseline.profile.as_dict()} if result.baseline.profile else {}),
-            }
-            if result.baseline is not None and result.baseline.latency is not None
-            else None
-        ),
+        "baseline": _baseline(result),
         "change": (
             {
                 "ratio": decisive.estimate.ratio,

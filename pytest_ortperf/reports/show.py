@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ortperf import defaults
+from pytest_ortperf.checks.latency_figures import PART as LATENCY_PART
+from pytest_ortperf.checks.latency_figures import LatencyFigures, latency_part
 from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, stored_called
 from pytest_ortperf.latency.recording import DEFAULT_MAX_CV, coarse, detects, noise
 from pytest_ortperf.latency.stats import LatencyStats
@@ -37,29 +39,36 @@ def _decoded(figures: Figures, decoders: Decoders) -> Row:
     (the store does not interpret them), where there are any."""
     row: Row = {}
     for name, decode in decoders.items():
+        if name == LATENCY_PART:  # its figures are the row's own columns (_figures_row)
+            continue
         typed = figures.part_as(name, decode)
         row[name] = typed.as_dict() if typed is not None else None
         row[f"{name}_text"] = typed.describe() if typed is not None else None
-    others = {name: dict(value) for name, value in figures.parts.items() if name not in decoders}
+    others = {
+        name: dict(value)
+        for name, value in figures.parts.items()
+        if name not in decoders and name != LATENCY_PART
+    }
     return {**row, **({"parts": others} if others else {})}
 
 
 def _figures_row(machine: str, figures: Figures, max_cv: float, threshold: float, decoders: Decoders) -> Row:
-    latency = figures.latency
+    part = latency_part(figures) or LatencyFigures()
+    latency = part.latency
     # Figures recorded short never decide (checks.paths: without_reference); the others may, and
     # are coarse by the update summary's rule when they cannot detect a change of the threshold.
     called = stored_called(threshold)  # what stored figures can call at this threshold
-    reach = detects(latency, figures.spread, threshold=called) if latency and not figures.short else None
+    reach = detects(latency, part.spread, threshold=called) if latency and not part.short else None
     return {
         "machine": machine,
         "median_ms": latency.median_ms if latency else None,
         "p90_ms": latency.p90_ms if latency else None,
         "rounds": _rounds(latency),
-        "spread": figures.spread,
-        "settled": figures.settled,
-        "short": figures.short,  # why a short recording was enough; "" when measured until settled
+        "spread": part.spread,
+        "settled": part.settled,
+        "short": part.short,  # why a short recording was enough; "" when measured until settled
         # The update summary's rule (latency.recording.noise), so both call the same figures noisy.
-        "noise": noise(figures.spread, max_cv=max_cv) if latency else "",
+        "noise": noise(part.spread, max_cv=max_cv) if latency else "",
         "coarse": coarse(reach, called),  # latency.recording.coarse, the update summary's word
         "recorded": figures.recorded,
         **_decoded(figures, decoders),
@@ -157,7 +166,7 @@ def show_baselines(
     )
     figure_rows = [figures for r in rows for figures in r["figures"]]
     # A decoded part's column (memory, start-up, graph...) only where some entry holds it.
-    parts = [part for part in decoders if any(f[part] for f in figure_rows)]
+    parts = [part for part in decoders if part != LATENCY_PART and any(f[part] for f in figure_rows)]
     named = sorted({name for f in figure_rows for name in f.get("parts", {})})  # registered kinds' own parts
     machines = iter(
         format_table(

@@ -44,10 +44,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from pytest_ortperf.errors import BaselineError
-from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.profiling.operators import OpProfile
 from pytest_ortperf.store.outputs import AccuracyRecord
-from pytest_ortperf.store.parts import LATENCY_PARTS, TOP_LEVEL_PARTS
+from pytest_ortperf.store.parts import TOP_LEVEL_PARTS
 from pytest_ortperf.store.recipe import canonical, same_or_identical, split
 from pytest_ortperf.store.salvage import readable_parts
 
@@ -108,34 +106,22 @@ def repair_hint(path: Path) -> str:
 class Figures:
     """What one machine key measured of an entry's recipe.
 
-    Parts: ``latency`` with its ``profile``, ``spread`` and ``settled`` (the latency check's), and
-    every other kind's part by its name in :attr:`parts` (``memory``, ``startup``, ``graph``,
-    ``threads``...): each check replaces its own part and keeps the others.
-    ``measured_on`` keeps the measured-on keys of the environment (CPU, cores, GPU,
-    hardware identity, measurement settings): they explain these figures, not the recipe.
-    ``spread`` says how much the compared round medians varied when recorded (a fraction,
-    e.g. 0.12), so a comparison with noisy figures can widen by it; ``settled`` is False
-    when the recording hit its cap before the figures settled ("not settled"; "noisy" is a spread
-    above --ortperf-max-cv, latency.recording.noise); ``short`` says why a short recording was
-    enough (its reference is rebuilt, so its figures only inform: latency.recording.short_reason),
-    "" for figures measured until settled.
+    Every kind's part by its name in :attr:`parts` (``latency``, ``memory``, ``startup``, ``graph``,
+    ``threads``...): each check replaces its own part and keeps the others. ``measured_on`` keeps
+    the measured-on keys of the environment (CPU, cores, GPU, hardware identity, measurement
+    settings): they explain these figures, not the recipe.
     """
 
     recorded: str
-    latency: LatencyStats | None = None
-    profile: OpProfile | None = None
     measured_on: Mapping[str, Any] = field(default_factory=dict)
-    spread: float | None = None
-    settled: bool = True
-    short: str = ""
-    # Every other kind's part (its CheckKind.part), as the JSON object it wrote: this store keeps them
-    # and never interprets one, so re-recording one part keeps every other. A kind reads its own
-    # typed (part_as, with its decoder); a load validates those whose decoders it was given.
+    # Every kind's part (its CheckKind.part), as the JSON object it wrote: this store keeps them and
+    # never interprets one, so re-recording one part keeps every other. A kind reads its own typed
+    # (part_as, with its decoder); a load validates those whose decoders it was given.
     parts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def holds(self, part: str) -> bool:
-        """Whether these figures hold ``part``: ``latency`` or ``profile``, else a kind's own part."""
-        return getattr(self, part) is not None if part in LATENCY_PARTS else part in self.parts
+        """Whether these figures hold a kind's ``part``."""
+        return part in self.parts
 
     def part(self, name: str) -> Mapping[str, Any] | None:
         """A kind's own part (:attr:`parts`) as written, or None when these figures hold none."""
@@ -157,22 +143,17 @@ class Figures:
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"recorded": self.recorded, "measured_on": dict(self.measured_on)}
-        for part in LATENCY_PARTS:
-            value = getattr(self, part)
-            if value is not None:
-                data[part] = value.as_dict()
-        nested = {
-            name: dict(value) for name, value in sorted(self.parts.items()) if name not in TOP_LEVEL_PARTS
-        }
-        data.update({name: dict(value) for name, value in self.parts.items() if name in TOP_LEVEL_PARTS})
+        nested: dict[str, Any] = {}
+        for name, value in sorted(self.parts.items()):
+            keys = TOP_LEVEL_PARTS.get(name)
+            if keys is None:
+                nested[name] = dict(value)
+            elif keys == (name,):
+                data[name] = dict(value)
+            else:  # a part whose keys sit at the top level (the latency kind's)
+                data.update({key: value[key] for key in keys if key in value})
         if nested:
             data["parts"] = nested
-        if self.spread is not None:
-            data["spread"] = self.spread
-        if not self.settled:
-            data["settled"] = False
-        if self.short:
-            data["short"] = self.short
         return data
 
     @classmethod
@@ -191,34 +172,25 @@ class Figures:
             isinstance(name, str) and isinstance(value, Mapping) for name, value in nested.items()
         ):
             raise TypeError("parts must be an object of named objects (the parts of registered kinds)")
-        parts = {**{name: data[name] for name in TOP_LEVEL_PARTS if name in data}, **nested}
+        parts: dict[str, Any] = {}
+        for name, keys in TOP_LEVEL_PARTS.items():
+            if keys == (name,):
+                if name in data:
+                    parts[name] = data[name]
+            elif any(key in data for key in keys):
+                parts[name] = {key: data[key] for key in keys if key in data}
+        parts.update(nested)
         for name, value in parts.items():
             decode = (decoders or {}).get(name)
             if decode is not None:
                 decode(value)  # its kind's own validation, with its own words
             if not isinstance(value, Mapping):
                 raise TypeError(f"{name} figures must be an object, got {type(value).__name__}")
-        if not parts and not any(part in data for part in LATENCY_PARTS):
-            raise KeyError("latency")  # figures hold latency, a profile or another kind's part
-        spread = data.get("spread")
-        if spread is not None and (
-            not isinstance(spread, (int, float)) or isinstance(spread, bool) or not 0 <= spread < math.inf
-        ):
-            raise ValueError(f"spread must be a finite number >= 0, got {spread!r}")
-        settled = data.get("settled", True)
-        if not isinstance(settled, bool):
-            raise TypeError(f"settled must be true or false, got {settled!r}")
-        short = data.get("short", "")
-        if not isinstance(short, str):
-            raise TypeError(f"short must be a string (why a short recording was enough), got {short!r}")
+        if not parts:
+            raise KeyError("latency")  # figures hold latency or another kind's part
         figures = cls(
             recorded=data["recorded"],
-            latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
-            profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
             measured_on=dict(measured_on),
-            spread=None if spread is None else float(spread),
-            settled=settled,
-            short=short,
             parts={str(name): dict(value) for name, value in sorted(parts.items())},
         )
         for key, value in figures.as_dict().items():  # what loads must also be writable again
@@ -384,7 +356,7 @@ def parse_with_outputs(
     if not isinstance(raw, dict):
         raise BaselineError(f"baseline file '{path}': 'entries' must be an object.")
     if schema == 1:
-        return _migrated(raw, path)
+        return _migrated(raw, path, decoders)
     entries: Entries = {}
     for test, data in raw.items():
         try:
@@ -410,9 +382,9 @@ class _MachineEntry:
     variant: str
     recorded: str
     environment: Mapping[str, Any]
-    latency: LatencyStats | None
+    latency: Mapping[str, Any] | None  # the latency kind's figures as written (its decoder reads them)
     accuracy: AccuracyRecord | None
-    profile: OpProfile | None
+    profile: Mapping[str, Any] | None
 
     @classmethod
     def from_dict(cls, data: Any) -> _MachineEntry:
@@ -427,23 +399,26 @@ class _MachineEntry:
                 raise TypeError(f"{key} must be a string")
         if "latency" not in data and "accuracy" not in data:
             raise KeyError("latency")
+        for name in ("latency", "profile"):
+            if name in data and not isinstance(data[name], Mapping):
+                raise TypeError(f"{name} must be an object, got {type(data[name]).__name__}")
         entry = cls(
             variant=data["variant"],
             recorded=data["recorded"],
             environment=dict(environment),
-            latency=LatencyStats.from_dict(data["latency"]) if "latency" in data else None,
+            latency=dict(data["latency"]) if "latency" in data else None,
             accuracy=AccuracyRecord.from_dict(data["accuracy"]) if "accuracy" in data else None,
-            profile=OpProfile.from_dict(data["profile"]) if "profile" in data else None,
+            profile=dict(data["profile"]) if "profile" in data else None,
         )
         _check_writable(entry.environment, where="environment", depth=1)
-        for name in ("latency", "accuracy", "profile"):
-            part = getattr(entry, name)
-            if part is not None:
-                _check_writable(part.as_dict(), where=name, depth=1)
+        if entry.accuracy is not None:
+            _check_writable(entry.accuracy.as_dict(), where="accuracy", depth=1)
         return entry
 
 
-def _migrated(raw: Mapping[str, Any], path: Path) -> tuple[Entries, frozenset[str]]:
+def _migrated(
+    raw: Mapping[str, Any], path: Path, decoders: Decoders | None = None
+) -> tuple[Entries, frozenset[str]]:
     """Schema-1 entries as schema 2. Per test, the recipe is that of the machine entry recorded most
     recently (ties: the last machine key in sorted order): it is the one a re-recording made last.
     Figures are kept for every machine that measured the same recipe (the others measured a recipe
@@ -480,12 +455,16 @@ def _migrated(raw: Mapping[str, Any], path: Path) -> tuple[Entries, frozenset[st
             if accuracy is None:
                 accuracy = entry.accuracy
             if entry.latency is not None or entry.profile is not None:
-                figures[machine] = Figures(
-                    recorded=entry.recorded,
-                    latency=entry.latency,
-                    profile=entry.profile,
-                    measured_on=measured_on,
-                )
+                kept = {"latency": entry.latency, "profile": entry.profile}
+                written = {key: value for key, value in kept.items() if value is not None}
+                try:
+                    figures[machine] = Figures.from_dict(
+                        {"recorded": entry.recorded, "measured_on": measured_on, **written}, decoders
+                    )
+                except ENTRY_ERRORS as exc:
+                    raise BaselineError(
+                        f"baseline file '{path}': entry {test!r} for machine {machine!r} is damaged ({exc})."
+                    ) from None
         entries[test] = BaselineEntry(
             variant=chosen.variant,
             recorded=chosen.recorded,
@@ -551,7 +530,7 @@ def _salvaged_entry(
     """One entry as its schema reads it, less the figures of any machine that are damaged."""
     if schema in MIGRATED_SCHEMAS or (schema is None and not _looks_like_schema_2(raw)):
         try:
-            return _migrated({test: raw}, path)[0].get(test), []
+            return _migrated({test: raw}, path, decoders)[0].get(test), []
         except BaselineError as exc:
             return None, [Lost(str(exc).removeprefix(f"baseline file '{path}': "), test=test)]
     lost: list[Lost] = []

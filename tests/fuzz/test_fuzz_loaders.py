@@ -76,6 +76,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_ortperf import cli
 from pytest_ortperf.accuracy.tolerances import ToleranceSpec, parse_tolerance_lines, parse_tolerance_values
+from pytest_ortperf.checks.latency_figures import latency_part, stored_latency
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.errors import (
     BaselineError,
@@ -87,6 +88,7 @@ from pytest_ortperf.errors import (
 )
 from pytest_ortperf.graph.diff import parse_graph_threshold
 from pytest_ortperf.graph.figures import GraphFigures
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.latency.decision import judge
 from pytest_ortperf.ort.inputs import InputOptions, InputSpec, load_feeds, specs_from_session
 from pytest_ortperf.ort.models import ModelResolver, ModelSource, is_lfs_pointer
@@ -455,28 +457,31 @@ def _outcome(call: Callable[[], Any], allowed: type[Exception] | tuple[type[Exce
         return exc
 
 
+# The built-in kinds' part decoders, as a run hands them to the store: every part is validated as it loads.
+DECODERS = builtin_kinds().part_decoders()
 # What baselines.parse turns into a BaselineError when an entry's from_dict raises it.
 ENTRY_ERRORS = (KeyError, TypeError, ValueError, OverflowError, AttributeError)
 
 
 def _check_baseline_text(text: str, path: Path) -> None:
-    entries = _outcome(lambda: parse(text, path=path), BaselineError)
+    entries = _outcome(lambda: parse(text, path=path, decoders=DECODERS), BaselineError)
     if isinstance(entries, BaselineError):
         assert str(path) in str(entries), f"the message does not name the file: {entries}"
         return
     # Accepted: what the plugin does next with an entry must not fail either; an update writes
     # the kept entries back, so they must render.
     written = render(entries)
-    assert render(parse(written, path=path)) == written
+    assert render(parse(written, path=path, decoders=DECODERS)) == written
     for entry in entries.values():
         for machine, figures in entry.figures.items():
             entry.environment_for(machine)
-            if figures.latency is not None:
-                medians = figures.latency.round_medians_ms
+            part = latency_part(figures)
+            if part is not None and part.latency is not None:
+                medians = part.latency.round_medians_ms
                 judge(medians, medians, threshold=0.1)
-            if figures.profile is not None:
-                explain(figures.profile, figures.profile)
-                explain(figures.profile, type(figures.profile)(runs=1, ops={}, nodes={}))
+            if part is not None and part.profile is not None:
+                explain(part.profile, part.profile)
+                explain(part.profile, type(part.profile)(runs=1, ops={}, nodes={}))
 
 
 @given(text=st.text() | st.binary().map(lambda b: b.decode("latin-1")))
@@ -541,10 +546,12 @@ def test_a_repair_salvages_any_bytes_without_raising(data: bytes) -> None:
     what it keeps writes and loads again, and a file that loads whole is kept whole."""
     tried("baselines.salvaged")
     path = Path("baselines/t.py.json")
-    salvage = salvaged(data, path)
+    salvage = salvaged(data, path, DECODERS)
     written = render(salvage.entries)
-    assert render(parse(written, path=path)) == written
-    whole = _outcome(lambda: parse(data.decode("utf-8"), path=path), (BaselineError, UnicodeDecodeError))
+    assert render(parse(written, path=path, decoders=DECODERS)) == written
+    whole = _outcome(
+        lambda: parse(data.decode("utf-8"), path=path, decoders=DECODERS), (BaselineError, UnicodeDecodeError)
+    )
     if isinstance(whole, dict):
         assert salvage.entries == whole
         assert salvage.lost == ()
@@ -1630,7 +1637,7 @@ def _baseline_document(**entry_changes: Any) -> str:
 def test_regression_baseline_document_itself_parses() -> None:
     """The base document of the regression tests below is valid (so each one tests its one change)."""
     (entry,) = parse(_baseline_document(), path=BASELINE_PATH).values()
-    assert entry.figures["m"].latency is not None
+    assert stored_latency(entry.figures["m"]) is not None
 
 
 def test_regression_baseline_int_over_4300_digits() -> None:
@@ -1645,12 +1652,12 @@ def test_regression_baseline_deep_nesting() -> None:
 
 def test_regression_baseline_latency_huge_int() -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
-        parse(_baseline_document(latency__min_ms=Raw("1" + "0" * 309)), path=BASELINE_PATH)
+        parse(_baseline_document(latency__min_ms=Raw("1" + "0" * 309)), path=BASELINE_PATH, decoders=DECODERS)
 
 
 def test_regression_baseline_round_median_huge_int() -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
-        parse(_baseline_document(latency__round_medians_ms=[Raw("1" + "0" * 309)]), path=BASELINE_PATH)
+        parse(_baseline_document(latency__round_medians_ms=[Raw("1" + "0" * 309)]), path=BASELINE_PATH, decoders=DECODERS)
 
 
 ACCURACY = {
@@ -1673,7 +1680,7 @@ def test_regression_baseline_accuracy_huge_int() -> None:
 )
 def test_regression_baseline_profile_not_an_object(profile: dict[str, Any]) -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
-        parse(_baseline_document(profile=profile), path=BASELINE_PATH)
+        parse(_baseline_document(profile=profile), path=BASELINE_PATH, decoders=DECODERS)
 
 
 @pytest.mark.parametrize(
@@ -1687,7 +1694,7 @@ def test_regression_baseline_profile_not_an_object(profile: dict[str, Any]) -> N
 )
 def test_regression_baseline_profile_overflow(profile: dict[str, Any]) -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
-        parse(_baseline_document(profile=profile), path=BASELINE_PATH)
+        parse(_baseline_document(profile=profile), path=BASELINE_PATH, decoders=DECODERS)
 
 
 # Non-finite or too deeply nested environments: tests/unit/store/test_baselines.py (same inputs, exact messages).
@@ -1696,7 +1703,7 @@ def test_regression_baseline_profile_overflow(profile: dict[str, Any]) -> None:
 def test_regression_baseline_profile_nan_cannot_be_written_back() -> None:
     profile = {"runs": 1, "ops": {"Relu": {"us": Raw("NaN"), "nodes": 1}}, "nodes": {}}
     with pytest.raises(BaselineError, match=r"test_x\.py\.json.* is damaged \(profile"):
-        parse(_baseline_document(profile=profile), path=BASELINE_PATH)
+        parse(_baseline_document(profile=profile), path=BASELINE_PATH, decoders=DECODERS)
 
 
 def test_regression_baseline_schema_2_figures_nan_cannot_be_written_back() -> None:

@@ -18,6 +18,7 @@ from pytest_ortperf.checks.accuracy_verdicts import (
     check_accuracy,
     compare_with,
 )
+from pytest_ortperf.checks.latency_figures import latency_figures, stored_latency
 from pytest_ortperf.checks.latency_verdicts import check_latency
 from pytest_ortperf.checks.paths import choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
@@ -101,7 +102,7 @@ def check(
 def figures(
     stats: LatencyStats, recorded: str = "2025-01-02", measured_on: dict[str, Any] = MEASURED_ON
 ) -> Figures:
-    return Figures(recorded=recorded, latency=stats, measured_on=measured_on)
+    return latency_figures(recorded, stats, measured_on=measured_on)
 
 
 def record(
@@ -220,7 +221,7 @@ def test_update_merges_into_a_staged_latency_entry(root: Path) -> None:
     reread = BaselineStore(root).lookup(TEST_FILE, TEST)
     assert reread is not None
     assert reread.machines("latency") == ["ci"]
-    (reread_latency,) = [f.latency for f in reread.figures.values()]
+    (reread_latency,) = [stored_latency(f) for f in reread.figures.values()]
     assert reread_latency is not None
     assert reread_latency.median_ms == pytest.approx(10.0)
     assert reread.accuracy is not None
@@ -243,8 +244,8 @@ def test_update_merges_into_a_latency_entry_on_disk(root: Path) -> None:
     assert reread.recorded == "2025-06-01"  # outputs recorded today; the same recipe keeps the figures
     ci = reread.figures_for("ci")
     assert ci is not None
-    assert ci.latency is not None
-    assert ci.latency.median_ms == pytest.approx(10.0)
+    assert stored_latency(ci) is not None
+    assert stored_latency(ci).median_ms == pytest.approx(10.0)
     assert reread.accuracy is not None
 
 

@@ -11,15 +11,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_ortperf.checks.latency_figures import latency_figures, latency_part, stored_latency
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_latency, glance
 from pytest_ortperf.checks.paths import Route, choose
 from pytest_ortperf.checks.policy import CheckPolicy, Missing
 from pytest_ortperf.checks.status import Status
+from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.latency.decision import DEFAULT_THRESHOLD, Verdict
 from pytest_ortperf.latency.measure import MeasureSettings
 from pytest_ortperf.latency.stats import NS_PER_MS, LatencyStats, summarize
 from pytest_ortperf.reports.ci_files import latency_record
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, Figures, render
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineError, BaselineStore, render
 from pytest_ortperf.store.hardware import Hardware
 from pytest_ortperf.store.keys import CheckKey
 from pytest_ortperf.store.recipe import split
@@ -100,7 +102,7 @@ def entry_of(
     latency: LatencyStats, environment: dict[str, Any], *, machine: str = "ci", **more: Any
 ) -> BaselineEntry:
     recipe, measured_on = split(environment)
-    figures = Figures(recorded="2025-01-02", latency=latency, measured_on=measured_on, **more)
+    figures = latency_figures("2025-01-02", latency, measured_on=measured_on, **more)
     return BaselineEntry("cpu-all", "2025-01-02", recipe, figures={machine: figures})
 
 
@@ -199,13 +201,13 @@ def test_update_records_a_new_entry(root: Path) -> None:
     assert (entry.variant, entry.recorded, dict(entry.recipe)) == ("cpu-all", "2025-06-01", split(ENV)[0])
     figures = entry.figures_for("ci")
     assert figures is not None
-    assert (figures.latency, figures.measured_on) == (current, split(ENV)[1])
-    assert figures.spread == pytest.approx(current.round_cv)
+    assert (stored_latency(figures), figures.measured_on) == (current, split(ENV)[1])
+    assert latency_part(figures).spread == pytest.approx(current.round_cv)
     assert store.write() == [path]
     written = BaselineStore(root).lookup(TEST_FILE, TEST)
     assert written is not None
     assert written.recorded == "2025-06-01"
-    latency = written.figures_for("ci").latency
+    latency = stored_latency(written.figures_for("ci"))
     assert latency.median_ms == pytest.approx(current.median_ms, rel=1e-5)
 
 
@@ -273,7 +275,8 @@ def test_update_writes_a_noisy_measurement_with_its_spread(root: Path, has_basel
     assert result.recorded_spread == pytest.approx(noisy.round_cv)
     store.write()
     figures = BaselineStore(root).lookup(TEST_FILE, TEST).figures_for("ci")
-    assert (figures.settled, figures.spread) == (False, pytest.approx(noisy.round_cv, rel=1e-5))
+    part = latency_part(figures)
+    assert (part.settled, part.spread) == (False, pytest.approx(noisy.round_cv, rel=1e-5))
 
 
 def test_an_update_replaces_noisy_figures_by_quieter_ones_and_keeps_quiet_ones(root: Path) -> None:
@@ -407,7 +410,7 @@ def test_a_confirmed_regression_fails_with_the_whole_story(root: Path, with_base
     assert result.current is second
     assert result.baseline is not None
     assert result.confirmation is not None
-    base = result.baseline.latency
+    base = stored_latency(result.baseline)
     lines = result.message.splitlines()
     assert lines[0] == f"latency regression in {TEST} on machine 'ci'"
     assert lines[1] == (
@@ -592,8 +595,9 @@ def test_a_baseline_with_impossible_numbers_is_reported_as_damaged(
     path = root / f"{TEST_FILE}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render({TEST: damaged}))
+    decoders = builtin_kinds().part_decoders()  # as the run hands them to its store
     with pytest.raises(BaselineError) as info:
-        check(BaselineStore(root), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)))
+        check(BaselineStore(root, decoders=decoders), FakeMeasure(stats(13.0, seed=2), stats(13.0, seed=3)))
     assert str(path) in str(info.value)
 
 

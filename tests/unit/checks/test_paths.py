@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from pytest_ortperf.checks.latency_figures import latency_figures, stored_latency
 from pytest_ortperf.checks.paths import Ladder, Route, SameJob, choose, plan_check, without_reference
 from pytest_ortperf.latency.stats import LatencyStats
-from pytest_ortperf.store.baselines import BaselineEntry, Figures
+from pytest_ortperf.store.baselines import BaselineEntry
 from pytest_ortperf.store.recipe import CONTROLLED
 
 RECIPE: dict[str, Any] = {
@@ -38,8 +39,7 @@ def stats() -> LatencyStats:
 
 def entry(*machines: str, recipe: dict[str, Any] | None = None) -> BaselineEntry:
     figures = {
-        m: Figures(recorded="2026-11-20", latency=stats(), measured_on={"hardware": {"digest": m}})
-        for m in machines
+        m: latency_figures("2026-11-20", stats(), measured_on={"hardware": {"digest": m}}) for m in machines
     }
     return BaselineEntry(variant="cpu-all", recorded="2026-11-20", recipe=recipe or RECIPE, figures=figures)
 
@@ -58,7 +58,7 @@ def test_an_unchanged_recipe_shows_the_drift_against_this_hardwares_own_figures(
     plan = choose(entry(THERE, HERE), now(), HERE, update=False)
     assert plan.route is Route.UNCHANGED
     assert plan.figures is not None
-    assert plan.figures.latency is not None
+    assert stored_latency(plan.figures) is not None
 
 
 def test_a_test_never_recorded_anywhere_is_missing() -> None:
@@ -318,7 +318,7 @@ def _recorded_short() -> BaselineEntry:
         variant="cpu-all",
         recorded="2026-11-20",
         recipe=FROM_FILES,
-        figures={HERE: Figures(recorded="2026-11-20", latency=stats(), short=SHORT, measured_on={})},
+        figures={HERE: latency_figures("2026-11-20", stats(), short=SHORT, measured_on={})},
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from pytest_ortperf.checks.latency_figures import latency_figures
 from pytest_ortperf.checks.policy import CheckPolicy
 from pytest_ortperf.checks.status import Status
 from pytest_ortperf.gate.protocol import CheckError, CheckTarget
@@ -15,7 +16,7 @@ from pytest_ortperf.graph.figures import GraphFigures
 from pytest_ortperf.kinds.latency_check import LatencyCheck
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.session_settings import SessionSettings
-from pytest_ortperf.store.baselines import BaselineStore, Figures
+from pytest_ortperf.store.baselines import BaselineStore
 from tests.unit.gate.standins import CHANGED, RECIPE, Services, entry, environment, key, model
 
 GRAPH = GraphFigures(ops={"Conv": 1, "Relu": 1}, providers={"CPUExecutionProvider": 2}, digest="1" * 64)
@@ -37,7 +38,7 @@ def _services(
 
 
 def _target(**changes: object) -> CheckTarget:
-    recorded = replace(entry(), figures={"elsewhere": Figures("2026-11-20", latency=STATS)})
+    recorded = replace(entry(), figures={"elsewhere": latency_figures("2026-11-20", STATS)})
     return CheckTarget(key(), {}, recorded, environment(**{**CHANGED, **changes}), CheckPolicy())
 
 

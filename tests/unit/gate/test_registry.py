@@ -84,7 +84,7 @@ def test_each_kind_that_decodes_its_part_hands_its_decoder_to_the_store_by_the_p
     kinds.register(CheckKind(name="span", make=_make, part="span", part_decoder=dict))
     kinds.register(CheckKind(name="plain", make=_make, part="plain"))  # kept as read: no decoder
     decoders = kinds.part_decoders()
-    assert sorted(decoders) == ["graph", "memory", "span", "startup"]
+    assert sorted(decoders) == ["graph", "latency", "memory", "span", "startup"]
     assert decoders["span"] is dict
     assert decoders["memory"]({"processes": 1, "arena_peak": 4096}).arena_peak == 4096
     with pytest.raises(KeyError, match="arena_peak"):

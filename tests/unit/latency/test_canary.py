@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 import pytest
 
+from pytest_ortperf.checks.latency_figures import latency_figures, stored_latency
 from pytest_ortperf.checks.latency_verdicts import LatencyResult, check_latency, stored_comparison
 from pytest_ortperf.checks.paths import Plan as RoutePlan
 from pytest_ortperf.checks.paths import Route
@@ -41,7 +42,7 @@ from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
 from pytest_ortperf.plugin.configure import build_config
-from pytest_ortperf.store.baselines import BaselineEntry, EntryState, Figures, parse, render
+from pytest_ortperf.store.baselines import BaselineEntry, EntryState, parse, render
 from pytest_ortperf.store.keys import CheckKey
 from tests.unit.latency.test_stats import STATS_KEYS
 from tests.unit.plugin.test_config import FakeConfig
@@ -328,7 +329,7 @@ def test_an_old_baseline_file_renders_back_byte_for_byte(tmp_path: Path) -> None
     )
 
     def entries(stats: LatencyStats) -> dict[str, BaselineEntry]:
-        figures = Figures("2025-01-02", stats, measured_on={"cores": 2})
+        figures = latency_figures("2025-01-02", stats, measured_on={"cores": 2})
         return {"test_a[cpu-all]": BaselineEntry("cpu-all", "2025-01-02", {}, figures={"ci": figures})}
 
     text = render(entries(stats))
@@ -338,7 +339,7 @@ def test_an_old_baseline_file_renders_back_byte_for_byte(tmp_path: Path) -> None
     parsed = parse(text, path=tmp_path / "old.json")
     assert render(parsed) == text
     reparsed = parse(render(entries(_with_canary(stats))), path=tmp_path / "new.json")
-    assert reparsed["test_a[cpu-all]"].figures["ci"].latency == _with_canary(stats)
+    assert stored_latency(reparsed["test_a[cpu-all]"].figures["ci"]) == _with_canary(stats)
 
 
 def _with_canary(stats: LatencyStats) -> LatencyStats:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ortperf.checks.latency_figures import latency_figures
 from pytest_ortperf.kinds import builtin_kinds
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.ci_files import latency_record
@@ -40,9 +41,7 @@ def latency(median: float, p90: float, canary: tuple[float, ...] = ()) -> Latenc
 def figures(median: float, p90: float, canary: tuple[float, ...] = (), **changes: Any) -> Figures:
     """Latency figures; ``memory=`` and ``startup=``: those kinds' parts beside them."""
     parts = {name: changes.pop(name) for name in ("memory", "startup") if name in changes}
-    made = Figures(
-        recorded=changes.pop("recorded", "2025-01-02"), latency=latency(median, p90, canary), **changes
-    )
+    made = latency_figures(changes.pop("recorded", "2025-01-02"), latency(median, p90, canary), **changes)
     for name, part in parts.items():
         made = made.with_part(name, part)
     return made
@@ -409,9 +408,7 @@ def test_a_part_without_its_decoder_is_shown_as_stored_and_one_with_it_in_its_ki
 
 def test_show_says_why_a_short_recording_was_enough_and_never_calls_it_unsettled(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    short = dataclasses.replace(
-        figures(3.0, 3.5, spread=0.04, settled=False), short="the reference is rebuilt from git"
-    )
+    short = figures(3.0, 3.5, spread=0.04, settled=False, short="the reference is rebuilt from git")
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
     store.write()
     (row,), _ = baseline_rows(tmp_path, decoders=DECODERS)
@@ -484,7 +481,7 @@ def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
     medians = tuple(3.0 * (1 + 0.01 * (i % 5)) for i in range(rounds))
     stats = dataclasses.replace(latency(3.0, 3.5), rounds=rounds, count=rounds * 3, round_medians_ms=medians)
     store = BaselineStore(tmp_path)
-    recorded = Figures(recorded="2025-01-02", latency=stats, spread=spread, settled=True)
+    recorded = latency_figures("2025-01-02", stats, spread=spread, settled=True)
     store.stage(
         "t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": recorded})
     )
@@ -509,8 +506,12 @@ def test_show_the_update_summary_and_the_json_call_the_same_figures_coarse(
     assert lines[0].endswith(", 1 coarse") == bool(said)
     assert (f"  t.py::test_a[cpu-all] ({said})" in lines) == bool(said)
     # figures recorded short never decide: never coarse
-    short = dataclasses.replace(
-        recorded, short="the reference is rebuilt from git; these figures only inform"
+    short = latency_figures(
+        "2025-01-02",
+        stats,
+        spread=spread,
+        settled=True,
+        short="the reference is rebuilt from git; these figures only inform",
     )
     store.stage("t.py", "test_a[cpu-all]", BaselineEntry("cpu-all", "2025-01-03", {}, figures={"ci": short}))
     store.write()

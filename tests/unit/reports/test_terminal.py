@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ortperf.accuracy.metrics import compare_output
 from pytest_ortperf.accuracy.tolerances import Tolerance
+from pytest_ortperf.checks.latency_figures import latency_figures
 from pytest_ortperf.checks.latency_verdicts import LatencyResult
 from pytest_ortperf.errors import UsageError
 from pytest_ortperf.latency.decision import Comparison, RatioEstimate, Verdict
@@ -37,7 +38,6 @@ from pytest_ortperf.reports.terminal import (
     summary_lines,
     update_lines,
 )
-from pytest_ortperf.store.baselines import Figures
 from pytest_ortperf.store.keys import CheckKey, check_name, split_check_name, with_check_name
 
 
@@ -74,7 +74,7 @@ def result(
     estimate: RatioEstimate | None = None,
 ) -> LatencyResult:
     key = CheckKey("tests/test_perf.py", f"{test}[{variant}]", variant, "ci", f"ortperf update '{test}'")
-    figures = None if baseline is None else Figures("2025-01-02", latency=latency(baseline))
+    figures = None if baseline is None else latency_figures("2025-01-02", latency(baseline))
     comparison = None if estimate is None else Comparison(estimate, 0.1, Verdict.OK)
     return LatencyResult(
         key=key, status=status, current=latency(current), baseline=figures, comparison=comparison
@@ -262,7 +262,7 @@ def test_an_unchanged_check_names_the_machine_only_where_the_canary_measured_it_
         mode="unchanged",
         drift=1.3,
         current=now,
-        baseline=Figures("2025-01-02", latency=stored),
+        baseline=latency_figures("2025-01-02", stored),
     )
     assert (
         unchanged.change

@@ -75,9 +75,10 @@ from typing import Any, BinaryIO
 import numpy as np
 import pytest
 
+from pytest_ortperf.checks.latency_figures import latency_figures
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.reports.show import baseline_rows
-from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Entries, Figures, parse, render
+from pytest_ortperf.store.baselines import BaselineEntry, BaselineStore, Entries, parse, render
 from pytest_ortperf.store.outputs import load_npz, npz_bytes
 
 pytestmark = pytest.mark.skipif(
@@ -121,7 +122,7 @@ def contents(which: str) -> tuple[Entries, bytes]:
             variant="cpu-all",
             recorded=recorded,
             recipe={"ort_version": "1.31.1", "model_sha256": digest, "notes": digest * pad},
-            figures={MACHINE: Figures(recorded, _stats(median), measured_on={"cores": 2})},
+            figures={MACHINE: latency_figures(recorded, _stats(median), measured_on={"cores": 2})},
         )
     rng = np.random.default_rng(1 if new else 0)
     arrays = {"logits": rng.standard_normal(1_000_000 if new else 64_000).astype(np.float32)}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_ortperf.checks.latency_figures import latency_figures, latency_part
 from pytest_ortperf.footprint.memory_figures import MemoryFigures
 from pytest_ortperf.footprint.startup_figures import StartupFigures
 from pytest_ortperf.kinds import builtin_kinds
@@ -89,7 +89,7 @@ def _six(value: Any) -> Any:
 
 
 def make_figures(median: float = 10.0, recorded: str = "2025-01-02", **changes: Any) -> Figures:
-    return replace(Figures(recorded, make_stats(median), measured_on=dict(MEASURED)), **changes)
+    return latency_figures(recorded, make_stats(median), measured_on=dict(MEASURED), **changes)
 
 
 def make_entry(
@@ -160,9 +160,9 @@ def test_render_writes_schema_2_with_one_recipe_and_figures_per_machine() -> Non
 
 def test_the_file_text_is_exactly_this() -> None:
     """The format, pinned: a change to it shows here first."""
-    figures = Figures(
-        recorded="2025-01-03",
-        latency=LatencyStats(1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1000.0, (1.0,)),
+    figures = latency_figures(
+        "2025-01-03",
+        LatencyStats(1, 1, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1000.0, (1.0,)),
         measured_on={"cores": 2},
         spread=0.0312345678,
         settled=False,
@@ -182,24 +182,26 @@ def test_the_file_text_is_exactly_this() -> None:
 
 
 def test_figures_leave_out_what_they_do_not_hold() -> None:
-    bare = Figures(recorded="2025-01-02", profile=OpProfile(runs=1, ops={}, nodes={}))
+    bare = latency_figures("2025-01-02", profile=OpProfile(runs=1, ops={}, nodes={}))
     assert bare.as_dict() == {
         "recorded": "2025-01-02",
         "measured_on": {},
         "profile": {"runs": 1, "ops": {}, "nodes": {}},
     }
-    noisy = Figures(recorded="2025-01-02", latency=make_stats(), spread=0.2, settled=False).as_dict()
+    noisy = latency_figures("2025-01-02", make_stats(), spread=0.2, settled=False).as_dict()
     assert (noisy["spread"], noisy["settled"]) == (0.2, False)
     assert "profile" not in noisy
     assert "short" not in noisy
-    short = Figures(recorded="2025-01-02", latency=make_stats(), short="the reference is rebuilt from git")
+    short = latency_figures("2025-01-02", make_stats(), short="the reference is rebuilt from git")
     assert Figures.from_dict(short.as_dict()) == short
     assert short.as_dict()["short"] == "the reference is rebuilt from git"
 
 
 def test_render_rounds_floats_to_6_significant_digits() -> None:
     stats = make_stats(median_ms=12.3456789, round_medians_ms=(0.000123456789, 98765.4321), cv=0.1234567)
-    figures = Figures("2025-01-02", stats, measured_on={"ratio": 1.23456789, "cores": 16}, spread=0.123456789)
+    figures = latency_figures(
+        "2025-01-02", stats, measured_on={"ratio": 1.23456789, "cores": 16}, spread=0.123456789
+    )
     entry = BaselineEntry("cpu-all", "2025-01-02", {"ratio": 2.3456789}, figures={"ci": figures})
     data = json.loads(render({TEST: entry}))["entries"][TEST]
     stored = data["figures"]["ci"]
@@ -238,8 +240,13 @@ def test_render_drops_entries_that_hold_nothing() -> None:
 
 
 def test_parse_round_trips_render_byte_for_byte(tmp_path: Path) -> None:
-    noisy = Figures(
-        "2025-01-04", make_stats(4.5), OpProfile(2, {"Conv": (1.5, 3)}, {}), MEASURED, 0.25, False
+    noisy = latency_figures(
+        "2025-01-04",
+        make_stats(4.5),
+        profile=OpProfile(2, {"Conv": (1.5, 3)}, {}),
+        measured_on=MEASURED,
+        spread=0.25,
+        settled=False,
     )
     entries: Entries = {
         TEST: make_entry(accuracy=record())
@@ -432,14 +439,18 @@ def test_parse_reports_nan_written_by_hand(tmp_path: Path) -> None:
     text = render({TEST: make_entry()}).replace('"median_ms": 10.0', '"median_ms": NaN')
     assert "NaN" in text
     with pytest.raises(BaselineError, match="median_ms must be a finite number, got nan"):
-        parse(text, path=tmp_path / "x.json")
+        parse(text, path=tmp_path / "x.json", decoders=DECODERS)
 
 
 @pytest.mark.parametrize("medians", [[0.0, 10.0], [-1.0, 10.0]])
 def test_parse_rejects_non_positive_round_medians(tmp_path: Path, medians: list[float]) -> None:
     path = tmp_path / "x.json"
     with pytest.raises(BaselineError, match="round_medians_ms") as info:
-        parse(document({TEST: _entry(figures={"ci": _latency(round_medians_ms=medians)})}), path=path)
+        parse(
+            document({TEST: _entry(figures={"ci": _latency(round_medians_ms=medians)})}),
+            path=path,
+            decoders=DECODERS,
+        )
     assert str(path) in str(info.value)
 
 
@@ -488,9 +499,11 @@ def test_schema_1_takes_the_recipe_of_the_latest_recording_and_drops_machines_th
     assert entry.recipe == RECIPE | {"plugin_version": "1.0.0"}
     assert entry.recorded == "2025-03-01"
     assert entry.machines() == ["ci", "laptop"]
-    assert entry.figures["laptop"] == Figures("2025-02-01", make_stats(3.5), measured_on=laptop)
-    assert entry.figures["ci"].spread is None
-    assert entry.figures["ci"].settled
+    assert entry.figures["laptop"] == latency_figures("2025-02-01", make_stats(3.5), measured_on=laptop)
+    ci = latency_part(entry.figures["ci"])
+    assert ci is not None
+    assert ci.spread is None
+    assert ci.settled
     assert entry.environment_for("laptop") == RECIPE | {"plugin_version": "1.0.0"} | laptop
 
 
@@ -596,13 +609,13 @@ def test_schema_1_is_migrated_by_the_next_write_only(tmp_path: Path) -> None:
 
 
 def test_an_entry_answers_per_machine() -> None:
-    profiled = Figures("2025-01-02", profile=OpProfile(1, {}, {}), measured_on={"cpu": "arm"})
+    profiled = Figures("2025-01-02", measured_on={"cpu": "arm"}).with_part("memory", {"peak": 1})
     entry = make_entry(machine="ci").with_figures("arm", profiled)
     assert entry.figures_for("ci") == make_figures()
     assert entry.figures_for("elsewhere") is None
     assert entry.machines() == ["arm", "ci"]
     assert entry.machines("latency") == ["ci"]
-    assert entry.machines("profile") == ["arm"]
+    assert entry.machines("memory") == ["arm"]
     assert entry.machines("finite") == []  # a registered kind's own part: nobody holds one yet
     counted = entry.with_figures("arm", profiled.with_part("finite", {"largest": 2.5}))
     assert counted.machines("finite") == ["arm"]

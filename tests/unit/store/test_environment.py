@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pytest_ortperf import __version__
+from pytest_ortperf.checks.latency_figures import latency_figures
 from pytest_ortperf.latency.stats import LatencyStats
 from pytest_ortperf.ort.models import ModelSource
 from pytest_ortperf.ort.providers import resolve_provider
@@ -16,7 +17,7 @@ from pytest_ortperf.ort.runtime import RuntimeInfo
 from pytest_ortperf.ort.session_settings import SessionSettings
 from pytest_ortperf.ort.sessions import BuiltSession
 from pytest_ortperf.ort.variants import OptLevel, Variant
-from pytest_ortperf.store.baselines import BaselineEntry, Figures, parse, render
+from pytest_ortperf.store.baselines import BaselineEntry, parse, render
 from pytest_ortperf.store.environment import (
     describe_inputs,
     environment,
@@ -182,7 +183,7 @@ def test_environment_read_back_from_a_baseline_file_shows_no_change(tmp_path: Pa
     only_some = {"model_transformers", "model_precision", "model_data_sha256", "model_dvc"}
     assert set(recipe) == set(RECIPE_KEYS) - only_some
     assert set(measured_on) == set(MEASURED_KEYS)
-    figures = Figures("2025-01-02", stats, measured_on=measured_on)
+    figures = latency_figures("2025-01-02", stats, measured_on=measured_on)
     text = render({"test_x": BaselineEntry("cpu-all", "2025-01-02", recipe, figures={"ci": figures})})
     stored = parse(text, path=tmp_path / "x.json")["test_x"]
     assert what_changed(stored.environment_for("ci"), env) == []

@@ -168,7 +168,7 @@ def test_schema_1_entries_are_salvaged_one_by_one(tmp_path: Path) -> None:
             "variant": "cpu-all",
             "recorded": "2025-01-02",
             "environment": {"ort_version": "1.31.1"},
-            "latency": make_entry().figures["ci"].latency.as_dict(),  # type: ignore[union-attr]
+            "latency": make_entry().figures["ci"].parts["latency"]["latency"],
         }
     }
     raw = {"test_a[cpu-all]": good, "test_b[cpu-all]": {"ci": {"variant": 1}}}
