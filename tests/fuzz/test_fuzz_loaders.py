@@ -1657,7 +1657,11 @@ def test_regression_baseline_latency_huge_int() -> None:
 
 def test_regression_baseline_round_median_huge_int() -> None:
     with pytest.raises(BaselineError, match=r"test_x\.py\.json"):
-        parse(_baseline_document(latency__round_medians_ms=[Raw("1" + "0" * 309)]), path=BASELINE_PATH, decoders=DECODERS)
+        parse(
+            _baseline_document(latency__round_medians_ms=[Raw("1" + "0" * 309)]),
+            path=BASELINE_PATH,
+            decoders=DECODERS,
+        )
 
 
 ACCURACY = {
