@@ -368,7 +368,7 @@ def noise_dominated(interval: ProcessEstimate, threshold: float) -> bool:
     least :data:`NOISE_FLOOR` of the threshold. Then more rounds in the units measured so far narrow
     the interval as more units would. On a quiet machine more rounds cost more than they narrow:
     measured with the share alone, a changed BERT took 8.8 s a process where it took 5.8 s; with the
-    floor at half the threshold, the quiet units of a BERT (1.5-2.1% a unit from 8 rounds, at the 3%
+    floor at half the threshold, the quiet units of a BERT (1.7-2.2% a unit from 8 rounds, at the 3%
     threshold) still timed their rounds again in 5 of 8 checks, each time doubling the timed rounds,
     where units beside busy processes give 3-5% (``benchmarks/README.md``)."""
     noisy_rounds = interval.within >= NOISE_FLOOR * math.log1p(threshold)
