@@ -480,18 +480,21 @@ def _init(path: str, ci: str, providers: str) -> int:
 
 
 def _bisect_command(args: argparse.Namespace) -> int:
+    from pytest_ortperf.gate import bisect_commits, bisect_runtimes
+
     if args.commits is not None:
-        if args.check not in (None, "latency"):
+        if args.check not in (None, bisect_commits.CHECK):
             raise UsageError(
                 f"ortperf bisect --commits: --check {args.check} is not built for commits; "
-                "--check latency is (the model at each commit against GOOD's, side by side)"
+                f"--check {bisect_commits.CHECK} is (the model at each commit against GOOD's, side by side)"
             )
         if not args.budget > 0:
             raise UsageError(f"ortperf bisect --budget {args.budget:g}: expected seconds above 0")
         return _bisect_commits(args.nodeid, args.commits, args.report, args.budget, args.walk)
-    if args.check not in (None, "graph"):
+    if args.check not in (None, bisect_runtimes.CHECK):
         raise UsageError(
-            f"ortperf bisect --runtimes: --check {args.check} is not built for releases yet; --check graph is"
+            f"ortperf bisect --runtimes: --check {args.check} is not built for releases yet; "
+            f"--check {bisect_runtimes.CHECK} is"
         )
     from pytest_ortperf.plugin.options import Source, parse_fetch
 
@@ -604,7 +607,7 @@ def _bisect(nodeid: str, runtimes: str, report: str | None, fetch: str, mode: st
         data = {
             "nodeid": nodeid,
             "runtimes": str(span),
-            "check": "graph",
+            "check": runs.CHECK,
             "graph_mode": mode,
             **result.as_dict(),
             "explanation": explanation,

@@ -35,6 +35,8 @@ from pytest_ortperf.gate.bisect_runtimes import ItemRunner, temporary_workdir
 from pytest_ortperf.ort.dvc_models import DVC_LABEL, dvc_outputs, model_at_revision
 from pytest_ortperf.ort.git_models import external_locations
 
+CHECK = LATENCY  # the kind a bisection over commits judges (``ortperf bisect --commits --check``)
+
 _TIMEOUT_S = 120
 _RANGE = re.compile(r"^(?P<good>[^.\s][^\s]*?)\.\.(?P<bad>[^.\s]\S*)$")
 # The A/B latency verdicts, as a bisection reads them.
@@ -226,7 +228,7 @@ class Worktree:
 
 def latency_record(report: dict[str, Any], nodeid: str, source: str) -> CheckRecord:
     """The latency record of ``nodeid`` in an ``--ortperf-report`` JSON."""
-    record = check_in_report(report, nodeid, LATENCY)
+    record = check_in_report(report, nodeid, CHECK)
     if record is not None:
         return record
     raise OrtperfError(f"ortperf bisect: {source} holds no latency check of {nodeid}: does the test run one?")

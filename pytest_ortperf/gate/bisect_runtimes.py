@@ -35,6 +35,8 @@ from pytest_ortperf.gate.bisect import Judgement
 from pytest_ortperf.graph.diff import GraphDiff, failures
 from pytest_ortperf.graph.figures import GraphFigures, short
 
+CHECK = GRAPH  # the kind a bisection over onnxruntime releases judges (``ortperf bisect --runtimes --check``)
+
 # Top-level names of this environment's site-packages that a release's environment brings itself
 # (lower case prefixes): its onnxruntime and the compiled dependencies that must match it.
 PROVIDED_BY_RELEASE = ("onnxruntime", "numpy", "google", "protobuf", "flatbuffers", "packaging")
@@ -94,7 +96,7 @@ def _fusions(figures: GraphFigures) -> dict[str, int]:
 
 def graph_state(report: dict[str, Any], nodeid: str, source: str) -> GraphState:
     """The graph record of ``nodeid`` in an ``--ortperf-report`` JSON (``source`` names it in errors)."""
-    record = check_in_report(report, nodeid, GRAPH)
+    record = check_in_report(report, nodeid, CHECK)
     if record is None:
         raise OrtperfError(
             f"ortperf bisect: {source} holds no graph check of {nodeid}: does the test run one?"
