@@ -196,8 +196,8 @@ def _checks(config: Any, kinds: KindRegistry) -> tuple[str, ...]:
     """``ortperf_checks``: what ``ort_perf.check()`` runs, in the order given, from the run's kinds;
     when it is not set, the kinds that declare themselves default (``CheckKind.default``), in the
     order they were registered."""
-    names, source = parsed_option(config, "ortperf_checks")
-    value, _ = _value(config, "ortperf_checks")
+    value, source = _value(config, "ortperf_checks")
+    names = _BY_INI["ortperf_checks"].value(value, source)
     if not names and not str(value or "").strip():
         return tuple(kinds.defaults())
     unknown = [name for name in names if name not in kinds]

@@ -44,11 +44,8 @@ def _decoded(figures: Figures, decoders: Decoders) -> Row:
         typed = figures.part_as(name, decode)
         row[name] = typed.as_dict() if typed is not None else None
         row[f"{name}_text"] = typed.describe() if typed is not None else None
-    others = {
-        name: dict(value)
-        for name, value in figures.parts.items()
-        if name not in decoders and name != LATENCY_PART
-    }
+    shown = {*decoders, LATENCY_PART}
+    others = {name: dict(value) for name, value in figures.parts.items() if name not in shown}
     return {**row, **({"parts": others} if others else {})}
 
 
